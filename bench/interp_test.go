@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// The seed's case: 300 interpolants, 4096 grid points, 10⁶ queries.
+const (
+	seedM = 300
+	seedG = 4096
+	seedN = 1_000_000
+)
+
+func seedTable(b *testing.B, r ops.Reduce, meth ops.Method) *ops.InterpTable {
+	f := make([]float64, seedM*seedG)
+	for j := range seedM {
+		for i := range seedG {
+			x := float64(i) / (seedG - 1)
+			f[j*seedG+i] = x * x
+		}
+	}
+	tab, err := ops.NewInterpTable(f, seedM, seedG, 0, 1.0/(seedG-1), r, meth, tensor.Float32)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tab
+}
+
+// sweep runs the whole seed case through a Program once and returns the
+// checksum and the wall time.
+func sweep(b *testing.B, tab *ops.InterpTable, r ops.Reduce, meth ops.Method, n int) (float64, time.Duration) {
+	job, err := graphs.NewInterp(graphs.InterpConfig{Table: tab, Reduce: r, Method: meth, Dtype: tensor.Float32,
+		Queries: &graphs.UniformQueries{N: n, Lo: 0, Hi: 1, Seed: 1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	if _, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 256 << 20}); err != nil {
+		b.Fatal(err)
+	}
+	return job.Sum, time.Since(t0)
+}
+
+func benchmarkInterpSeed(b *testing.B, meth ops.Method) {
+	tab := seedTable(b, ops.ReduceSumSq, meth)
+	b.ReportAllocs()
+	for b.Loop() {
+		sweep(b, tab, ops.ReduceSumSq, meth, seedN)
+	}
+	b.ReportMetric(float64(seedM)*seedN*float64(b.N)/b.Elapsed().Seconds(), "evals/s")
+}
+
+// BenchmarkInterpSeedGram is the seed case end to end (queries generated,
+// planned, compiled, every batch run), sumsq through per-cell Gram tables.
+func BenchmarkInterpSeedGram(b *testing.B) { benchmarkInterpSeed(b, ops.MethodAuto) }
+
+// BenchmarkInterpSeedDirect is the same with all M values of every query
+// evaluated and reduced.
+func BenchmarkInterpSeedDirect(b *testing.B) { benchmarkInterpSeed(b, ops.MethodDirect) }
+
+// BenchmarkInterpVsNumPy times the seed case in tapeloop and in chunked
+// NumPy (bench/peers/interp_numpy.py) in the same run, alternating, and
+// reports the ratio of the medians. It skips where python3 lacks numpy.
+func BenchmarkInterpVsNumPy(b *testing.B) {
+	py := ""
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(p, "-c", "import numpy").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		b.Skip("no python3 with numpy")
+	}
+	for _, meth := range []ops.Method{ops.MethodAuto, ops.MethodDirect} {
+		b.Run(meth.String(), func(b *testing.B) {
+			tab := seedTable(b, ops.ReduceSumSq, meth)
+			var ours, theirs []float64
+			var sumOurs, sumTheirs float64
+			for b.Loop() {
+				out, err := exec.Command(py, "peers/interp_numpy.py", "--repeat", "1", "--points", strconv.Itoa(seedN)).Output()
+				if err != nil {
+					b.Fatalf("numpy peer: %v", err)
+				}
+				var r struct {
+					Seconds  float64
+					Checksum float64
+				}
+				if err := json.Unmarshal(out, &r); err != nil {
+					b.Fatalf("numpy peer output %q: %v", out, err)
+				}
+				theirs = append(theirs, r.Seconds)
+				sumTheirs = r.Checksum
+				var d time.Duration
+				sumOurs, d = sweep(b, tab, ops.ReduceSumSq, meth, seedN)
+				ours = append(ours, d.Seconds())
+			}
+			mo, mt := median(ours), median(theirs)
+			b.ReportMetric(mo*1e3, "tapeloop-ms")
+			b.ReportMetric(mt*1e3, "numpy-ms")
+			b.ReportMetric(mt/mo, "speedup")
+			// Same semantics, different query streams (NumPy's and Go's
+			// generators): the sums agree statistically, not bit for bit.
+			if rel := (sumOurs - sumTheirs) / sumTheirs; rel > 0.01 || rel < -0.01 {
+				b.Errorf("checksums differ: tapeloop %.6g, numpy %.6g", sumOurs, sumTheirs)
+			}
+		})
+	}
+}
+
+func median(x []float64) float64 {
+	y := slices.Clone(x)
+	slices.Sort(y)
+	if len(y)%2 == 1 {
+		return y[len(y)/2]
+	}
+	return (y[len(y)/2-1] + y[len(y)/2]) / 2
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Chunked NumPy evaluation of seed 001: M cubic interpolants on a shared grid
+at N query points, reduced per query by sum of squares.
+
+This is the seed answer's recommended fix (evaluate in batches so that no
+(N, M) array exists) written in NumPy, with the seed's exact semantics. It
+prints one JSON line: median seconds per sweep over --repeat sweeps, peak RSS
+and the checksum (sum over all queries), for comparison with tapeloop.
+"""
+import argparse
+import json
+import resource
+import time
+
+import numpy as np
+
+A = np.array([-1 / 16, 9 / 16, 9 / 16, -1 / 16])
+B = np.array([1 / 24, -9 / 8, 9 / 8, -1 / 24])
+C = np.array([1 / 4, -1 / 4, -1 / 4, 1 / 4])
+D = np.array([-1 / 6, 1 / 2, -1 / 2, 1 / 6])
+
+
+def sweep(fp, a, dx, x, chunk, dtype):
+    G = fp.shape[1] - 2
+    ub = a + (G + 1) * dx
+    total = 0.0
+    for lo in range(0, len(x), chunk):
+        xs = x[lo:lo + chunk]
+        xc = np.clip(xs, a, ub) - a
+        ix = np.floor(xc / dx)
+        t = (xc / dx - (ix + 0.5))[:, None]
+        w = (A + t * (B + t * (C + t * D))).astype(dtype)
+        start = np.clip(ix.astype(np.int64), 0, G - 2)
+        cols = fp[:, start[:, None] + np.arange(4)]      # (M, chunk, 4)
+        vals = np.einsum("mck,ck->cm", cols, w)           # (chunk, M)
+        total += float(np.einsum("cm,cm->", vals, vals, dtype=np.float64))
+    return total
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--interpolants", type=int, default=300)
+    p.add_argument("--grid", type=int, default=4096)
+    p.add_argument("--points", type=int, default=1_000_000)
+    p.add_argument("--chunk", type=int, default=4096)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--dtype", default="float32")
+    args = p.parse_args()
+    dtype = np.dtype(args.dtype)
+    g = np.linspace(0, 1, args.grid)
+    f = np.repeat((g ** 2)[None, :], args.interpolants, axis=0)
+    fp = np.pad(f, ((0, 0), (1, 1))).astype(dtype)
+    x = np.random.default_rng(1).uniform(0, 1, args.points).astype(dtype).astype(np.float64)
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        s = sweep(fp, 0.0, 1 / (args.grid - 1), x, args.chunk, dtype)
+        times.append(time.perf_counter() - t0)
+    print(json.dumps({
+        "peer": "numpy-chunked",
+        "seconds": float(np.median(times)),
+        "times": times,
+        "checksum": s,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "numpy": np.__version__,
+    }))
+
+
+if __name__ == "__main__":
+    main()

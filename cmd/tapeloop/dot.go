@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tapeloop/tapeloop/graphs"
+)
+
+var dotCommand = &cli.Command{
+	Name:      "dot",
+	Usage:     "print a workload's compiled graph as Graphviz DOT",
+	ArgsUsage: "WORKLOAD [workload flags]",
+	Description: `Builds the workload's graph exactly as a run would (same flags, same planned
+batch) and prints it as a Graphviz digraph; each node is labelled with its op,
+shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > interp.svg`,
+	Subcommands: []*cli.Command{
+		{
+			Name:  "interp",
+			Usage: "the interpolation graph",
+			Flags: append(append([]cli.Flag{}, interpFlags...), engineFlags...),
+			Action: func(c *cli.Context) error {
+				e, err := engineConfig(c)
+				if err != nil {
+					return err
+				}
+				s, err := setupInterp(c, e, false)
+				if err != nil {
+					return err
+				}
+				defer s.close()
+				return printDOT(e, s.job)
+			},
+		},
+	},
+	Action: func(c *cli.Context) error {
+		if c.Args().Present() {
+			return fmt.Errorf("dot: unknown workload %q", c.Args().First())
+		}
+		return errNoWorkload
+	},
+}
+
+// printDOT plans w as a run would, compiles it and prints its graph.
+func printDOT(e engine, w graphs.Workload) error {
+	limit := e.run.MemLimit
+	if limit == 0 {
+		var err error
+		if limit, err = graphs.DefaultMemLimit(); err != nil {
+			return err
+		}
+	}
+	plan, err := graphs.NewPlan(w, limit, e.run.Batch)
+	if err != nil {
+		return err
+	}
+	p, err := graphs.Compile(w, plan.Batch)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return graphs.WriteDOT(os.Stdout, w.Name(), p.Graph())
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+)
+
+var infoCommand = &cli.Command{
+	Name:  "info",
+	Usage: "show the machine, memory and backends tapeloop sees",
+	Action: func(c *cli.Context) error {
+		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "tapeloop\t%s\n", version())
+		fmt.Fprintf(tw, "go\t%s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(tw, "cpus\t%d (GOMAXPROCS %d)\n", runtime.NumCPU(), runtime.GOMAXPROCS(0))
+		if a, err := sysmem.Available(); err == nil {
+			fmt.Fprintf(tw, "memory available\t%s\n", sysmem.Format(a))
+		}
+		if l, err := graphs.DefaultMemLimit(); err == nil {
+			fmt.Fprintf(tw, "default --mem-limit\t%s\n", sysmem.Format(l))
+		}
+		fmt.Fprintf(tw, "cuda\t%s\n", map[bool]string{true: "built in (--device cuda)", false: "not in this build (make build-cuda)"}[cudaBuild])
+		return tw.Flush()
+	},
+}

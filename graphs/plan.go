@@ -1,0 +1,230 @@
+package graphs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// Kinds of buffer in a Plan.
+const (
+	KindInput        = "input"        // bound to an input node, filled per batch
+	KindIntermediate = "intermediate" // an op's output that feeds another op
+	KindOutput       = "output"       // an output node's value
+	KindResult       = "result"       // the copy of an output that Run keeps
+	KindResident     = "resident"     // tables and scratch an op holds
+	KindStaging      = "staging"      // I/O buffers of the Job
+)
+
+// Buffer is one allocation of a Program at a given batch size.
+type Buffer struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Shape []int  `json:"shape,omitempty"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Stager is implemented by Workloads whose feeding or consuming needs
+// buffers of their own (file reading and writing), sized per batch.
+type Stager interface {
+	StagingBytes(batch int) int64
+}
+
+// Footprint builds w's graph for batch items, without compiling it or
+// allocating data, and lists every buffer a Program of that batch holds.
+func Footprint(w Workload, batch int) ([]Buffer, error) {
+	g := G.NewGraph()
+	in, out, err := w.Build(g, batch)
+	if err != nil {
+		return nil, err
+	}
+	role := map[*G.Node]string{}
+	for _, n := range in {
+		role[n] = KindInput
+	}
+	for _, n := range out {
+		role[n] = KindOutput
+	}
+	var bufs []Buffer
+	for _, n := range g.AllNodes() {
+		kind, ok := role[n]
+		if !ok {
+			if n.Op() == nil {
+				kind = KindInput
+			} else {
+				kind = KindIntermediate
+			}
+		}
+		bufs = append(bufs, Buffer{Name: n.Name(), Kind: kind, Shape: n.Shape(), Bytes: nodeBytes(n)})
+		if r, ok := n.Op().(ops.Resident); ok && n.Op() != nil {
+			if b := r.ResidentBytes(); b > 0 {
+				bufs = append(bufs, Buffer{Name: n.Op().String(), Kind: KindResident, Bytes: b})
+			}
+		}
+	}
+	for _, n := range out {
+		bufs = append(bufs, Buffer{Name: n.Name(), Kind: KindResult, Shape: n.Shape(), Bytes: nodeBytes(n)})
+	}
+	if s, ok := w.(Stager); ok {
+		if b := s.StagingBytes(batch); b > 0 {
+			bufs = append(bufs, Buffer{Name: "i/o", Kind: KindStaging, Bytes: b})
+		}
+	}
+	return bufs, nil
+}
+
+func nodeBytes(n *G.Node) int64 {
+	size := 1
+	if s := n.Shape(); len(s) > 0 {
+		size = s.TotalSize()
+	}
+	return int64(size) * int64(n.Dtype().Size())
+}
+
+// Total adds up the bytes of bufs.
+func Total(bufs []Buffer) int64 {
+	var t int64
+	for _, b := range bufs {
+		t += b.Bytes
+	}
+	return t
+}
+
+// Plan is the batch size chosen for a Workload and what it costs.
+type Plan struct {
+	Workload string   `json:"workload"`
+	Items    int      `json:"items"`
+	Batch    int      `json:"batch"`
+	Batches  int      `json:"batches"`
+	Limit    int64    `json:"mem_limit_bytes"`
+	Bytes    int64    `json:"planned_bytes"`
+	Buffers  []Buffer `json:"buffers"`
+	Forced   bool     `json:"forced"` // batch given by the user
+}
+
+// BudgetError says that even the smallest batch does not fit the limit.
+type BudgetError struct {
+	Workload string
+	Batch    int
+	Need     int64
+	Limit    int64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("plan: %s needs %s (%d bytes) for a batch of %d, over the memory limit of %s (%d bytes)",
+		e.Workload, sysmem.Format(e.Need), e.Need, e.Batch, sysmem.Format(e.Limit), e.Limit)
+}
+
+// ErrOverBudget is wrapped by BudgetError.
+var ErrOverBudget = errors.New("plan: over the memory limit")
+
+// Unwrap makes errors.Is(err, ErrOverBudget) hold.
+func (e *BudgetError) Unwrap() error { return ErrOverBudget }
+
+// NewPlan picks the batch for w: forced when batch > 0 (it must still fit
+// the limit), else the largest batch, up to w.MaxBatch and w.Items, whose
+// buffers add up to at most limit bytes.
+func NewPlan(w Workload, limit int64, batch int) (Plan, error) {
+	items := w.Items()
+	if items < 1 {
+		return Plan{}, fmt.Errorf("plan: %s has no items to process", w.Name())
+	}
+	if limit <= 0 {
+		return Plan{}, fmt.Errorf("plan: memory limit must be positive, got %d", limit)
+	}
+	cost := func(b int) (int64, []Buffer, error) {
+		bufs, err := Footprint(w, b)
+		return Total(bufs), bufs, err
+	}
+	p := Plan{Workload: w.Name(), Items: items, Limit: limit}
+	if batch > 0 {
+		p.Batch, p.Forced = min(batch, items), true
+	} else {
+		hi := items
+		if m := w.MaxBatch(); m > 0 {
+			hi = min(hi, m)
+		}
+		c1, _, err := cost(1)
+		if err != nil {
+			return Plan{}, err
+		}
+		if c1 > limit {
+			return Plan{}, &BudgetError{Workload: w.Name(), Batch: 1, Need: c1, Limit: limit}
+		}
+		c2, _, err := cost(2)
+		if err != nil {
+			return Plan{}, err
+		}
+		// Buffers grow linearly with the batch: probe the linear estimate
+		// and its successor first, then bisect on the exact cost, keeping
+		// cost(lo) <= limit < cost(over).
+		est := hi
+		if per := c2 - c1; per > 0 {
+			est = int(min(int64(hi), 1+(limit-c1)/per))
+		}
+		lo, over := 1, hi+1
+		for _, probe := range []int{est, est + 1} {
+			if probe <= lo || probe >= over {
+				continue
+			}
+			c, _, err := cost(probe)
+			if err != nil {
+				return Plan{}, err
+			}
+			if c <= limit {
+				lo = probe
+			} else {
+				over = probe
+			}
+		}
+		for over-lo > 1 {
+			mid := lo + (over-lo)/2
+			c, _, err := cost(mid)
+			if err != nil {
+				return Plan{}, err
+			}
+			if c <= limit {
+				lo = mid
+			} else {
+				over = mid
+			}
+		}
+		p.Batch = lo
+	}
+	c, bufs, err := cost(p.Batch)
+	if err != nil {
+		return Plan{}, err
+	}
+	if c > limit {
+		return Plan{}, &BudgetError{Workload: w.Name(), Batch: p.Batch, Need: c, Limit: limit}
+	}
+	p.Bytes, p.Buffers = c, bufs
+	p.Batches = (items + p.Batch - 1) / p.Batch
+	return p, nil
+}
+
+// Print writes the plan as a table: one row per buffer, then the total.
+func (p Plan) Print(w io.Writer) {
+	how := "planned"
+	if p.Forced {
+		how = "forced by --batch"
+	}
+	fmt.Fprintf(w, "plan: %s, batch %d (%s), %d batches of %d items, limit %s\n", p.Workload, p.Batch, how, p.Batches, p.Items, sysmem.Format(p.Limit))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  buffer\tkind\tshape\tbytes\t")
+	for _, b := range p.Buffers {
+		shape := ""
+		if b.Shape != nil {
+			shape = fmt.Sprint(b.Shape)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", b.Name, b.Kind, shape, sysmem.Format(b.Bytes))
+	}
+	fmt.Fprintf(tw, "  total\t\t\t%s\t\n", sysmem.Format(p.Bytes))
+	tw.Flush()
+}

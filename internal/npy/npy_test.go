@@ -1,0 +1,271 @@
+package npy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rawFile assembles a .npy file by hand: header dictionary and raw data.
+func rawFile(dict string, data []byte) []byte {
+	hdr := append([]byte("\x93NUMPY\x01\x00"), 0, 0)
+	pad := (64 - (10+len(dict)+1)%64) % 64
+	dict += strings.Repeat(" ", pad) + "\n"
+	binary.LittleEndian.PutUint16(hdr[8:], uint16(len(dict)))
+	return append(append(hdr, dict...), data...)
+}
+
+func TestRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, dt := range []Dtype{Float32, Float64} {
+		for _, shape := range [][]int{{0}, {1}, {7}, {3, 5}, {2, 3, 4}, {}} {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			src := make([]float64, n)
+			for i := range src {
+				src[i] = rng.NormFloat64()
+			}
+			var buf bytes.Buffer
+			w, err := NewWriter(&buf, dt, shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write64(src); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			hdrLen := len(EncodeHeader(dt, shape))
+			if hdrLen%64 != 0 || buf.Bytes()[hdrLen-1] != '\n' {
+				t.Errorf("%v %v: header of %d bytes, not 64-aligned or no final newline", dt, shape, hdrLen)
+			}
+			r, err := NewReader(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Dtype != dt || ShapeString(r.Shape) != ShapeString(shape) {
+				t.Errorf("read back %v %v, wrote %v %v", r.Dtype, r.Shape, dt, shape)
+			}
+			got := make([]float64, n)
+			if k, err := r.Read64(got); k != n || (err != nil && n > 0) {
+				t.Fatalf("Read64 = %d, %v", k, err)
+			}
+			for i := range src {
+				want := src[i]
+				if dt == Float32 {
+					want = float64(float32(want))
+				}
+				if got[i] != want {
+					t.Fatalf("%v %v: element %d = %v, want %v", dt, shape, i, got[i], want)
+				}
+			}
+		}
+	}
+}
+
+func TestReadsEveryDtypeAndByteOrder(t *testing.T) {
+	vals := []float64{0, 1, 2, 100, 127}
+	for _, c := range []struct {
+		descr string
+		enc   func(o binary.AppendByteOrder, v float64) []byte
+	}{
+		{"b1", func(o binary.AppendByteOrder, v float64) []byte { return []byte{b2u(v != 0)} }},
+		{"u1", func(o binary.AppendByteOrder, v float64) []byte { return []byte{byte(v)} }},
+		{"i1", func(o binary.AppendByteOrder, v float64) []byte { return []byte{byte(int8(v))} }},
+		{"u2", func(o binary.AppendByteOrder, v float64) []byte { return o.AppendUint16(nil, uint16(v)) }},
+		{"i2", func(o binary.AppendByteOrder, v float64) []byte { return o.AppendUint16(nil, uint16(int16(-v))) }},
+		{"u4", func(o binary.AppendByteOrder, v float64) []byte { return o.AppendUint32(nil, uint32(v)) }},
+		{"i4", func(o binary.AppendByteOrder, v float64) []byte { return o.AppendUint32(nil, uint32(int32(-v))) }},
+		{"u8", func(o binary.AppendByteOrder, v float64) []byte { return o.AppendUint64(nil, uint64(v)) }},
+		{"i8", func(o binary.AppendByteOrder, v float64) []byte { return o.AppendUint64(nil, uint64(int64(-v))) }},
+		{"f4", func(o binary.AppendByteOrder, v float64) []byte {
+			return o.AppendUint32(nil, math.Float32bits(float32(v/3)))
+		}},
+		{"f8", func(o binary.AppendByteOrder, v float64) []byte { return o.AppendUint64(nil, math.Float64bits(v/3)) }},
+	} {
+		for _, order := range []struct {
+			c byte
+			o binary.AppendByteOrder
+		}{{'<', binary.LittleEndian}, {'>', binary.BigEndian}} {
+			var data []byte
+			for _, v := range vals {
+				data = append(data, c.enc(order.o, v)...)
+			}
+			descr := string(order.c) + c.descr
+			file := rawFile("{'descr': '"+descr+"', 'fortran_order': False, 'shape': (5,), }", data)
+			r, err := NewReader(bytes.NewReader(file))
+			if err != nil {
+				t.Fatalf("%s: %v", descr, err)
+			}
+			got := make([]float32, 5)
+			if _, err := r.Read32(got); err != nil {
+				t.Fatalf("%s: %v", descr, err)
+			}
+			for i, v := range vals {
+				want := v
+				switch {
+				case c.descr == "b1":
+					want = float64(b2u(v != 0))
+				case c.descr[0] == 'i' && c.descr != "i1":
+					want = -v
+				case c.descr[0] == 'f':
+					want = v / 3
+				}
+				if math.Abs(float64(got[i])-want) > 1e-6*math.Abs(want) {
+					t.Errorf("%s: element %d = %v, want %v", descr, i, got[i], want)
+				}
+			}
+		}
+	}
+}
+
+func b2u(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestRejectsBadFiles(t *testing.T) {
+	good := rawFile("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", make([]byte, 16))
+	cases := map[string][]byte{
+		"empty":     {},
+		"magic":     append([]byte("\x93NUMPX"), good[6:]...),
+		"version":   append(append([]byte{}, good[:6]...), append([]byte{9, 0}, good[8:]...)...),
+		"fortran":   rawFile("{'descr': '<f4', 'fortran_order': True, 'shape': (4,), }", make([]byte, 16)),
+		"dtype c8":  rawFile("{'descr': '<c8', 'fortran_order': False, 'shape': (4,), }", make([]byte, 32)),
+		"dtype str": rawFile("{'descr': '<U3', 'fortran_order': False, 'shape': (4,), }", make([]byte, 48)),
+		"no shape":  rawFile("{'descr': '<f4', 'fortran_order': False, }", nil),
+		"bad shape": rawFile("{'descr': '<f4', 'fortran_order': False, 'shape': (4,x), }", nil),
+		"truncated": good[:len(good)-3],
+		"short hdr": good[:20],
+	}
+	for name, file := range cases {
+		r, err := NewReader(bytes.NewReader(file))
+		if err == nil {
+			_, err = r.Read64(make([]float64, r.Len()))
+		}
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		if name == "fortran" && !errors.Is(err, ErrFortran) {
+			t.Errorf("fortran: error %v", err)
+		}
+		if name == "truncated" && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("truncated: error %v", err)
+		}
+	}
+}
+
+// TestNumPyInterop reads files NumPy wrote and has NumPy read ours, where
+// python3 with numpy is installed.
+func TestNumPyInterop(t *testing.T) {
+	py := numpyPython(t)
+	dir := t.TempDir()
+	script := `
+import numpy as np, sys
+d = sys.argv[1]
+a = np.arange(12, dtype=np.float64).reshape(3, 4) / 7
+np.save(d + "/be.npy", a.astype(">f8"))
+np.save(d + "/u16.npy", (np.arange(6) * 1000).astype(">u2"))
+b = np.load(d + "/ours.npy")
+assert b.dtype == np.float32 and b.shape == (2, 3), (b.dtype, b.shape)
+assert np.array_equal(b, np.arange(6, dtype=np.float32).reshape(2, 3) * 0.5), b
+`
+	// Write ours first.
+	f, err := os.Create(filepath.Join(dir, "ours.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := NewWriter(f, Float32, []int{2, 3})
+	w.Write32([]float32{0, 0.5, 1, 1.5, 2, 2.5})
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+	h, data, err := ReadAll64(filepath.Join(dir, "be.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ShapeString(h.Shape) != "(3, 4)" || h.Dtype.String() != ">f8" {
+		t.Errorf("header %v %v", h.Dtype, h.Shape)
+	}
+	for i, v := range data {
+		if v != float64(i)/7 {
+			t.Errorf("be.npy[%d] = %v, want %v", i, v, float64(i)/7)
+		}
+	}
+	_, u, err := ReadAll64(filepath.Join(dir, "u16.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range u {
+		if v != float64(i*1000) {
+			t.Errorf("u16.npy[%d] = %v", i, v)
+		}
+	}
+}
+
+// numpyPython returns a python3 that imports numpy, or skips the test.
+func numpyPython(t *testing.T) string {
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		if err := exec.Command(py, "-c", "import numpy").Run(); err == nil {
+			return py
+		}
+	}
+	t.Skip("no python3 with numpy (install python3-numpy)")
+	return ""
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add(rawFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", make([]byte, 16)))
+	f.Add(rawFile("{'descr': '>i2', 'fortran_order': False, 'shape': (3,), }", make([]byte, 6)))
+	f.Add(rawFile("{'descr': '|b1', 'fortran_order': False, 'shape': (), }", []byte{1}))
+	f.Add(EncodeHeader(Float64, []int{1, 0, 5}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := NewReader(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if r.Len() < 0 {
+			t.Fatalf("negative length for shape %v", r.Shape)
+		}
+		buf := make([]float64, 64)
+		for {
+			if _, err := r.Read64(buf); err != nil {
+				return
+			}
+		}
+	})
+}
+
+func TestOpenChecksSizeBeforeReading(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lie.npy")
+	// A header promising 10¹² float64 elements over 16 bytes of data.
+	if err := os.WriteFile(path, rawFile("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000,), }", make([]byte, 16)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadAll64(path); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("error %v, want a truncation error before allocating", err)
+	}
+	ok := filepath.Join(t.TempDir(), "ok.npy")
+	os.WriteFile(ok, rawFile("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", make([]byte, 16)), 0o644)
+	if _, d, err := ReadAll64(ok); err != nil || len(d) != 2 {
+		t.Fatalf("ReadAll64 of a well-formed file: %v, %d elements", err, len(d))
+	}
+}

@@ -1,0 +1,136 @@
+package npy
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// Writer streams elements into a .npy file whose shape is fixed up front.
+type Writer struct {
+	w     *bufio.Writer
+	dtype Dtype
+	total int
+	done  int
+	buf   []byte
+}
+
+// NewWriter writes the header for an array of the given little-endian
+// float32, float64 or int64 dtype and shape, and returns a Writer for its
+// elements in C order.
+func NewWriter(w io.Writer, dtype Dtype, shape []int) (*Writer, error) {
+	if dtype != Float32 && dtype != Float64 && dtype != Int64 {
+		return nil, fmt.Errorf("%w for writing: %s", ErrDtype, dtype)
+	}
+	hdr := EncodeHeader(dtype, shape)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	if _, err := bw.Write(hdr); err != nil {
+		return nil, err
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return &Writer{w: bw, dtype: dtype, total: n}, nil
+}
+
+// EncodeHeader returns the magic string, version, length and dictionary of
+// a .npy header, padded with spaces and a final newline so that the data
+// starts at a multiple of 64 bytes.
+func EncodeHeader(dtype Dtype, shape []int) []byte {
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", dtype, ShapeString(shape))
+	major, prefix := 1, 10
+	if len(dict)+1+prefix > math.MaxUint16 {
+		major, prefix = 2, 12
+	}
+	pad := (64 - (prefix+len(dict)+1)%64) % 64
+	hlen := len(dict) + pad + 1
+	out := make([]byte, 0, prefix+hlen)
+	out = append(out, magic...)
+	out = append(out, byte(major), 0)
+	if major == 1 {
+		out = binary.LittleEndian.AppendUint16(out, uint16(hlen))
+	} else {
+		out = binary.LittleEndian.AppendUint32(out, uint32(hlen))
+	}
+	out = append(out, dict...)
+	for range pad {
+		out = append(out, ' ')
+	}
+	return append(out, '\n')
+}
+
+var errOverflow = errors.New("npy: more elements written than the shape holds")
+
+// Write32 appends float32 elements (converted when the file is float64).
+func (w *Writer) Write32(src []float32) error { return write(w, src) }
+
+// Write64 appends float64 elements (rounded when the file is float32).
+func (w *Writer) Write64(src []float64) error { return write(w, src) }
+
+// WriteInt64 appends int64 elements to an int64 file.
+func (w *Writer) WriteInt64(src []int64) error {
+	if w.dtype != Int64 {
+		return fmt.Errorf("%w: int64 elements into a %s file", ErrDtype, w.dtype)
+	}
+	if w.done+len(src) > w.total {
+		return errOverflow
+	}
+	var b [8]byte
+	for _, v := range src {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		if _, err := w.w.Write(b[:]); err != nil {
+			return err
+		}
+	}
+	w.done += len(src)
+	return nil
+}
+
+func write[T float32 | float64](w *Writer, src []T) error {
+	if w.dtype == Int64 {
+		return fmt.Errorf("%w: float elements into an int64 file", ErrDtype)
+	}
+	if w.done+len(src) > w.total {
+		return errOverflow
+	}
+	const chunk = 8192
+	sz := w.dtype.Size
+	if cap(w.buf) < chunk*sz {
+		w.buf = make([]byte, chunk*sz)
+	}
+	for len(src) > 0 {
+		n := min(len(src), chunk)
+		b := w.buf[:n*sz]
+		if sz == 4 {
+			for i, v := range src[:n] {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+			}
+		} else {
+			for i, v := range src[:n] {
+				binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(float64(v)))
+			}
+		}
+		if _, err := w.w.Write(b); err != nil {
+			return err
+		}
+		w.done += n
+		src = src[n:]
+	}
+	return nil
+}
+
+// Flush writes buffered data and checks that every element the shape
+// promises was written.
+func (w *Writer) Flush() error {
+	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	if w.done != w.total {
+		return fmt.Errorf("npy: %d of %d elements written", w.done, w.total)
+	}
+	return nil
+}

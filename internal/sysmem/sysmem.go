@@ -1,0 +1,205 @@
+// Package sysmem reads the memory figures tapeloop plans and reports with:
+// available memory (the smaller of /proc/meminfo's MemAvailable and the
+// cgroup limit), the process's resident set, its peak, and the Go heap.
+package sysmem
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/dustin/go-humanize"
+)
+
+// ParseSize parses a byte size such as "512MiB", "2GB", "1.5GiB" or
+// "1048576". Decimal units (kB, MB, GB) are powers of 1000, binary units
+// (KiB, MiB, GiB) powers of 1024.
+func ParseSize(s string) (int64, error) {
+	v, err := humanize.ParseBytes(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("bad size %q (want e.g. 512MiB or 2GB)", s)
+	}
+	if v == 0 || v > 1<<62 {
+		return 0, fmt.Errorf("bad size %q: must be between 1 byte and 4 EiB", s)
+	}
+	return int64(v), nil
+}
+
+// Format formats bytes with binary units, e.g. "64 MiB".
+func Format(b int64) string {
+	if b < 0 {
+		return "-" + humanize.IBytes(uint64(-b))
+	}
+	return humanize.IBytes(uint64(b))
+}
+
+// Available is the memory this process may still use: MemAvailable from
+// /proc/meminfo, lowered to the cgroup v2 or v1 limit minus current usage
+// where one is set (as under SLURM or Kubernetes).
+func Available() (int64, error) {
+	avail, err := memAvailable()
+	if err != nil {
+		return 0, err
+	}
+	if lim, used, ok := cgroupLimit(); ok && lim-used < avail {
+		avail = max(lim-used, 0)
+	}
+	return avail, nil
+}
+
+func memAvailable() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("sysmem: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) >= 2 && fs[0] == "MemAvailable:" {
+			kb, err := strconv.ParseInt(fs[1], 10, 64)
+			if err != nil {
+				break
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("sysmem: no MemAvailable in /proc/meminfo")
+}
+
+func readInt(path string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+	return v, err == nil
+}
+
+func cgroupLimit() (limit, used int64, ok bool) {
+	if lim, ok := readInt("/sys/fs/cgroup/memory.max"); ok {
+		used, _ := readInt("/sys/fs/cgroup/memory.current")
+		return lim, used, true
+	}
+	if lim, ok := readInt("/sys/fs/cgroup/memory/memory.limit_in_bytes"); ok && lim < 1<<60 {
+		used, _ := readInt("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+		return lim, used, true
+	}
+	return 0, 0, false
+}
+
+// PeakRSS is the process's peak resident set size (getrusage maxrss).
+func PeakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss << 10
+}
+
+// ResetPeakRSS asks the kernel to restart the peak-RSS count from the
+// current RSS (Linux /proc/self/clear_refs, value 5). It reports whether
+// that worked; getrusage's maxrss is not reset by it, so use Probe.PeakRSS.
+func ResetPeakRSS() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// Probe reads RSS and the Go heap without allocating, for use once per
+// batch. It is not safe for concurrent use.
+type Probe struct {
+	statm   *os.File
+	status  *os.File
+	buf     [512]byte
+	samples []metrics.Sample
+	page    int64
+}
+
+// NewProbe opens /proc/self/statm and /proc/self/status once.
+func NewProbe() *Probe {
+	p := &Probe{
+		samples: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}},
+		page:    int64(os.Getpagesize()),
+	}
+	p.statm, _ = os.Open("/proc/self/statm")
+	p.status, _ = os.Open("/proc/self/status")
+	return p
+}
+
+// Close closes the files the probe holds.
+func (p *Probe) Close() {
+	if p.statm != nil {
+		p.statm.Close()
+	}
+	if p.status != nil {
+		p.status.Close()
+	}
+}
+
+// HeapBytes is the Go heap occupied by live and not-yet-swept objects.
+func (p *Probe) HeapBytes() int64 {
+	metrics.Read(p.samples)
+	if p.samples[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(p.samples[0].Value.Uint64())
+}
+
+// RSS is the current resident set size, or 0 where /proc is missing.
+func (p *Probe) RSS() int64 {
+	if p.statm == nil {
+		return 0
+	}
+	n, err := p.statm.ReadAt(p.buf[:], 0)
+	if n == 0 && err != nil {
+		return 0
+	}
+	b := p.buf[:n]
+	i := bytes.IndexByte(b, ' ')
+	if i < 0 {
+		return 0
+	}
+	b = b[i+1:]
+	var pages int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		pages = pages*10 + int64(c-'0')
+	}
+	return pages * p.page
+}
+
+// PeakRSS is VmHWM from /proc/self/status (which ResetPeakRSS resets),
+// falling back to getrusage.
+func (p *Probe) PeakRSS() int64 {
+	if p.status == nil {
+		return PeakRSS()
+	}
+	var buf [4096]byte
+	n, _ := p.status.ReadAt(buf[:], 0)
+	b := buf[:n]
+	i := bytes.Index(b, []byte("VmHWM:"))
+	if i < 0 {
+		return PeakRSS()
+	}
+	var kb int64
+	for _, c := range b[i+6:] {
+		if c == ' ' || c == '\t' {
+			if kb > 0 {
+				break
+			}
+			continue
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		kb = kb*10 + int64(c-'0')
+	}
+	return kb << 10
+}

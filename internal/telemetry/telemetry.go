@@ -1,0 +1,148 @@
+// Package telemetry records what each batch of a run cost (wall time, Go
+// heap, resident set) and summarises it: median time per batch, the
+// last-decile/first-decile drift that shows a loop getting slower, heap
+// growth and peak RSS.
+package telemetry
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+)
+
+// Iteration is one batch's record.
+type Iteration struct {
+	Seconds   float64 `json:"seconds"`
+	HeapBytes int64   `json:"heap_bytes"`
+	RSSBytes  int64   `json:"rss_bytes"`
+}
+
+// Recorder collects one Iteration per batch into a slice allocated up front.
+type Recorder struct {
+	Iterations []Iteration
+	probe      *sysmem.Probe
+	start      time.Time
+	begin      time.Time
+	peak       int64
+}
+
+// NewRecorder returns a Recorder with room for batches records. It resets
+// the kernel's peak-RSS mark where it can, so PeakRSS is this run's.
+func NewRecorder(batches int) *Recorder {
+	sysmem.ResetPeakRSS()
+	return &Recorder{Iterations: make([]Iteration, 0, batches), probe: sysmem.NewProbe(), begin: time.Now()}
+}
+
+// Start marks the beginning of a batch.
+func (r *Recorder) Start() { r.start = time.Now() }
+
+// Stop ends the batch begun by Start and records it.
+func (r *Recorder) Stop() {
+	d := time.Since(r.start).Seconds()
+	r.Iterations = append(r.Iterations, Iteration{Seconds: d, HeapBytes: r.probe.HeapBytes(), RSSBytes: r.probe.RSS()})
+}
+
+// Close finishes the run and releases the probe.
+func (r *Recorder) Close() Summary {
+	s := Summarize(r.Iterations)
+	s.PeakRSSBytes = r.probe.PeakRSS()
+	s.TotalSeconds = time.Since(r.begin).Seconds()
+	r.probe.Close()
+	return s
+}
+
+// Summary condenses a run's iterations.
+type Summary struct {
+	Batches      int     `json:"batches"`
+	MedianMs     float64 `json:"median_ms"`
+	Drift        float64 `json:"drift"` // median of the last decile / median of the first
+	HeapGrowth   int64   `json:"heap_growth_bytes"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	TotalSeconds float64 `json:"total_seconds"`
+}
+
+// Summarize computes the summary of its (unchanged) argument. The deciles
+// are the first and last max(1, n/10) batches; with fewer than two batches
+// drift is 1.
+func Summarize(it []Iteration) Summary {
+	s := Summary{Batches: len(it), Drift: 1}
+	if len(it) == 0 {
+		return s
+	}
+	secs := make([]float64, len(it))
+	for i, x := range it {
+		secs[i] = x.Seconds
+	}
+	s.MedianMs = 1e3 * Median(secs)
+	if len(it) >= 2 {
+		d := max(1, len(it)/10)
+		first, last := Median(secs[:d]), Median(secs[len(secs)-d:])
+		if first > 0 {
+			s.Drift = last / first
+		}
+	}
+	s.HeapGrowth = it[len(it)-1].HeapBytes - it[0].HeapBytes
+	return s
+}
+
+// Median returns the median of x without modifying it; NaN-free input assumed.
+func Median(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	y := slices.Clone(x)
+	slices.Sort(y)
+	n := len(y)
+	if n%2 == 1 {
+		return y[n/2]
+	}
+	return (y[n/2-1] + y[n/2]) / 2
+}
+
+// String is the one-line summary printed at the end of a run.
+func (s Summary) String() string {
+	return fmt.Sprintf("%d batches, median %.3f ms/batch, drift %.3f (last/first decile), heap growth %s, peak RSS %s",
+		s.Batches, s.MedianMs, s.Drift, sysmem.Format(s.HeapGrowth), sysmem.Format(s.PeakRSSBytes))
+}
+
+// Report is the JSON document written by --report.
+type Report struct {
+	Workload      string      `json:"workload"`
+	Device        string      `json:"device"`
+	Dtype         string      `json:"dtype"`
+	Batch         int         `json:"batch"`
+	Batches       int         `json:"batches"`
+	MemLimitBytes int64       `json:"mem_limit_bytes"`
+	PlannedBytes  int64       `json:"planned_bytes"`
+	PeakRSSBytes  int64       `json:"peak_rss_bytes"`
+	TotalSeconds  float64     `json:"total_seconds"`
+	Summary       Summary     `json:"summary"`
+	Plan          any         `json:"plan,omitempty"`
+	Iterations    []Iteration `json:"iterations"`
+	Result        any         `json:"result"`
+}
+
+// Encode writes the report as indented JSON.
+func (r *Report) Encode(w io.Writer) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(r)
+}
+
+// WriteFile writes the report to path atomically.
+func (r *Report) WriteFile(path string) error {
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if err := r.Encode(f); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Commit()
+}

@@ -1,0 +1,20 @@
+// Package ops holds tapeloop's custom Gorgonia operations: the kernels that
+// carry each workload's heavy work.
+//
+// Every op owns its output buffer: it is allocated on the op's first Do and
+// refilled on every later one, so a TapeMachine replaying a graph of these
+// ops does not allocate per batch (Gorgonia's own TapeMachine drops and
+// re-allocates intermediates on every run). An op's CPU implementation lives
+// in ops/NAME.go; its CUDA twin, when there is one, beside it in
+// ops/NAME_cuda.go under the cuda build tag, with the kernel source in
+// cuda/kernels/NAME.cu.
+//
+// Ops report the memory they hold beyond their output (tables, scratch) by
+// implementing Resident, which the planner in package graphs adds up.
+package ops
+
+// Resident is implemented by ops that hold memory besides their output:
+// precomputed tables or scratch buffers, in bytes.
+type Resident interface {
+	ResidentBytes() int64
+}

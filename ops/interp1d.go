@@ -1,0 +1,418 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"math"
+	"sync/atomic"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/parallel"
+)
+
+// Reduce selects what Interp1D returns for each query.
+type Reduce int
+
+// The reductions over the M interpolants of one query.
+const (
+	ReduceSumSq Reduce = iota // Σ_j value_j²
+	ReduceSum                 // Σ_j value_j
+	ReduceNone                // all M values
+)
+
+func (r Reduce) String() string {
+	switch r {
+	case ReduceSumSq:
+		return "sumsq"
+	case ReduceSum:
+		return "sum"
+	case ReduceNone:
+		return "none"
+	}
+	return fmt.Sprintf("Reduce(%d)", int(r))
+}
+
+// ParseReduce parses "sumsq", "sum" or "none".
+func ParseReduce(s string) (Reduce, error) {
+	for _, r := range []Reduce{ReduceSumSq, ReduceSum, ReduceNone} {
+		if s == r.String() {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown reduction %q (want sumsq, sum or none)", s)
+}
+
+// Method selects how Interp1D evaluates a reduction.
+type Method int
+
+const (
+	// MethodAuto reduces without visiting the M interpolants per query where
+	// the algebra allows: sumsq as wᵀ·Gram_start·w with a 4×4 Gram matrix
+	// per grid cell, sum as w·colsum. ReduceNone is always direct.
+	MethodAuto Method = iota
+	// MethodDirect evaluates all M values of every query and reduces them.
+	MethodDirect
+)
+
+func (m Method) String() string {
+	if m == MethodDirect {
+		return "direct"
+	}
+	return "auto"
+}
+
+// ParseMethod parses "auto" or "direct".
+func ParseMethod(s string) (Method, error) {
+	switch s {
+	case "auto":
+		return MethodAuto, nil
+	case "direct":
+		return MethodDirect, nil
+	}
+	return 0, fmt.Errorf("unknown method %q (want auto or direct)", s)
+}
+
+// The cubic weight polynomials of the seed: w(t) = A + t·(B + t·(C + t·D)).
+var (
+	cubA = [4]float64{-1.0 / 16, 9.0 / 16, 9.0 / 16, -1.0 / 16}
+	cubB = [4]float64{1.0 / 24, -9.0 / 8, 9.0 / 8, -1.0 / 24}
+	cubC = [4]float64{1.0 / 4, -1.0 / 4, -1.0 / 4, 1.0 / 4}
+	cubD = [4]float64{-1.0 / 6, 1.0 / 2, -1.0 / 2, 1.0 / 6}
+)
+
+// InterpTable is M interpolants on the shared uniform grid a + i·dx,
+// i = 0…G−1, prepared once for the evaluation paths a reduction needs.
+//
+// For a query x, with fp = f padded by one zero at each end,
+// xc = clamp(x, a, a+(G+1)·dx) − a, ix = ⌊xc/dx⌋, t = xc/dx − (ix + ½),
+// start = clamp(ix, 0, G−2) and w_k = A_k + t·(B_k + t·(C_k + t·D_k)), the
+// value of interpolant j is Σ_k fp[j, start+k]·w_k.
+type InterpTable struct {
+	M, G   int
+	A, Dx  float64
+	ub     float64
+	fpT32  []float32 // (G+2, M): fp transposed, for the direct path
+	fpT64  []float64
+	gram   []float64 // (G−1, 10): upper triangle of Σ_j fp[j,s:s+4]ᵀ·fp[j,s:s+4]
+	colsum []float64 // (G+2): Σ_j fp[j, p]
+	id     uint64
+}
+
+var tableIDs atomic.Uint64
+
+// ErrInterpInput is wrapped by every error about the interpolants' data.
+var ErrInterpInput = errors.New("interp")
+
+// NewInterpTable validates f, an (m, g) row-major table of values, and
+// prepares it for reduce and method at dtype (tensor.Float32 or Float64).
+func NewInterpTable(f []float64, m, g int, a, dx float64, reduce Reduce, method Method, dtype tensor.Dtype) (*InterpTable, error) {
+	switch {
+	case m < 1:
+		return nil, fmt.Errorf("%w: need at least one interpolant, got M = %d", ErrInterpInput, m)
+	case g < 4:
+		return nil, fmt.Errorf("%w: the grid needs at least 4 points, got G = %d", ErrInterpInput, g)
+	case len(f) != m*g:
+		return nil, fmt.Errorf("%w: table has %d values, want M·G = %d", ErrInterpInput, len(f), m*g)
+	case !(dx > 0) || math.IsInf(dx, 0):
+		return nil, fmt.Errorf("%w: grid spacing dx must be positive and finite, got %g", ErrInterpInput, dx)
+	case math.IsNaN(a) || math.IsInf(a, 0):
+		return nil, fmt.Errorf("%w: grid origin a must be finite, got %g", ErrInterpInput, a)
+	}
+	if dtype != tensor.Float32 && dtype != tensor.Float64 {
+		return nil, fmt.Errorf("%w: dtype %v not supported (want float32 or float64)", ErrInterpInput, dtype)
+	}
+	for i, v := range f {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: f[%d, %d] is %g", ErrInterpInput, i/g, i%g, v)
+		}
+	}
+	t := &InterpTable{M: m, G: g, A: a, Dx: dx, ub: a + float64(g+1)*dx, id: tableIDs.Add(1)}
+	p := g + 2
+	switch {
+	case reduce == ReduceNone || method == MethodDirect:
+		if dtype == tensor.Float32 {
+			t.fpT32 = make([]float32, p*m)
+			transposePadded(t.fpT32, f, m, g)
+		} else {
+			t.fpT64 = make([]float64, p*m)
+			transposePadded(t.fpT64, f, m, g)
+		}
+	case reduce == ReduceSumSq:
+		t.gram = cellGrams(f, m, g)
+	case reduce == ReduceSum:
+		t.colsum = make([]float64, p)
+		for j := range m {
+			row := f[j*g : (j+1)*g]
+			for i, v := range row {
+				t.colsum[i+1] += v
+			}
+		}
+	}
+	return t, nil
+}
+
+func transposePadded[T float32 | float64](dst []T, f []float64, m, g int) {
+	for j := range m {
+		row := f[j*g : (j+1)*g]
+		for i, v := range row {
+			dst[(i+1)*m+j] = T(v)
+		}
+	}
+}
+
+// cellGrams returns, for every start s in [0, G−2], the 10 distinct entries
+// of the 4×4 Gram matrix Σ_j fp[j, s+k]·fp[j, s+l], in the order
+// g00 g01 g02 g03 g11 g12 g13 g22 g23 g33.
+func cellGrams(f []float64, m, g int) []float64 {
+	p := g + 2
+	// c[4q+d] = Σ_j fp[j,q]·fp[j,q+d], d = 0…3.
+	c := make([]float64, 4*p)
+	fp := make([]float64, p+3)
+	for j := range m {
+		copy(fp[1:], f[j*g:(j+1)*g])
+		for q := range p {
+			v := fp[q]
+			c[4*q] += v * v
+			c[4*q+1] += v * fp[q+1]
+			c[4*q+2] += v * fp[q+2]
+			c[4*q+3] += v * fp[q+3]
+		}
+	}
+	gr := make([]float64, 10*(g-1))
+	for s := range g - 1 {
+		e := gr[10*s : 10*s+10]
+		e[0], e[1], e[2], e[3] = c[4*s], c[4*s+1], c[4*s+2], c[4*s+3]
+		e[4], e[5], e[6] = c[4*(s+1)], c[4*(s+1)+1], c[4*(s+1)+2]
+		e[7], e[8] = c[4*(s+2)], c[4*(s+2)+1]
+		e[9] = c[4*(s+3)]
+	}
+	return gr
+}
+
+// Bytes is the memory the prepared table holds.
+func (t *InterpTable) Bytes() int64 {
+	return int64(4*len(t.fpT32) + 8*len(t.fpT64) + 8*len(t.gram) + 8*len(t.colsum))
+}
+
+// weights returns the slice start and the four cubic weights for query x.
+func (t *InterpTable) weights(x float64) (int, [4]float64) {
+	// Plain comparisons, not min/max: those order NaN and ±0, which the
+	// queries (checked finite when read) do not need, and cost twice as much.
+	if x < t.A {
+		x = t.A
+	} else if x > t.ub {
+		x = t.ub
+	}
+	u := (x - t.A) / t.Dx
+	fi := math.Floor(u)
+	r := u - (fi + 0.5)
+	s := int(fi)
+	if s < 0 || fi != fi {
+		s = 0
+	} else if s > t.G-2 {
+		s = t.G - 2
+	}
+	return s, [4]float64{
+		cubA[0] + r*(cubB[0]+r*(cubC[0]+r*cubD[0])),
+		cubA[1] + r*(cubB[1]+r*(cubC[1]+r*cubD[1])),
+		cubA[2] + r*(cubB[2]+r*(cubC[2]+r*cubD[2])),
+		cubA[3] + r*(cubB[3]+r*(cubC[3]+r*cubD[3])),
+	}
+}
+
+// Interp1D is the Gorgonia op that evaluates a batch of queries, a vector
+// of length Batch, against every interpolant of a table and reduces per
+// query: the output is (Batch,) for sumsq and sum, (Batch, M) for none.
+// No (Batch, M) array exists for the reductions.
+type Interp1D struct {
+	Table  *InterpTable
+	Reduce Reduce
+	Method Method
+	Dtype  tensor.Dtype
+	Batch  int
+
+	out *tensor.Dense
+}
+
+// NewInterp1D returns the op for batches of batch queries.
+func NewInterp1D(t *InterpTable, reduce Reduce, method Method, dtype tensor.Dtype, batch int) *Interp1D {
+	if batch < 1 {
+		panic("ops: Interp1D batch < 1")
+	}
+	if (dtype == tensor.Float32 && t.fpT64 != nil) || (dtype == tensor.Float64 && t.fpT32 != nil) {
+		panic("ops: Interp1D dtype differs from its table's")
+	}
+	return &Interp1D{Table: t, Reduce: reduce, Method: method, Dtype: dtype, Batch: batch}
+}
+
+// Arity is 1: the query vector.
+func (op *Interp1D) Arity() int { return 1 }
+
+// Type is Vector a → Tensor a.
+func (op *Interp1D) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(G.TensorType{Dims: 1, Of: a}, G.TensorType{Dims: op.outDims(), Of: a})
+}
+
+func (op *Interp1D) outDims() int {
+	if op.Reduce == ReduceNone {
+		return 2
+	}
+	return 1
+}
+
+func (op *Interp1D) outShape() tensor.Shape {
+	if op.Reduce == ReduceNone {
+		return tensor.Shape{op.Batch, op.Table.M}
+	}
+	return tensor.Shape{op.Batch}
+}
+
+// InferShape checks the input is a vector of Batch queries.
+func (op *Interp1D) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("interp1d: want 1 input, got %d", len(in))
+	}
+	if s, ok := in[0].(tensor.Shape); ok && (len(s) != 1 || s[0] != op.Batch) {
+		return nil, fmt.Errorf("interp1d: input shape %v, want (%d)", s, op.Batch)
+	}
+	return op.outShape(), nil
+}
+
+// Do evaluates the batch into the op's own output buffer and returns it.
+func (op *Interp1D) Do(in ...G.Value) (G.Value, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("interp1d: want 1 input, got %d", len(in))
+	}
+	x, ok := in[0].(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("interp1d: input is %T, want *tensor.Dense", in[0])
+	}
+	if x.Dtype() != op.Dtype || x.Shape().TotalSize() != op.Batch {
+		return nil, fmt.Errorf("interp1d: input is %v %v, want %v (%d)", x.Dtype(), x.Shape(), op.Dtype, op.Batch)
+	}
+	if op.out == nil {
+		op.out = tensor.New(tensor.WithShape(op.outShape()...), tensor.Of(op.Dtype))
+	}
+	switch op.Dtype {
+	case tensor.Float32:
+		evalBatch(op, x.Data().([]float32), op.out.Data().([]float32), op.Table.fpT32)
+	case tensor.Float64:
+		evalBatch(op, x.Data().([]float64), op.out.Data().([]float64), op.Table.fpT64)
+	}
+	return op.out, nil
+}
+
+// grain is the smallest number of queries worth a goroutine.
+const grain = 2048
+
+func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
+	t := op.Table
+	switch {
+	case op.Reduce == ReduceSumSq && t.gram != nil:
+		parallel.For(len(x), grain, func(lo, hi int) { gramSumSq(t, x[lo:hi], out[lo:hi]) })
+	case op.Reduce == ReduceSum && t.colsum != nil:
+		parallel.For(len(x), grain, func(lo, hi int) { colSum(t, x[lo:hi], out[lo:hi]) })
+	case op.Reduce == ReduceNone:
+		m := t.M
+		parallel.For(len(x), grain/16, func(lo, hi int) { directValues(t, fpT, x[lo:hi], out[lo*m:hi*m]) })
+	default:
+		parallel.For(len(x), grain/16, func(lo, hi int) { directReduce(t, fpT, op.Reduce, x[lo:hi], out[lo:hi]) })
+	}
+}
+
+func gramSumSq[T float32 | float64](t *InterpTable, x, out []T) {
+	out = out[:len(x)]
+	for q, xv := range x {
+		s, w := t.weights(float64(xv))
+		e := t.gram[10*s : 10*s+10 : 10*s+10]
+		d := w[0]*w[0]*e[0] + w[1]*w[1]*e[4] + w[2]*w[2]*e[7] + w[3]*w[3]*e[9]
+		o := w[0]*(w[1]*e[1]+w[2]*e[2]+w[3]*e[3]) + w[1]*(w[2]*e[5]+w[3]*e[6]) + w[2]*w[3]*e[8]
+		out[q] = T(d + 2*o)
+	}
+}
+
+func colSum[T float32 | float64](t *InterpTable, x, out []T) {
+	out = out[:len(x)]
+	for q, xv := range x {
+		s, w := t.weights(float64(xv))
+		c := t.colsum[s : s+4 : s+4]
+		out[q] = T(w[0]*c[0] + w[1]*c[1] + w[2]*c[2] + w[3]*c[3])
+	}
+}
+
+func directValues[T float32 | float64](t *InterpTable, fpT, x, out []T) {
+	m := t.M
+	for q, xv := range x {
+		s, w := t.weights(float64(xv))
+		w0, w1, w2, w3 := T(w[0]), T(w[1]), T(w[2]), T(w[3])
+		r0 := fpT[s*m : s*m+m]
+		r1 := fpT[(s+1)*m : (s+1)*m+m]
+		r2 := fpT[(s+2)*m : (s+2)*m+m]
+		r3 := fpT[(s+3)*m : (s+3)*m+m]
+		row := out[q*m : q*m+m]
+		for j := range row {
+			row[j] = w0*r0[j] + w1*r1[j] + w2*r2[j] + w3*r3[j]
+		}
+	}
+}
+
+func directReduce[T float32 | float64](t *InterpTable, fpT []T, reduce Reduce, x, out []T) {
+	m := t.M
+	out = out[:len(x)]
+	for q, xv := range x {
+		s, w := t.weights(float64(xv))
+		w0, w1, w2, w3 := T(w[0]), T(w[1]), T(w[2]), T(w[3])
+		r0 := fpT[s*m : s*m+m]
+		r1 := fpT[(s+1)*m : (s+1)*m+m]
+		r2 := fpT[(s+2)*m : (s+2)*m+m]
+		r3 := fpT[(s+3)*m : (s+3)*m+m]
+		var acc float64
+		if reduce == ReduceSumSq {
+			for j := range r0 {
+				v := float64(w0*r0[j] + w1*r1[j] + w2*r2[j] + w3*r3[j])
+				acc += v * v
+			}
+		} else {
+			for j := range r0 {
+				acc += float64(w0*r0[j] + w1*r1[j] + w2*r2[j] + w3*r3[j])
+			}
+		}
+		out[q] = T(acc)
+	}
+}
+
+// ResidentBytes is the size of the prepared table.
+func (op *Interp1D) ResidentBytes() int64 { return op.Table.Bytes() }
+
+// ReturnsPtr is false: the output is the op's own buffer, not an input.
+func (op *Interp1D) ReturnsPtr() bool { return false }
+
+// CallsExtern is false: the op runs on the CPU.
+func (op *Interp1D) CallsExtern() bool { return false }
+
+// OverwritesInput is -1: the queries are left as they are.
+func (op *Interp1D) OverwritesInput() int { return -1 }
+
+// WriteHash writes every parameter of the op, so two different ops never
+// merge into one graph node.
+func (op *Interp1D) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "interp1d(table=%d,M=%d,G=%d,reduce=%v,method=%v,dtype=%v,batch=%d)",
+		op.Table.id, op.Table.M, op.Table.G, op.Reduce, op.Method, op.Dtype, op.Batch)
+}
+
+// Hashcode is the FNV-1a hash of WriteHash.
+func (op *Interp1D) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+func (op *Interp1D) String() string {
+	return fmt.Sprintf("Interp1D{M=%d, G=%d, reduce=%v, method=%v}", op.Table.M, op.Table.G, op.Reduce, op.Method)
+}
