@@ -1,0 +1,69 @@
+package telemetry
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	// 20 batches: the first two take 1 s, the last two 3 s, the rest 2 s.
+	it := make([]Iteration, 20)
+	for i := range it {
+		it[i] = Iteration{Seconds: 2, HeapBytes: int64(1000 + i)}
+	}
+	it[0].Seconds, it[1].Seconds = 1, 1
+	it[18].Seconds, it[19].Seconds = 3, 3
+	s := Summarize(it)
+	if s.Batches != 20 || s.MedianMs != 2000 || math.Abs(s.Drift-3) > 1e-12 || s.HeapGrowth != 19 {
+		t.Errorf("summary %+v, want 20 batches, median 2000 ms, drift 3, heap growth 19", s)
+	}
+	if s := Summarize(it[:1]); s.Drift != 1 || s.Batches != 1 {
+		t.Errorf("one batch: %+v", s)
+	}
+	if s := Summarize(nil); s.Batches != 0 || s.Drift != 1 {
+		t.Errorf("no batches: %+v", s)
+	}
+}
+
+func TestMedianLeavesInputAlone(t *testing.T) {
+	x := []float64{5, 1, 4, 2}
+	if m := Median(x); m != 3 {
+		t.Errorf("median %v, want 3", m)
+	}
+	if x[0] != 5 || x[3] != 2 {
+		t.Errorf("input reordered: %v", x)
+	}
+}
+
+func TestRecorderAndReport(t *testing.T) {
+	r := NewRecorder(3)
+	for range 3 {
+		r.Start()
+		r.Stop()
+	}
+	s := r.Close()
+	if len(r.Iterations) != 3 || s.Batches != 3 || s.PeakRSSBytes <= 0 {
+		t.Fatalf("recorded %d iterations, summary %+v", len(r.Iterations), s)
+	}
+	for _, it := range r.Iterations {
+		if it.Seconds < 0 || it.HeapBytes <= 0 || it.RSSBytes <= 0 {
+			t.Errorf("iteration %+v", it)
+		}
+	}
+	var buf bytes.Buffer
+	rep := &Report{Workload: "w", Iterations: r.Iterations, Result: map[string]float64{"sum": 1}}
+	if err := rep.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"workload", "device", "dtype", "batch", "batches", "mem_limit_bytes", "planned_bytes", "peak_rss_bytes", "total_seconds", "iterations", "result"} {
+		if _, ok := back[k]; !ok {
+			t.Errorf("report lacks %q", k)
+		}
+	}
+}
