@@ -69,6 +69,9 @@ func Footprint(w Workload, batch int) ([]Buffer, error) {
 		}
 	}
 	for _, n := range out {
+		if owned(n) {
+			continue // read in place
+		}
 		bufs = append(bufs, Buffer{Name: n.Name(), Kind: KindResult, Shape: n.Shape(), Bytes: nodeBytes(n)})
 	}
 	if s, ok := w.(Stager); ok {

@@ -6,6 +6,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 // Workload builds one workload's graph for a fixed batch size.
@@ -67,6 +69,10 @@ func Compile(w Workload, batch int) (p *Program, err error) {
 		p.in = append(p.in, t)
 	}
 	for _, n := range outNodes {
+		if owned(n) {
+			p.out = append(p.out, nil) // read in place after the first run
+			continue
+		}
 		p.out = append(p.out, tensor.New(tensor.WithShape(n.Shape()...), tensor.Of(n.Dtype())))
 	}
 	defer func() {
@@ -86,8 +92,16 @@ func (p *Program) Graph() *G.ExprGraph { return p.g }
 // fills their first n rows and then calls Pad(n).
 func (p *Program) Inputs() []*tensor.Dense { return p.in }
 
-// Outputs are the result buffers Run copies the output nodes into.
+// Outputs are the results of the last Run: result buffers Run copied the
+// output nodes into or, for ops that own their output (ops.Owner), those
+// ops' buffers, valid until the next Run.
 func (p *Program) Outputs() []*tensor.Dense { return p.out }
+
+// owned reports whether n's op keeps its output buffer for good.
+func owned(n *G.Node) bool {
+	o, ok := n.Op().(ops.Owner)
+	return ok && n.Op() != nil && o.OwnsOutput()
+}
 
 // InputNodes are the graph's input nodes.
 func (p *Program) InputNodes() []*G.Node { return p.inNodes }
@@ -163,6 +177,10 @@ func (p *Program) Run() (int, error) {
 		v, ok := n.Value().(*tensor.Dense)
 		if !ok {
 			return 0, fmt.Errorf("graphs: %s: output %q is %T, not a dense tensor", p.Name, n.Name(), n.Value())
+		}
+		if owned(n) {
+			p.out[i] = v
+			continue
 		}
 		switch d := p.out[i].Data().(type) {
 		case []float32:

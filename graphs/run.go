@@ -22,6 +22,12 @@ type Job interface {
 	Consume(out []*tensor.Dense, off, n int) error
 }
 
+// Finisher is implemented by Jobs with work to do after the last batch
+// (assembling or writing results); Run calls Finish before it returns.
+type Finisher interface {
+	Finish() error
+}
+
 // RunConfig is the engine's configuration, filled from the CLI flags.
 type RunConfig struct {
 	MemLimit int64     // bytes the planned buffers may take; 0: DefaultMemLimit
@@ -113,6 +119,11 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	}
 	if bar != nil {
 		bar.Finish()
+	}
+	if f, ok := job.(Finisher); ok {
+		if err := f.Finish(); err != nil {
+			return nil, fmt.Errorf("%s: %w", job.Name(), err)
+		}
 	}
 	s := rec.Close()
 	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil

@@ -18,3 +18,10 @@ package ops
 type Resident interface {
 	ResidentBytes() int64
 }
+
+// Owner is implemented by ops whose output buffer is theirs for the life of
+// the op: a Program reads such an output in place, valid until the next
+// run, instead of copying it into a result buffer.
+type Owner interface {
+	OwnsOutput() bool
+}

@@ -416,3 +416,6 @@ func (op *Interp1D) Hashcode() uint32 {
 func (op *Interp1D) String() string {
 	return fmt.Sprintf("Interp1D{M=%d, G=%d, reduce=%v, method=%v}", op.Table.M, op.Table.G, op.Reduce, op.Method)
 }
+
+// OwnsOutput is true: the output buffer is the op's, read in place.
+func (op *Interp1D) OwnsOutput() bool { return true }

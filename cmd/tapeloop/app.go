@@ -20,6 +20,8 @@ picks the batch size under --mem-limit.`,
 		Commands: []*cli.Command{
 			demoCommand,
 			interpCommand,
+			affinityCommand,
+			mergeCommand,
 			dotCommand,
 			infoCommand,
 		},

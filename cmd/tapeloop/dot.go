@@ -34,6 +34,23 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				return printDOT(e, s.job)
 			},
 		},
+		{
+			Name:  "affinity",
+			Usage: "the pairwise-affinity graph",
+			Flags: append(append([]cli.Flag{}, affinityFlags...), engineFlags...),
+			Action: func(c *cli.Context) error {
+				e, err := engineConfig(c)
+				if err != nil {
+					return err
+				}
+				a, err := setupAffinity(c, &e, false)
+				if err != nil {
+					return err
+				}
+				defer a.close()
+				return printDOT(e, a.job)
+			},
+		},
 	},
 	Action: func(c *cli.Context) error {
 		if c.Args().Present() {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
@@ -26,6 +27,8 @@ var infoCommand = &cli.Command{
 		if l, err := graphs.DefaultMemLimit(); err == nil {
 			fmt.Fprintf(tw, "default --mem-limit\t%s\n", sysmem.Format(l))
 		}
+		fmt.Fprintf(tw, "blas\tnone linked: matrix products and distances run on tapeloop's own kernels\n")
+		fmt.Fprintf(tw, "pairwise kernels\t%s (C, cgo, chosen at run time)\n", cpukern.PairDistISA())
 		fmt.Fprintf(tw, "cuda\t%s\n", map[bool]string{true: "built in (--device cuda)", false: "not in this build (make build-cuda)"}[cudaBuild])
 		return tw.Flush()
 	},

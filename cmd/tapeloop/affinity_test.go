@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
+)
+
+// TestAffinityMatchesSciPy compares every metric with a float64 NumPy/SciPy
+// reference on random uint8 and float32 images, N not a multiple of the block,
+// and top-k with the reference's ordering (uint8 dot products are exact
+// integers in float32 here, so ties occur and must go to the smaller index).
+func TestAffinityMatchesSciPy(t *testing.T) {
+	py := numpyPython(t)
+	if exec.Command(py, "-c", "import scipy.spatial").Run() != nil {
+		t.Skip("no scipy (install python3-scipy)")
+	}
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	script := `
+import numpy as np, sys
+from scipy.spatial.distance import cdist
+d = sys.argv[1]
+rng = np.random.default_rng(3003)
+u8 = rng.integers(0, 256, size=(203, 4, 4), dtype=np.uint8)
+f32 = (rng.standard_normal((157, 300)) + 0.1).astype(np.float32)
+np.save(d + "/u8.npy", u8)
+np.save(d + "/f32.npy", f32)
+for tag, x in (("u8", u8.reshape(len(u8), -1).astype(np.float64)), ("f32", f32.astype(np.float64))):
+    dot = x @ x.T
+    nrm = np.linalg.norm(x, axis=1)
+    ref = {"dot": dot, "cosine": dot / nrm[:, None] / nrm[None, :],
+           "l1": -cdist(x, x, "cityblock"), "l2": -cdist(x, x, "sqeuclidean")}
+    for m, a in ref.items():
+        np.save(d + "/ref_%s_%s.npy" % (tag, m), a)
+        k = 7
+        idx = np.empty((len(a), k), np.int64)
+        for i in range(len(a)):
+            cols = np.array([j for j in range(len(a)) if j != i])
+            order = np.lexsort((cols, -a[i, cols]))   # value descending, index ascending
+            idx[i] = cols[order[:k]]
+        np.save(d + "/topk_%s_%s.npy" % (tag, m), idx)
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+	for _, tag := range []string{"u8", "f32"} {
+		for _, m := range []string{"dot", "cosine", "l1", "l2"} {
+			t.Run(tag+"/"+m, func(t *testing.T) {
+				_, want, _ := npy.ReadAll64(p("ref_" + tag + "_" + m + ".npy"))
+				// Twice: the whole matrix in memory, each pair computed once
+				// (the default when it fits), and whole rows streamed to
+				// disk (forced by a limit below the matrix's size).
+				streamLimit := map[string]string{"u8": "200KiB", "f32": "380KiB"}[tag]
+				for _, mode := range [][]string{nil, {"--mem-limit", streamLimit, "--block", "20"}} {
+					out := p(fmt.Sprintf("A_%s_%s.npy", tag, m))
+					args := append([]string{"affinity", "--quiet", "--images", p(tag + ".npy"), "--metric", m, "--block", "50", "--out", out, "--report", out + ".json"}, mode...)
+					if _, se, code := run(t, args...); code != 0 {
+						t.Fatalf("%v: exit %d: %s", mode, code, se)
+					}
+					var rep struct{ Result struct{ Symmetric bool } }
+					b, _ := os.ReadFile(out + ".json")
+					json.Unmarshal(b, &rep)
+					if rep.Result.Symmetric != (mode == nil) {
+						t.Errorf("%v: symmetric mode %v", mode, rep.Result.Symmetric)
+					}
+					h, got, err := npy.ReadAll64(out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(h.Shape) != 2 || h.Shape[0] != h.Shape[1] || len(got) != len(want) || h.Dtype.Name() != "float32" {
+						t.Fatalf("output %s %v, want float32 (N, N)", h.Dtype.Name(), h.Shape)
+					}
+					if e := normRel(got, want); !(e <= 1e-5) {
+						t.Errorf("%v: relative error %.3g > 1e-5", mode, e)
+					}
+				}
+				tk := p(fmt.Sprintf("T_%s_%s.npz", tag, m))
+				if _, se, code := run(t, "affinity", "--quiet", "--images", p(tag+".npy"), "--metric", m, "--block", "64", "--topk", "7", "--out", tk); code != 0 {
+					t.Fatalf("topk: exit %d: %s", code, se)
+				}
+				z, err := npy.OpenNPZ(tk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer z.Close()
+				r, c, err := z.Open("indices")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				gotIdx := make([]float64, r.Len())
+				r.Read64(gotIdx)
+				_, wantIdx, _ := npy.ReadAll64(p("topk_" + tag + "_" + m + ".npy"))
+				if r.Dtype.Name() != "int64" || len(gotIdx) != len(wantIdx) {
+					t.Fatalf("indices %s %v", r.Dtype.Name(), r.Shape)
+				}
+				mismatch := 0
+				for i := range wantIdx {
+					if gotIdx[i] != wantIdx[i] {
+						mismatch++
+					}
+				}
+				// Float32 rounding may swap two float64 values closer than
+				// its precision; exact-integer metrics on uint8 may not.
+				allowed := 0
+				if tag == "f32" && (m == "cosine" || m == "l2" || m == "l1") {
+					allowed = 2
+				}
+				if mismatch > allowed {
+					t.Errorf("%d of %d top-k indices differ from the reference ordering", mismatch, len(wantIdx))
+				}
+				rv, cv, err := z.Open("values")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cv.Close()
+				if npy.ShapeString(rv.Shape) != npy.ShapeString(r.Shape) {
+					t.Errorf("values %v, indices %v", rv.Shape, r.Shape)
+				}
+			})
+		}
+	}
+}
+
+func normRel(got, want []float64) float64 {
+	var num, den float64
+	for i := range want {
+		num += (got[i] - want[i]) * (got[i] - want[i])
+		den += want[i] * want[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+// TestAffinityShardsMergeBitForBit runs three shards, merges them, and
+// compares with the single run byte for byte; merge must refuse a missing,
+// duplicated or foreign shard and leave no output.
+func TestAffinityShardsMergeBitForBit(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	mustRun := func(args ...string) {
+		t.Helper()
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, se)
+		}
+	}
+	for _, m := range []string{"dot", "cosine", "l2"} {
+		c := []string{"affinity", "--quiet", "--n", "301", "--height", "9", "--width", "11", "--metric", m, "--block", "40"}
+		mustRun(append(c, "--out", p(m+".npy"))...)
+		for i := range 4 {
+			mustRun(append(c, "--shard", fmt.Sprintf("%d/4", i), "--out", p(fmt.Sprintf("%s%d.npz", m, i)))...)
+		}
+		mustRun("merge", "--out", p(m+"-merged.npy"), p(m+"0.npz"), p(m+"1.npz"), p(m+"2.npz"), p(m+"3.npz"))
+		a, _ := os.ReadFile(p(m + ".npy"))
+		b, _ := os.ReadFile(p(m + "-merged.npy"))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s: merged shards differ from the single run", m)
+		}
+	}
+	common := []string{"affinity", "--quiet", "--n", "301", "--height", "9", "--width", "11", "--metric", "l1", "--block", "40"}
+	mustRun(append(common, "--out", p("whole.npy"))...)
+	for i := range 3 {
+		mustRun(append(common, "--shard", fmt.Sprintf("%d/3", i), "--out", p(fmt.Sprintf("s%d.npz", i)))...)
+	}
+	mustRun("merge", "--out", p("merged.npy"), p("s2.npz"), p("s0.npz"), p("s1.npz"))
+	a, _ := os.ReadFile(p("whole.npy"))
+	b, _ := os.ReadFile(p("merged.npy"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatalf("merged shards (%d bytes) differ from the single run (%d bytes)", len(b), len(a))
+	}
+	// Shards from the scheduler's environment, as in a SLURM array.
+	cmd := exec.Command(binary, append(common, "--shards", "3", "--out", p("env1.npz"))...)
+	cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_MIN=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("--shards with SLURM env: %v %s", err, out)
+	}
+	mustRun("merge", "--out", p("merged2.npy"), p("s0.npz"), p("env1.npz"), p("s2.npz"))
+	if b, _ := os.ReadFile(p("merged2.npy")); !bytes.Equal(a, b) {
+		t.Error("merge with the SLURM shard differs")
+	}
+	// A foreign shard: other images (seed), same shapes.
+	mustRun(append(common, "--seed", "9", "--shard", "1/3", "--out", p("foreign.npz"))...)
+	// A shard of a different split that overlaps.
+	mustRun(append(common, "--shard", "1/2", "--out", p("half.npz"))...)
+	for _, c := range []struct {
+		name   string
+		shards []string
+		want   string
+	}{
+		{"missing", []string{"s0.npz", "s2.npz"}, "missing"},
+		{"duplicate", []string{"s0.npz", "s1.npz", "s1.npz", "s2.npz"}, "same rows"},
+		{"foreign", []string{"s0.npz", "foreign.npz", "s2.npz"}, "different run"},
+		{"overlap", []string{"s0.npz", "s1.npz", "half.npz"}, "overlaps"},
+		{"not a shard", []string{"whole.npy"}, "not an .npz"},
+	} {
+		var args []string
+		for _, s := range c.shards {
+			args = append(args, p(s))
+		}
+		out := p("bad-" + c.name + ".npy")
+		_, se, code := run(t, append([]string{"merge", "--out", out}, args...)...)
+		if code != 1 || !strings.Contains(se, c.want) || strings.Count(strings.TrimSpace(se), "\n") > 0 {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and one line with %q", c.name, code, se, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: output written", c.name)
+		}
+	}
+}
+
+// TestAffinityMemory: N = 6000 images of 64×64 float32 under a 400 MiB
+// limit stay under 450 MiB peak RSS, the (N, N) matrix streamed to disk.
+func TestAffinityMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large run")
+	}
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "r.json")
+	_, se, code := run(t, "affinity", "--quiet", "--n", "6000", "--height", "64", "--width", "64", "--metric", "dot",
+		"--mem-limit", "400MiB", "--out", filepath.Join(dir, "A.npy"), "--report", rep)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	var r struct {
+		Batch   int   `json:"batch"`
+		PeakRSS int64 `json:"peak_rss_bytes"`
+		Planned int64 `json:"planned_bytes"`
+	}
+	b, _ := os.ReadFile(rep)
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("batch %d, planned %.0f MiB, peak RSS %.0f MiB", r.Batch, float64(r.Planned)/(1<<20), float64(r.PeakRSS)/(1<<20))
+	if r.PeakRSS > 450<<20 || r.Planned > 400<<20 {
+		t.Errorf("peak RSS %d B (want ≤ 450 MiB), planned %d B (want ≤ 400 MiB)", r.PeakRSS, r.Planned)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "A.npy")); err != nil || st.Size() < 6000*6000*4 {
+		t.Errorf("output: %v", err)
+	}
+}
+
+func TestAffinityBadInput(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	writeNpy(t, p("vec.npy"), []int{10}, make([]float64, 10))
+	writeNpy(t, p("nan.npy"), []int{3, 2}, []float64{1, 2, 3, math.NaN(), 5, 6})
+	writeNpy(t, p("inf.npy"), []int{3, 1, 2}, []float64{1, 2, 3, 4, math.Inf(-1), 6})
+	writeNpy(t, p("zero.npy"), []int{3, 2}, []float64{1, 2, 0, 0, 5, 6})
+	writeNpy(t, p("empty.npy"), []int{0, 4}, nil)
+	small := []string{"--n", "20", "--height", "2", "--width", "3"}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"N<1", []string{"--n", "0"}, "--n 0"},
+		{"rank", []string{"--images", p("vec.npy")}, "want (N, H, W) or (N, D)"},
+		{"empty", []string{"--images", p("empty.npy")}, "no images"},
+		{"NaN", []string{"--images", p("nan.npy")}, "image 1"},
+		{"Inf", []string{"--images", p("inf.npy")}, "image 2"},
+		{"zero cosine", []string{"--images", p("zero.npy"), "--metric", "cosine"}, "image 1 is all zeros"},
+		{"metric", append([]string{"--metric", "l3"}, small...), `"l3"`},
+		{"K>=N", append([]string{"--topk", "20"}, small...), "--topk 20"},
+		{"K<1", append([]string{"--topk", "0"}, small...), "--topk 0"},
+		{"shard syntax", append([]string{"--shard", "1"}, small...), "not i/n"},
+		{"shard range", append([]string{"--shard", "3/3"}, small...), "not i/n"},
+		{"shard no env", append([]string{"--shards", "4"}, small...), "SLURM_ARRAY_TASK_ID"},
+		{"block", append([]string{"--block", "0"}, small...), "--block"},
+		{"missing file", []string{"--images", p("none.npy")}, "none.npy"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := p("out-" + strings.ReplaceAll(c.name, " ", "_") + ".npz")
+			cmd := exec.Command(binary, append([]string{"affinity", "--quiet", "--out", out}, c.args...)...)
+			cmd.Env = filterEnv(os.Environ(), "SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX")
+			var se bytes.Buffer
+			cmd.Stderr = &se
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			msg := se.String()
+			if code != 1 || !strings.HasPrefix(msg, "tapeloop: ") || strings.Count(strings.TrimSpace(msg), "\n") > 0 {
+				t.Errorf("exit %d, stderr %q; want 1 and one line", code, msg)
+			}
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("error %q does not mention %q", msg, c.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("partial output left")
+			}
+		})
+	}
+}
+
+func filterEnv(env []string, drop ...string) []string {
+	var out []string
+	for _, e := range env {
+		keep := true
+		for _, d := range drop {
+			if strings.HasPrefix(e, d+"=") {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,263 @@
+package graphs
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// AffinityConfig describes a pairwise-affinity run (seed 003) over rows
+// [Lo, Hi) of the (N, N) matrix: all of it, or one shard.
+type AffinityConfig struct {
+	Data   *ops.PairData
+	Metric ops.Metric
+	Lo, Hi int // rows to compute; Hi == 0 means N
+	TopK   int // > 0: keep the K largest affinities per row, self excluded
+	// Symmetric holds the whole (N, N) matrix in memory and computes each
+	// pair once (the upper triangle, mirrored); it needs all rows and no
+	// top-k. Otherwise rows are computed whole and streamed.
+	Symmetric bool
+	// Rows, when set and TopK is 0, receives the (Hi−Lo, N) rows in order
+	// (with Symmetric, all at once in Finish).
+	Rows *npy.Writer
+}
+
+// Affinity is the pairwise-affinity workload as a Job: each batch is a
+// block of rows compared against all N images.
+type Affinity struct {
+	cfg      AffinityConfig
+	Checksum float64 // Σ of every affinity computed (TopK: of those kept)
+	// With TopK, the selected column indices and their affinities,
+	// (Hi−Lo, K) row-major, filled as batches are consumed.
+	Indices []int64
+	Values  []float64
+
+	full32 []float32 // the (N, N) matrix in symmetric mode
+	full64 []float64
+}
+
+// NewAffinity checks cfg and returns the Job.
+func NewAffinity(cfg AffinityConfig) (*Affinity, error) {
+	if cfg.Data == nil {
+		return nil, errors.New("affinity: config needs the images")
+	}
+	n := cfg.Data.N
+	if cfg.Hi == 0 {
+		cfg.Hi = n
+	}
+	if cfg.Lo < 0 || cfg.Hi > n || cfg.Lo >= cfg.Hi {
+		return nil, fmt.Errorf("affinity: rows [%d, %d) outside [0, %d) or empty", cfg.Lo, cfg.Hi, n)
+	}
+	if cfg.TopK < 0 || (cfg.TopK > 0 && cfg.TopK >= n) {
+		return nil, fmt.Errorf("affinity: top-k %d must be between 1 and N−1 = %d (self is excluded)", cfg.TopK, n-1)
+	}
+	if cfg.Symmetric && (cfg.TopK > 0 || cfg.Lo != 0 || cfg.Hi != n) {
+		return nil, errors.New("affinity: symmetric mode computes all rows and no top-k")
+	}
+	a := &Affinity{cfg: cfg}
+	if cfg.Symmetric {
+		if cfg.Data.Dtype == tensor.Float32 {
+			a.full32 = make([]float32, n*n)
+		} else {
+			a.full64 = make([]float64, n*n)
+		}
+	}
+	if cfg.TopK > 0 {
+		rows := cfg.Hi - cfg.Lo
+		a.Indices = make([]int64, rows*cfg.TopK)
+		a.Values = make([]float64, rows*cfg.TopK)
+	}
+	return a, nil
+}
+
+// Name is "affinity".
+func (a *Affinity) Name() string { return "affinity" }
+
+// Dtype is the images' dtype.
+func (a *Affinity) Dtype() tensor.Dtype { return a.cfg.Data.Dtype }
+
+// Items is the number of rows to compute.
+func (a *Affinity) Items() int { return a.cfg.Hi - a.cfg.Lo }
+
+// MaxBatch caps blocks at 1024 rows: large enough for an efficient gemm,
+// small enough that the first batch is not most of the run.
+func (a *Affinity) MaxBatch() int { return 1024 }
+
+// Build is (rows (batch, D), index (batch,)) → Pairwise → (batch, N), and
+// with top-k, (block, index) → TopK → (batch, K).
+func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
+	d := a.cfg.Data
+	rows := G.NewMatrix(g, d.Dtype, G.WithShape(batch, d.D), G.WithName("rows"))
+	index := G.NewVector(g, tensor.Float64, G.WithShape(batch), G.WithName("index"))
+	pw := ops.NewPairwise(d, a.cfg.Metric, batch)
+	pw.Upper = a.cfg.Symmetric
+	blk, err := G.ApplyOpWithName(pw, a.cfg.Metric.String(), rows, index)
+	if err != nil {
+		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
+	}
+	if a.cfg.TopK == 0 {
+		return []*G.Node{rows, index}, []*G.Node{blk}, nil
+	}
+	top, err := G.ApplyOpWithName(ops.NewTopK(a.cfg.TopK, d.N, batch), "topk", blk, index)
+	if err != nil {
+		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
+	}
+	return []*G.Node{rows, index}, []*G.Node{blk, top}, nil
+}
+
+// StagingBytes counts the output writer's buffers and the top-k results.
+func (a *Affinity) StagingBytes(batch int) int64 {
+	b := int64(len(a.Indices))*8 + int64(len(a.Values))*8 + 4*int64(len(a.full32)) + 8*int64(len(a.full64))
+	if a.cfg.Rows != nil {
+		b += 1<<16 + 8192*8
+	}
+	return b
+}
+
+// Feed copies images [Lo+off, Lo+off+n) into the block.
+func (a *Affinity) Feed(in []*tensor.Dense, off, n int) error {
+	d := a.cfg.Data
+	lo := (a.cfg.Lo + off) * d.D
+	switch dst := in[0].Data().(type) {
+	case []float32:
+		copy(dst, d.X32[lo:lo+n*d.D])
+	case []float64:
+		copy(dst, d.X64[lo:lo+n*d.D])
+	}
+	idx := in[1].Data().([]float64)
+	for r := range n {
+		idx[r] = float64(a.cfg.Lo + off + r)
+	}
+	return nil
+}
+
+// Consume writes the block's rows, or keeps their top K.
+func (a *Affinity) Consume(out []*tensor.Dense, off, n int) error {
+	switch blk := out[0].Data().(type) {
+	case []float32:
+		if a.cfg.Symmetric {
+			mirror(a.full32, blk, a.cfg.Data.N, off, n)
+			return nil
+		}
+		return consumeBlock(a, blk, out, off, n)
+	case []float64:
+		if a.cfg.Symmetric {
+			mirror(a.full64, blk, a.cfg.Data.N, off, n)
+			return nil
+		}
+		return consumeBlock(a, blk, out, off, n)
+	}
+	return fmt.Errorf("affinity: block dtype %v", out[0].Dtype())
+}
+
+func consumeBlock[T float32 | float64](a *Affinity, blk []T, out []*tensor.Dense, off, n int) error {
+	nn := a.cfg.Data.N
+	if k := a.cfg.TopK; k > 0 {
+		top := out[1].Data().([]float64)
+		for r := range n {
+			for c := range k {
+				j := int(top[r*k+c])
+				v := float64(blk[r*nn+j])
+				a.Indices[(off+r)*k+c] = int64(j)
+				a.Values[(off+r)*k+c] = v
+				a.Checksum += v
+			}
+		}
+		return nil
+	}
+	rows := blk[:n*nn]
+	a.Checksum += sum(rows)
+	if a.cfg.Rows == nil {
+		return nil
+	}
+	switch v := any(rows).(type) {
+	case []float32:
+		return a.cfg.Rows.Write32(v)
+	case []float64:
+		return a.cfg.Rows.Write64(v)
+	}
+	return nil
+}
+
+// mirror stores rows [r0, r0+n) of an upper block, columns r0 on, into
+// full and their transposes into the rows below.
+func mirror[T float32 | float64](full, blk []T, nn, r0, n int) {
+	for r := range n {
+		i := r0 + r
+		copy(full[i*nn+r0:(i+1)*nn], blk[r*nn+r0:(r+1)*nn])
+	}
+	// Columns past the block, transposed in tiles for the cache.
+	const tile = 64
+	for j0 := r0 + n; j0 < nn; j0 += tile {
+		j1 := min(j0+tile, nn)
+		for r := range n {
+			i := r0 + r
+			src := blk[r*nn : (r+1)*nn]
+			for j := j0; j < j1; j++ {
+				full[j*nn+i] = src[j]
+			}
+		}
+	}
+}
+
+// Finish completes a symmetric run: it adds up the matrix and writes it to
+// Rows. It does nothing in the other modes.
+func (a *Affinity) Finish() error {
+	switch {
+	case a.full32 != nil:
+		a.Checksum = sum(a.full32)
+		if a.cfg.Rows != nil {
+			return a.cfg.Rows.Write32(a.full32)
+		}
+	case a.full64 != nil:
+		a.Checksum = sum(a.full64)
+		if a.cfg.Rows != nil {
+			return a.cfg.Rows.Write64(a.full64)
+		}
+	}
+	return nil
+}
+
+// AffinityResult is the result block of an affinity report.
+type AffinityResult struct {
+	Metric   string  `json:"metric"`
+	N        int     `json:"n"`
+	D        int     `json:"d"`
+	Rows     [2]int  `json:"rows"`
+	TopK      int     `json:"topk,omitempty"`
+	Symmetric bool    `json:"symmetric"`
+	Checksum  float64 `json:"checksum"`
+}
+
+// Result summarises the run.
+func (a *Affinity) Result() AffinityResult {
+	return AffinityResult{Metric: a.cfg.Metric.String(), N: a.cfg.Data.N, D: a.cfg.Data.D,
+		Rows: [2]int{a.cfg.Lo, a.cfg.Hi}, TopK: a.cfg.TopK, Symmetric: a.cfg.Symmetric, Checksum: a.Checksum}
+}
+
+// Fingerprint identifies images: a SHA-256 over their shape and values
+// as computed on (after conversion to the computation's dtype), so shards
+// of the same input agree and shards of different inputs do not.
+func Fingerprint[T float32 | float64](x []T, shape []int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%T%v", x[:0], shape)
+	var buf [8 << 10]byte
+	for len(x) > 0 {
+		n := 0
+		for ; n < len(x) && 8*(n+1) <= len(buf); n++ {
+			binary.LittleEndian.PutUint64(buf[8*n:], math.Float64bits(float64(x[n])))
+		}
+		h.Write(buf[:8*n])
+		x = x[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

@@ -1,0 +1,155 @@
+// Blocked pairwise kernels: negative L1 and squared-L2 distances and dot
+// products between the rows of two row-major matrices.
+//
+// The (m, n) output is computed in 4x4 register tiles: four rows of a
+// against four rows of b, sixteen vector accumulators, streaming the k axis
+// in blocks of KC elements so a tile's rows stay in L1 while the column
+// block's rows stay in L2. Each function is compiled three times, for
+// AVX-512, AVX2 and baseline SSE2, with GCC vector extensions, and the
+// widest the CPU supports is chosen at the first call. Per-element results
+// are accumulated in the element type per lane, and lanes are added at the
+// end of each k block into the output, which holds the running sum.
+#include "pairdist.h"
+#include <string.h>
+
+#define KC 1024 // k block: 4 rows of a and 4 of b, 32 KiB of float32
+#define NB 128  // column block: NB rows of b, KC elements each, in L2
+
+// Per-element operations, for a vector type V and its integer twin VI.
+#define OP_L1(V, VI, IT, x, y) ((V)((VI)((x) - (y)) & ((VI){0} + (IT)(~((IT)1 << (sizeof(IT) * 8 - 1))))))
+#define OP_L2(V, VI, IT, x, y) (((x) - (y)) * ((x) - (y)))
+#define OP_DOT(V, VI, IT, x, y) ((x) * (y))
+#define SOP_L1(x, y) ((x) > (y) ? (x) - (y) : (y) - (x))
+#define SOP_L2(x, y) (((x) - (y)) * ((x) - (y)))
+#define SOP_DOT(x, y) ((x) * (y))
+
+// DEFINE_KERNEL(NAME, T, IT, W, ATTR, OP, SOP, SIGN) defines
+// kernel_NAME(m, n, d, a, lda, b, ldb, out, ldo): out = SIGN * sum_k OP(a, b),
+// for element type T (integer twin IT), W lanes, compiled with ATTR.
+// Every pair is summed in the same order wherever it sits in a tile, a
+// block or the matrix: lane-wise over each k block, lanes added in order,
+// then the scalar tail; so results do not depend on the blocking.
+#define DEFINE_KERNEL(NAME, T, IT, W, ATTR, OP, SOP, SIGN)                               \
+  typedef T v_##NAME __attribute__((vector_size(W * sizeof(T))));                       \
+  typedef IT vi_##NAME __attribute__((vector_size(W * sizeof(T))));                     \
+                                                                                        \
+  static inline ATTR T hsum_##NAME(v_##NAME v) {                                        \
+    T s = 0;                                                                            \
+    for (int l = 0; l < W; l++) s += v[l];                                              \
+    return s;                                                                           \
+  }                                                                                     \
+                                                                                        \
+  static inline ATTR T pair_##NAME(const T *x, const T *y, int64_t k0, int64_t k1) {    \
+    v_##NAME acc = {0};                                                                 \
+    int64_t k = k0;                                                                     \
+    for (; k + W <= k1; k += W) {                                                       \
+      v_##NAME vx, vy;                                                                  \
+      memcpy(&vx, x + k, sizeof(vx));                                                   \
+      memcpy(&vy, y + k, sizeof(vy));                                                   \
+      acc += OP(v_##NAME, vi_##NAME, IT, vx, vy);                                       \
+    }                                                                                   \
+    T s = hsum_##NAME(acc);                                                             \
+    for (; k < k1; k++) s += SOP(x[k], y[k]);                                           \
+    return s;                                                                           \
+  }                                                                                     \
+                                                                                        \
+  static ATTR void tile4_##NAME(const T *a, int64_t lda, const T *b, int64_t ldb,       \
+                                T *out, int64_t ldo, int64_t k0, int64_t k1) {          \
+    v_##NAME acc[4][4];                                                                 \
+    memset(acc, 0, sizeof(acc));                                                        \
+    int64_t k = k0;                                                                     \
+    for (; k + W <= k1; k += W) {                                                       \
+      v_##NAME va[4], vb[4];                                                            \
+      for (int r = 0; r < 4; r++) memcpy(&va[r], a + r * lda + k, sizeof(va[r]));       \
+      for (int c = 0; c < 4; c++) memcpy(&vb[c], b + c * ldb + k, sizeof(vb[c]));       \
+      for (int r = 0; r < 4; r++)                                                       \
+        for (int c = 0; c < 4; c++) acc[r][c] += OP(v_##NAME, vi_##NAME, IT, va[r], vb[c]); \
+    }                                                                                   \
+    for (int r = 0; r < 4; r++)                                                         \
+      for (int c = 0; c < 4; c++) {                                                     \
+        T s = hsum_##NAME(acc[r][c]);                                                   \
+        for (int64_t t = k; t < k1; t++) s += SOP(a[r * lda + t], b[c * ldb + t]);      \
+        out[r * ldo + c] += SIGN s;                                                     \
+      }                                                                                 \
+  }                                                                                     \
+                                                                                        \
+  static ATTR void kernel_##NAME(int64_t m, int64_t n, int64_t d, const T *a,           \
+                                 int64_t lda, const T *b, int64_t ldb, T *out,          \
+                                 int64_t ldo) {                                         \
+    for (int64_t i = 0; i < m; i++) memset(out + i * ldo, 0, n * sizeof(T));            \
+    for (int64_t jb = 0; jb < n; jb += NB) {                                            \
+      int64_t jn = n - jb < NB ? n - jb : NB;                                           \
+      for (int64_t k0 = 0; k0 < d; k0 += KC) {                                          \
+        int64_t k1 = d - k0 < KC ? d : k0 + KC;                                         \
+        for (int64_t i = 0; i < m; i += 4) {                                            \
+          int64_t mr = m - i < 4 ? m - i : 4;                                           \
+          for (int64_t j = jb; j < jb + jn; j += 4) {                                   \
+            int64_t nc = jb + jn - j < 4 ? jb + jn - j : 4;                             \
+            const T *ta = a + i * lda, *tb = b + j * ldb;                               \
+            T *to = out + i * ldo + j;                                                  \
+            if (mr == 4 && nc == 4) {                                                   \
+              tile4_##NAME(ta, lda, tb, ldb, to, ldo, k0, k1);                          \
+            } else {                                                                    \
+              for (int64_t r = 0; r < mr; r++)                                          \
+                for (int64_t c = 0; c < nc; c++)                                        \
+                  to[r * ldo + c] += SIGN pair_##NAME(ta + r * lda, tb + c * ldb, k0, k1); \
+            }                                                                           \
+          }                                                                             \
+        }                                                                               \
+      }                                                                                 \
+    }                                                                                   \
+  }
+
+#define AVX512 __attribute__((target("avx512f")))
+#define AVX2 __attribute__((target("avx2,fma")))
+#define DEFINE_ISAS(M, OP, SOP, SIGN)                                       \
+  DEFINE_KERNEL(M##_f32_512, float, int32_t, 16, AVX512, OP, SOP, SIGN)     \
+  DEFINE_KERNEL(M##_f32_256, float, int32_t, 8, AVX2, OP, SOP, SIGN)        \
+  DEFINE_KERNEL(M##_f32_128, float, int32_t, 4, , OP, SOP, SIGN)            \
+  DEFINE_KERNEL(M##_f64_512, double, int64_t, 8, AVX512, OP, SOP, SIGN)     \
+  DEFINE_KERNEL(M##_f64_256, double, int64_t, 4, AVX2, OP, SOP, SIGN)       \
+  DEFINE_KERNEL(M##_f64_128, double, int64_t, 2, , OP, SOP, SIGN)
+
+DEFINE_ISAS(l1, OP_L1, SOP_L1, -)
+DEFINE_ISAS(l2, OP_L2, SOP_L2, -)
+DEFINE_ISAS(dot, OP_DOT, SOP_DOT, +)
+
+static int isa = -1; // 2: avx512f, 1: avx2, 0: sse2
+
+static int pick(void) {
+  if (isa < 0) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) isa = 2;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa = 1;
+    else isa = 0;
+  }
+  return isa;
+}
+
+const char *tl_pairdist_isa(void) {
+  static const char *names[] = {"sse2", "avx2", "avx512f"};
+  return names[pick()];
+}
+
+#define DISPATCH(T, SUF)                                                              \
+  switch (pick() * 3 + metric) {                                                      \
+  case 6: kernel_l1_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;            \
+  case 7: kernel_l2_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;            \
+  case 8: kernel_dot_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;           \
+  case 3: kernel_l1_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;            \
+  case 4: kernel_l2_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;            \
+  case 5: kernel_dot_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;           \
+  case 0: kernel_l1_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;            \
+  case 1: kernel_l2_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;            \
+  default: kernel_dot_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo);                 \
+  }
+
+void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float *out, int64_t ldo, int metric) {
+  DISPATCH(float, f32)
+}
+
+void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
+                     const double *b, int64_t ldb, double *out, int64_t ldo, int metric) {
+  DISPATCH(double, f64)
+}

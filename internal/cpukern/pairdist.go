@@ -1,0 +1,60 @@
+package cpukern
+
+// #cgo CFLAGS: -O3 -std=gnu11
+// #include "pairdist.h"
+import "C"
+
+import "unsafe"
+
+// Kernel selects what PairDist computes for each pair of rows.
+type Kernel int
+
+// The pairwise kernels.
+const (
+	L1  Kernel = iota // −Σ_k |a_k − b_k|
+	L2                // −Σ_k (a_k − b_k)²
+	Dot               // Σ_k a_k·b_k
+)
+
+// PairDist32 sets out[i·ldo+j] to kernel k of rows a[i·lda:] and b[j·ldb:]
+// over d elements, for i < m, j < n. Each pair is summed in the same order
+// wherever it sits, so a value does not depend on m, n or the row offsets:
+// blocks and shards of a matrix agree bit for bit.
+func PairDist32(m, n, d int, a []float32, lda int, b []float32, ldb int, out []float32, ldo int, k Kernel) {
+	checkDims(m, n, d, len(a), lda, len(b), ldb, len(out), ldo)
+	if m == 0 || n == 0 {
+		return
+	}
+	C.tl_pairdist_f32(C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.float)(unsafe.Pointer(&a[0])), C.int64_t(lda),
+		(*C.float)(unsafe.Pointer(&b[0])), C.int64_t(ldb), (*C.float)(unsafe.Pointer(&out[0])), C.int64_t(ldo), C.int(k))
+}
+
+// PairDist64 is PairDist32 for float64.
+func PairDist64(m, n, d int, a []float64, lda int, b []float64, ldb int, out []float64, ldo int, k Kernel) {
+	checkDims(m, n, d, len(a), lda, len(b), ldb, len(out), ldo)
+	if m == 0 || n == 0 {
+		return
+	}
+	C.tl_pairdist_f64(C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.double)(unsafe.Pointer(&a[0])), C.int64_t(lda),
+		(*C.double)(unsafe.Pointer(&b[0])), C.int64_t(ldb), (*C.double)(unsafe.Pointer(&out[0])), C.int64_t(ldo), C.int(k))
+}
+
+// PairDistISA names the instruction set the distance kernels run on.
+func PairDistISA() string { return C.GoString(C.tl_pairdist_isa()) }
+
+// checkDims panics, as BLAS does, on arguments that would read or write
+// outside the slices; with d == 0 no element is read.
+func checkDims(m, n, d, la, lda, lb, ldb, lo, ldo int) {
+	switch {
+	case m < 0 || n < 0 || d < 0:
+		panic("cpukern: negative dimension")
+	case m > 0 && (lda < max(d, 1) || la < (m-1)*lda+d):
+		panic("cpukern: short a")
+	case n > 0 && (ldb < max(d, 1) || lb < (n-1)*ldb+d):
+		panic("cpukern: short b")
+	case m > 0 && n > 0 && (ldo < n || lo < (m-1)*ldo+n):
+		panic("cpukern: short out")
+	case m > 0 && n > 0 && d == 0:
+		panic("cpukern: d == 0")
+	}
+}

@@ -1,0 +1,17 @@
+// Blocked pairwise L1 and squared-L2 distances, see pairdist.c.
+#ifndef TAPELOOP_PAIRDIST_H
+#define TAPELOOP_PAIRDIST_H
+#include <stdint.h>
+
+// metric 0: out[i*ldo + j] = -sum_k |a[i*lda + k] - b[j*ldb + k]|
+// metric 1: out[i*ldo + j] = -sum_k (a[i*lda + k] - b[j*ldb + k])^2
+// metric 2: out[i*ldo + j] =  sum_k  a[i*lda + k] * b[j*ldb + k]
+// for 0 <= i < m, 0 <= j < n, 0 <= k < d; each pair summed in the same
+// order wherever it sits, so results do not depend on the blocking.
+void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float *out, int64_t ldo, int metric);
+void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
+                     const double *b, int64_t ldb, double *out, int64_t ldo, int metric);
+// Which instruction set the kernels dispatch to: "avx512f", "avx2" or "sse2".
+const char *tl_pairdist_isa(void);
+#endif

@@ -1,0 +1,141 @@
+package npy
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// NPZWriter writes a NumPy .npz archive (a zip of .npy members, stored
+// uncompressed, ZIP64 when large), one member at a time.
+type NPZWriter struct {
+	zw  *zip.Writer
+	cur *Writer
+}
+
+// NewNPZWriter starts an archive on w.
+func NewNPZWriter(w io.Writer) *NPZWriter { return &NPZWriter{zw: zip.NewWriter(w)} }
+
+// Create starts member name (".npy" is appended) and returns its element
+// writer; the previous member is finished first.
+func (z *NPZWriter) Create(name string, dtype Dtype, shape []int) (*Writer, error) {
+	if err := z.finish(); err != nil {
+		return nil, err
+	}
+	f, err := z.zw.CreateHeader(&zip.FileHeader{Name: name + ".npy", Method: zip.Store})
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWriter(f, dtype, shape)
+	if err != nil {
+		return nil, err
+	}
+	z.cur = w
+	return w, nil
+}
+
+// CreateRaw starts a member holding raw bytes, such as a JSON document.
+func (z *NPZWriter) CreateRaw(name string) (io.Writer, error) {
+	if err := z.finish(); err != nil {
+		return nil, err
+	}
+	return z.zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+}
+
+func (z *NPZWriter) finish() error {
+	if z.cur == nil {
+		return nil
+	}
+	err := z.cur.Flush()
+	z.cur = nil
+	return err
+}
+
+// Close finishes the last member and writes the zip directory.
+func (z *NPZWriter) Close() error {
+	if err := z.finish(); err != nil {
+		return err
+	}
+	return z.zw.Close()
+}
+
+// NPZ is an open .npz archive.
+type NPZ struct {
+	zr   *zip.ReadCloser
+	path string
+}
+
+// OpenNPZ opens the archive at path.
+func OpenNPZ(path string) (*NPZ, error) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: not an .npz archive (%v)", path, ErrFormat, err)
+	}
+	return &NPZ{zr: zr, path: path}, nil
+}
+
+// Close closes the archive.
+func (z *NPZ) Close() error { return z.zr.Close() }
+
+// Names lists the members, with ".npy" removed as NumPy does.
+func (z *NPZ) Names() []string {
+	var names []string
+	for _, f := range z.zr.File {
+		names = append(names, strings.TrimSuffix(f.Name, ".npy"))
+	}
+	return names
+}
+
+func (z *NPZ) member(name string) (*zip.File, error) {
+	for _, f := range z.zr.File {
+		if f.Name == name || f.Name == name+".npy" {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %w: no member %q", z.path, ErrFormat, name)
+}
+
+// Open streams member name as a .npy array; close the returned closer
+// when done.
+func (z *NPZ) Open(name string) (*Reader, io.Closer, error) {
+	f, err := z.member(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %s: %w", z.path, name, err)
+	}
+	r, err := NewReader(rc)
+	if err != nil {
+		rc.Close()
+		return nil, nil, fmt.Errorf("%s: %s: %w", z.path, name, err)
+	}
+	if need := uint64(r.Len()) * uint64(r.Dtype.Size); f.UncompressedSize64 < need {
+		rc.Close()
+		return nil, nil, fmt.Errorf("%s: %s: %w: data truncated", z.path, name, ErrFormat)
+	}
+	return r, rc, nil
+}
+
+// ReadRaw returns the bytes of member name, at most limit of them.
+func (z *NPZ) ReadRaw(name string, limit int64) ([]byte, error) {
+	f, err := z.member(name)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", z.path, name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: %s: %w: member larger than %d bytes", z.path, name, ErrFormat, limit)
+	}
+	return b, nil
+}

@@ -1,0 +1,269 @@
+// Package shard splits the rows of a pairwise-affinity matrix into shards
+// computed independently (one job of a SLURM array or Kubernetes Indexed
+// Job each), records in every shard what it was computed from, and merges
+// shards back into one matrix, refusing a set that is incomplete,
+// overlapping, duplicated or mixed from different inputs.
+//
+// A shard file is an .npz archive: meta.json (Meta), and either
+// affinity.npy (rows, N) or indices.npy and values.npy (rows, K).
+package shard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/npy"
+)
+
+// Format names the shard file format and its version.
+const Format = "tapeloop-affinity-shard/1"
+
+// Meta is what a shard records about itself.
+type Meta struct {
+	Format      string `json:"format"`
+	N           int    `json:"n"`
+	D           int    `json:"d"`
+	Metric      string `json:"metric"`
+	Dtype       string `json:"dtype"`
+	Fingerprint string `json:"fingerprint"`
+	Lo          int    `json:"lo"` // rows [Lo, Hi)
+	Hi          int    `json:"hi"`
+	Index       int    `json:"index"` // shard Index of Count
+	Count       int    `json:"count"`
+	TopK        int    `json:"topk,omitempty"`
+}
+
+// ErrShards is wrapped by every error about a set of shards.
+var ErrShards = errors.New("shard")
+
+// Rows returns the rows [⌊i·n/count⌋, ⌊(i+1)·n/count⌋) of shard i.
+func Rows(i, count, n int) (lo, hi int) {
+	return int(int64(i) * int64(n) / int64(count)), int(int64(i+1) * int64(n) / int64(count))
+}
+
+// Parse parses "i/n" with 0 ≤ i < n.
+func Parse(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(strings.TrimSpace(a))
+	n, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("%w: %q is not i/n with 0 ≤ i < n (e.g. 3/8)", ErrShards, s)
+	}
+	return i, n, nil
+}
+
+// FromEnv finds this job's shard index among count from the scheduler:
+// SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN, so --array=1-8 works as
+// well as 0-7) or Kubernetes' JOB_COMPLETION_INDEX.
+func FromEnv(count int) (int, error) {
+	if count < 1 {
+		return 0, fmt.Errorf("%w: --shards %d: need at least 1", ErrShards, count)
+	}
+	get := func(name string) (int, bool, error) {
+		s, ok := os.LookupEnv(name)
+		if !ok {
+			return 0, false, nil
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return 0, true, fmt.Errorf("%w: %s=%q is not an integer", ErrShards, name, s)
+		}
+		return v, true, nil
+	}
+	var i int
+	id, ok, err := get("SLURM_ARRAY_TASK_ID")
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		lo, _, err := get("SLURM_ARRAY_TASK_MIN")
+		if err != nil {
+			return 0, err
+		}
+		i = id - lo
+	} else {
+		idx, ok, err := get("JOB_COMPLETION_INDEX")
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return 0, fmt.Errorf("%w: --shards needs SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX in the environment (or use --shard i/n)", ErrShards)
+		}
+		i = idx
+	}
+	if i < 0 || i >= count {
+		return 0, fmt.Errorf("%w: shard index %d from the scheduler is outside 0…%d", ErrShards, i, count-1)
+	}
+	return i, nil
+}
+
+// WriteMeta writes meta.json into z.
+func WriteMeta(z *npy.NPZWriter, m Meta) error {
+	m.Format = Format
+	w, err := z.CreateRaw("meta.json")
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(w).Encode(m)
+}
+
+// ReadMeta reads meta.json from an open shard.
+func ReadMeta(z *npy.NPZ, path string) (Meta, error) {
+	b, err := z.ReadRaw("meta.json", 1<<16)
+	if err != nil {
+		return Meta{}, fmt.Errorf("%w: %s is not a tapeloop shard: %v", ErrShards, path, err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil || m.Format != Format {
+		return Meta{}, fmt.Errorf("%w: %s is not a tapeloop shard (format %q)", ErrShards, path, m.Format)
+	}
+	if m.N < 1 || m.Lo < 0 || m.Hi > m.N || m.Lo >= m.Hi {
+		return Meta{}, fmt.Errorf("%w: %s: rows [%d, %d) of N = %d make no sense", ErrShards, path, m.Lo, m.Hi, m.N)
+	}
+	return m, nil
+}
+
+type opened struct {
+	path string
+	z    *npy.NPZ
+	meta Meta
+}
+
+// Merge checks that shards cover rows [0, N) exactly once, all from the same
+// input, metric, dtype and top-k, and writes the whole matrix to out: an
+// (N, N) .npy, or for top-k an .npz with indices (N, K) and values (N, K).
+// The output appears only when everything succeeded.
+func Merge(out string, paths []string) error {
+	if len(paths) == 0 {
+		return fmt.Errorf("%w: no shard files given", ErrShards)
+	}
+	var all []opened
+	defer func() {
+		for _, o := range all {
+			o.z.Close()
+		}
+	}()
+	for _, p := range paths {
+		z, err := npy.OpenNPZ(p)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrShards, err)
+		}
+		m, err := ReadMeta(z, p)
+		if err != nil {
+			z.Close()
+			return err
+		}
+		all = append(all, opened{p, z, m})
+	}
+	ref := all[0].meta
+	for _, o := range all[1:] {
+		m := o.meta
+		if m.N != ref.N || m.D != ref.D || m.Metric != ref.Metric || m.Dtype != ref.Dtype || m.Fingerprint != ref.Fingerprint || m.TopK != ref.TopK {
+			return fmt.Errorf("%w: %s is from a different run than %s (N %d/%d, metric %s/%s, dtype %s/%s, top-k %d/%d, input %s/%s)",
+				ErrShards, o.path, all[0].path, m.N, ref.N, m.Metric, ref.Metric, m.Dtype, ref.Dtype, m.TopK, ref.TopK, m.Fingerprint, ref.Fingerprint)
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].meta.Lo < all[j].meta.Lo })
+	next := 0
+	for i, o := range all {
+		m := o.meta
+		switch {
+		case i > 0 && m.Lo == all[i-1].meta.Lo && m.Hi == all[i-1].meta.Hi:
+			return fmt.Errorf("%w: %s and %s hold the same rows [%d, %d)", ErrShards, all[i-1].path, o.path, m.Lo, m.Hi)
+		case m.Lo < next:
+			return fmt.Errorf("%w: %s (rows [%d, %d)) overlaps %s (rows up to %d)", ErrShards, o.path, m.Lo, m.Hi, all[i-1].path, next)
+		case m.Lo > next:
+			return fmt.Errorf("%w: rows [%d, %d) are missing: no shard holds them", ErrShards, next, m.Lo)
+		}
+		next = m.Hi
+	}
+	if next != ref.N {
+		return fmt.Errorf("%w: rows [%d, %d) are missing: no shard holds them", ErrShards, next, ref.N)
+	}
+
+	dt := npy.Float32
+	if ref.Dtype == "float64" {
+		dt = npy.Float64
+	}
+	f, err := atomicfile.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if ref.TopK == 0 {
+		w, err := npy.NewWriter(f, dt, []int{ref.N, ref.N})
+		if err != nil {
+			return err
+		}
+		buf := make([]float64, ref.N)
+		for _, o := range all {
+			if err := copyRows(o, "affinity", []int{o.meta.Hi - o.meta.Lo, ref.N}, buf, w.Write64); err != nil {
+				return err
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("write %s: %w", out, err)
+		}
+	} else {
+		z := npy.NewNPZWriter(f)
+		k := ref.TopK
+		for _, member := range []struct {
+			name string
+			dt   npy.Dtype
+		}{{"indices", npy.Int64}, {"values", dt}} {
+			w, err := z.Create(member.name, member.dt, []int{ref.N, k})
+			if err != nil {
+				return err
+			}
+			buf := make([]float64, k)
+			write := w.Write64
+			if member.dt == npy.Int64 {
+				ints := make([]int64, k)
+				write = func(v []float64) error {
+					for i, x := range v {
+						ints[i] = int64(x)
+					}
+					return w.WriteInt64(ints[:len(v)])
+				}
+			}
+			for _, o := range all {
+				if err := copyRows(o, member.name, []int{o.meta.Hi - o.meta.Lo, k}, buf, write); err != nil {
+					return err
+				}
+			}
+		}
+		if err := z.Close(); err != nil {
+			return fmt.Errorf("write %s: %w", out, err)
+		}
+	}
+	return f.Commit()
+}
+
+// copyRows streams member of o, which must have the given shape, through
+// buf into write.
+func copyRows(o opened, member string, shape []int, buf []float64, write func([]float64) error) error {
+	r, c, err := o.z.Open(member)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrShards, err)
+	}
+	defer c.Close()
+	if npy.ShapeString(r.Shape) != npy.ShapeString(shape) {
+		return fmt.Errorf("%w: %s: %s has shape %s, want %s", ErrShards, o.path, member, npy.ShapeString(r.Shape), npy.ShapeString(shape))
+	}
+	for r.Remaining() > 0 {
+		n, err := r.Read64(buf)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrShards, o.path, err)
+		}
+		if err := write(buf[:n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
