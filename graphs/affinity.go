@@ -12,6 +12,8 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -67,8 +69,10 @@ func NewAffinity(cfg AffinityConfig) (*Affinity, error) {
 	if cfg.Symmetric {
 		if cfg.Data.Dtype == tensor.Float32 {
 			a.full32 = make([]float32, n*n)
+			sysmem.AdviseHugePagesOf(a.full32)
 		} else {
 			a.full64 = make([]float64, n*n)
+			sysmem.AdviseHugePagesOf(a.full64)
 		}
 	}
 	if cfg.TopK > 0 {
@@ -189,24 +193,32 @@ func consumeBlock[T float32 | float64](a *Affinity, blk []T, out []*tensor.Dense
 }
 
 // mirror stores rows [r0, r0+n) of an upper block, columns r0 on, into
-// full and their transposes into the rows below.
+// full and their transposes into the rows below, in parallel over the
+// destination rows, transposing 16×16 tiles so that both the reads and the
+// writes use whole cache lines.
 func mirror[T float32 | float64](full, blk []T, nn, r0, n int) {
-	for r := range n {
-		i := r0 + r
-		copy(full[i*nn+r0:(i+1)*nn], blk[r*nn+r0:(r+1)*nn])
-	}
-	// Columns past the block, transposed in tiles for the cache.
-	const tile = 64
-	for j0 := r0 + n; j0 < nn; j0 += tile {
-		j1 := min(j0+tile, nn)
-		for r := range n {
+	parallel.For(n, 16, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
 			i := r0 + r
-			src := blk[r*nn : (r+1)*nn]
-			for j := j0; j < j1; j++ {
-				full[j*nn+i] = src[j]
+			copy(full[i*nn+r0:(i+1)*nn], blk[r*nn+r0:(r+1)*nn])
+		}
+	})
+	const tile = 16
+	below := nn - (r0 + n)
+	parallel.For(below, 4*tile, func(lo, hi int) {
+		for j0 := r0 + n + lo; j0 < r0+n+hi; j0 += tile {
+			j1 := min(j0+tile, r0+n+hi)
+			for rb := 0; rb < n; rb += tile {
+				re := min(rb+tile, n)
+				for j := j0; j < j1; j++ {
+					dst := full[j*nn+r0+rb : j*nn+r0+re]
+					for r := range dst {
+						dst[r] = blk[(rb+r)*nn+j]
+					}
+				}
 			}
 		}
-	}
+	})
 }
 
 // Finish completes a symmetric run: it adds up the matrix and writes it to
@@ -229,10 +241,10 @@ func (a *Affinity) Finish() error {
 
 // AffinityResult is the result block of an affinity report.
 type AffinityResult struct {
-	Metric   string  `json:"metric"`
-	N        int     `json:"n"`
-	D        int     `json:"d"`
-	Rows     [2]int  `json:"rows"`
+	Metric    string  `json:"metric"`
+	N         int     `json:"n"`
+	D         int     `json:"d"`
+	Rows      [2]int  `json:"rows"`
 	TopK      int     `json:"topk,omitempty"`
 	Symmetric bool    `json:"symmetric"`
 	Checksum  float64 `json:"checksum"`

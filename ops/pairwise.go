@@ -13,6 +13,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 // Metric is a pairwise affinity between two flattened images x_i, x_j.
@@ -164,7 +165,7 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 		}
 	}
 	if op.out == nil {
-		op.out = tensor.New(tensor.WithShape(op.Batch, d.N), tensor.Of(d.Dtype))
+		op.out = newOwned(d.Dtype, op.Batch, d.N)
 	}
 	switch d.Dtype {
 	case tensor.Float32:
@@ -174,6 +175,9 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	}
 	return op.out, nil
 }
+
+// rowChunk is the number of block rows one kernel call takes.
+const rowChunk = 64
 
 // pairBlock fills columns [c0, N) of the block's rows.
 func pairBlock[T float32 | float64](op *Pairwise, c0 int, rows, x, out []T,
@@ -191,7 +195,12 @@ func pairBlock[T float32 | float64](op *Pairwise, c0 int, rows, x, out []T,
 	cosine := op.Metric == MetricCosine
 	norm := op.Data.norm
 	parallel.For(b, 4, func(lo, hi int) {
-		kernel(hi-lo, nc, dd, rows[lo*dd:], dd, x, dd, out[lo*n+c0:], n, k)
+		// Chunks of rows small enough that their k-block stays in L2
+		// beside the kernel's column block.
+		for r := lo; r < hi; r += rowChunk {
+			m := min(rowChunk, hi-r)
+			kernel(m, nc, dd, rows[r*dd:], dd, x, dd, out[r*n+c0:], n, k)
+		}
 		if !cosine {
 			return
 		}
@@ -207,6 +216,20 @@ func pairBlock[T float32 | float64](op *Pairwise, c0 int, rows, x, out []T,
 			}
 		}
 	})
+}
+
+// newOwned allocates an op's output buffer, backed by huge pages where the
+// kernel allows, so that its first fill does not fault 4 KiB at a time.
+func newOwned(dt tensor.Dtype, shape ...int) *tensor.Dense {
+	n := tensor.Shape(shape).TotalSize()
+	if dt == tensor.Float64 {
+		b := make([]float64, n)
+		sysmem.AdviseHugePagesOf(b)
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
+	}
+	b := make([]float32, n)
+	sysmem.AdviseHugePagesOf(b)
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
 }
 
 // ResidentBytes is the size of the images the op compares against.

@@ -12,6 +12,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -61,6 +62,7 @@ func loadImages[T float32 | float64](c *cli.Context) (x []T, n, d int, shape []i
 			return nil, 0, 0, nil, fmt.Errorf("--images: %s holds no images (shape %s)", path, npy.ShapeString(shape))
 		}
 		x = make([]T, f.Len())
+		sysmem.AdviseHugePagesOf(x)
 		switch v := any(x).(type) {
 		case []float32:
 			_, err = f.Read32(v)
@@ -81,6 +83,7 @@ func loadImages[T float32 | float64](c *cli.Context) (x []T, n, d int, shape []i
 	}
 	rng := rand.New(rand.NewPCG(c.Uint64("seed"), 0x5eed0003))
 	x = make([]T, n*h*w)
+	sysmem.AdviseHugePagesOf(x)
 	for i := range x {
 		x[i] = T(rng.NormFloat64())
 	}

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+func randomImages(n, d int) []float32 {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, n*d)
+	sysmem.AdviseHugePagesOf(x) // as tapeloop affinity does
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// affinityRun computes the whole (N, N) matrix as `tapeloop affinity` does
+// when it fits in memory (each pair once), without writing it, and returns
+// the wall time.
+func affinityRun(b *testing.B, x []float32, n, d int, m ops.Metric) (float64, time.Duration) {
+	data, err := ops.NewPairData(x, n, d, m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	job, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: m, Symmetric: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	if _, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 4 << 30}); err != nil {
+		b.Fatal(err)
+	}
+	return job.Checksum, time.Since(t0)
+}
+
+// peer runs bench/peers/affinity_numpy.py and returns its median seconds.
+func peer(b *testing.B, n, d int, metric string) float64 {
+	py := numpyPython(b)
+	out, err := exec.Command(py, "peers/affinity_numpy.py", "--n", strconv.Itoa(n), "--d", strconv.Itoa(d), "--metric", metric).Output()
+	if err != nil {
+		b.Fatalf("peer: %v", err)
+	}
+	var r struct{ Seconds float64 }
+	if err := json.Unmarshal(out, &r); err != nil {
+		b.Fatalf("peer output %q: %v", out, err)
+	}
+	return r.Seconds
+}
+
+func numpyPython(b *testing.B) string {
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(p, "-c", "import numpy, scipy").Run() == nil {
+			return p
+		}
+	}
+	b.Skip("no python3 with numpy and scipy")
+	return ""
+}
+
+// benchmarkVsPeer alternates tapeloop and the NumPy/SciPy peer on the same
+// sizes and reports both medians, their ratio, and tapeloop's rate in
+// pair-dimensions per second of the whole matrix (N²·D / time).
+func benchmarkVsPeer(b *testing.B, n, d int, m ops.Metric) {
+	x := randomImages(n, d)
+	var ours, theirs []float64
+	for b.Loop() {
+		theirs = append(theirs, peer(b, n, d, m.String()))
+		_, t := affinityRun(b, x, n, d, m)
+		ours = append(ours, t.Seconds())
+	}
+	mo, mt := median(ours), median(theirs)
+	b.ReportMetric(mo, "tapeloop-s")
+	b.ReportMetric(mt, "peer-s")
+	b.ReportMetric(mt/mo, "speedup")
+	b.ReportMetric(float64(n)*float64(n)*float64(d)/mo, "pair-dims/s")
+}
+
+// BenchmarkAffinityDotVsNumPy: the seed's size, N = 10,000 images of
+// D = 10,000 values, dot, against NumPy's x @ x.T (OpenBLAS syrk).
+func BenchmarkAffinityDotVsNumPy(b *testing.B) { benchmarkVsPeer(b, 10_000, 10_000, ops.MetricDot) }
+
+// BenchmarkAffinityL1VsSciPy: l1 against scipy's cdist(cityblock), at a
+// size scipy finishes in seconds.
+func BenchmarkAffinityL1VsSciPy(b *testing.B) { benchmarkVsPeer(b, 1000, 10_000, ops.MetricL1) }
+
+// BenchmarkAffinityL1 is l1 at N = 4096, D = 10,000, reporting N²·D per
+// second (each pair is computed once, so the kernel itself does half).
+func BenchmarkAffinityL1(b *testing.B) {
+	const n, d = 4096, 10_000
+	x := randomImages(n, d)
+	var total time.Duration
+	for b.Loop() {
+		_, t := affinityRun(b, x, n, d, ops.MetricL1)
+		total += t
+	}
+	b.ReportMetric(float64(n)*n*d*float64(b.N)/total.Seconds(), "pair-dims/s")
+}

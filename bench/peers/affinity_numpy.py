@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Pairwise affinities of N flattened images in NumPy/SciPy (seed 003).
+
+dot is `x @ x.T` (NumPy hands a product of a matrix with its own transpose to
+BLAS syrk, computing each pair once); l1 is SciPy's cdist(cityblock), negated;
+cosine and l2 as their definitions. The images are standard normal with a
+fixed seed (not the same stream as tapeloop's: compare times, and checksums
+only statistically). Prints one JSON line: median seconds over --repeat runs,
+the checksum (sum of the matrix), peak RSS, versions.
+"""
+import argparse
+import json
+import resource
+import time
+
+import numpy as np
+
+
+def affinity(x, metric):
+    if metric == "dot":
+        return x @ x.T
+    if metric == "cosine":
+        n = np.linalg.norm(x, axis=1)
+        return (x @ x.T) / n[:, None] / n[None, :]
+    from scipy.spatial.distance import cdist
+    if metric == "l1":
+        return -cdist(x, x, "cityblock")
+    return -cdist(x, x, "sqeuclidean")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--n", type=int, default=10_000)
+    p.add_argument("--d", type=int, default=10_000)
+    p.add_argument("--metric", default="dot")
+    p.add_argument("--repeat", type=int, default=1)
+    args = p.parse_args()
+    x = np.random.default_rng(1).standard_normal((args.n, args.d), dtype=np.float32)
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        a = affinity(x, args.metric)
+        times.append(time.perf_counter() - t0)
+    print(json.dumps({
+        "peer": "numpy" if args.metric in ("dot", "cosine") else "scipy-cdist",
+        "seconds": float(np.median(times)),
+        "times": times,
+        "checksum": float(a.sum(dtype=np.float64)),
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "numpy": np.__version__,
+    }))
+
+
+if __name__ == "__main__":
+    main()
