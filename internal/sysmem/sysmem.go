@@ -221,7 +221,8 @@ func AdviseHugePages(b []byte) {
 	if hi <= lo {
 		return
 	}
-	syscall.Madvise(unsafe.Slice((*byte)(unsafe.Pointer(lo)), hi-lo), 14) // MADV_HUGEPAGE
+	off := lo - p
+	syscall.Madvise(b[off:off+(hi-lo)], 14) // MADV_HUGEPAGE
 }
 
 // AdviseHugePagesOf is AdviseHugePages for a slice of floats.
