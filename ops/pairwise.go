@@ -56,8 +56,11 @@ type PairData struct {
 	Dtype tensor.Dtype
 	X32   []float32 // row-major (N, D) when Dtype is Float32
 	X64   []float64 // when Float64
-	norm  []float64 // ‖x_j‖, for cosine
-	id    uint64
+	// Mapped says the images are a read-only file mapping (page cache),
+	// not process memory: Bytes leaves them out.
+	Mapped bool
+	norm   []float64 // ‖x_j‖, for cosine
+	id     uint64
 }
 
 // NewPairData wraps x (float32 or float64, length n·d) for metric. It
@@ -93,8 +96,14 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 	return p, nil
 }
 
-// Bytes is the memory the images take.
-func (p *PairData) Bytes() int64 { return int64(4*len(p.X32) + 8*len(p.X64) + 8*len(p.norm)) }
+// Bytes is the process memory the images take (none for mapped images).
+func (p *PairData) Bytes() int64 {
+	b := int64(8 * len(p.norm))
+	if !p.Mapped {
+		b += int64(4*len(p.X32) + 8*len(p.X64))
+	}
+	return b
+}
 
 // Pairwise is the Gorgonia op that computes the affinities of a block of
 // Batch images, given as rows (Batch, D) with their row indices (Batch,)

@@ -45,22 +45,40 @@ standard-normal images of 100×100.`,
 	Action: runAffinity,
 }
 
-// loadImages reads or makes the images, flattened, in the computation's dtype.
-func loadImages[T float32 | float64](c *cli.Context) (x []T, n, d int, shape []int, err error) {
+// loadImages reads or makes the images, flattened, in the computation's
+// dtype. A file already in that dtype (little endian) is memory-mapped, not
+// read: mapped reports it, and its pages stay in the page cache.
+func loadImages[T float32 | float64](c *cli.Context) (x []T, n, d int, shape []int, mapped bool, err error) {
+	x, n, d, shape, mapped, err = readImages[T](c)
+	if err == nil && len(shape) != 2 && len(shape) != 3 {
+		err = fmt.Errorf("--images: %s has shape %s, want (N, H, W) or (N, D)", c.String("images"), npy.ShapeString(shape))
+	}
+	if err == nil && (n < 1 || len(x) == 0) {
+		err = fmt.Errorf("--images: %s holds no images (shape %s)", c.String("images"), npy.ShapeString(shape))
+	}
+	return x, n, d, shape, mapped, err
+}
+
+func readImages[T float32 | float64](c *cli.Context) (x []T, n, d int, shape []int, mapped bool, err error) {
 	if path := c.String("images"); path != "" {
+		m, ok, err := npy.Map[T](path)
+		if err != nil {
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %w", err)
+		}
+		if ok {
+			// Left mapped for the life of the process.
+			return m.Data, m.Shape[0], m.Len() / max(m.Shape[0], 1), m.Shape, true, nil
+		}
 		f, err := npy.Open(path)
 		if err != nil {
-			return nil, 0, 0, nil, fmt.Errorf("--images: %w", err)
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %w", err)
 		}
 		defer f.Close()
 		shape = f.Shape
-		if len(shape) != 2 && len(shape) != 3 {
-			return nil, 0, 0, nil, fmt.Errorf("--images: %s has shape %s, want (N, H, W) or (N, D)", path, npy.ShapeString(shape))
+		if len(shape) != 2 && len(shape) != 3 || f.Len() == 0 {
+			return nil, 0, 0, shape, false, nil // loadImages says what is wrong
 		}
 		n, d = shape[0], f.Len()/max(shape[0], 1)
-		if n < 1 || f.Len() == 0 {
-			return nil, 0, 0, nil, fmt.Errorf("--images: %s holds no images (shape %s)", path, npy.ShapeString(shape))
-		}
 		x = make([]T, f.Len())
 		sysmem.AdviseHugePagesOf(x)
 		switch v := any(x).(type) {
@@ -70,16 +88,16 @@ func loadImages[T float32 | float64](c *cli.Context) (x []T, n, d int, shape []i
 			_, err = f.Read64(v)
 		}
 		if err != nil {
-			return nil, 0, 0, nil, fmt.Errorf("--images: %s: %w", path, err)
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %s: %w", path, err)
 		}
-		return x, n, d, shape, nil
+		return x, n, d, shape, false, nil
 	}
 	n, h, w := c.Int("n"), c.Int("height"), c.Int("width")
 	if n < 1 || h < 1 || w < 1 {
-		return nil, 0, 0, nil, fmt.Errorf("--n %d --height %d --width %d: each must be at least 1", n, h, w)
+		return nil, 0, 0, nil, false, fmt.Errorf("--n %d --height %d --width %d: each must be at least 1", n, h, w)
 	}
 	if int64(n)*int64(h)*int64(w) > 1<<34 {
-		return nil, 0, 0, nil, fmt.Errorf("--n %d --height %d --width %d: too many values for the built-in images", n, h, w)
+		return nil, 0, 0, nil, false, fmt.Errorf("--n %d --height %d --width %d: too many values for the built-in images", n, h, w)
 	}
 	rng := rand.New(rand.NewPCG(c.Uint64("seed"), 0x5eed0003))
 	x = make([]T, n*h*w)
@@ -87,7 +105,7 @@ func loadImages[T float32 | float64](c *cli.Context) (x []T, n, d int, shape []i
 	for i := range x {
 		x[i] = T(rng.NormFloat64())
 	}
-	return x, n, h * w, []int{n, h, w}, nil
+	return x, n, h * w, []int{n, h, w}, false, nil
 }
 
 func runAffinity(c *cli.Context) error {
@@ -156,9 +174,10 @@ func setupAffinity(c *cli.Context, e *engine, withOutput bool) (_ *affinitySetup
 	var shape []int
 	var fp string
 	var n, d int
+	var mapped bool
 	if e.dtype == tensor.Float64 {
 		var x []float64
-		if x, n, d, shape, err = loadImages[float64](c); err != nil {
+		if x, n, d, shape, mapped, err = loadImages[float64](c); err != nil {
 			return nil, err
 		}
 		if data, err = ops.NewPairData(x, n, d, metric); err != nil {
@@ -167,7 +186,7 @@ func setupAffinity(c *cli.Context, e *engine, withOutput bool) (_ *affinitySetup
 		fp = graphs.Fingerprint(x, shape)
 	} else {
 		var x []float32
-		if x, n, d, shape, err = loadImages[float32](c); err != nil {
+		if x, n, d, shape, mapped, err = loadImages[float32](c); err != nil {
 			return nil, err
 		}
 		if data, err = ops.NewPairData(x, n, d, metric); err != nil {
@@ -175,6 +194,7 @@ func setupAffinity(c *cli.Context, e *engine, withOutput bool) (_ *affinitySetup
 		}
 		fp = graphs.Fingerprint(x, shape)
 	}
+	data.Mapped = mapped
 	if topk >= n {
 		return nil, fmt.Errorf("--topk %d: must be below N = %d (self is excluded)", topk, n)
 	}
@@ -228,7 +248,7 @@ func setupAffinity(c *cli.Context, e *engine, withOutput bool) (_ *affinitySetup
 			}
 		}
 		sz := int64(e.dtype.Size())
-		need := sz * (int64(n)*int64(n) + int64(n)*int64(d) + 64*int64(n+d))
+		need := sz*(int64(n)*int64(n)+64*int64(n+d)) + data.Bytes()
 		cfg.Symmetric = need <= limit
 	}
 	if path != "" {

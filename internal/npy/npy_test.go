@@ -269,3 +269,27 @@ func TestOpenChecksSizeBeforeReading(t *testing.T) {
 		t.Fatalf("ReadAll64 of a well-formed file: %v, %d elements", err, len(d))
 	}
 }
+
+func TestMap(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.npy")
+	f, _ := os.Create(path)
+	w, _ := NewWriter(f, Float32, []int{3, 4})
+	w.Write32([]float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	m, ok, err := Map[float32](path)
+	if err != nil || !ok {
+		t.Fatalf("Map: %v, %v", ok, err)
+	}
+	if len(m.Data) != 12 || m.Data[11] != 11 || ShapeString(m.Shape) != "(3, 4)" {
+		t.Errorf("mapped %v %v", m.Shape, m.Data)
+	}
+	m.Close()
+	// Another dtype: not mapped, no error.
+	if _, ok, err := Map[float64](path); ok || err != nil {
+		t.Errorf("float64 map of a float32 file: %v, %v", ok, err)
+	}
+}

@@ -1,0 +1,65 @@
+package npy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"syscall"
+	"unsafe"
+)
+
+// Mapped is the data of a .npy file mapped read-only into memory: its pages
+// come from the page cache as they are touched and can be dropped by the
+// kernel under pressure, so a file larger than memory can still be swept.
+type Mapped[T float32 | float64] struct {
+	Header
+	Data []T
+	mem  []byte
+}
+
+// Map maps the .npy file at path when its dtype is exactly T in
+// little-endian byte order (float32: '<f4', float64: '<f8'). It returns
+// ok == false, and no error, for any other dtype, so the caller can fall
+// back to reading and converting.
+func Map[T float32 | float64](path string) (m *Mapped[T], ok bool, err error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	var zero T
+	want := Float32
+	if unsafe.Sizeof(zero) == 8 {
+		want = Float64
+	}
+	if f.Dtype.Kind != 'f' || f.Dtype.Size != want.Size || f.Dtype.Order != binary.LittleEndian || f.Len() == 0 {
+		return nil, false, nil
+	}
+	st, err := f.f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, false, nil
+	}
+	pos, err := f.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, false, nil
+	}
+	off := pos - int64(f.r.Buffered())
+	size := off + int64(f.Len())*int64(want.Size)
+	mem, err := syscall.Mmap(int(f.f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: map: %w", path, err)
+	}
+	data := unsafe.Slice((*T)(unsafe.Pointer(&mem[off])), f.Len())
+	if uintptr(unsafe.Pointer(&data[0]))%unsafe.Alignof(zero) != 0 {
+		syscall.Munmap(mem)
+		return nil, false, nil
+	}
+	return &Mapped[T]{Header: f.Header, Data: data, mem: mem}, true, nil
+}
+
+// Close unmaps the data; Data must not be used after.
+func (m *Mapped[T]) Close() error {
+	m.Data = nil
+	return syscall.Munmap(m.mem)
+}
+
