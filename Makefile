@@ -44,8 +44,8 @@ vet:
 
 ## bench: the op and seed-size benchmarks, with the NumPy peer side by side.
 bench: test-deps
-	cd bench && $(GO) test -run '^$$' -bench . -benchtime 5x -count 3 .
-	$(GO) test -run '^$$' -bench . -benchtime 50x -count 3 ./ops/
+	cd bench && $(GO) test -run '^$$' -bench . -benchtime 3x .
+	$(GO) test -run '^$$' -bench . -benchtime 20x -count 3 ./ops/ ./internal/cpukern/
 
 ## fuzz: a short fuzzing session of the .npy reader.
 fuzz:
