@@ -62,4 +62,3 @@ func (m *Mapped[T]) Close() error {
 	m.Data = nil
 	return syscall.Munmap(m.mem)
 }
-
