@@ -11,6 +11,8 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -45,7 +47,7 @@ func affinityRun(b *testing.B, x []float32, n, d int, m ops.Metric) (float64, ti
 
 // peer runs bench/peers/affinity_numpy.py and returns its median seconds.
 func peer(b *testing.B, n, d int, metric string) float64 {
-	py := numpyPython(b)
+	py := testutil.Python(b, "numpy", "scipy")
 	out, err := exec.Command(py, "peers/affinity_numpy.py", "--n", strconv.Itoa(n), "--d", strconv.Itoa(d), "--metric", metric).Output()
 	if err != nil {
 		b.Fatalf("peer: %v", err)
@@ -55,16 +57,6 @@ func peer(b *testing.B, n, d int, metric string) float64 {
 		b.Fatalf("peer output %q: %v", out, err)
 	}
 	return r.Seconds
-}
-
-func numpyPython(b *testing.B) string {
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import numpy, scipy").Run() == nil {
-			return p
-		}
-	}
-	b.Skip("no python3 with numpy and scipy")
-	return ""
 }
 
 // benchmarkVsPeer alternates tapeloop and the NumPy/SciPy peer on the same
@@ -78,7 +70,7 @@ func benchmarkVsPeer(b *testing.B, n, d int, m ops.Metric) {
 		_, t := affinityRun(b, x, n, d, m)
 		ours = append(ours, t.Seconds())
 	}
-	mo, mt := median(ours), median(theirs)
+	mo, mt := telemetry.Median(ours), telemetry.Median(theirs)
 	b.ReportMetric(mo, "tapeloop-s")
 	b.ReportMetric(mt, "peer-s")
 	b.ReportMetric(mt/mo, "speedup")

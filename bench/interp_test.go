@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -73,16 +74,7 @@ func BenchmarkInterpSeedDirect(b *testing.B) { benchmarkInterpSeed(b, ops.Method
 // NumPy (bench/peers/interp_numpy.py) in the same run, alternating, and
 // reports the ratio of the medians. It skips where python3 lacks numpy.
 func BenchmarkInterpVsNumPy(b *testing.B) {
-	py := ""
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import numpy").Run() == nil {
-			py = p
-			break
-		}
-	}
-	if py == "" {
-		b.Skip("no python3 with numpy")
-	}
+	py := testutil.Python(b, "numpy")
 	for _, meth := range []ops.Method{ops.MethodAuto, ops.MethodDirect} {
 		b.Run(meth.String(), func(b *testing.B) {
 			tab := seedTable(b, ops.ReduceSumSq, meth)
@@ -106,7 +98,7 @@ func BenchmarkInterpVsNumPy(b *testing.B) {
 				sumOurs, d = sweep(b, tab, ops.ReduceSumSq, meth, seedN)
 				ours = append(ours, d.Seconds())
 			}
-			mo, mt := median(ours), median(theirs)
+			mo, mt := telemetry.Median(ours), telemetry.Median(theirs)
 			b.ReportMetric(mo*1e3, "tapeloop-ms")
 			b.ReportMetric(mt*1e3, "numpy-ms")
 			b.ReportMetric(mt/mo, "speedup")
@@ -117,13 +109,4 @@ func BenchmarkInterpVsNumPy(b *testing.B) {
 			}
 		})
 	}
-}
-
-func median(x []float64) float64 {
-	y := slices.Clone(x)
-	slices.Sort(y)
-	if len(y)%2 == 1 {
-		return y[len(y)/2]
-	}
-	return (y[len(y)/2-1] + y[len(y)/2]) / 2
 }

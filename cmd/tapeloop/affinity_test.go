@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/testutil"
 )
 
 // TestAffinityMatchesSciPy compares every metric with a float64 NumPy/SciPy
@@ -19,10 +20,7 @@ import (
 // and top-k with the reference's ordering (uint8 dot products are exact
 // integers in float32 here, so ties occur and must go to the smaller index).
 func TestAffinityMatchesSciPy(t *testing.T) {
-	py := numpyPython(t)
-	if exec.Command(py, "-c", "import scipy.spatial").Run() != nil {
-		t.Skip("no scipy (install python3-scipy)")
-	}
+	py := testutil.Python(t, "numpy", "scipy.spatial")
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
 	script := `

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/testutil"
 )
 
 var binary string
@@ -149,7 +150,7 @@ func TestInterpBadInput(t *testing.T) {
 // tables and queries (including queries below a and above ub, and N not a
 // multiple of the batch), read from files in both byte orders.
 func TestInterpMatchesNumPy(t *testing.T) {
-	py := numpyPython(t)
+	py := testutil.Python(t, "numpy")
 	dir := t.TempDir()
 	script := `
 import numpy as np, sys
@@ -227,16 +228,6 @@ for tag, ff, xx in (("64", f, x), ("32", f.astype(np.float32).astype(np.float64)
 			}
 		}
 	}
-}
-
-func numpyPython(t *testing.T) string {
-	for _, py := range []string{"/usr/bin/python3", "python3"} {
-		if err := exec.Command(py, "-c", "import numpy").Run(); err == nil {
-			return py
-		}
-	}
-	t.Skip("no python3 with numpy (install python3-numpy)")
-	return ""
 }
 
 // TestInterpSeedMemory runs the seed's case (M = 300, G = 4096, N = 10⁶,

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tapeloop/tapeloop/internal/testutil"
 )
 
 // rawFile assembles a .npy file by hand: header dictionary and raw data.
@@ -172,7 +174,7 @@ func TestRejectsBadFiles(t *testing.T) {
 // TestNumPyInterop reads files NumPy wrote and has NumPy read ours, where
 // python3 with numpy is installed.
 func TestNumPyInterop(t *testing.T) {
-	py := numpyPython(t)
+	py := testutil.Python(t, "numpy")
 	dir := t.TempDir()
 	script := `
 import numpy as np, sys
@@ -219,17 +221,6 @@ assert np.array_equal(b, np.arange(6, dtype=np.float32).reshape(2, 3) * 0.5), b
 			t.Errorf("u16.npy[%d] = %v", i, v)
 		}
 	}
-}
-
-// numpyPython returns a python3 that imports numpy, or skips the test.
-func numpyPython(t *testing.T) string {
-	for _, py := range []string{"/usr/bin/python3", "python3"} {
-		if err := exec.Command(py, "-c", "import numpy").Run(); err == nil {
-			return py
-		}
-	}
-	t.Skip("no python3 with numpy (install python3-numpy)")
-	return ""
 }
 
 func FuzzReader(f *testing.F) {
