@@ -1,6 +1,7 @@
 package cpukern
 
 // #cgo CFLAGS: -O3 -std=gnu11
+// #cgo LDFLAGS: -lm
 // #include "pairdist.h"
 import "C"
 

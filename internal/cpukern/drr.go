@@ -1,0 +1,36 @@
+package cpukern
+
+// #include "drr.h"
+import "C"
+
+import "unsafe"
+
+// Volume is a voxel volume for ray casting: V holds N[0]·N[1]·N[2] values
+// in C order, voxel (i, j, k) spanning [Origin + (i, j, k)⊙Spacing,
+// Origin + (i+1, j+1, k+1)⊙Spacing) in mm.
+type Volume struct {
+	V       []float32
+	N       [3]int64
+	Origin  [3]float64
+	Spacing [3]float64
+}
+
+// DRR sets out[r] to the line integral of vol along the segment from
+// src[3r:3r+3] to dst[3r:3r+3]: exact (Siddon's radiological path) when
+// step ≤ 0, else trilinear samples every step mm (zero outside) × step.
+func DRR(vol *Volume, src, dst []float64, out []float32, step float64) {
+	n := len(out)
+	if len(src) < 3*n || len(dst) < 3*n {
+		panic("cpukern: DRR: short ray arrays")
+	}
+	if int64(len(vol.V)) != vol.N[0]*vol.N[1]*vol.N[2] || len(vol.V) == 0 {
+		panic("cpukern: DRR: volume size does not match its shape")
+	}
+	if n == 0 {
+		return
+	}
+	os := [6]float64{vol.Origin[0], vol.Origin[1], vol.Origin[2], vol.Spacing[0], vol.Spacing[1], vol.Spacing[2]}
+	C.tl_drr((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])), (*C.double)(unsafe.Pointer(&os[0])),
+		C.int64_t(n), (*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst[0])),
+		(*C.float)(unsafe.Pointer(&out[0])), C.double(step))
+}

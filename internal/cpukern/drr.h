@@ -1,0 +1,21 @@
+// Ray casting through a voxel volume, see drr.c.
+#ifndef TAPELOOP_DRR_H
+#define TAPELOOP_DRR_H
+#include <stdint.h>
+
+// A volume of nx*ny*nz float32 values in C order (index (i*ny + j)*nz + k);
+// voxel (i, j, k) spans [o + (i, j, k)*s, o + (i+1, j+1, k+1)*s).
+typedef struct {
+  const float *v;
+  int64_t n[3];
+  double o[3], s[3];
+} tl_volume;
+
+// For nrays rays from src[3*r] to dst[3*r] (mm), out[r] = the line integral
+// of the volume along the segment: exact (Siddon: sum over voxels of
+// intersection length times value) when step <= 0, else trilinear samples
+// every step mm (zero outside the volume) times step.
+// The volume is given as v, n[3] and os[6] = {o[0..2], s[0..2]}.
+void tl_drr(const float *v, const int64_t *n, const double *os, int64_t nrays, const double *src,
+            const double *dst, float *out, double step);
+#endif

@@ -1,0 +1,232 @@
+package cpukern
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// refSiddon is the line integral by brute force: every plane crossing of
+// the segment, from every plane of every axis, sorted; each piece between
+// consecutive crossings adds its length times the voxel holding its
+// midpoint. The entry and exit are found by testing each piece's midpoint
+// against the box, not by a slab computation.
+func refSiddon(vol *Volume, src, dst [3]float64) float64 {
+	var d [3]float64
+	for a := range 3 {
+		d[a] = dst[a] - src[a]
+	}
+	alphas := []float64{0, 1}
+	for a := range 3 {
+		if d[a] == 0 {
+			continue
+		}
+		for k := int64(0); k <= vol.N[a]; k++ {
+			al := (vol.Origin[a] + float64(k)*vol.Spacing[a] - src[a]) / d[a]
+			if al > 0 && al < 1 {
+				alphas = append(alphas, al)
+			}
+		}
+	}
+	sort.Float64s(alphas)
+	length := math.Sqrt(d[0]*d[0] + d[1]*d[1] + d[2]*d[2])
+	sum := 0.0
+	for q := 0; q+1 < len(alphas); q++ {
+		a, b := alphas[q], alphas[q+1]
+		if b <= a {
+			continue
+		}
+		m := (a + b) / 2
+		var idx [3]int64
+		inside := true
+		for ax := range 3 {
+			p := src[ax] + m*d[ax]
+			f := math.Floor((p - vol.Origin[ax]) / vol.Spacing[ax])
+			if f < 0 || f >= float64(vol.N[ax]) {
+				inside = false
+			}
+			idx[ax] = int64(f)
+		}
+		if inside {
+			sum += (b - a) * length * float64(vol.V[(idx[0]*vol.N[1]+idx[1])*vol.N[2]+idx[2]])
+		}
+	}
+	return sum
+}
+
+func randomVolume(rng *rand.Rand, nx, ny, nz int64) *Volume {
+	v := &Volume{N: [3]int64{nx, ny, nz}, Origin: [3]float64{-13.5, 4.25, 101}, Spacing: [3]float64{0.7, 1.3, 2.1}}
+	v.V = make([]float32, nx*ny*nz)
+	for i := range v.V {
+		v.V[i] = rng.Float32()
+	}
+	return v
+}
+
+func (v *Volume) corner(i, j, k float64) [3]float64 {
+	return [3]float64{v.Origin[0] + i*v.Spacing[0], v.Origin[1] + j*v.Spacing[1], v.Origin[2] + k*v.Spacing[2]}
+}
+
+// testRays returns rays of every kind the issue names, in groups.
+func testRays(rng *rand.Rand, v *Volume) (src, dst [][3]float64) {
+	ext := [3]float64{float64(v.N[0]), float64(v.N[1]), float64(v.N[2])}
+	add := func(s, d [3]float64) { src = append(src, s); dst = append(dst, d) }
+	far := func() [3]float64 { // a point well outside the box
+		p := v.corner(ext[0]/2, ext[1]/2, ext[2]/2)
+		for a := range 3 {
+			p[a] += (rng.Float64() - 0.5) * 400
+		}
+		return p
+	}
+	inside := func() [3]float64 { return v.corner(rng.Float64()*ext[0], rng.Float64()*ext[1], rng.Float64()*ext[2]) }
+	for range 200 { // arbitrary angles through the volume
+		c := inside()
+		s := far()
+		add(s, [3]float64{2*c[0] - s[0], 2*c[1] - s[1], 2*c[2] - s[2]})
+	}
+	for ax := range 3 { // parallel to each axis, also along voxel planes
+		for q := range 20 {
+			s := inside()
+			if q%2 == 0 { // exactly on lattice planes of the other axes
+				s = v.corner(float64(rng.IntN(int(ext[0]))), float64(rng.IntN(int(ext[1]))), float64(rng.IntN(int(ext[2]))))
+			}
+			d := s
+			s[ax] = v.Origin[ax] - 50
+			d[ax] = v.Origin[ax] + ext[ax]*v.Spacing[ax] + 50
+			if q%3 == 0 {
+				s, d = d, s
+			}
+			add(s, d)
+		}
+	}
+	for range 40 { // through voxel corners: both ends on lattice points
+		a := v.corner(float64(rng.IntN(int(ext[0])+1)), float64(rng.IntN(int(ext[1])+1)), float64(rng.IntN(int(ext[2])+1)))
+		b := v.corner(float64(rng.IntN(int(ext[0])+1)), float64(rng.IntN(int(ext[1])+1)), float64(rng.IntN(int(ext[2])+1)))
+		add(a, b)
+	}
+	for range 30 { // sources inside the volume
+		add(inside(), far())
+	}
+	return src, dst
+}
+
+func flat(p [][3]float64) []float64 {
+	out := make([]float64, 0, 3*len(p))
+	for _, q := range p {
+		out = append(out, q[:]...)
+	}
+	return out
+}
+
+func TestSiddonMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	v := randomVolume(rng, 13, 9, 17)
+	src, dst := testRays(rng, v)
+	out := make([]float32, len(src))
+	DRR(v, flat(src), flat(dst), out, 0)
+	var num, den float64
+	for r := range src {
+		want := refSiddon(v, src[r], dst[r])
+		num += math.Pow(float64(out[r])-want, 2)
+		den += want * want
+		if math.Abs(float64(out[r])-want) > 1e-4*(1+math.Abs(want)) {
+			t.Errorf("ray %d %v→%v: %v, want %v", r, src[r], dst[r], out[r], want)
+		}
+	}
+	if e := math.Sqrt(num / den); e > 1e-5 {
+		t.Errorf("norm-wise relative error %.3g", e)
+	}
+}
+
+func TestSiddonUniformGivesChordLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	v := randomVolume(rng, 8, 11, 6)
+	for i := range v.V {
+		v.V[i] = 0.25
+	}
+	lo := v.corner(0, 0, 0)
+	hi := v.corner(8, 11, 6)
+	for range 300 {
+		var s, d [3]float64
+		for a := range 3 {
+			s[a] = lo[a] + (rng.Float64()*3-1)*(hi[a]-lo[a])
+			d[a] = lo[a] + (rng.Float64()*3-1)*(hi[a]-lo[a])
+		}
+		// The chord: clip the segment to the box (slabs, in float64).
+		t0, t1 := 0.0, 1.0
+		for a := range 3 {
+			dd := d[a] - s[a]
+			if dd == 0 {
+				if s[a] < lo[a] || s[a] >= hi[a] {
+					t0, t1 = 1, 0
+				}
+				continue
+			}
+			u0, u1 := (lo[a]-s[a])/dd, (hi[a]-s[a])/dd
+			t0, t1 = math.Max(t0, math.Min(u0, u1)), math.Min(t1, math.Max(u0, u1))
+		}
+		chord := 0.0
+		if t1 > t0 {
+			chord = (t1 - t0) * math.Sqrt((d[0]-s[0])*(d[0]-s[0])+(d[1]-s[1])*(d[1]-s[1])+(d[2]-s[2])*(d[2]-s[2]))
+		}
+		out := make([]float32, 1)
+		DRR(v, s[:], d[:], out, 0)
+		if math.Abs(float64(out[0])-0.25*chord) > 1e-5*(1+chord) {
+			t.Fatalf("%v→%v: %v, want 0.25 × %v", s, d, out[0], chord)
+		}
+	}
+}
+
+func TestMissingRaysGiveZero(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	v := randomVolume(rng, 5, 5, 5)
+	hi := v.corner(5, 5, 5)
+	src := []float64{hi[0] + 10, hi[1] + 10, hi[2] + 10, v.Origin[0] - 1, v.Origin[1] + 1, v.Origin[2] + 1}
+	dst := []float64{hi[0] + 50, hi[1] - 300, hi[2] + 10, v.Origin[0] - 1, v.Origin[1] + 3, v.Origin[2] + 3}
+	out := []float32{-1, -1}
+	for _, step := range []float64{0, 0.5} {
+		DRR(v, src, dst, out, step)
+		if out[0] != 0 || out[1] != 0 {
+			t.Errorf("step %v: missing rays gave %v", step, out)
+		}
+	}
+}
+
+func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
+	const n = 48
+	v := &Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-24, -30, -18}, Spacing: [3]float64{1, 1.25, 0.75}}
+	v.V = make([]float32, n*n*n)
+	for i := range int64(n) {
+		for j := range int64(n) {
+			for k := range int64(n) {
+				x, y, z := (float64(i)-24)/10, (float64(j)-24)/10, (float64(k)-24)/10
+				v.V[(i*n+j)*n+k] = float32(math.Exp(-(x*x + y*y + z*z)))
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(47, 48))
+	var src, dst []float64
+	for range 100 {
+		th, ph := rng.Float64()*2*math.Pi, (rng.Float64()-0.5)*math.Pi
+		dir := [3]float64{math.Cos(th) * math.Cos(ph), math.Sin(th) * math.Cos(ph), math.Sin(ph)}
+		off := [3]float64{rng.NormFloat64() * 5, rng.NormFloat64() * 5, rng.NormFloat64() * 5}
+		for a := range 3 {
+			c := v.Origin[a] + float64(n)*v.Spacing[a]/2 + off[a]
+			src = append(src, c-100*dir[a])
+			dst = append(dst, c+100*dir[a])
+		}
+	}
+	exact := make([]float32, 100)
+	tri := make([]float32, 100)
+	DRR(v, src, dst, exact, 0)
+	DRR(v, src, dst, tri, 0.375)
+	var num, den float64
+	for r := range exact {
+		num += math.Pow(float64(tri[r]-exact[r]), 2)
+		den += float64(exact[r]) * float64(exact[r])
+	}
+	if e := math.Sqrt(num / den); e > 0.01 {
+		t.Errorf("trilinear differs from siddon by %.3g (norm-wise), want ≤ 1%%", e)
+	}
+}
