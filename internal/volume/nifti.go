@@ -1,0 +1,189 @@
+package volume
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+)
+
+// niftiHeader is what tapeloop reads of a NIfTI-1 header (348 bytes).
+type niftiHeader struct {
+	big       bool
+	dim       [8]int16
+	datatype  int16
+	pixdim    [8]float32
+	voxOffset float32
+	sclSlope  float32
+	sclInter  float32
+	qform     int16
+	sform     int16
+	quatern   [3]float32 // b, c, d
+	qoffset   [3]float32
+	srow      [3][4]float32
+}
+
+var niftiTypes = map[int16]string{2: "uint8", 4: "int16", 8: "int32", 16: "float32", 64: "float64", 256: "int8", 512: "uint16", 768: "uint32"}
+
+// parseNIfTIHeader decodes the 348-byte header, detecting its byte order
+// from sizeof_hdr.
+func parseNIfTIHeader(b []byte) (niftiHeader, error) {
+	var h niftiHeader
+	if len(b) < 348 {
+		return h, fmt.Errorf("%w: NIfTI header truncated", ErrVolume)
+	}
+	var o binary.ByteOrder = binary.LittleEndian
+	switch {
+	case binary.LittleEndian.Uint32(b) == 348:
+	case binary.BigEndian.Uint32(b) == 348:
+		o, h.big = binary.BigEndian, true
+	default:
+		return h, fmt.Errorf("%w: not a NIfTI-1 file (sizeof_hdr is not 348)", ErrVolume)
+	}
+	if m := string(b[344:347]); m != "n+1" && m != "ni1" {
+		return h, fmt.Errorf("%w: not a NIfTI-1 file (magic %q)", ErrVolume, b[344:348])
+	}
+	f32 := func(off int) float32 { return math.Float32frombits(o.Uint32(b[off:])) }
+	for i := range 8 {
+		h.dim[i] = int16(o.Uint16(b[40+2*i:]))
+		h.pixdim[i] = f32(76 + 4*i)
+	}
+	h.datatype = int16(o.Uint16(b[70:]))
+	h.voxOffset = f32(108)
+	h.sclSlope, h.sclInter = f32(112), f32(116)
+	h.qform, h.sform = int16(o.Uint16(b[252:])), int16(o.Uint16(b[254:]))
+	for i := range 3 {
+		h.quatern[i] = f32(256 + 4*i)
+		h.qoffset[i] = f32(268 + 4*i)
+		for j := range 4 {
+			h.srow[i][j] = f32(280 + 16*i + 4*j)
+		}
+	}
+	return h, nil
+}
+
+// geometry returns spacing (|pixdim|), origin (sform or qform translation)
+// and whether the affine rotates or flips the axes.
+func (h niftiHeader) geometry() (spacing, origin [3]float64, rotated bool) {
+	for a := range 3 {
+		spacing[a] = math.Abs(float64(h.pixdim[a+1]))
+		if spacing[a] == 0 {
+			spacing[a] = 1
+		}
+	}
+	switch {
+	case h.sform > 0:
+		for a := range 3 {
+			origin[a] = float64(h.srow[a][3])
+			for c := range 3 {
+				if v := float64(h.srow[a][c]); (a != c && v != 0) || (a == c && v < 0) {
+					rotated = true
+				}
+			}
+		}
+	case h.qform > 0:
+		for a := range 3 {
+			origin[a] = float64(h.qoffset[a])
+		}
+		rotated = h.quatern != [3]float32{} || h.pixdim[0] < 0
+	}
+	return spacing, origin, rotated
+}
+
+func loadNIfTI(path string, warn io.Writer) (*cpukern.Volume, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
+	}
+	defer f.Close()
+	var r io.Reader = bufio.NewReaderSize(f, 1<<20)
+	avail := int64(-1) // bytes in the file, where known before decompressing
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		avail = st.Size()
+	}
+	if strings.HasSuffix(strings.ToLower(path), ".gz") {
+		avail = -1
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrVolume, path, err)
+		}
+		defer gz.Close()
+		r = bufio.NewReaderSize(gz, 1<<20)
+	}
+	v, err := readNIfTI(r, warn, path, avail)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// readNIfTI reads a single-file NIfTI-1 volume (header, extensions, data)
+// of avail bytes in all (−1: unknown), checking the size before allocating.
+func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*cpukern.Volume, error) {
+	hdr := make([]byte, 348)
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		return nil, fmt.Errorf("%w: NIfTI header truncated", ErrVolume)
+	}
+	h, err := parseNIfTIHeader(hdr)
+	if err != nil {
+		return nil, err
+	}
+	if string(hdr[344:347]) != "n+1" {
+		return nil, fmt.Errorf("%w: a .hdr/.img pair (magic ni1) is not supported; convert to .nii", ErrVolume)
+	}
+	nd := h.dim[0]
+	if nd < 3 || nd > 7 || h.dim[1] < 1 || h.dim[2] < 1 || h.dim[3] < 1 {
+		return nil, fmt.Errorf("%w: NIfTI dims %v: want a 3-D volume", ErrVolume, h.dim[:max(1, min(int(nd)+1, 8))])
+	}
+	for i := int16(4); i <= nd; i++ {
+		if h.dim[i] > 1 {
+			return nil, fmt.Errorf("%w: NIfTI dims %v: a %d-D series, want one 3-D volume", ErrVolume, h.dim[:nd+1], nd)
+		}
+	}
+	typ, ok := niftiTypes[h.datatype]
+	if !ok {
+		return nil, fmt.Errorf("%w: NIfTI datatype %d not supported", ErrVolume, h.datatype)
+	}
+	el, _ := elementType(typ, h.big)
+	off := int64(h.voxOffset)
+	if float32(off) != h.voxOffset || off < 348 || off > 1<<24 {
+		return nil, fmt.Errorf("%w: NIfTI vox_offset %g is invalid", ErrVolume, h.voxOffset)
+	}
+	need := off + int64(h.dim[1])*int64(h.dim[2])*int64(h.dim[3])*int64(el.size)
+	if avail >= 0 && avail < need {
+		return nil, fmt.Errorf("%w: NIfTI data truncated: the header promises %d bytes, the file holds %d", ErrVolume, need, avail)
+	}
+	if _, err := io.CopyN(io.Discard, r, off-348); err != nil {
+		return nil, fmt.Errorf("%w: NIfTI file ends before its data", ErrVolume)
+	}
+	v, err := newVolume(int(h.dim[1]), int(h.dim[2]), int(h.dim[3]))
+	if err != nil {
+		return nil, err
+	}
+	if err := readVoxels(r, v, el, true); err != nil {
+		return nil, err
+	}
+	if s, c := float64(h.sclSlope), float64(h.sclInter); s != 0 && !math.IsNaN(s) && (s != 1 || c != 0) {
+		for i, x := range v.V {
+			v.V[i] = float32(float64(x)*s + c)
+		}
+	}
+	var rotated bool
+	v.Spacing, v.Origin, rotated = h.geometry()
+	if rotated && warn != nil {
+		fmt.Fprintf(warn, "tapeloop: warning: %s: the NIfTI affine rotates or flips the axes; using spacing from pixdim and origin from its translation, in array order\n", name)
+	}
+	return v, nil
+}
+
+// niftiBytes is a test and fuzz helper: the header parser on raw bytes.
+func niftiBytes(b []byte) (*cpukern.Volume, error) {
+	return readNIfTI(bytes.NewReader(b), nil, "fuzz", int64(len(b)))
+}

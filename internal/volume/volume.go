@@ -1,0 +1,219 @@
+// Package volume reads 3-D voxel volumes (CT scans and the like) from
+// .npy, NIfTI-1 (.nii, .nii.gz), MetaImage (.mha, .mhd) and raw files, and
+// makes the 3-D Shepp–Logan phantom. Every volume comes out in C order:
+// value (i, j, k) at (i·ny + j)·nz + k, voxel (i, j, k) spanning
+// [o + (i, j, k)⊙s, o + (i+1, j+1, k+1)⊙s) in mm.
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/npy"
+)
+
+// ErrVolume is wrapped by every error about a volume file or its values.
+var ErrVolume = errors.New("volume")
+
+// maxVoxels bounds what a header may ask to allocate (2³² voxels, 16 GiB).
+const maxVoxels = 1 << 32
+
+// Options complete what a file does not say.
+type Options struct {
+	Spacing *[3]float64 // overrides the file's (default 1 mm for .npy and raw)
+	Origin  *[3]float64 // overrides the file's (default 0)
+	Shape   [3]int      // raw files: the shape
+	Dtype   string      // raw files: uint8, int8, uint16, int16, uint32, int32, float32, float64
+	Warn    io.Writer   // where warnings go (a rotated NIfTI affine); nil: discarded
+}
+
+// Load reads the volume at path, by its extension.
+func Load(path string, opt Options) (*cpukern.Volume, error) {
+	lower := strings.ToLower(path)
+	var v *cpukern.Volume
+	var err error
+	switch {
+	case strings.HasSuffix(lower, ".npy"):
+		v, err = loadNpy(path)
+	case strings.HasSuffix(lower, ".nii"), strings.HasSuffix(lower, ".nii.gz"):
+		v, err = loadNIfTI(path, opt.Warn)
+	case strings.HasSuffix(lower, ".mha"), strings.HasSuffix(lower, ".mhd"):
+		v, err = loadMeta(path)
+	case strings.HasSuffix(lower, ".raw"), opt.Dtype != "" || opt.Shape != [3]int{}:
+		v, err = loadRaw(path, opt.Shape, opt.Dtype)
+	default:
+		return nil, fmt.Errorf("%w: %s: unknown format %q (want .npy, .nii, .nii.gz, .mha, .mhd, or raw with --shape and --dtype)", ErrVolume, path, filepath.Ext(path))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opt.Spacing != nil {
+		v.Spacing = *opt.Spacing
+	}
+	if opt.Origin != nil {
+		v.Origin = *opt.Origin
+	}
+	if err := Check(v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// Check validates spacing, origin and values.
+func Check(v *cpukern.Volume) error {
+	for a := range 3 {
+		if !(v.Spacing[a] > 0) || math.IsInf(v.Spacing[a], 0) {
+			return fmt.Errorf("%w: spacing %v: every component must be positive and finite", ErrVolume, v.Spacing)
+		}
+		if math.IsNaN(v.Origin[a]) || math.IsInf(v.Origin[a], 0) {
+			return fmt.Errorf("%w: origin %v is not finite", ErrVolume, v.Origin)
+		}
+		if v.N[a] < 1 {
+			return fmt.Errorf("%w: shape %v has an empty axis", ErrVolume, v.N)
+		}
+	}
+	for i, x := range v.V {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			ny, nz := v.N[1], v.N[2]
+			return fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrVolume, int64(i)/(ny*nz), int64(i)/nz%ny, int64(i)%nz, x)
+		}
+	}
+	return nil
+}
+
+// ApplyHU converts Hounsfield units to linear attenuation per mm:
+// μ = μ_water·max(0, 1 + HU/1000).
+func ApplyHU(v *cpukern.Volume, muWater float64) {
+	for i, h := range v.V {
+		v.V[i] = float32(muWater * max(0, 1+float64(h)/1000))
+	}
+}
+
+func newVolume(nx, ny, nz int) (*cpukern.Volume, error) {
+	if nx < 1 || ny < 1 || nz < 1 {
+		return nil, fmt.Errorf("%w: shape (%d, %d, %d) has an empty axis", ErrVolume, nx, ny, nz)
+	}
+	if int64(nx)*int64(ny)*int64(nz) > maxVoxels {
+		return nil, fmt.Errorf("%w: shape (%d, %d, %d) is too large", ErrVolume, nx, ny, nz)
+	}
+	return &cpukern.Volume{V: make([]float32, nx*ny*nz), N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: [3]float64{1, 1, 1}}, nil
+}
+
+func loadNpy(path string) (*cpukern.Volume, error) {
+	f, err := npy.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
+	}
+	defer f.Close()
+	if len(f.Shape) != 3 {
+		return nil, fmt.Errorf("%w: %s has shape %s, want a 3-D volume", ErrVolume, path, npy.ShapeString(f.Shape))
+	}
+	v, err := newVolume(f.Shape[0], f.Shape[1], f.Shape[2])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := f.Read32(v.V); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrVolume, path, err)
+	}
+	return v, nil
+}
+
+// element decodes raw voxels of a named type in a byte order, x fastest or
+// C order, into v.
+type element struct {
+	size   int
+	decode func(b []byte) float64
+}
+
+func elementType(name string, big bool) (element, bool) {
+	var o interface {
+		Uint16([]byte) uint16
+		Uint32([]byte) uint32
+		Uint64([]byte) uint64
+	} = le{}
+	if big {
+		o = be{}
+	}
+	switch name {
+	case "uint8":
+		return element{1, func(b []byte) float64 { return float64(b[0]) }}, true
+	case "int8":
+		return element{1, func(b []byte) float64 { return float64(int8(b[0])) }}, true
+	case "uint16":
+		return element{2, func(b []byte) float64 { return float64(o.Uint16(b)) }}, true
+	case "int16":
+		return element{2, func(b []byte) float64 { return float64(int16(o.Uint16(b))) }}, true
+	case "uint32":
+		return element{4, func(b []byte) float64 { return float64(o.Uint32(b)) }}, true
+	case "int32":
+		return element{4, func(b []byte) float64 { return float64(int32(o.Uint32(b))) }}, true
+	case "float32":
+		return element{4, func(b []byte) float64 { return float64(math.Float32frombits(o.Uint32(b))) }}, true
+	case "float64":
+		return element{8, func(b []byte) float64 { return math.Float64frombits(o.Uint64(b)) }}, true
+	}
+	return element{}, false
+}
+
+// readVoxels reads len(v.V) elements from r into v, transposing from
+// x-fastest (Fortran) order when xFastest is set.
+func readVoxels(r io.Reader, v *cpukern.Volume, el element, xFastest bool) error {
+	nx, ny, nz := v.N[0], v.N[1], v.N[2]
+	buf := make([]byte, el.size*int(nx))
+	if !xFastest {
+		buf = make([]byte, el.size*int(nz))
+	}
+	outer := ny * nz
+	if !xFastest {
+		outer = nx * ny
+	}
+	for line := int64(0); line < outer; line++ {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return fmt.Errorf("%w: voxel data truncated (%v)", ErrVolume, err)
+		}
+		if xFastest { // line = y + ny*z; x runs along the line
+			y, z := line%ny, line/ny
+			for x := int64(0); x < nx; x++ {
+				v.V[(x*ny+y)*nz+z] = float32(el.decode(buf[int(x)*el.size:]))
+			}
+		} else {
+			base := line * nz
+			for k := int64(0); k < nz; k++ {
+				v.V[base+k] = float32(el.decode(buf[int(k)*el.size:]))
+			}
+		}
+	}
+	return nil
+}
+
+func loadRaw(path string, shape [3]int, dtype string) (*cpukern.Volume, error) {
+	if shape == [3]int{} || dtype == "" {
+		return nil, fmt.Errorf("%w: %s: a raw volume needs --shape X,Y,Z and --dtype", ErrVolume, path)
+	}
+	el, ok := elementType(dtype, false)
+	if !ok {
+		return nil, fmt.Errorf("%w: --dtype %q (want uint8, int8, uint16, int16, uint32, int32, float32 or float64)", ErrVolume, dtype)
+	}
+	v, err := newVolume(shape[0], shape[1], shape[2])
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() != int64(len(v.V))*int64(el.size) {
+		return nil, fmt.Errorf("%w: %s holds %d bytes, shape %v of %s needs %d", ErrVolume, path, st.Size(), shape, dtype, int64(len(v.V))*int64(el.size))
+	}
+	if err := readVoxels(bufioReader(f), v, el, false); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
