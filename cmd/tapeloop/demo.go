@@ -15,6 +15,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -33,6 +34,7 @@ var demoRows = []demoRow{
 		return demoInterp(ctx, rc, ops.ReduceNone, 300, 4096, 100_000, 1<<11)
 	}},
 	{"affinity l1", "N=2000 64×64 block=125", demoAffinity},
+	{"drr siddon", "phantom 96³ 72 poses 128²", demoDRR},
 }
 
 var demoCommand = &cli.Command{
@@ -121,4 +123,23 @@ func demoAffinity(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, st
 	}
 	mean := job.Checksum / float64(n*(n-1))
 	return out, fmt.Sprintf("mean A=%.1f (≈%.1f expected)", mean, -float64(d)*2/math.Sqrt(math.Pi)), nil
+}
+
+// demoDRR renders the Shepp–Logan phantom over a 72-pose orbit.
+func demoDRR(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error) {
+	v := volume.Phantom(96, 192, 0.02)
+	poses, err := graphs.Orbit(72, [3]float64{}, 1020, 510, 128, 128, 2)
+	if err != nil {
+		return nil, "", err
+	}
+	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses})
+	if err != nil {
+		return nil, "", err
+	}
+	rc.Batch = 4
+	out, err := graphs.Run(ctx, job, rc)
+	if err != nil {
+		return nil, "", err
+	}
+	return out, fmt.Sprintf("Σ=%.5g, max line integral %.4f", job.Sum, job.Max), nil
 }

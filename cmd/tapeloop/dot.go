@@ -35,6 +35,23 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			},
 		},
 		{
+			Name:  "drr",
+			Usage: "the DRR graph",
+			Flags: append(append([]cli.Flag{}, drrFlags...), withoutDtype(engineFlags)...),
+			Action: func(c *cli.Context) error {
+				e, err := engineConfig(c)
+				if err != nil {
+					return err
+				}
+				s, err := setupDRR(c, false)
+				if err != nil {
+					return err
+				}
+				defer s.close()
+				return printDOT(e, s.job)
+			},
+		},
+		{
 			Name:  "affinity",
 			Usage: "the pairwise-affinity graph",
 			Flags: append(append([]cli.Flag{}, affinityFlags...), engineFlags...),

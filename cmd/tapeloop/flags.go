@@ -70,7 +70,11 @@ func engineConfig(c *cli.Context) (engine, error) {
 	default:
 		return e, fmt.Errorf("--device %q: want cpu or cuda", e.device)
 	}
-	switch c.String(dtypeFlag.Name) {
+	dtype := c.String(dtypeFlag.Name)
+	if !hasFlag(c, dtypeFlag) {
+		dtype = "float32" // a command whose --dtype means something else
+	}
+	switch dtype {
 	case "float32":
 		e.dtype = tensor.Float32
 	case "float64":
@@ -96,6 +100,19 @@ func engineConfig(c *cli.Context) (engine, error) {
 	e.run.Log = os.Stderr
 	e.run.Progress = !e.quiet && term.IsTerminal(int(os.Stderr.Fd()))
 	return e, nil
+}
+
+// hasFlag reports whether the running command defines f itself.
+func hasFlag(c *cli.Context, f cli.Flag) bool {
+	if c.Command == nil {
+		return false
+	}
+	for _, g := range c.Command.Flags {
+		if g == f {
+			return true
+		}
+	}
+	return false
 }
 
 // runJob runs job with profiling as configured, prints the summary line to

@@ -78,3 +78,24 @@ func WriteFile(path string, data []byte) error {
 	}
 	return f.Commit()
 }
+
+// Close closes the temporary file without renaming it, so that many files
+// can be written first and renamed together with Rename.
+func (f *File) Close() error { return f.File.Close() }
+
+// Rename moves a closed temporary file to Path.
+func (f *File) Rename() error {
+	if f.done {
+		return fmt.Errorf("atomicfile: %s committed or aborted already", f.Path)
+	}
+	f.done = true
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
+	if err := os.Rename(f.Name(), f.Path); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
+	return nil
+}
