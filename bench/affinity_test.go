@@ -11,7 +11,6 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
-	"github.com/tapeloop/tapeloop/internal/telemetry"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -70,7 +69,7 @@ func benchmarkVsPeer(b *testing.B, n, d int, m ops.Metric) {
 		_, t := affinityRun(b, x, n, d, m)
 		ours = append(ours, t.Seconds())
 	}
-	mo, mt := telemetry.Median(ours), telemetry.Median(theirs)
+	mo, mt := median(ours), median(theirs)
 	b.ReportMetric(mo, "tapeloop-s")
 	b.ReportMetric(mt, "peer-s")
 	b.ReportMetric(mt/mo, "speedup")

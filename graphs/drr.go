@@ -102,13 +102,17 @@ func Orbit(n int, c [3]float64, sdd, sid float64, rows, cols int, pixel float64)
 	return poses, nil
 }
 
-// ReadGeometry reads {"poses": [Pose, …]} and validates every pose. All
-// poses of one run share the detector size.
+// ReadGeometry reads {"poses": [Pose, …]} and validates every pose: each
+// field present, vectors of exactly three numbers. All poses of one run
+// share the detector size.
 func ReadGeometry(r io.Reader) ([]Pose, error) {
 	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
 	dec.DisallowUnknownFields()
 	var doc struct {
-		Poses []Pose `json:"poses"`
+		Poses []struct {
+			Source, Center, U, V, Pixel []float64
+			Rows, Cols              *int
+		} `json:"poses"`
 	}
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrGeometry, err)
@@ -116,16 +120,32 @@ func ReadGeometry(r io.Reader) ([]Pose, error) {
 	if len(doc.Poses) == 0 {
 		return nil, fmt.Errorf("%w: no poses", ErrGeometry)
 	}
-	for i, p := range doc.Poses {
+	poses := make([]Pose, len(doc.Poses))
+	for i, q := range doc.Poses {
+		p := &poses[i]
+		for _, f := range []struct {
+			name string
+			src  []float64
+			dst  []float64
+		}{{"source", q.Source, p.Source[:]}, {"center", q.Center, p.Center[:]}, {"u", q.U, p.U[:]}, {"v", q.V, p.V[:]}, {"pixel", q.Pixel, p.Pixel[:]}} {
+			if len(f.src) != len(f.dst) {
+				return nil, fmt.Errorf("%w: pose %d: %q must be %d numbers, got %d", ErrGeometry, i, f.name, len(f.dst), len(f.src))
+			}
+			copy(f.dst, f.src)
+		}
+		if q.Rows == nil || q.Cols == nil {
+			return nil, fmt.Errorf("%w: pose %d lacks rows or cols", ErrGeometry, i)
+		}
+		p.Rows, p.Cols = *q.Rows, *q.Cols
 		if err := p.Validate(i); err != nil {
 			return nil, err
 		}
-		if p.Rows != doc.Poses[0].Rows || p.Cols != doc.Poses[0].Cols {
+		if p.Rows != poses[0].Rows || p.Cols != poses[0].Cols {
 			return nil, fmt.Errorf("%w: pose %d has a %d×%d detector, pose 0 %d×%d; one run renders one detector size",
-				ErrGeometry, i, p.Rows, p.Cols, doc.Poses[0].Rows, doc.Poses[0].Cols)
+				ErrGeometry, i, p.Rows, p.Cols, poses[0].Rows, poses[0].Cols)
 		}
 	}
-	return doc.Poses, nil
+	return poses, nil
 }
 
 // DRRConfig describes a DRR run.

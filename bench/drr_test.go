@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
+)
+
+// BenchmarkDRRSteadyState renders 1000 poses of the phantom (64³, 64×64
+// detector) through one compiled graph, 4 poses per batch, and reports the
+// run's drift (median batch time of the last decile over the first) and Go
+// heap growth from the first batch to the last: flat means ≤ 1.05 and
+// ≤ 1 MiB.
+func BenchmarkDRRSteadyState(b *testing.B) {
+	v := volume.Phantom(64, 192, 0.02)
+	poses, err := graphs.Orbit(1000, [3]float64{}, 1020, 510, 64, 64, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var drift, growth []float64
+	for b.Loop() {
+		job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 1 << 30, Batch: 4})
+		if err != nil {
+			b.Fatal(err)
+		}
+		drift = append(drift, out.Summary.Drift)
+		growth = append(growth, float64(out.Summary.HeapGrowth))
+	}
+	b.ReportMetric(median(drift), "drift")
+	b.ReportMetric(median(growth), "heap-growth-B")
+}
+
+func benchmarkDRR(b *testing.B, step float64) {
+	const n = 256
+	rng := rand.New(rand.NewPCG(7, 8))
+	v := &cpukern.Volume{V: make([]float32, n*n*n), N: [3]int64{n, n, n},
+		Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
+	for i := range v.V {
+		v.V[i] = rng.Float32() * 0.02
+	}
+	poses, err := graphs.Orbit(32, [3]float64{}, 1020, 510, 200, 200, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses, Step: step})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 1 << 30}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(poses)*b.N)/b.Elapsed().Seconds(), "DRR/s")
+}
+
+// BenchmarkDRRSiddon: 256³ volume, 200×200 detector, 32 poses per run.
+func BenchmarkDRRSiddon(b *testing.B) { benchmarkDRR(b, 0) }
+
+// BenchmarkDRRTrilinear: the same at 0.5 mm steps, about 500 samples per
+// ray through the 256 mm volume.
+func BenchmarkDRRTrilinear(b *testing.B) { benchmarkDRR(b, 0.5) }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
+)
+
+func TestDRROrbitWritesImages(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	_, se, code := run(t, "drr", "--quiet", "--size", "48", "--orbit", "36", "--detector", "40x50", "--pixel", "12", "--png", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	h, data, err := npy.ReadAll64(filepath.Join(dir, "drr.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if npy.ShapeString(h.Shape) != "(36, 40, 50)" || h.Dtype.Name() != "float32" {
+		t.Fatalf("drr.npy is %s %s", h.Dtype.Name(), npy.ShapeString(h.Shape))
+	}
+	// Every image sees the head in its middle and air in its corners.
+	for p := range 36 {
+		img := data[p*2000 : (p+1)*2000]
+		if img[20*50+25] <= 0 || img[0] != 0 {
+			t.Errorf("pose %d: centre %v, corner %v", p, img[20*50+25], img[0])
+		}
+	}
+	for _, name := range []string{"drr_0000.png", "drr_0035.png"} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := img.Bounds(); b.Dx() != 50 || b.Dy() != 40 {
+			t.Errorf("%s is %v", name, b)
+		}
+		if img.ColorModel() != nil && !strings.Contains(strings.ToLower(typeName(img)), "gray16") {
+			t.Errorf("%s is %s, want 16-bit gray", name, typeName(img))
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+func typeName(v any) string {
+	return strings.TrimPrefix(strings.TrimPrefix(typeString(v), "*"), "image.")
+}
+
+func typeString(v any) string { return strings.Split(strings.TrimPrefix(fmtType(v), "*"), " ")[0] }
+
+func fmtType(v any) string { return fmt.Sprintf("%T", v) }
+
+func TestDRRBadInput(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	vol := make([]float64, 27)
+	writeNpy(t, p("v.npy"), []int{3, 3, 3}, vol)
+	vol[13] = math.NaN()
+	writeNpy(t, p("nan.npy"), []int{3, 3, 3}, vol)
+	writeNpy(t, p("flat.npy"), []int{9, 3}, make([]float64, 27))
+	good, _ := os.ReadFile(p("v.npy"))
+	os.WriteFile(p("trunc.npy"), good[:len(good)-5], 0o644)
+	os.WriteFile(p("corrupt.nii"), []byte(strings.Repeat("x", 400)), 0o644)
+	pose := `{"source": [1.5,1.5,100], "center": [1.5,1.5,-100], "u": [1,0,0], "v": [0,1,0], "rows": 4, "cols": 4, "pixel": [1,1]}`
+	os.WriteFile(p("zero-u.json"), []byte(`{"poses": [`+strings.Replace(pose, `"u": [1,0,0]`, `"u": [0,0,0]`, 1)+`]}`), 0o644)
+	os.WriteFile(p("parallel.json"), []byte(`{"poses": [`+strings.Replace(pose, `"v": [0,1,0]`, `"v": [-3,0,0]`, 1)+`]}`), 0o644)
+	os.WriteFile(p("rows0.json"), []byte(`{"poses": [`+strings.Replace(pose, `"rows": 4`, `"rows": 0`, 1)+`]}`), 0o644)
+	os.WriteFile(p("none.json"), []byte(`{"poses": []}`), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"truncated", []string{"--volume", p("trunc.npy")}, "truncated"},
+		{"corrupt nifti", []string{"--volume", p("corrupt.nii")}, "NIfTI"},
+		{"not 3-D", []string{"--volume", p("flat.npy")}, "3-D"},
+		{"NaN", []string{"--volume", p("nan.npy")}, "voxel (1, 1, 1) is NaN"},
+		{"zero spacing", []string{"--volume", p("v.npy"), "--spacing", "1,0,1"}, "spacing"},
+		{"negative spacing", []string{"--volume", p("v.npy"), "--spacing", "1,-2,1"}, "spacing"},
+		{"spacing syntax", []string{"--spacing", "1,2"}, "three"},
+		{"zero u", []string{"--volume", p("v.npy"), "--geometry", p("zero-u.json")}, "zero u"},
+		{"parallel", []string{"--volume", p("v.npy"), "--geometry", p("parallel.json")}, "parallel"},
+		{"rows 0", []string{"--volume", p("v.npy"), "--geometry", p("rows0.json")}, "rows and cols"},
+		{"no poses", []string{"--volume", p("v.npy"), "--geometry", p("none.json")}, "no poses"},
+		{"P = 0", []string{"--size", "8", "--orbit", "0"}, "--orbit 0"},
+		{"detector", []string{"--size", "8", "--detector", "0x5"}, "--detector"},
+		{"method", []string{"--size", "8", "--method", "joseph"}, "--method"},
+		{"step", []string{"--size", "8", "--method", "trilinear", "--step", "0"}, "--step"},
+		{"raw without shape", []string{"--volume", p("v.raw"), "--dtype", "uint8"}, "--shape"},
+		{"missing volume", []string{"--volume", p("nope.npy")}, "nope.npy"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := p("out-" + strings.ReplaceAll(c.name, " ", "_"))
+			_, stderr, code := run(t, append([]string{"drr", "--quiet", "--png", "--out", out}, c.args...)...)
+			if code != 1 || !strings.HasPrefix(stderr, "tapeloop: ") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stderr %q; want 1 and one line", code, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("error %q does not mention %q", stderr, c.want)
+			}
+			if entries, _ := os.ReadDir(out); len(entries) != 0 {
+				t.Errorf("output left: %v", entries)
+			}
+		})
+	}
+	// All rays missing the volume: a warning, not an error.
+	os.WriteFile(p("miss.json"), []byte(`{"poses": [`+strings.Replace(strings.Replace(pose, `[1.5,1.5,100]`, `[500,500,100]`, 1), `[1.5,1.5,-100]`, `[500,500,-100]`, 1)+`]}`), 0o644)
+	_, stderr, code := run(t, "drr", "--quiet", "--volume", p("v.npy"), "--geometry", p("miss.json"))
+	if code != 0 || !strings.Contains(stderr, "missed the volume") {
+		t.Errorf("all-miss geometry: exit %d, stderr %q", code, stderr)
+	}
+}
