@@ -111,7 +111,7 @@ func ReadGeometry(r io.Reader) ([]Pose, error) {
 	var doc struct {
 		Poses []struct {
 			Source, Center, U, V, Pixel []float64
-			Rows, Cols              *int
+			Rows, Cols                  *int
 		} `json:"poses"`
 	}
 	if err := dec.Decode(&doc); err != nil {
