@@ -7,6 +7,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
@@ -43,6 +44,7 @@ func benchmarkDRR(b *testing.B, step float64) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	v := &cpukern.Volume{V: make([]float32, n*n*n), N: [3]int64{n, n, n},
 		Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
+	sysmem.AdviseHugePagesOf(v.V) // as the volume readers do
 	for i := range v.V {
 		v.V[i] = rng.Float32() * 0.02
 	}

@@ -32,6 +32,28 @@ type DRR struct {
 
 	out      *tensor.Dense
 	src, dst []float64 // per-ray end points, reused
+	val      []float32 // per-ray results, in ray order
+	order    []int32   // ray order within one image: pixel indices tile by tile
+}
+
+// tile is the side of the square blocks of pixels whose rays are cast
+// together: neighbouring rays cross the same voxels, so casting them in a
+// row reuses the cache lines the first one brought in.
+const tile = 32
+
+// tileOrder lists the pixels of a rows×cols image tile by tile.
+func tileOrder(rows, cols int) []int32 {
+	order := make([]int32, 0, rows*cols)
+	for r0 := 0; r0 < rows; r0 += tile {
+		for c0 := 0; c0 < cols; c0 += tile {
+			for c := c0; c < min(c0+tile, cols); c++ {
+				for r := r0; r < min(r0+tile, rows); r++ {
+					order = append(order, int32(r*cols+c))
+				}
+			}
+		}
+	}
+	return order
 }
 
 // NewDRR returns the op for batches of batch poses.
@@ -75,6 +97,8 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 		op.out = newOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
 		op.src = make([]float64, 3*rays)
 		op.dst = make([]float64, 3*rays)
+		op.val = make([]float32, rays)
+		op.order = tileOrder(op.Rows, op.Cols)
 	}
 	pd := poses.Data().([]float64)
 	out := op.out.Data().([]float32)
@@ -82,21 +106,25 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	parallel.For(rays, 2048, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			p := pd[(r/per)*PoseWidth:][:PoseWidth]
-			pix := r % per
+			pix := int(op.order[r%per])
 			row, col := float64(pix/op.Cols), float64(pix%op.Cols)
 			for a := range 3 {
 				op.src[3*r+a] = p[a]
 				op.dst[3*r+a] = p[3+a] + col*p[6+a] + row*p[9+a]
 			}
 		}
-		cpukern.DRR(op.Vol, op.src[3*lo:3*hi], op.dst[3*lo:3*hi], out[lo:hi], op.Step)
+		cpukern.DRR(op.Vol, op.src[3*lo:3*hi], op.dst[3*lo:3*hi], op.val[lo:hi], op.Step)
+		for r := lo; r < hi; r++ {
+			out[(r/per)*per+int(op.order[r%per])] = op.val[r]
+		}
 	})
 	return op.out, nil
 }
 
-// ResidentBytes counts the volume and the per-ray end points.
+// ResidentBytes counts the volume and the per-ray scratch.
 func (op *DRR) ResidentBytes() int64 {
-	return int64(4*len(op.Vol.V)) + 2*3*8*int64(op.Batch*op.Rows*op.Cols)
+	rays := int64(op.Batch * op.Rows * op.Cols)
+	return int64(4*len(op.Vol.V)) + 2*3*8*rays + 4*rays + 4*int64(op.Rows*op.Cols)
 }
 
 // OwnsOutput is true.

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 // orbitPose encodes the pose at angle alpha of a circular orbit about the
@@ -82,6 +83,7 @@ func benchmarkDRR(b *testing.B, step float64) {
 	rng := rand.New(rand.NewPCG(53, 54))
 	vol := &cpukern.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
 	vol.V = make([]float32, n*n*n)
+	sysmem.AdviseHugePagesOf(vol.V)
 	for i := range vol.V {
 		vol.V[i] = rng.Float32()
 	}

@@ -31,7 +31,7 @@ var sheppLogan = []ellipsoid{
 // (the skull 1.0, the brain 0.2).
 func Phantom(n int, fov, muWater float64) *cpukern.Volume {
 	s := fov / float64(n)
-	v := &cpukern.Volume{V: make([]float32, n*n*n), N: [3]int64{int64(n), int64(n), int64(n)},
+	v := &cpukern.Volume{V: alloc(n * n * n), N: [3]int64{int64(n), int64(n), int64(n)},
 		Origin: [3]float64{-fov / 2, -fov / 2, -fov / 2}, Spacing: [3]float64{s, s, s}}
 	coord := func(i int) float64 { return (float64(i)+0.5)/float64(n)*2 - 1 }
 	for _, e := range sheppLogan {
