@@ -48,7 +48,7 @@ func benchmarkDRR(b *testing.B, step float64) {
 	for i := range v.V {
 		v.V[i] = rng.Float32() * 0.02
 	}
-	poses, err := graphs.Orbit(32, [3]float64{}, 1020, 510, 200, 200, 2)
+	poses, err := graphs.Orbit(128, [3]float64{}, 1020, 510, 200, 200, 2)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func benchmarkDRR(b *testing.B, step float64) {
 	b.ReportMetric(float64(len(poses)*b.N)/b.Elapsed().Seconds(), "DRR/s")
 }
 
-// BenchmarkDRRSiddon: 256³ volume, 200×200 detector, 32 poses per run.
+// BenchmarkDRRSiddon: 256³ volume, 200×200 detector, 128 poses per run.
 func BenchmarkDRRSiddon(b *testing.B) { benchmarkDRR(b, 0) }
 
 // BenchmarkDRRTrilinear: the same at 0.5 mm steps, about 500 samples per
