@@ -63,7 +63,9 @@ func TestDRROpMatchesKernelPerRay(t *testing.T) {
 					}
 					want := make([]float32, 1)
 					cpukern.DRR(vol, p[:3], dst, want, step)
-					if g := got[(b*rows+r)*cols+c]; g != want[0] {
+					// Siddon is exact to the bit; trilinear rays are summed
+					// in groups, in float32 within a group.
+					if g := got[(b*rows+r)*cols+c]; g != want[0] && (step == 0 || math.Abs(float64(g-want[0])) > 1e-5*math.Abs(float64(want[0]))) {
 						t.Fatalf("step %v pose %d pixel (%d, %d): %v, want %v", step, b, r, c, g, want[0])
 					}
 					if want[0] != 0 {

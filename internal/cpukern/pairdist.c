@@ -153,3 +153,5 @@ void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t l
                      const double *b, int64_t ldb, double *out, int64_t ldo, int metric) {
   DISPATCH(double, f64)
 }
+
+int tl_cpu_isa(void) { return pick(); }

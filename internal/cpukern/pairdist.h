@@ -14,4 +14,6 @@ void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t l
                      const double *b, int64_t ldb, double *out, int64_t ldo, int metric);
 // Which instruction set the kernels dispatch to: "avx512f", "avx2" or "sse2".
 const char *tl_pairdist_isa(void);
+// The instruction set the kernels use: 2 avx512f, 1 avx2, 0 sse2.
+int tl_cpu_isa(void);
 #endif
