@@ -34,25 +34,15 @@ func (f *File) Commit() error {
 	if f.done {
 		return fmt.Errorf("atomicfile: %s committed or aborted already", f.Path)
 	}
-	f.done = true
 	if err := f.File.Sync(); err != nil {
-		f.File.Close()
-		os.Remove(f.Name())
+		f.Abort()
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
 	if err := f.File.Close(); err != nil {
-		os.Remove(f.Name())
+		f.Abort()
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", f.Path, err)
-	}
-	if err := os.Rename(f.Name(), f.Path); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", f.Path, err)
-	}
-	return nil
+	return f.Rename()
 }
 
 // Abort closes and removes the temporary file; it is a no-op after Commit,
