@@ -34,6 +34,7 @@ type DRR struct {
 	src, dst []float64 // per-ray end points, reused
 	val      []float32 // per-ray results, in ray order
 	order    []int32   // ray order within one image: pixel indices tile by tile
+	padded   *cpukern.Volume
 }
 
 // tile is the side of the square blocks of pixels whose rays are cast
@@ -99,6 +100,10 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 		op.dst = make([]float64, 3*rays)
 		op.val = make([]float32, rays)
 		op.order = tileOrder(op.Rows, op.Cols)
+		op.padded = op.Vol
+		if op.Step > 0 {
+			op.padded = cpukern.PadVolume(op.Vol) // trilinear: no boundary tests
+		}
 	}
 	pd := poses.Data().([]float64)
 	out := op.out.Data().([]float32)
@@ -113,7 +118,7 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 				op.dst[3*r+a] = p[3+a] + col*p[6+a] + row*p[9+a]
 			}
 		}
-		cpukern.DRR(op.Vol, op.src[3*lo:3*hi], op.dst[3*lo:3*hi], op.val[lo:hi], op.Step)
+		cpukern.DRR(op.padded, op.src[3*lo:3*hi], op.dst[3*lo:3*hi], op.val[lo:hi], op.Step)
 		for r := lo; r < hi; r++ {
 			out[(r/per)*per+int(op.order[r%per])] = op.val[r]
 		}
@@ -124,7 +129,11 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 // ResidentBytes counts the volume and the per-ray scratch.
 func (op *DRR) ResidentBytes() int64 {
 	rays := int64(op.Batch * op.Rows * op.Cols)
-	return int64(4*len(op.Vol.V)) + 2*3*8*rays + 4*rays + 4*int64(op.Rows*op.Cols)
+	b := int64(4*len(op.Vol.V)) + 2*3*8*rays + 4*rays + 4*int64(op.Rows*op.Cols)
+	if op.Step > 0 && !op.Vol.Padded {
+		b += 4 * (op.Vol.N[0] + 2) * (op.Vol.N[1] + 2) * (op.Vol.N[2] + 2)
+	}
+	return b
 }
 
 // OwnsOutput is true.

@@ -132,16 +132,18 @@ typedef struct {
   int64_t q0, q1;
 } tl_ray;
 
-static int prepare(const tl_volume *vol, const double *src, const double *dst, double step, tl_ray *r) {
+// prepare clips a ray for sampling. A padded volume has a border of zero
+// voxels around the data: its box shrunk by half a voxel is the data's box
+// grown by half a voxel, outside which every sample is zero.
+static int prepare(const tl_volume *vol, int padded, const double *src, const double *dst, double step, tl_ray *r) {
   double d[3] = {dst[0] - src[0], dst[1] - src[1], dst[2] - src[2]};
   double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   if (len == 0) return 0;
-  // Samples are nonzero only within half a voxel of the box: clip to the
-  // box grown by half a voxel on every side.
   tl_volume grown = *vol;
   for (int ax = 0; ax < 3; ax++) {
-    grown.o[ax] -= 0.5 * vol->s[ax];
-    grown.n[ax] += 1;
+    double half = padded ? 0.5 : -0.5;
+    grown.o[ax] += half * vol->s[ax];
+    grown.n[ax] -= padded ? 1 : -1;
   }
   double amin, amax;
   if (!clip(&grown, src, d, &amin, &amax)) return 0;
@@ -161,9 +163,9 @@ static int prepare(const tl_volume *vol, const double *src, const double *dst, d
 // advances in float32 (its rounding, ~1e-5 of a voxel over a ray, is far
 // below the interpolation's own error) and the eight neighbours are read
 // with one bounds test; near the boundary sample_index takes over.
-static double trilinear(const tl_volume *vol, const double *src, const double *dst, double step) {
+static double trilinear(const tl_volume *vol, int padded, const double *src, const double *dst, double step) {
   tl_ray r;
-  if (!prepare(vol, src, dst, step, &r)) return 0;
+  if (!prepare(vol, padded, src, dst, step, &r)) return 0;
   const int64_t ny = vol->n[1], nz = vol->n[2];
   const int64_t si = ny * nz, sj = nz;
   const float lx = (float)(vol->n[0] - 1), ly = (float)(vol->n[1] - 1), lz = (float)(vol->n[2] - 1);
@@ -200,14 +202,15 @@ static double trilinear(const tl_volume *vol, const double *src, const double *d
 // gathers mostly hit the same cache lines. Lanes whose sample lies within a
 // voxel of the boundary take the scalar path. Needs voxel offsets that fit
 // in int32.
-__attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol, int nr, const double *src,
-                                                            const double *dst, float *out, double step) {
+__attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol, int padded, int nr,
+                                                            const double *src, const double *dst, float *out,
+                                                            double step) {
   tl_ray ray[16];
   float bx[16], by[16], bz[16], dx[16], dy[16], dz[16];
   int32_t q0[16], q1[16];
   int64_t qlo = INT64_MAX, qhi = INT64_MIN;
   for (int l = 0; l < 16; l++) {
-    int live = l < nr && prepare(vol, src + 3 * l, dst + 3 * l, step, &ray[l]);
+    int live = l < nr && prepare(vol, padded, src + 3 * l, dst + 3 * l, step, &ray[l]);
     if (!live) { // an empty lane: no samples
       q0[l] = 1;
       q1[l] = 0;
@@ -341,18 +344,18 @@ __attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol,
   for (int l = 0; l < nr; l++) out[l] = (float)((acc[l] + p[l]) * step);
 }
 
-void tl_drr(const float *v, const int64_t *n, const double *os, int64_t nrays, const double *src,
+void tl_drr(const float *v, const int64_t *n, const double *os, int padded, int64_t nrays, const double *src,
             const double *dst, float *out, double step) {
   tl_volume vv = {v, {n[0], n[1], n[2]}, {os[0], os[1], os[2]}, {os[3], os[4], os[5]}};
   const tl_volume *vol = &vv;
   if (step > 0 && tl_cpu_isa() == 2 && vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1) {
     for (int64_t r = 0; r < nrays; r += 16) {
       int nr = nrays - r < 16 ? (int)(nrays - r) : 16;
-      trilinear16(vol, nr, src + 3 * r, dst + 3 * r, out + r, step);
+      trilinear16(vol, padded, nr, src + 3 * r, dst + 3 * r, out + r, step);
     }
     return;
   }
   for (int64_t r = 0; r < nrays; r++)
-    out[r] = (float)(step > 0 ? trilinear(vol, src + 3 * r, dst + 3 * r, step)
+    out[r] = (float)(step > 0 ? trilinear(vol, padded, src + 3 * r, dst + 3 * r, step)
                               : siddon(vol, src + 3 * r, dst + 3 * r));
 }

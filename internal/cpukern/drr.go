@@ -3,7 +3,11 @@ package cpukern
 // #include "drr.h"
 import "C"
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+)
 
 // Volume is a voxel volume for ray casting: V holds N[0]·N[1]·N[2] values
 // in C order, voxel (i, j, k) spanning [Origin + (i, j, k)⊙Spacing,
@@ -13,6 +17,31 @@ type Volume struct {
 	N       [3]int64
 	Origin  [3]float64
 	Spacing [3]float64
+	// Padded says V carries a border of one zero voxel on every side that
+	// is not part of the data (see PadVolume).
+	Padded bool
+}
+
+// PadVolume returns a copy of v with a border of zero voxels on every side,
+// origin moved out by one voxel: the same line integrals, but trilinear
+// sampling needs no boundary tests. Padding a padded volume returns it.
+func PadVolume(v *Volume) *Volume {
+	if v.Padded {
+		return v
+	}
+	nx, ny, nz := v.N[0], v.N[1], v.N[2]
+	p := &Volume{N: [3]int64{nx + 2, ny + 2, nz + 2}, Spacing: v.Spacing, Padded: true}
+	for a := range 3 {
+		p.Origin[a] = v.Origin[a] - v.Spacing[a]
+	}
+	p.V = make([]float32, p.N[0]*p.N[1]*p.N[2])
+	sysmem.AdviseHugePagesOf(p.V)
+	for i := range nx {
+		for j := range ny {
+			copy(p.V[((i+1)*(ny+2)+j+1)*(nz+2)+1:], v.V[(i*ny+j)*nz:(i*ny+j+1)*nz])
+		}
+	}
+	return p
 }
 
 // DRR sets out[r] to the line integral of vol along the segment from
@@ -30,7 +59,11 @@ func DRR(vol *Volume, src, dst []float64, out []float32, step float64) {
 		return
 	}
 	os := [6]float64{vol.Origin[0], vol.Origin[1], vol.Origin[2], vol.Spacing[0], vol.Spacing[1], vol.Spacing[2]}
-	C.tl_drr((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])), (*C.double)(unsafe.Pointer(&os[0])),
+	padded := C.int(0)
+	if vol.Padded {
+		padded = 1
+	}
+	C.tl_drr((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])), (*C.double)(unsafe.Pointer(&os[0])), padded,
 		C.int64_t(n), (*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst[0])),
 		(*C.float)(unsafe.Pointer(&out[0])), C.double(step))
 }

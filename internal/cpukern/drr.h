@@ -15,7 +15,9 @@ typedef struct {
 // of the volume along the segment: exact (Siddon: sum over voxels of
 // intersection length times value) when step <= 0, else trilinear samples
 // every step mm (zero outside the volume) times step.
-// The volume is given as v, n[3] and os[6] = {o[0..2], s[0..2]}.
-void tl_drr(const float *v, const int64_t *n, const double *os, int64_t nrays, const double *src,
+// The volume is given as v, n[3] and os[6] = {o[0..2], s[0..2]}; padded
+// says it carries a border of zero voxels (see PadVolume), which lets the
+// trilinear sampler skip its boundary tests.
+void tl_drr(const float *v, const int64_t *n, const double *os, int padded, int64_t nrays, const double *src,
             const double *dst, float *out, double step);
 #endif
