@@ -107,12 +107,12 @@ for tag, x in (("u8", u8.reshape(len(u8), -1).astype(np.float64)), ("f32", f32.a
 						mismatch++
 					}
 				}
-				// Float32 rounding may swap two float64 values closer than
-				// its precision; exact-integer metrics on uint8 may not.
+				// The inputs are fixed (seeded), so exact agreement is
+				// expected: uint8 dot products are exact integers in
+				// float32 (ties occur and go to the smaller index), and the
+				// float32 inputs have no near-ties at float32 precision.
 				allowed := 0
-				if tag == "f32" && (m == "cosine" || m == "l2" || m == "l1") {
-					allowed = 2
-				}
+				t.Logf("%d of %d top-k indices differ from the reference", mismatch, len(wantIdx))
 				if mismatch > allowed {
 					t.Errorf("%d of %d top-k indices differ from the reference ordering", mismatch, len(wantIdx))
 				}
