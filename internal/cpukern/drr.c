@@ -321,10 +321,6 @@ __attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol,
     }
     __mmask16 edge = on & ~in;
     if (edge) { // near the boundary: the scalar path, in double
-      float px[16], py[16], pz[16];
-      _mm512_storeu_ps(px, x);
-      _mm512_storeu_ps(py, y);
-      _mm512_storeu_ps(pz, z);
       for (int l = 0; l < 16; l++)
         if (edge >> l & 1) {
           double t = (double)(q - q0[l]);
