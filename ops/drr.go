@@ -108,7 +108,7 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	pd := poses.Data().([]float64)
 	out := op.out.Data().([]float32)
 	per := op.Rows * op.Cols
-	parallel.For(rays, 2048, func(lo, hi int) {
+	parallel.Dynamic(rays, 1024, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			p := pd[(r/per)*PoseWidth:][:PoseWidth]
 			pix := int(op.order[r%per])
