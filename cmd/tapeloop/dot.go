@@ -52,6 +52,22 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			},
 		},
 		{
+			Name:  "wavelet",
+			Usage: "the wavelet-sweep graph",
+			Flags: append(append([]cli.Flag{}, waveletFlags...), withoutDtype(engineFlags)...),
+			Action: func(c *cli.Context) error {
+				e, err := engineConfig(c)
+				if err != nil {
+					return err
+				}
+				job, err := setupWavelet(c, nil)
+				if err != nil {
+					return err
+				}
+				return printDOT(e, job)
+			},
+		},
+		{
 			Name:  "affinity",
 			Usage: "the pairwise-affinity graph",
 			Flags: append(append([]cli.Flag{}, affinityFlags...), engineFlags...),

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/csv"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tapeloop/tapeloop/internal/testutil"
+)
+
+func TestParseList(t *testing.T) {
+	good := map[string][]float64{
+		"1,2,3":     {1, 2, 3},
+		"0:pi:4":    {0, math.Pi / 4, math.Pi / 2, 3 * math.Pi / 4},
+		"1:20:19":   {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19},
+		"pi/4, -pi": {math.Pi / 4, -math.Pi},
+		"3*pi/2":    {3 * math.Pi / 2},
+		"2pi":       {2 * math.Pi},
+		"1e-1":      {0.1},
+	}
+	for s, want := range good {
+		got, err := parseList("x", s)
+		if err != nil || len(got) != len(want) {
+			t.Errorf("%q: %v, %v", s, got, err)
+			continue
+		}
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-12 {
+				t.Errorf("%q: element %d = %v, want %v", s, i, got[i], want[i])
+			}
+		}
+	}
+	for _, s := range []string{"", "1,,2", "a", "0:pi", "0:pi:0", "0:pi:x", "pi/0", "1:2:3:4", "nan", "inf", "p1"} {
+		if _, err := parseList("x", s); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+}
+
+// TestWaveletMatchesSciPy compares the statistics with scipy.ndimage.convolve
+// and a float64 kernel built from the definition, on random non-cubic odd
+// volumes with kernels larger than the volume, for both boundaries.
+func TestWaveletMatchesSciPy(t *testing.T) {
+	py := testutil.Python(t, "numpy", "scipy.ndimage")
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	script := `
+import numpy as np, sys
+from scipy import ndimage
+d, mode = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(2002)
+v = rng.standard_normal((9, 13, 7)).astype(np.float32)
+np.save(d + "/v.npy", v)
+a = 1.0
+rows = []
+for th in (0.0, 0.7, 2.2):
+    for ph in (0.0, 1.3):
+        for xi in (1.0, 2.5):
+            c, s, cp, sp = np.cos(th), np.sin(th), np.cos(ph), np.sin(ph)
+            R = np.array([[cp*c, -s, sp*c], [cp*s, c, sp*s], [-sp, 0, cp]])
+            dd = np.array([(a*xi)**2, a*a, a*a])
+            h = [int(np.ceil(np.sqrt(36 * np.sum(R[:, i]**2 * dd)) - 1e-9)) for i in range(3)]
+            x, y, z = np.meshgrid(*[np.arange(-k, k+1) for k in h], indexing="ij")
+            rT = R[0,0]*x + R[0,1]*y + R[0,2]*z
+            rp = R[1,0]*x + R[1,1]*y + R[1,2]*z
+            rp2 = R[2,0]*x + R[2,1]*y + R[2,2]*z
+            q = (rp/a)**2 + (rT/(a*xi))**2 + (rp2/a)**2
+            psi = (3 - q) * np.exp(-q/2)
+            g = ndimage.convolve(v.astype(np.float64), psi, mode=mode)
+            rows.append((th, ph, xi, (g**2).sum(), g.std(), g.max(), (psi**2).sum()))
+np.savetxt(d + "/ref_" + mode + ".csv", np.array(rows), delimiter=",")
+`
+	for _, mode := range []string{"reflect", "wrap"} {
+		t.Run(mode, func(t *testing.T) {
+			if out, err := exec.Command(py, "-c", script, dir, mode).CombinedOutput(); err != nil {
+				t.Fatalf("scipy: %v\n%s", err, out)
+			}
+			out := p("stats_" + mode + ".csv")
+			_, se, code := run(t, "wavelet", "--quiet", "--volume", p("v.npy"), "--theta", "0,0.7,2.2", "--phi", "0,1.3",
+				"--xi", "1,2.5", "--boundary", mode, "--batch", "3", "--out", out)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, se)
+			}
+			got := readCSV(t, out, true)
+			want := readCSV(t, p("ref_"+mode+".csv"), false)
+			if len(got) != len(want) || len(got) != 12 {
+				t.Fatalf("%d rows, reference %d", len(got), len(want))
+			}
+			for i := range want {
+				for j := range 7 {
+					if d := math.Abs(got[i][j] - want[i][j]); d > 1e-4*math.Abs(want[i][j])+1e-9 {
+						t.Errorf("row %d column %d: %v, scipy %v", i, j, got[i][j], want[i][j])
+					}
+				}
+			}
+		})
+	}
+}
+
+func readCSV(t *testing.T, path string, header bool) [][]float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header {
+		if strings.Join(recs[0], ",") != "theta,phi,xi,energy,std,max,wavelet_energy" {
+			t.Fatalf("header %v", recs[0])
+		}
+		recs = recs[1:]
+	}
+	var out [][]float64
+	for _, r := range recs {
+		var row []float64
+		for _, s := range r {
+			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row = append(row, v)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func TestWaveletBadInput(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	vol := make([]float64, 27)
+	vol[4] = math.NaN()
+	writeNpy(t, p("nan.npy"), []int{3, 3, 3}, vol)
+	writeNpy(t, p("flat.npy"), []int{9, 3}, make([]float64, 27))
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"xi zero", []string{"--xi", "0,1"}, "ξ = 0"},
+		{"xi negative", []string{"--xi", "-1"}, "ξ = -1"},
+		{"a zero", []string{"--a", "0"}, "a = 0"},
+		{"empty list", []string{"--theta", ""}, "--theta"},
+		{"malformed list", []string{"--phi", "0:pi"}, "START:STOP:COUNT"},
+		{"bad number", []string{"--xi", "two"}, `"two"`},
+		{"NaN volume", []string{"--volume", p("nan.npy")}, "is NaN"},
+		{"not 3-D", []string{"--volume", p("flat.npy")}, "3-D"},
+		{"boundary", []string{"--boundary", "mirror"}, `"mirror"`},
+		{"size", []string{"--size", "8x8"}, "--size"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := p("out-" + strings.ReplaceAll(c.name, " ", "_") + ".csv")
+			stdout, stderr, code := run(t, append([]string{"wavelet", "--quiet", "--size", "6x6x6", "--out", out}, c.args...)...)
+			if code != 1 || !strings.HasPrefix(stderr, "tapeloop: ") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stderr %q; want 1 and one line", code, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("error %q does not mention %q", stderr, c.want)
+			}
+			if _, err := os.Stat(out); err == nil || stdout != "" {
+				t.Errorf("partial output: file exists %v, stdout %q", err == nil, stdout)
+			}
+		})
+	}
+}

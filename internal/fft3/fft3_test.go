@@ -1,0 +1,45 @@
+package fft3
+
+import (
+	"math/cmplx"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestMatchesDefinition compares with the DFT sum written out.
+func TestMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := [3]int{3, 5, 4}
+	x := make([]complex128, 60)
+	for i := range x {
+		x[i] = complex(rng.NormFloat64(), rng.NormFloat64())
+	}
+	p := New(n[0], n[1], n[2])
+	y := append([]complex128(nil), x...)
+	p.Forward(y)
+	for k0 := range n[0] {
+		for k1 := range n[1] {
+			for k2 := range n[2] {
+				var s complex128
+				for j0 := range n[0] {
+					for j1 := range n[1] {
+						for j2 := range n[2] {
+							ph := -2 * math.Pi * (float64(k0*j0)/3 + float64(k1*j1)/5 + float64(k2*j2)/4)
+							s += x[(j0*5+j1)*4+j2] * cmplx.Exp(complex(0, ph))
+						}
+					}
+				}
+				if d := cmplx.Abs(s - y[(k0*5+k1)*4+k2]); d > 1e-10 {
+					t.Fatalf("coefficient (%d, %d, %d) off by %g", k0, k1, k2, d)
+				}
+			}
+		}
+	}
+	p.Inverse(y)
+	for i := range x {
+		if cmplx.Abs(y[i]-x[i]) > 1e-12 {
+			t.Fatalf("round trip element %d: %v, want %v", i, y[i], x[i])
+		}
+	}
+}

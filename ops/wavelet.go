@@ -1,0 +1,306 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"math"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/fft3"
+)
+
+// Boundary is how a convolution extends the volume past its edges, as in
+// scipy.ndimage.convolve.
+type Boundary int
+
+// The boundaries.
+const (
+	Reflect Boundary = iota // half-sample symmetric: d c b a | a b c d | d c b a
+	Wrap                    // periodic
+)
+
+func (b Boundary) String() string {
+	if b == Wrap {
+		return "wrap"
+	}
+	return "reflect"
+}
+
+// ParseBoundary parses "reflect" or "wrap".
+func ParseBoundary(s string) (Boundary, error) {
+	switch s {
+	case "reflect":
+		return Reflect, nil
+	case "wrap":
+		return Wrap, nil
+	}
+	return 0, fmt.Errorf("unknown boundary %q (want reflect or wrap)", s)
+}
+
+// ErrWavelet is wrapped by errors about wavelet parameters.
+var ErrWavelet = errors.New("wavelet")
+
+// HatSupport returns the half-widths of the stretched, rotated Mexican hat
+// of scale a, angles theta, phi and stretch xi: along axis i,
+// ⌈√(36·(M⁻¹)ᵢᵢ)⌉ where q = uᵀMu, the bounding box of the ellipsoid q ≤ 36.
+func HatSupport(a, theta, phi, xi float64) [3]int {
+	r := hatRotation(theta, phi)
+	d := [3]float64{(a * xi) * (a * xi), a * a, a * a} // M⁻¹ = Rᵀ·diag(d)·R
+	var h [3]int
+	for i := range 3 {
+		var m float64
+		for k := range 3 {
+			m += r[k][i] * r[k][i] * d[k]
+		}
+		h[i] = int(math.Ceil(math.Sqrt(36*m) - 1e-9))
+	}
+	return h
+}
+
+// hatRotation's rows map a voxel offset (x, y, z) to (rT, rp, rp2).
+func hatRotation(theta, phi float64) [3][3]float64 {
+	ct, st, cp, sp := math.Cos(theta), math.Sin(theta), math.Cos(phi), math.Sin(phi)
+	return [3][3]float64{
+		{cp * ct, -st, sp * ct},
+		{cp * st, ct, sp * st},
+		{-sp, 0, cp},
+	}
+}
+
+// Hat evaluates the kernel at integer offsets (x, y, z) in [−h, h] along
+// each axis and calls fn for each: ψ = (3 − q)·exp(−q/2) with
+// q = (rp/a)² + (rT/(a·ξ))² + (rp2/a)².
+func Hat(a, theta, phi, xi float64, fn func(x, y, z int, psi float64)) [3]int {
+	h := HatSupport(a, theta, phi, xi)
+	r := hatRotation(theta, phi)
+	for x := -h[0]; x <= h[0]; x++ {
+		for y := -h[1]; y <= h[1]; y++ {
+			for z := -h[2]; z <= h[2]; z++ {
+				fx, fy, fz := float64(x), float64(y), float64(z)
+				rT := r[0][0]*fx + r[0][1]*fy + r[0][2]*fz
+				rp := r[1][0]*fx + r[1][1]*fy + r[1][2]*fz
+				rp2 := r[2][0]*fx + r[2][1]*fy + r[2][2]*fz
+				q := (rp/a)*(rp/a) + (rT/(a*xi))*(rT/(a*xi)) + (rp2/a)*(rp2/a)
+				fn(x, y, z, (3-q)*math.Exp(-q/2))
+			}
+		}
+	}
+	return h
+}
+
+// CheckHat validates a kernel's parameters.
+func CheckHat(a, theta, phi, xi float64) error {
+	switch {
+	case !(a > 0) || math.IsInf(a, 0):
+		return fmt.Errorf("%w: scale a = %g must be positive", ErrWavelet, a)
+	case !(xi > 0) || math.IsInf(xi, 0):
+		return fmt.Errorf("%w: stretch ξ = %g must be positive", ErrWavelet, xi)
+	case math.IsNaN(theta) || math.IsInf(theta, 0) || math.IsNaN(phi) || math.IsInf(phi, 0):
+		return fmt.Errorf("%w: angles θ = %g, φ = %g must be finite", ErrWavelet, theta, phi)
+	}
+	return nil
+}
+
+// WaveletVolume is the volume a sweep convolves, transformed once.
+type WaveletVolume struct {
+	N        [3]int
+	A        float64
+	Boundary Boundary
+	Pad      [3]int // reflect: the largest half-widths of the sweep
+	plan     *fft3.Plan
+	spec     []complex128 // transform of the (extended) volume
+	id       uint64
+}
+
+// NewWaveletVolume prepares v (n0·n1·n2 values, C order) for kernels of
+// scale a whose half-widths are at most pad (reflect mode extends the
+// volume by pad on every side; wrap needs no extension).
+func NewWaveletVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int) (*WaveletVolume, error) {
+	if n[0] < 1 || n[1] < 1 || n[2] < 1 || len(v) != n[0]*n[1]*n[2] {
+		return nil, fmt.Errorf("%w: volume of %d values for shape %v", ErrWavelet, len(v), n)
+	}
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrWavelet, i/(n[1]*n[2]), i/n[2]%n[1], i%n[2], x)
+		}
+	}
+	w := &WaveletVolume{N: n, A: a, Boundary: b, id: tableIDs.Add(1)}
+	p := n
+	if b == Reflect {
+		w.Pad = pad
+		for i := range 3 {
+			p[i] = n[i] + 2*pad[i]
+		}
+	}
+	w.plan = fft3.New(p[0], p[1], p[2])
+	w.spec = make([]complex128, w.plan.Len())
+	for i := range p[0] {
+		si := reflectIndex(i-w.Pad[0], n[0])
+		for j := range p[1] {
+			sj := reflectIndex(j-w.Pad[1], n[1])
+			for k := range p[2] {
+				sk := reflectIndex(k-w.Pad[2], n[2])
+				w.spec[(i*p[1]+j)*p[2]+k] = complex(v[(si*n[1]+sj)*n[2]+sk], 0)
+			}
+		}
+	}
+	w.plan.Forward(w.spec)
+	return w, nil
+}
+
+// reflectIndex maps i onto [0, n) by half-sample symmetric reflection,
+// repeated as often as needed.
+func reflectIndex(i, n int) int {
+	m := i % (2 * n)
+	if m < 0 {
+		m += 2 * n
+	}
+	if m >= n {
+		m = 2*n - 1 - m
+	}
+	return m
+}
+
+// Bytes is the memory the transformed volume and one scratch array take.
+func (w *WaveletVolume) Bytes() int64 { return 2 * 16 * int64(len(w.spec)) }
+
+// WaveletStats is the Gorgonia op that convolves the volume with one
+// kernel per row of its input, (Batch, 3) float64 (θ, φ, ξ), and returns
+// (Batch, 4) float64: the response's energy Σ G², its standard deviation,
+// its maximum, and the kernel's energy Σ ψ².
+type WaveletStats struct {
+	Vol   *WaveletVolume
+	Batch int
+
+	out     *tensor.Dense
+	scratch []complex128
+}
+
+// NewWaveletStats returns the op for batches of batch kernels.
+func NewWaveletStats(v *WaveletVolume, batch int) *WaveletStats {
+	if batch < 1 {
+		panic("ops: WaveletStats batch < 1")
+	}
+	return &WaveletStats{Vol: v, Batch: batch}
+}
+
+// Arity is 1: the kernel parameters.
+func (op *WaveletStats) Arity() int { return 1 }
+
+// Type is Matrix float64 → Matrix float64.
+func (op *WaveletStats) Type() hm.Type {
+	return hm.NewFnType(G.TensorType{Dims: 2, Of: tensor.Float64}, G.TensorType{Dims: 2, Of: tensor.Float64})
+}
+
+// InferShape is (Batch, 4).
+func (op *WaveletStats) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
+	}
+	return tensor.Shape{op.Batch, 4}, nil
+}
+
+// Do computes the statistics of every kernel of the batch.
+func (op *WaveletStats) Do(in ...G.Value) (G.Value, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
+	}
+	params, ok := in[0].(*tensor.Dense)
+	if !ok || params.Dtype() != tensor.Float64 || params.Shape().TotalSize() != 3*op.Batch {
+		return nil, fmt.Errorf("wavelet: parameters %v, want float64 (%d, 3)", in[0].Shape(), op.Batch)
+	}
+	if op.out == nil {
+		op.out = tensor.New(tensor.WithShape(op.Batch, 4), tensor.Of(tensor.Float64))
+		op.scratch = make([]complex128, len(op.Vol.spec))
+	}
+	p := params.Data().([]float64)
+	o := op.out.Data().([]float64)
+	for b := range op.Batch {
+		copy(o[4*b:4*b+4], op.Vol.stats(p[3*b], p[3*b+1], p[3*b+2], op.scratch))
+	}
+	return op.out, nil
+}
+
+// stats convolves with one kernel: energy, std, max, kernel energy.
+func (w *WaveletVolume) stats(theta, phi, xi float64, k []complex128) []float64 {
+	if CheckHat(w.A, theta, phi, xi) != nil { // padding rows (zeros) and bad input give NaN
+		return []float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	}
+	p := w.plan.Dims
+	clear(k)
+	var kernelEnergy float64
+	h := Hat(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
+		kernelEnergy += psi * psi
+		i, j, l := mod(x, p[0]), mod(y, p[1]), mod(z, p[2])
+		k[(i*p[1]+j)*p[2]+l] += complex(psi, 0)
+	})
+	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
+		panic("ops: wavelet kernel wider than the volume's reflect padding")
+	}
+	w.plan.Forward(k)
+	for i := range k {
+		k[i] *= w.spec[i]
+	}
+	w.plan.Inverse(k)
+	n := w.N
+	var sum, sum2 float64
+	mx := math.Inf(-1)
+	for i := range n[0] {
+		for j := range n[1] {
+			row := k[((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2]+w.Pad[2]:]
+			for l := range n[2] {
+				g := real(row[l])
+				sum += g
+				sum2 += g * g
+				mx = max(mx, g)
+			}
+		}
+	}
+	cnt := float64(n[0] * n[1] * n[2])
+	mean, mean2 := sum/cnt, sum2/cnt
+	return []float64{sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy}
+}
+
+func mod(i, n int) int {
+	m := i % n
+	if m < 0 {
+		m += n
+	}
+	return m
+}
+
+// ResidentBytes counts the transformed volume and the scratch array.
+func (op *WaveletStats) ResidentBytes() int64 { return op.Vol.Bytes() }
+
+// OwnsOutput is true.
+func (op *WaveletStats) OwnsOutput() bool { return true }
+
+// ReturnsPtr is false.
+func (op *WaveletStats) ReturnsPtr() bool { return false }
+
+// CallsExtern is false.
+func (op *WaveletStats) CallsExtern() bool { return false }
+
+// OverwritesInput is -1.
+func (op *WaveletStats) OverwritesInput() int { return -1 }
+
+// WriteHash writes every parameter of the op.
+func (op *WaveletStats) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "wavelet(vol=%d,N=%v,a=%g,%v,pad=%v,batch=%d)", op.Vol.id, op.Vol.N, op.Vol.A, op.Vol.Boundary, op.Vol.Pad, op.Batch)
+}
+
+// Hashcode is the FNV-1a hash of WriteHash.
+func (op *WaveletStats) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+func (op *WaveletStats) String() string {
+	return fmt.Sprintf("WaveletStats{%v volume, a=%g, %v}", op.Vol.N, op.Vol.A, op.Vol.Boundary)
+}

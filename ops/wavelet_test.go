@@ -1,0 +1,114 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestHatSupportHoldsTheEllipsoid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	for range 50 {
+		a, th, ph, xi := 0.5+rng.Float64(), rng.Float64()*math.Pi, rng.Float64()*math.Pi, 0.5+rng.Float64()*3
+		h := HatSupport(a, th, ph, xi)
+		r := hatRotation(th, ph)
+		lim := 2 * (h[0] + h[1] + h[2])
+		for x := -lim; x <= lim; x++ {
+			for y := -lim; y <= lim; y++ {
+				for z := -lim; z <= lim; z++ {
+					fx, fy, fz := float64(x), float64(y), float64(z)
+					rT := r[0][0]*fx + r[0][1]*fy + r[0][2]*fz
+					rp := r[1][0]*fx + r[1][1]*fy + r[1][2]*fz
+					rp2 := r[2][0]*fx + r[2][1]*fy + r[2][2]*fz
+					q := (rp/a)*(rp/a) + (rT/(a*xi))*(rT/(a*xi)) + (rp2/a)*(rp2/a)
+					if q <= 36 && (abs(x) > h[0] || abs(y) > h[1] || abs(z) > h[2]) {
+						t.Fatalf("a=%g θ=%g φ=%g ξ=%g: (%d, %d, %d) has q=%g outside half-widths %v", a, th, ph, xi, x, y, z, q, h)
+					}
+				}
+			}
+		}
+	}
+	// Axis-aligned (θ = φ = 0): rT runs along x, so h = (6aξ, 6a, 6a).
+	if h := HatSupport(1, 0, 0, 2); h != [3]int{12, 6, 6} {
+		t.Errorf("axis-aligned support %v, want [12 6 6]", h)
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// refConvolve is scipy.ndimage.convolve written out: out[x] = Σ_s ψ(s)·V[ext(x − s)].
+func refConvolve(v []float64, n [3]int, a, th, ph, xi float64, b Boundary) []float64 {
+	type tap struct {
+		x, y, z int
+		w       float64
+	}
+	var taps []tap
+	Hat(a, th, ph, xi, func(x, y, z int, psi float64) { taps = append(taps, tap{x, y, z, psi}) })
+	ext := func(i, m int) int {
+		if b == Wrap {
+			return mod(i, m)
+		}
+		return reflectIndex(i, m)
+	}
+	out := make([]float64, len(v))
+	for i := range n[0] {
+		for j := range n[1] {
+			for k := range n[2] {
+				var s float64
+				for _, tp := range taps {
+					s += tp.w * v[(ext(i-tp.x, n[0])*n[1]+ext(j-tp.y, n[1]))*n[2]+ext(k-tp.z, n[2])]
+				}
+				out[(i*n[1]+j)*n[2]+k] = s
+			}
+		}
+	}
+	return out
+}
+
+func TestWaveletStatsMatchDirectConvolution(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 74))
+	n := [3]int{7, 9, 5} // odd, non-cubic, smaller than most kernels
+	v := make([]float64, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	const a = 1.0
+	combos := [][3]float64{{0, 0, 1}, {0.3, 1.1, 2}, {2.5, 0.4, 4}, {math.Pi / 4, math.Pi / 3, 0.5}}
+	for _, b := range []Boundary{Reflect, Wrap} {
+		var pad [3]int
+		for _, c := range combos {
+			h := HatSupport(a, c[0], c[1], c[2])
+			for i := range 3 {
+				pad[i] = max(pad[i], h[i])
+			}
+		}
+		w, err := NewWaveletVolume(v, n, a, b, pad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scratch := make([]complex128, len(w.spec))
+		for _, c := range combos {
+			got := w.stats(c[0], c[1], c[2], scratch)
+			g := refConvolve(v, n, a, c[0], c[1], c[2], b)
+			var sum, sum2 float64
+			mx := math.Inf(-1)
+			for _, x := range g {
+				sum, sum2, mx = sum+x, sum2+x*x, max(mx, x)
+			}
+			cnt := float64(len(g))
+			var ke float64
+			Hat(a, c[0], c[1], c[2], func(_, _, _ int, psi float64) { ke += psi * psi })
+			want := []float64{sum2, math.Sqrt(sum2/cnt - (sum/cnt)*(sum/cnt)), mx, ke}
+			for s, name := range []string{"energy", "std", "max", "kernel energy"} {
+				if math.Abs(got[s]-want[s]) > 1e-9*(1+math.Abs(want[s])) {
+					t.Errorf("%v θ=%g φ=%g ξ=%g: %s %v, want %v", b, c[0], c[1], c[2], name, got[s], want[s])
+				}
+			}
+		}
+	}
+}
