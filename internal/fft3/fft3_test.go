@@ -1,8 +1,8 @@
 package fft3
 
 import (
-	"math/cmplx"
 	"math"
+	"math/cmplx"
 	"math/rand/v2"
 	"testing"
 )
