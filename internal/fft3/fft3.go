@@ -1,22 +1,44 @@
 // Package fft3 computes 3-D discrete Fourier transforms of complex arrays
 // in C order, axis by axis with gonum's FFTPACK port: any sizes, float64.
+//
+// Lines along the strided axes are moved in blocks of neighbouring lines
+// (whole cache lines at a time) into contiguous scratch, transformed, and
+// moved back; blocks are spread over GOMAXPROCS goroutines.
 package fft3
 
-import "gonum.org/v1/gonum/dsp/fourier"
+import (
+	"sync"
 
-// Plan transforms arrays of fixed dimensions; it owns its scratch and is
-// not safe for concurrent use.
-type Plan struct {
-	Dims [3]int
+	"gonum.org/v1/gonum/dsp/fourier"
+
+	"github.com/tapeloop/tapeloop/internal/parallel"
+)
+
+// block is the number of neighbouring lines moved together.
+const block = 16
+
+// worker holds one goroutine's FFTs and scratch.
+type worker struct {
 	fft  [3]*fourier.CmplxFFT
-	line []complex128
+	tile []complex128 // block lines of the longest axis
+}
+
+// Plan transforms arrays of fixed dimensions. A plan may be used by one
+// goroutine at a time; it parallelises each transform itself.
+type Plan struct {
+	Dims    [3]int
+	workers sync.Pool
 }
 
 // New returns a plan for n0×n1×n2 arrays.
 func New(n0, n1, n2 int) *Plan {
-	p := &Plan{Dims: [3]int{n0, n1, n2}, line: make([]complex128, max(n0, n1, n2))}
-	for a, n := range p.Dims {
-		p.fft[a] = fourier.NewCmplxFFT(n)
+	p := &Plan{Dims: [3]int{n0, n1, n2}}
+	p.workers.New = func() any {
+		w := &worker{tile: make([]complex128, block*max(n0, n1, n2))}
+		for a, n := range p.Dims {
+			w.fft[a] = fourier.NewCmplxFFT(n)
+		}
+		return w
 	}
 	return p
 }
@@ -32,9 +54,11 @@ func (p *Plan) Forward(x []complex128) { p.transform(x, false) }
 func (p *Plan) Inverse(x []complex128) {
 	p.transform(x, true)
 	s := complex(1/float64(p.Len()), 0)
-	for i := range x {
-		x[i] *= s
-	}
+	parallel.For(len(x), 1<<16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			x[i] *= s
+		}
+	})
 }
 
 func (p *Plan) transform(x []complex128, inverse bool) {
@@ -42,27 +66,63 @@ func (p *Plan) transform(x []complex128, inverse bool) {
 		panic("fft3: array length does not match the plan")
 	}
 	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]
-	strides := [3]int{n1 * n2, n2, 1}
-	for a := range 3 {
-		n, st := p.Dims[a], strides[a]
-		line := p.line[:n]
-		f := p.fft[a]
-		// Every line along axis a: the other two indices vary.
-		for base := range n0 * n1 * n2 {
-			if (base/st)%n != 0 {
-				continue // not the start of a line along a
-			}
-			for i := range n {
-				line[i] = x[base+i*st]
-			}
+	// The last axis is contiguous: transform its lines in place.
+	parallel.Dynamic(n0*n1, 64, func(lo, hi int) {
+		w := p.workers.Get().(*worker)
+		defer p.workers.Put(w)
+		f := w.fft[2]
+		for l := lo; l < hi; l++ {
+			line := x[l*n2 : (l+1)*n2]
 			if inverse {
 				f.Sequence(line, line)
 			} else {
 				f.Coefficients(line, line)
 			}
+		}
+	})
+	// Axis 1 (stride n2) within each of the n0 planes, axis 0 (stride
+	// n1·n2) across them: lines start at (outer, inner) with inner running
+	// over a contiguous span of length inner.
+	p.strided(x, 1, n1, n2, n0, n1*n2, inverse)
+	p.strided(x, 0, n0, n1*n2, 1, 0, inverse)
+}
+
+// strided transforms the lines of length n and stride st along axis a: for
+// each of outer slabs (slab stride slab), the st lines starting at
+// slab·o + j, j < st, are neighbours in memory and move as blocks.
+func (p *Plan) strided(x []complex128, a, n, st, outer, slab int, inverse bool) {
+	blocks := (st + block - 1) / block
+	parallel.Dynamic(outer*blocks, 1, func(lo, hi int) {
+		w := p.workers.Get().(*worker)
+		defer p.workers.Put(w)
+		f := w.fft[a]
+		for t := lo; t < hi; t++ {
+			o, b := t/blocks, t%blocks
+			j0 := b * block
+			m := min(block, st-j0)
+			base := o*slab + j0
+			tile := w.tile[:m*n]
+			for i := range n { // row i of the block: m neighbours
+				row := x[base+i*st : base+i*st+m]
+				for j, v := range row {
+					tile[j*n+i] = v
+				}
+			}
+			for j := range m {
+				line := tile[j*n : (j+1)*n]
+				if inverse {
+					f.Sequence(line, line)
+				} else {
+					f.Coefficients(line, line)
+				}
+			}
 			for i := range n {
-				x[base+i*st] = line[i]
+				row := x[base+i*st : base+i*st+m]
+				for j := range row {
+					row[j] = tile[j*n+i]
+				}
 			}
 		}
-	}
+	})
 }
+
