@@ -7,7 +7,7 @@
 package fft3
 
 import (
-	"sync"
+	"runtime"
 
 	"gonum.org/v1/gonum/dsp/fourier"
 
@@ -24,21 +24,24 @@ type worker struct {
 }
 
 // Plan transforms arrays of fixed dimensions. A plan may be used by one
-// goroutine at a time; it parallelises each transform itself.
+// goroutine at a time; it parallelises each transform itself, with one
+// worker (FFTs and scratch, allocated once) per processor.
 type Plan struct {
 	Dims    [3]int
-	workers sync.Pool
+	workers chan *worker
 }
 
 // New returns a plan for n0×n1×n2 arrays.
 func New(n0, n1, n2 int) *Plan {
 	p := &Plan{Dims: [3]int{n0, n1, n2}}
-	p.workers.New = func() any {
+	procs := runtime.GOMAXPROCS(0)
+	p.workers = make(chan *worker, procs)
+	for range procs {
 		w := &worker{tile: make([]complex128, block*max(n0, n1, n2))}
 		for a, n := range p.Dims {
 			w.fft[a] = fourier.NewCmplxFFT(n)
 		}
-		return w
+		p.workers <- w
 	}
 	return p
 }
@@ -68,8 +71,8 @@ func (p *Plan) transform(x []complex128, inverse bool) {
 	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]
 	// The last axis is contiguous: transform its lines in place.
 	parallel.Dynamic(n0*n1, 64, func(lo, hi int) {
-		w := p.workers.Get().(*worker)
-		defer p.workers.Put(w)
+		w := <-p.workers
+		defer func() { p.workers <- w }()
 		f := w.fft[2]
 		for l := lo; l < hi; l++ {
 			line := x[l*n2 : (l+1)*n2]
@@ -93,8 +96,8 @@ func (p *Plan) transform(x []complex128, inverse bool) {
 func (p *Plan) strided(x []complex128, a, n, st, outer, slab int, inverse bool) {
 	blocks := (st + block - 1) / block
 	parallel.Dynamic(outer*blocks, 1, func(lo, hi int) {
-		w := p.workers.Get().(*worker)
-		defer p.workers.Put(w)
+		w := <-p.workers
+		defer func() { p.workers <- w }()
 		f := w.fft[a]
 		for t := lo; t < hi; t++ {
 			o, b := t/blocks, t%blocks
@@ -125,4 +128,3 @@ func (p *Plan) strided(x []complex128, a, n, st, outer, slab int, inverse bool) 
 		}
 	})
 }
-
