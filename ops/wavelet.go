@@ -113,8 +113,14 @@ type WaveletVolume struct {
 	Boundary Boundary
 	Pad      [3]int // reflect: the largest half-widths of the sweep
 	plan     *fft3.Plan
-	spec     []complex128 // transform of the (extended) volume
+	spec     []complex128 // real-to-complex transform of the (extended) volume
 	id       uint64
+}
+
+// waveletScratch is one op's per-combination work arrays.
+type waveletScratch struct {
+	real []float64    // the kernel, then the response
+	half []complex128 // their transforms
 }
 
 // NewWaveletVolume prepares v (n0·n1·n2 values, C order) for kernels of
@@ -138,18 +144,19 @@ func NewWaveletVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int) 
 		}
 	}
 	w.plan = fft3.New(p[0], p[1], p[2])
-	w.spec = make([]complex128, w.plan.Len())
+	ext := make([]float64, w.plan.Len())
 	for i := range p[0] {
 		si := reflectIndex(i-w.Pad[0], n[0])
 		for j := range p[1] {
 			sj := reflectIndex(j-w.Pad[1], n[1])
 			for k := range p[2] {
 				sk := reflectIndex(k-w.Pad[2], n[2])
-				w.spec[(i*p[1]+j)*p[2]+k] = complex(v[(si*n[1]+sj)*n[2]+sk], 0)
+				ext[(i*p[1]+j)*p[2]+k] = v[(si*n[1]+sj)*n[2]+sk]
 			}
 		}
 	}
-	w.plan.Forward(w.spec)
+	w.spec = make([]complex128, w.plan.HalfLen())
+	w.plan.ForwardReal(w.spec, ext)
 	return w, nil
 }
 
@@ -166,8 +173,8 @@ func reflectIndex(i, n int) int {
 	return m
 }
 
-// Bytes is the memory the transformed volume and one scratch array take.
-func (w *WaveletVolume) Bytes() int64 { return 2 * 16 * int64(len(w.spec)) }
+// Bytes is the memory the transformed volume and one op's scratch take.
+func (w *WaveletVolume) Bytes() int64 { return 2*16*int64(len(w.spec)) + 8*int64(w.plan.Len()) }
 
 // WaveletStats is the Gorgonia op that convolves the volume with one
 // kernel per row of its input, (Batch, 3) float64 (θ, φ, ξ), and returns
@@ -178,7 +185,7 @@ type WaveletStats struct {
 	Batch int
 
 	out     *tensor.Dense
-	scratch []complex128
+	scratch *waveletScratch
 }
 
 // NewWaveletStats returns the op for batches of batch kernels.
@@ -216,45 +223,53 @@ func (op *WaveletStats) Do(in ...G.Value) (G.Value, error) {
 	}
 	if op.out == nil {
 		op.out = tensor.New(tensor.WithShape(op.Batch, 4), tensor.Of(tensor.Float64))
-		op.scratch = make([]complex128, len(op.Vol.spec))
+		op.scratch = op.Vol.newScratch()
 	}
 	p := params.Data().([]float64)
 	o := op.out.Data().([]float64)
 	for b := range op.Batch {
-		copy(o[4*b:4*b+4], op.Vol.stats(p[3*b], p[3*b+1], p[3*b+2], op.scratch))
+		op.Vol.stats(o[4*b:4*b+4], p[3*b], p[3*b+1], p[3*b+2], op.scratch)
 	}
 	return op.out, nil
 }
 
-// stats convolves with one kernel: energy, std, max, kernel energy.
-func (w *WaveletVolume) stats(theta, phi, xi float64, k []complex128) []float64 {
-	if CheckHat(w.A, theta, phi, xi) != nil { // padding rows (zeros) and bad input give NaN
-		return []float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+func (w *WaveletVolume) newScratch() *waveletScratch {
+	return &waveletScratch{real: make([]float64, w.plan.Len()), half: make([]complex128, w.plan.HalfLen())}
+}
+
+// stats convolves with one kernel and writes to dst its energy, std, max
+// and the kernel's energy (NaN for invalid parameters, as in padding rows).
+func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletScratch) {
+	if CheckHat(w.A, theta, phi, xi) != nil {
+		for i := range 4 {
+			dst[i] = math.NaN()
+		}
+		return
 	}
 	p := w.plan.Dims
+	k := s.real
 	clear(k)
 	var kernelEnergy float64
 	h := Hat(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
 		kernelEnergy += psi * psi
 		i, j, l := mod(x, p[0]), mod(y, p[1]), mod(z, p[2])
-		k[(i*p[1]+j)*p[2]+l] += complex(psi, 0)
+		k[(i*p[1]+j)*p[2]+l] += psi
 	})
 	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
 		panic("ops: wavelet kernel wider than the volume's reflect padding")
 	}
-	w.plan.Forward(k)
-	for i := range k {
-		k[i] *= w.spec[i]
+	w.plan.ForwardReal(s.half, k)
+	for i, v := range w.spec {
+		s.half[i] *= v
 	}
-	w.plan.Inverse(k)
+	w.plan.InverseReal(k, s.half)
 	n := w.N
 	var sum, sum2 float64
 	mx := math.Inf(-1)
 	for i := range n[0] {
 		for j := range n[1] {
-			row := k[((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2]+w.Pad[2]:]
-			for l := range n[2] {
-				g := real(row[l])
+			row := k[((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2]+w.Pad[2]:][:n[2]]
+			for _, g := range row {
 				sum += g
 				sum2 += g * g
 				mx = max(mx, g)
@@ -263,7 +278,7 @@ func (w *WaveletVolume) stats(theta, phi, xi float64, k []complex128) []float64 
 	}
 	cnt := float64(n[0] * n[1] * n[2])
 	mean, mean2 := sum/cnt, sum2/cnt
-	return []float64{sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy}
+	dst[0], dst[1], dst[2], dst[3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
 }
 
 func mod(i, n int) int {

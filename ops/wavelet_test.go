@@ -91,9 +91,10 @@ func TestWaveletStatsMatchDirectConvolution(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scratch := make([]complex128, len(w.spec))
+		scratch := w.newScratch()
+		got := make([]float64, 4)
 		for _, c := range combos {
-			got := w.stats(c[0], c[1], c[2], scratch)
+			w.stats(got, c[0], c[1], c[2], scratch)
 			g := refConvolve(v, n, a, c[0], c[1], c[2], b)
 			var sum, sum2 float64
 			mx := math.Inf(-1)

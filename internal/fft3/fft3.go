@@ -20,6 +20,7 @@ const block = 16
 // worker holds one goroutine's FFTs and scratch.
 type worker struct {
 	fft  [3]*fourier.CmplxFFT
+	rfft *fourier.FFT // real transforms along the last axis
 	tile []complex128 // block lines of the longest axis
 }
 
@@ -41,6 +42,7 @@ func New(n0, n1, n2 int) *Plan {
 		for a, n := range p.Dims {
 			w.fft[a] = fourier.NewCmplxFFT(n)
 		}
+		w.rfft = fourier.NewFFT(n2)
 		p.workers <- w
 	}
 	return p
@@ -124,6 +126,54 @@ func (p *Plan) strided(x []complex128, a, n, st, outer, slab int, inverse bool) 
 				for j := range row {
 					row[j] = tile[j*n+i]
 				}
+			}
+		}
+	})
+}
+
+// HalfLen is the number of complex coefficients of a real array's
+// transform: n0·n1·(n2/2 + 1), the rest following by Hermitian symmetry.
+func (p *Plan) HalfLen() int { return p.Dims[0] * p.Dims[1] * (p.Dims[2]/2 + 1) }
+
+// ForwardReal transforms the real array x (n0·n1·n2 values) into dst
+// (HalfLen coefficients, the last axis halved): half the work of Forward.
+func (p *Plan) ForwardReal(dst []complex128, x []float64) {
+	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]
+	h := n2/2 + 1
+	if len(x) != p.Len() || len(dst) != p.HalfLen() {
+		panic("fft3: array lengths do not match the plan")
+	}
+	parallel.Dynamic(n0*n1, 64, func(lo, hi int) {
+		w := <-p.workers
+		defer func() { p.workers <- w }()
+		for l := lo; l < hi; l++ {
+			w.rfft.Coefficients(dst[l*h:(l+1)*h], x[l*n2:(l+1)*n2])
+		}
+	})
+	p.strided(dst, 1, n1, h, n0, n1*h, false)
+	p.strided(dst, 0, n0, n1*h, 1, 0, false)
+}
+
+// InverseReal turns HalfLen coefficients c of a real array's transform
+// back into the array, normalised so that it undoes ForwardReal. It
+// overwrites c.
+func (p *Plan) InverseReal(dst []float64, c []complex128) {
+	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]
+	h := n2/2 + 1
+	if len(dst) != p.Len() || len(c) != p.HalfLen() {
+		panic("fft3: array lengths do not match the plan")
+	}
+	p.strided(c, 0, n0, n1*h, 1, 0, true)
+	p.strided(c, 1, n1, h, n0, n1*h, true)
+	s := 1 / float64(p.Len())
+	parallel.Dynamic(n0*n1, 64, func(lo, hi int) {
+		w := <-p.workers
+		defer func() { p.workers <- w }()
+		for l := lo; l < hi; l++ {
+			out := dst[l*n2 : (l+1)*n2]
+			w.rfft.Sequence(out, c[l*h:(l+1)*h])
+			for i := range out {
+				out[i] *= s
 			}
 		}
 	})

@@ -43,3 +43,34 @@ func TestMatchesDefinition(t *testing.T) {
 		}
 	}
 }
+
+func TestRealTransformsMatchComplex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range [][3]int{{3, 5, 4}, {6, 7, 9}, {1, 1, 2}, {20, 3, 17}} {
+		p := New(n[0], n[1], n[2])
+		x := make([]float64, p.Len())
+		c := make([]complex128, p.Len())
+		for i := range x {
+			x[i] = rng.NormFloat64()
+			c[i] = complex(x[i], 0)
+		}
+		p.Forward(c)
+		half := make([]complex128, p.HalfLen())
+		p.ForwardReal(half, x)
+		h := n[2]/2 + 1
+		for i := range n[0] * n[1] {
+			for k := range h {
+				if d := cmplx.Abs(half[i*h+k] - c[i*n[2]+k]); d > 1e-9 {
+					t.Fatalf("%v: coefficient %d,%d off by %g", n, i, k, d)
+				}
+			}
+		}
+		back := make([]float64, p.Len())
+		p.InverseReal(back, half)
+		for i := range x {
+			if math.Abs(back[i]-x[i]) > 1e-12 {
+				t.Fatalf("%v: round trip %d: %v, want %v", n, i, back[i], x[i])
+			}
+		}
+	}
+}
