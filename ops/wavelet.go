@@ -12,6 +12,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/fft3"
+	"github.com/tapeloop/tapeloop/internal/parallel"
 )
 
 // Boundary is how a convolution extends the volume past its edges, as in
@@ -259,9 +260,11 @@ func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletS
 		panic("ops: wavelet kernel wider than the volume's reflect padding")
 	}
 	w.plan.ForwardReal(s.half, k)
-	for i, v := range w.spec {
-		s.half[i] *= v
-	}
+	parallel.For(len(w.spec), 1<<16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s.half[i] *= w.spec[i]
+		}
+	})
 	w.plan.InverseReal(k, s.half)
 	n := w.N
 	var sum, sum2 float64

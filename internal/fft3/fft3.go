@@ -88,14 +88,15 @@ func (p *Plan) transform(x []complex128, inverse bool) {
 	// Axis 1 (stride n2) within each of the n0 planes, axis 0 (stride
 	// n1·n2) across them: lines start at (outer, inner) with inner running
 	// over a contiguous span of length inner.
-	p.strided(x, 1, n1, n2, n0, n1*n2, inverse)
-	p.strided(x, 0, n0, n1*n2, 1, 0, inverse)
+	p.strided(x, 1, n1, n2, n0, n1*n2, inverse, nil)
+	p.strided(x, 0, n0, n1*n2, 1, 0, inverse, nil)
 }
 
 // strided transforms the lines of length n and stride st along axis a: for
 // each of outer slabs (slab stride slab), the st lines starting at
 // slab·o + j, j < st, are neighbours in memory and move as blocks.
-func (p *Plan) strided(x []complex128, a, n, st, outer, slab int, inverse bool) {
+// Slabs o with zero[o] set are all zeros and stay so: they are skipped.
+func (p *Plan) strided(x []complex128, a, n, st, outer, slab int, inverse bool, zero []bool) {
 	blocks := (st + block - 1) / block
 	parallel.Dynamic(outer*blocks, 1, func(lo, hi int) {
 		w := <-p.workers
@@ -103,6 +104,9 @@ func (p *Plan) strided(x []complex128, a, n, st, outer, slab int, inverse bool) 
 		f := w.fft[a]
 		for t := lo; t < hi; t++ {
 			o, b := t/blocks, t%blocks
+			if zero != nil && zero[o] {
+				continue
+			}
 			j0 := b * block
 			m := min(block, st-j0)
 			base := o*slab + j0
@@ -137,21 +141,42 @@ func (p *Plan) HalfLen() int { return p.Dims[0] * p.Dims[1] * (p.Dims[2]/2 + 1) 
 
 // ForwardReal transforms the real array x (n0·n1·n2 values) into dst
 // (HalfLen coefficients, the last axis halved): half the work of Forward.
+// Lines and planes of x that are all zero (a small kernel in a large array)
+// are not transformed: their transforms are zero.
 func (p *Plan) ForwardReal(dst []complex128, x []float64) {
 	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]
 	h := n2/2 + 1
 	if len(x) != p.Len() || len(dst) != p.HalfLen() {
 		panic("fft3: array lengths do not match the plan")
 	}
-	parallel.Dynamic(n0*n1, 64, func(lo, hi int) {
+	zeroPlane := make([]bool, n0)
+	parallel.Dynamic(n0, 1, func(lo, hi int) { // whole planes, so each flag has one writer
 		w := <-p.workers
 		defer func() { p.workers <- w }()
-		for l := lo; l < hi; l++ {
-			w.rfft.Coefficients(dst[l*h:(l+1)*h], x[l*n2:(l+1)*n2])
+		for i := lo; i < hi; i++ {
+			zeroPlane[i] = true
+			for l := i * n1; l < (i+1)*n1; l++ {
+				line, out := x[l*n2:(l+1)*n2], dst[l*h:(l+1)*h]
+				if allZero(line) {
+					clear(out)
+					continue
+				}
+				zeroPlane[i] = false
+				w.rfft.Coefficients(out, line)
+			}
 		}
 	})
-	p.strided(dst, 1, n1, h, n0, n1*h, false)
-	p.strided(dst, 0, n0, n1*h, 1, 0, false)
+	p.strided(dst, 1, n1, h, n0, n1*h, false, zeroPlane)
+	p.strided(dst, 0, n0, n1*h, 1, 0, false, nil)
+}
+
+func allZero(x []float64) bool {
+	for _, v := range x {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // InverseReal turns HalfLen coefficients c of a real array's transform
@@ -163,8 +188,8 @@ func (p *Plan) InverseReal(dst []float64, c []complex128) {
 	if len(dst) != p.Len() || len(c) != p.HalfLen() {
 		panic("fft3: array lengths do not match the plan")
 	}
-	p.strided(c, 0, n0, n1*h, 1, 0, true)
-	p.strided(c, 1, n1, h, n0, n1*h, true)
+	p.strided(c, 0, n0, n1*h, 1, 0, true, nil)
+	p.strided(c, 1, n1, h, n0, n1*h, true, nil)
 	s := 1 / float64(p.Len())
 	parallel.Dynamic(n0*n1, 64, func(lo, hi int) {
 		w := <-p.workers
