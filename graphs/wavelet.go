@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 
 	G "gorgonia.org/gorgonia"
@@ -30,38 +31,80 @@ func Combos(theta, phi, xi []float64) []Combo {
 
 // WaveletConfig describes a wavelet sweep (seed 002).
 type WaveletConfig struct {
-	Vol    *ops.WaveletVolume
+	Src    *ops.WaveletSource
 	Combos []Combo
-	// CSV, when set, receives the header and one row per combination.
+	// CSV, when set, receives the header and one row per combination, in
+	// the order of Combos, when the sweep finishes.
 	CSV io.Writer
 }
 
 // Wavelet is the wavelet sweep as a Job: each batch is a set of kernels.
+// In reflect mode the combinations run grouped by ξ, each group with the
+// volume extended by the group's largest kernel half-widths (one transform
+// of the volume per group), and the results are put back in order.
 type Wavelet struct {
 	cfg   WaveletConfig
-	Stats [][4]float64 // energy, std, max, kernel energy per combination
+	Stats [][4]float64 // energy, std, max, kernel energy, in Combos order
+	order []int        // the order combinations run in
+	pad   [][3]int     // per combination: its group's padding
 	row   []byte
+}
+
+// WaveletPads returns, for every combination, the largest kernel
+// half-widths among the combinations with the same ξ (the padding its
+// group needs), and the largest over all.
+func WaveletPads(a float64, combos []Combo) (pads [][3]int, largest [3]int) {
+	group := map[float64][3]int{}
+	for _, c := range combos {
+		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+		g := group[c.Xi]
+		for i := range 3 {
+			g[i] = max(g[i], h[i])
+			largest[i] = max(largest[i], h[i])
+		}
+		group[c.Xi] = g
+	}
+	pads = make([][3]int, len(combos))
+	for i, c := range combos {
+		pads[i] = group[c.Xi]
+	}
+	return pads, largest
 }
 
 // NewWavelet checks cfg and returns the Job; it writes the CSV header.
 func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
-	if cfg.Vol == nil {
+	if cfg.Src == nil {
 		return nil, errors.New("wavelet: config needs a volume")
 	}
 	if len(cfg.Combos) == 0 {
 		return nil, fmt.Errorf("%w: no combinations", ops.ErrWavelet)
 	}
 	for _, c := range cfg.Combos {
-		if err := ops.CheckHat(cfg.Vol.A, c.Theta, c.Phi, c.Xi); err != nil {
+		if err := ops.CheckHat(cfg.Src.A, c.Theta, c.Phi, c.Xi); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.CSV != nil {
-		if _, err := io.WriteString(cfg.CSV, "theta,phi,xi,energy,std,max,wavelet_energy\n"); err != nil {
-			return nil, err
-		}
+	w := &Wavelet{cfg: cfg, Stats: make([][4]float64, len(cfg.Combos)), order: make([]int, len(cfg.Combos))}
+	w.pad, _ = WaveletPads(cfg.Src.A, cfg.Combos)
+	for i := range w.order {
+		w.order[i] = i
 	}
-	return &Wavelet{cfg: cfg, Stats: make([][4]float64, 0, len(cfg.Combos))}, nil
+	if cfg.Src.Boundary == ops.Reflect {
+		size := func(p [3]int) int { return (2*p[0] + 1) * (2*p[1] + 1) * (2*p[2] + 1) }
+		sort.SliceStable(w.order, func(a, b int) bool {
+			pa, pb := w.pad[w.order[a]], w.pad[w.order[b]]
+			if size(pa) != size(pb) {
+				return size(pa) < size(pb)
+			}
+			for k := range 3 { // same size: group equal paddings together
+				if pa[k] != pb[k] {
+					return pa[k] < pb[k]
+				}
+			}
+			return false
+		})
+	}
+	return w, nil
 }
 
 // Name is "wavelet".
@@ -76,36 +119,48 @@ func (w *Wavelet) Items() int { return len(w.cfg.Combos) }
 // MaxBatch is 8 kernels per replay.
 func (w *Wavelet) MaxBatch() int { return 8 }
 
-// Build is params (batch, 3) → WaveletStats → (batch, 4).
+// Build is params (batch, ops.WaveletParams) → WaveletStats → (batch, 4).
 func (w *Wavelet) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
-	p := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, 3), G.WithName("kernels"))
-	s, err := G.ApplyOpWithName(ops.NewWaveletStats(w.cfg.Vol, batch), "stats", p)
+	p := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.WaveletParams), G.WithName("kernels"))
+	s, err := G.ApplyOpWithName(ops.NewWaveletStats(w.cfg.Src, batch), "stats", p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wavelet: build graph: %w", err)
 	}
 	return []*G.Node{p}, []*G.Node{s}, nil
 }
 
-// Feed writes combinations [off, off+n).
+// Feed writes the combinations run in places [off, off+n).
 func (w *Wavelet) Feed(in []*tensor.Dense, off, n int) error {
 	d := in[0].Data().([]float64)
 	for r := range n {
-		c := w.cfg.Combos[off+r]
-		d[3*r], d[3*r+1], d[3*r+2] = c.Theta, c.Phi, c.Xi
+		i := w.order[off+r]
+		c, p := w.cfg.Combos[i], w.pad[i]
+		row := d[ops.WaveletParams*r : ops.WaveletParams*(r+1)]
+		row[0], row[1], row[2] = c.Theta, c.Phi, c.Xi
+		row[3], row[4], row[5] = float64(p[0]), float64(p[1]), float64(p[2])
 	}
 	return nil
 }
 
-// Consume records the batch's statistics and writes its CSV rows.
+// Consume records the batch's statistics in Combos order.
 func (w *Wavelet) Consume(out []*tensor.Dense, off, n int) error {
 	s := out[0].Data().([]float64)
 	for r := range n {
-		st := [4]float64{s[4*r], s[4*r+1], s[4*r+2], s[4*r+3]}
-		w.Stats = append(w.Stats, st)
-		if w.cfg.CSV == nil {
-			continue
-		}
-		c := w.cfg.Combos[off+r]
+		w.Stats[w.order[off+r]] = [4]float64{s[4*r], s[4*r+1], s[4*r+2], s[4*r+3]}
+	}
+	return nil
+}
+
+// Finish writes the CSV, in Combos order.
+func (w *Wavelet) Finish() error {
+	if w.cfg.CSV == nil {
+		return nil
+	}
+	if _, err := io.WriteString(w.cfg.CSV, "theta,phi,xi,energy,std,max,wavelet_energy\n"); err != nil {
+		return err
+	}
+	for i, st := range w.Stats {
+		c := w.cfg.Combos[i]
 		b := w.row[:0]
 		for i, v := range []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]} {
 			if i > 0 {

@@ -128,24 +128,40 @@ type waveletScratch struct {
 // scale a whose half-widths are at most pad (reflect mode extends the
 // volume by pad on every side; wrap needs no extension).
 func NewWaveletVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int) (*WaveletVolume, error) {
+	if err := checkVolume(v, n); err != nil {
+		return nil, err
+	}
+	w, _ := transformVolume(v, n, a, b, pad, nil, nil)
+	return w, nil
+}
+
+func checkVolume(v []float64, n [3]int) error {
 	if n[0] < 1 || n[1] < 1 || n[2] < 1 || len(v) != n[0]*n[1]*n[2] {
-		return nil, fmt.Errorf("%w: volume of %d values for shape %v", ErrWavelet, len(v), n)
+		return fmt.Errorf("%w: volume of %d values for shape %v", ErrWavelet, len(v), n)
 	}
 	for i, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrWavelet, i/(n[1]*n[2]), i/n[2]%n[1], i%n[2], x)
+			return fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrWavelet, i/(n[1]*n[2]), i/n[2]%n[1], i%n[2], x)
 		}
 	}
+	return nil
+}
+
+// transformVolume extends and transforms v, into the buffers ext and spec
+// when they are large enough; it returns the volume and the extension
+// buffer, for reuse.
+func transformVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int, ext []float64, spec []complex128) (*WaveletVolume, []float64) {
 	w := &WaveletVolume{N: n, A: a, Boundary: b, id: tableIDs.Add(1)}
 	p := n
 	if b == Reflect {
 		w.Pad = pad
-		for i := range 3 {
-			p[i] = n[i] + 2*pad[i]
-		}
+		p = reflectDims(n, pad)
 	}
 	w.plan = fft3.New(p[0], p[1], p[2])
-	ext := make([]float64, w.plan.Len())
+	if cap(ext) < w.plan.Len() {
+		ext = make([]float64, w.plan.Len())
+	}
+	ext = ext[:w.plan.Len()]
 	for i := range p[0] {
 		si := reflectIndex(i-w.Pad[0], n[0])
 		for j := range p[1] {
@@ -156,9 +172,115 @@ func NewWaveletVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int) 
 			}
 		}
 	}
-	w.spec = make([]complex128, w.plan.HalfLen())
+	if cap(spec) < w.plan.HalfLen() {
+		spec = make([]complex128, w.plan.HalfLen())
+	}
+	w.spec = spec[:w.plan.HalfLen()]
 	w.plan.ForwardReal(w.spec, ext)
-	return w, nil
+	return w, ext
+}
+
+// WaveletSource is a volume to sweep. In reflect mode each combination
+// needs the volume extended by its own kernel's half-widths: the source
+// transforms the volume for the padding asked for and keeps the last one,
+// so a sweep ordered by padding transforms it once per distinct padding,
+// into buffers sized once for the largest.
+type WaveletSource struct {
+	V        []float64
+	N        [3]int
+	A        float64
+	Boundary Boundary
+	MaxPad   [3]int
+
+	cur  *WaveletVolume
+	ext  []float64
+	spec []complex128
+}
+
+// NewWaveletSource checks v and returns the source for paddings up to
+// maxPad (ignored in wrap mode).
+func NewWaveletSource(v []float64, n [3]int, a float64, b Boundary, maxPad [3]int) (*WaveletSource, error) {
+	if err := checkVolume(v, n); err != nil {
+		return nil, err
+	}
+	if b == Wrap {
+		maxPad = [3]int{}
+	}
+	return &WaveletSource{V: v, N: n, A: a, Boundary: b, MaxPad: maxPad}, nil
+}
+
+// Volume returns the volume transformed for pad (wrap: no padding).
+func (s *WaveletSource) Volume(pad [3]int) *WaveletVolume {
+	if s.Boundary == Wrap {
+		pad = [3]int{}
+	}
+	if s.ext == nil { // buffers for the largest padding, allocated once
+		s.ext = make([]float64, s.maxLen())
+		s.spec = make([]complex128, s.maxHalf())
+	}
+	if s.cur == nil || s.cur.Pad != pad {
+		s.cur, s.ext = transformVolume(s.V, s.N, s.A, s.Boundary, pad, s.ext, s.spec)
+		s.spec = s.cur.spec
+	}
+	return s.cur
+}
+
+// maxDims are the transform dimensions for the largest padding.
+func (s *WaveletSource) maxDims() [3]int {
+	if s.Boundary == Wrap {
+		return s.N
+	}
+	return reflectDims(s.N, s.MaxPad)
+}
+
+// maxLen is the element count of the largest padded volume.
+func (s *WaveletSource) maxLen() int {
+	d := s.maxDims()
+	return d[0] * d[1] * d[2]
+}
+
+// maxHalf is the coefficient count of the largest padded volume's
+// real-to-complex transform.
+func (s *WaveletSource) maxHalf() int {
+	d := s.maxDims()
+	return d[0] * d[1] * (d[2]/2 + 1)
+}
+
+// Bytes counts the source volume and, for the largest padding, the
+// extension and spectrum buffers and one op's scratch.
+func (s *WaveletSource) Bytes() int64 {
+	return 8*int64(len(s.V)) + 2*(8*int64(s.maxLen())+16*int64(s.maxHalf()))
+}
+
+func (s *WaveletSource) newScratch() *waveletScratch {
+	return &waveletScratch{real: make([]float64, s.maxLen()), half: make([]complex128, s.maxHalf())}
+}
+
+// reflectDims is the transform size for a volume of n extended by at least
+// pad on each side: n + 2·pad rounded up to a product of 2, 3 and 5, which
+// the FFT handles fastest (the extra goes to the far side: more of the same
+// reflection, which the cropped output never sees).
+func reflectDims(n, pad [3]int) [3]int {
+	var p [3]int
+	for i := range 3 {
+		p[i] = smooth(n[i] + 2*pad[i])
+	}
+	return p
+}
+
+// smooth is the smallest m' ≥ m whose only prime factors are 2, 3 and 5.
+func smooth(m int) int {
+	for ; ; m++ {
+		r := m
+		for _, f := range []int{2, 3, 5} {
+			for r%f == 0 {
+				r /= f
+			}
+		}
+		if r == 1 {
+			return m
+		}
+	}
 }
 
 // reflectIndex maps i onto [0, n) by half-sample symmetric reflection,
@@ -177,12 +299,16 @@ func reflectIndex(i, n int) int {
 // Bytes is the memory the transformed volume and one op's scratch take.
 func (w *WaveletVolume) Bytes() int64 { return 2*16*int64(len(w.spec)) + 8*int64(w.plan.Len()) }
 
+// WaveletParams is the width of a WaveletStats input row: θ, φ, ξ and the
+// padding (three half-widths) the volume is extended by in reflect mode.
+const WaveletParams = 6
+
 // WaveletStats is the Gorgonia op that convolves the volume with one
-// kernel per row of its input, (Batch, 3) float64 (θ, φ, ξ), and returns
+// kernel per row of its input, (Batch, WaveletParams) float64, and returns
 // (Batch, 4) float64: the response's energy Σ G², its standard deviation,
 // its maximum, and the kernel's energy Σ ψ².
 type WaveletStats struct {
-	Vol   *WaveletVolume
+	Src   *WaveletSource
 	Batch int
 
 	out     *tensor.Dense
@@ -190,11 +316,11 @@ type WaveletStats struct {
 }
 
 // NewWaveletStats returns the op for batches of batch kernels.
-func NewWaveletStats(v *WaveletVolume, batch int) *WaveletStats {
+func NewWaveletStats(src *WaveletSource, batch int) *WaveletStats {
 	if batch < 1 {
 		panic("ops: WaveletStats batch < 1")
 	}
-	return &WaveletStats{Vol: v, Batch: batch}
+	return &WaveletStats{Src: src, Batch: batch}
 }
 
 // Arity is 1: the kernel parameters.
@@ -219,23 +345,36 @@ func (op *WaveletStats) Do(in ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
 	}
 	params, ok := in[0].(*tensor.Dense)
-	if !ok || params.Dtype() != tensor.Float64 || params.Shape().TotalSize() != 3*op.Batch {
-		return nil, fmt.Errorf("wavelet: parameters %v, want float64 (%d, 3)", in[0].Shape(), op.Batch)
+	if !ok || params.Dtype() != tensor.Float64 || params.Shape().TotalSize() != WaveletParams*op.Batch {
+		return nil, fmt.Errorf("wavelet: parameters %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, WaveletParams)
 	}
 	if op.out == nil {
 		op.out = tensor.New(tensor.WithShape(op.Batch, 4), tensor.Of(tensor.Float64))
-		op.scratch = op.Vol.newScratch()
+		op.scratch = op.Src.newScratch()
 	}
 	p := params.Data().([]float64)
 	o := op.out.Data().([]float64)
 	for b := range op.Batch {
-		op.Vol.stats(o[4*b:4*b+4], p[3*b], p[3*b+1], p[3*b+2], op.scratch)
+		r := p[WaveletParams*b : WaveletParams*(b+1)]
+		if CheckHat(op.Src.A, r[0], r[1], r[2]) != nil { // padding rows
+			for i := range 4 {
+				o[4*b+i] = math.NaN()
+			}
+			continue
+		}
+		pad := [3]int{int(r[3]), int(r[4]), int(r[5])}
+		op.Src.Volume(pad).stats(o[4*b:4*b+4], r[0], r[1], r[2], op.scratch)
 	}
 	return op.out, nil
 }
 
 func (w *WaveletVolume) newScratch() *waveletScratch {
 	return &waveletScratch{real: make([]float64, w.plan.Len()), half: make([]complex128, w.plan.HalfLen())}
+}
+
+// sized returns the scratch arrays cut to this volume's sizes.
+func (s *waveletScratch) sized(w *WaveletVolume) ([]float64, []complex128) {
+	return s.real[:w.plan.Len()], s.half[:w.plan.HalfLen()]
 }
 
 // stats convolves with one kernel and writes to dst its energy, std, max
@@ -248,7 +387,7 @@ func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletS
 		return
 	}
 	p := w.plan.Dims
-	k := s.real
+	k, half := s.sized(w)
 	clear(k)
 	var kernelEnergy float64
 	h := Hat(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
@@ -259,13 +398,13 @@ func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletS
 	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
 		panic("ops: wavelet kernel wider than the volume's reflect padding")
 	}
-	w.plan.ForwardReal(s.half, k)
+	w.plan.ForwardReal(half, k)
 	parallel.For(len(w.spec), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			s.half[i] *= w.spec[i]
+			half[i] *= w.spec[i]
 		}
 	})
-	w.plan.InverseReal(k, s.half)
+	w.plan.InverseReal(k, half)
 	n := w.N
 	var sum, sum2 float64
 	mx := math.Inf(-1)
@@ -292,8 +431,8 @@ func mod(i, n int) int {
 	return m
 }
 
-// ResidentBytes counts the transformed volume and the scratch array.
-func (op *WaveletStats) ResidentBytes() int64 { return op.Vol.Bytes() }
+// ResidentBytes counts the source, its transform and the scratch.
+func (op *WaveletStats) ResidentBytes() int64 { return op.Src.Bytes() }
 
 // OwnsOutput is true.
 func (op *WaveletStats) OwnsOutput() bool { return true }
@@ -309,7 +448,7 @@ func (op *WaveletStats) OverwritesInput() int { return -1 }
 
 // WriteHash writes every parameter of the op.
 func (op *WaveletStats) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "wavelet(vol=%d,N=%v,a=%g,%v,pad=%v,batch=%d)", op.Vol.id, op.Vol.N, op.Vol.A, op.Vol.Boundary, op.Vol.Pad, op.Batch)
+	fmt.Fprintf(h, "wavelet(src=%p,N=%v,a=%g,%v,maxpad=%v,batch=%d)", op.Src, op.Src.N, op.Src.A, op.Src.Boundary, op.Src.MaxPad, op.Batch)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
@@ -320,5 +459,5 @@ func (op *WaveletStats) Hashcode() uint32 {
 }
 
 func (op *WaveletStats) String() string {
-	return fmt.Sprintf("WaveletStats{%v volume, a=%g, %v}", op.Vol.N, op.Vol.A, op.Vol.Boundary)
+	return fmt.Sprintf("WaveletStats{%v volume, a=%g, %v}", op.Src.N, op.Src.A, op.Src.Boundary)
 }

@@ -162,18 +162,12 @@ func demoWavelet(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, str
 		phi = append(phi, float64(k)*math.Pi/4)
 	}
 	combos := graphs.Combos(theta, phi, []float64{1, 2})
-	var pad [3]int
-	for _, c := range combos {
-		h := ops.HatSupport(1, c.Theta, c.Phi, c.Xi)
-		for i := range 3 {
-			pad[i] = max(pad[i], h[i])
-		}
-	}
-	vol, err := ops.NewWaveletVolume(x, n, 1, ops.Reflect, pad)
+	_, pad := graphs.WaveletPads(1, combos)
+	src, err := ops.NewWaveletSource(x, n, 1, ops.Reflect, pad)
 	if err != nil {
 		return nil, "", err
 	}
-	job, err := graphs.NewWavelet(graphs.WaveletConfig{Vol: vol, Combos: combos})
+	job, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos})
 	if err != nil {
 		return nil, "", err
 	}

@@ -168,25 +168,21 @@ func setupWavelet(c *cli.Context, csv io.Writer) (*graphs.Wavelet, error) {
 	}
 	a := c.Float64("a")
 	combos := graphs.Combos(lists[0], lists[1], lists[2])
-	var pad [3]int
 	for _, k := range combos {
 		if err := ops.CheckHat(a, k.Theta, k.Phi, k.Xi); err != nil {
 			return nil, fmt.Errorf("θ = %g, φ = %g, ξ = %g: %w", k.Theta, k.Phi, k.Xi, err)
 		}
-		h := ops.HatSupport(a, k.Theta, k.Phi, k.Xi)
-		for i := range 3 {
-			pad[i] = max(pad[i], h[i])
-		}
 	}
+	_, pad := graphs.WaveletPads(a, combos)
 	x, n, err := waveletVolume(c)
 	if err != nil {
 		return nil, err
 	}
-	vol, err := ops.NewWaveletVolume(x, n, a, b, pad)
+	src, err := ops.NewWaveletSource(x, n, a, b, pad)
 	if err != nil {
 		return nil, err
 	}
-	return graphs.NewWavelet(graphs.WaveletConfig{Vol: vol, Combos: combos, CSV: csv})
+	return graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos, CSV: csv})
 }
 
 func runWavelet(c *cli.Context) error {
