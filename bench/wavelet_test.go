@@ -42,14 +42,14 @@ func randomCombos(k int, xis []float64) []graphs.Combo {
 	return c
 }
 
-// BenchmarkWaveletSteadyState sweeps 512 combinations over a 16³ volume
+// BenchmarkWaveletSteadyState sweeps 512 combinations over a 24³ volume
 // (wrap) through one graph, 4 per batch, and reports the run's drift and
 // Go heap growth.
 func BenchmarkWaveletSteadyState(b *testing.B) {
 	combos := randomCombos(512, []float64{1, 2})
 	var drift, growth []float64
 	for b.Loop() {
-		job := waveletJob(b, 16, ops.Wrap, combos)
+		job := waveletJob(b, 24, ops.Wrap, combos)
 		out, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 1 << 30, Batch: 4})
 		if err != nil {
 			b.Fatal(err)
