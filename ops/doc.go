@@ -13,6 +13,11 @@
 // implementing Resident, which the planner in package graphs adds up.
 package ops
 
+import (
+	"hash"
+	"hash/fnv"
+)
+
 // Resident is implemented by ops that hold memory besides their output:
 // precomputed tables or scratch buffers, in bytes.
 type Resident interface {
@@ -24,4 +29,28 @@ type Resident interface {
 // run, instead of copying it into a result buffer.
 type Owner interface {
 	OwnsOutput() bool
+}
+
+// owned answers the Op methods every tapeloop CPU op answers alike: it
+// returns its own buffer (not a pointer into an input), calls nothing
+// external, overwrites no input, and owns its output (Owner).
+type owned struct{}
+
+// ReturnsPtr is false: the output is the op's own buffer.
+func (owned) ReturnsPtr() bool { return false }
+
+// CallsExtern is false: the op runs on the CPU.
+func (owned) CallsExtern() bool { return false }
+
+// OverwritesInput is -1: inputs are left as they are.
+func (owned) OverwritesInput() int { return -1 }
+
+// OwnsOutput is true: the output is read in place.
+func (owned) OwnsOutput() bool { return true }
+
+// hashcode is the FNV-1a hash of what an op writes in WriteHash.
+func hashcode(op interface{ WriteHash(hash.Hash) }) uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
 }

@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"hash/fnv"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -25,6 +24,8 @@ const PoseWidth = 12
 // exact radiological path (Siddon); Step > 0 samples trilinearly every Step
 // mm.
 type DRR struct {
+	owned
+
 	Vol        *cpukern.Volume
 	Rows, Cols int
 	Step       float64
@@ -136,29 +137,13 @@ func (op *DRR) ResidentBytes() int64 {
 	return b
 }
 
-// OwnsOutput is true.
-func (op *DRR) OwnsOutput() bool { return true }
-
-// ReturnsPtr is false.
-func (op *DRR) ReturnsPtr() bool { return false }
-
-// CallsExtern is false.
-func (op *DRR) CallsExtern() bool { return false }
-
-// OverwritesInput is -1.
-func (op *DRR) OverwritesInput() int { return -1 }
-
 // WriteHash writes every parameter of the op.
 func (op *DRR) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "drr(vol=%p,N=%v,rows=%d,cols=%d,step=%g,batch=%d)", op.Vol, op.Vol.N, op.Rows, op.Cols, op.Step, op.Batch)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *DRR) Hashcode() uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
+func (op *DRR) Hashcode() uint32 { return hashcode(op) }
 
 func (op *DRR) String() string {
 	method := "siddon"

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/fnv"
 	"math"
 	"sync/atomic"
 
@@ -230,6 +229,8 @@ func (t *InterpTable) weights(x float64) (int, [4]float64) {
 // query: the output is (Batch,) for sumsq and sum, (Batch, M) for none.
 // No (Batch, M) array exists for the reductions.
 type Interp1D struct {
+	owned
+
 	Table  *InterpTable
 	Reduce Reduce
 	Method Method
@@ -390,15 +391,6 @@ func directReduce[T float32 | float64](t *InterpTable, fpT []T, reduce Reduce, x
 // ResidentBytes is the size of the prepared table.
 func (op *Interp1D) ResidentBytes() int64 { return op.Table.Bytes() }
 
-// ReturnsPtr is false: the output is the op's own buffer, not an input.
-func (op *Interp1D) ReturnsPtr() bool { return false }
-
-// CallsExtern is false: the op runs on the CPU.
-func (op *Interp1D) CallsExtern() bool { return false }
-
-// OverwritesInput is -1: the queries are left as they are.
-func (op *Interp1D) OverwritesInput() int { return -1 }
-
 // WriteHash writes every parameter of the op, so two different ops never
 // merge into one graph node.
 func (op *Interp1D) WriteHash(h hash.Hash) {
@@ -407,15 +399,8 @@ func (op *Interp1D) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *Interp1D) Hashcode() uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
+func (op *Interp1D) Hashcode() uint32 { return hashcode(op) }
 
 func (op *Interp1D) String() string {
 	return fmt.Sprintf("Interp1D{M=%d, G=%d, reduce=%v, method=%v}", op.Table.M, op.Table.G, op.Reduce, op.Method)
 }
-
-// OwnsOutput is true: the output buffer is the op's, read in place.
-func (op *Interp1D) OwnsOutput() bool { return true }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/fnv"
 	"math"
 
 	"github.com/chewxy/hm"
@@ -115,6 +114,8 @@ func (p *PairData) Bytes() int64 {
 // set is the block, its (Batch, N) output and the shared (N, D) images;
 // no (Batch, N, D) difference array exists.
 type Pairwise struct {
+	owned
+
 	Data   *PairData
 	Metric Metric
 	Batch  int
@@ -244,29 +245,13 @@ func newOwned(dt tensor.Dtype, shape ...int) *tensor.Dense {
 // ResidentBytes is the size of the images the op compares against.
 func (op *Pairwise) ResidentBytes() int64 { return op.Data.Bytes() }
 
-// OwnsOutput is true: the (Batch, N) block is read in place.
-func (op *Pairwise) OwnsOutput() bool { return true }
-
-// ReturnsPtr is false.
-func (op *Pairwise) ReturnsPtr() bool { return false }
-
-// CallsExtern is false.
-func (op *Pairwise) CallsExtern() bool { return false }
-
-// OverwritesInput is -1.
-func (op *Pairwise) OverwritesInput() int { return -1 }
-
 // WriteHash writes every parameter of the op.
 func (op *Pairwise) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "pairwise(data=%d,N=%d,D=%d,metric=%v,dtype=%v,batch=%d,upper=%v)", op.Data.id, op.Data.N, op.Data.D, op.Metric, op.Data.Dtype, op.Batch, op.Upper)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *Pairwise) Hashcode() uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
+func (op *Pairwise) Hashcode() uint32 { return hashcode(op) }
 
 func (op *Pairwise) String() string {
 	if op.Upper {

@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"hash/fnv"
 	"slices"
 
 	"github.com/chewxy/hm"
@@ -19,6 +18,8 @@ import (
 // going to the smaller column index. Its output is (Batch, K) float64
 // column indices, best first; the values stay in the block.
 type TopK struct {
+	owned
+
 	K, N, Batch int
 
 	out *tensor.Dense
@@ -143,28 +144,12 @@ func TopKRow[T float32 | float64](row []T, self, k int, h []int) []int {
 	return h
 }
 
-// OwnsOutput is true.
-func (op *TopK) OwnsOutput() bool { return true }
-
-// ReturnsPtr is false.
-func (op *TopK) ReturnsPtr() bool { return false }
-
-// CallsExtern is false.
-func (op *TopK) CallsExtern() bool { return false }
-
-// OverwritesInput is -1.
-func (op *TopK) OverwritesInput() int { return -1 }
-
 // WriteHash writes every parameter of the op.
 func (op *TopK) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "topk(K=%d,N=%d,batch=%d)", op.K, op.N, op.Batch)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *TopK) Hashcode() uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
+func (op *TopK) Hashcode() uint32 { return hashcode(op) }
 
 func (op *TopK) String() string { return fmt.Sprintf("TopK{K=%d, N=%d}", op.K, op.N) }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/fnv"
 	"math"
 
 	"github.com/chewxy/hm"
@@ -308,6 +307,8 @@ const WaveletParams = 6
 // (Batch, 4) float64: the response's energy Σ G², its standard deviation,
 // its maximum, and the kernel's energy Σ ψ².
 type WaveletStats struct {
+	owned
+
 	Src   *WaveletSource
 	Batch int
 
@@ -434,29 +435,13 @@ func mod(i, n int) int {
 // ResidentBytes counts the source, its transform and the scratch.
 func (op *WaveletStats) ResidentBytes() int64 { return op.Src.Bytes() }
 
-// OwnsOutput is true.
-func (op *WaveletStats) OwnsOutput() bool { return true }
-
-// ReturnsPtr is false.
-func (op *WaveletStats) ReturnsPtr() bool { return false }
-
-// CallsExtern is false.
-func (op *WaveletStats) CallsExtern() bool { return false }
-
-// OverwritesInput is -1.
-func (op *WaveletStats) OverwritesInput() int { return -1 }
-
 // WriteHash writes every parameter of the op.
 func (op *WaveletStats) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "wavelet(src=%p,N=%v,a=%g,%v,maxpad=%v,batch=%d)", op.Src, op.Src.N, op.Src.A, op.Src.Boundary, op.Src.MaxPad, op.Batch)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *WaveletStats) Hashcode() uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
+func (op *WaveletStats) Hashcode() uint32 { return hashcode(op) }
 
 func (op *WaveletStats) String() string {
 	return fmt.Sprintf("WaveletStats{%v volume, a=%g, %v}", op.Src.N, op.Src.A, op.Src.Boundary)
