@@ -33,7 +33,7 @@ var demoRows = []demoRow{
 	{"interp none", "M=300 G=4096 N=1e5", func(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error) {
 		return demoInterp(ctx, rc, ops.ReduceNone, 300, 4096, 100_000, 1<<11)
 	}},
-	{"affinity l1", "N=2000 64×64 block=125", demoAffinity},
+	{"affinity l1", "N=2000 64×64 block=50", demoAffinity},
 	{"drr siddon", "phantom 96³ 72 poses 128²", demoDRR},
 	{"wavelet", "24³ wrap 8θ×4φ×2ξ", demoWavelet},
 }
@@ -99,7 +99,8 @@ func demoInterp(ctx context.Context, rc graphs.RunConfig, r ops.Reduce, m, g, n,
 }
 
 // demoAffinity computes the negative L1 affinities of 2000 standard-normal
-// 64×64 images in blocks of 125 rows. For independent standard normals,
+// 64×64 images in blocks of 50 rows (40 batches: enough for the drift
+// column's deciles to hold more than one batch each). For independent standard normals,
 // E|x − y| = 2/√π per value, so the mean off-diagonal affinity is about
 // −4096·2/√π ≈ −4622.
 func demoAffinity(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error) {
@@ -117,7 +118,7 @@ func demoAffinity(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, st
 	if err != nil {
 		return nil, "", err
 	}
-	rc.Batch = 125
+	rc.Batch = 50
 	out, err := graphs.Run(ctx, job, rc)
 	if err != nil {
 		return nil, "", err
@@ -137,7 +138,7 @@ func demoDRR(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string,
 	if err != nil {
 		return nil, "", err
 	}
-	rc.Batch = 4
+	rc.Batch = 2
 	out, err := graphs.Run(ctx, job, rc)
 	if err != nil {
 		return nil, "", err
@@ -173,7 +174,7 @@ func demoWavelet(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, str
 	if err != nil {
 		return nil, "", err
 	}
-	rc.Batch = 4
+	rc.Batch = 2
 	out, err := graphs.Run(ctx, job, rc)
 	if err != nil {
 		return nil, "", err
