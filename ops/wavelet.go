@@ -405,7 +405,7 @@ func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletS
 			half[i] *= w.spec[i]
 		}
 	})
-	w.plan.InverseReal(k, half)
+	w.plan.InverseRealCrop(k, half, w.Pad, w.N) // only the output block
 	n := w.N
 	var sum, sum2 float64
 	mx := math.Inf(-1)

@@ -203,3 +203,38 @@ func (p *Plan) InverseReal(dst []float64, c []complex128) {
 		}
 	})
 }
+
+// InverseRealCrop is InverseReal computing only the block of dst at
+// [lo, lo+n) along each axis (the rest of dst is left as it was): the
+// transforms along axes 1 and 2 run only where that block needs them.
+func (p *Plan) InverseRealCrop(dst []float64, c []complex128, lo, n [3]int) {
+	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]
+	h := n2/2 + 1
+	if len(dst) != p.Len() || len(c) != p.HalfLen() {
+		panic("fft3: array lengths do not match the plan")
+	}
+	for a := range 3 {
+		if lo[a] < 0 || n[a] < 0 || lo[a]+n[a] > p.Dims[a] {
+			panic("fft3: crop outside the array")
+		}
+	}
+	p.strided(c, 0, n0, n1*h, 1, 0, true, nil)
+	skip := make([]bool, n0)
+	for i := range skip {
+		skip[i] = i < lo[0] || i >= lo[0]+n[0]
+	}
+	p.strided(c, 1, n1, h, n0, n1*h, true, skip)
+	s := 1 / float64(p.Len())
+	parallel.Dynamic(n[0]*n[1], 64, func(a, b int) {
+		w := <-p.workers
+		defer func() { p.workers <- w }()
+		for t := a; t < b; t++ {
+			l := (lo[0]+t/n[1])*n1 + lo[1] + t%n[1]
+			out := dst[l*n2 : (l+1)*n2]
+			w.rfft.Sequence(out, c[l*h:(l+1)*h])
+			for i := range out {
+				out[i] *= s
+			}
+		}
+	})
+}
