@@ -119,8 +119,12 @@ type WaveletVolume struct {
 
 // waveletScratch is one op's per-combination work arrays.
 type waveletScratch struct {
-	real []float64    // the kernel, then the response
-	half []complex128 // their transforms
+	kernel []float64    // the kernel, wrapped around the origin; zero elsewhere
+	resp   []float64    // the response
+	half   []complex128 // the kernel's transform, then the response's
+	dims   [3]int       // the transform size the kernel array was last laid out for
+	taps   []int        // where the last kernel was written, to clear just those
+	parts  [][3]float64 // per-plane sums of the response
 }
 
 // NewWaveletVolume prepares v (n0·n1·n2 values, C order) for kernels of
@@ -246,13 +250,14 @@ func (s *WaveletSource) maxHalf() int {
 }
 
 // Bytes counts the source volume and, for the largest padding, the
-// extension and spectrum buffers and one op's scratch.
+// extension and spectrum buffers and one op's scratch (kernel, response,
+// spectrum).
 func (s *WaveletSource) Bytes() int64 {
-	return 8*int64(len(s.V)) + 2*(8*int64(s.maxLen())+16*int64(s.maxHalf()))
+	return 8*int64(len(s.V)) + 3*8*int64(s.maxLen()) + 2*16*int64(s.maxHalf())
 }
 
 func (s *WaveletSource) newScratch() *waveletScratch {
-	return &waveletScratch{real: make([]float64, s.maxLen()), half: make([]complex128, s.maxHalf())}
+	return &waveletScratch{kernel: make([]float64, s.maxLen()), resp: make([]float64, s.maxLen()), half: make([]complex128, s.maxHalf())}
 }
 
 // reflectDims is the transform size for a volume of n extended by at least
@@ -370,12 +375,32 @@ func (op *WaveletStats) Do(in ...G.Value) (G.Value, error) {
 }
 
 func (w *WaveletVolume) newScratch() *waveletScratch {
-	return &waveletScratch{real: make([]float64, w.plan.Len()), half: make([]complex128, w.plan.HalfLen())}
+	return &waveletScratch{kernel: make([]float64, w.plan.Len()), resp: make([]float64, w.plan.Len()), half: make([]complex128, w.plan.HalfLen())}
 }
 
-// sized returns the scratch arrays cut to this volume's sizes.
-func (s *waveletScratch) sized(w *WaveletVolume) ([]float64, []complex128) {
-	return s.real[:w.plan.Len()], s.half[:w.plan.HalfLen()]
+// part returns per-plane partial sums, reused.
+func (s *waveletScratch) part(n int) [][3]float64 {
+	if cap(s.parts) < n {
+		s.parts = make([][3]float64, n)
+	}
+	return s.parts[:n]
+}
+
+// kernelArray returns the kernel array laid out for w's transform size,
+// zero everywhere: it clears only what the previous kernel wrote, unless
+// the size changed.
+func (s *waveletScratch) kernelArray(w *WaveletVolume) []float64 {
+	k := s.kernel[:w.plan.Len()]
+	if s.dims != w.plan.Dims {
+		clear(s.kernel)
+		s.dims = w.plan.Dims
+	} else {
+		for _, i := range s.taps {
+			k[i] = 0
+		}
+	}
+	s.taps = s.taps[:0]
+	return k
 }
 
 // stats convolves with one kernel and writes to dst its energy, std, max
@@ -388,13 +413,16 @@ func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletS
 		return
 	}
 	p := w.plan.Dims
-	k, half := s.sized(w)
-	clear(k)
+	k := s.kernelArray(w)
+	half := s.half[:w.plan.HalfLen()]
+	resp := s.resp[:w.plan.Len()]
 	var kernelEnergy float64
 	h := Hat(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
 		kernelEnergy += psi * psi
 		i, j, l := mod(x, p[0]), mod(y, p[1]), mod(z, p[2])
-		k[(i*p[1]+j)*p[2]+l] += psi
+		t := (i*p[1]+j)*p[2] + l
+		k[t] += psi
+		s.taps = append(s.taps, t)
 	})
 	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
 		panic("ops: wavelet kernel wider than the volume's reflect padding")
@@ -405,19 +433,29 @@ func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletS
 			half[i] *= w.spec[i]
 		}
 	})
-	w.plan.InverseRealCrop(k, half, w.Pad, w.N) // only the output block
+	w.plan.InverseRealCrop(resp, half, w.Pad, w.N) // only the output block
 	n := w.N
+	// Sums over the output block, per plane in parallel, added in order.
+	part := s.part(n[0])
+	parallel.Dynamic(n[0], 4, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var sum, sum2 float64
+			mx := math.Inf(-1)
+			for j := range n[1] {
+				row := resp[((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2]+w.Pad[2]:][:n[2]]
+				for _, g := range row {
+					sum += g
+					sum2 += g * g
+					mx = max(mx, g)
+				}
+			}
+			part[i] = [3]float64{sum, sum2, mx}
+		}
+	})
 	var sum, sum2 float64
 	mx := math.Inf(-1)
-	for i := range n[0] {
-		for j := range n[1] {
-			row := k[((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2]+w.Pad[2]:][:n[2]]
-			for _, g := range row {
-				sum += g
-				sum2 += g * g
-				mx = max(mx, g)
-			}
-		}
+	for _, q := range part {
+		sum, sum2, mx = sum+q[0], sum2+q[1], max(mx, q[2])
 	}
 	cnt := float64(n[0] * n[1] * n[2])
 	mean, mean2 := sum/cnt, sum2/cnt

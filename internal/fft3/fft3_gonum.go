@@ -1,9 +1,5 @@
-// Package fft3 computes 3-D discrete Fourier transforms of complex arrays
-// in C order, axis by axis with gonum's FFTPACK port: any sizes, float64.
-//
-// Lines along the strided axes are moved in blocks of neighbouring lines
-// (whole cache lines at a time) into contiguous scratch, transformed, and
-// moved back; blocks are spread over GOMAXPROCS goroutines.
+//go:build !fftw
+
 package fft3
 
 import (
@@ -205,7 +201,7 @@ func (p *Plan) InverseReal(dst []float64, c []complex128) {
 }
 
 // InverseRealCrop is InverseReal computing only the block of dst at
-// [lo, lo+n) along each axis (the rest of dst is left as it was): the
+// [lo, lo+n) along each axis (the rest of dst is unspecified): the
 // transforms along axes 1 and 2 run only where that block needs them.
 func (p *Plan) InverseRealCrop(dst []float64, c []complex128, lo, n [3]int) {
 	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]

@@ -1,0 +1,6 @@
+//go:build !fftw
+
+package main
+
+// buildTags are the tags TestMain builds the binary under test with.
+const buildTags = ""
