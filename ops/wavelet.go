@@ -300,8 +300,6 @@ func reflectIndex(i, n int) int {
 	return m
 }
 
-// Bytes is the memory the transformed volume and one op's scratch take.
-func (w *WaveletVolume) Bytes() int64 { return 2*16*int64(len(w.spec)) + 8*int64(w.plan.Len()) }
 
 // WaveletParams is the width of a WaveletStats input row: θ, φ, ξ and the
 // padding (three half-widths) the volume is extended by in reflect mode.
