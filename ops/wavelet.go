@@ -300,7 +300,6 @@ func reflectIndex(i, n int) int {
 	return m
 }
 
-
 // WaveletParams is the width of a WaveletStats input row: θ, φ, ξ and the
 // padding (three half-widths) the volume is extended by in reflect mode.
 const WaveletParams = 6
