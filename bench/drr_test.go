@@ -22,21 +22,13 @@ func BenchmarkDRRSteadyState(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var drift, growth []float64
-	for b.Loop() {
+	benchmarkSteadyState(b, 4, func() graphs.Job {
 		job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses})
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 1 << 30, Batch: 4})
-		if err != nil {
-			b.Fatal(err)
-		}
-		drift = append(drift, out.Summary.Drift)
-		growth = append(growth, float64(out.Summary.HeapGrowth))
-	}
-	b.ReportMetric(median(drift), "drift")
-	b.ReportMetric(median(growth), "heap-growth-B")
+		return job
+	})
 }
 
 func benchmarkDRR(b *testing.B, step float64) {

@@ -112,3 +112,21 @@ func BenchmarkInterpVsNumPy(b *testing.B) {
 }
 
 func median(x []float64) float64 { return telemetry.Median(x) }
+
+// benchmarkSteadyState runs the job newJob makes through one compiled graph
+// in batches of batch items and reports the run's drift (median batch time
+// of the last decile over the first) and Go heap growth from the first
+// batch to the last: flat means ≤ 1.05 and ≤ 1 MiB.
+func benchmarkSteadyState(b *testing.B, batch int, newJob func() graphs.Job) {
+	var drift, growth []float64
+	for b.Loop() {
+		out, err := graphs.Run(context.Background(), newJob(), graphs.RunConfig{MemLimit: 1 << 30, Batch: batch})
+		if err != nil {
+			b.Fatal(err)
+		}
+		drift = append(drift, out.Summary.Drift)
+		growth = append(growth, float64(out.Summary.HeapGrowth))
+	}
+	b.ReportMetric(median(drift), "drift")
+	b.ReportMetric(median(growth), "heap-growth-B")
+}

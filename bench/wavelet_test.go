@@ -47,18 +47,7 @@ func randomCombos(k int, xis []float64) []graphs.Combo {
 // Go heap growth.
 func BenchmarkWaveletSteadyState(b *testing.B) {
 	combos := randomCombos(512, []float64{1, 2})
-	var drift, growth []float64
-	for b.Loop() {
-		job := waveletJob(b, 24, ops.Wrap, combos)
-		out, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 1 << 30, Batch: 4})
-		if err != nil {
-			b.Fatal(err)
-		}
-		drift = append(drift, out.Summary.Drift)
-		growth = append(growth, float64(out.Summary.HeapGrowth))
-	}
-	b.ReportMetric(median(drift), "drift")
-	b.ReportMetric(median(growth), "heap-growth-B")
+	benchmarkSteadyState(b, 4, func() graphs.Job { return waveletJob(b, 24, ops.Wrap, combos) })
 }
 
 // benchmarkWavelet times a sweep of 12 combinations at 200³ (ξ ∈ {1, 2, 4},
