@@ -5,17 +5,12 @@ PKG     := ./cmd/tapeloop
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
 
-.PHONY: all build build-fftw run test test-deps vet bench fuzz fmt-check build-cuda clean
+.PHONY: all build run test test-deps vet bench fuzz fmt-check build-cuda clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) $(PKG)
-
-## build-fftw: the build whose wavelet transforms use FFTW (libfftw3-dev,
-## GPL-2+: the binary is then distributed under the GPL).
-build-fftw:
-	$(GO) build -tags fftw -o $(BIN) $(PKG)
 
 ## run: build, then run the demo: every workload on built-in data, one table.
 run: build
@@ -26,20 +21,14 @@ test: test-deps
 	$(GO) vet ./...
 	$(GO) test ./...
 	$(GO) test -race -short $(RACE)
-	@if [ -f /usr/include/fftw3.h ]; then \
-	  echo "$(GO) vet -tags fftw ./... && $(GO) test -tags fftw ./internal/fft3/ ./ops/ ./cmd/tapeloop/"; \
-	  $(GO) vet -tags fftw ./... && $(GO) test -tags fftw ./internal/fft3/ ./ops/ ./cmd/tapeloop/; \
-	else echo "note: libfftw3-dev not installed; the -tags fftw build is not tested"; fi
 
 # The tests compare against NumPy and check DOT with Graphviz where they are
-# installed (and skip those checks where not), and test the optional FFTW
-# build where libfftw3-dev is. As root on Debian/Ubuntu, install them when
-# missing; elsewhere say what would strengthen the tests.
+# installed (and skip those checks where not). As root on Debian/Ubuntu,
+# install them when missing; elsewhere say what would strengthen the tests.
 test-deps:
 	@missing=""; \
 	/usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null || missing="$$missing python3-numpy python3-scipy"; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
-	[ -f /usr/include/fftw3.h ] || missing="$$missing libfftw3-dev"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test peers:$$missing"; \

@@ -113,15 +113,15 @@ type WaveletVolume struct {
 	Boundary Boundary
 	Pad      [3]int // reflect: the largest half-widths of the sweep
 	plan     *fft3.Plan
-	spec     []complex128 // real-to-complex transform of the (extended) volume
+	spec     []complex64 // real-to-complex transform of the (extended) volume, float32
 	id       uint64
 }
 
 // waveletScratch is one op's per-combination work arrays.
 type waveletScratch struct {
-	kernel []float64    // the kernel, wrapped around the origin; zero elsewhere
-	resp   []float64    // the response
-	half   []complex128 // the kernel's transform, then the response's
+	kernel []float32    // the kernel, wrapped around the origin; zero elsewhere
+	resp   []float32    // the response
+	half   []complex64  // the kernel's transform, then the response's
 	dims   [3]int       // the transform size the kernel array was last laid out for
 	taps   []int        // where the last kernel was written, to clear just those
 	parts  [][3]float64 // per-plane sums of the response
@@ -153,7 +153,7 @@ func checkVolume(v []float64, n [3]int) error {
 // transformVolume extends and transforms v, into the buffers ext and spec
 // when they are large enough; it returns the volume and the extension
 // buffer, for reuse.
-func transformVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int, ext []float64, spec []complex128) (*WaveletVolume, []float64) {
+func transformVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int, ext []float32, spec []complex64) (*WaveletVolume, []float32) {
 	w := &WaveletVolume{N: n, A: a, Boundary: b, id: tableIDs.Add(1)}
 	p := n
 	if b == Reflect {
@@ -162,7 +162,7 @@ func transformVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int, e
 	}
 	w.plan = fft3.New(p[0], p[1], p[2])
 	if cap(ext) < w.plan.Len() {
-		ext = make([]float64, w.plan.Len())
+		ext = make([]float32, w.plan.Len())
 	}
 	ext = ext[:w.plan.Len()]
 	for i := range p[0] {
@@ -171,12 +171,12 @@ func transformVolume(v []float64, n [3]int, a float64, b Boundary, pad [3]int, e
 			sj := reflectIndex(j-w.Pad[1], n[1])
 			for k := range p[2] {
 				sk := reflectIndex(k-w.Pad[2], n[2])
-				ext[(i*p[1]+j)*p[2]+k] = v[(si*n[1]+sj)*n[2]+sk]
+				ext[(i*p[1]+j)*p[2]+k] = float32(v[(si*n[1]+sj)*n[2]+sk])
 			}
 		}
 	}
 	if cap(spec) < w.plan.HalfLen() {
-		spec = make([]complex128, w.plan.HalfLen())
+		spec = make([]complex64, w.plan.HalfLen())
 	}
 	w.spec = spec[:w.plan.HalfLen()]
 	w.plan.ForwardReal(w.spec, ext)
@@ -196,8 +196,8 @@ type WaveletSource struct {
 	MaxPad   [3]int
 
 	cur  *WaveletVolume
-	ext  []float64
-	spec []complex128
+	ext  []float32
+	spec []complex64
 }
 
 // NewWaveletSource checks v and returns the source for paddings up to
@@ -218,8 +218,8 @@ func (s *WaveletSource) Volume(pad [3]int) *WaveletVolume {
 		pad = [3]int{}
 	}
 	if s.ext == nil { // buffers for the largest padding, allocated once
-		s.ext = make([]float64, s.maxLen())
-		s.spec = make([]complex128, s.maxHalf())
+		s.ext = make([]float32, s.maxLen())
+		s.spec = make([]complex64, s.maxHalf())
 	}
 	if s.cur == nil || s.cur.Pad != pad {
 		s.cur, s.ext = transformVolume(s.V, s.N, s.A, s.Boundary, pad, s.ext, s.spec)
@@ -253,11 +253,11 @@ func (s *WaveletSource) maxHalf() int {
 // extension and spectrum buffers and one op's scratch (kernel, response,
 // spectrum).
 func (s *WaveletSource) Bytes() int64 {
-	return 8*int64(len(s.V)) + 3*8*int64(s.maxLen()) + 2*16*int64(s.maxHalf())
+	return 8*int64(len(s.V)) + 3*4*int64(s.maxLen()) + 2*8*int64(s.maxHalf())
 }
 
 func (s *WaveletSource) newScratch() *waveletScratch {
-	return &waveletScratch{kernel: make([]float64, s.maxLen()), resp: make([]float64, s.maxLen()), half: make([]complex128, s.maxHalf())}
+	return &waveletScratch{kernel: make([]float32, s.maxLen()), resp: make([]float32, s.maxLen()), half: make([]complex64, s.maxHalf())}
 }
 
 // reflectDims is the transform size for a volume of n extended by at least
@@ -372,7 +372,7 @@ func (op *WaveletStats) Do(in ...G.Value) (G.Value, error) {
 }
 
 func (w *WaveletVolume) newScratch() *waveletScratch {
-	return &waveletScratch{kernel: make([]float64, w.plan.Len()), resp: make([]float64, w.plan.Len()), half: make([]complex128, w.plan.HalfLen())}
+	return &waveletScratch{kernel: make([]float32, w.plan.Len()), resp: make([]float32, w.plan.Len()), half: make([]complex64, w.plan.HalfLen())}
 }
 
 // part returns per-plane partial sums, reused.
@@ -386,7 +386,7 @@ func (s *waveletScratch) part(n int) [][3]float64 {
 // kernelArray returns the kernel array laid out for w's transform size,
 // zero everywhere: it clears only what the previous kernel wrote, unless
 // the size changed.
-func (s *waveletScratch) kernelArray(w *WaveletVolume) []float64 {
+func (s *waveletScratch) kernelArray(w *WaveletVolume) []float32 {
 	k := s.kernel[:w.plan.Len()]
 	if s.dims != w.plan.Dims {
 		clear(s.kernel)
@@ -418,7 +418,7 @@ func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletS
 		kernelEnergy += psi * psi
 		i, j, l := mod(x, p[0]), mod(y, p[1]), mod(z, p[2])
 		t := (i*p[1]+j)*p[2] + l
-		k[t] += psi
+		k[t] += float32(psi)
 		s.taps = append(s.taps, t)
 	})
 	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
@@ -440,7 +440,8 @@ func (w *WaveletVolume) stats(dst []float64, theta, phi, xi float64, s *waveletS
 			mx := math.Inf(-1)
 			for j := range n[1] {
 				row := resp[((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2]+w.Pad[2]:][:n[2]]
-				for _, g := range row {
+				for _, v := range row {
+					g := float64(v)
 					sum += g
 					sum2 += g * g
 					mx = max(mx, g)

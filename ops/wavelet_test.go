@@ -106,7 +106,8 @@ func TestWaveletStatsMatchDirectConvolution(t *testing.T) {
 			Hat(a, c[0], c[1], c[2], func(_, _, _ int, psi float64) { ke += psi * psi })
 			want := []float64{sum2, math.Sqrt(sum2/cnt - (sum/cnt)*(sum/cnt)), mx, ke}
 			for s, name := range []string{"energy", "std", "max", "kernel energy"} {
-				if math.Abs(got[s]-want[s]) > 1e-9*(1+math.Abs(want[s])) {
+				// float32 transforms: ~1e-7 relative measured; the issue asks 1e-4.
+				if math.Abs(got[s]-want[s]) > 1e-5*(1+math.Abs(want[s])) {
 					t.Errorf("%v θ=%g φ=%g ξ=%g: %s %v, want %v", b, c[0], c[1], c[2], name, got[s], want[s])
 				}
 			}

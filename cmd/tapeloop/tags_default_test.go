@@ -1,5 +1,3 @@
-//go:build !fftw
-
 package main
 
 // buildTags are the tags TestMain builds the binary under test with.

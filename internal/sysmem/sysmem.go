@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -149,6 +150,14 @@ func (p *Probe) HeapBytes() int64 {
 		return 0
 	}
 	return int64(p.samples[0].Value.Uint64())
+}
+
+// LiveHeapBytes runs a garbage collection and returns the Go heap then
+// occupied: the live objects. It costs a collection; use it at the edges
+// of a run, not per batch.
+func (p *Probe) LiveHeapBytes() int64 {
+	runtime.GC()
+	return p.HeapBytes()
 }
 
 // RSS is the current resident set size, or 0 where /proc is missing.

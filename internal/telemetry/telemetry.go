@@ -29,6 +29,7 @@ type Recorder struct {
 	start      time.Time
 	begin      time.Time
 	peak       int64
+	live0      int64 // live heap after the first batch, measured after a collection
 }
 
 // NewRecorder returns a Recorder with room for batches records. It resets
@@ -45,11 +46,17 @@ func (r *Recorder) Start() { r.start = time.Now() }
 func (r *Recorder) Stop() {
 	d := time.Since(r.start).Seconds()
 	r.Iterations = append(r.Iterations, Iteration{Seconds: d, HeapBytes: r.probe.HeapBytes(), RSSBytes: r.probe.RSS()})
+	if len(r.Iterations) == 1 { // outside the batch's time
+		r.live0 = r.probe.LiveHeapBytes()
+	}
 }
 
 // Close finishes the run and releases the probe.
 func (r *Recorder) Close() Summary {
 	s := Summarize(r.Iterations)
+	if len(r.Iterations) > 0 {
+		s.HeapGrowth = r.probe.LiveHeapBytes() - r.live0
+	}
 	s.PeakRSSBytes = r.probe.PeakRSS()
 	s.TotalSeconds = time.Since(r.begin).Seconds()
 	r.probe.Close()
@@ -58,9 +65,13 @@ func (r *Recorder) Close() Summary {
 
 // Summary condenses a run's iterations.
 type Summary struct {
-	Batches      int     `json:"batches"`
-	MedianMs     float64 `json:"median_ms"`
-	Drift        float64 `json:"drift"` // median of the last decile / median of the first
+	Batches  int     `json:"batches"`
+	MedianMs float64 `json:"median_ms"`
+	Drift    float64 `json:"drift"` // median of the last decile / median of the first
+	// HeapGrowth is what the loop retains: the live Go heap after the
+	// run minus after its first batch, each measured after a collection
+	// (Summarize alone, without a Recorder, compares the per-batch heap
+	// figures, garbage included).
 	HeapGrowth   int64   `json:"heap_growth_bytes"`
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 	TotalSeconds float64 `json:"total_seconds"`

@@ -1,6 +1,0 @@
-//go:build fftw
-
-package main
-
-// buildTags are the tags TestMain builds the binary under test with.
-const buildTags = "fftw"
