@@ -5,7 +5,7 @@ PKG     := ./cmd/tapeloop
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
 
-.PHONY: all build run test test-deps vet bench fuzz fmt-check build-cuda clean
+.PHONY: all build run test test-deps vet bench compare fuzz fmt-check build-cuda clean
 
 all: build
 
@@ -46,6 +46,11 @@ vet:
 bench: test-deps
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 3x .
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 3 ./ops/ ./internal/cpukern/
+
+## compare: tapeloop against the NumPy/SciPy peers on the same generated
+## inputs, one table (BENCHMARKS.md); about ten minutes on 2 cores.
+compare: build test-deps
+	/usr/bin/python3 bench/compare.py $(BIN)
 
 ## fuzz: a short fuzzing session of the .npy reader.
 fuzz:

@@ -5,7 +5,7 @@ dot is `x @ x.T` (NumPy hands a product of a matrix with its own transpose to
 BLAS syrk, computing each pair once); l1 is SciPy's cdist(cityblock), negated;
 cosine and l2 as their definitions. The images are standard normal with a
 fixed seed (not the same stream as tapeloop's: compare times, and checksums
-only statistically). Prints one JSON line: median seconds over --repeat runs,
+only statistically), or read from --images, the same file tapeloop reads. Prints one JSON line: median seconds over --repeat runs,
 the checksum (sum of the matrix), peak RSS, versions.
 """
 import argparse
@@ -34,13 +34,21 @@ def main():
     p.add_argument("--d", type=int, default=10_000)
     p.add_argument("--metric", default="dot")
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--images", help="(N, H, W) or (N, D) .npy (else standard normal (n, d) float32)")
+    p.add_argument("--out", help="write the (N, N) matrix to this .npy")
     args = p.parse_args()
-    x = np.random.default_rng(1).standard_normal((args.n, args.d), dtype=np.float32)
+    if args.images:
+        x = np.load(args.images)
+        x = x.reshape(len(x), -1).astype(np.float32 if x.dtype.itemsize <= 4 else np.float64)
+    else:
+        x = np.random.default_rng(1).standard_normal((args.n, args.d), dtype=np.float32)
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
         a = affinity(x, args.metric)
         times.append(time.perf_counter() - t0)
+    if args.out:
+        np.save(args.out, a)
     print(json.dumps({
         "peer": "numpy" if args.metric in ("dot", "cosine") else "scipy-cdist",
         "seconds": float(np.median(times)),

@@ -20,7 +20,7 @@ C = np.array([1 / 4, -1 / 4, -1 / 4, 1 / 4])
 D = np.array([-1 / 6, 1 / 2, -1 / 2, 1 / 6])
 
 
-def sweep(fp, a, dx, x, chunk, dtype):
+def sweep(fp, a, dx, x, chunk, dtype, out=None):
     G = fp.shape[1] - 2
     ub = a + (G + 1) * dx
     total = 0.0
@@ -33,6 +33,8 @@ def sweep(fp, a, dx, x, chunk, dtype):
         start = np.clip(ix.astype(np.int64), 0, G - 2)
         cols = fp[:, start[:, None] + np.arange(4)]      # (M, chunk, 4)
         vals = np.einsum("mck,ck->cm", cols, w)           # (chunk, M)
+        if out is not None:
+            out[lo:lo + chunk] = np.einsum("cm,cm->c", vals, vals, dtype=np.float64)
         total += float(np.einsum("cm,cm->", vals, vals, dtype=np.float64))
     return total
 
@@ -45,17 +47,32 @@ def main():
     p.add_argument("--chunk", type=int, default=4096)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--f", help="(M, G) .npy of interpolant values (else f = g² on [0, 1])")
+    p.add_argument("--x", help="(N,) .npy of query points (else uniform on [0, 1])")
+    p.add_argument("-a", type=float, default=0.0, help="grid origin")
+    p.add_argument("--dx", type=float, default=0.0, help="grid spacing (default 1/(G-1))")
+    p.add_argument("--out", help="write the per-query sums of squares to this .npy")
     args = p.parse_args()
     dtype = np.dtype(args.dtype)
-    g = np.linspace(0, 1, args.grid)
-    f = np.repeat((g ** 2)[None, :], args.interpolants, axis=0)
+    if args.f:
+        f = np.load(args.f)
+    else:
+        g = np.linspace(0, 1, args.grid)
+        f = np.repeat((g ** 2)[None, :], args.interpolants, axis=0)
     fp = np.pad(f, ((0, 0), (1, 1))).astype(dtype)
-    x = np.random.default_rng(1).uniform(0, 1, args.points).astype(dtype).astype(np.float64)
+    if args.x:
+        x = np.load(args.x).astype(np.float64)
+    else:
+        x = np.random.default_rng(1).uniform(0, 1, args.points).astype(dtype).astype(np.float64)
+    dx = args.dx or 1 / (f.shape[1] - 1)
+    out = np.empty(len(x)) if args.out else None
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        s = sweep(fp, 0.0, 1 / (args.grid - 1), x, args.chunk, dtype)
+        s = sweep(fp, args.a, dx, x, args.chunk, dtype, out)
         times.append(time.perf_counter() - t0)
+    if args.out:
+        np.save(args.out, out)
     print(json.dumps({
         "peer": "numpy-chunked",
         "seconds": float(np.median(times)),
