@@ -5,7 +5,7 @@ PKG     := ./cmd/tapeloop
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
 
-.PHONY: all build run test test-deps vet bench compare fuzz fmt-check build-cuda clean
+.PHONY: all build run test test-deps vet bench compare fuzz fmt-check build-cuda gpu-bin check-cuda generate clean
 
 all: build
 
@@ -60,8 +60,31 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# The GPU flavour: build tag tapeloop_cuda (not `cuda`, which would also
+# switch on Gorgonia's own CUDA code and its cuDNN dependency). cgo flags
+# quiet gorgonia.org/cu's deprecation warnings.
+CUDA_TAG := tapeloop_cuda
+CUDA_ENV := CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations -Wno-implicit-function-declaration"
+
+## build-cuda: bin/tapeloop-cuda, the GPU flavour (needs the CUDA toolkit
+## headers to build; runs only where a GPU and its driver are).
 build-cuda:
-	@echo "tapeloop: the CUDA backend (issue 6) is not built yet; only the CPU build exists" >&2; exit 1
+	$(CUDA_ENV) $(GO) build -tags $(CUDA_TAG) -o bin/tapeloop-cuda $(PKG)
+
+## gpu-bin: everything scripts/gpu-check.sh runs on a GPU machine (which has
+## no Go toolchain): the GPU binary and the GPU test binary of ops.
+gpu-bin: build-cuda
+	$(CUDA_ENV) $(GO) test -c -tags $(CUDA_TAG) -o bin/ops-cuda.test ./ops
+
+## check-cuda: build and vet the GPU flavour (no GPU needed).
+check-cuda:
+	$(CUDA_ENV) $(GO) build -tags $(CUDA_TAG) ./...
+	$(CUDA_ENV) $(GO) vet -tags $(CUDA_TAG) ./...
+	$(CUDA_ENV) $(GO) test -c -tags $(CUDA_TAG) -o /dev/null ./ops
+
+## generate: recompile the kernels' PTX (nvcc); commit the result.
+generate:
+	for f in cuda/kernels/*.cu; do nvcc -ptx -arch=compute_80 -O3 -o $${f%.cu}.ptx $$f; done
 
 clean:
 	rm -rf bin

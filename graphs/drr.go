@@ -157,6 +157,8 @@ type DRRConfig struct {
 	// Image, when set, receives each pose's image (Rows×Cols, row-major)
 	// as it is rendered.
 	Image func(pose int, img []float32) error
+	// Device runs the op on a GPU (nil: the CPU).
+	Device ops.Device
 }
 
 // DRR is the DRR workload (seed 000) as a Job: each batch is a set of poses
@@ -203,7 +205,11 @@ func (w *DRR) MaxBatch() int { return 16 }
 // Build is poses (batch, 12) → DRR → (batch, rows, cols).
 func (w *DRR) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	poses := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.PoseWidth), G.WithName("poses"))
-	img, err := G.ApplyOpWithName(ops.NewDRR(w.cfg.Vol, w.rows, w.cs, w.cfg.Step, batch), "drr", poses)
+	op, err := ops.OnDevice(ops.NewDRR(w.cfg.Vol, w.rows, w.cs, w.cfg.Step, batch), w.cfg.Device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("drr: %w", err)
+	}
+	img, err := G.ApplyOpWithName(op, "drr", poses)
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
 	}

@@ -117,6 +117,8 @@ type InterpConfig struct {
 	// Out, when set, receives the results in order: (N,) for sumsq and
 	// sum, (N, M) for none. Its shape must have been written accordingly.
 	Out *npy.Writer
+	// Device runs the op on a GPU (nil: the CPU).
+	Device ops.Device
 }
 
 // Interp is the interpolation workload (seed 001) as a Job.
@@ -156,7 +158,10 @@ func (w *Interp) MaxBatch() int { return 1 << 16 }
 // Build is x (batch,) → Interp1D → (batch,) or (batch, M).
 func (w *Interp) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	x := G.NewVector(g, w.cfg.Dtype, G.WithShape(batch), G.WithName("x"))
-	op := ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch)
+	op, err := ops.OnDevice(ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch), w.cfg.Device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("interp: %w", err)
+	}
 	y, err := G.ApplyOpWithName(op, w.cfg.Reduce.String(), x)
 	if err != nil {
 		return nil, nil, fmt.Errorf("interp: build graph: %w", err)

@@ -35,6 +35,9 @@ type RunConfig struct {
 	Verbose  bool      // print the plan to Log
 	Progress bool      // draw a progress bar on Log once a run lasts over a second
 	Log      io.Writer // plan and progress; nil: discard
+	// DeviceBytes, when set, reads the GPU memory in use; each batch's
+	// record then carries it.
+	DeviceBytes func() int64
 }
 
 // Outcome is what a run measured.
@@ -82,6 +85,7 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	defer prog.Close()
 
 	rec := telemetry.NewRecorder(plan.Batches)
+	rec.DeviceBytes = cfg.DeviceBytes
 	var bar *progressbar.ProgressBar
 	began := time.Now()
 	items := plan.Items

@@ -116,6 +116,9 @@ func runAffinity(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if e.dev != nil {
+		return fmt.Errorf("--device cuda: the affinity workload has no GPU path yet; run it with --device cpu")
+	}
 	a, err := setupAffinity(c, &e, true)
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				s, err := setupDRR(c, false)
+				s, err := setupDRR(c, false, nil)
 				if err != nil {
 					return err
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 const catDRR = "DRR"
@@ -182,7 +183,7 @@ func loadPoses(c *cli.Context, v *cpukern.Volume) ([]graphs.Pose, error) {
 	return graphs.Orbit(c.Int("orbit"), centre, c.Float64("sdd"), c.Float64("sid"), rows, cols, c.Float64("pixel"))
 }
 
-func setupDRR(c *cli.Context, withOutput bool) (_ *drrSetup, err error) {
+func setupDRR(c *cli.Context, withOutput bool, dev ops.Device) (_ *drrSetup, err error) {
 	v, err := loadVolume(c)
 	if err != nil {
 		return nil, err
@@ -217,7 +218,7 @@ func setupDRR(c *cli.Context, withOutput bool) (_ *drrSetup, err error) {
 	if c.Bool("png") && s.dir == "" {
 		return nil, fmt.Errorf("--png: needs --out DIR")
 	}
-	cfg := graphs.DRRConfig{Vol: v, Poses: poses, Step: step}
+	cfg := graphs.DRRConfig{Vol: v, Poses: poses, Step: step, Device: dev}
 	if withOutput && s.dir != "" {
 		if err := os.MkdirAll(s.dir, 0o755); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
@@ -297,7 +298,7 @@ func runDRR(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := setupDRR(c, true)
+	s, err := setupDRR(c, true, e.dev)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 const (
@@ -49,6 +50,7 @@ type engine struct {
 	run        graphs.RunConfig
 	dtype      tensor.Dtype
 	device     string
+	dev        ops.Device // nil: the CPU
 	report     string
 	quiet      bool
 	cpuprofile string
@@ -66,6 +68,20 @@ func engineConfig(c *cli.Context) (engine, error) {
 	case "cuda":
 		if !cudaBuild {
 			return e, errors.New("--device cuda: this tapeloop was built without CUDA; build the GPU flavour with `make build-cuda` on a machine with the CUDA toolkit")
+		}
+		dev, err := openDevice(0)
+		if err != nil {
+			return e, fmt.Errorf("--device cuda: %w", err)
+		}
+		e.dev = dev
+		if m, ok := dev.(interface{ MemInfo() (int64, int64, error) }); ok {
+			e.run.DeviceBytes = func() int64 {
+				free, total, err := m.MemInfo()
+				if err != nil {
+					return -1
+				}
+				return total - free
+			}
 		}
 	default:
 		return e, fmt.Errorf("--device %q: want cpu or cuda", e.device)
@@ -95,6 +111,16 @@ func engineConfig(c *cli.Context) (engine, error) {
 		} else {
 			e.run.Batch = b
 		}
+	}
+	if l, ok := e.dev.(interface{ SetLimit(int64) }); ok {
+		lim := e.run.MemLimit
+		if lim == 0 {
+			var err error
+			if lim, err = graphs.DefaultMemLimit(); err != nil {
+				return e, err
+			}
+		}
+		l.SetLimit(lim) // device memory, as host memory, bounded by --mem-limit
 	}
 	e.run.Verbose = c.Bool(verboseFlag.Name)
 	e.run.Log = os.Stderr

@@ -136,7 +136,7 @@ func setupInterp(c *cli.Context, e engine, withOutput bool) (_ *interpSetup, err
 		q = &graphs.UniformQueries{N: n, Lo: a, Hi: a + float64(g-1)*dx, Seed: c.Uint64("seed")}
 	}
 
-	cfg := graphs.InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: e.dtype, Queries: q}
+	cfg := graphs.InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: e.dtype, Queries: q, Device: e.dev}
 	if path := c.String("out"); path != "" && withOutput {
 		shape := []int{q.Len()}
 		if reduce == ops.ReduceNone {

@@ -193,6 +193,9 @@ func runWavelet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if e.dev != nil {
+		return fmt.Errorf("--device cuda: the wavelet workload has no GPU path yet; run it with --device cpu")
+	}
 	out := bufio.NewWriter(os.Stdout)
 	var file *atomicfile.File
 	if path := c.String("out"); path != "" {

@@ -20,16 +20,20 @@ type Iteration struct {
 	Seconds   float64 `json:"seconds"`
 	HeapBytes int64   `json:"heap_bytes"`
 	RSSBytes  int64   `json:"rss_bytes"`
+	// DeviceBytes is the GPU memory in use after the batch (GPU runs).
+	DeviceBytes int64 `json:"device_bytes,omitempty"`
 }
 
 // Recorder collects one Iteration per batch into a slice allocated up front.
 type Recorder struct {
 	Iterations []Iteration
-	probe      *sysmem.Probe
-	start      time.Time
-	begin      time.Time
-	peak       int64
-	live0      int64 // live heap after the first batch, measured after a collection
+	// DeviceBytes, when set, is read after every batch.
+	DeviceBytes func() int64
+	probe       *sysmem.Probe
+	start       time.Time
+	begin       time.Time
+	peak        int64
+	live0       int64 // live heap after the first batch, measured after a collection
 }
 
 // NewRecorder returns a Recorder with room for batches records. It resets
@@ -45,7 +49,11 @@ func (r *Recorder) Start() { r.start = time.Now() }
 // Stop ends the batch begun by Start and records it.
 func (r *Recorder) Stop() {
 	d := time.Since(r.start).Seconds()
-	r.Iterations = append(r.Iterations, Iteration{Seconds: d, HeapBytes: r.probe.HeapBytes(), RSSBytes: r.probe.RSS()})
+	it := Iteration{Seconds: d, HeapBytes: r.probe.HeapBytes(), RSSBytes: r.probe.RSS()}
+	if r.DeviceBytes != nil {
+		it.DeviceBytes = r.DeviceBytes()
+	}
+	r.Iterations = append(r.Iterations, it)
 	if len(r.Iterations) == 1 { // outside the batch's time
 		r.live0 = r.probe.LiveHeapBytes()
 	}

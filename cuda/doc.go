@@ -1,0 +1,19 @@
+// Package cuda is tapeloop's GPU backend, built only with the `cuda` build
+// tag (gorgonia.org/cu's package init ends the process on a machine with no
+// GPU, so the default build never imports it).
+//
+// A Device is one GPU: a CUDA context on its own locked OS thread (every
+// call goes through Device.Do), the kernels of kernels/*.cu loaded from
+// their PTX (committed beside the sources, embedded, JIT-compiled by the
+// driver for the GPU at hand), and one stream. An Arena is one plain device
+// allocation made once per Program, sized by the planner under --mem-limit,
+// from which the ops take their buffers: device memory is bounded the way
+// CuPy's mempool.set_limit bounds it, and nothing is allocated per batch.
+// Every driver call's result is checked; there is no silent fallback to
+// the CPU.
+//
+// `make generate` rebuilds the PTX with nvcc (compute_80, which the A100,
+// H100 and H200 generation JIT-compiles); TestPTXCurrent fails when the
+// committed PTX is stale and skips where nvcc is missing or differs from
+// the version that wrote it.
+package cuda

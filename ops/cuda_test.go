@@ -1,0 +1,201 @@
+//go:build tapeloop_cuda
+
+package ops
+
+// The GPU twins against the CPU ops on fresh random inputs. These need a
+// GPU: build the binary with `go test -c -tags tapeloop_cuda ./ops` and run
+// it with -test.run CUDA -test.bench CUDA (scripts/gpu-check.sh does).
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/cuda"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+)
+
+var (
+	gpuOnce sync.Once
+	gpu     *cuda.Device
+	gpuErr  error
+)
+
+func device(tb testing.TB) *cuda.Device {
+	gpuOnce.Do(func() { gpu, gpuErr = cuda.Open(0) })
+	if gpuErr != nil {
+		tb.Fatalf("opening GPU 0: %v", gpuErr)
+	}
+	return gpu
+}
+
+// normRel is ‖got − want‖ / ‖want‖; NaN anywhere in got (a poisoned,
+// unwritten element) makes it NaN.
+func normRel(got, want []float32) float64 {
+	var num, den float64
+	for i := range want {
+		d := float64(got[i]) - float64(want[i])
+		num += d * d
+		den += float64(want[i]) * float64(want[i])
+	}
+	return math.Sqrt(num / den)
+}
+
+// twice runs a GPU op once (its arena is made), poisons its device output,
+// and runs it again: elements the kernel does not write stay NaN.
+func twice(t *testing.T, op G.Op, poison func() error, in *tensor.Dense) []float32 {
+	if _, err := op.Do(in); err != nil {
+		t.Fatal(err)
+	}
+	if err := poison(); err != nil {
+		t.Fatal(err)
+	}
+	v, err := op.Do(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]float32(nil), v.Data().([]float32)...)
+}
+
+func TestInterpCUDAMatchesCPU(t *testing.T) {
+	dev := device(t)
+	rng := rand.New(rand.NewPCG(31, 32))
+	const m, g, batch = 37, 300, 1000
+	f := make([]float64, m*g)
+	for i := range f {
+		f[i] = rng.NormFloat64()
+	}
+	x := make([]float32, batch)
+	for i := range x {
+		x[i] = float32(rng.Float64()*1.2 - 0.1) // some below a, some above the grid
+	}
+	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(x))
+	for _, c := range []struct {
+		r  Reduce
+		me Method
+	}{{ReduceSumSq, MethodAuto}, {ReduceSum, MethodAuto}, {ReduceSumSq, MethodDirect}, {ReduceSum, MethodDirect}, {ReduceNone, MethodAuto}} {
+		tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), c.r, c.me, tensor.Float32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpu := NewInterp1D(tab, c.r, c.me, tensor.Float32, batch)
+		want, err := cpu.Do(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gop, err := OnDevice(NewInterp1D(tab, c.r, c.me, tensor.Float32, batch), dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := gop.(*interp1DCUDA)
+		got := twice(t, op, func() error { return cuda.Poison(dev, op.y, int64(batch*op.outLen())) }, in)
+		if e := normRel(got, want.Data().([]float32)); !(e <= 1e-5) {
+			t.Errorf("%v/%v: relative error %.3g", c.r, c.me, e)
+		}
+	}
+}
+
+func TestDRRCUDAMatchesCPU(t *testing.T) {
+	dev := device(t)
+	rng := rand.New(rand.NewPCG(33, 34))
+	vol := &cpukern.Volume{N: [3]int64{40, 32, 24}, Origin: [3]float64{-21, -30, -17}, Spacing: [3]float64{1.1, 1.9, 1.4}}
+	vol.V = make([]float32, 40*32*24)
+	for i := range vol.V {
+		vol.V[i] = rng.Float32()
+	}
+	const rows, cols, batch = 48, 40, 3
+	var poses []float64
+	for k := range batch {
+		poses = append(poses, orbitPose([3]float64{1, -2, 3}, 0.4+float64(k)*1.9, 400, 150, rows, cols, 1.3)...)
+	}
+	in := tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+	for _, step := range []float64{0, 0.5} {
+		want, err := NewDRR(vol, rows, cols, step, batch).Do(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gop, err := OnDevice(NewDRR(vol, rows, cols, step, batch), dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := gop.(*drrCUDA)
+		got := twice(t, op, func() error { return cuda.Poison(dev, op.dimg, int64(batch*rows*cols)) }, in)
+		if e := normRel(got, want.Data().([]float32)); !(e <= 1e-5) {
+			t.Errorf("step %g: relative error %.3g", step, e)
+		}
+	}
+}
+
+// BenchmarkInterpCUDASeed: the seed case, 10⁶ queries per launch, M = 300,
+// G = 4096, sumsq (Gram path), copies in and out included.
+func BenchmarkInterpCUDASeed(b *testing.B) {
+	dev := device(b)
+	const m, g, n = 300, 4096, 1_000_000
+	f := make([]float64, m*g)
+	for i := range f {
+		f[i] = float64(i%g) * float64(i%g) / (g * g)
+	}
+	tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), ReduceSumSq, MethodAuto, tensor.Float32)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i) / n
+	}
+	in := tensor.New(tensor.WithShape(n), tensor.WithBacking(x))
+	op, err := OnDevice(NewInterp1D(tab, ReduceSumSq, MethodAuto, tensor.Float32, n), dev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := op.Do(in); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := op.Do(in); err != nil { // synchronised: Launch waits, the copy back blocks
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDRRCUDA: 256³, 200×200, 64 poses per launch, trilinear at
+// 0.5 mm (~500 samples per ray) and Siddon.
+func BenchmarkDRRCUDA(b *testing.B) {
+	dev := device(b)
+	const n, rows, cols, batch = 256, 200, 200, 64
+	rng := rand.New(rand.NewPCG(35, 36))
+	vol := &cpukern.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
+	vol.V = make([]float32, n*n*n)
+	for i := range vol.V {
+		vol.V[i] = rng.Float32()
+	}
+	var poses []float64
+	for k := range batch {
+		poses = append(poses, orbitPose([3]float64{}, float64(k)*2*math.Pi/batch, 1020, 510, rows, cols, 2)...)
+	}
+	in := tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+	for _, c := range []struct {
+		name string
+		step float64
+	}{{"trilinear", 0.5}, {"siddon", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			op, err := OnDevice(NewDRR(vol, rows, cols, c.step, batch), dev)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := op.Do(in); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := op.Do(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "DRR/s")
+		})
+	}
+}

@@ -1,0 +1,25 @@
+//go:build tapeloop_cuda
+
+package ops
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/tapeloop/tapeloop/cuda"
+)
+
+func onDevice(op G.Op, dev Device) (G.Op, error) {
+	d, ok := dev.(*cuda.Device)
+	if !ok {
+		return nil, fmt.Errorf("ops: device %v is not a CUDA device", dev)
+	}
+	switch o := op.(type) {
+	case *Interp1D:
+		return newInterp1DCUDA(o, d)
+	case *DRR:
+		return newDRRCUDA(o, d), nil
+	}
+	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
+}
