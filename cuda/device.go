@@ -110,12 +110,17 @@ func (d *Device) MemInfo() (free, total int64, err error) {
 // them) and waits for it: a launch error or a fault in the kernel is
 // returned here, not at some later call.
 func (d *Device) Launch(name string, grid, block int, args ...unsafe.Pointer) error {
+	return d.Launch2D(name, grid, 1, block, args...)
+}
+
+// Launch2D is Launch over a gx×gy grid of blocks.
+func (d *Device) Launch2D(name string, gx, gy, block int, args ...unsafe.Pointer) error {
 	fn, ok := d.funcs[name]
 	if !ok {
 		return fmt.Errorf("%w: no kernel %q", ErrDevice, name)
 	}
 	return d.Do(func() error {
-		if err := fn.Launch(grid, 1, 1, block, 1, 1, 0, cu.Stream{}, args); err != nil {
+		if err := fn.Launch(gx, gy, 1, block, 1, 1, 0, cu.Stream{}, args); err != nil {
 			return fmt.Errorf("%w: launching %s: %v", ErrDevice, name, err)
 		}
 		if err := cu.Synchronize(); err != nil {

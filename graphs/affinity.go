@@ -31,6 +31,8 @@ type AffinityConfig struct {
 	// Rows, when set and TopK is 0, receives the (Hi−Lo, N) rows in order
 	// (with Symmetric, all at once in Finish).
 	Rows *npy.Writer
+	// Device runs the op on a GPU (nil: the CPU).
+	Device ops.Device
 }
 
 // Affinity is the pairwise-affinity workload as a Job: each batch is a
@@ -104,7 +106,11 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 	index := G.NewVector(g, tensor.Float64, G.WithShape(batch), G.WithName("index"))
 	pw := ops.NewPairwise(d, a.cfg.Metric, batch)
 	pw.Upper = a.cfg.Symmetric
-	blk, err := G.ApplyOpWithName(pw, a.cfg.Metric.String(), rows, index)
+	op, err := ops.OnDevice(pw, a.cfg.Device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("affinity: %w", err)
+	}
+	blk, err := G.ApplyOpWithName(op, a.cfg.Metric.String(), rows, index)
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
 	}

@@ -199,3 +199,104 @@ func BenchmarkDRRCUDA(b *testing.B) {
 		})
 	}
 }
+
+func TestPairwiseCUDAMatchesCPU(t *testing.T) {
+	dev := device(t)
+	rng := rand.New(rand.NewPCG(37, 38))
+	const n, d, batch = 150, 77, 40
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for _, metric := range []Metric{MetricL1, MetricL2, MetricDot, MetricCosine} {
+		data, err := NewPairData(x, n, d, metric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, upper := range []bool{false, true} {
+			lo := 60 // the block: rows 60…99
+			rows := tensor.New(tensor.WithShape(batch, d), tensor.WithBacking(append([]float32(nil), x[lo*d:(lo+batch)*d]...)))
+			idx := make([]float64, batch)
+			for i := range idx {
+				idx[i] = float64(lo + i)
+			}
+			index := tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))
+			cpu := NewPairwise(data, metric, batch)
+			cpu.Upper = upper
+			want, err := cpu.Do(rows, index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := NewPairwise(data, metric, batch)
+			g.Upper = upper
+			gop, err := OnDevice(g, dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := gop.(*pairwiseCUDA)
+			if _, err := op.Do(rows, index); err != nil {
+				t.Fatal(err)
+			}
+			if err := cuda.Poison(dev, op.dout, int64(batch*n)); err != nil {
+				t.Fatal(err)
+			}
+			v, err := op.Do(rows, index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ref := v.Data().([]float32), want.Data().([]float32)
+			c0 := 0
+			if upper {
+				c0 = lo
+			}
+			var gs, ws []float32 // the columns both compute
+			for i := range batch {
+				gs = append(gs, got[i*n+c0:(i+1)*n]...)
+				ws = append(ws, ref[i*n+c0:(i+1)*n]...)
+			}
+			if e := normRel(gs, ws); !(e <= 1e-5) {
+				t.Errorf("%v upper=%v: relative error %.3g", metric, upper, e)
+			}
+		}
+	}
+}
+
+// BenchmarkPairwiseCUDA: one block of 1000 rows against N = 10,000 images
+// of D = 10,000 values (a tenth of the seed's matrix), dot and l1.
+func BenchmarkPairwiseCUDA(b *testing.B) {
+	dev := device(b)
+	const n, d, batch = 10_000, 10_000, 1000
+	rng := rand.New(rand.NewPCG(39, 40))
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	rows := tensor.New(tensor.WithShape(batch, d), tensor.WithBacking(append([]float32(nil), x[:batch*d]...)))
+	idx := make([]float64, batch)
+	for i := range idx {
+		idx[i] = float64(i)
+	}
+	index := tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))
+	for _, metric := range []Metric{MetricDot, MetricL1} {
+		b.Run(metric.String(), func(b *testing.B) {
+			data, err := NewPairData(x, n, d, metric)
+			if err != nil {
+				b.Fatal(err)
+			}
+			op, err := OnDevice(NewPairwise(data, metric, batch), dev)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := op.Do(rows, index); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := op.Do(rows, index); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(batch)*n*d*float64(b.N)/b.Elapsed().Seconds(), "pair-dims/s")
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*n/batch, "s/full-matrix")
+		})
+	}
+}

@@ -20,6 +20,8 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newInterp1DCUDA(o, d)
 	case *DRR:
 		return newDRRCUDA(o, d), nil
+	case *Pairwise:
+		return newPairwiseCUDA(o, d)
 	}
 	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
 }

@@ -116,9 +116,6 @@ func runAffinity(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.dev != nil {
-		return fmt.Errorf("--device cuda: the affinity workload has no GPU path yet; run it with --device cpu")
-	}
 	a, err := setupAffinity(c, &e, true)
 	if err != nil {
 		return err
@@ -240,7 +237,7 @@ func setupAffinity(c *cli.Context, e *engine, withOutput bool) (_ *affinitySetup
 	}
 	a.meta = shard.Meta{N: n, D: d, Metric: metric.String(), Dtype: e.dtype.String(), Fingerprint: fp,
 		Lo: lo, Hi: hi, Index: idx, Count: count, TopK: topk}
-	cfg := graphs.AffinityConfig{Data: data, Metric: metric, Lo: lo, Hi: hi, TopK: topk}
+	cfg := graphs.AffinityConfig{Data: data, Metric: metric, Lo: lo, Hi: hi, TopK: topk, Device: e.dev}
 	// Hold the whole matrix and compute each pair once when it fits the
 	// limit beside the images and a modest block; else stream whole rows.
 	if !sharded && topk == 0 {

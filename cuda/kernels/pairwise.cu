@@ -1,0 +1,71 @@
+// Pairwise affinities (seed 003): a block of m rows against nc images,
+// out[i·ldo + j] = −Σ_k |a_ik − b_jk| (l1), −Σ_k (a_ik − b_jk)² (l2),
+// Σ_k a_ik·b_jk (dot), or the dot over ‖a_i‖·‖b_j‖ (cosine: rinv[i] =
+// 1/‖a_i‖, cnorm[j] = ‖b_j‖). Tiles of 64×64 outputs per block of 256
+// threads, 4×4 per thread, the rows' and images' k-slices staged in shared
+// memory 16 at a time; sums in float32 per pair, in k order.
+// Scalar parameters are 8 bytes wide: gorgonia.org/cu passes 8 bytes per
+// kernel argument.
+
+#define TS 64
+#define KT 16
+
+template <int METRIC>
+__device__ static void tile(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
+                            const double *rinv, const double *cnorm) {
+  __shared__ float As[KT][TS + 1], Bs[KT][TS + 1];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const long row0 = (long)blockIdx.y * TS, col0 = (long)blockIdx.x * TS;
+  float acc[4][4] = {{0}};
+  for (long k0 = 0; k0 < d; k0 += KT) {
+    for (int e = threadIdx.x; e < TS * KT; e += blockDim.x) {
+      const int r = e / KT, kk = e % KT;
+      const long gk = k0 + kk, gr = row0 + r, gc = col0 + r;
+      As[kk][r] = gr < m && gk < d ? a[gr * d + gk] : 0.0f;
+      Bs[kk][r] = gc < nc && gk < d ? b[gc * d + gk] : 0.0f;
+    }
+    __syncthreads();
+    const int kn = d - k0 < KT ? (int)(d - k0) : KT;
+    for (int kk = 0; kk < kn; kk++) {
+      float av[4], bv[4];
+      for (int i = 0; i < 4; i++) av[i] = As[kk][ty + 16 * i];
+      for (int j = 0; j < 4; j++) bv[j] = Bs[kk][tx + 16 * j];
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+          if (METRIC == 0)
+            acc[i][j] += fabsf(av[i] - bv[j]);
+          else if (METRIC == 1)
+            acc[i][j] += (av[i] - bv[j]) * (av[i] - bv[j]);
+          else
+            acc[i][j] += av[i] * bv[j];
+        }
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) {
+      const long r = row0 + ty + 16 * i, c = col0 + tx + 16 * j;
+      if (r >= m || c >= nc) continue;
+      float v = acc[i][j];
+      if (METRIC <= 1) v = -v;
+      if (METRIC == 3) v = (float)((double)v * rinv[r] / cnorm[c]);
+      out[r * ldo + c] = v;
+    }
+}
+
+extern "C" __global__ void pairwise_l1(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
+                                       const double *rinv, const double *cnorm) {
+  tile<0>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+}
+extern "C" __global__ void pairwise_l2(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
+                                       const double *rinv, const double *cnorm) {
+  tile<1>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+}
+extern "C" __global__ void pairwise_dot(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
+                                        const double *rinv, const double *cnorm) {
+  tile<2>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+}
+extern "C" __global__ void pairwise_cosine(const float *a, long m, const float *b, long nc, long d, float *out,
+                                           long ldo, const double *rinv, const double *cnorm) {
+  tile<3>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+}
