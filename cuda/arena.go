@@ -100,3 +100,8 @@ func Download[T any](d *Device, dst []T, src cu.DevicePtr) error {
 func Poison(d *Device, p cu.DevicePtr, n int64) error {
 	return d.Do(func() error { return cu.MemsetD32(p, 0x7fc00000, n) })
 }
+
+// Zero clears n float32s at p.
+func Zero(d *Device, p cu.DevicePtr, n int64) error {
+	return d.Do(func() error { return cu.MemsetD32(p, 0, n) })
+}

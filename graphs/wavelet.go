@@ -36,6 +36,8 @@ type WaveletConfig struct {
 	// CSV, when set, receives the header and one row per combination, in
 	// the order of Combos, when the sweep finishes.
 	CSV io.Writer
+	// Device runs the op on a GPU (nil: the CPU).
+	Device ops.Device
 }
 
 // Wavelet is the wavelet sweep as a Job: each batch is a set of kernels.
@@ -122,7 +124,11 @@ func (w *Wavelet) MaxBatch() int { return 8 }
 // Build is params (batch, ops.WaveletParams) → WaveletStats → (batch, 4).
 func (w *Wavelet) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	p := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.WaveletParams), G.WithName("kernels"))
-	s, err := G.ApplyOpWithName(ops.NewWaveletStats(w.cfg.Src, batch), "stats", p)
+	op, err := ops.OnDevice(ops.NewWaveletStats(w.cfg.Src, batch), w.cfg.Device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wavelet: %w", err)
+	}
+	s, err := G.ApplyOpWithName(op, "stats", p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wavelet: build graph: %w", err)
 	}

@@ -300,3 +300,86 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 		})
 	}
 }
+
+func TestWaveletCUDAMatchesCPU(t *testing.T) {
+	dev := device(t)
+	rng := rand.New(rand.NewPCG(41, 42))
+	n := [3]int{17, 20, 23}
+	v := make([]float64, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	combos := [][3]float64{{0, 0, 1}, {0.3, 1.1, 2}, {2.5, 0.4, 4}, {0.8, 2.9, 0.5}}
+	for _, bnd := range []Boundary{Wrap, Reflect} {
+		var pad [3]int
+		for _, c := range combos {
+			h := HatSupport(1, c[0], c[1], c[2])
+			for i := range 3 {
+				pad[i] = max(pad[i], h[i])
+			}
+		}
+		params := make([]float64, 0, WaveletParams*len(combos))
+		for _, c := range combos {
+			params = append(params, c[0], c[1], c[2], float64(pad[0]), float64(pad[1]), float64(pad[2]))
+		}
+		in := tensor.New(tensor.WithShape(len(combos), WaveletParams), tensor.WithBacking(params))
+		src, err := NewWaveletSource(v, n, 1, bnd, pad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := NewWaveletStats(src, len(combos)).Do(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src2, _ := NewWaveletSource(v, n, 1, bnd, pad)
+		op, err := OnDevice(NewWaveletStats(src2, len(combos)), dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := op.Do(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, w := got.Data().([]float64), want.Data().([]float64)
+		for i := range w {
+			if !(math.Abs(g[i]-w[i]) <= 1e-4*math.Abs(w[i])) {
+				t.Errorf("%v: statistic %d of combination %d: %v, want %v", bnd, i%4, i/4, g[i], w[i])
+			}
+		}
+	}
+}
+
+// BenchmarkWaveletCUDA200: 200³, wrap, ξ ∈ {1, 2, 4} at random
+// orientations, one combination per Do; s/combination as reported.
+func BenchmarkWaveletCUDA200(b *testing.B) {
+	dev := device(b)
+	const n = 200
+	rng := rand.New(rand.NewPCG(43, 44))
+	v := make([]float64, n*n*n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	src, err := NewWaveletSource(v, [3]int{n, n, n}, 1, Wrap, [3]int{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	op, err := OnDevice(NewWaveletStats(src, 1), dev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	params := []float64{0.3, 1.1, 1, 0, 0, 0}
+	in := tensor.New(tensor.WithShape(1, WaveletParams), tensor.WithBacking(params))
+	if _, err := op.Do(in); err != nil {
+		b.Fatal(err)
+	}
+	xis := []float64{1, 2, 4}
+	k := 0
+	for b.Loop() {
+		params[0], params[1], params[2] = rng.Float64()*math.Pi, rng.Float64()*math.Pi, xis[k%3]
+		k++
+		if _, err := op.Do(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/combination")
+}

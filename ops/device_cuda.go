@@ -22,6 +22,8 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newDRRCUDA(o, d), nil
 	case *Pairwise:
 		return newPairwiseCUDA(o, d)
+	case *WaveletStats:
+		return newWaveletCUDA(o, d), nil
 	}
 	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
 }

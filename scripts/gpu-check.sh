@@ -16,6 +16,12 @@ BIN=${BIN:-bin}
 OUT=${OUT:-$(mktemp -d)}
 PY=${PYTHON:-python3}
 status=0
+# cuFFT is loaded at run time: point at one if the usual sonames are not on
+# the loader's path (GPU machines often have it only in a Python package).
+if [ -z "${TAPELOOP_CUDA_LIBDIR:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libcufft.so; then
+	lib=$(find / -name 'libcufft.so*' -not -path '*/proc/*' 2>/dev/null | head -1)
+	[ -n "$lib" ] && export TAPELOOP_CUDA_LIBDIR=$(dirname "$lib") TAPELOOP_CUFFT=$lib
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
 echo "== 1. CUDA ops against the CPU ops"
@@ -41,6 +47,10 @@ PYEOF
 	--report "$OUT/drr.json" -q && report "drr trilinear 256^3, 1000 poses" "$OUT/drr.json" || status=1
 "$BIN/tapeloop-cuda" drr --device cuda --size 256 --orbit 1000 --method siddon --batch 50 --mem-limit 4GiB \
 	--report "$OUT/drrs.json" -q && report "drr siddon 256^3, 1000 poses" "$OUT/drrs.json" || status=1
+"$BIN/tapeloop-cuda" wavelet --device cuda --size 200x200x200 --theta 0:pi:10 --phi 0:pi:10 --xi 1,2,4,8 --boundary wrap \
+	--batch 4 --mem-limit 4GiB --out "$OUT/w.csv" --report "$OUT/wav.json" -q && report "wavelet 200^3 wrap, 400 comb." "$OUT/wav.json" || status=1
+"$BIN/tapeloop-cuda" affinity --device cuda -n 10000 --height 100 --width 100 --metric dot --mem-limit 8GiB \
+	--report "$OUT/aff.json" -q && report "affinity dot N=10^4 D=10^4" "$OUT/aff.json" || status=1
 
 echo "== 4. JAX / CuPy peers"
 if "$PY" -c 'import jax' 2>/dev/null; then

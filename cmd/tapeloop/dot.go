@@ -60,7 +60,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				job, err := setupWavelet(c, nil)
+				job, err := setupWavelet(c, nil, nil)
 				if err != nil {
 					return err
 				}

@@ -155,7 +155,7 @@ func waveletVolume(c *cli.Context) ([]float64, [3]int, error) {
 
 // setupWavelet reads the flags and the volume into a sweep whose CSV goes
 // to csv (nil: none), the volume transformed once.
-func setupWavelet(c *cli.Context, csv io.Writer) (*graphs.Wavelet, error) {
+func setupWavelet(c *cli.Context, csv io.Writer, dev ops.Device) (*graphs.Wavelet, error) {
 	b, err := ops.ParseBoundary(c.String("boundary"))
 	if err != nil {
 		return nil, fmt.Errorf("--boundary: %w", err)
@@ -182,7 +182,7 @@ func setupWavelet(c *cli.Context, csv io.Writer) (*graphs.Wavelet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos, CSV: csv})
+	return graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos, CSV: csv, Device: dev})
 }
 
 func runWavelet(c *cli.Context) error {
@@ -193,9 +193,6 @@ func runWavelet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.dev != nil {
-		return fmt.Errorf("--device cuda: the wavelet workload has no GPU path yet; run it with --device cpu")
-	}
 	out := bufio.NewWriter(os.Stdout)
 	var file *atomicfile.File
 	if path := c.String("out"); path != "" {
@@ -205,7 +202,7 @@ func runWavelet(c *cli.Context) error {
 		defer file.Abort()
 		out = bufio.NewWriter(file)
 	}
-	job, err := setupWavelet(c, out)
+	job, err := setupWavelet(c, out, e.dev)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,208 @@
+//go:build tapeloop_cuda
+
+package ops
+
+import (
+	"fmt"
+	"hash"
+	"math"
+	"unsafe"
+
+	"gorgonia.org/cu"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/cuda"
+)
+
+// waveletCUDA is WaveletStats on a GPU: per combination the kernel is
+// evaluated and wrapped into a zeroed array on the device, transformed
+// (cuFFT R2C), multiplied by the volume's spectrum, transformed back (C2R)
+// and reduced over the output block, all on the device; only ψ²'s and the
+// statistics' per-block partial sums come back. The volume's spectrum is
+// the CPU's (made once per padding, as on the CPU) uploaded when the
+// padding changes. Spectra, arrays and cuFFT's work area live in one arena.
+type waveletCUDA struct {
+	*WaveletStats
+	dev                                  *cuda.Device
+	arena                                *cuda.Arena
+	fft                                  *cuda.FFT3
+	cur                                  *WaveletVolume
+	spec, half, kern, resp, work, dparts cu.DevicePtr
+	workCap                              int64
+	parts                                []float64
+}
+
+// wvBlocks bounds the blocks of the reducing kernels (and their partials).
+const wvBlocks = 1024
+
+func newWaveletCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
+	return &waveletCUDA{WaveletStats: op, dev: dev}
+}
+
+func (op *waveletCUDA) setup() error {
+	d := op.Src.maxDims()
+	f, err := op.dev.NewFFT3(d[0], d[1], d[2])
+	if err != nil {
+		return err
+	}
+	op.fft, op.workCap = f, f.Work
+	half, n := int64(op.Src.maxHalf()), int64(op.Src.maxLen())
+	sizes := []int64{8 * half, 8 * half, 4 * n, 4 * n, op.workCap, 8 * 3 * wvBlocks}
+	var total int64
+	for _, s := range sizes {
+		total += s + 256
+	}
+	if op.arena, err = op.dev.NewArena(total); err != nil {
+		return err
+	}
+	for i, p := range []*cu.DevicePtr{&op.spec, &op.half, &op.kern, &op.resp, &op.work, &op.dparts} {
+		if *p, err = op.arena.Alloc(sizes[i]); err != nil {
+			return err
+		}
+	}
+	op.parts = make([]float64, 3*wvBlocks)
+	return f.SetWorkArea(op.work)
+}
+
+// volume returns the source transformed for pad, its spectrum on the device.
+func (op *waveletCUDA) volume(pad [3]int) (*WaveletVolume, error) {
+	w := op.Src.Volume(pad)
+	if w == op.cur {
+		return w, nil
+	}
+	if err := cuda.Upload(op.dev, op.spec, w.spec); err != nil {
+		return nil, err
+	}
+	if w.plan.Dims != op.fft.Dims {
+		if err := op.fft.Close(); err != nil {
+			return nil, err
+		}
+		f, err := op.dev.NewFFT3(w.plan.Dims[0], w.plan.Dims[1], w.plan.Dims[2])
+		if err != nil {
+			return nil, err
+		}
+		if f.Work > op.workCap {
+			return nil, fmt.Errorf("wavelet: cuFFT wants %d bytes of work area for %v, more than the %d planned", f.Work, w.plan.Dims, op.workCap)
+		}
+		if err := f.SetWorkArea(op.work); err != nil {
+			return nil, err
+		}
+		op.fft = f
+	}
+	op.cur = w
+	return w, nil
+}
+
+// Do computes the statistics of every kernel of the batch on the GPU.
+func (op *waveletCUDA) Do(in ...G.Value) (G.Value, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
+	}
+	params, ok := in[0].(*tensor.Dense)
+	if !ok || params.Dtype() != tensor.Float64 || params.Shape().TotalSize() != WaveletParams*op.Batch {
+		return nil, fmt.Errorf("wavelet: parameters %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, WaveletParams)
+	}
+	if op.arena == nil {
+		if err := op.setup(); err != nil {
+			return nil, err
+		}
+		op.out = tensor.New(tensor.WithShape(op.Batch, 4), tensor.Of(tensor.Float64))
+	}
+	p := params.Data().([]float64)
+	o := op.out.Data().([]float64)
+	for b := range op.Batch {
+		r := p[WaveletParams*b : WaveletParams*(b+1)]
+		if CheckHat(op.Src.A, r[0], r[1], r[2]) != nil { // padding rows
+			for i := range 4 {
+				o[4*b+i] = math.NaN()
+			}
+			continue
+		}
+		w, err := op.volume([3]int{int(r[3]), int(r[4]), int(r[5])})
+		if err != nil {
+			return nil, err
+		}
+		if err := op.stats(w, o[4*b:4*b+4], r[0], r[1], r[2]); err != nil {
+			return nil, err
+		}
+	}
+	return op.out, nil
+}
+
+func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi float64) error {
+	a := op.Src.A
+	h := HatSupport(a, theta, phi, xi)
+	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
+		return fmt.Errorf("wavelet: kernel half-widths %v exceed the volume's reflect padding %v", h, w.Pad)
+	}
+	d := w.plan.Dims
+	p0, p1, p2 := int64(d[0]), int64(d[1]), int64(d[2])
+	if err := cuda.Zero(op.dev, op.kern, p0*p1*p2); err != nil {
+		return err
+	}
+	rot := hatRotation(theta, phi)
+	h0, h1, h2 := int64(h[0]), int64(h[1]), int64(h[2])
+	taps := (2*h0 + 1) * (2*h1 + 1) * (2*h2 + 1)
+	g1 := min(cuda.Blocks(int(taps), 256), wvBlocks)
+	args := []unsafe.Pointer{unsafe.Pointer(&op.kern), unsafe.Pointer(&p0), unsafe.Pointer(&p1), unsafe.Pointer(&p2),
+		unsafe.Pointer(&h0), unsafe.Pointer(&h1), unsafe.Pointer(&h2), unsafe.Pointer(&a), unsafe.Pointer(&xi)}
+	for i := range 3 {
+		for j := range 3 {
+			args = append(args, unsafe.Pointer(&rot[i][j]))
+		}
+	}
+	args = append(args, unsafe.Pointer(&op.dparts))
+	if err := op.dev.Launch("hat_scatter", g1, 256, args...); err != nil {
+		return err
+	}
+	if err := cuda.Download(op.dev, op.parts[:g1], op.dparts); err != nil {
+		return err
+	}
+	var kernelEnergy float64
+	for _, v := range op.parts[:g1] {
+		kernelEnergy += v
+	}
+	if err := op.fft.Forward(op.kern, op.half); err != nil {
+		return err
+	}
+	nh := int64(w.plan.HalfLen())
+	if err := op.dev.Launch("cmul", cuda.Blocks(int(nh), 256), 256, unsafe.Pointer(&op.half), unsafe.Pointer(&op.spec), unsafe.Pointer(&nh)); err != nil {
+		return err
+	}
+	if err := op.fft.Inverse(op.half, op.resp); err != nil {
+		return err
+	}
+	lo0, lo1, lo2 := int64(w.Pad[0]), int64(w.Pad[1]), int64(w.Pad[2])
+	n0, n1, n2 := int64(w.N[0]), int64(w.N[1]), int64(w.N[2])
+	scale := 1 / float64(p0*p1*p2)
+	g2 := min(cuda.Blocks(int(n0*n1*n2), 256), wvBlocks)
+	if err := op.dev.Launch("crop_stats", g2, 256, unsafe.Pointer(&op.resp), unsafe.Pointer(&p1), unsafe.Pointer(&p2),
+		unsafe.Pointer(&lo0), unsafe.Pointer(&lo1), unsafe.Pointer(&lo2), unsafe.Pointer(&n0), unsafe.Pointer(&n1),
+		unsafe.Pointer(&n2), unsafe.Pointer(&scale), unsafe.Pointer(&op.dparts)); err != nil {
+		return err
+	}
+	if err := cuda.Download(op.dev, op.parts[:3*g2], op.dparts); err != nil {
+		return err
+	}
+	var sum, sum2 float64
+	mx := math.Inf(-1)
+	for i := range g2 {
+		sum, sum2, mx = sum+op.parts[3*i], sum2+op.parts[3*i+1], max(mx, op.parts[3*i+2])
+	}
+	cnt := float64(n0 * n1 * n2)
+	mean, mean2 := sum/cnt, sum2/cnt
+	dst[0], dst[1], dst[2], dst[3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
+	return nil
+}
+
+// WriteHash adds the device to the CPU op's parameters.
+func (op *waveletCUDA) WriteHash(h hash.Hash) {
+	op.WaveletStats.WriteHash(h)
+	fmt.Fprintf(h, "@%v", op.dev)
+}
+
+// Hashcode is the FNV-1a hash of WriteHash.
+func (op *waveletCUDA) Hashcode() uint32 { return hashcode(op) }
+
+func (op *waveletCUDA) String() string { return op.WaveletStats.String() + "@" + op.dev.String() }
