@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"sync"
 	"unsafe"
@@ -135,3 +136,25 @@ func Blocks(n, block int) int { return (n + block - 1) / block }
 
 // String names the device, as in "cuda:0 (NVIDIA H200)".
 func (d *Device) String() string { return fmt.Sprintf("cuda:%d (%s)", d.Ordinal, d.Name) }
+
+// Run launches kernel name like Launch2D, with its arguments given as
+// values: each an int64, a float64 or a device pointer (every tapeloop
+// kernel parameter is 8 bytes wide).
+func (d *Device) Run(name string, gx, gy, block int, args ...any) error {
+	words := make([]uint64, len(args))
+	ptrs := make([]unsafe.Pointer, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case int64:
+			words[i] = uint64(v)
+		case float64:
+			words[i] = math.Float64bits(v)
+		case cu.DevicePtr:
+			words[i] = uint64(v)
+		default:
+			return fmt.Errorf("%w: %s: argument %d is a %T", ErrDevice, name, i, a)
+		}
+		ptrs[i] = unsafe.Pointer(&words[i])
+	}
+	return d.Launch2D(name, gx, gy, block, ptrs...)
+}

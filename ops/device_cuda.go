@@ -27,3 +27,6 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 	}
 	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
 }
+
+// run launches l on dev.
+func run(dev *cuda.Device, l launch) error { return dev.Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...) }

@@ -5,7 +5,6 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"unsafe"
 
 	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
@@ -85,13 +84,7 @@ func (op *drrCUDA) Do(in ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	w := op.vol
-	nposes, rows, cols, step := int64(op.Batch), int64(op.Rows), int64(op.Cols), op.Step
-	args := []unsafe.Pointer{unsafe.Pointer(&op.dv), unsafe.Pointer(&w.n[0]), unsafe.Pointer(&w.n[1]),
-		unsafe.Pointer(&w.n[2]), unsafe.Pointer(&w.o[0]), unsafe.Pointer(&w.o[1]), unsafe.Pointer(&w.o[2]),
-		unsafe.Pointer(&w.s[0]), unsafe.Pointer(&w.s[1]), unsafe.Pointer(&w.s[2]), unsafe.Pointer(&op.dpose),
-		unsafe.Pointer(&nposes), unsafe.Pointer(&rows), unsafe.Pointer(&cols), unsafe.Pointer(&step),
-		unsafe.Pointer(&op.dimg)}
-	if err := op.dev.Launch("drr", cuda.Blocks(op.Batch*op.Rows*op.Cols, 128), 128, args...); err != nil {
+	if err := run(op.dev, drrLaunch(op.DRR, w.n, w.o, w.s, op.dv, op.dpose, op.dimg)); err != nil {
 		return nil, err
 	}
 	if err := cuda.Download(op.dev, op.out.Data().([]float32), op.dimg); err != nil {

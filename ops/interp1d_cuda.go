@@ -5,7 +5,6 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"unsafe"
 
 	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
@@ -30,21 +29,7 @@ func newInterp1DCUDA(op *Interp1D, dev *cuda.Device) (G.Op, error) {
 	if op.Dtype != tensor.Float32 {
 		return nil, fmt.Errorf("interp1d: the GPU path is float32, got %v", op.Dtype)
 	}
-	t := op.Table
-	g := &interp1DCUDA{Interp1D: op, dev: dev}
-	switch {
-	case op.Reduce == ReduceSumSq && t.gram != nil:
-		g.mode = 0
-	case op.Reduce == ReduceSum && t.colsum != nil:
-		g.mode = 1
-	case op.Reduce == ReduceNone:
-		g.mode = 4
-	case op.Reduce == ReduceSumSq:
-		g.mode = 2
-	default:
-		g.mode = 3
-	}
-	return g, nil
+	return &interp1DCUDA{Interp1D: op, dev: dev}, nil
 }
 
 // DeviceBytes is what the arena holds: the table and one batch in and out.
@@ -107,14 +92,7 @@ func (op *interp1DCUDA) Do(in ...G.Value) (G.Value, error) {
 	if err := cuda.Upload(op.dev, op.x, x.Data().([]float32)); err != nil {
 		return nil, err
 	}
-	t := op.Table
-	n, g, m := int64(op.Batch), int64(t.G), int64(t.M)
-	a, dx, ub := t.A, t.Dx, t.ub
-	err := op.dev.Launch("interp1d_f32", cuda.Blocks(op.Batch, 256), 256,
-		unsafe.Pointer(&op.x), unsafe.Pointer(&n), unsafe.Pointer(&a), unsafe.Pointer(&dx), unsafe.Pointer(&ub),
-		unsafe.Pointer(&g), unsafe.Pointer(&m), unsafe.Pointer(&op.mode), unsafe.Pointer(&op.gram),
-		unsafe.Pointer(&op.colsum), unsafe.Pointer(&op.fpT), unsafe.Pointer(&op.y))
-	if err != nil {
+	if err := run(op.dev, interpLaunch(op.Interp1D, op.x, op.gram, op.colsum, op.fpT, op.y)); err != nil {
 		return nil, err
 	}
 	if err := cuda.Download(op.dev, op.out.Data().([]float32), op.y); err != nil {

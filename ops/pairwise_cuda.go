@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash"
 	"math"
-	"unsafe"
 
 	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
@@ -95,7 +94,6 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 	if err := cuda.Upload(op.dev, op.rows, r); err != nil {
 		return nil, err
 	}
-	name := map[Metric]string{MetricL1: "pairwise_l1", MetricL2: "pairwise_l2", MetricDot: "pairwise_dot", MetricCosine: "pairwise_cosine"}[op.Metric]
 	if op.Metric == MetricCosine {
 		for i := range op.Batch {
 			var ss float64
@@ -108,17 +106,13 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 			return nil, err
 		}
 	}
-	m, nc, dd, ldo := int64(op.Batch), int64(d.N-c0), int64(d.D), int64(d.N)
-	b := op.x + cu.DevicePtr(4*int64(c0)*dd)
+	b := op.x + cu.DevicePtr(4*int64(c0)*int64(d.D))
 	out := op.dout + cu.DevicePtr(4*int64(c0))
 	norm := op.norm + cu.DevicePtr(8*int64(c0))
 	if len(d.norm) == 0 {
 		norm = 0
 	}
-	err := op.dev.Launch2D(name, cuda.Blocks(int(nc), 64), cuda.Blocks(op.Batch, 64), 256,
-		unsafe.Pointer(&op.rows), unsafe.Pointer(&m), unsafe.Pointer(&b), unsafe.Pointer(&nc), unsafe.Pointer(&dd),
-		unsafe.Pointer(&out), unsafe.Pointer(&ldo), unsafe.Pointer(&op.rinv), unsafe.Pointer(&norm))
-	if err != nil {
+	if err := run(op.dev, pairwiseLaunch(op.Pairwise, c0, op.rows, b, out, op.rinv, norm)); err != nil {
 		return nil, err
 	}
 	if err := cuda.Download(op.dev, op.out.Data().([]float32), op.dout); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash"
 	"math"
-	"unsafe"
 
 	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
@@ -32,9 +31,6 @@ type waveletCUDA struct {
 	workCap                              int64
 	parts                                []float64
 }
-
-// wvBlocks bounds the blocks of the reducing kernels (and their partials).
-const wvBlocks = 1024
 
 func newWaveletCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
 	return &waveletCUDA{WaveletStats: op, dev: dev}
@@ -141,21 +137,11 @@ func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi flo
 	if err := cuda.Zero(op.dev, op.kern, p0*p1*p2); err != nil {
 		return err
 	}
-	rot := hatRotation(theta, phi)
-	h0, h1, h2 := int64(h[0]), int64(h[1]), int64(h[2])
-	taps := (2*h0 + 1) * (2*h1 + 1) * (2*h2 + 1)
-	g1 := min(cuda.Blocks(int(taps), 256), wvBlocks)
-	args := []unsafe.Pointer{unsafe.Pointer(&op.kern), unsafe.Pointer(&p0), unsafe.Pointer(&p1), unsafe.Pointer(&p2),
-		unsafe.Pointer(&h0), unsafe.Pointer(&h1), unsafe.Pointer(&h2), unsafe.Pointer(&a), unsafe.Pointer(&xi)}
-	for i := range 3 {
-		for j := range 3 {
-			args = append(args, unsafe.Pointer(&rot[i][j]))
-		}
-	}
-	args = append(args, unsafe.Pointer(&op.dparts))
-	if err := op.dev.Launch("hat_scatter", g1, 256, args...); err != nil {
+	hl := hatLaunch(a, theta, phi, xi, d, op.kern, op.dparts)
+	if err := run(op.dev, hl); err != nil {
 		return err
 	}
+	g1 := hl.GX
 	if err := cuda.Download(op.dev, op.parts[:g1], op.dparts); err != nil {
 		return err
 	}
@@ -166,22 +152,17 @@ func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi flo
 	if err := op.fft.Forward(op.kern, op.half); err != nil {
 		return err
 	}
-	nh := int64(w.plan.HalfLen())
-	if err := op.dev.Launch("cmul", cuda.Blocks(int(nh), 256), 256, unsafe.Pointer(&op.half), unsafe.Pointer(&op.spec), unsafe.Pointer(&nh)); err != nil {
+	if err := run(op.dev, cmulLaunch(op.half, op.spec, w.plan.HalfLen())); err != nil {
 		return err
 	}
 	if err := op.fft.Inverse(op.half, op.resp); err != nil {
 		return err
 	}
-	lo0, lo1, lo2 := int64(w.Pad[0]), int64(w.Pad[1]), int64(w.Pad[2])
-	n0, n1, n2 := int64(w.N[0]), int64(w.N[1]), int64(w.N[2])
-	scale := 1 / float64(p0*p1*p2)
-	g2 := min(cuda.Blocks(int(n0*n1*n2), 256), wvBlocks)
-	if err := op.dev.Launch("crop_stats", g2, 256, unsafe.Pointer(&op.resp), unsafe.Pointer(&p1), unsafe.Pointer(&p2),
-		unsafe.Pointer(&lo0), unsafe.Pointer(&lo1), unsafe.Pointer(&lo2), unsafe.Pointer(&n0), unsafe.Pointer(&n1),
-		unsafe.Pointer(&n2), unsafe.Pointer(&scale), unsafe.Pointer(&op.dparts)); err != nil {
+	sl := statsLaunch(op.resp, d, w.Pad, w.N, 1/float64(w.plan.Len()), op.dparts)
+	if err := run(op.dev, sl); err != nil {
 		return err
 	}
+	g2 := sl.GX
 	if err := cuda.Download(op.dev, op.parts[:3*g2], op.dparts); err != nil {
 		return err
 	}
@@ -190,7 +171,7 @@ func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi flo
 	for i := range g2 {
 		sum, sum2, mx = sum+op.parts[3*i], sum2+op.parts[3*i+1], max(mx, op.parts[3*i+2])
 	}
-	cnt := float64(n0 * n1 * n2)
+	cnt := float64(w.N[0] * w.N[1] * w.N[2])
 	mean, mean2 := sum/cnt, sum2/cnt
 	dst[0], dst[1], dst[2], dst[3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
 	return nil

@@ -1,0 +1,54 @@
+// Runs the CUDA kernels of cuda/kernels on the CPU, for tests on machines
+// without a GPU: each block's threads are std::threads, __syncthreads a
+// barrier, __shared__ arrays function statics (blocks run one at a time),
+// atomicAdd an atomic_ref. Slow and only as faithful as that: it checks the
+// kernels' arithmetic and indexing, not their speed or the GPU's rounding.
+#pragma once
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+struct emu_dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+inline thread_local emu_dim3 threadIdx, blockIdx;
+inline emu_dim3 blockDim, gridDim;
+inline thread_local std::barrier<> *emu_bar;
+
+#define __global__
+#define __device__
+#define __shared__ static
+#define __syncthreads() emu_bar->arrive_and_wait()
+
+struct float2 {
+  float x, y;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
+using std::exp;
+using std::fabs;
+using std::floor;
+using std::fmax;
+using std::fmin;
+using std::sqrt;
+using std::ceil;
+
+template <class F> void emu_launch(unsigned gx, unsigned gy, unsigned block, F f) {
+  blockDim = {block, 1, 1};
+  gridDim = {gx, gy, 1};
+  for (unsigned by = 0; by < gy; by++)
+    for (unsigned bx = 0; bx < gx; bx++) {
+      std::barrier<> bar((std::ptrdiff_t)block);
+      std::vector<std::thread> ts;
+      for (unsigned t = 0; t < block; t++)
+        ts.emplace_back([&, t] {
+          threadIdx = {t, 0, 0};
+          blockIdx = {bx, by, 0};
+          emu_bar = &bar;
+          f();
+        });
+      for (auto &th : ts) th.join();
+    }
+}

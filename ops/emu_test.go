@@ -1,0 +1,349 @@
+package ops
+
+// The GPU kernels (cuda/kernels/*.cu) run on the CPU under a small CUDA
+// emulator (cuda/kernels/emu: each block's threads are std::threads,
+// __syncthreads a barrier), through the same launch specifications the GPU
+// twins use (kernels.go), against the CPU ops. This checks the kernels'
+// arithmetic and indexing and the argument lists on machines without a
+// GPU; it skips where g++ is missing.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+)
+
+var (
+	emuOnce sync.Once
+	emuPath string
+	emuErr  error
+)
+
+func emulator(t *testing.T) string {
+	t.Helper()
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("g++ not installed: the CUDA emulator tests need it")
+	}
+	// Read the sources here so that go test's cache sees them change (the
+	// compiler reads them in a child process, which the cache cannot see).
+	srcs, _ := filepath.Glob(filepath.Join("..", "cuda", "kernels", "*.cu"))
+	more, _ := filepath.Glob(filepath.Join("..", "cuda", "kernels", "emu", "*"))
+	for _, f := range append(srcs, more...) {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emuOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tapeloop-emu-")
+		if err != nil {
+			emuErr = err
+			return
+		}
+		emuPath = filepath.Join(dir, "emu")
+		src := filepath.Join("..", "cuda", "kernels", "emu", "emu_main.cc")
+		if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-o", emuPath, src, "-pthread").CombinedOutput(); err != nil {
+			emuErr = fmt.Errorf("compiling the emulator: %v\n%s", err, out)
+		}
+	})
+	if emuErr != nil {
+		t.Fatal(emuErr)
+	}
+	return emuPath
+}
+
+// emuBuf is a host buffer standing for a device pointer.
+type emuBuf struct{ data any } // *[]float32, *[]float64
+
+// run executes l under the emulator; buffers are copied in and back out.
+func (l launch) emulate(t *testing.T) {
+	t.Helper()
+	bin := emulator(t)
+	dir := t.TempDir()
+	argv := []string{l.Kernel, fmt.Sprint(l.GX), fmt.Sprint(l.GY), fmt.Sprint(l.Block)}
+	var files []string
+	for i, a := range l.Args {
+		switch v := a.(type) {
+		case int64:
+			argv = append(argv, fmt.Sprintf("l:%d", v))
+		case float64:
+			argv = append(argv, "d:"+fmt.Sprintf("%.17g", v))
+		case emuBuf:
+			f := filepath.Join(dir, fmt.Sprintf("a%d", i))
+			if err := os.WriteFile(f, bytesOf(v.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			argv = append(argv, "p:"+f)
+			files = append(files, f)
+			continue
+		default:
+			t.Fatalf("argument %d of %s is a %T", i, l.Kernel, a)
+		}
+		files = append(files, "")
+	}
+	if out, err := exec.Command(bin, argv...).CombinedOutput(); err != nil {
+		t.Fatalf("emulating %s: %v\n%s", l.Kernel, err, out)
+	}
+	for i, f := range files {
+		if f == "" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(bytesOf(l.Args[i].(emuBuf).data), b)
+	}
+}
+
+// bytesOf views a *[]float32 or *[]float64 as bytes (at least 8, so an
+// empty buffer still names a file).
+func bytesOf(p any) []byte {
+	switch s := p.(type) {
+	case *[]float32:
+		if len(*s) == 0 {
+			return make([]byte, 8)
+		}
+		return unsafe.Slice((*byte)(unsafe.Pointer(&(*s)[0])), 4*len(*s))
+	case *[]float64:
+		if len(*s) == 0 {
+			return make([]byte, 8)
+		}
+		return unsafe.Slice((*byte)(unsafe.Pointer(&(*s)[0])), 8*len(*s))
+	}
+	panic(fmt.Sprintf("emu: buffer %T", p))
+}
+
+func buf32(n int) *[]float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(math.NaN()) // poisoned: unwritten elements show
+	}
+	return &s
+}
+
+func relErr32(got, want []float32) float64 {
+	var num, den float64
+	for i := range want {
+		d := float64(got[i]) - float64(want[i])
+		num += d * d
+		den += float64(want[i]) * float64(want[i])
+	}
+	return math.Sqrt(num / den)
+}
+
+
+func TestEmuInterpKernel(t *testing.T) {
+	emulator(t)
+	rng := rand.New(rand.NewPCG(51, 52))
+	const m, g, batch = 13, 50, 300
+	f := make([]float64, m*g)
+	for i := range f {
+		f[i] = rng.NormFloat64()
+	}
+	x := make([]float32, batch)
+	for i := range x {
+		x[i] = float32(rng.Float64()*1.2 - 0.1)
+	}
+	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(append([]float32(nil), x...)))
+	for _, c := range []struct {
+		r  Reduce
+		me Method
+	}{{ReduceSumSq, MethodAuto}, {ReduceSum, MethodAuto}, {ReduceSumSq, MethodDirect}, {ReduceSum, MethodDirect}, {ReduceNone, MethodAuto}} {
+		tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), c.r, c.me, tensor.Float32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := NewInterp1D(tab, c.r, c.me, tensor.Float32, batch)
+		want, err := op.Do(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outN := batch
+		if c.r == ReduceNone {
+			outN = batch * m
+		}
+		xs, out := append([]float32(nil), x...), buf32(outN)
+		gram, colsum, fpT := tab.gram, tab.colsum, tab.fpT32
+		interpLaunch(op, emuBuf{&xs}, emuBuf{&gram}, emuBuf{&colsum}, emuBuf{&fpT}, emuBuf{out}).emulate(t)
+		if e := relErr32(*out, want.Data().([]float32)); !(e <= 1e-6) {
+			t.Errorf("%v/%v: relative error %.3g", c.r, c.me, e)
+		}
+	}
+}
+
+func TestEmuDRRKernel(t *testing.T) {
+	emulator(t)
+	rng := rand.New(rand.NewPCG(53, 54))
+	vol := &cpukern.Volume{N: [3]int64{20, 16, 12}, Origin: [3]float64{-11, -15, -8}, Spacing: [3]float64{1.1, 1.9, 1.4}}
+	vol.V = make([]float32, 20*16*12)
+	for i := range vol.V {
+		vol.V[i] = rng.Float32()
+	}
+	const rows, cols, batch = 12, 10, 2
+	var poses []float64
+	for k := range batch {
+		poses = append(poses, orbitPose([3]float64{1, -2, 3}, 0.4+float64(k)*1.9, 300, 100, rows, cols, 2.5)...)
+	}
+	in := tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+	for _, step := range []float64{0, 0.5} {
+		op := NewDRR(vol, rows, cols, step, batch)
+		want, err := op.Do(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := vol
+		if step > 0 {
+			v = cpukern.PadVolume(vol)
+		}
+		vv, ps, img := append([]float32(nil), v.V...), append([]float64(nil), poses...), buf32(batch*rows*cols)
+		drrLaunch(op, v.N, v.Origin, v.Spacing, emuBuf{&vv}, emuBuf{&ps}, emuBuf{img}).emulate(t)
+		if e := relErr32(*img, want.Data().([]float32)); !(e <= 1e-5) {
+			t.Errorf("step %g: relative error %.3g", step, e)
+		}
+	}
+}
+
+func TestEmuPairwiseKernel(t *testing.T) {
+	emulator(t)
+	rng := rand.New(rand.NewPCG(55, 56))
+	const n, d, batch, lo = 70, 37, 20, 30
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	idx := make([]float64, batch)
+	for i := range idx {
+		idx[i] = float64(lo + i)
+	}
+	for _, metric := range []Metric{MetricL1, MetricL2, MetricDot, MetricCosine} {
+		data, err := NewPairData(x, n, d, metric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, upper := range []bool{false, true} {
+			op := NewPairwise(data, metric, batch)
+			op.Upper = upper
+			rowsIn := tensor.New(tensor.WithShape(batch, d), tensor.WithBacking(append([]float32(nil), x[lo*d:(lo+batch)*d]...)))
+			want, err := op.Do(rowsIn, tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c0 := 0
+			if upper {
+				c0 = lo
+			}
+			// The kernel writes from column c0 of row 0 on: give it views
+			// starting there, as the twin offsets its device pointers.
+			rows := append([]float32(nil), x[lo*d:(lo+batch)*d]...)
+			b := append([]float32(nil), x[c0*d:]...)
+			out := buf32(batch*n - c0)
+			rinv := make([]float64, batch)
+			for i := range rinv {
+				var ss float64
+				for _, v := range rows[i*d : (i+1)*d] {
+					ss += float64(v) * float64(v)
+				}
+				rinv[i] = 1 / math.Sqrt(ss)
+			}
+			var norm []float64
+			if len(data.norm) > 0 {
+				norm = append(norm, data.norm[c0:]...)
+			}
+			pairwiseLaunch(op, c0, emuBuf{&rows}, emuBuf{&b}, emuBuf{out}, emuBuf{&rinv}, emuBuf{&norm}).emulate(t)
+			ref := want.Data().([]float32)
+			var gs, ws []float32
+			for i := range batch {
+				gs = append(gs, (*out)[i*n:i*n+n-c0]...)
+				ws = append(ws, ref[i*n+c0:(i+1)*n]...)
+			}
+			if e := relErr32(gs, ws); !(e <= 1e-5) {
+				t.Errorf("%v upper=%v: relative error %.3g", metric, upper, e)
+			}
+		}
+	}
+}
+
+// The three kernels of the wavelet twin, each against its CPU counterpart:
+// the kernel array and its energy, the spectrum product, the statistics.
+func TestEmuWaveletKernels(t *testing.T) {
+	emulator(t)
+	rng := rand.New(rand.NewPCG(57, 58))
+	p := [3]int{14, 11, 9} // smaller than the kernel: taps wrap and add up
+	for _, c := range [][3]float64{{0.3, 1.1, 2}, {2.5, 0.4, 0.7}} {
+		want := make([]float32, p[0]*p[1]*p[2])
+		var energy float64
+		Hat(1, c[0], c[1], c[2], func(x, y, z int, psi float64) {
+			energy += psi * psi
+			want[(mod(x, p[0])*p[1]+mod(y, p[1]))*p[2]+mod(z, p[2])] += float32(psi)
+		})
+		k := make([]float32, len(want))
+		part := make([]float64, wvBlocks)
+		l := hatLaunch(1, c[0], c[1], c[2], p, emuBuf{&k}, emuBuf{&part})
+		l.GX = 3 // fewer blocks than taps/256: each thread strides over several
+		l.emulate(t)
+		var e float64
+		for _, v := range part[:l.GX] {
+			e += v
+		}
+		if math.Abs(e-energy) > 1e-9*energy {
+			t.Errorf("%v: kernel energy %v, want %v", c, e, energy)
+		}
+		if d := relErr32(k, want); !(d <= 1e-6) {
+			t.Errorf("%v: kernel array relative error %.3g", c, d)
+		}
+	}
+	// cmul over interleaved complex64.
+	a, b := make([]float32, 2*301), make([]float32, 2*301)
+	for i := range a {
+		a[i], b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	want := make([]float32, len(a))
+	for i := 0; i < len(a); i += 2 {
+		z := complex(a[i], a[i+1]) * complex(b[i], b[i+1])
+		want[i], want[i+1] = real(z), imag(z)
+	}
+	cmulLaunch(emuBuf{&a}, emuBuf{&b}, 301).emulate(t)
+	if d := relErr32(a, want); !(d <= 1e-6) {
+		t.Errorf("cmul: relative error %.3g", d)
+	}
+	// crop_stats over a block of a response array.
+	q, lo, n := [3]int{13, 12, 11}, [3]int{2, 3, 1}, [3]int{9, 7, 8}
+	g := make([]float32, q[0]*q[1]*q[2])
+	for i := range g {
+		g[i] = float32(rng.NormFloat64())
+	}
+	const scale = 0.25
+	var s1, s2 float64
+	mx := math.Inf(-1)
+	for i := lo[0]; i < lo[0]+n[0]; i++ {
+		for j := lo[1]; j < lo[1]+n[1]; j++ {
+			for kk := lo[2]; kk < lo[2]+n[2]; kk++ {
+				v := float64(g[(i*q[1]+j)*q[2]+kk]) * scale
+				s1, s2, mx = s1+v, s2+v*v, max(mx, v)
+			}
+		}
+	}
+	part := make([]float64, 3*wvBlocks)
+	l := statsLaunch(emuBuf{&g}, q, lo, n, scale, emuBuf{&part})
+	l.GX = 1 // as at 200³ on a GPU, where each thread strides over ~30 elements
+	l.emulate(t)
+	var t1, t2 float64
+	tm := math.Inf(-1)
+	for i := range l.GX {
+		t1, t2, tm = t1+part[3*i], t2+part[3*i+1], max(tm, part[3*i+2])
+	}
+	if math.Abs(t1-s1) > 1e-9*(1+math.Abs(s1)) || math.Abs(t2-s2) > 1e-9*s2 || tm != mx {
+		t.Errorf("crop_stats: (%v, %v, %v), want (%v, %v, %v)", t1, t2, tm, s1, s2, mx)
+	}
+}

@@ -1,0 +1,82 @@
+package ops
+
+// Launch specifications of the GPU twins' kernels (cuda/kernels/*.cu):
+// which kernel, its grid, and its arguments in order. They are generic in
+// the pointer type P so that the GPU build passes device pointers and the
+// tests (emu_test.go, which runs the kernels on the CPU) pass host buffers
+// through exactly the same argument lists. Integers are int64 and reals
+// float64: every kernel parameter is 8 bytes wide.
+
+// launch is one kernel launch: gx×gy blocks of block threads.
+type launch struct {
+	Kernel        string
+	GX, GY, Block int
+	Args          []any
+}
+
+func blocks(n, block int) int { return (n + block - 1) / block }
+
+// interpMode selects the interp1d_f32 path for op, as the CPU op does.
+func interpMode(op *Interp1D) int64 {
+	t := op.Table
+	switch {
+	case op.Reduce == ReduceSumSq && t.gram != nil:
+		return 0
+	case op.Reduce == ReduceSum && t.colsum != nil:
+		return 1
+	case op.Reduce == ReduceNone:
+		return 4
+	case op.Reduce == ReduceSumSq:
+		return 2
+	}
+	return 3
+}
+
+func interpLaunch[P any](op *Interp1D, x, gram, colsum, fpT, out P) launch {
+	t := op.Table
+	return launch{"interp1d_f32", blocks(op.Batch, 256), 1, 256, []any{x, int64(op.Batch), t.A, t.Dx, t.ub, int64(t.G),
+		int64(t.M), interpMode(op), gram, colsum, fpT, out}}
+}
+
+// drrLaunch renders a batch of poses; vol is the volume the kernel reads
+// (padded for trilinear, as on the CPU).
+func drrLaunch[P any](op *DRR, n [3]int64, origin, spacing [3]float64, v, poses, img P) launch {
+	return launch{"drr", blocks(op.Batch*op.Rows*op.Cols, 128), 1, 128, []any{v, n[0], n[1], n[2], origin[0], origin[1],
+		origin[2], spacing[0], spacing[1], spacing[2], poses, int64(op.Batch), int64(op.Rows), int64(op.Cols), op.Step, img}}
+}
+
+// pairwiseLaunch computes columns c0… of the block: b and out point at
+// column c0 of the images and of the output row 0, norm at norm[c0].
+func pairwiseLaunch[P any](op *Pairwise, c0 int, rows, b, out, rinv, norm P) launch {
+	name := map[Metric]string{MetricL1: "pairwise_l1", MetricL2: "pairwise_l2", MetricDot: "pairwise_dot", MetricCosine: "pairwise_cosine"}[op.Metric]
+	nc := op.Data.N - c0
+	return launch{name, blocks(nc, 64), blocks(op.Batch, 64), 256, []any{rows, int64(op.Batch), b, int64(nc),
+		int64(op.Data.D), out, int64(op.Data.N), rinv, norm}}
+}
+
+// wvBlocks bounds the blocks of the reducing kernels (and their partials).
+const wvBlocks = 1024
+
+// hatLaunch evaluates the kernel of (theta, phi, xi) into k, an array of
+// dims p, wrapped around the origin; the per-block sums of ψ² go to part.
+func hatLaunch[P any](a, theta, phi, xi float64, p [3]int, k, part P) launch {
+	h := HatSupport(a, theta, phi, xi)
+	r := hatRotation(theta, phi)
+	taps := (2*h[0] + 1) * (2*h[1] + 1) * (2*h[2] + 1)
+	return launch{"hat_scatter", min(blocks(taps, 256), wvBlocks), 1, 256, []any{k, int64(p[0]), int64(p[1]), int64(p[2]),
+		int64(h[0]), int64(h[1]), int64(h[2]), a, xi, r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2], r[2][0],
+		r[2][1], r[2][2], part}}
+}
+
+// cmulLaunch multiplies n complex64 at a by those at b, in place.
+func cmulLaunch[P any](a, b P, n int) launch {
+	return launch{"cmul", blocks(n, 256), 1, 256, []any{a, b, int64(n)}}
+}
+
+// statsLaunch reduces the response g (an array of dims p) over the block
+// [lo, lo+n), times scale: per block of threads, sum, sum of squares and
+// maximum to part.
+func statsLaunch[P any](g P, p, lo, n [3]int, scale float64, part P) launch {
+	return launch{"crop_stats", min(blocks(n[0]*n[1]*n[2], 256), wvBlocks), 1, 256, []any{g, int64(p[1]), int64(p[2]),
+		int64(lo[0]), int64(lo[1]), int64(lo[2]), int64(n[0]), int64(n[1]), int64(n[2]), scale, part}}
+}
