@@ -142,7 +142,6 @@ func relErr32(got, want []float32) float64 {
 	return math.Sqrt(num / den)
 }
 
-
 func TestEmuInterpKernel(t *testing.T) {
 	emulator(t)
 	rng := rand.New(rand.NewPCG(51, 52))
