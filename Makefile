@@ -22,20 +22,22 @@ test: test-deps
 	$(GO) test ./...
 	$(GO) test -race -short $(RACE)
 
-# The tests compare against NumPy and check DOT with Graphviz where they are
-# installed (and skip those checks where not). As root on Debian/Ubuntu,
+# The tests compare against NumPy/SciPy, check DOT with Graphviz and run the
+# GPU kernels under the CPU emulator (g++) where those are installed (and
+# skip those checks where not). As root on Debian/Ubuntu,
 # install them when missing; elsewhere say what would strengthen the tests.
 test-deps:
 	@missing=""; \
 	/usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null || missing="$$missing python3-numpy python3-scipy"; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
+	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test peers:$$missing"; \
 	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
-	      || echo "warning: could not install$$missing; NumPy/Graphviz checks will be skipped"; \
+	      || echo "warning: could not install$$missing; the checks needing them will be skipped"; \
 	  else \
-	    echo "note:$$missing not installed; NumPy/Graphviz checks will be skipped"; \
+	    echo "note:$$missing not installed; the checks needing them will be skipped"; \
 	  fi; \
 	fi
 

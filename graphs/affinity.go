@@ -279,3 +279,6 @@ func Fingerprint[T float32 | float64](x []T, shape []int) string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
+
+// SetDevice places the op of the next Compile on dev (nil: the CPU).
+func (a *Affinity) SetDevice(dev ops.Device) { a.cfg.Device = dev }

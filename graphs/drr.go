@@ -283,3 +283,6 @@ func (w *DRR) Result() DRRResult {
 	}
 	return DRRResult{Poses: len(w.cfg.Poses), Rows: w.rows, Cols: w.cs, Method: m, Sum: w.Sum, Max: w.Max}
 }
+
+// SetDevice places the op of the next Compile on dev (nil: the CPU).
+func (w *DRR) SetDevice(dev ops.Device) { w.cfg.Device = dev }

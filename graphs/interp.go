@@ -245,3 +245,6 @@ func (w *Interp) Result() InterpResult {
 	return InterpResult{Sum: w.Sum, Reduce: w.cfg.Reduce.String(), Method: w.cfg.Method.String(),
 		Queries: w.Items(), Interpolants: w.cfg.Table.M, Grid: w.cfg.Table.G}
 }
+
+// SetDevice places the op of the next Compile on dev (nil: the CPU).
+func (w *Interp) SetDevice(dev ops.Device) { w.cfg.Device = dev }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 // Job is a Workload that also supplies its batches and takes its results.
@@ -38,6 +39,18 @@ type RunConfig struct {
 	// DeviceBytes, when set, reads the GPU memory in use; each batch's
 	// record then carries it.
 	DeviceBytes func() int64
+	// Devices, when it names two or more, runs one Program per device
+	// (the job must be a DeviceJob), batches dealt round-robin and run
+	// concurrently, fed and consumed in order. The memory limit is shared:
+	// each Program is planned under limit/len(Devices).
+	Devices []ops.Device
+}
+
+// DeviceJob is a Job whose op can be placed on a device before each
+// Compile.
+type DeviceJob interface {
+	Job
+	SetDevice(ops.Device)
 }
 
 // Outcome is what a run measured.
@@ -71,12 +84,18 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 			return nil, err
 		}
 	}
+	if len(cfg.Devices) > 1 {
+		limit /= int64(len(cfg.Devices))
+	}
 	plan, err := NewPlan(job, limit, cfg.Batch)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Verbose {
 		plan.Print(log)
+	}
+	if len(cfg.Devices) > 1 {
+		return runDevices(ctx, job, cfg, plan)
 	}
 	prog, err := Compile(job, plan.Batch)
 	if err != nil {
@@ -123,6 +142,101 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	}
 	if bar != nil {
 		bar.Finish()
+	}
+	if f, ok := job.(Finisher); ok {
+		if err := f.Finish(); err != nil {
+			return nil, fmt.Errorf("%s: %w", job.Name(), err)
+		}
+	}
+	s := rec.Close()
+	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil
+}
+
+// runDevices is Run over one Program per device: batch k runs on program
+// k mod D, concurrently with the others; Feed and Consume stay in the
+// caller's goroutine, in batch order, so jobs see the same sequence as in
+// a single-device run. A batch's record is the time its Program took.
+func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcome, error) {
+	dj, ok := job.(DeviceJob)
+	if !ok {
+		return nil, fmt.Errorf("%s: cannot run on several devices", job.Name())
+	}
+	nd := len(cfg.Devices)
+	progs := make([]*Program, nd)
+	for i, dev := range cfg.Devices {
+		dj.SetDevice(dev)
+		p, err := Compile(job, plan.Batch)
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		progs[i] = p
+	}
+	type result struct {
+		secs float64
+		err  error
+	}
+	start := make([]chan struct{}, nd)
+	done := make([]chan result, nd)
+	for i := range progs {
+		start[i], done[i] = make(chan struct{}), make(chan result, 1)
+		go func(p *Program, start <-chan struct{}, done chan<- result) {
+			for range start {
+				t0 := time.Now()
+				_, err := p.Run()
+				done <- result{time.Since(t0).Seconds(), err}
+			}
+		}(progs[i], start[i], done[i])
+	}
+	defer func() {
+		for _, c := range start {
+			close(c)
+		}
+	}()
+	rec := telemetry.NewRecorder(plan.Batches)
+	rec.DeviceBytes = cfg.DeviceBytes
+	items := plan.Items
+	nb := (items + plan.Batch - 1) / plan.Batch
+	size := func(k int) int { return min(plan.Batch, items-k*plan.Batch) }
+	// finish waits for batch k and consumes it.
+	finish := func(k int) error {
+		r := <-done[k%nd]
+		if r.err != nil {
+			return r.err
+		}
+		if err := job.Consume(progs[k%nd].Outputs(), k*plan.Batch, size(k)); err != nil {
+			return err
+		}
+		rec.Record(r.secs)
+		return nil
+	}
+	next := 0 // the oldest batch not yet consumed
+	for k := range nb {
+		if err := ctx.Err(); err != nil {
+			for ; next < k; next++ { // let the ones in flight end
+				<-done[next%nd]
+			}
+			return nil, fmt.Errorf("%s: stopped after %d of %d items: %w", job.Name(), k*plan.Batch, items, err)
+		}
+		if k >= nd { // program k mod D is busy with batch k−D
+			if err := finish(next); err != nil {
+				return nil, err
+			}
+			next++
+		}
+		p := progs[k%nd]
+		if err := job.Feed(p.Inputs(), k*plan.Batch, size(k)); err != nil {
+			return nil, err
+		}
+		if err := p.Pad(size(k)); err != nil {
+			return nil, err
+		}
+		start[k%nd] <- struct{}{}
+	}
+	for ; next < nb; next++ {
+		if err := finish(next); err != nil {
+			return nil, err
+		}
 	}
 	if f, ok := job.(Finisher); ok {
 		if err := f.Finish(); err != nil {

@@ -203,3 +203,10 @@ func (w *Wavelet) Result() WaveletResult {
 	}
 	return r
 }
+
+// SetDevice places the op of the next Compile on dev (nil: the CPU), over
+// a source of its own: sources are not shared between concurrent ops.
+func (w *Wavelet) SetDevice(dev ops.Device) {
+	w.cfg.Device = dev
+	w.cfg.Src = w.cfg.Src.Clone()
+}

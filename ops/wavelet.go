@@ -212,6 +212,13 @@ func NewWaveletSource(v []float64, n [3]int, a float64, b Boundary, maxPad [3]in
 	return &WaveletSource{V: v, N: n, A: a, Boundary: b, MaxPad: maxPad}, nil
 }
 
+// Clone returns a source over the same volume with buffers of its own: a
+// source transforms into its buffers, so ops running concurrently (on
+// several devices) each need one.
+func (s *WaveletSource) Clone() *WaveletSource {
+	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad}
+}
+
 // Volume returns the volume transformed for pad (wrap: no padding).
 func (s *WaveletSource) Volume(pad [3]int) *WaveletVolume {
 	if s.Boundary == Wrap {

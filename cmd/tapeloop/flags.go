@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -33,6 +35,8 @@ var (
 	batchFlag  = &cli.IntFlag{Name: "batch", Category: catEngine, Usage: "batch size, overriding the planner"}
 	deviceFlag = &cli.StringFlag{Name: "device", Category: catEngine, Value: "cpu", EnvVars: []string{"TAPELOOP_DEVICE"},
 		Usage: "where to run: cpu or cuda"}
+	devicesFlag = &cli.StringFlag{Name: "devices", Category: catEngine, EnvVars: []string{"TAPELOOP_DEVICES"},
+		Usage: "with --device cuda: the GPUs to spread batches over, e.g. 0,1,2,3 (default 0)"}
 	dtypeFlag = &cli.StringFlag{Name: "dtype", Category: catEngine, Value: "float32",
 		Usage: "element type of the computation: float32 or float64"}
 	reportFlag  = &cli.StringFlag{Name: "report", Category: catEngine, Usage: "write a JSON report with per-batch telemetry to `FILE`"}
@@ -43,7 +47,7 @@ var (
 	traceFlag   = &cli.StringFlag{Name: "trace", Category: catProfile, Usage: "write a runtime/trace execution trace to `FILE`"}
 )
 
-var engineFlags = []cli.Flag{memLimitFlag, batchFlag, deviceFlag, dtypeFlag, reportFlag, quietFlag, verboseFlag, cpuProfFlag, memProfFlag, traceFlag}
+var engineFlags = []cli.Flag{memLimitFlag, batchFlag, deviceFlag, devicesFlag, dtypeFlag, reportFlag, quietFlag, verboseFlag, cpuProfFlag, memProfFlag, traceFlag}
 
 // engine is the engine configuration read from the flags.
 type engine struct {
@@ -69,19 +73,39 @@ func engineConfig(c *cli.Context) (engine, error) {
 		if !cudaBuild {
 			return e, errors.New("--device cuda: this tapeloop was built without CUDA; build the GPU flavour with `make build-cuda` on a machine with the CUDA toolkit")
 		}
-		dev, err := openDevice(0)
-		if err != nil {
-			return e, fmt.Errorf("--device cuda: %w", err)
+		ordinals := []int{0}
+		if s := c.String(devicesFlag.Name); s != "" {
+			var err error
+			if ordinals, err = parseOrdinals(s); err != nil {
+				return e, fmt.Errorf("--devices %q: %w", s, err)
+			}
 		}
-		e.dev = dev
-		if m, ok := dev.(interface{ MemInfo() (int64, int64, error) }); ok {
-			e.run.DeviceBytes = func() int64 {
+		var devs []ops.Device
+		for _, o := range ordinals {
+			dev, err := openDevice(o)
+			if err != nil {
+				return e, fmt.Errorf("--device cuda: GPU %d: %w", o, err)
+			}
+			devs = append(devs, dev)
+		}
+		e.dev = devs[0]
+		if len(devs) > 1 {
+			e.run.Devices = devs
+		}
+		e.run.DeviceBytes = func() int64 { // the GPUs' memory in use, together
+			var used int64
+			for _, d := range devs {
+				m, ok := d.(interface{ MemInfo() (int64, int64, error) })
+				if !ok {
+					return -1
+				}
 				free, total, err := m.MemInfo()
 				if err != nil {
 					return -1
 				}
-				return total - free
+				used += total - free
 			}
+			return used
 		}
 	default:
 		return e, fmt.Errorf("--device %q: want cpu or cuda", e.device)
@@ -112,7 +136,7 @@ func engineConfig(c *cli.Context) (engine, error) {
 			e.run.Batch = b
 		}
 	}
-	if l, ok := e.dev.(interface{ SetLimit(int64) }); ok {
+	if e.dev != nil {
 		lim := e.run.MemLimit
 		if lim == 0 {
 			var err error
@@ -120,7 +144,18 @@ func engineConfig(c *cli.Context) (engine, error) {
 				return e, err
 			}
 		}
-		l.SetLimit(lim) // device memory, as host memory, bounded by --mem-limit
+		devs := e.run.Devices
+		if len(devs) == 0 {
+			devs = []ops.Device{e.dev}
+		}
+		for _, d := range devs { // device memory, as host memory, bounded by --mem-limit
+			if l, ok := d.(interface{ SetLimit(int64) }); ok {
+				l.SetLimit(lim / int64(len(devs)))
+			}
+		}
+	}
+	if c.String(devicesFlag.Name) != "" && e.device != "cuda" {
+		return e, errors.New("--devices: needs --device cuda")
 	}
 	e.run.Verbose = c.Bool(verboseFlag.Name)
 	e.run.Log = os.Stderr
@@ -239,4 +274,22 @@ func startProfiles(e engine) (func() error, error) {
 		})
 	}
 	return stop, nil
+}
+
+// parseOrdinals parses a comma-separated list of distinct GPU numbers.
+func parseOrdinals(s string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a GPU number", f)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("GPU %d listed twice", n)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, nil
 }

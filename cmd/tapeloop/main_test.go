@@ -113,6 +113,7 @@ func TestInterpBadInput(t *testing.T) {
 		{"grid", []string{"--grid", "2"}, "--grid"},
 		{"unknown flag", []string{"--frobnicate"}, "frobnicate"},
 		{"device", []string{"--device", "cuda", "--points", "10"}, "make build-cuda"},
+		{"devices without cuda", []string{"--devices", "0,1", "--points", "10"}, "needs --device cuda"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -59,6 +59,12 @@ func (r *Recorder) Stop() {
 	}
 }
 
+// Record adds a batch measured elsewhere (seconds of work), as Stop does.
+func (r *Recorder) Record(seconds float64) {
+	r.start = time.Now().Add(-time.Duration(seconds * float64(time.Second)))
+	r.Stop()
+}
+
 // Close finishes the run and releases the probe.
 func (r *Recorder) Close() Summary {
 	s := Summarize(r.Iterations)

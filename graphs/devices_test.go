@@ -1,0 +1,134 @@
+package graphs
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// cpus stands for several devices: one CPU Program per entry, run
+// concurrently by the multi-device loop.
+func cpus(n int) []ops.Device { return make([]ops.Device, n) }
+
+// Spreading batches over several Programs changes nothing in the results:
+// every workload, 2 and 3 "devices", against a single-Program run, with
+// batch counts that are not multiples of the device count.
+func TestDevicesMatchSingleRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	x := make([]float64, 1001)
+	for i := range x {
+		x[i] = -1 + 3*rng.Float64()
+	}
+	tab, _ := randomTable(t, rng, 11, 13, ops.ReduceNone, tensor.Float64)
+	imgs := make([]float32, 97*23)
+	for i := range imgs {
+		imgs[i] = float32(rng.NormFloat64())
+	}
+	data, err := ops.NewPairData(imgs, 97, 23, ops.MetricL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := &cpukern.Volume{N: [3]int64{12, 10, 8}, Origin: [3]float64{-6, -5, -4}, Spacing: [3]float64{1, 1, 1},
+		V: make([]float32, 12*10*8)}
+	for i := range vol.V {
+		vol.V[i] = rng.Float32()
+	}
+	poses, err := Orbit(11, [3]float64{}, 100, 40, 9, 7, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wv := make([]float64, 9*8*7)
+	for i := range wv {
+		wv[i] = rng.NormFloat64()
+	}
+	var combos []Combo
+	for i := range 13 {
+		combos = append(combos, Combo{Theta: float64(i) * 0.3, Phi: float64(i) * 0.7, Xi: 1 + float64(i%3)})
+	}
+	type run struct {
+		job    func() Job
+		result func(Job) []float64
+	}
+	runs := map[string]run{
+		"interp": {func() Job {
+			j := newTestInterp(t, tab, ops.ReduceNone, tensor.Float64, x)
+			return j
+		}, func(j Job) []float64 { return []float64{j.(*Interp).Sum} }},
+		"affinity symmetric": {func() Job {
+			j, err := NewAffinity(AffinityConfig{Data: data, Metric: ops.MetricL2, Symmetric: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}, func(j Job) []float64 { return []float64{j.(*Affinity).Checksum} }},
+		"affinity top-k": {func() Job {
+			j, err := NewAffinity(AffinityConfig{Data: data, Metric: ops.MetricL2, TopK: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}, func(j Job) []float64 {
+			a := j.(*Affinity)
+			out := append([]float64{}, a.Values...)
+			for _, i := range a.Indices {
+				out = append(out, float64(i))
+			}
+			return out
+		}},
+		"drr": {func() Job {
+			j, err := NewDRR(DRRConfig{Vol: vol, Poses: poses, Step: 0.5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}, func(j Job) []float64 { return []float64{j.(*DRR).Sum, j.(*DRR).Max} }},
+		"wavelet": {func() Job {
+			_, pad := WaveletPads(1, combos)
+			src, err := ops.NewWaveletSource(wv, [3]int{9, 8, 7}, 1, ops.Reflect, pad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := NewWavelet(WaveletConfig{Src: src, Combos: combos})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}, func(j Job) []float64 {
+			var out []float64
+			for _, s := range j.(*Wavelet).Stats {
+				out = append(out, s[:]...)
+			}
+			return out
+		}},
+	}
+	for name, r := range runs {
+		one := r.job()
+		if _, err := Run(t.Context(), one, RunConfig{MemLimit: 1 << 30, Batch: 4}); err != nil {
+			t.Fatal(err)
+		}
+		want := r.result(one)
+		for _, nd := range []int{2, 3} {
+			j := r.job()
+			out, err := Run(t.Context(), j, RunConfig{MemLimit: 1 << 30, Batch: 4, Devices: cpus(nd)})
+			if err != nil {
+				t.Fatalf("%s on %d devices: %v", name, nd, err)
+			}
+			if out.Summary.Batches != out.Plan.Batches {
+				t.Errorf("%s on %d devices: %d batch records, want %d", name, nd, out.Summary.Batches, out.Plan.Batches)
+			}
+			got := r.result(j)
+			if len(got) != len(want) {
+				t.Fatalf("%s on %d devices: %d results, want %d", name, nd, len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%s on %d devices: result %d is %v, want %v", name, nd, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
