@@ -31,8 +31,10 @@ type AffinityConfig struct {
 	// Rows, when set and TopK is 0, receives the (Hi−Lo, N) rows in order
 	// (with Symmetric, all at once in Finish).
 	Rows *npy.Writer
-	// Device runs the op on a GPU (nil: the CPU).
+	// Device runs the op on a GPU (nil: the CPU); TF32 lets its dot
+	// products use TF32 tensor cores.
 	Device ops.Device
+	TF32   bool
 }
 
 // Affinity is the pairwise-affinity workload as a Job: each batch is a
@@ -106,6 +108,7 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 	index := G.NewVector(g, tensor.Float64, G.WithShape(batch), G.WithName("index"))
 	pw := ops.NewPairwise(d, a.cfg.Metric, batch)
 	pw.Upper = a.cfg.Symmetric
+	pw.TF32 = a.cfg.TF32
 	op, err := ops.OnDevice(pw, a.cfg.Device)
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: %w", err)

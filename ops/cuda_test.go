@@ -208,10 +208,18 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	for _, metric := range []Metric{MetricL1, MetricL2, MetricDot, MetricCosine} {
+	for _, mc := range []struct {
+		metric Metric
+		tf32   bool
+	}{{MetricL1, false}, {MetricL2, false}, {MetricDot, false}, {MetricCosine, false}, {MetricDot, true}, {MetricCosine, true}} {
+		metric := mc.metric
 		data, err := NewPairData(x, n, d, metric)
 		if err != nil {
 			t.Fatal(err)
+		}
+		tol := 1e-5
+		if mc.tf32 {
+			tol = 3e-4
 		}
 		for _, upper := range []bool{false, true} {
 			lo := 60 // the block: rows 60…99
@@ -229,6 +237,7 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 			}
 			g := NewPairwise(data, metric, batch)
 			g.Upper = upper
+			g.TF32 = mc.tf32
 			gop, err := OnDevice(g, dev)
 			if err != nil {
 				t.Fatal(err)
@@ -254,8 +263,8 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 				gs = append(gs, got[i*n+c0:(i+1)*n]...)
 				ws = append(ws, ref[i*n+c0:(i+1)*n]...)
 			}
-			if e := normRel(gs, ws); !(e <= 1e-5) {
-				t.Errorf("%v upper=%v: relative error %.3g", metric, upper, e)
+			if e := normRel(gs, ws); !(e <= tol) {
+				t.Errorf("%v tf32=%v upper=%v: relative error %.3g", metric, mc.tf32, upper, e)
 			}
 		}
 	}
@@ -277,13 +286,19 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 		idx[i] = float64(i)
 	}
 	index := tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))
-	for _, metric := range []Metric{MetricDot, MetricL1} {
-		b.Run(metric.String(), func(b *testing.B) {
-			data, err := NewPairData(x, n, d, metric)
+	for _, mc := range []struct {
+		name   string
+		metric Metric
+		tf32   bool
+	}{{"dot-tf32", MetricDot, true}, {"dot", MetricDot, false}, {"l1", MetricL1, false}} {
+		b.Run(mc.name, func(b *testing.B) {
+			data, err := NewPairData(x, n, d, mc.metric)
 			if err != nil {
 				b.Fatal(err)
 			}
-			op, err := OnDevice(NewPairwise(data, metric, batch), dev)
+			pw := NewPairwise(data, mc.metric, batch)
+			pw.TF32 = mc.tf32
+			op, err := OnDevice(pw, dev)
 			if err != nil {
 				b.Fatal(err)
 			}

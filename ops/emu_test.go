@@ -346,3 +346,37 @@ func TestEmuWaveletKernels(t *testing.T) {
 		t.Errorf("crop_stats: (%v, %v, %v), want (%v, %v, %v)", t1, t2, tm, s1, s2, mx)
 	}
 }
+
+func TestEmuCosineScaleKernel(t *testing.T) {
+	emulator(t)
+	rng := rand.New(rand.NewPCG(59, 60))
+	const n, d, batch, c0 = 40, 3, 7, 11
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	data, err := NewPairData(x, n, d, MetricCosine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := NewPairwise(data, MetricCosine, batch)
+	out := make([]float32, batch*n-c0) // from column c0 of row 0, as the twin passes it
+	for i := range out {
+		out[i] = float32(rng.NormFloat64())
+	}
+	rinv := make([]float64, batch)
+	for i := range rinv {
+		rinv[i] = 0.5 + rng.Float64()
+	}
+	want := append([]float32(nil), out...)
+	for i := range batch {
+		for j := range n - c0 {
+			want[i*n+j] = float32(float64(want[i*n+j]) * rinv[i] / data.norm[c0+j])
+		}
+	}
+	cn := append([]float64(nil), data.norm[c0:]...)
+	cosineScaleLaunch(op, c0, emuBuf{&out}, emuBuf{&rinv}, emuBuf{&cn}).emulate(t)
+	if e := relErr32(out, want); !(e <= 1e-6) {
+		t.Errorf("relative error %.3g", e)
+	}
+}

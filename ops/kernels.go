@@ -54,6 +54,14 @@ func pairwiseLaunch[P any](op *Pairwise, c0 int, rows, b, out, rinv, norm P) lau
 		int64(op.Data.D), out, int64(op.Data.N), rinv, norm}}
 }
 
+// cosineScaleLaunch turns the dot products of the block's columns c0… (out
+// at column c0 of row 0, cnorm at norm[c0]) into cosines.
+func cosineScaleLaunch[P any](op *Pairwise, c0 int, out, rinv, cnorm P) launch {
+	nc := op.Data.N - c0
+	return launch{"cosine_scale", blocks(op.Batch*nc, 256), 1, 256, []any{out, int64(op.Batch), int64(nc),
+		int64(op.Data.N), rinv, cnorm}}
+}
+
 // wvBlocks bounds the blocks of the reducing kernels (and their partials).
 const wvBlocks = 1024
 

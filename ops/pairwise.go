@@ -120,6 +120,9 @@ type Pairwise struct {
 	Metric Metric
 	Batch  int
 	Upper  bool
+	// TF32 lets the GPU twin's dot products use TF32 tensor cores (about
+	// 1e-3 relative); the CPU ignores it.
+	TF32 bool
 
 	out *tensor.Dense
 }

@@ -14,8 +14,10 @@ import (
 	"github.com/tapeloop/tapeloop/cuda"
 )
 
-// pairwiseCUDA is Pairwise on a GPU: the N images resident on the device,
-// one launch per block of rows (64×64 output tiles, 4×4 per thread). With
+// pairwiseCUDA is Pairwise on a GPU: the N images resident on the device;
+// per block of rows, l1 and l2 are one launch of a tiled kernel (64×64
+// output tiles, 4×4 per thread), dot and cosine a cuBLAS GEMM (TF32 tensor
+// cores with the op's TF32). With
 // Upper it computes the columns from the block's first row on, like the
 // CPU op; the device output keeps the earlier blocks' values elsewhere, as
 // the host output does.
@@ -23,6 +25,7 @@ type pairwiseCUDA struct {
 	*Pairwise
 	dev                       *cuda.Device
 	arena                     *cuda.Arena
+	blas                      *cuda.BLAS // dot and cosine: cuBLAS GEMM
 	x, norm, rows, rinv, dout cu.DevicePtr
 	rinvHost                  []float64
 }
@@ -112,7 +115,23 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 	if len(d.norm) == 0 {
 		norm = 0
 	}
-	if err := run(op.dev, pairwiseLaunch(op.Pairwise, c0, op.rows, b, out, op.rinv, norm)); err != nil {
+	if op.Metric == MetricDot || op.Metric == MetricCosine {
+		if op.blas == nil {
+			var err error
+			if op.blas, err = op.dev.NewBLAS(op.TF32); err != nil {
+				return nil, err
+			}
+		}
+		// Column-major, the block's columns c0… of every row are Xᵀ·rows.
+		if err := op.blas.GemmTN(d.N-c0, op.Batch, d.D, b, d.D, op.rows, d.D, out, d.N); err != nil {
+			return nil, err
+		}
+		if op.Metric == MetricCosine {
+			if err := run(op.dev, cosineScaleLaunch(op.Pairwise, c0, out, op.rinv, norm)); err != nil {
+				return nil, err
+			}
+		}
+	} else if err := run(op.dev, pairwiseLaunch(op.Pairwise, c0, op.rows, b, out, op.rinv, norm)); err != nil {
 		return nil, err
 	}
 	if err := cuda.Download(op.dev, op.out.Data().([]float32), op.dout); err != nil {

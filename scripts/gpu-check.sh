@@ -49,7 +49,7 @@ PYEOF
 	--report "$OUT/drrs.json" -q && report "drr siddon 256^3, 1000 poses" "$OUT/drrs.json" || status=1
 "$BIN/tapeloop-cuda" wavelet --device cuda --size 200x200x200 --theta 0:pi:10 --phi 0:pi:10 --xi 1,2,4,8 --boundary wrap \
 	--batch 4 --mem-limit 4GiB --out "$OUT/w.csv" --report "$OUT/wav.json" -q && report "wavelet 200^3 wrap, 400 comb." "$OUT/wav.json" || status=1
-"$BIN/tapeloop-cuda" affinity --device cuda -n 10000 --height 100 --width 100 --metric dot --mem-limit 8GiB \
+"$BIN/tapeloop-cuda" affinity --device cuda -n 10000 --height 100 --width 100 --metric dot --tf32 --mem-limit 8GiB \
 	--report "$OUT/aff.json" -q && report "affinity dot N=10^4 D=10^4" "$OUT/aff.json" || status=1
 
 echo "== 4. JAX / CuPy peers"

@@ -26,6 +26,7 @@ var affinityFlags = []cli.Flag{
 	&cli.Uint64Flag{Name: "seed", Category: catAffinity, Value: 1, Usage: "random seed of the built-in images"},
 	&cli.StringFlag{Name: "metric", Category: catAffinity, Value: "dot", Usage: "dot, cosine, l1 (−Σ|xi−xj|) or l2 (−Σ(xi−xj)²)"},
 	&cli.StringFlag{Name: "out", Category: catAffinity, Usage: "write the (N, N) matrix to an .npy `FILE` (top-k or a shard: an .npz)"},
+	&cli.BoolFlag{Name: "tf32", Category: catAffinity, Usage: "with --device cuda, dot and cosine: let the GPU use TF32 tensor cores (about 1e-3 relative per product)"},
 	&cli.IntFlag{Name: "topk", Category: catAffinity, Usage: "keep the K largest affinities per row, self excluded: OUT.npz with indices and values"},
 	&cli.IntFlag{Name: "block", Category: catAffinity, Usage: "rows per block (the batch), overriding the planner"},
 	&cli.StringFlag{Name: "shard", Category: catAffinity, Usage: "compute only shard `i/n` of the rows into --out (merge with tapeloop merge)"},
@@ -166,6 +167,9 @@ func setupAffinity(c *cli.Context, e *engine, withOutput bool) (_ *affinitySetup
 			e.run.Batch = b
 		}
 	}
+	if c.Bool("tf32") && e.dev == nil {
+		return nil, fmt.Errorf("--tf32: needs --device cuda")
+	}
 	topk := c.Int("topk")
 	if c.IsSet("topk") && topk < 1 {
 		return nil, fmt.Errorf("--topk %d: must be at least 1", topk)
@@ -237,7 +241,7 @@ func setupAffinity(c *cli.Context, e *engine, withOutput bool) (_ *affinitySetup
 	}
 	a.meta = shard.Meta{N: n, D: d, Metric: metric.String(), Dtype: e.dtype.String(), Fingerprint: fp,
 		Lo: lo, Hi: hi, Index: idx, Count: count, TopK: topk}
-	cfg := graphs.AffinityConfig{Data: data, Metric: metric, Lo: lo, Hi: hi, TopK: topk, Device: e.dev}
+	cfg := graphs.AffinityConfig{Data: data, Metric: metric, Lo: lo, Hi: hi, TopK: topk, Device: e.dev, TF32: c.Bool("tf32")}
 	// Hold the whole matrix and compute each pair once when it fits the
 	// limit beside the images and a modest block; else stream whole rows.
 	if !sharded && topk == 0 {

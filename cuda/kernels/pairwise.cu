@@ -69,3 +69,13 @@ extern "C" __global__ void pairwise_cosine(const float *a, long m, const float *
                                            long ldo, const double *rinv, const double *cnorm) {
   tile<3>(a, m, b, nc, d, out, ldo, rinv, cnorm);
 }
+
+// After a GEMM of dot products (cuBLAS): out[i·ldo + j] ×= rinv[i] / cnorm[j]
+// over the m×nc block, the cosine.
+extern "C" __global__ void cosine_scale(float *out, long m, long nc, long ldo, const double *rinv,
+                                        const double *cnorm) {
+  const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= m * nc) return;
+  const long i = t / nc, j = t % nc;
+  out[i * ldo + j] = (float)((double)out[i * ldo + j] * rinv[i] / cnorm[j]);
+}

@@ -59,7 +59,9 @@ int main(int argc, char **argv) {
     auto fn = k == "pairwise_l1" ? pairwise_l1 : k == "pairwise_l2" ? pairwise_l2 : k == "pairwise_dot" ? pairwise_dot : pairwise_cosine;
     run([fn] { fn((const float *)Pa(0), La(1), (const float *)Pa(2), La(3), La(4), (float *)Pa(5), La(6),
                   (const double *)Pa(7), (const double *)Pa(8)); });
-  } else if (k == "hat_scatter")
+  } else if (k == "cosine_scale")
+    run([] { cosine_scale((float *)Pa(0), La(1), La(2), La(3), (const double *)Pa(4), (const double *)Pa(5)); });
+  else if (k == "hat_scatter")
     run([] { hat_scatter((float *)Pa(0), La(1), La(2), La(3), La(4), La(5), La(6), Da(7), Da(8), Da(9), Da(10), Da(11), Da(12), Da(13),
                          Da(14), Da(15), Da(16), Da(17), (double *)Pa(18)); });
   else if (k == "cmul")

@@ -1,0 +1,137 @@
+//go:build tapeloop_cuda
+
+package cuda
+
+// cuBLAS, like cuFFT, is loaded at run time from the first of the known
+// sonames that loads (TAPELOOP_CUBLAS names a file; TAPELOOP_CUDA_LIBDIR
+// is searched first, and libcublasLt from there is loaded beside it).
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef int (*create_t)(void **);
+typedef int (*mathmode_t)(void *, int);
+typedef int (*sgemm_t)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
+                       const float *, float *, int);
+
+static create_t b_create;
+static mathmode_t b_mathmode;
+static sgemm_t b_sgemm;
+
+static int tl_cublas_load(const char *path) {
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) return 0;
+	b_create = (create_t)dlsym(lib, "cublasCreate_v2");
+	b_mathmode = (mathmode_t)dlsym(lib, "cublasSetMathMode");
+	b_sgemm = (sgemm_t)dlsym(lib, "cublasSgemm_v2");
+	return b_create && b_mathmode && b_sgemm;
+}
+static int tl_cublas_preload(const char *path) { return dlopen(path, RTLD_NOW | RTLD_GLOBAL) != 0; }
+static int tl_cublas_create(uintptr_t *h) { void *p = 0; int r = b_create(&p); *h = (uintptr_t)p; return r; }
+static int tl_cublas_mathmode(uintptr_t h, int mode) { return b_mathmode((void *)h, mode); }
+// C (m×n, column-major, ldc) = op(A)·op(B), alpha 1, beta 0.
+static int tl_cublas_sgemm(uintptr_t h, int ta, int tb, int m, int n, int k, uintptr_t a, int lda, uintptr_t b,
+                           int ldb, uintptr_t c, int ldc) {
+	const float one = 1, zero = 0;
+	return b_sgemm((void *)h, ta, tb, m, n, k, &one, (const float *)a, lda, (const float *)b, ldb, &zero, (float *)c, ldc);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+var (
+	cublasOnce sync.Once
+	cublasErr  error
+)
+
+var cublasSonames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
+
+func loadCUBLAS() error {
+	cublasOnce.Do(func() {
+		var tried []string
+		if f := os.Getenv("TAPELOOP_CUBLAS"); f != "" {
+			tried = append(tried, f)
+		}
+		if dir := os.Getenv("TAPELOOP_CUDA_LIBDIR"); dir != "" {
+			for _, s := range cublasSonames {
+				lt := filepath.Join(dir, "libcublasLt"+s[len("libcublas"):])
+				cs := C.CString(lt)
+				C.tl_cublas_preload(cs)
+				C.free(unsafe.Pointer(cs))
+				tried = append(tried, filepath.Join(dir, s))
+			}
+		}
+		tried = append(tried, cublasSonames...)
+		for _, f := range tried {
+			cs := C.CString(f)
+			ok := C.tl_cublas_load(cs) != 0
+			C.free(unsafe.Pointer(cs))
+			if ok {
+				return
+			}
+		}
+		cublasErr = fmt.Errorf("%w: cannot load cuBLAS (tried %v); set TAPELOOP_CUDA_LIBDIR to the directory holding libcublas.so.*", ErrDevice, tried)
+	})
+	return cublasErr
+}
+
+// BLAS is a cuBLAS handle on a device.
+type BLAS struct {
+	dev *Device
+	h   C.uintptr_t
+}
+
+// cuBLAS math modes: the default (full float32), or TF32 tensor cores.
+const (
+	mathDefault = 0
+	mathTF32    = 3
+)
+
+// NewBLAS creates a handle; tf32 lets GEMMs use TF32 tensor cores (about
+// 1e-3 relative per product, summed in float32).
+func (d *Device) NewBLAS(tf32 bool) (*BLAS, error) {
+	if err := loadCUBLAS(); err != nil {
+		return nil, err
+	}
+	b := &BLAS{dev: d}
+	err := d.Do(func() error {
+		if r := C.tl_cublas_create(&b.h); r != 0 {
+			return fmt.Errorf("%w: cublasCreate: status %d", ErrDevice, int(r))
+		}
+		mode := C.int(mathDefault)
+		if tf32 {
+			mode = mathTF32
+		}
+		if r := C.tl_cublas_mathmode(b.h, mode); r != 0 {
+			return fmt.Errorf("%w: cublasSetMathMode: status %d", ErrDevice, int(r))
+		}
+		return nil
+	})
+	return b, err
+}
+
+// GemmTN sets C (m×n, column-major, leading dimension ldc) to Aᵀ·B for A
+// (k×m, lda) and B (k×n, ldb), all column-major float32 on the device.
+// Row-major, that is C'(n×m) = B'·A'ᵀ: the dot products of B's rows with
+// A's rows.
+func (b *BLAS) GemmTN(m, n, k int, a cu.DevicePtr, lda int, bb cu.DevicePtr, ldb int, c cu.DevicePtr, ldc int) error {
+	return b.dev.Do(func() error {
+		if r := C.tl_cublas_sgemm(b.h, 1, 0, C.int(m), C.int(n), C.int(k), C.uintptr_t(a), C.int(lda),
+			C.uintptr_t(bb), C.int(ldb), C.uintptr_t(c), C.int(ldc)); r != 0 {
+			return fmt.Errorf("%w: cublasSgemm: status %d", ErrDevice, int(r))
+		}
+		return cu.Synchronize()
+	})
+}
