@@ -10,8 +10,10 @@
 #define TS 64
 #define KT 16
 
+// External linkage on purpose: a static template gets names with a per-build
+// hash in the PTX, which would make the committed PTX differ between clones.
 template <int METRIC>
-__device__ static void tile(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
+__device__ void tile(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
                             const double *rinv, const double *cnorm) {
   __shared__ float As[KT][TS + 1], Bs[KT][TS + 1];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
