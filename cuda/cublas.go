@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -60,29 +61,14 @@ var cublasSonames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so
 
 func loadCUBLAS() error {
 	cublasOnce.Do(func() {
-		var tried []string
-		if f := os.Getenv("TAPELOOP_CUBLAS"); f != "" {
-			tried = append(tried, f)
-		}
-		if dir := os.Getenv("TAPELOOP_CUDA_LIBDIR"); dir != "" {
+		if dir := os.Getenv("TAPELOOP_CUDA_LIBDIR"); dir != "" { // cuBLAS needs cuBLASLt beside it
 			for _, s := range cublasSonames {
-				lt := filepath.Join(dir, "libcublasLt"+s[len("libcublas"):])
-				cs := C.CString(lt)
+				cs := C.CString(filepath.Join(dir, "libcublasLt"+strings.TrimPrefix(s, "libcublas")))
 				C.tl_cublas_preload(cs)
 				C.free(unsafe.Pointer(cs))
-				tried = append(tried, filepath.Join(dir, s))
 			}
 		}
-		tried = append(tried, cublasSonames...)
-		for _, f := range tried {
-			cs := C.CString(f)
-			ok := C.tl_cublas_load(cs) != 0
-			C.free(unsafe.Pointer(cs))
-			if ok {
-				return
-			}
-		}
-		cublasErr = fmt.Errorf("%w: cannot load cuBLAS (tried %v); set TAPELOOP_CUDA_LIBDIR to the directory holding libcublas.so.*", ErrDevice, tried)
+		cublasErr = loadFirst("cuBLAS", "TAPELOOP_CUBLAS", cublasSonames, func(path *C.char) bool { return C.tl_cublas_load(path) != 0 })
 	})
 	return cublasErr
 }

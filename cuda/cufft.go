@@ -80,27 +80,34 @@ var cufftSonames = []string{"libcufft.so.13", "libcufft.so.12", "libcufft.so.11"
 
 func loadCUFFT() error {
 	cufftOnce.Do(func() {
-		var tried []string
-		if f := os.Getenv("TAPELOOP_CUFFT"); f != "" {
-			tried = append(tried, f)
-		}
-		for _, s := range cufftSonames {
-			if dir := os.Getenv("TAPELOOP_CUDA_LIBDIR"); dir != "" {
-				tried = append(tried, filepath.Join(dir, s))
-			}
-		}
-		tried = append(tried, cufftSonames...)
-		for _, f := range tried {
-			cs := C.CString(f)
-			ok := C.tl_cufft_load(cs) != 0
-			C.free(unsafe.Pointer(cs))
-			if ok {
-				return
-			}
-		}
-		cufftErr = fmt.Errorf("%w: cannot load cuFFT (tried %v); set TAPELOOP_CUDA_LIBDIR to the directory holding libcufft.so.*", ErrDevice, tried)
+		cufftErr = loadFirst("cuFFT", "TAPELOOP_CUFFT", cufftSonames, func(path *C.char) bool { return C.tl_cufft_load(path) != 0 })
 	})
 	return cufftErr
+}
+
+// loadFirst tries the library file named by env, then each soname in
+// TAPELOOP_CUDA_LIBDIR, then each soname on the loader's path, until load
+// accepts one.
+func loadFirst(what, env string, sonames []string, load func(path *C.char) bool) error {
+	var tried []string
+	if f := os.Getenv(env); f != "" {
+		tried = append(tried, f)
+	}
+	if dir := os.Getenv("TAPELOOP_CUDA_LIBDIR"); dir != "" {
+		for _, s := range sonames {
+			tried = append(tried, filepath.Join(dir, s))
+		}
+	}
+	tried = append(tried, sonames...)
+	for _, f := range tried {
+		cs := C.CString(f)
+		ok := load(cs)
+		C.free(unsafe.Pointer(cs))
+		if ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: cannot load %s (tried %v); set TAPELOOP_CUDA_LIBDIR to the directory holding it", ErrDevice, what, tried)
 }
 
 // FFT3 is a pair of cuFFT plans, real-to-complex and complex-to-real, for

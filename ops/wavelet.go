@@ -351,6 +351,19 @@ func (op *WaveletStats) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 
 // Do computes the statistics of every kernel of the batch.
 func (op *WaveletStats) Do(in ...G.Value) (G.Value, error) {
+	return op.eachRow(in, func() error {
+		op.scratch = op.Src.newScratch()
+		return nil
+	}, func(r []float64, pad [3]int, dst []float64) error {
+		op.Src.Volume(pad).stats(dst, r[0], r[1], r[2], op.scratch)
+		return nil
+	})
+}
+
+// eachRow checks the input, calls setup before the first batch, and calls
+// stats for every row with valid parameters (θ, φ, ξ, and the padding);
+// rows that are not (padding rows) get NaN.
+func (op *WaveletStats) eachRow(in []G.Value, setup func() error, stats func(r []float64, pad [3]int, dst []float64) error) (G.Value, error) {
 	if len(in) != 1 {
 		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
 	}
@@ -359,21 +372,24 @@ func (op *WaveletStats) Do(in ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("wavelet: parameters %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, WaveletParams)
 	}
 	if op.out == nil {
+		if err := setup(); err != nil {
+			return nil, err
+		}
 		op.out = tensor.New(tensor.WithShape(op.Batch, 4), tensor.Of(tensor.Float64))
-		op.scratch = op.Src.newScratch()
 	}
 	p := params.Data().([]float64)
 	o := op.out.Data().([]float64)
 	for b := range op.Batch {
 		r := p[WaveletParams*b : WaveletParams*(b+1)]
-		if CheckHat(op.Src.A, r[0], r[1], r[2]) != nil { // padding rows
+		if CheckHat(op.Src.A, r[0], r[1], r[2]) != nil {
 			for i := range 4 {
 				o[4*b+i] = math.NaN()
 			}
 			continue
 		}
-		pad := [3]int{int(r[3]), int(r[4]), int(r[5])}
-		op.Src.Volume(pad).stats(o[4*b:4*b+4], r[0], r[1], r[2], op.scratch)
+		if err := stats(r, [3]int{int(r[3]), int(r[4]), int(r[5])}, o[4*b:4*b+4]); err != nil {
+			return nil, err
+		}
 	}
 	return op.out, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/cuda"
 )
@@ -92,38 +91,13 @@ func (op *waveletCUDA) volume(pad [3]int) (*WaveletVolume, error) {
 
 // Do computes the statistics of every kernel of the batch on the GPU.
 func (op *waveletCUDA) Do(in ...G.Value) (G.Value, error) {
-	if len(in) != 1 {
-		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
-	}
-	params, ok := in[0].(*tensor.Dense)
-	if !ok || params.Dtype() != tensor.Float64 || params.Shape().TotalSize() != WaveletParams*op.Batch {
-		return nil, fmt.Errorf("wavelet: parameters %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, WaveletParams)
-	}
-	if op.arena == nil {
-		if err := op.setup(); err != nil {
-			return nil, err
-		}
-		op.out = tensor.New(tensor.WithShape(op.Batch, 4), tensor.Of(tensor.Float64))
-	}
-	p := params.Data().([]float64)
-	o := op.out.Data().([]float64)
-	for b := range op.Batch {
-		r := p[WaveletParams*b : WaveletParams*(b+1)]
-		if CheckHat(op.Src.A, r[0], r[1], r[2]) != nil { // padding rows
-			for i := range 4 {
-				o[4*b+i] = math.NaN()
-			}
-			continue
-		}
-		w, err := op.volume([3]int{int(r[3]), int(r[4]), int(r[5])})
+	return op.eachRow(in, op.setup, func(r []float64, pad [3]int, dst []float64) error {
+		w, err := op.volume(pad)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := op.stats(w, o[4*b:4*b+4], r[0], r[1], r[2]); err != nil {
-			return nil, err
-		}
-	}
-	return op.out, nil
+		return op.stats(w, dst, r[0], r[1], r[2])
+	})
 }
 
 func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi float64) error {
