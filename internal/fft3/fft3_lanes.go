@@ -18,6 +18,9 @@ const chunkLines = 64
 
 var maxISA = C.tl_lanes_isa()
 
+// ISA names the instruction set the transforms use on this CPU.
+func ISA() string { return [...]string{"sse2", "avx2", "avx512f"}[maxISA] }
+
 // Plan transforms arrays of fixed dimensions. A plan may be used by one
 // goroutine at a time; it parallelises each transform itself, with one
 // scratch buffer (allocated once) per processor.
