@@ -34,7 +34,7 @@ func newInterp1DCUDA(op *Interp1D, dev *cuda.Device) (G.Op, error) {
 
 // DeviceBytes is what the arena holds: the table and one batch in and out.
 func (op *interp1DCUDA) DeviceBytes() int64 {
-	return op.Table.Bytes() + 4*int64(op.Batch)*(1+int64(op.outLen())) + 4*256
+	return op.Table.Bytes() + 4*int64(op.Batch)*(1+int64(op.outLen())) + 6*256 // 256: each allocation's alignment
 }
 
 func (op *interp1DCUDA) outLen() int {
