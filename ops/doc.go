@@ -5,9 +5,10 @@
 // refilled on every later one, so a TapeMachine replaying a graph of these
 // ops does not allocate per batch (Gorgonia's own TapeMachine drops and
 // re-allocates intermediates on every run). An op's CPU implementation lives
-// in ops/NAME.go; its CUDA twin, when there is one, beside it in
-// ops/NAME_cuda.go under the cuda build tag, with the kernel source in
-// cuda/kernels/NAME.cu.
+// in ops/NAME.go; its CUDA twin beside it in ops/NAME_cuda.go under the
+// tapeloop_cuda build tag (OnDevice picks it), with its kernels in
+// cuda/kernels/*.cu and their launch argument lists in kernels.go, shared
+// with the tests that run the kernels on the CPU (emu_test.go).
 //
 // Ops report the memory they hold beyond their output (tables, scratch) by
 // implementing Resident, which the planner in package graphs adds up.
