@@ -212,17 +212,26 @@ func mirror[T float32 | float64](full, blk []T, nn, r0, n int) {
 			copy(full[i*nn+r0:(i+1)*nn], blk[r*nn+r0:(r+1)*nn])
 		}
 	})
-	const tile = 16
+	// The transpose of the block's columns below it, in blocks of
+	// outer×outer that stay in L2 (each row of either side read or written
+	// as a run of outer values), each moved in inner×inner tiles.
+	const outer, inner = 256, 16
 	below := nn - (r0 + n)
-	parallel.For(below, 4*tile, func(lo, hi int) {
-		for j0 := r0 + n + lo; j0 < r0+n+hi; j0 += tile {
-			j1 := min(j0+tile, r0+n+hi)
-			for rb := 0; rb < n; rb += tile {
-				re := min(rb+tile, n)
-				for j := j0; j < j1; j++ {
-					dst := full[j*nn+r0+rb : j*nn+r0+re]
-					for r := range dst {
-						dst[r] = blk[(rb+r)*nn+j]
+	parallel.Dynamic((below+outer-1)/outer, 1, func(lo, hi int) {
+		for jb := r0 + n + lo*outer; jb < min(r0+n+hi*outer, nn); jb += outer {
+			je := min(jb+outer, nn)
+			for rb := 0; rb < n; rb += outer {
+				re := min(rb+outer, n)
+				for j0 := jb; j0 < je; j0 += inner {
+					j1 := min(j0+inner, je)
+					for r0t := rb; r0t < re; r0t += inner {
+						r1t := min(r0t+inner, re)
+						for j := j0; j < j1; j++ {
+							dst := full[j*nn+r0+r0t : j*nn+r0+r1t]
+							for r := range dst {
+								dst[r] = blk[(r0t+r)*nn+j]
+							}
+						}
 					}
 				}
 			}
