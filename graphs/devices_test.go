@@ -1,6 +1,7 @@
 package graphs
 
 import (
+	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -130,5 +131,34 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// failingFeed fails its third batch.
+type failingFeed struct{ *Interp }
+
+var errFeed = errors.New("feed failed")
+
+func (f failingFeed) Feed(in []*tensor.Dense, off, n int) error {
+	if off >= 8 {
+		return errFeed
+	}
+	return f.Interp.Feed(in, off, n)
+}
+
+// An error while other devices' batches are in flight ends the run with
+// that error, after they finish (no Program is closed under a running
+// batch: the race detector watches this one).
+func TestDevicesStopOnError(t *testing.T) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	x := make([]float64, 100)
+	for i := range x {
+		x[i] = rng.Float64()
+	}
+	tab, _ := randomTable(t, rng, 5, 9, ops.ReduceSum, tensor.Float64)
+	job := failingFeed{newTestInterp(t, tab, ops.ReduceSum, tensor.Float64, x)}
+	_, err := Run(t.Context(), job, RunConfig{MemLimit: 1 << 30, Batch: 4, Devices: cpus(3)})
+	if !errors.Is(err, errFeed) {
+		t.Fatalf("got %v, want the feed's error", err)
 	}
 }

@@ -188,8 +188,12 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 			}
 		}(progs[i], start[i], done[i])
 	}
-	defer func() {
-		for _, c := range start {
+	inflight := make([]bool, nd)
+	defer func() { // runs before the Programs close: nothing may still be running them
+		for i, c := range start {
+			if inflight[i] {
+				<-done[i]
+			}
 			close(c)
 		}
 	}()
@@ -201,6 +205,7 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 	// finish waits for batch k and consumes it.
 	finish := func(k int) error {
 		r := <-done[k%nd]
+		inflight[k%nd] = false
 		if r.err != nil {
 			return r.err
 		}
@@ -213,9 +218,6 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 	next := 0 // the oldest batch not yet consumed
 	for k := range nb {
 		if err := ctx.Err(); err != nil {
-			for ; next < k; next++ { // let the ones in flight end
-				<-done[next%nd]
-			}
 			return nil, fmt.Errorf("%s: stopped after %d of %d items: %w", job.Name(), k*plan.Batch, items, err)
 		}
 		if k >= nd { // program k mod D is busy with batch k−D
@@ -232,6 +234,7 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 			return nil, err
 		}
 		start[k%nd] <- struct{}{}
+		inflight[k%nd] = true
 	}
 	for ; next < nb; next++ {
 		if err := finish(next); err != nil {
