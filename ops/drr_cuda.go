@@ -78,7 +78,11 @@ func (op *drrCUDA) Do(in ...G.Value) (G.Value, error) {
 		if err := op.setup(); err != nil {
 			return nil, err
 		}
-		op.out = newOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
+		host, err := cuda.HostFloat32(op.dev, op.Batch*op.Rows*op.Cols) // pinned: fast copies back
+		if err != nil {
+			return nil, err
+		}
+		op.out = tensor.New(tensor.WithShape(op.Batch, op.Rows, op.Cols), tensor.WithBacking(host))
 	}
 	if err := cuda.Upload(op.dev, op.dpose, poses.Data().([]float64)); err != nil {
 		return nil, err

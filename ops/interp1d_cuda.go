@@ -23,6 +23,7 @@ type interp1DCUDA struct {
 	arena                   *cuda.Arena
 	mode                    int64
 	gram, colsum, fpT, x, y cu.DevicePtr
+	pinned                  cuda.Pinned
 }
 
 func newInterp1DCUDA(op *Interp1D, dev *cuda.Device) (G.Op, error) {
@@ -87,8 +88,13 @@ func (op *interp1DCUDA) Do(in ...G.Value) (G.Value, error) {
 		if err := op.setup(); err != nil {
 			return nil, err
 		}
-		op.out = tensor.New(tensor.WithShape(op.outShape()...), tensor.Of(tensor.Float32))
+		host, err := cuda.HostFloat32(op.dev, op.Batch*op.outLen()) // pinned: fast copies back
+		if err != nil {
+			return nil, err
+		}
+		op.out = tensor.New(tensor.WithShape(op.outShape()...), tensor.WithBacking(host))
 	}
+	cuda.Register(op.dev, &op.pinned, x.Data().([]float32)) // the Program's input: pinned once
 	if err := cuda.Upload(op.dev, op.x, x.Data().([]float32)); err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ type pairwiseCUDA struct {
 	blas                      *cuda.BLAS // dot and cosine: cuBLAS GEMM
 	x, norm, rows, rinv, dout cu.DevicePtr
 	rinvHost                  []float64
+	pinned                    cuda.Pinned
 }
 
 func newPairwiseCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
@@ -91,9 +92,14 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 		if err := op.setup(); err != nil {
 			return nil, err
 		}
-		op.out = newOwned(tensor.Float32, op.Batch, d.N)
+		host, err := cuda.HostFloat32(op.dev, op.Batch*d.N) // pinned: fast copies back
+		if err != nil {
+			return nil, err
+		}
+		op.out = tensor.New(tensor.WithShape(op.Batch, d.N), tensor.WithBacking(host))
 	}
 	r := rows.Data().([]float32)
+	cuda.Register(op.dev, &op.pinned, r) // the Program's input: pinned once
 	if err := cuda.Upload(op.dev, op.rows, r); err != nil {
 		return nil, err
 	}
