@@ -42,12 +42,12 @@ func randomCombos(k int, xis []float64) []graphs.Combo {
 	return c
 }
 
-// BenchmarkWaveletSteadyState sweeps 512 combinations over a 24³ volume
+// BenchmarkWaveletSteadyState sweeps 512 combinations over a 48³ volume
 // (wrap) through one graph, 4 per batch, and reports the run's drift and
 // Go heap growth.
 func BenchmarkWaveletSteadyState(b *testing.B) {
 	combos := randomCombos(512, []float64{1, 2})
-	benchmarkSteadyState(b, 4, func() graphs.Job { return waveletJob(b, 24, ops.Wrap, combos) })
+	benchmarkSteadyState(b, 4, func() graphs.Job { return waveletJob(b, 48, ops.Wrap, combos) })
 }
 
 // benchmarkWavelet times a sweep of 12 combinations at 200³ (ξ ∈ {1, 2, 4},
