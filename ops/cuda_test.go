@@ -74,10 +74,7 @@ func TestInterpCUDAMatchesCPU(t *testing.T) {
 		x[i] = float32(rng.Float64()*1.2 - 0.1) // some below a, some above the grid
 	}
 	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(x))
-	for _, c := range []struct {
-		r  Reduce
-		me Method
-	}{{ReduceSumSq, MethodAuto}, {ReduceSum, MethodAuto}, {ReduceSumSq, MethodDirect}, {ReduceSum, MethodDirect}, {ReduceNone, MethodAuto}} {
+	for _, c := range interpCases {
 		tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), c.r, c.me, tensor.Float32)
 		if err != nil {
 			t.Fatal(err)
@@ -101,18 +98,8 @@ func TestInterpCUDAMatchesCPU(t *testing.T) {
 
 func TestDRRCUDAMatchesCPU(t *testing.T) {
 	dev := device(t)
-	rng := rand.New(rand.NewPCG(33, 34))
-	vol := &cpukern.Volume{N: [3]int64{40, 32, 24}, Origin: [3]float64{-21, -30, -17}, Spacing: [3]float64{1.1, 1.9, 1.4}}
-	vol.V = make([]float32, 40*32*24)
-	for i := range vol.V {
-		vol.V[i] = rng.Float32()
-	}
 	const rows, cols, batch = 48, 40, 3
-	var poses []float64
-	for k := range batch {
-		poses = append(poses, orbitPose([3]float64{1, -2, 3}, 0.4+float64(k)*1.9, 400, 150, rows, cols, 1.3)...)
-	}
-	in := tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+	vol, in := drrFixture(rand.New(rand.NewPCG(33, 34)), [3]int64{40, 32, 24}, 400, 150, 1.3, rows, cols, batch)
 	for _, step := range []float64{0, 0.5} {
 		want, err := NewDRR(vol, rows, cols, step, batch).Do(in)
 		if err != nil {

@@ -155,10 +155,7 @@ func TestEmuInterpKernel(t *testing.T) {
 		x[i] = float32(rng.Float64()*1.2 - 0.1)
 	}
 	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(append([]float32(nil), x...)))
-	for _, c := range []struct {
-		r  Reduce
-		me Method
-	}{{ReduceSumSq, MethodAuto}, {ReduceSum, MethodAuto}, {ReduceSumSq, MethodDirect}, {ReduceSum, MethodDirect}, {ReduceNone, MethodAuto}} {
+	for _, c := range interpCases {
 		tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), c.r, c.me, tensor.Float32)
 		if err != nil {
 			t.Fatal(err)
@@ -183,18 +180,9 @@ func TestEmuInterpKernel(t *testing.T) {
 
 func TestEmuDRRKernel(t *testing.T) {
 	emulator(t)
-	rng := rand.New(rand.NewPCG(53, 54))
-	vol := &cpukern.Volume{N: [3]int64{20, 16, 12}, Origin: [3]float64{-11, -15, -8}, Spacing: [3]float64{1.1, 1.9, 1.4}}
-	vol.V = make([]float32, 20*16*12)
-	for i := range vol.V {
-		vol.V[i] = rng.Float32()
-	}
 	const rows, cols, batch = 12, 10, 2
-	var poses []float64
-	for k := range batch {
-		poses = append(poses, orbitPose([3]float64{1, -2, 3}, 0.4+float64(k)*1.9, 300, 100, rows, cols, 2.5)...)
-	}
-	in := tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+	vol, in := drrFixture(rand.New(rand.NewPCG(53, 54)), [3]int64{20, 16, 12}, 300, 100, 2.5, rows, cols, batch)
+	poses := in.Data().([]float64)
 	for _, step := range []float64{0, 0.5} {
 		op := NewDRR(vol, rows, cols, step, batch)
 		want, err := op.Do(in)
@@ -380,3 +368,24 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 		t.Errorf("relative error %.3g", e)
 	}
 }
+
+// drrFixture is a random volume with anisotropic spacing and a non-zero
+// origin, and batch oblique poses of rows×cols pixels around it.
+func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols, batch int) (*cpukern.Volume, *tensor.Dense) {
+	vol := &cpukern.Volume{N: n, Origin: [3]float64{-float64(n[0]) / 2, -float64(n[1]), -float64(n[2]) / 1.5},
+		Spacing: [3]float64{1.1, 1.9, 1.4}, V: make([]float32, n[0]*n[1]*n[2])}
+	for i := range vol.V {
+		vol.V[i] = rng.Float32()
+	}
+	var poses []float64
+	for k := range batch {
+		poses = append(poses, orbitPose([3]float64{1, -2, 3}, 0.4+float64(k)*1.9, sdd, sid, rows, cols, pixel)...)
+	}
+	return vol, tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+}
+
+// interpCases are the reduction/method pairs every interp path is tested on.
+var interpCases = []struct {
+	r  Reduce
+	me Method
+}{{ReduceSumSq, MethodAuto}, {ReduceSum, MethodAuto}, {ReduceSumSq, MethodDirect}, {ReduceSum, MethodDirect}, {ReduceNone, MethodAuto}}
