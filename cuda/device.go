@@ -106,15 +106,10 @@ func (d *Device) MemInfo() (free, total int64, err error) {
 	return free, total, err
 }
 
-// Launch runs kernel name over grid×block threads with the given
-// arguments (pointers to each argument's value, as cuLaunchKernel takes
-// them) and waits for it: a launch error or a fault in the kernel is
+// Launch2D runs kernel name over gx×gy blocks of block threads with the
+// given arguments (pointers to each argument's value, as cuLaunchKernel
+// takes them) and waits for it: a launch error or a fault in the kernel is
 // returned here, not at some later call.
-func (d *Device) Launch(name string, grid, block int, args ...unsafe.Pointer) error {
-	return d.Launch2D(name, grid, 1, block, args...)
-}
-
-// Launch2D is Launch over a gx×gy grid of blocks.
 func (d *Device) Launch2D(name string, gx, gy, block int, args ...unsafe.Pointer) error {
 	fn, ok := d.funcs[name]
 	if !ok {
@@ -130,9 +125,6 @@ func (d *Device) Launch2D(name string, gx, gy, block int, args ...unsafe.Pointer
 		return nil
 	})
 }
-
-// Blocks is the grid size for n threads in blocks of block.
-func Blocks(n, block int) int { return (n + block - 1) / block }
 
 // String names the device, as in "cuda:0 (NVIDIA H200)".
 func (d *Device) String() string { return fmt.Sprintf("cuda:%d (%s)", d.Ordinal, d.Name) }
