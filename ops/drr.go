@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 	"hash"
+	"math"
+	"unsafe"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -21,8 +23,11 @@ const PoseWidth = 12
 // for a batch of poses (Batch, PoseWidth) it casts one ray from the source
 // to every pixel centre of a Rows×Cols detector through a voxel volume and
 // returns the line integrals, (Batch, Rows, Cols) float32. Step ≤ 0 is the
-// exact radiological path (Siddon); Step > 0 samples trilinearly every Step
-// mm.
+// exact radiological path (Siddon). Step > 0 samples trilinearly at the
+// same fractions (k + ½)·Step/L of every ray of a pose, L being the length
+// of the pose's longest ray (the one to a detector corner): samples are
+// Step mm apart on that ray and closer on shorter ones, and each weighs its
+// own ray's spacing.
 type DRR struct {
 	owned
 
@@ -31,31 +36,99 @@ type DRR struct {
 	Step       float64
 	Batch      int
 
-	out      *tensor.Dense
-	src, dst []float64 // per-ray end points, reused
-	val      []float32 // per-ray results, in ray order
-	order    []int32   // ray order within one image: pixel indices tile by tile
-	padded   *cpukern.Volume
+	out    *tensor.Dense
+	fans   []fan // this batch's work, reused
+	padded *cpukern.Volume
 }
 
-// tile is the side of the square blocks of pixels whose rays are cast
-// together: neighbouring rays cross the same voxels, so casting them in a
-// row reuses the cache lines the first one brought in.
+// A fan is a run of rays of one pose from the source to evenly spaced pixel
+// centres: one column of the detector, or part of one.
+type fan struct {
+	src, dst0, dd [3]float64
+	n, off, stride int
+	lref           float64
+}
+
+// tile is the number of rays of a column cast together on the general
+// paths: neighbouring rays cross the same voxels, so casting a column's
+// tile in a row, then the next column's, reuses the cache lines the first
+// brought in.
 const tile = 32
 
-// tileOrder lists the pixels of a rows×cols image tile by tile.
-func tileOrder(rows, cols int) []int32 {
-	order := make([]int32, 0, rows*cols)
-	for r0 := 0; r0 < rows; r0 += tile {
-		for c0 := 0; c0 < cols; c0 += tile {
-			for c := c0; c < min(c0+tile, cols); c++ {
-				for r := r0; r < min(r0+tile, rows); r++ {
-					order = append(order, int32(r*cols+c))
+// LongestRay is the length in mm of the longest ray of a pose: the one to
+// one of the detector's corners, since the squared length is convex in the
+// pixel position.
+func LongestRay(pose []float64, rows, cols int) float64 {
+	l := 0.0
+	for _, r := range [2]float64{0, float64(rows - 1)} {
+		for _, c := range [2]float64{0, float64(cols - 1)} {
+			s := 0.0
+			for a := range 3 {
+				d := pose[3+a] + c*pose[6+a] + r*pose[9+a] - pose[a]
+				s += d * d
+			}
+			l = max(l, math.Sqrt(s))
+		}
+	}
+	return l
+}
+
+// alongZ says whether a pixel step d runs along z, to a relative 1e-9: the
+// rays to the pixels it steps through share their x and y at every
+// fraction, which the trilinear fan path exploits. Snapping the tiny x and
+// y moves a pixel by at most 1e-9 of its distance from the first.
+func alongZ(d []float64) bool {
+	n := math.Sqrt(d[0]*d[0] + d[1]*d[1] + d[2]*d[2])
+	return n > 0 && math.Abs(d[0]) <= 1e-9*n && math.Abs(d[1]) <= 1e-9*n
+}
+
+// plan lists the fans of a batch: for trilinear poses whose columns (or
+// rows) step along z, whole columns (rows) on the fast path; otherwise
+// tiles of up to tile rays of a column.
+func (op *DRR) plan(pd []float64) {
+	op.fans = op.fans[:0]
+	per := op.Rows * op.Cols
+	for b := range op.Batch {
+		p := pd[b*PoseWidth:][:PoseWidth]
+		f := fan{lref: LongestRay(p, op.Rows, op.Cols)}
+		copy(f.src[:], p[:3])
+		du, dv := p[6:9], p[9:12]
+		switch {
+		case op.Step > 0 && alongZ(dv): // one fan per column
+			f.dd = [3]float64{0, 0, dv[2]}
+			f.n, f.stride = op.Rows, op.Cols
+			for c := range op.Cols {
+				for a := range 3 {
+					f.dst0[a] = p[3+a] + float64(c)*du[a]
+				}
+				f.off = b*per + c
+				op.fans = append(op.fans, f)
+			}
+		case op.Step > 0 && alongZ(du): // one fan per row
+			f.dd = [3]float64{0, 0, du[2]}
+			f.n, f.stride = op.Cols, 1
+			for r := range op.Rows {
+				for a := range 3 {
+					f.dst0[a] = p[3+a] + float64(r)*dv[a]
+				}
+				f.off = b*per + r*op.Cols
+				op.fans = append(op.fans, f)
+			}
+		default:
+			copy(f.dd[:], dv)
+			f.stride = op.Cols
+			for r0 := 0; r0 < op.Rows; r0 += tile {
+				f.n = min(tile, op.Rows-r0)
+				for c := range op.Cols {
+					for a := range 3 {
+						f.dst0[a] = p[3+a] + float64(c)*du[a] + float64(r0)*dv[a]
+					}
+					f.off = b*per + r0*op.Cols + c
+					op.fans = append(op.fans, f)
 				}
 			}
 		}
 	}
-	return order
 }
 
 // NewDRR returns the op for batches of batch poses.
@@ -94,34 +167,19 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	if !ok || poses.Dtype() != tensor.Float64 || poses.Shape().TotalSize() != op.Batch*PoseWidth {
 		return nil, fmt.Errorf("drr: poses %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, PoseWidth)
 	}
-	rays := op.Batch * op.Rows * op.Cols
 	if op.out == nil {
 		op.out = newOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
-		op.src = make([]float64, 3*rays)
-		op.dst = make([]float64, 3*rays)
-		op.val = make([]float32, rays)
-		op.order = tileOrder(op.Rows, op.Cols)
+		op.fans = make([]fan, 0, op.Batch*max(op.Rows, op.Cols*((op.Rows+tile-1)/tile)))
 		op.padded = op.Vol
 		if op.Step > 0 {
 			op.padded = cpukern.PadVolume(op.Vol) // trilinear: no boundary tests
 		}
 	}
-	pd := poses.Data().([]float64)
+	op.plan(poses.Data().([]float64))
 	out := op.out.Data().([]float32)
-	per := op.Rows * op.Cols
-	parallel.Dynamic(rays, 1024, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			p := pd[(r/per)*PoseWidth:][:PoseWidth]
-			pix := int(op.order[r%per])
-			row, col := float64(pix/op.Cols), float64(pix%op.Cols)
-			for a := range 3 {
-				op.src[3*r+a] = p[a]
-				op.dst[3*r+a] = p[3+a] + col*p[6+a] + row*p[9+a]
-			}
-		}
-		cpukern.DRR(op.padded, op.src[3*lo:3*hi], op.dst[3*lo:3*hi], op.val[lo:hi], op.Step)
-		for r := lo; r < hi; r++ {
-			out[(r/per)*per+int(op.order[r%per])] = op.val[r]
+	parallel.Dynamic(len(op.fans), 32, func(lo, hi int) {
+		for _, f := range op.fans[lo:hi] {
+			cpukern.DRRFan(op.padded, f.src, f.dst0, f.dd, f.n, out[f.off:], f.stride, op.Step, f.lref)
 		}
 	})
 	return op.out, nil
@@ -129,8 +187,8 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 
 // ResidentBytes counts the volume and the per-ray scratch.
 func (op *DRR) ResidentBytes() int64 {
-	rays := int64(op.Batch * op.Rows * op.Cols)
-	b := int64(4*len(op.Vol.V)) + 2*3*8*rays + 4*rays + 4*int64(op.Rows*op.Cols)
+	fans := int64(op.Batch * max(op.Rows, op.Cols*((op.Rows+tile-1)/tile)))
+	b := int64(4*len(op.Vol.V)) + int64(unsafe.Sizeof(fan{}))*fans
 	if op.Step > 0 && !op.Vol.Padded {
 		b += 4 * (op.Vol.N[0] + 2) * (op.Vol.N[1] + 2) * (op.Vol.N[2] + 2)
 	}

@@ -62,7 +62,7 @@ func TestDRROpMatchesKernelPerRay(t *testing.T) {
 						dst[a] = p[3+a] + float64(c)*p[6+a] + float64(r)*p[9+a]
 					}
 					want := make([]float32, 1)
-					cpukern.DRR(vol, p[:3], dst, want, step)
+					cpukern.DRR(vol, p[:3], dst, want, step, LongestRay(p, rows, cols))
 					// Siddon is exact to the bit; trilinear rays are summed
 					// in groups, in float32 within a group.
 					if g := got[(b*rows+r)*cols+c]; g != want[0] && (step == 0 || math.Abs(float64(g-want[0])) > 1e-5*math.Abs(float64(want[0]))) {

@@ -9,9 +9,10 @@ fused in one jitted function and the poses mapped on the device with
 jax.lax.map(batch_size=...).
 
 Geometry and sampling are drr_numpy.py's (tapeloop's definitions: --orbit
-poses, samples at (q + 1/2)·step mm from the source, zero outside the
-volume); a fixed sample count per ray covers the volume's circumscribed
-sphere, samples outside contributing zero. Prints one JSON line: seconds
+poses, samples at the fractions (q + 1/2)·step/L of every ray, L the
+length of the longest, zero outside the volume); a fixed sample count per
+ray covers the volume's circumscribed sphere, samples outside contributing
+zero. Prints one JSON line: seconds
 per DRR (median over poses for seed, the whole batch / P for fix,
 synchronised), peak device memory, checksum; --out writes (P, R, C).
 """
@@ -56,8 +57,12 @@ def main():
     rows, cols = (int(t) for t in args.detector.split("x"))
     c = o + n * s / 2
     radius = np.linalg.norm(n * s) / 2
-    q0 = int(np.floor((args.sid - radius) / step)) - 1
-    nq = int(np.ceil(2 * radius / step)) + 3
+    lref = np.sqrt(args.sdd ** 2 + ((cols - 1) / 2 * args.pixel) ** 2 + ((rows - 1) / 2 * args.pixel) ** 2)
+    frac = step / lref  # the longest ray, to a detector corner, has samples step mm apart
+    # Every ray is between sdd and lref long: its points within the sphere
+    # lie at fractions in [(sid - radius)/lref, (sid + radius)/sdd].
+    q0 = int(np.floor((args.sid - radius) / lref / frac)) - 1
+    nq = int(np.ceil((args.sid + radius) / args.sdd / frac)) - q0 + 3
     vp = jnp.asarray(np.pad(v, 1))
     cc, rr = np.meshgrid(np.arange(cols), np.arange(rows))
     du = jnp.asarray(((cc - (cols - 1) / 2) * args.pixel).ravel())
@@ -68,9 +73,8 @@ def main():
         """(rays, nq) trilinear samples along every ray of one pose."""
         pix = center + du[:, None] * u + dv[:, None] * jnp.array([0.0, 0.0, -1.0])
         d = pix - src
-        d = d / jnp.linalg.norm(d, axis=1, keepdims=True)
-        dist = (q0 + jnp.arange(nq) + 0.5) * step
-        pts = src + dist[None, :, None] * d[:, None, :]
+        a = (q0 + jnp.arange(nq) + 0.5) * frac
+        pts = src + a[None, :, None] * d[:, None, :]
         ui = (pts - jo) / js + 0.5  # continuous index in the padded volume
         i0 = jnp.floor(ui)
         t = ui - i0
@@ -82,10 +86,10 @@ def main():
             w = ((t[..., 0] if dx else 1 - t[..., 0]) * (t[..., 1] if dy else 1 - t[..., 1])
                  * (t[..., 2] if dz else 1 - t[..., 2]))
             val = val + w * vp[i0[..., 0] + dx, i0[..., 1] + dy, i0[..., 2] + dz]
-        return jnp.where(inside, val, 0.0)
+        return jnp.where(inside, val, 0.0) * (frac * jnp.linalg.norm(d, axis=1))[:, None]
 
     def image_process(samples):
-        return (samples.sum(axis=1) * step).reshape(rows, cols)
+        return samples.sum(axis=1).reshape(rows, cols)
 
     src, center, u = (jnp.asarray(a) for a in poses(args.orbit, c, args.sdd, args.sid))
     times = []

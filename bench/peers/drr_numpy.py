@@ -7,9 +7,11 @@ function and loops on the device. On the CPU the same computation in NumPy
 is this: for each pose, all rays at once, the samples taken in lockstep
 (sample k of every ray), trilinear interpolation with zero outside the
 volume. Geometry and sampling follow tapeloop's definitions exactly (the
---orbit poses; samples at (q + 1/2)·step mm from the source inside the
-volume's box grown by half a voxel; voxel centres at o + (i + 1/2)·s), so
-the images can be compared element by element.
+--orbit poses; samples at the fractions (q + 1/2)·step/L of every ray
+from the source, L the length of the pose's longest ray (to a detector
+corner), inside the volume's box grown by half a voxel, each weighing
+step·len/L; voxel centres at o + (i + 1/2)·s), so the images can be
+compared element by element.
 
 Prints one JSON line: median seconds per DRR, peak RSS, checksum; writes
 the (P, R, C) float32 images to --out when given.
@@ -37,9 +39,11 @@ def orbit(n_poses, c, sdd, sid, rows, cols, pixel):
 
 def drr(vp, n, o, s, src, pix, step):
     """Line integrals from src to each row of pix through the zero-padded
-    volume vp ((n+2)³ flattened): the sum of trilinear samples × step."""
+    volume vp ((n+2)³ flattened): the sum of trilinear samples, each
+    weighing its ray's sample spacing."""
     d = pix - src
     length = np.linalg.norm(d, axis=1)
+    frac = step / length.max()  # the detector's corners are among the pixels
     lo, hi = o - 0.5 * s, o + (n + 0.5) * s  # the data's box grown by half a voxel
     amin, amax = np.zeros(len(d)), np.ones(len(d))
     for ax in range(3):
@@ -53,8 +57,8 @@ def drr(vp, n, o, s, src, pix, step):
         amin = np.maximum(amin, np.minimum(t0, t1))
         amax = np.minimum(amax, np.maximum(t0, t1))
     hit = amin < amax
-    q0 = np.ceil(amin * length / step - 0.5)
-    q1 = np.floor(amax * length / step - 0.5)
+    q0 = np.ceil(amin / frac - 0.5)
+    q1 = np.floor(amax / frac - 0.5)
     q1 = np.where(hit, q1, q0 - 1)
     acc = np.zeros(len(d))
     stride = np.array([(n[1] + 2) * (n[2] + 2), n[2] + 2, 1])
@@ -63,7 +67,7 @@ def drr(vp, n, o, s, src, pix, step):
         live = np.nonzero(q <= q1)[0]
         if len(live) == 0:
             break
-        a = (q[live] + 0.5) * step / length[live]
+        a = (q[live] + 0.5) * frac
         p = src + a[:, None] * d[live]
         u = (p - o) / s + 0.5  # continuous index in the padded volume
         i0 = np.clip(np.floor(u), 0, n)  # n per axis: the last valid corner
@@ -78,7 +82,7 @@ def drr(vp, n, o, s, src, pix, step):
                     wz = t[:, 2] if dz else 1 - t[:, 2]
                     val += wx * wy * wz * vp[base + dx * stride[0] + dy * stride[1] + dz]
         acc[live] += val
-    return acc * step
+    return acc * frac * length
 
 
 def main():

@@ -1,7 +1,8 @@
 // Digitally reconstructed radiographs (seed 000), one thread per ray, a
 // batch of poses per launch: the scalar paths of internal/cpukern/drr.c
-// (Siddon's exact radiological path, or trilinear samples every step mm,
-// zero outside the volume), in double for positions and sums.
+// (Siddon's exact radiological path, or trilinear samples at fractions of
+// each ray shared by the pose, zero outside the volume), in double for
+// positions and sums.
 //
 // Pose p (12 doubles): source, centre of pixel (0, 0), the step along a
 // row, the step down a column. Ray r of a pose is pixel (r / cols, r % cols).
@@ -110,9 +111,10 @@ __device__ static double sample(const vol &V, double u, double v, double w) {
   return s;
 }
 
-// Samples at (q + ½)·step mm from the source, q over those inside the
-// volume's box grown by half a voxel (outside it every sample is zero).
-__device__ static double trilinear(const vol &V, const double *src, const double *dst, double step) {
+// Samples at the fractions (q + ½)·step/lref of the segment from the
+// source, q over those inside the volume's box grown by half a voxel
+// (outside it every sample is zero), each weighing step·len/lref mm.
+__device__ static double trilinear(const vol &V, const double *src, const double *dst, double step, double lref) {
   double d[3] = {dst[0] - src[0], dst[1] - src[1], dst[2] - src[2]};
   double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   if (len == 0) return 0;
@@ -123,17 +125,33 @@ __device__ static double trilinear(const vol &V, const double *src, const double
   }
   double amin, amax;
   if (!clip(G, src, d, &amin, &amax)) return 0;
-  double q0 = ceil(amin * len / step - 0.5), q1 = floor(amax * len / step - 0.5);
+  double da = step / lref;
+  double q0 = ceil(amin / da - 0.5), q1 = floor(amax / da - 0.5);
   double u[3], du[3];
   for (int ax = 0; ax < 3; ax++) {
-    double a0 = (q0 + 0.5) * step / len;
+    double a0 = (q0 + 0.5) * da;
     u[ax] = (src[ax] + a0 * d[ax] - V.o[ax]) / V.s[ax] - 0.5;
-    du[ax] = step / len * d[ax] / V.s[ax];
+    du[ax] = da * d[ax] / V.s[ax];
   }
   double acc = 0;
   for (long q = 0; q <= (long)(q1 - q0); q++)
     acc += sample(V, u[0] + q * du[0], u[1] + q * du[1], u[2] + q * du[2]);
-  return acc * step;
+  return acc * da * len;
+}
+
+// longest is the length of a pose's longest ray, to one of the detector's
+// corners: trilinear samples lie step mm apart on it (ops.LongestRay).
+__device__ static double longest(const double *pose, long rows, long cols) {
+  double l = 0;
+  for (int i = 0; i < 4; i++) {
+    double r = (i & 1) ? (double)(rows - 1) : 0, c = (i & 2) ? (double)(cols - 1) : 0, s = 0;
+    for (int a = 0; a < 3; a++) {
+      double d = pose[3 + a] + c * pose[6 + a] + r * pose[9 + a] - pose[a];
+      s += d * d;
+    }
+    l = fmax(l, sqrt(s));
+  }
+  return l;
 }
 
 // out[p·rows·cols + r]: the line integral of ray r of pose p; step ≤ 0
@@ -151,5 +169,5 @@ extern "C" __global__ void drr(const float *v, long nx, long ny, long nz, double
   double dst[3];
   for (int a = 0; a < 3; a++) dst[a] = pose[3 + a] + col * pose[6 + a] + row * pose[9 + a];
   vol V = {v, {nx, ny, nz}, {ox, oy, oz}, {sx, sy, sz}};
-  out[t] = (float)(step > 0 ? trilinear(V, pose, dst, step) : siddon(V, pose, dst));
+  out[t] = (float)(step > 0 ? trilinear(V, pose, dst, step, longest(pose, rows, cols)) : siddon(V, pose, dst));
 }

@@ -125,20 +125,24 @@ static double sample_index(const tl_volume *vol, double u, double v, double w) {
 }
 
 // A ray prepared for trilinear sampling: samples q0 … q1 (global sample
-// numbers, at distances (q + 1/2)*step from the source), the first at
-// continuous index u, the next du further.
+// numbers, at fractions (q + 1/2)*step/lref of the segment from the source),
+// the first at continuous index u, the next du further, each weighing w mm.
 typedef struct {
   double u[3], du[3];
+  double w;
   int64_t q0, q1;
 } tl_ray;
 
 // prepare clips a ray for sampling. A padded volume has a border of zero
 // voxels around the data: its box shrunk by half a voxel is the data's box
 // grown by half a voxel, outside which every sample is zero.
-static int prepare(const tl_volume *vol, int padded, const double *src, const double *dst, double step, tl_ray *r) {
+// With lref ≤ 0 the ray's own length stands for lref: samples every step mm.
+static int prepare(const tl_volume *vol, int padded, const double *src, const double *dst, double step, double lref,
+                   tl_ray *r) {
   double d[3] = {dst[0] - src[0], dst[1] - src[1], dst[2] - src[2]};
   double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   if (len == 0) return 0;
+  double da = step / (lref > 0 ? lref : len); // sample spacing as a fraction of the segment
   tl_volume grown = *vol;
   for (int ax = 0; ax < 3; ax++) {
     double half = padded ? 0.5 : -0.5;
@@ -147,14 +151,15 @@ static int prepare(const tl_volume *vol, int padded, const double *src, const do
   }
   double amin, amax;
   if (!clip(&grown, src, d, &amin, &amax)) return 0;
-  double q0 = ceil(amin * len / step - 0.5), q1 = floor(amax * len / step - 0.5);
+  double q0 = ceil(amin / da - 0.5), q1 = floor(amax / da - 0.5);
   if (q1 < q0) return 0;
   r->q0 = (int64_t)q0;
   r->q1 = (int64_t)q1;
+  r->w = da * len;
   for (int ax = 0; ax < 3; ax++) {
-    double a0 = (q0 + 0.5) * step / len;
+    double a0 = (q0 + 0.5) * da;
     r->u[ax] = (src[ax] + a0 * d[ax] - vol->o[ax]) / vol->s[ax] - 0.5;
-    r->du[ax] = step / len * d[ax] / vol->s[ax];
+    r->du[ax] = da * d[ax] / vol->s[ax];
   }
   return 1;
 }
@@ -163,9 +168,10 @@ static int prepare(const tl_volume *vol, int padded, const double *src, const do
 // advances in float32 (its rounding, ~1e-5 of a voxel over a ray, is far
 // below the interpolation's own error) and the eight neighbours are read
 // with one bounds test; near the boundary sample_index takes over.
-static double trilinear(const tl_volume *vol, int padded, const double *src, const double *dst, double step) {
+static double trilinear(const tl_volume *vol, int padded, const double *src, const double *dst, double step,
+                        double lref) {
   tl_ray r;
-  if (!prepare(vol, padded, src, dst, step, &r)) return 0;
+  if (!prepare(vol, padded, src, dst, step, lref, &r)) return 0;
   const int64_t ny = vol->n[1], nz = vol->n[2];
   const int64_t si = ny * nz, sj = nz;
   const float lx = (float)(vol->n[0] - 1), ly = (float)(vol->n[1] - 1), lz = (float)(vol->n[2] - 1);
@@ -193,7 +199,7 @@ static double trilinear(const tl_volume *vol, int padded, const double *src, con
       part = 0;
     }
   }
-  return (acc + part) * step;
+  return (acc + part) * r.w;
 }
 
 // trilinear16 samples up to 16 rays together in the lanes of AVX-512
@@ -204,13 +210,13 @@ static double trilinear(const tl_volume *vol, int padded, const double *src, con
 // in int32.
 __attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol, int padded, int nr,
                                                             const double *src, const double *dst, float *out,
-                                                            double step) {
+                                                            double step, double lref) {
   tl_ray ray[16];
   float bx[16], by[16], bz[16], dx[16], dy[16], dz[16];
   int32_t q0[16], q1[16];
   int64_t qlo = INT64_MAX, qhi = INT64_MIN;
   for (int l = 0; l < 16; l++) {
-    int live = l < nr && prepare(vol, padded, src + 3 * l, dst + 3 * l, step, &ray[l]);
+    int live = l < nr && prepare(vol, padded, src + 3 * l, dst + 3 * l, step, lref, &ray[l]);
     if (!live) { // an empty lane: no samples
       q0[l] = 1;
       q1[l] = 0;
@@ -337,21 +343,290 @@ __attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol,
   }
   float p[16];
   _mm512_storeu_ps(p, part);
-  for (int l = 0; l < nr; l++) out[l] = (float)((acc[l] + p[l]) * step);
+  for (int l = 0; l < nr; l++) out[l] = q1[l] < q0[l] ? 0 : (float)((acc[l] + p[l]) * ray[l].w);
 }
 
-void tl_drr(const float *v, const int64_t *n, const double *os, int padded, int64_t nrays, const double *src,
-            const double *dst, float *out, double step) {
-  tl_volume vv = {v, {n[0], n[1], n[2]}, {os[0], os[1], os[2]}, {os[3], os[4], os[5]}};
-  const tl_volume *vol = &vv;
-  if (step > 0 && tl_cpu_isa() == 2 && vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1) {
+// fanz renders a fan of n rays from src to dst0 + i*dd that all share their
+// x and y along the way (dd is along z), by trilinear samples at the same
+// fractions a_k = (k + 1/2)*step/lref of every segment. At one a_k every ray
+// of the fan lies in the same voxel column pair in x and y: the bilinear
+// weights in x and y are computed once per sample for all rays, and the
+// rays of a 16-lane vector, which sit on neighbouring z in the same four
+// columns, read them with two contiguous loads per column and a permute in
+// place of gathers. Needs a padded volume (zero border) of fewer than 2^31
+// voxels.
+enum { FANCH = 256, FANPF = 16, FANBUF = 2048 }; // rays per chunk (16 vectors of partial sums); prefetch distance in samples
+
+__attribute__((target("avx512f,avx512bw,bmi2"))) static void fanz(const tl_volume *vol, const double *src,
+                                                                   const double *dst0, const double *dd, int64_t n,
+                                                                   float *out, int64_t ostride, double step,
+                                                                   double lref) {
+  const int32_t nx = (int32_t)vol->n[0], ny = (int32_t)vol->n[1], nz = (int32_t)vol->n[2];
+  const int32_t si = ny * nz, sj = nz;
+  const double da = step / lref;
+  // Continuous indices (voxel centres at integers) along the fan's shared
+  // line: X(a) = ax + a*bx, Y(a) = ay + a*by; ray i: Z(a) = az + a*(bz + i*gz).
+  const double ax = (src[0] - vol->o[0]) / vol->s[0] - 0.5, bx = (dst0[0] - src[0]) / vol->s[0];
+  const double ay = (src[1] - vol->o[1]) / vol->s[1] - 0.5, by = (dst0[1] - src[1]) / vol->s[1];
+  const double az = (src[2] - vol->o[2]) / vol->s[2] - 0.5, bz = (dst0[2] - src[2]) / vol->s[2];
+  const double gz = dd[2] / vol->s[2];
+  // The samples with X in [0, nx-1] and Y in [0, ny-1] and a in [0, 1]:
+  // outside, every value read is the zero border.
+  double lo = 0, hi = 1;
+  const double a0s[2] = {ax, ay}, b0s[2] = {bx, by}, lim[2] = {nx - 1, ny - 1};
+  for (int q = 0; q < 2; q++) {
+    if (b0s[q] == 0) {
+      if (a0s[q] < 0 || a0s[q] > lim[q]) lo = 1, hi = 0;
+      continue;
+    }
+    double t0 = (0 - a0s[q]) / b0s[q], t1 = (lim[q] - a0s[q]) / b0s[q];
+    if (t0 > t1) { double t = t0; t0 = t1; t1 = t; }
+    if (t0 > lo) lo = t0;
+    if (t1 < hi) hi = t1;
+  }
+  int64_t k0 = (int64_t)ceil(lo / da - 0.5), k1 = (int64_t)floor(hi / da - 0.5);
+  if (k0 < 0) k0 = 0;
+  const float fzhi = (float)(nz - 1), fazf = (float)az;
+  const __m512 zero = _mm512_setzero_ps(), vzhi = _mm512_set1_ps(fzhi), vaz = _mm512_set1_ps(fazf);
+  const __m512i one = _mm512_set1_epi32(1), vnz2 = _mm512_set1_epi32(nz - 2);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const float *v = vol->v;
+  for (int64_t r0 = 0; r0 < n; r0 += FANCH) {
+    const int m = n - r0 < FANCH ? (int)(n - r0) : FANCH, nv = (m + 15) / 16;
+    __m512 ci[FANCH / 16], part[FANCH / 16];
+    float cfirst[FANCH / 16], clast[FANCH / 16];
+    __mmask16 live[FANCH / 16];
+    double acc[FANCH];
+    for (int j = 0; j < nv; j++) {
+      float c[16];
+      for (int l = 0; l < 16; l++) c[l] = (float)(bz + (double)(r0 + 16 * j + l) * gz);
+      ci[j] = _mm512_loadu_ps(c);
+      int last = m - 16 * j < 16 ? m - 16 * j - 1 : 15;
+      cfirst[j] = c[0];
+      clast[j] = c[last];
+      live[j] = (__mmask16)((1u << (last + 1)) - 1);
+      part[j] = zero;
+    }
+    for (int i = 0; i < m; i++) acc[i] = 0;
+    // The chunk's rays' z slopes span [cmin, cmax].
+    const double ca = bz + (double)r0 * gz, cb = bz + (double)(r0 + m - 1) * gz;
+    const double cmin = ca < cb ? ca : cb, cmax = ca < cb ? cb : ca;
+    int32_t lastpf = -1;
+    const float cminf = cfirst[0] < clast[nv - 1] ? cfirst[0] : clast[nv - 1];
+    const float cmaxf = cfirst[0] < clast[nv - 1] ? clast[nv - 1] : cfirst[0];
+    float buf[FANBUF];
+    for (int64_t k = k0; k <= k1; k++) {
+      const double a = (k + 0.5) * da;
+      double X = ax + a * bx, Y = ay + a * by;
+      int32_t ix = (int32_t)floor(X), iy = (int32_t)floor(Y);
+      ix = ix < 0 ? 0 : (ix > nx - 2 ? nx - 2 : ix);
+      iy = iy < 0 ? 0 : (iy > ny - 2 ? ny - 2 : iy);
+      float fx = (float)(X - ix), fy = (float)(Y - iy);
+      fx = fx < 0 ? 0 : (fx > 1 ? 1 : fx);
+      fy = fy < 0 ? 0 : (fy > 1 ? 1 : fy);
+      const __m512 w00 = _mm512_set1_ps((1 - fx) * (1 - fy)), w01 = _mm512_set1_ps((1 - fx) * fy),
+                   w10 = _mm512_set1_ps(fx * (1 - fy)), w11 = _mm512_set1_ps(fx * fy);
+      const int32_t base = ix * si + iy * sj;
+      const float *p00 = v + base, *p01 = p00 + sj, *p10 = p00 + si, *p11 = p10 + sj;
+      if (k + FANPF <= k1) {
+        // Prefetch the z range the chunk's rays read FANPF samples ahead,
+        // in its four columns, when those columns differ from the last
+        // prefetched: the loads follow the ray through memory in a pattern
+        // the hardware prefetchers do not foresee.
+        const double ap = (k + FANPF + 0.5) * da;
+        double Xp = ax + ap * bx, Yp = ay + ap * by;
+        int32_t px = (int32_t)Xp, py = (int32_t)Yp;
+        px = px < 0 ? 0 : (px > nx - 2 ? nx - 2 : px);
+        py = py < 0 ? 0 : (py > ny - 2 ? ny - 2 : py);
+        int32_t pbase = px * si + py * sj;
+        if (pbase != lastpf) {
+          lastpf = pbase;
+          double za = az + ap * cmin, zb = az + ap * cmax;
+          int32_t zlo = za < 0 ? 0 : (za > nz - 1 ? nz - 1 : (int32_t)za);
+          int32_t zhi = zb < 0 ? 0 : (zb > nz - 1 ? nz - 1 : (int32_t)zb);
+          const float *q = v + pbase;
+          for (int32_t z = zlo & ~15; z <= zhi + 1; z += 16) {
+            _mm_prefetch((const char *)(q + z), _MM_HINT_T0);
+            _mm_prefetch((const char *)(q + sj + z), _MM_HINT_T0);
+            _mm_prefetch((const char *)(q + si + z), _MM_HINT_T0);
+            _mm_prefetch((const char *)(q + si + sj + z), _MM_HINT_T0);
+          }
+        }
+      }
+      const float af = (float)a;
+      const __m512 va = _mm512_set1_ps(af);
+      // The chunk's z range at this sample, in the lanes' own float
+      // arithmetic (fmaf is monotonic in the slope).
+      float zA = fmaf(af, cminf, fazf), zB = fmaf(af, cmaxf, fazf);
+      if (zB < 0 || zA > fzhi) goto next; // every ray of the chunk is above or below the volume
+      {
+        int32_t blo = (int32_t)(zA < 0 ? 0 : zA), bhi = (int32_t)(zB > fzhi ? fzhi : zB);
+        if (blo > nz - 2) blo = nz - 2;
+        if (bhi > nz - 2) bhi = nz - 2;
+        int32_t cnt = bhi + 2 - blo; // z = blo … bhi+1 are read
+        if (cnt <= FANBUF - 32) {
+          // Blend the four columns once for the whole chunk: buf[z - blo]
+          // is the bilinear value in x and y at height z; each ray then
+          // needs only its two z neighbours from it.
+          int32_t left = nz - blo;
+          for (int32_t z = 0; z < cnt; z += 16) {
+            __mmask16 mk = left - z >= 16 ? 0xFFFF : (__mmask16)_bzhi_u32(0xFFFF, left - z);
+            __m512 b = _mm512_mul_ps(w00, _mm512_maskz_loadu_ps(mk, p00 + blo + z));
+            b = _mm512_fmadd_ps(w01, _mm512_maskz_loadu_ps(mk, p01 + blo + z), b);
+            b = _mm512_fmadd_ps(w10, _mm512_maskz_loadu_ps(mk, p10 + blo + z), b);
+            b = _mm512_fmadd_ps(w11, _mm512_maskz_loadu_ps(mk, p11 + blo + z), b);
+            _mm512_storeu_ps(buf + z, b);
+          }
+          const __m512i vblo = _mm512_set1_epi32(blo);
+          for (int j = 0; j < nv; j++) {
+            __m512 z = _mm512_fmadd_ps(va, ci[j], vaz);
+            __mmask16 in = live[j] & _mm512_cmp_ps_mask(z, zero, _CMP_GE_OQ) & _mm512_cmp_ps_mask(z, vzhi, _CMP_LE_OQ);
+            if (!in) continue;
+            __m512 zc = _mm512_min_ps(_mm512_max_ps(z, zero), vzhi);
+            __m512i iz = _mm512_min_epi32(_mm512_cvttps_epi32(zc), vnz2);
+            __m512 fz = _mm512_sub_ps(zc, _mm512_cvtepi32_ps(iz));
+            __m512 c0, c1;
+            float z0 = fmaf(af, cfirst[j], fazf), z1 = fmaf(af, clast[j], fazf);
+            float zmin = z0 < z1 ? z0 : z1, zmax = z0 < z1 ? z1 : z0;
+            int32_t wlo = (int32_t)(zmin < 0 ? 0 : zmin), whi = (int32_t)(zmax > fzhi ? fzhi : zmax);
+            if (wlo > nz - 2) wlo = nz - 2;
+            if (whi > nz - 2) whi = nz - 2;
+            if (whi + 1 - wlo <= 31) {
+              __m512i rel = _mm512_sub_epi32(iz, _mm512_set1_epi32(wlo));
+              __m512 L = _mm512_loadu_ps(buf + (wlo - blo)), H = _mm512_loadu_ps(buf + (wlo - blo) + 16);
+              c0 = _mm512_permutex2var_ps(L, rel, H);
+              c1 = _mm512_permutex2var_ps(L, _mm512_add_epi32(rel, one), H);
+            } else {
+              __m512i rel = _mm512_sub_epi32(iz, vblo);
+              c0 = _mm512_mask_i32gather_ps(zero, in, rel, buf, 4);
+              c1 = _mm512_mask_i32gather_ps(zero, in, _mm512_add_epi32(rel, one), buf, 4);
+            }
+            __m512 val = _mm512_fmadd_ps(fz, _mm512_sub_ps(c1, c0), c0);
+            part[j] = _mm512_mask_add_ps(part[j], in, part[j], val);
+          }
+          goto next;
+        }
+      }
+      for (int j = 0; j < nv; j++) {
+        // The rays' z are monotonic across lanes: the window of z the
+        // vector reads runs from its first to its last lane, computed
+        // here with the same float operations as the lanes.
+        float z0 = fmaf(af, cfirst[j], fazf), z1 = fmaf(af, clast[j], fazf);
+        float zmin = z0 < z1 ? z0 : z1, zmax = z0 < z1 ? z1 : z0;
+        if (zmax < 0 || zmin > fzhi) continue; // the whole vector is above or below the volume
+        __m512 z = _mm512_fmadd_ps(va, ci[j], vaz);
+        __mmask16 in = live[j] & _mm512_cmp_ps_mask(z, zero, _CMP_GE_OQ) & _mm512_cmp_ps_mask(z, vzhi, _CMP_LE_OQ);
+        __m512 zc = _mm512_min_ps(_mm512_max_ps(z, zero), vzhi);
+        __m512i iz = _mm512_min_epi32(_mm512_cvttps_epi32(zc), vnz2);
+        __m512 fz = _mm512_sub_ps(zc, _mm512_cvtepi32_ps(iz));
+        int32_t izlo = (int32_t)(zmin < 0 ? 0 : zmin), izhi = (int32_t)(zmax > fzhi ? fzhi : zmax); // as iz
+        if (izlo > nz - 2) izlo = nz - 2;
+        if (izhi > nz - 2) izhi = nz - 2;
+        __m512 c0, c1;
+        if (izhi + 1 - izlo <= 31) {
+          // Two 16-float loads per column cover the window; the loads stop
+          // at the column's end (masked), so nothing past the volume is read.
+          int32_t left = nz - izlo;
+          __mmask16 mlo = left >= 16 ? 0xFFFF : (__mmask16)_bzhi_u32(0xFFFF, left);
+          __mmask16 mhi = left >= 32 ? 0xFFFF : (left > 16 ? (__mmask16)_bzhi_u32(0xFFFF, left - 16) : 0);
+          __m512 L = _mm512_mul_ps(w00, _mm512_maskz_loadu_ps(mlo, p00 + izlo));
+          L = _mm512_fmadd_ps(w01, _mm512_maskz_loadu_ps(mlo, p01 + izlo), L);
+          L = _mm512_fmadd_ps(w10, _mm512_maskz_loadu_ps(mlo, p10 + izlo), L);
+          L = _mm512_fmadd_ps(w11, _mm512_maskz_loadu_ps(mlo, p11 + izlo), L);
+          __m512 H = _mm512_mul_ps(w00, _mm512_maskz_loadu_ps(mhi, p00 + izlo + 16));
+          H = _mm512_fmadd_ps(w01, _mm512_maskz_loadu_ps(mhi, p01 + izlo + 16), H);
+          H = _mm512_fmadd_ps(w10, _mm512_maskz_loadu_ps(mhi, p10 + izlo + 16), H);
+          H = _mm512_fmadd_ps(w11, _mm512_maskz_loadu_ps(mhi, p11 + izlo + 16), H);
+          __m512i rel = _mm512_sub_epi32(iz, _mm512_set1_epi32(izlo));
+          c0 = _mm512_permutex2var_ps(L, rel, H);
+          c1 = _mm512_permutex2var_ps(L, _mm512_add_epi32(rel, one), H);
+        } else {
+          // Rays further apart in z than a window: gather each voxel with
+          // its z neighbour as one 8-byte element, per column.
+          __m512i idx = _mm512_maskz_mov_epi32(in, _mm512_add_epi32(iz, _mm512_set1_epi32(base)));
+          __m256i ilo = _mm512_castsi512_si256(idx), ihi = _mm512_extracti64x4_epi64(idx, 1);
+          __mmask8 mlo = (__mmask8)in, mhi = (__mmask8)(in >> 8);
+          c0 = c1 = zero;
+          const int32_t offs[4] = {0, sj, si, si + sj};
+          const __m512 ws[4] = {w00, w01, w10, w11};
+          for (int q = 0; q < 4; q++) {
+            __m256i o = _mm256_set1_epi32(offs[q]);
+            __m512 ga = _mm512_castpd_ps(_mm512_mask_i32gather_pd(_mm512_setzero_pd(), mlo, _mm256_add_epi32(ilo, o), v, 4));
+            __m512 gb = _mm512_castpd_ps(_mm512_mask_i32gather_pd(_mm512_setzero_pd(), mhi, _mm256_add_epi32(ihi, o), v, 4));
+            c0 = _mm512_fmadd_ps(ws[q], _mm512_permutex2var_ps(ga, even, gb), c0);
+            c1 = _mm512_fmadd_ps(ws[q], _mm512_permutex2var_ps(ga, odd, gb), c1);
+          }
+        }
+        __m512 val = _mm512_fmadd_ps(fz, _mm512_sub_ps(c1, c0), c0);
+        part[j] = _mm512_mask_add_ps(part[j], in, part[j], val);
+      }
+    next:
+      if (((k - k0) & 63) == 63) { // flush the float32 partial sums into double
+        for (int j = 0; j < nv; j++) {
+          float p[16];
+          _mm512_storeu_ps(p, part[j]);
+          for (int l = 0; l < 16 && 16 * j + l < m; l++) acc[16 * j + l] += p[l];
+          part[j] = zero;
+        }
+      }
+    }
+    for (int j = 0; j < nv; j++) {
+      float p[16];
+      _mm512_storeu_ps(p, part[j]);
+      for (int l = 0; l < 16 && 16 * j + l < m; l++) acc[16 * j + l] += p[l];
+    }
+    for (int i = 0; i < m; i++) {
+      double d[3] = {dst0[0] - src[0], dst0[1] - src[1], dst0[2] + (double)(r0 + i) * dd[2] - src[2]};
+      double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+      out[(r0 + i) * ostride] = len == 0 ? 0 : (float)(acc[i] * da * len);
+    }
+  }
+}
+
+static int trilinear16_ok(const tl_volume *vol) {
+  return tl_cpu_isa() == 2 && vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
+}
+
+// rays renders nrays rays given by their end points.
+static void rays(const tl_volume *vol, int padded, int64_t nrays, const double *src, const double *dst, float *out,
+                 int64_t ostride, double step, double lref) {
+  if (step > 0 && trilinear16_ok(vol)) {
     for (int64_t r = 0; r < nrays; r += 16) {
       int nr = nrays - r < 16 ? (int)(nrays - r) : 16;
-      trilinear16(vol, padded, nr, src + 3 * r, dst + 3 * r, out + r, step);
+      float o[16];
+      trilinear16(vol, padded, nr, src + 3 * r, dst + 3 * r, o, step, lref);
+      for (int l = 0; l < nr; l++) out[(r + l) * ostride] = o[l];
     }
     return;
   }
   for (int64_t r = 0; r < nrays; r++)
-    out[r] = (float)(step > 0 ? trilinear(vol, padded, src + 3 * r, dst + 3 * r, step)
-                              : siddon(vol, src + 3 * r, dst + 3 * r));
+    out[r * ostride] = (float)(step > 0 ? trilinear(vol, padded, src + 3 * r, dst + 3 * r, step, lref)
+                                        : siddon(vol, src + 3 * r, dst + 3 * r));
+}
+
+void tl_drr(const float *v, const int64_t *n, const double *os, int padded, int64_t nrays, const double *src,
+            const double *dst, float *out, double step, double lref) {
+  tl_volume vol = {v, {n[0], n[1], n[2]}, {os[0], os[1], os[2]}, {os[3], os[4], os[5]}};
+  rays(&vol, padded, nrays, src, dst, out, 1, step, lref);
+}
+
+void tl_drr_fan(const float *v, const int64_t *n, const double *os, int padded, const double *src,
+                const double *dst0, const double *dd, int64_t nrays, float *out, int64_t ostride, double step,
+                double lref) {
+  tl_volume vol = {v, {n[0], n[1], n[2]}, {os[0], os[1], os[2]}, {os[3], os[4], os[5]}};
+  if (step > 0 && lref > 0 && padded && dd[0] == 0 && dd[1] == 0 && vol.n[2] >= 2 && trilinear16_ok(&vol)) {
+    fanz(&vol, src, dst0, dd, nrays, out, ostride, step, lref);
+    return;
+  }
+  // Any other fan: ray by ray, in groups of 16 end points.
+  double s[3 * 16], d[3 * 16];
+  for (int l = 0; l < 16; l++)
+    for (int a = 0; a < 3; a++) s[3 * l + a] = src[a];
+  for (int64_t r = 0; r < nrays; r += 16) {
+    int nr = nrays - r < 16 ? (int)(nrays - r) : 16;
+    for (int l = 0; l < nr; l++)
+      for (int a = 0; a < 3; a++) d[3 * l + a] = dst0[a] + (double)(r + l) * dd[a];
+    rays(&vol, padded, nr, s, d, out + r * ostride, ostride, step, lref);
+  }
 }

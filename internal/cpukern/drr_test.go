@@ -124,7 +124,7 @@ func TestSiddonMatchesBruteForce(t *testing.T) {
 	v := randomVolume(rng, 13, 9, 17)
 	src, dst := testRays(rng, v)
 	out := make([]float32, len(src))
-	DRR(v, flat(src), flat(dst), out, 0)
+	DRR(v, flat(src), flat(dst), out, 0, 0)
 	var num, den float64
 	for r := range src {
 		want := refSiddon(v, src[r], dst[r])
@@ -171,7 +171,7 @@ func TestSiddonUniformGivesChordLength(t *testing.T) {
 			chord = (t1 - t0) * math.Sqrt((d[0]-s[0])*(d[0]-s[0])+(d[1]-s[1])*(d[1]-s[1])+(d[2]-s[2])*(d[2]-s[2]))
 		}
 		out := make([]float32, 1)
-		DRR(v, s[:], d[:], out, 0)
+		DRR(v, s[:], d[:], out, 0, 0)
 		if math.Abs(float64(out[0])-0.25*chord) > 1e-5*(1+chord) {
 			t.Fatalf("%v→%v: %v, want 0.25 × %v", s, d, out[0], chord)
 		}
@@ -186,7 +186,7 @@ func TestMissingRaysGiveZero(t *testing.T) {
 	dst := []float64{hi[0] + 50, hi[1] - 300, hi[2] + 10, v.Origin[0] - 1, v.Origin[1] + 3, v.Origin[2] + 3}
 	out := []float32{-1, -1}
 	for _, step := range []float64{0, 0.5} {
-		DRR(v, src, dst, out, step)
+		DRR(v, src, dst, out, step, 0)
 		if out[0] != 0 || out[1] != 0 {
 			t.Errorf("step %v: missing rays gave %v", step, out)
 		}
@@ -219,8 +219,8 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 	}
 	exact := make([]float32, 100)
 	tri := make([]float32, 100)
-	DRR(v, src, dst, exact, 0)
-	DRR(v, src, dst, tri, 0.375)
+	DRR(v, src, dst, exact, 0, 0)
+	DRR(v, src, dst, tri, 0.375, 0)
 	var num, den float64
 	for r := range exact {
 		num += math.Pow(float64(tri[r]-exact[r]), 2)
@@ -245,11 +245,159 @@ func TestPaddedVolumeGivesSameIntegrals(t *testing.T) {
 	for _, step := range []float64{0.3, 0.77} {
 		a := make([]float32, len(src))
 		b := make([]float32, len(src))
-		DRR(v, flat(src), flat(dst), a, step)
-		DRR(p, flat(src), flat(dst), b, step)
+		DRR(v, flat(src), flat(dst), a, step, 0)
+		DRR(p, flat(src), flat(dst), b, step, 0)
 		for r := range a {
 			if math.Abs(float64(a[r]-b[r])) > 1e-5*(1+math.Abs(float64(a[r]))) {
 				t.Fatalf("step %v ray %d: %v unpadded, %v padded", step, r, a[r], b[r])
+			}
+		}
+	}
+}
+
+// refTrilinear is the trilinear sum by definition, in float64: every
+// fraction a_k = (k + ½)·step/lref in [0, 1], the volume interpolated at
+// that point of the segment (voxel centres on the lattice, zero outside),
+// each sample weighing step·len/lref.
+func refTrilinear(v *Volume, src, dst [3]float64, step, lref float64) float64 {
+	var d [3]float64
+	for a := range 3 {
+		d[a] = dst[a] - src[a]
+	}
+	length := math.Sqrt(d[0]*d[0] + d[1]*d[1] + d[2]*d[2])
+	if length == 0 {
+		return 0
+	}
+	if lref <= 0 {
+		lref = length
+	}
+	da := step / lref
+	at := func(i, j, k int64) float64 {
+		if i < 0 || j < 0 || k < 0 || i >= v.N[0] || j >= v.N[1] || k >= v.N[2] {
+			return 0
+		}
+		return float64(v.V[(i*v.N[1]+j)*v.N[2]+k])
+	}
+	sum := 0.0
+	for k := 0; (float64(k)+0.5)*da <= 1; k++ {
+		a := (float64(k) + 0.5) * da
+		var c [3]float64
+		var f [3]float64
+		var i [3]int64
+		for ax := range 3 {
+			c[ax] = (src[ax]+a*d[ax]-v.Origin[ax])/v.Spacing[ax] - 0.5
+			fl := math.Floor(c[ax])
+			i[ax], f[ax] = int64(fl), c[ax]-fl
+		}
+		for di := range int64(2) {
+			for dj := range int64(2) {
+				for dk := range int64(2) {
+					w := 1.0
+					for ax, o := range [3]int64{di, dj, dk} {
+						if o == 1 {
+							w *= f[ax]
+						} else {
+							w *= 1 - f[ax]
+						}
+					}
+					sum += w * at(i[0]+di, i[1]+dj, i[2]+dk)
+				}
+			}
+		}
+	}
+	return sum * da * length
+}
+
+// fanCase is a fan of rays from src to dst0 + r·dd.
+type fanCase struct {
+	name          string
+	src, dst0, dd [3]float64
+	n             int
+}
+
+// TestFanMatchesDefinition checks DRRFan, on its fast path (padded volume,
+// pixels stepping along z) and on its general one, and DRR ray by ray,
+// against refTrilinear, for fans of every shape the fast path treats apart.
+func TestFanMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	for _, shape := range [][3]int64{{19, 14, 23}, {6, 5, 2200}} {
+		v := randomVolume(rng, shape[0], shape[1], shape[2])
+		p := PadVolume(v)
+		lo, hi := v.corner(0, 0, 0), v.corner(float64(shape[0]), float64(shape[1]), float64(shape[2]))
+		mid := func(a int) float64 { return (lo[a] + hi[a]) / 2 }
+		ext := func(a int) float64 { return hi[a] - lo[a] }
+		cases := []fanCase{
+			// As an orbit: rays from the side, pixels a fraction of a voxel apart in z.
+			{"orbit", [3]float64{mid(0) + 3*ext(0), mid(1) + 0.3*ext(1), mid(2)}, [3]float64{mid(0) - 2*ext(0), mid(1) - 0.2*ext(1), mid(2) + 0.6*ext(2)}, [3]float64{0, 0, -ext(2) / 150}, 300},
+			// Pixels many voxels apart in z: the gathered path.
+			{"wide", [3]float64{mid(0) - 2*ext(0), mid(1), mid(2)}, [3]float64{mid(0) + 2*ext(0), mid(1) + 0.1*ext(1), lo[2] - ext(2)}, [3]float64{0, 0, 3 * ext(2) / 37}, 37},
+			// Half the fan above the volume, pixels stepping up.
+			{"above", [3]float64{mid(0), mid(1) - 3*ext(1), mid(2)}, [3]float64{mid(0) + 0.2*ext(0), mid(1) + 3*ext(1), mid(2)}, [3]float64{0, 0, ext(2) / 40}, 61},
+			// The source inside the volume.
+			{"inside", [3]float64{mid(0) + 0.1*ext(0), mid(1), mid(2) - 0.2*ext(2)}, [3]float64{lo[0] - ext(0), hi[1] + ext(1), lo[2]}, [3]float64{0, 0, ext(2) / 90}, 90},
+			// Every ray in one x-y column: the shared x and y never move.
+			{"vertical", [3]float64{mid(0) + 0.13, mid(1) - 0.31, hi[2] + 40}, [3]float64{mid(0) + 0.13, mid(1) - 0.31, lo[2] - 40}, [3]float64{0, 0, 0.5}, 17},
+			// The shared line on voxel planes in x and y.
+			{"planes", [3]float64{lo[0] + 3*v.Spacing[0], lo[1] - 50, mid(2)}, [3]float64{lo[0] + 3*v.Spacing[0], hi[1] + 50, lo[2]}, [3]float64{0, 0, ext(2) / 20}, 21},
+			// Not along z: the general path.
+			{"tilted", [3]float64{mid(0) + 3*ext(0), mid(1), mid(2)}, [3]float64{mid(0) - 3*ext(0), mid(1) - 0.3*ext(1), mid(2) - 0.4*ext(2)}, [3]float64{0, ext(1) / 200, ext(2) / 100}, 70},
+		}
+		for _, c := range cases {
+			for _, step := range []float64{0.3, 1.1} {
+				lref := 0.0
+				for _, r := range []int{0, c.n - 1} {
+					l := 0.0
+					for a := range 3 {
+						l += math.Pow(c.dst0[a]+float64(r)*c.dd[a]-c.src[a], 2)
+					}
+					lref = max(lref, math.Sqrt(l))
+				}
+				const stride = 3
+				fast := make([]float32, stride*c.n)
+				general := make([]float32, stride*c.n)
+				DRRFan(p, c.src, c.dst0, c.dd, c.n, fast, stride, step, lref)
+				DRRFan(v, c.src, c.dst0, c.dd, c.n, general, stride, step, lref)
+				var dsts []float64
+				for r := range c.n {
+					for a := range 3 {
+						dsts = append(dsts, c.dst0[a]+float64(r)*c.dd[a])
+					}
+				}
+				srcs := make([]float64, 0, 3*c.n)
+				for range c.n {
+					srcs = append(srcs, c.src[:]...)
+				}
+				each := make([]float32, c.n)
+				DRR(v, srcs, dsts, each, step, lref)
+				var num, den float64
+				hit := 0
+				for r := range c.n {
+					want := refTrilinear(v, c.src, [3]float64(dsts[3*r:]), step, lref)
+					if want != 0 {
+						hit++
+					}
+					den += want * want
+					for _, got := range []struct {
+						name string
+						v    float32
+					}{{"fast", fast[stride*r]}, {"general", general[stride*r]}, {"per ray", each[r]}} {
+						e := math.Abs(float64(got.v) - want)
+						num = max(num, e)
+						if e > 1e-4*(1+math.Abs(want)) {
+							t.Fatalf("%v %s step %v ray %d (%s): %v, want %v", shape, c.name, step, r, got.name, got.v, want)
+						}
+					}
+					if fast[stride*r+1] != 0 || general[stride*r+2] != 0 {
+						t.Fatalf("%s: wrote between strided outputs", c.name)
+					}
+				}
+				if hit < c.n/3 {
+					t.Fatalf("%v %s: only %d of %d rays hit the volume", shape, c.name, hit, c.n)
+				}
+				t.Logf("%v %s step %v: largest error %.3g of the rms value", shape, c.name, step, num/math.Sqrt(den/float64(c.n)))
+				if e := num / math.Sqrt(den/float64(c.n)); e > 1e-5 {
+					t.Errorf("%v %s step %v: largest error %.3g of the rms value", shape, c.name, step, e)
+				}
 			}
 		}
 	}
