@@ -44,7 +44,7 @@ type DRR struct {
 // A fan is a run of rays of one pose from the source to evenly spaced pixel
 // centres: one column of the detector, or part of one.
 type fan struct {
-	src, dst0, dd [3]float64
+	src, dst0, dd  [3]float64
 	n, off, stride int
 	lref           float64
 }
