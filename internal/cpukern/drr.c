@@ -12,14 +12,16 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 static inline int64_t clampi(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
 // clip intersects the segment p(a) = src + a*d, a in [0, 1], with the
-// volume's box; it returns 0 when the ray misses it.
-static int clip(const tl_volume *vol, const double *src, const double *d, double *amin, double *amax) {
+// volume's box (its first axes axes only); it returns 0 when the ray
+// misses it.
+static int clip(const tl_volume *vol, const double *src, const double *d, int axes, double *amin, double *amax) {
   double lo = 0, hi = 1;
-  for (int ax = 0; ax < 3; ax++) {
+  for (int ax = 0; ax < axes; ax++) {
     double b0 = vol->o[ax], b1 = vol->o[ax] + vol->n[ax] * vol->s[ax];
     if (d[ax] == 0) {
       if (src[ax] < b0 || src[ax] >= b1) return 0;
@@ -35,43 +37,48 @@ static int clip(const tl_volume *vol, const double *src, const double *d, double
   return lo < hi;
 }
 
+// axis_start prepares the walk along axis ax of the ray src + a*d entering
+// the volume at a = amin: the first plane crossing after amin (next, with
+// the distance between crossings inc) and the voxel index before it.
+// Deriving the index from the plane keeps the two consistent when the ray
+// starts on a plane, at an edge or at a corner.
+static void axis_start(const tl_volume *vol, int ax, const double *src, const double *d, double amin, double *next,
+                       double *inc, int64_t *idx) {
+  double inv = 1 / vol->s[ax];
+  if (d[ax] == 0) {
+    *next = INFINITY;
+    *inc = 0;
+    // Constant along the ray: on a plane, the voxel on its positive side.
+    *idx = clampi((int64_t)floor((src[ax] - vol->o[ax]) * inv), 0, vol->n[ax] - 1);
+    return;
+  }
+  double base = (vol->o[ax] - src[ax]) / d[ax];
+  double step = vol->s[ax] / d[ax]; // signed: a of plane k is base + k*step
+  double p = (src[ax] + amin * d[ax] - vol->o[ax]) * inv;
+  double k = d[ax] > 0 ? floor(p) + 1 : ceil(p) - 1;
+  // The plane the ray enters through is behind it, however rounding
+  // placed it: the first crossing is an interior plane or the exit.
+  if (d[ax] > 0 && k < 1) k = 1;
+  if (d[ax] < 0 && k > vol->n[ax] - 1) k = vol->n[ax] - 1;
+  double a = base + k * step;
+  while (a <= amin) { // rounding: make the first crossing strictly later
+    k += d[ax] > 0 ? 1 : -1;
+    a = base + k * step;
+  }
+  *next = a;
+  *inc = fabs(step);
+  *idx = clampi((int64_t)(d[ax] > 0 ? k - 1 : k), 0, vol->n[ax] - 1);
+}
+
 static double siddon(const tl_volume *vol, const double *src, const double *dst) {
   double d[3] = {dst[0] - src[0], dst[1] - src[1], dst[2] - src[2]};
   double amin, amax;
-  if (!clip(vol, src, d, &amin, &amax)) return 0;
+  if (!clip(vol, src, d, 3, &amin, &amax)) return 0;
   // Per axis: the next crossing a = base + k*inc of plane k after amin,
-  // and the voxel index before it: k-1 going up, k going down. Deriving
-  // the index from the plane keeps the two consistent when the ray starts
-  // on a plane, at an edge or at a corner.
-  double next[3], inc[3], inv[3];
+  // and the voxel index before it.
+  double next[3], inc[3];
   int64_t idx[3];
-  for (int ax = 0; ax < 3; ax++) {
-    inv[ax] = 1 / vol->s[ax];
-    if (d[ax] == 0) {
-      next[ax] = INFINITY;
-      inc[ax] = 0;
-      // Constant along the ray: on a plane, the voxel on its positive side.
-      idx[ax] = clampi((int64_t)floor((src[ax] - vol->o[ax]) * inv[ax]), 0, vol->n[ax] - 1);
-      continue;
-    }
-    double base = (vol->o[ax] - src[ax]) / d[ax];
-    inc[ax] = vol->s[ax] / d[ax]; // signed: a of plane k is base + k*inc
-    double p = (src[ax] + amin * d[ax] - vol->o[ax]) * inv[ax];
-    double k = d[ax] > 0 ? floor(p) + 1 : ceil(p) - 1;
-    double a = base + k * inc[ax];
-    // The plane the ray enters through is behind it, however rounding
-    // placed it: the first crossing is an interior plane or the exit.
-    if (d[ax] > 0 && k < 1) k = 1;
-    if (d[ax] < 0 && k > vol->n[ax] - 1) k = vol->n[ax] - 1;
-    a = base + k * inc[ax];
-    while (a <= amin) { // rounding: make the first crossing strictly later
-      k += d[ax] > 0 ? 1 : -1;
-      a = base + k * inc[ax];
-    }
-    next[ax] = a;
-    inc[ax] = fabs(inc[ax]);
-    idx[ax] = clampi((int64_t)(d[ax] > 0 ? k - 1 : k), 0, vol->n[ax] - 1);
-  }
+  for (int ax = 0; ax < 3; ax++) axis_start(vol, ax, src, d, amin, &next[ax], &inc[ax], &idx[ax]);
   const int64_t nx = vol->n[0], ny = vol->n[1], nz = vol->n[2];
   // Step the index of whichever axis crosses next (all of them on a tie,
   // at an edge or a corner): each segment costs a comparison and a load.
@@ -150,7 +157,7 @@ static int prepare(const tl_volume *vol, int padded, const double *src, const do
     grown.n[ax] -= padded ? 1 : -1;
   }
   double amin, amax;
-  if (!clip(&grown, src, d, &amin, &amax)) return 0;
+  if (!clip(&grown, src, d, 3, &amin, &amax)) return 0;
   double q0 = ceil(amin / da - 0.5), q1 = floor(amax / da - 0.5);
   if (q1 < q0) return 0;
   r->q0 = (int64_t)q0;
@@ -584,6 +591,165 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) static void fanz(const tl_volum
   }
 }
 
+// fan_siddon is Siddon's path for a fan of n rays from src to dst0 + i*dd
+// with dd along z, 8 rays at a time in the lanes of AVX-512 vectors. The
+// rays share their x and y at every a, so the crossings with the x and y
+// planes are merged once for the fan (seg: a list of the segments between
+// them, each in one x-y column of voxels); each ray then walks its own z
+// crossings within each segment, mostly none or one.
+__attribute__((target("avx512f,avx512dq,avx512vl,bmi2"))) static void fan_siddon(const tl_volume *vol, const double *src,
+                                                                     const double *dst0, const double *dd,
+                                                                     int64_t n, float *out, int64_t ostride,
+                                                                     double *seg, int64_t *cell) {
+  const double d2[3] = {dst0[0] - src[0], dst0[1] - src[1], 0};
+  double amin, amax;
+  int64_t nseg = 0;
+  if (clip(vol, src, d2, 2, &amin, &amax)) {
+    double next[2], inc[2];
+    int64_t idx[2];
+    for (int ax = 0; ax < 2; ax++) axis_start(vol, ax, src, d2, amin, &next[ax], &inc[ax], &idx[ax]);
+    const int64_t stride[2] = {vol->n[1] * vol->n[2], vol->n[2]};
+    int64_t step[2], left[2], off = idx[0] * stride[0] + idx[1] * stride[1];
+    for (int ax = 0; ax < 2; ax++) {
+      step[ax] = d2[ax] > 0 ? stride[ax] : -stride[ax];
+      left[ax] = d2[ax] > 0 ? vol->n[ax] - 1 - idx[ax] : idx[ax];
+    }
+    double a = amin;
+    seg[0] = a;
+    for (;;) {
+      int ax = next[1] < next[0] ? 1 : 0;
+      double b = next[ax] < amax ? next[ax] : amax;
+      cell[nseg] = off;
+      seg[++nseg] = b; // segment s runs from seg[s] to seg[s+1] in column cell[s]
+      if (b >= amax) break;
+      int out_of_box = 0;
+      for (int q = 0; q < 2; q++) {
+        if (next[q] <= b) {
+          if (left[q] == 0) out_of_box = 1;
+          left[q]--;
+          off += step[q];
+          next[q] += inc[q];
+        }
+      }
+      if (out_of_box) break;
+    }
+  }
+  const double oz = vol->o[2], sz = vol->s[2], inv = 1 / sz;
+  const int64_t nz = vol->n[2];
+  const float *v = vol->v;
+  const __m512d zero = _mm512_setzero_pd(), inf = _mm512_set1_pd(INFINITY);
+  const __m512d zs = _mm512_set1_pd((src[2] - oz) * inv);
+  const __m512i one = _mm512_set1_epi64(1), kmax = _mm512_set1_epi64(nz - 1), zeroi = _mm512_setzero_si512();
+  const __m512i fifteen = _mm512_set1_epi64(15);
+  for (int64_t r0 = 0; r0 < n; r0 += FANCH) {
+    // A chunk of up to FANCH rays, 8 per vector; per vector its rays' z
+    // steps, their a ranges inside the volume, and their sums.
+    const int m = n - r0 < FANCH ? (int)(n - r0) : FANCH, nv = (m + 7) / 8;
+    __m512d vlo[FANCH / 8], vhi[FANCH / 8], base[FANCH / 8], inc[FANCH / 8], zd[FANCH / 8], sum[FANCH / 8];
+    __m512i kstep[FANCH / 8];
+    __mmask8 live[FANCH / 8], up[FANCH / 8], down[FANCH / 8];
+    double len[FANCH], dzmin = INFINITY, dzmax = -INFINITY;
+    for (int j = 0; j < nv; j++) {
+      double dz[8], lo[8], hi[8];
+      live[j] = 0;
+      for (int l = 0; l < 8; l++) {
+        int i = 8 * j + l;
+        dz[l] = i < m ? dst0[2] + (double)(r0 + i) * dd[2] - src[2] : 0;
+        if (i < m) len[i] = sqrt(d2[0] * d2[0] + d2[1] * d2[1] + dz[l] * dz[l]);
+        lo[l] = amin;
+        hi[l] = amax;
+        if (i >= m || nseg == 0) continue;
+        if (dz[l] == 0) {
+          if (src[2] < oz || src[2] >= oz + nz * sz) continue;
+        } else {
+          double t0 = (oz - src[2]) / dz[l], t1 = (oz + nz * sz - src[2]) / dz[l];
+          if (t0 > t1) { double t = t0; t0 = t1; t1 = t; }
+          if (t0 > lo[l]) lo[l] = t0;
+          if (t1 < hi[l]) hi[l] = t1;
+        }
+        if (lo[l] < hi[l]) {
+          live[j] |= (__mmask8)(1u << l);
+          if (dz[l] < dzmin) dzmin = dz[l];
+          if (dz[l] > dzmax) dzmax = dz[l];
+        }
+      }
+      __m512d vdz = _mm512_loadu_pd(dz);
+      vlo[j] = _mm512_loadu_pd(lo);
+      vhi[j] = _mm512_loadu_pd(hi);
+      up[j] = _mm512_cmp_pd_mask(vdz, zero, _CMP_GT_OQ);
+      down[j] = _mm512_cmp_pd_mask(vdz, zero, _CMP_LT_OQ);
+      // Plane k of z is crossed at a = base + k*inc (as siddon()).
+      base[j] = _mm512_div_pd(_mm512_set1_pd(oz - src[2]), vdz);
+      inc[j] = _mm512_div_pd(_mm512_set1_pd(sz), vdz);
+      zd[j] = _mm512_mul_pd(vdz, _mm512_set1_pd(inv));
+      kstep[j] = _mm512_mask_blend_epi64(down[j], one, _mm512_set1_epi64(-1));
+      sum[j] = zero;
+    }
+    for (int64_t s = 0; s < nseg; s++) {
+      if (s + FANPF < nseg && dzmin <= dzmax) {
+        // Prefetch the z range the chunk reads FANPF segments ahead.
+        double a = seg[s + FANPF];
+        double za = ((src[2] + a * dzmin) - oz) * inv, zb = ((src[2] + a * dzmax) - oz) * inv;
+        int64_t zlo = za < 0 ? 0 : (za > nz - 1 ? nz - 1 : (int64_t)za);
+        int64_t zhi = zb < 0 ? 0 : (zb > nz - 1 ? nz - 1 : (int64_t)zb);
+        const float *q = v + cell[s + FANPF];
+        for (int64_t z = zlo & ~15; z <= zhi; z += 16) _mm_prefetch((const char *)(q + z), _MM_HINT_T0);
+      }
+      const __m512d s0 = _mm512_set1_pd(seg[s]), s1 = _mm512_set1_pd(seg[s + 1]);
+      const __m512i col = _mm512_set1_epi64(cell[s]);
+      const float *cp = v + cell[s];
+      for (int j = 0; j < nv; j++) {
+        __m512d b0 = _mm512_max_pd(s0, vlo[j]), b1 = _mm512_min_pd(s1, vhi[j]);
+        __mmask8 on = live[j] & _mm512_cmp_pd_mask(b0, b1, _CMP_LT_OQ);
+        if (!on) continue;
+        // The z voxel at b0: the one the ray is in just after b0.
+        __m512d z = _mm512_fmadd_pd(b0, zd[j], zs);
+        __m512d kf = _mm512_mask_sub_pd(_mm512_roundscale_pd(z, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), down[j],
+                                        _mm512_roundscale_pd(z, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC),
+                                        _mm512_set1_pd(1));
+        __m512i k = _mm512_min_epi64(_mm512_max_epi64(_mm512_cvttpd_epi64(kf), zeroi), kmax);
+        const __mmask8 upj = up[j], level = ~(up[j] | down[j]);
+        const __m512d incj = inc[j], basej = base[j];
+        __m512d acc = sum[j];
+        for (;;) {
+          // The next z plane: k+1 going up, k going down; none if level.
+          __m512d plane = _mm512_cvtepi64_pd(_mm512_mask_add_epi64(k, upj, k, one));
+          __m512d an = _mm512_mask_blend_pd(level, _mm512_fmadd_pd(plane, incj, basej), inf);
+          // Never behind b0: for a ray nearly level on a plane, rounding
+          // can put the crossing before it.
+          __m512d e = _mm512_max_pd(_mm512_min_pd(an, b1), b0);
+          __m512d piece = _mm512_sub_pd(e, b0);
+          // The lanes' voxels mostly lie within 16 of the lowest: one load
+          // and a permute, else a gather.
+          int64_t klo = _mm512_mask_reduce_min_epi64(on, k);
+          __m512i rel = _mm512_sub_epi64(k, _mm512_set1_epi64(klo));
+          __m256 val;
+          if ((_mm512_cmp_epu64_mask(rel, fifteen, _MM_CMPINT_LE) & on) == on) {
+            int64_t left = nz - klo;
+            __mmask16 mk = left >= 16 ? 0xFFFF : (__mmask16)_bzhi_u32(0xFFFF, (unsigned)left);
+            __m512 w = _mm512_maskz_loadu_ps(mk, cp + klo);
+            val = _mm512_castps512_ps256(_mm512_permutexvar_ps(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(rel)), w));
+          } else {
+            val = _mm512_mask_i64gather_ps(_mm256_setzero_ps(), on, _mm512_add_epi64(col, k), v, 4);
+          }
+          acc = _mm512_mask3_fmadd_pd(piece, _mm512_cvtps_pd(val), acc, on);
+          k = _mm512_add_epi64(k, kstep[j]);
+          on &= _mm512_cmp_pd_mask(an, b1, _CMP_LT_OQ) & _mm512_cmp_epi64_mask(k, zeroi, _MM_CMPINT_NLT) &
+                _mm512_cmp_epi64_mask(k, kmax, _MM_CMPINT_LE);
+          if (!on) break;
+          b0 = e;
+        }
+        sum[j] = acc;
+      }
+    }
+    for (int j = 0; j < nv; j++) {
+      double acc[8];
+      _mm512_storeu_pd(acc, sum[j]);
+      for (int l = 0; l < 8 && 8 * j + l < m; l++) out[(r0 + 8 * j + l) * ostride] = (float)(acc[l] * len[8 * j + l]);
+    }
+  }
+}
+
 static int trilinear16_ok(const tl_volume *vol) {
   return tl_cpu_isa() == 2 && vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
 }
@@ -618,6 +784,20 @@ void tl_drr_fan(const float *v, const int64_t *n, const double *os, int padded, 
   if (step > 0 && lref > 0 && padded && dd[0] == 0 && dd[1] == 0 && vol.n[2] >= 2 && trilinear16_ok(&vol)) {
     fanz(&vol, src, dst0, dd, nrays, out, ostride, step, lref);
     return;
+  }
+  if (step <= 0 && dd[0] == 0 && dd[1] == 0 && tl_cpu_isa() == 2) {
+    // Scratch for the fan's segments in x and y: at most one per plane.
+    int64_t most = vol.n[0] + vol.n[1] + 4;
+    double *seg = malloc(sizeof(double) * (most + 1));
+    int64_t *cell = malloc(sizeof(int64_t) * most);
+    if (seg && cell) {
+      fan_siddon(&vol, src, dst0, dd, nrays, out, ostride, seg, cell);
+      free(seg);
+      free(cell);
+      return;
+    }
+    free(seg);
+    free(cell);
   }
   // Any other fan: ray by ray, in groups of 16 end points.
   double s[3 * 16], d[3 * 16];
