@@ -262,12 +262,17 @@ func BenchmarkPairDRR(b *testing.B) {
 		}
 		return prog.Outputs()[0].Data().([]float32)
 	}
-	// Samples at (q + 1/2)·step mm from the source, for q over the range
-	// that can reach the volume (its circumscribed sphere about the
-	// isocentre, where the volume is centred): zero outside, as tapeloop.
+	// Samples at the fractions (q + 1/2)·da of every ray, da = step/L with
+	// L the longest ray's length (to a detector corner), for q over the
+	// range that can reach the volume (its circumscribed sphere about the
+	// isocentre, where the volume is centred; rays are 1020 mm to L long),
+	// zero outside, each weighing da times its ray's length: as tapeloop.
 	radius := math.Sqrt(3) * nv / 2
-	q0 := int(math.Floor((510-radius)/step)) - 1
-	nq := int(math.Ceil(2*radius/step)) + 3
+	half := float64(det-1) / 2 * 2
+	lref := math.Sqrt(1020*1020 + 2*half*half)
+	da := step / lref
+	q0 := int(math.Floor((510-radius)/lref/da)) - 1
+	nq := int(math.Ceil((510+radius)/1020/da)) - q0 + 3
 	rays := det * det
 	var u, v [3]float64
 	for a := range 3 {
@@ -282,6 +287,7 @@ func BenchmarkPairDRR(b *testing.B) {
 		for a := range fr {
 			fr[a] = make([]float32, rays*nq)
 		}
+		w := make([]float32, rays)
 		for r := range det {
 			for col := range det {
 				var dir [3]float64
@@ -289,13 +295,13 @@ func BenchmarkPairDRR(b *testing.B) {
 					p := pose.Center[a] + (float64(col)-float64(det-1)/2)*u[a] + (float64(r)-float64(det-1)/2)*v[a]
 					dir[a] = p - pose.Source[a]
 				}
-				l := math.Sqrt(dir[0]*dir[0] + dir[1]*dir[1] + dir[2]*dir[2])
 				ray := r*det + col
+				w[ray] = float32(da * math.Sqrt(dir[0]*dir[0]+dir[1]*dir[1]+dir[2]*dir[2]))
 				for s := range nq {
-					dist := (float64(q0+s) + 0.5) * step
+					frac := (float64(q0+s) + 0.5) * da
 					var idx [3]int
 					for a := range 3 {
-						ci := (pose.Source[a]+dist*dir[a]/l-vol.Origin[a])/vol.Spacing[a] - 0.5
+						ci := (pose.Source[a]+frac*dir[a]-vol.Origin[a])/vol.Spacing[a] - 0.5
 						fl := math.Floor(ci)
 						idx[a] = int(fl)
 						fr[a][ray*nq+s] = float32(ci - fl)
@@ -319,7 +325,7 @@ func BenchmarkPairDRR(b *testing.B) {
 			c00, c01 := lerp(cn[0], cn[1], tz), lerp(cn[2], cn[3], tz)
 			c10, c11 := lerp(cn[4], cn[5], tz), lerp(cn[6], cn[7], tz)
 			val := lerp(lerp(c00, c01, ty), lerp(c10, c11, ty), tx)
-			return must(G.Mul(must(G.Sum(val, 1)), G.NewConstant(float32(step))))
+			return must(G.HadamardProd(must(G.Sum(val, 1)), input(g, "w", w, rays)))
 		})
 	}
 	agree(b, "drr", naive(), planned(), 1e-4)

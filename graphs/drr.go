@@ -152,7 +152,7 @@ func ReadGeometry(r io.Reader) ([]Pose, error) {
 type DRRConfig struct {
 	Vol   *cpukern.Volume
 	Poses []Pose
-	Step  float64     // ≤ 0: Siddon's exact path; > 0: trilinear samples every Step mm
+	Step  float64     // ≤ 0: Siddon's exact path; > 0: trilinear samples Step mm apart on a pose's longest ray (ops.DRR)
 	Out   *npy.Writer // optional: (P, Rows, Cols) float32, in pose order
 	// Image, when set, receives each pose's image (Rows×Cols, row-major)
 	// as it is rendered.

@@ -44,9 +44,8 @@ type DRR struct {
 // A fan is a run of rays of one pose from the source to evenly spaced pixel
 // centres: one column of the detector, or part of one.
 type fan struct {
-	src, dst0, dd  [3]float64
-	n, off, stride int
-	lref           float64
+	cpukern.Fan
+	off int // the first ray's place in the output
 }
 
 // tile is the number of rays of a column cast together on the general
@@ -91,38 +90,38 @@ func (op *DRR) plan(pd []float64) {
 	per := op.Rows * op.Cols
 	for b := range op.Batch {
 		p := pd[b*PoseWidth:][:PoseWidth]
-		f := fan{lref: LongestRay(p, op.Rows, op.Cols)}
-		copy(f.src[:], p[:3])
+		f := fan{Fan: cpukern.Fan{LRef: LongestRay(p, op.Rows, op.Cols)}}
+		copy(f.Src[:], p[:3])
 		du, dv := p[6:9], p[9:12]
 		switch {
 		case alongZ(dv): // one fan per column
-			f.dd = [3]float64{0, 0, dv[2]}
-			f.n, f.stride = op.Rows, op.Cols
+			f.DD = [3]float64{0, 0, dv[2]}
+			f.N, f.Stride = op.Rows, op.Cols
 			for c := range op.Cols {
 				for a := range 3 {
-					f.dst0[a] = p[3+a] + float64(c)*du[a]
+					f.Dst0[a] = p[3+a] + float64(c)*du[a]
 				}
 				f.off = b*per + c
 				op.fans = append(op.fans, f)
 			}
 		case alongZ(du): // one fan per row
-			f.dd = [3]float64{0, 0, du[2]}
-			f.n, f.stride = op.Cols, 1
+			f.DD = [3]float64{0, 0, du[2]}
+			f.N, f.Stride = op.Cols, 1
 			for r := range op.Rows {
 				for a := range 3 {
-					f.dst0[a] = p[3+a] + float64(r)*dv[a]
+					f.Dst0[a] = p[3+a] + float64(r)*dv[a]
 				}
 				f.off = b*per + r*op.Cols
 				op.fans = append(op.fans, f)
 			}
 		default:
-			copy(f.dd[:], dv)
-			f.stride = op.Cols
+			copy(f.DD[:], dv)
+			f.Stride = op.Cols
 			for r0 := 0; r0 < op.Rows; r0 += tile {
-				f.n = min(tile, op.Rows-r0)
+				f.N = min(tile, op.Rows-r0)
 				for c := range op.Cols {
 					for a := range 3 {
-						f.dst0[a] = p[3+a] + float64(c)*du[a] + float64(r0)*dv[a]
+						f.Dst0[a] = p[3+a] + float64(c)*du[a] + float64(r0)*dv[a]
 					}
 					f.off = b*per + r0*op.Cols + c
 					op.fans = append(op.fans, f)
@@ -181,8 +180,9 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	// Eight fans per hand-out keep neighbouring columns, which read many of
 	// the same voxels, on one core (measured: 8 beat 1 and 32 here).
 	parallel.Dynamic(len(op.fans), 8, func(lo, hi int) {
-		for _, f := range op.fans[lo:hi] {
-			cpukern.DRRFan(op.padded, f.src, f.dst0, f.dd, f.n, out[f.off:], f.stride, op.Step, f.lref)
+		for i := lo; i < hi; i++ {
+			f := &op.fans[i]
+			cpukern.DRRFan(op.padded, &f.Fan, out[f.off:], op.Step)
 		}
 	})
 	return op.out, nil

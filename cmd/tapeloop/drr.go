@@ -39,7 +39,7 @@ var drrFlags = []cli.Flag{
 	&cli.StringFlag{Name: "detector", Category: catDRR, Value: "200x200", Usage: "orbit: detector `RxC` pixels"},
 	&cli.Float64Flag{Name: "pixel", Category: catDRR, Value: 2, Usage: "orbit: pixel size, mm"},
 	&cli.StringFlag{Name: "method", Category: catDRR, Value: "siddon", Usage: "siddon (exact radiological path) or trilinear"},
-	&cli.Float64Flag{Name: "step", Category: catDRR, Usage: "trilinear: sample spacing in mm (default half the smallest voxel size)"},
+	&cli.Float64Flag{Name: "step", Category: catDRR, Usage: "trilinear: sample spacing in mm on each pose's longest ray, closer on shorter ones (default half the smallest voxel size)"},
 	&cli.StringFlag{Name: "out", Category: catDRR, Usage: "write drr.npy (P, R, C) float32 line integrals into `DIR`"},
 	&cli.BoolFlag{Name: "png", Category: catDRR, Usage: "with --out: also one 16-bit PNG per pose, drr_0000.png …"},
 }
@@ -49,7 +49,8 @@ var drrCommand = &cli.Command{
 	Usage: "render digitally reconstructed radiographs over many poses (seed 000)",
 	Description: `Casts a ray from the source to every detector pixel centre through the volume
 and integrates it: --method siddon (the exact radiological path: intersection
-length × value, summed over voxels) or trilinear (samples every --step mm). All
+length × value, summed over voxels) or trilinear (samples at the same
+fractions of every ray of a pose, --step mm apart on its longest ray). All
 poses go through one compiled graph in batches planned under --mem-limit.
 Without --volume it renders the 3-D Shepp–Logan phantom.`,
 	Flags:  append(append([]cli.Flag{}, drrFlags...), withoutDtype(engineFlags)...),

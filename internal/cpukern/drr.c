@@ -771,16 +771,16 @@ static void rays(const tl_volume *vol, int padded, int64_t nrays, const double *
                                         : siddon(vol, src + 3 * r, dst + 3 * r));
 }
 
-void tl_drr(const float *v, const int64_t *n, const double *os, int padded, int64_t nrays, const double *src,
+void tl_drr(const float *v, const int64_t *n, const double *o, const double *s, int padded, int64_t nrays, const double *src,
             const double *dst, float *out, double step, double lref) {
-  tl_volume vol = {v, {n[0], n[1], n[2]}, {os[0], os[1], os[2]}, {os[3], os[4], os[5]}};
+  tl_volume vol = {v, {n[0], n[1], n[2]}, {o[0], o[1], o[2]}, {s[0], s[1], s[2]}};
   rays(&vol, padded, nrays, src, dst, out, 1, step, lref);
 }
 
-void tl_drr_fan(const float *v, const int64_t *n, const double *os, int padded, const double *src,
+void tl_drr_fan(const float *v, const int64_t *n, const double *o, const double *s, int padded, const double *src,
                 const double *dst0, const double *dd, int64_t nrays, float *out, int64_t ostride, double step,
                 double lref) {
-  tl_volume vol = {v, {n[0], n[1], n[2]}, {os[0], os[1], os[2]}, {os[3], os[4], os[5]}};
+  tl_volume vol = {v, {n[0], n[1], n[2]}, {o[0], o[1], o[2]}, {s[0], s[1], s[2]}};
   if (step > 0 && lref > 0 && padded && dd[0] == 0 && dd[1] == 0 && vol.n[2] >= 2 && trilinear16_ok(&vol)) {
     fanz(&vol, src, dst0, dd, nrays, out, ostride, step, lref);
     return;
@@ -800,13 +800,13 @@ void tl_drr_fan(const float *v, const int64_t *n, const double *os, int padded, 
     free(cell);
   }
   // Any other fan: ray by ray, in groups of 16 end points.
-  double s[3 * 16], d[3 * 16];
+  double ss[3 * 16], d[3 * 16];
   for (int l = 0; l < 16; l++)
-    for (int a = 0; a < 3; a++) s[3 * l + a] = src[a];
+    for (int a = 0; a < 3; a++) ss[3 * l + a] = src[a];
   for (int64_t r = 0; r < nrays; r += 16) {
     int nr = nrays - r < 16 ? (int)(nrays - r) : 16;
     for (int l = 0; l < nr; l++)
       for (int a = 0; a < 3; a++) d[3 * l + a] = dst0[a] + (double)(r + l) * dd[a];
-    rays(&vol, padded, nr, s, d, out + r * ostride, ostride, step, lref);
+    rays(&vol, padded, nr, ss, d, out + r * ostride, ostride, step, lref);
   }
 }

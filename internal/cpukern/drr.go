@@ -60,39 +60,42 @@ func DRR(vol *Volume, src, dst []float64, out []float32, step, lref float64) {
 	if n == 0 {
 		return
 	}
-	os := volumeGeometry(vol)
-	C.tl_drr((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])), (*C.double)(unsafe.Pointer(&os[0])), cbool(vol.Padded),
+	C.tl_drr((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
+		(*C.double)(unsafe.Pointer(&vol.Origin[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
 		C.int64_t(n), (*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst[0])),
 		(*C.float)(unsafe.Pointer(&out[0])), C.double(step), C.double(lref))
 }
 
-// DRRFan is DRR for the n rays from src to dst0 + r·dd, r = 0 … n−1,
-// writing out[r·stride]. Trilinear fans whose end points step along z
-// (dd[0] = dd[1] = 0) in a padded volume take a faster path that shares
-// each sample's x and y across the fan.
-func DRRFan(vol *Volume, src, dst0, dd [3]float64, n int, out []float32, stride int, step, lref float64) {
-	if n < 0 || stride < 1 || (n > 0 && len(out) < (n-1)*stride+1) {
+// A Fan is the run of N rays from Src to Dst0 + r·DD, r = 0 … N−1, whose
+// line integrals DRRFan writes to out[r·Stride]; LRef is the lref of DRR.
+type Fan struct {
+	Src, Dst0, DD [3]float64
+	N, Stride     int
+	LRef          float64
+}
+
+// DRRFan is DRR for the rays of f. Fans whose end points step along z
+// (DD[0] = DD[1] = 0) take faster paths that share the rays' x and y: for
+// Siddon always, for trilinear in a padded volume. f is passed by pointer
+// so that its arrays reach C without a copy on the heap.
+func DRRFan(vol *Volume, f *Fan, out []float32, step float64) {
+	if f.N < 0 || f.Stride < 1 || (f.N > 0 && len(out) < (f.N-1)*f.Stride+1) {
 		panic("cpukern: DRRFan: short output")
 	}
 	checkVolume(vol)
-	if n == 0 {
+	if f.N == 0 {
 		return
 	}
-	os := volumeGeometry(vol)
-	C.tl_drr_fan((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])), (*C.double)(unsafe.Pointer(&os[0])), cbool(vol.Padded),
-		(*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst0[0])), (*C.double)(unsafe.Pointer(&dd[0])),
-		C.int64_t(n), (*C.float)(unsafe.Pointer(&out[0])), C.int64_t(stride), C.double(step), C.double(lref))
+	C.tl_drr_fan((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
+		(*C.double)(unsafe.Pointer(&vol.Origin[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
+		(*C.double)(unsafe.Pointer(&f.Src[0])), (*C.double)(unsafe.Pointer(&f.Dst0[0])), (*C.double)(unsafe.Pointer(&f.DD[0])),
+		C.int64_t(f.N), (*C.float)(unsafe.Pointer(&out[0])), C.int64_t(f.Stride), C.double(step), C.double(f.LRef))
 }
 
 func checkVolume(vol *Volume) {
 	if int64(len(vol.V)) != vol.N[0]*vol.N[1]*vol.N[2] || len(vol.V) == 0 {
 		panic("cpukern: DRR: volume size does not match its shape")
 	}
-}
-
-// volumeGeometry is the origin and spacing as the C side takes them.
-func volumeGeometry(vol *Volume) [6]float64 {
-	return [6]float64{vol.Origin[0], vol.Origin[1], vol.Origin[2], vol.Spacing[0], vol.Spacing[1], vol.Spacing[2]}
 }
 
 func cbool(b bool) C.int {

@@ -19,16 +19,16 @@ typedef struct {
 // step*len/lref mm for a segment len mm long: the samples lie step mm apart
 // on a ray lref mm long, closer on shorter ones. lref <= 0 takes each ray's
 // own length: samples every step mm.
-// The volume is given as v, n[3] and os[6] = {o[0..2], s[0..2]}; padded
+// The volume is given as v, n[3], its origin o[3] and spacing s[3]; padded
 // says it carries a border of zero voxels (see PadVolume), which lets the
 // trilinear sampler skip its boundary tests.
-void tl_drr(const float *v, const int64_t *n, const double *os, int padded, int64_t nrays, const double *src,
+void tl_drr(const float *v, const int64_t *n, const double *o, const double *s, int padded, int64_t nrays, const double *src,
             const double *dst, float *out, double step, double lref);
 
 // tl_drr_fan is tl_drr for the fan of nrays rays from src to dst0 + r*dd,
 // r = 0 … nrays-1, writing out[r*ostride]. A trilinear fan whose end points
 // step along z in a padded volume takes a faster path.
-void tl_drr_fan(const float *v, const int64_t *n, const double *os, int padded, const double *src,
+void tl_drr_fan(const float *v, const int64_t *n, const double *o, const double *s, int padded, const double *src,
                 const double *dst0, const double *dd, int64_t nrays, float *out, int64_t ostride, double step,
                 double lref);
 #endif

@@ -362,8 +362,9 @@ func TestFanMatchesDefinition(t *testing.T) {
 				if step == 0 {
 					fv = v
 				}
-				DRRFan(fv, c.src, c.dst0, c.dd, c.n, fast, stride, step, lref)
-				DRRFan(v, c.src, c.dst0, c.dd, c.n, general, stride, step, lref)
+				f := &Fan{Src: c.src, Dst0: c.dst0, DD: c.dd, N: c.n, Stride: stride, LRef: lref}
+				DRRFan(fv, f, fast, step)
+				DRRFan(v, f, general, step)
 				var dsts []float64
 				for r := range c.n {
 					for a := range 3 {
