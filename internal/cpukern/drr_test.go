@@ -229,6 +229,32 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 	if e := math.Sqrt(num / den); e > 0.01 {
 		t.Errorf("trilinear differs from siddon by %.3g (norm-wise), want ≤ 1%%", e)
 	}
+	// The same on the fan paths, with samples at fractions shared by the
+	// fan: 40 fans of 64 rays stepping along z, from sources around and
+	// above the volume. (Rays nearly level in z differ by more: within one
+	// z slab of voxels Siddon sees the slab's value where trilinear
+	// interpolates between slabs, a first-order difference of 1.3 % here.)
+	p := PadVolume(v)
+	num, den = 0, 0
+	for range 40 {
+		th := rng.Float64() * 2 * math.Pi
+		c := [3]float64{v.Origin[0] + 24, v.Origin[1] + 30, v.Origin[2] + 18}
+		f := &Fan{N: 64, Stride: 1, DD: [3]float64{0, 0, -0.5}}
+		f.Src = [3]float64{c[0] + 200*math.Cos(th), c[1] + 200*math.Sin(th), c[2] + 100}
+		f.Dst0 = [3]float64{c[0] - 200*math.Cos(th) + rng.NormFloat64()*5, c[1] - 200*math.Sin(th), c[2] - 100 + 16}
+		f.LRef = 450
+		exact := make([]float32, 64)
+		tri := make([]float32, 64)
+		DRRFan(v, f, exact, 0)
+		DRRFan(p, f, tri, 0.375)
+		for r := range exact {
+			num += math.Pow(float64(tri[r]-exact[r]), 2)
+			den += float64(exact[r]) * float64(exact[r])
+		}
+	}
+	if e := math.Sqrt(num / den); e > 0.01 || den == 0 {
+		t.Errorf("fans: trilinear differs from siddon by %.3g (norm-wise), want ≤ 1%%", e)
+	}
 }
 
 func TestPaddedVolumeGivesSameIntegrals(t *testing.T) {
