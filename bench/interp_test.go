@@ -117,10 +117,8 @@ func median(x []float64) float64 { return telemetry.Median(x) }
 // benchmarkSteadyState runs the job newJob makes through one compiled graph
 // in batches of batch items and reports the run's drift (median batch time
 // of the last decile over the first; over several runs, -benchtime Nx, the
-// median of the runs) and Go heap growth from the first batch to the last
-// (the largest of the runs; a later run can show a negative growth, the
-// previous run's memory still held at its first batch): flat means ≤ 1.05
-// and ≤ 1 MiB.
+// median of the runs) and live Go heap growth from the first batch to the
+// last (the largest of the runs): flat means ≤ 1.05 and ≤ 1 MiB.
 func benchmarkSteadyState(b *testing.B, batch int, newJob func() graphs.Job) {
 	var drift, growth []float64
 	for b.Loop() {
