@@ -79,7 +79,7 @@ static double siddon(const tl_volume *vol, const double *src, const double *dst)
   double next[3], inc[3];
   int64_t idx[3];
   for (int ax = 0; ax < 3; ax++) axis_start(vol, ax, src, d, amin, &next[ax], &inc[ax], &idx[ax]);
-  const int64_t nx = vol->n[0], ny = vol->n[1], nz = vol->n[2];
+  const int64_t ny = vol->n[1], nz = vol->n[2];
   // Step the index of whichever axis crosses next (all of them on a tie,
   // at an edge or a corner): each segment costs a comparison and a load.
   const int64_t stride[3] = {ny * nz, nz, 1};
@@ -364,23 +364,28 @@ __attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol,
 // voxels.
 enum { FANCH = 256, FANPF = 16, FANBUF = 2048 }; // rays per chunk (16 vectors of partial sums); prefetch distance in samples
 
-__attribute__((target("avx512f,avx512bw,bmi2"))) static void fanz(const tl_volume *vol, const double *src,
-                                                                   const double *dst0, const double *dd, int64_t n,
-                                                                   float *out, int64_t ostride, double step,
-                                                                   double lref) {
-  const int32_t nx = (int32_t)vol->n[0], ny = (int32_t)vol->n[1], nz = (int32_t)vol->n[2];
-  const int32_t si = ny * nz, sj = nz;
-  const double da = step / lref;
-  // Continuous indices (voxel centres at integers) along the fan's shared
-  // line: X(a) = ax + a*bx, Y(a) = ay + a*by; ray i: Z(a) = az + a*(bz + i*gz).
-  const double ax = (src[0] - vol->o[0]) / vol->s[0] - 0.5, bx = (dst0[0] - src[0]) / vol->s[0];
-  const double ay = (src[1] - vol->o[1]) / vol->s[1] - 0.5, by = (dst0[1] - src[1]) / vol->s[1];
-  const double az = (src[2] - vol->o[2]) / vol->s[2] - 0.5, bz = (dst0[2] - src[2]) / vol->s[2];
-  const double gz = dd[2] / vol->s[2];
-  // The samples with X in [0, nx-1] and Y in [0, ny-1] and a in [0, 1]:
-  // outside, every value read is the zero border.
+// A trilinear fan's geometry in continuous indices (voxel centres at
+// integers) of a padded volume: along the shared line X(a) = ax + a*bx,
+// Y(a) = ay + a*by; ray i: Z(a) = az + a*(bz + i*gz). Samples k0 … k1 at
+// a = (k + 1/2)*da are those with X in [0, nx-1], Y in [0, ny-1] and a in
+// [0, 1]: outside, every value read is the zero border.
+typedef struct {
+  double ax, bx, ay, by, az, bz, gz, da;
+  int64_t k0, k1;
+  int32_t nx, ny, nz, si, sj;
+} fan_geo;
+
+static void fan_geometry(const tl_volume *vol, const double *src, const double *dst0, const double *dd, double step,
+                         double lref, fan_geo *g) {
+  g->nx = (int32_t)vol->n[0], g->ny = (int32_t)vol->n[1], g->nz = (int32_t)vol->n[2];
+  g->si = g->ny * g->nz, g->sj = g->nz;
+  g->da = step / lref;
+  g->ax = (src[0] - vol->o[0]) / vol->s[0] - 0.5, g->bx = (dst0[0] - src[0]) / vol->s[0];
+  g->ay = (src[1] - vol->o[1]) / vol->s[1] - 0.5, g->by = (dst0[1] - src[1]) / vol->s[1];
+  g->az = (src[2] - vol->o[2]) / vol->s[2] - 0.5, g->bz = (dst0[2] - src[2]) / vol->s[2];
+  g->gz = dd[2] / vol->s[2];
   double lo = 0, hi = 1;
-  const double a0s[2] = {ax, ay}, b0s[2] = {bx, by}, lim[2] = {nx - 1, ny - 1};
+  const double a0s[2] = {g->ax, g->ay}, b0s[2] = {g->bx, g->by}, lim[2] = {g->nx - 1, g->ny - 1};
   for (int q = 0; q < 2; q++) {
     if (b0s[q] == 0) {
       if (a0s[q] < 0 || a0s[q] > lim[q]) lo = 1, hi = 0;
@@ -391,8 +396,55 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) static void fanz(const tl_volum
     if (t0 > lo) lo = t0;
     if (t1 < hi) hi = t1;
   }
-  int64_t k0 = (int64_t)ceil(lo / da - 0.5), k1 = (int64_t)floor(hi / da - 0.5);
-  if (k0 < 0) k0 = 0;
+  g->k0 = (int64_t)ceil(lo / g->da - 0.5), g->k1 = (int64_t)floor(hi / g->da - 0.5);
+  if (g->k0 < 0) g->k0 = 0;
+}
+
+// fan_cell is the x-y column pair of the fan at a: the offset of its
+// (ix, iy) column and the four bilinear weights, clamped to the volume.
+static inline int32_t fan_cell(const fan_geo *g, double a, float w[4]) {
+  double X = g->ax + a * g->bx, Y = g->ay + a * g->by;
+  int32_t ix = (int32_t)floor(X), iy = (int32_t)floor(Y);
+  ix = ix < 0 ? 0 : (ix > g->nx - 2 ? g->nx - 2 : ix);
+  iy = iy < 0 ? 0 : (iy > g->ny - 2 ? g->ny - 2 : iy);
+  float fx = (float)(X - ix), fy = (float)(Y - iy);
+  fx = fx < 0 ? 0 : (fx > 1 ? 1 : fx);
+  fy = fy < 0 ? 0 : (fy > 1 ? 1 : fy);
+  w[0] = (1 - fx) * (1 - fy), w[1] = (1 - fx) * fy, w[2] = fx * (1 - fy), w[3] = fx * fy;
+  return ix * g->si + iy * g->sj;
+}
+
+// fan_prefetch prefetches the z range [az + a*cmin, az + a*cmax] of the
+// four columns at a, unless they are the ones prefetched last: the loads
+// follow the ray through memory in a pattern the hardware prefetchers do
+// not foresee.
+static inline void fan_prefetch(const float *v, const fan_geo *g, double a, double cmin, double cmax,
+                                int32_t *last) {
+  float w[4];
+  int32_t base = fan_cell(g, a, w);
+  if (base == *last) return;
+  *last = base;
+  double za = g->az + a * cmin, zb = g->az + a * cmax;
+  int32_t zlo = za < 0 ? 0 : (za > g->nz - 1 ? g->nz - 1 : (int32_t)za);
+  int32_t zhi = zb < 0 ? 0 : (zb > g->nz - 1 ? g->nz - 1 : (int32_t)zb);
+  const float *q = v + base;
+  for (int32_t z = zlo & ~15; z <= zhi + 1; z += 16) {
+    _mm_prefetch((const char *)(q + z), _MM_HINT_T0);
+    _mm_prefetch((const char *)(q + g->sj + z), _MM_HINT_T0);
+    _mm_prefetch((const char *)(q + g->si + z), _MM_HINT_T0);
+    _mm_prefetch((const char *)(q + g->si + g->sj + z), _MM_HINT_T0);
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,bmi2"))) static void fanz(const tl_volume *vol, const double *src,
+                                                                   const double *dst0, const double *dd, int64_t n,
+                                                                   float *out, int64_t ostride, double step,
+                                                                   double lref) {
+  fan_geo g;
+  fan_geometry(vol, src, dst0, dd, step, lref, &g);
+  const int32_t nz = g.nz, si = g.si, sj = g.sj;
+  const double da = g.da, az = g.az, bz = g.bz, gz = g.gz;
+  const int64_t k0 = g.k0, k1 = g.k1;
   const float fzhi = (float)(nz - 1), fazf = (float)az;
   const __m512 zero = _mm512_setzero_ps(), vzhi = _mm512_set1_ps(fzhi), vaz = _mm512_set1_ps(fazf);
   const __m512i one = _mm512_set1_epi32(1), vnz2 = _mm512_set1_epi32(nz - 2);
@@ -425,42 +477,12 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) static void fanz(const tl_volum
     float buf[FANBUF];
     for (int64_t k = k0; k <= k1; k++) {
       const double a = (k + 0.5) * da;
-      double X = ax + a * bx, Y = ay + a * by;
-      int32_t ix = (int32_t)floor(X), iy = (int32_t)floor(Y);
-      ix = ix < 0 ? 0 : (ix > nx - 2 ? nx - 2 : ix);
-      iy = iy < 0 ? 0 : (iy > ny - 2 ? ny - 2 : iy);
-      float fx = (float)(X - ix), fy = (float)(Y - iy);
-      fx = fx < 0 ? 0 : (fx > 1 ? 1 : fx);
-      fy = fy < 0 ? 0 : (fy > 1 ? 1 : fy);
-      const __m512 w00 = _mm512_set1_ps((1 - fx) * (1 - fy)), w01 = _mm512_set1_ps((1 - fx) * fy),
-                   w10 = _mm512_set1_ps(fx * (1 - fy)), w11 = _mm512_set1_ps(fx * fy);
-      const int32_t base = ix * si + iy * sj;
+      float w[4];
+      const int32_t base = fan_cell(&g, a, w);
+      const __m512 w00 = _mm512_set1_ps(w[0]), w01 = _mm512_set1_ps(w[1]), w10 = _mm512_set1_ps(w[2]),
+                   w11 = _mm512_set1_ps(w[3]);
       const float *p00 = v + base, *p01 = p00 + sj, *p10 = p00 + si, *p11 = p10 + sj;
-      if (k + FANPF <= k1) {
-        // Prefetch the z range the chunk's rays read FANPF samples ahead,
-        // in its four columns, when those columns differ from the last
-        // prefetched: the loads follow the ray through memory in a pattern
-        // the hardware prefetchers do not foresee.
-        const double ap = (k + FANPF + 0.5) * da;
-        double Xp = ax + ap * bx, Yp = ay + ap * by;
-        int32_t px = (int32_t)Xp, py = (int32_t)Yp;
-        px = px < 0 ? 0 : (px > nx - 2 ? nx - 2 : px);
-        py = py < 0 ? 0 : (py > ny - 2 ? ny - 2 : py);
-        int32_t pbase = px * si + py * sj;
-        if (pbase != lastpf) {
-          lastpf = pbase;
-          double za = az + ap * cmin, zb = az + ap * cmax;
-          int32_t zlo = za < 0 ? 0 : (za > nz - 1 ? nz - 1 : (int32_t)za);
-          int32_t zhi = zb < 0 ? 0 : (zb > nz - 1 ? nz - 1 : (int32_t)zb);
-          const float *q = v + pbase;
-          for (int32_t z = zlo & ~15; z <= zhi + 1; z += 16) {
-            _mm_prefetch((const char *)(q + z), _MM_HINT_T0);
-            _mm_prefetch((const char *)(q + sj + z), _MM_HINT_T0);
-            _mm_prefetch((const char *)(q + si + z), _MM_HINT_T0);
-            _mm_prefetch((const char *)(q + si + sj + z), _MM_HINT_T0);
-          }
-        }
-      }
+      if (k + FANPF <= k1) fan_prefetch(v, &g, (k + FANPF + 0.5) * da, cmin, cmax, &lastpf);
       const float af = (float)a;
       const __m512 va = _mm512_set1_ps(af);
       // The chunk's z range at this sample, in the lanes' own float
@@ -591,6 +613,137 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) static void fanz(const tl_volum
   }
 }
 
+// fanz8 is fanz for AVX2: 8 rays per vector, the two z neighbours read
+// from the blended columns by two 8-float loads and in-register permutes,
+// gathers where the rays are more than 15 voxels apart in z or the chunk's
+// z range exceeds the blend buffer.
+__attribute__((target("avx2,fma"))) static void fanz8(const tl_volume *vol, const double *src, const double *dst0,
+                                                      const double *dd, int64_t n, float *out, int64_t ostride,
+                                                      double step, double lref) {
+  fan_geo g;
+  fan_geometry(vol, src, dst0, dd, step, lref, &g);
+  const int32_t nz = g.nz, si = g.si, sj = g.sj;
+  const float fzhi = (float)(nz - 1), fazf = (float)g.az;
+  const __m256 zero = _mm256_setzero_ps(), vzhi = _mm256_set1_ps(fzhi), vaz = _mm256_set1_ps(fazf);
+  const __m256i one = _mm256_set1_epi32(1), seven = _mm256_set1_epi32(7), vnz2 = _mm256_set1_epi32(nz - 2);
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const float *v = vol->v;
+  for (int64_t r0 = 0; r0 < n; r0 += FANCH) {
+    const int m = n - r0 < FANCH ? (int)(n - r0) : FANCH, nv = (m + 7) / 8;
+    __m256 ci[FANCH / 8], part[FANCH / 8], live[FANCH / 8];
+    float cfirst[FANCH / 8], clast[FANCH / 8];
+    double acc[FANCH];
+    for (int j = 0; j < nv; j++) {
+      float c[8];
+      for (int l = 0; l < 8; l++) c[l] = (float)(g.bz + (double)(r0 + 8 * j + l) * g.gz);
+      ci[j] = _mm256_loadu_ps(c);
+      int last = m - 8 * j < 8 ? m - 8 * j - 1 : 7;
+      cfirst[j] = c[0];
+      clast[j] = c[last];
+      live[j] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(last + 1), iota));
+      part[j] = zero;
+    }
+    for (int i = 0; i < m; i++) acc[i] = 0;
+    const double ca = g.bz + (double)r0 * g.gz, cb = g.bz + (double)(r0 + m - 1) * g.gz;
+    const double cmin = ca < cb ? ca : cb, cmax = ca < cb ? cb : ca;
+    const float cminf = cfirst[0] < clast[nv - 1] ? cfirst[0] : clast[nv - 1];
+    const float cmaxf = cfirst[0] < clast[nv - 1] ? clast[nv - 1] : cfirst[0];
+    int32_t lastpf = -1;
+    float buf[FANBUF];
+    for (int64_t k = g.k0; k <= g.k1; k++) {
+      const double a = (k + 0.5) * g.da;
+      float w[4];
+      const int32_t base = fan_cell(&g, a, w);
+      const __m256 w00 = _mm256_set1_ps(w[0]), w01 = _mm256_set1_ps(w[1]), w10 = _mm256_set1_ps(w[2]),
+                   w11 = _mm256_set1_ps(w[3]);
+      const float *p00 = v + base, *p01 = p00 + sj, *p10 = p00 + si, *p11 = p10 + sj;
+      if (k + FANPF <= g.k1) fan_prefetch(v, &g, (k + FANPF + 0.5) * g.da, cmin, cmax, &lastpf);
+      const float af = (float)a;
+      const __m256 va = _mm256_set1_ps(af);
+      float zA = fmaf(af, cminf, fazf), zB = fmaf(af, cmaxf, fazf);
+      if (zB < 0 || zA > fzhi) goto next8; // every ray of the chunk is above or below the volume
+      {
+        int32_t blo = (int32_t)(zA < 0 ? 0 : zA), bhi = (int32_t)(zB > fzhi ? fzhi : zB);
+        if (blo > nz - 2) blo = nz - 2;
+        if (bhi > nz - 2) bhi = nz - 2;
+        const int32_t cnt = bhi + 2 - blo; // z = blo … bhi+1 are read
+        const int blend = cnt <= FANBUF - 16;
+        if (blend) {
+          int32_t left = nz - blo;
+          for (int32_t z = 0; z < cnt; z += 8) {
+            __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(left - z), iota);
+            __m256 b = _mm256_mul_ps(w00, _mm256_maskload_ps(p00 + blo + z, mk));
+            b = _mm256_fmadd_ps(w01, _mm256_maskload_ps(p01 + blo + z, mk), b);
+            b = _mm256_fmadd_ps(w10, _mm256_maskload_ps(p10 + blo + z, mk), b);
+            b = _mm256_fmadd_ps(w11, _mm256_maskload_ps(p11 + blo + z, mk), b);
+            _mm256_storeu_ps(buf + z, b);
+          }
+        }
+        for (int j = 0; j < nv; j++) {
+          __m256 z = _mm256_fmadd_ps(va, ci[j], vaz);
+          __m256 in = _mm256_and_ps(live[j], _mm256_and_ps(_mm256_cmp_ps(z, zero, _CMP_GE_OQ),
+                                                           _mm256_cmp_ps(z, vzhi, _CMP_LE_OQ)));
+          if (_mm256_testz_ps(in, in)) continue;
+          __m256 zc = _mm256_min_ps(_mm256_max_ps(z, zero), vzhi);
+          __m256i iz = _mm256_min_epi32(_mm256_cvttps_epi32(zc), vnz2);
+          __m256 fz = _mm256_sub_ps(zc, _mm256_cvtepi32_ps(iz));
+          __m256 c0, c1;
+          float z0 = fmaf(af, cfirst[j], fazf), z1 = fmaf(af, clast[j], fazf);
+          float zmin = z0 < z1 ? z0 : z1, zmax = z0 < z1 ? z1 : z0;
+          int32_t wlo = (int32_t)(zmin < 0 ? 0 : zmin), whi = (int32_t)(zmax > fzhi ? fzhi : zmax);
+          if (wlo > nz - 2) wlo = nz - 2;
+          if (whi > nz - 2) whi = nz - 2;
+          if (blend && whi + 1 - wlo <= 15) {
+            // Lanes take element rel (and rel+1) of the 16 at wlo: from the
+            // low 8 or the high 8, each permuted by the index's low 3 bits.
+            __m256i rel = _mm256_sub_epi32(iz, _mm256_set1_epi32(wlo)), rel1 = _mm256_add_epi32(rel, one);
+            __m256 L = _mm256_loadu_ps(buf + (wlo - blo)), H = _mm256_loadu_ps(buf + (wlo - blo) + 8);
+            c0 = _mm256_blendv_ps(_mm256_permutevar8x32_ps(L, rel), _mm256_permutevar8x32_ps(H, rel),
+                                  _mm256_castsi256_ps(_mm256_cmpgt_epi32(rel, seven)));
+            c1 = _mm256_blendv_ps(_mm256_permutevar8x32_ps(L, rel1), _mm256_permutevar8x32_ps(H, rel1),
+                                  _mm256_castsi256_ps(_mm256_cmpgt_epi32(rel1, seven)));
+          } else if (blend) {
+            __m256i rel = _mm256_sub_epi32(iz, _mm256_set1_epi32(blo));
+            c0 = _mm256_mask_i32gather_ps(zero, buf, rel, in, 4);
+            c1 = _mm256_mask_i32gather_ps(zero, buf, _mm256_add_epi32(rel, one), in, 4);
+          } else {
+            __m256i idx = _mm256_add_epi32(iz, _mm256_set1_epi32(base));
+            const int32_t offs[4] = {0, sj, si, si + sj};
+            const __m256 ws[4] = {w00, w01, w10, w11};
+            c0 = c1 = zero;
+            for (int q = 0; q < 4; q++) {
+              __m256i o = _mm256_add_epi32(idx, _mm256_set1_epi32(offs[q]));
+              c0 = _mm256_fmadd_ps(ws[q], _mm256_mask_i32gather_ps(zero, v, o, in, 4), c0);
+              c1 = _mm256_fmadd_ps(ws[q], _mm256_mask_i32gather_ps(zero, v, _mm256_add_epi32(o, one), in, 4), c1);
+            }
+          }
+          __m256 val = _mm256_fmadd_ps(fz, _mm256_sub_ps(c1, c0), c0);
+          part[j] = _mm256_add_ps(part[j], _mm256_and_ps(in, val));
+        }
+      }
+    next8:
+      if (((k - g.k0) & 63) == 63) { // flush the float32 partial sums into double
+        for (int j = 0; j < nv; j++) {
+          float p[8];
+          _mm256_storeu_ps(p, part[j]);
+          for (int l = 0; l < 8 && 8 * j + l < m; l++) acc[8 * j + l] += p[l];
+          part[j] = zero;
+        }
+      }
+    }
+    for (int j = 0; j < nv; j++) {
+      float p[8];
+      _mm256_storeu_ps(p, part[j]);
+      for (int l = 0; l < 8 && 8 * j + l < m; l++) acc[8 * j + l] += p[l];
+    }
+    for (int i = 0; i < m; i++) {
+      double d[3] = {dst0[0] - src[0], dst0[1] - src[1], dst0[2] + (double)(r0 + i) * dd[2] - src[2]};
+      double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+      out[(r0 + i) * ostride] = len == 0 ? 0 : (float)(acc[i] * g.da * len);
+    }
+  }
+}
+
 // fan_siddon is Siddon's path for a fan of n rays from src to dst0 + i*dd
 // with dd along z, 8 rays at a time in the lanes of AVX-512 vectors. The
 // rays share their x and y at every a, so the crossings with the x and y
@@ -602,7 +755,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,bmi2"))) static void fan_siddon
                                                                      int64_t n, float *out, int64_t ostride,
                                                                      double *seg, int64_t *cell) {
   const double d2[3] = {dst0[0] - src[0], dst0[1] - src[1], 0};
-  double amin, amax;
+  double amin = 0, amax = 0;
   int64_t nseg = 0;
   if (clip(vol, src, d2, 2, &amin, &amax)) {
     double next[2], inc[2];
@@ -781,9 +934,16 @@ void tl_drr_fan(const float *v, const int64_t *n, const double *o, const double 
                 const double *dst0, const double *dd, int64_t nrays, float *out, int64_t ostride, double step,
                 double lref) {
   tl_volume vol = {v, {n[0], n[1], n[2]}, {o[0], o[1], o[2]}, {s[0], s[1], s[2]}};
-  if (step > 0 && lref > 0 && padded && dd[0] == 0 && dd[1] == 0 && vol.n[2] >= 2 && trilinear16_ok(&vol)) {
-    fanz(&vol, src, dst0, dd, nrays, out, ostride, step, lref);
-    return;
+  if (step > 0 && lref > 0 && padded && dd[0] == 0 && dd[1] == 0 && vol.n[2] >= 2 &&
+      vol.n[0] * vol.n[1] * vol.n[2] < ((int64_t)1 << 31) - 1) {
+    switch (tl_cpu_isa()) {
+    case 2:
+      fanz(&vol, src, dst0, dd, nrays, out, ostride, step, lref);
+      return;
+    case 1:
+      fanz8(&vol, src, dst0, dd, nrays, out, ostride, step, lref);
+      return;
+    }
   }
   if (step <= 0 && dd[0] == 0 && dd[1] == 0 && tl_cpu_isa() == 2) {
     // Scratch for the fan's segments in x and y: at most one per plane.

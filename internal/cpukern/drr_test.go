@@ -346,6 +346,18 @@ type fanCase struct {
 // one, and DRR ray by ray, against refTrilinear and refSiddon, for fans of
 // every shape the fast paths treat apart.
 func TestFanMatchesDefinition(t *testing.T) {
+	for isa, name := range []string{"sse2", "avx2", "avx512f"} {
+		if limitISA(isa) < isa {
+			limitISA(2)
+			t.Logf("%s: not on this CPU", name)
+			continue
+		}
+		t.Run(name, testFanMatchesDefinition)
+		limitISA(2)
+	}
+}
+
+func testFanMatchesDefinition(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
 	for _, shape := range [][3]int64{{19, 14, 23}, {6, 5, 2200}} {
 		v := randomVolume(rng, shape[0], shape[1], shape[2])

@@ -155,3 +155,10 @@ void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t l
 }
 
 int tl_cpu_isa(void) { return pick(); }
+
+int tl_limit_isa(int limit) {
+  int before = pick();
+  isa = -1;
+  if (pick() > limit) isa = limit < 0 ? 0 : limit;
+  return before;
+}

@@ -43,6 +43,11 @@ func PairDist64(m, n, d int, a []float64, lda int, b []float64, ldb int, out []f
 // PairDistISA names the instruction set the distance kernels run on.
 func PairDistISA() string { return C.GoString(C.tl_pairdist_isa()) }
 
+// limitISA makes the kernels use at most isa (2 avx512f, 1 avx2, 0 sse2) and
+// returns the one they used before, so that tests reach every path on one
+// machine. Not safe while kernels run.
+func limitISA(isa int) int { return int(C.tl_limit_isa(C.int(isa))) }
+
 // checkDims panics, as BLAS does, on arguments that would read or write
 // outside the slices; with d == 0 no element is read.
 func checkDims(m, n, d, la, lda, lb, ldb, lo, ldo int) {

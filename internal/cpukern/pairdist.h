@@ -16,4 +16,8 @@ void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t l
 const char *tl_pairdist_isa(void);
 // The instruction set the kernels use: 2 avx512f, 1 avx2, 0 sse2.
 int tl_cpu_isa(void);
+// tl_limit_isa makes the kernels use at most isa (for tests of the other
+// paths) and returns the one they used before; not safe to call while
+// kernels run.
+int tl_limit_isa(int isa);
 #endif
