@@ -744,19 +744,16 @@ __attribute__((target("avx2,fma"))) static void fanz8(const tl_volume *vol, cons
   }
 }
 
-// fan_siddon is Siddon's path for a fan of n rays from src to dst0 + i*dd
-// with dd along z, 8 rays at a time in the lanes of AVX-512 vectors. The
-// rays share their x and y at every a, so the crossings with the x and y
-// planes are merged once for the fan (seg: a list of the segments between
-// them, each in one x-y column of voxels); each ray then walks its own z
-// crossings within each segment, mostly none or one.
-__attribute__((target("avx512f,avx512dq,avx512vl,bmi2"))) static void fan_siddon(const tl_volume *vol, const double *src,
-                                                                     const double *dst0, const double *dd,
-                                                                     int64_t n, float *out, int64_t ostride,
-                                                                     double *seg, int64_t *cell) {
-  const double d2[3] = {dst0[0] - src[0], dst0[1] - src[1], 0};
-  double amin = 0, amax = 0;
+// fan_segments merges the crossings of the ray src + a*d2 (d2 in x and y
+// only: the line a fan of rays stepping along z shares) with the x and y
+// voxel planes: segment s runs from seg[s] to seg[s+1] in the x-y column of
+// voxels at offset cell[s]. It returns the number of segments (at most
+// nx + ny + 1; 0 when the line misses the volume) and the line's a range
+// inside the volume in x and y.
+static int64_t fan_segments(const tl_volume *vol, const double *src, const double *d2, double *seg, int64_t *cell,
+                            double *amin_out, double *amax_out) {
   int64_t nseg = 0;
+  double amin = 0, amax = 0;
   if (clip(vol, src, d2, 2, &amin, &amax)) {
     double next[2], inc[2];
     int64_t idx[2];
@@ -787,6 +784,40 @@ __attribute__((target("avx512f,avx512dq,avx512vl,bmi2"))) static void fan_siddon
       if (out_of_box) break;
     }
   }
+  *amin_out = amin;
+  *amax_out = amax;
+  return nseg;
+}
+
+// fan_lane is ray i's a range [lo, hi] inside the volume along z, within
+// the fan's x-y range [amin, amax], for its z step dz; it returns whether
+// the range is not empty.
+static int fan_lane(const tl_volume *vol, const double *src, double dz, double amin, double amax, double *lo,
+                    double *hi) {
+  const double oz = vol->o[2], top = vol->o[2] + vol->n[2] * vol->s[2];
+  *lo = amin;
+  *hi = amax;
+  if (dz == 0) return src[2] >= oz && src[2] < top && amin < amax;
+  double t0 = (oz - src[2]) / dz, t1 = (top - src[2]) / dz;
+  if (t0 > t1) { double t = t0; t0 = t1; t1 = t; }
+  if (t0 > *lo) *lo = t0;
+  if (t1 < *hi) *hi = t1;
+  return *lo < *hi;
+}
+
+// fan_siddon is Siddon's path for a fan of n rays from src to dst0 + i*dd
+// with dd along z, 8 rays at a time in the lanes of AVX-512 vectors. The
+// rays share their x and y at every a, so the crossings with the x and y
+// planes are merged once for the fan (seg: a list of the segments between
+// them, each in one x-y column of voxels); each ray then walks its own z
+// crossings within each segment, mostly none or one.
+__attribute__((target("avx512f,avx512dq,avx512vl,bmi2"))) static void fan_siddon(const tl_volume *vol, const double *src,
+                                                                     const double *dst0, const double *dd,
+                                                                     int64_t n, float *out, int64_t ostride,
+                                                                     double *seg, int64_t *cell) {
+  const double d2[3] = {dst0[0] - src[0], dst0[1] - src[1], 0};
+  double amin, amax;
+  const int64_t nseg = fan_segments(vol, src, d2, seg, cell, &amin, &amax);
   const double oz = vol->o[2], sz = vol->s[2], inv = 1 / sz;
   const int64_t nz = vol->n[2];
   const float *v = vol->v;
@@ -812,15 +843,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,bmi2"))) static void fan_siddon
         lo[l] = amin;
         hi[l] = amax;
         if (i >= m || nseg == 0) continue;
-        if (dz[l] == 0) {
-          if (src[2] < oz || src[2] >= oz + nz * sz) continue;
-        } else {
-          double t0 = (oz - src[2]) / dz[l], t1 = (oz + nz * sz - src[2]) / dz[l];
-          if (t0 > t1) { double t = t0; t0 = t1; t1 = t; }
-          if (t0 > lo[l]) lo[l] = t0;
-          if (t1 < hi[l]) hi[l] = t1;
-        }
-        if (lo[l] < hi[l]) {
+        if (fan_lane(vol, src, dz[l], amin, amax, &lo[l], &hi[l])) {
           live[j] |= (__mmask8)(1u << l);
           if (dz[l] < dzmin) dzmin = dz[l];
           if (dz[l] > dzmax) dzmax = dz[l];
@@ -903,6 +926,72 @@ __attribute__((target("avx512f,avx512dq,avx512vl,bmi2"))) static void fan_siddon
   }
 }
 
+// fan_siddon4 is fan_siddon for AVX2: 4 rays per vector, voxel indices
+// kept as doubles (exact for any volume) and values gathered. Needs a
+// volume of fewer than 2^31 voxels.
+__attribute__((target("avx2,fma"))) static void fan_siddon4(const tl_volume *vol, const double *src,
+                                                            const double *dst0, const double *dd, int64_t n,
+                                                            float *out, int64_t ostride, double *seg,
+                                                            int64_t *cell) {
+  const double d2[3] = {dst0[0] - src[0], dst0[1] - src[1], 0};
+  double amin, amax;
+  const int64_t nseg = fan_segments(vol, src, d2, seg, cell, &amin, &amax);
+  const double oz = vol->o[2], sz = vol->s[2], inv = 1 / sz;
+  const float *v = vol->v;
+  const __m256d zero = _mm256_setzero_pd(), inf = _mm256_set1_pd(INFINITY), onev = _mm256_set1_pd(1);
+  const __m256d zs = _mm256_set1_pd((src[2] - oz) * inv), kmax = _mm256_set1_pd((double)(vol->n[2] - 1));
+  for (int64_t r0 = 0; r0 < n; r0 += 4) {
+    const int m = n - r0 < 4 ? (int)(n - r0) : 4;
+    double dz[4], lo[4], hi[4], len[4], livef[4];
+    for (int l = 0; l < 4; l++) {
+      dz[l] = l < m ? dst0[2] + (double)(r0 + l) * dd[2] - src[2] : 0;
+      len[l] = sqrt(d2[0] * d2[0] + d2[1] * d2[1] + dz[l] * dz[l]);
+      livef[l] = l < m && nseg > 0 && fan_lane(vol, src, dz[l], amin, amax, &lo[l], &hi[l]) ? -1.0 : 0.0;
+      if (livef[l] == 0) lo[l] = hi[l] = 0;
+    }
+    double acc[4] = {0};
+    const __m256d live = _mm256_cmp_pd(_mm256_loadu_pd(livef), zero, _CMP_NEQ_OQ);
+    if (!_mm256_testz_pd(live, live)) {
+      const __m256d vdz = _mm256_loadu_pd(dz), vlo = _mm256_loadu_pd(lo), vhi = _mm256_loadu_pd(hi);
+      const __m256d up = _mm256_cmp_pd(vdz, zero, _CMP_GT_OQ), down = _mm256_cmp_pd(vdz, zero, _CMP_LT_OQ);
+      const __m256d level = _mm256_cmp_pd(vdz, zero, _CMP_EQ_OQ);
+      const __m256d base = _mm256_div_pd(_mm256_set1_pd(oz - src[2]), vdz), inc = _mm256_div_pd(_mm256_set1_pd(sz), vdz);
+      const __m256d zd = _mm256_mul_pd(vdz, _mm256_set1_pd(inv));
+      const __m256d kstep = _mm256_blendv_pd(onev, _mm256_set1_pd(-1), down);
+      __m256d sum = zero;
+      for (int64_t s = 0; s < nseg; s++) {
+        __m256d b0 = _mm256_max_pd(_mm256_set1_pd(seg[s]), vlo), b1 = _mm256_min_pd(_mm256_set1_pd(seg[s + 1]), vhi);
+        __m256d on = _mm256_and_pd(live, _mm256_cmp_pd(b0, b1, _CMP_LT_OQ));
+        if (_mm256_testz_pd(on, on)) continue;
+        // The z voxel at b0: the one the ray is in just after b0.
+        __m256d z = _mm256_fmadd_pd(b0, zd, zs);
+        __m256d k = _mm256_blendv_pd(_mm256_round_pd(z, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
+                                     _mm256_sub_pd(_mm256_round_pd(z, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC), onev),
+                                     down);
+        k = _mm256_min_pd(_mm256_max_pd(k, zero), kmax);
+        const float *col = v + cell[s];
+        for (;;) {
+          __m256d plane = _mm256_blendv_pd(k, _mm256_add_pd(k, onev), up);
+          __m256d an = _mm256_blendv_pd(_mm256_fmadd_pd(plane, inc, base), inf, level);
+          __m256d e = _mm256_max_pd(_mm256_min_pd(an, b1), b0);
+          __m256d piece = _mm256_and_pd(on, _mm256_sub_pd(e, b0));
+          __m128 val = _mm_mask_i32gather_ps(_mm_setzero_ps(), col, _mm256_cvttpd_epi32(_mm256_and_pd(on, k)),
+                                             _mm256_cvtpd_ps(on), 4);
+          sum = _mm256_fmadd_pd(piece, _mm256_cvtps_pd(val), sum);
+          k = _mm256_add_pd(k, kstep);
+          on = _mm256_and_pd(on, _mm256_and_pd(_mm256_cmp_pd(an, b1, _CMP_LT_OQ),
+                                               _mm256_and_pd(_mm256_cmp_pd(k, zero, _CMP_GE_OQ),
+                                                             _mm256_cmp_pd(k, kmax, _CMP_LE_OQ))));
+          if (_mm256_testz_pd(on, on)) break;
+          b0 = e;
+        }
+      }
+      _mm256_storeu_pd(acc, sum);
+    }
+    for (int l = 0; l < m; l++) out[(r0 + l) * ostride] = (float)(acc[l] * len[l]);
+  }
+}
+
 static int trilinear16_ok(const tl_volume *vol) {
   return tl_cpu_isa() == 2 && vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
 }
@@ -945,13 +1034,18 @@ void tl_drr_fan(const float *v, const int64_t *n, const double *o, const double 
       return;
     }
   }
-  if (step <= 0 && dd[0] == 0 && dd[1] == 0 && tl_cpu_isa() == 2) {
+  const int isa = tl_cpu_isa();
+  if (step <= 0 && dd[0] == 0 && dd[1] == 0 &&
+      (isa == 2 || (isa == 1 && vol.n[0] * vol.n[1] * vol.n[2] < ((int64_t)1 << 31) - 1))) {
     // Scratch for the fan's segments in x and y: at most one per plane.
     int64_t most = vol.n[0] + vol.n[1] + 4;
     double *seg = malloc(sizeof(double) * (most + 1));
     int64_t *cell = malloc(sizeof(int64_t) * most);
     if (seg && cell) {
-      fan_siddon(&vol, src, dst0, dd, nrays, out, ostride, seg, cell);
+      if (isa == 2)
+        fan_siddon(&vol, src, dst0, dd, nrays, out, ostride, seg, cell);
+      else
+        fan_siddon4(&vol, src, dst0, dd, nrays, out, ostride, seg, cell);
       free(seg);
       free(cell);
       return;
