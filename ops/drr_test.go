@@ -43,9 +43,28 @@ func TestDRROpMatchesKernelPerRay(t *testing.T) {
 	const rows, cols, batch = 5, 7, 3
 	for _, step := range []float64{0, 0.5} {
 		op := NewDRR(vol, rows, cols, step, batch)
+		// Three kinds of pose, one per fan layout of the op: columns along z
+		// (the orbit), rows along z (the orbit's detector turned a quarter),
+		// and neither (a detector tilted about its centre).
 		var poses []float64
 		for b := range batch {
-			poses = append(poses, orbitPose([3]float64{0, 0, 0}, float64(b)*0.9, 100, 50, rows, cols, 3)...)
+			p := orbitPose([3]float64{0, 0, 0}, float64(b)*0.9, 100, 50, rows, cols, 3)
+			switch b % 3 {
+			case 1: // u along z, v across: pixel (r, c) at centre + (c − …)·u + (r − …)·v
+				ca, sa := math.Cos(float64(b)*0.9), math.Sin(float64(b)*0.9)
+				centre := [3]float64{-50 * ca, -50 * sa, 0}
+				u, v := [3]float64{0, 0, 3}, [3]float64{-3 * sa, 3 * ca, 0}
+				for a := range 3 {
+					p[3+a] = centre[a] - float64(cols-1)/2*u[a] - float64(rows-1)/2*v[a]
+					p[6+a], p[9+a] = u[a], v[a]
+				}
+			case 2: // tilt the detector: its steps get components along every axis
+				for a := range 3 {
+					p[6+a] += 0.4 * p[9+a]
+					p[9+a] += 0.3 * p[6+a]
+				}
+			}
+			poses = append(poses, p...)
 		}
 		v, err := op.Do(tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses)))
 		if err != nil {
