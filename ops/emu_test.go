@@ -180,7 +180,7 @@ func TestEmuInterpKernel(t *testing.T) {
 
 func TestEmuDRRKernel(t *testing.T) {
 	emulator(t)
-	const rows, cols, batch = 12, 10, 2
+	const rows, cols, batch = 12, 10, 3
 	vol, in := drrFixture(rand.New(rand.NewPCG(53, 54)), [3]int64{20, 16, 12}, 300, 100, 2.5, rows, cols, batch)
 	poses := in.Data().([]float64)
 	for _, step := range []float64{0, 0.5} {
@@ -370,7 +370,9 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 }
 
 // drrFixture is a random volume with anisotropic spacing and a non-zero
-// origin, and batch oblique poses of rows×cols pixels around it.
+// origin, and batch oblique poses of rows×cols pixels around it: orbit
+// poses (columns along z), and every third one with its detector tilted so
+// that neither its rows nor its columns run along z.
 func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols, batch int) (*cpukern.Volume, *tensor.Dense) {
 	vol := &cpukern.Volume{N: n, Origin: [3]float64{-float64(n[0]) / 2, -float64(n[1]), -float64(n[2]) / 1.5},
 		Spacing: [3]float64{1.1, 1.9, 1.4}, V: make([]float32, n[0]*n[1]*n[2])}
@@ -379,7 +381,14 @@ func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols,
 	}
 	var poses []float64
 	for k := range batch {
-		poses = append(poses, orbitPose([3]float64{1, -2, 3}, 0.4+float64(k)*1.9, sdd, sid, rows, cols, pixel)...)
+		p := orbitPose([3]float64{1, -2, 3}, 0.4+float64(k)*1.9, sdd, sid, rows, cols, pixel)
+		if k%3 == 2 {
+			for a := range 3 {
+				p[6+a] += 0.4 * p[9+a]
+				p[9+a] += 0.3 * p[6+a]
+			}
+		}
+		poses = append(poses, p...)
 	}
 	return vol, tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
 }

@@ -5,7 +5,7 @@
 // positions and sums.
 //
 // Pose p (12 doubles): source, centre of pixel (0, 0), the step along a
-// row, the step down a column. Ray r of a pose is pixel (r / cols, r % cols).
+// row, the step down a column.
 
 struct vol {
   const float *v;
@@ -154,9 +154,20 @@ __device__ static double longest(const double *pose, long rows, long cols) {
   return l;
 }
 
-// out[p·rows·cols + r]: the line integral of ray r of pose p; step ≤ 0
-// selects Siddon's path. Scalar parameters are 8 bytes wide: gorgonia.org/cu
-// passes 8 bytes per kernel argument.
+// alongZ says whether a pixel step d runs along z, to a relative 1e-9 (as
+// ops.alongZ).
+__device__ static int alongZ(const double *d) {
+  double n = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  return n > 0 && fabs(d[0]) <= 1e-9 * n && fabs(d[1]) <= 1e-9 * n;
+}
+
+// out[p·rows·cols + row·cols + col]: the line integral of the ray to pixel
+// (row, col) of pose p; step ≤ 0 selects Siddon's path. Consecutive threads
+// take consecutive pixels down a column when the pose's columns run along
+// z (as in an orbit about z), else along a row: then a warp's rays share
+// their x and y at every sample and read neighbouring voxels of the same
+// columns of the volume, in few memory transactions. Scalar parameters are
+// 8 bytes wide: gorgonia.org/cu passes 8 bytes per kernel argument.
 extern "C" __global__ void drr(const float *v, long nx, long ny, long nz, double ox, double oy, double oz,
                                double sx, double sy, double sz, const double *poses, long nposes, long rows, long cols,
                                double step, float *out) {
@@ -165,9 +176,12 @@ extern "C" __global__ void drr(const float *v, long nx, long ny, long nz, double
   if (t >= rays * nposes) return;
   long p = t / rays, r = t % rays;
   const double *pose = poses + 12 * p;
-  double row = (double)(r / cols), col = (double)(r % cols);
+  long ri = r / cols, ci = r % cols;
+  if (alongZ(pose + 9)) ri = r % rows, ci = r / rows;
+  double row = (double)ri, col = (double)ci;
   double dst[3];
   for (int a = 0; a < 3; a++) dst[a] = pose[3 + a] + col * pose[6 + a] + row * pose[9 + a];
   vol V = {v, {nx, ny, nz}, {ox, oy, oz}, {sx, sy, sz}};
-  out[t] = (float)(step > 0 ? trilinear(V, pose, dst, step, longest(pose, rows, cols)) : siddon(V, pose, dst));
+  out[p * rays + ri * cols + ci] =
+      (float)(step > 0 ? trilinear(V, pose, dst, step, longest(pose, rows, cols)) : siddon(V, pose, dst));
 }
