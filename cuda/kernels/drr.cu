@@ -1,8 +1,8 @@
 // Digitally reconstructed radiographs (seed 000), one thread per ray, a
 // batch of poses per launch: the scalar paths of internal/cpukern/drr.c
-// (Siddon's exact radiological path, or trilinear samples at fractions of
-// each ray shared by the pose, zero outside the volume), in double for
-// positions and sums.
+// (Siddon's exact radiological path in double, or trilinear samples at
+// fractions of each ray shared by the pose, zero outside the volume, read
+// from a zero-padded volume).
 //
 // Pose p (12 doubles): source, centre of pixel (0, 0), the step along a
 // row, the step down a column.
@@ -94,49 +94,58 @@ __device__ static double siddon(const vol &V, const double *src, const double *d
   return acc * len;
 }
 
-// Trilinear value at continuous index (u, v, w), voxel centres at integers,
-// zero outside.
-__device__ static double sample(const vol &V, double u, double v, double w) {
-  double fu = floor(u), fv = floor(v), fw = floor(w);
-  long i = (long)fu, j = (long)fv, k = (long)fw;
-  double tu = u - fu, tv = v - fv, tw = w - fw, s = 0;
-  for (int di = 0; di < 2; di++)
-    for (int dj = 0; dj < 2; dj++)
-      for (int dk = 0; dk < 2; dk++) {
-        long ii = i + di, jj = j + dj, kk = k + dk;
-        if (ii < 0 || jj < 0 || kk < 0 || ii >= V.n[0] || jj >= V.n[1] || kk >= V.n[2]) continue;
-        double wgt = (di ? tu : 1 - tu) * (dj ? tv : 1 - tv) * (dk ? tw : 1 - tw);
-        s += wgt * V.v[(ii * V.n[1] + jj) * V.n[2] + kk];
-      }
-  return s;
-}
-
 // Samples at the fractions (q + ½)·step/lref of the segment from the
-// source, q over those inside the volume's box grown by half a voxel
-// (outside it every sample is zero), each weighing step·len/lref mm.
+// source, each weighing step·len/lref mm. The volume carries a border of
+// zero voxels (cpukern.PadVolume): samples whose continuous index (voxel
+// centres at integers) lies in [0, n−1] on every axis read only voxels
+// inside it, and outside that box every sample is zero. As on the CPU,
+// positions advance in float32 (their rounding, ~1e-5 of a voxel over a
+// ray, is far below the interpolation's own error) and the sum is kept in
+// float32 over runs of 64 samples, then in double.
 __device__ static double trilinear(const vol &V, const double *src, const double *dst, double step, double lref) {
   double d[3] = {dst[0] - src[0], dst[1] - src[1], dst[2] - src[2]};
   double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   if (len == 0) return 0;
   vol G = V;
   for (int ax = 0; ax < 3; ax++) {
-    G.o[ax] -= 0.5 * V.s[ax];
-    G.n[ax] += 1;
+    G.o[ax] += 0.5 * V.s[ax];
+    G.n[ax] -= 1;
   }
   double amin, amax;
   if (!clip(G, src, d, &amin, &amax)) return 0;
   double da = step / lref;
   double q0 = ceil(amin / da - 0.5), q1 = floor(amax / da - 0.5);
-  double u[3], du[3];
+  float u[3], du[3], hi[3];
   for (int ax = 0; ax < 3; ax++) {
     double a0 = (q0 + 0.5) * da;
-    u[ax] = (src[ax] + a0 * d[ax] - V.o[ax]) / V.s[ax] - 0.5;
-    du[ax] = da * d[ax] / V.s[ax];
+    u[ax] = (float)((src[ax] + a0 * d[ax] - V.o[ax]) / V.s[ax] - 0.5);
+    du[ax] = (float)(da * d[ax] / V.s[ax]);
+    hi[ax] = (float)(V.n[ax] - 2);
   }
+  const long sj = V.n[2], si = V.n[1] * V.n[2];
   double acc = 0;
-  for (long q = 0; q <= (long)(q1 - q0); q++)
-    acc += sample(V, u[0] + q * du[0], u[1] + q * du[1], u[2] + q * du[2]);
-  return acc * da * len;
+  float part = 0;
+  long count = (long)(q1 - q0) + 1;
+  for (long q = 0; q < count; q++) {
+    float x = fmaf((float)q, du[0], u[0]), y = fmaf((float)q, du[1], u[1]), z = fmaf((float)q, du[2], u[2]);
+    // Rounding can put a sample a hair outside the box: clamp, reading the
+    // zero border.
+    float fi = fminf(fmaxf(floorf(x), 0.f), hi[0]), fj = fminf(fmaxf(floorf(y), 0.f), hi[1]),
+          fk = fminf(fmaxf(floorf(z), 0.f), hi[2]);
+    float tu = fminf(fmaxf(x - fi, 0.f), 1.f), tv = fminf(fmaxf(y - fj, 0.f), 1.f), tw = fminf(fmaxf(z - fk, 0.f), 1.f);
+    const float *c = V.v + (long)fi * si + (long)fj * sj + (long)fk;
+    float c00 = fmaf(tw, __ldg(c + 1) - __ldg(c), __ldg(c));
+    float c01 = fmaf(tw, __ldg(c + sj + 1) - __ldg(c + sj), __ldg(c + sj));
+    float c10 = fmaf(tw, __ldg(c + si + 1) - __ldg(c + si), __ldg(c + si));
+    float c11 = fmaf(tw, __ldg(c + si + sj + 1) - __ldg(c + si + sj), __ldg(c + si + sj));
+    float c0 = fmaf(tv, c01 - c00, c00), c1 = fmaf(tv, c11 - c10, c10);
+    part += fmaf(tu, c1 - c0, c0);
+    if ((q & 63) == 63) {
+      acc += part;
+      part = 0;
+    }
+  }
+  return (acc + part) * da * len;
 }
 
 // longest is the length of a pose's longest ray, to one of the detector's

@@ -27,13 +27,14 @@ struct float2 {
 };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
+template <class T> inline T __ldg(const T *p) { return *p; } // the read-only cache load
 using std::exp;
 using std::fabs;
 using std::floor;
 using std::fmax;
 using std::fmin;
 using std::sqrt;
-using std::ceil;
+using std::ceil; // floorf, fmaf, fminf, fmaxf: the C library's, from <cmath>
 
 template <class F> void emu_launch(unsigned gx, unsigned gy, unsigned block, F f) {
   blockDim = {block, 1, 1};
