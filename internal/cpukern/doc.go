@@ -10,5 +10,8 @@
 //     sums every pair in the same order wherever it sits in a block, so
 //     shards of a matrix merge bit for bit with a single run.
 //   - drr.c: line integrals of a voxel volume along rays, exact (Siddon's
-//     radiological path) or trilinearly sampled, behind the DRR workload.
+//     radiological path) or trilinearly sampled, behind the DRR workload;
+//     drr_fan.c: the same for fans of rays that share their x and y (a
+//     detector column along z), with AVX-512 and AVX2 paths that share the
+//     x-y work across the fan and read voxels with contiguous loads.
 package cpukern
