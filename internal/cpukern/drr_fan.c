@@ -94,6 +94,17 @@ static inline void fan_prefetch(const float *v, const fan_geo *g, double a, doub
   }
 }
 
+// fan_write stores the line integrals of rays r0 … r0+m-1 of a fan: the
+// sums of their samples acc, each sample weighing da times its ray's length.
+static void fan_write(const double *src, const double *dst0, const double *dd, int64_t r0, int m, const double *acc,
+                      double da, float *out, int64_t ostride) {
+  for (int i = 0; i < m; i++) {
+    double d[3] = {dst0[0] - src[0], dst0[1] - src[1], dst0[2] + (double)(r0 + i) * dd[2] - src[2]};
+    double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    out[(r0 + i) * ostride] = len == 0 ? 0 : (float)(acc[i] * da * len);
+  }
+}
+
 // fanz renders a fan of n rays from src to dst0 + i*dd that all share their
 // x and y along the way (dd is along z), by trilinear samples at the same
 // fractions a_k = (k + 1/2)*step/lref of every segment. At one a_k every ray
@@ -272,11 +283,7 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) static void fanz(const tl_volum
       _mm512_storeu_ps(p, part[j]);
       for (int l = 0; l < 16 && 16 * j + l < m; l++) acc[16 * j + l] += p[l];
     }
-    for (int i = 0; i < m; i++) {
-      double d[3] = {dst0[0] - src[0], dst0[1] - src[1], dst0[2] + (double)(r0 + i) * dd[2] - src[2]};
-      double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-      out[(r0 + i) * ostride] = len == 0 ? 0 : (float)(acc[i] * da * len);
-    }
+    fan_write(src, dst0, dd, r0, m, acc, da, out, ostride);
   }
 }
 
@@ -403,11 +410,7 @@ __attribute__((target("avx2,fma"))) static void fanz8(const tl_volume *vol, cons
       _mm256_storeu_ps(p, part[j]);
       for (int l = 0; l < 8 && 8 * j + l < m; l++) acc[8 * j + l] += p[l];
     }
-    for (int i = 0; i < m; i++) {
-      double d[3] = {dst0[0] - src[0], dst0[1] - src[1], dst0[2] + (double)(r0 + i) * dd[2] - src[2]};
-      double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-      out[(r0 + i) * ostride] = len == 0 ? 0 : (float)(acc[i] * g.da * len);
-    }
+    fan_write(src, dst0, dd, r0, m, acc, g.da, out, ostride);
   }
 }
 
