@@ -16,10 +16,12 @@ typedef int (*create_t)(void **);
 typedef int (*mathmode_t)(void *, int);
 typedef int (*sgemm_t)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
                        const float *, float *, int);
+typedef int (*setws_t)(void *, void *, size_t);
 
 static create_t b_create;
 static mathmode_t b_mathmode;
 static sgemm_t b_sgemm;
+static setws_t b_setws; // cublasSetWorkspace_v2: optional, absent before cuBLAS 11.4
 
 static int tl_cublas_load(const char *path) {
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -27,11 +29,16 @@ static int tl_cublas_load(const char *path) {
 	b_create = (create_t)dlsym(lib, "cublasCreate_v2");
 	b_mathmode = (mathmode_t)dlsym(lib, "cublasSetMathMode");
 	b_sgemm = (sgemm_t)dlsym(lib, "cublasSgemm_v2");
+	b_setws = (setws_t)dlsym(lib, "cublasSetWorkspace_v2");
 	return b_create && b_mathmode && b_sgemm;
 }
 static int tl_cublas_preload(const char *path) { return dlopen(path, RTLD_NOW | RTLD_GLOBAL) != 0; }
 static int tl_cublas_create(uintptr_t *h) { void *p = 0; int r = b_create(&p); *h = (uintptr_t)p; return r; }
 static int tl_cublas_mathmode(uintptr_t h, int mode) { return b_mathmode((void *)h, mode); }
+// -1 when this cuBLAS cannot take a workspace from its caller.
+static int tl_cublas_setws(uintptr_t h, uintptr_t ws, size_t bytes) {
+	return b_setws ? b_setws((void *)h, (void *)ws, bytes) : -1;
+}
 // C (m×n, column-major, ldc) = op(A)·op(B), alpha 1, beta 0.
 static int tl_cublas_sgemm(uintptr_t h, int ta, int tb, int m, int n, int k, uintptr_t a, int lda, uintptr_t b,
                            int ldb, uintptr_t c, int ldc) {
@@ -85,9 +92,16 @@ const (
 	mathTF32    = 3
 )
 
+// BLASWorkspace is the size of the workspace a BLAS handle takes from its
+// op's arena: cuBLAS's recommendation for Hopper (32 MiB; 4 MiB before).
+const BLASWorkspace = 32 << 20
+
 // NewBLAS creates a handle; tf32 lets GEMMs use TF32 tensor cores (about
-// 1e-3 relative per product, summed in float32).
-func (d *Device) NewBLAS(tf32 bool) (*BLAS, error) {
+// 1e-3 relative per product, summed in float32). With ws ≠ 0 the handle
+// works in the wsBytes at ws (from an arena, so that --mem-limit bounds
+// it) instead of allocating its own; cuBLAS older than 11.4 cannot, and
+// keeps its own.
+func (d *Device) NewBLAS(tf32 bool, ws cu.DevicePtr, wsBytes int64) (*BLAS, error) {
 	if err := loadCUBLAS(); err != nil {
 		return nil, err
 	}
@@ -102,6 +116,11 @@ func (d *Device) NewBLAS(tf32 bool) (*BLAS, error) {
 		}
 		if r := C.tl_cublas_mathmode(b.h, mode); r != 0 {
 			return fmt.Errorf("%w: cublasSetMathMode: status %d", ErrDevice, int(r))
+		}
+		if ws != 0 {
+			if r := C.tl_cublas_setws(b.h, C.uintptr_t(ws), C.size_t(wsBytes)); r > 0 {
+				return fmt.Errorf("%w: cublasSetWorkspace: status %d", ErrDevice, int(r))
+			}
 		}
 		return nil
 	})

@@ -27,6 +27,7 @@ type pairwiseCUDA struct {
 	arena                     *cuda.Arena
 	blas                      *cuda.BLAS // dot and cosine: cuBLAS GEMM
 	x, norm, rows, rinv, dout cu.DevicePtr
+	ws                        cu.DevicePtr // cuBLAS workspace, in the arena
 	rinvHost                  []float64
 	pinned                    cuda.Pinned
 }
@@ -39,11 +40,20 @@ func newPairwiseCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
 }
 
 // DeviceBytes is what the arena holds: the images (and their norms), one
-// block of rows and the block's (Batch, N) output.
+// block of rows and the block's (Batch, N) output, and for dot and cosine
+// cuBLAS's workspace.
 func (op *pairwiseCUDA) DeviceBytes() int64 {
 	d := op.Data
 	return 4*int64(d.N)*int64(d.D) + 8*int64(len(d.norm)) + 4*int64(op.Batch)*int64(d.D) + 8*int64(op.Batch) +
-		4*int64(op.Batch)*int64(d.N) + 5*256
+		4*int64(op.Batch)*int64(d.N) + op.workspaceBytes() + 6*256
+}
+
+// workspaceBytes is the cuBLAS workspace the GEMM metrics take from the arena.
+func (op *pairwiseCUDA) workspaceBytes() int64 {
+	if op.Metric == MetricDot || op.Metric == MetricCosine {
+		return cuda.BLASWorkspace
+	}
+	return 0
 }
 
 func (op *pairwiseCUDA) setup() error {
@@ -57,7 +67,7 @@ func (op *pairwiseCUDA) setup() error {
 		dst   *cu.DevicePtr
 		bytes int64
 	}{{&op.x, 4 * int64(d.N) * int64(d.D)}, {&op.norm, 8 * int64(len(d.norm))}, {&op.rows, 4 * int64(op.Batch) * int64(d.D)},
-		{&op.rinv, 8 * int64(op.Batch)}, {&op.dout, 4 * int64(op.Batch) * int64(d.N)}} {
+		{&op.rinv, 8 * int64(op.Batch)}, {&op.dout, 4 * int64(op.Batch) * int64(d.N)}, {&op.ws, op.workspaceBytes()}} {
 		if *p.dst, err = a.Alloc(p.bytes); err != nil {
 			return err
 		}
@@ -124,7 +134,7 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 	if op.Metric == MetricDot || op.Metric == MetricCosine {
 		if op.blas == nil {
 			var err error
-			if op.blas, err = op.dev.NewBLAS(op.TF32); err != nil {
+			if op.blas, err = op.dev.NewBLAS(op.TF32, op.ws, op.workspaceBytes()); err != nil {
 				return nil, err
 			}
 		}
