@@ -188,7 +188,8 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	return op.out, nil
 }
 
-// ResidentBytes counts the volume and the per-ray scratch.
+// ResidentBytes counts the volume (and its padded copy for trilinear) and
+// the list of fans.
 func (op *DRR) ResidentBytes() int64 {
 	fans := int64(op.Batch * max(op.Rows, op.Cols*((op.Rows+tile-1)/tile)))
 	b := int64(4*len(op.Vol.V)) + int64(unsafe.Sizeof(fan{}))*fans
