@@ -67,29 +67,45 @@ func DRR(vol *Volume, src, dst []float64, out []float32, step, lref float64) {
 }
 
 // A Fan is the run of N rays from Src to Dst0 + r·DD, r = 0 … N−1, whose
-// line integrals DRRFan writes to out[r·Stride]; LRef is the lref of DRR.
+// line integrals DRRFans writes to out[Off + r·Stride]; LRef is the lref
+// of DRR. Its layout is C's tl_fan (checked at start-up).
 type Fan struct {
-	Src, Dst0, DD [3]float64
-	N, Stride     int
-	LRef          float64
+	Src, Dst0, DD  [3]float64
+	N, Stride, Off int
+	LRef           float64
 }
 
-// DRRFan is DRR for the rays of f. Fans whose end points step along z
-// (DD[0] = DD[1] = 0) take faster paths that share the rays' x and y: for
-// Siddon always, for trilinear in a padded volume. f is passed by pointer
-// so that its arrays reach C without a copy on the heap.
-func DRRFan(vol *Volume, f *Fan, out []float32, step float64) {
-	if f.N < 0 || f.Stride < 1 || (f.N > 0 && len(out) < (f.N-1)*f.Stride+1) {
-		panic("cpukern: DRRFan: short output")
+func init() {
+	var f Fan
+	var got [5]C.int64_t
+	C.tl_fan_layout(&got[0])
+	want := [5]uintptr{unsafe.Sizeof(f), unsafe.Offsetof(f.Dst0), unsafe.Offsetof(f.N), unsafe.Offsetof(f.Off), unsafe.Offsetof(f.LRef)}
+	for i := range want {
+		if int64(got[i]) != int64(want[i]) {
+			panic("cpukern: Fan and tl_fan differ in layout")
+		}
+	}
+}
+
+// DRRFans renders the rays of every fan, in one call into C (each call
+// costs the Go scheduler a hand-off when it runs long, so fans go in
+// groups). Fans whose end points step along z (DD[0] = DD[1] = 0) take
+// faster paths that share the rays' x and y: for Siddon always, for
+// trilinear in a padded volume.
+func DRRFans(vol *Volume, fans []Fan, out []float32, step float64) {
+	for i := range fans {
+		f := &fans[i]
+		if f.N < 0 || f.Stride < 1 || f.Off < 0 || (f.N > 0 && len(out) < f.Off+(f.N-1)*f.Stride+1) {
+			panic("cpukern: DRRFans: a fan reaches past the output")
+		}
 	}
 	checkVolume(vol)
-	if f.N == 0 {
+	if len(fans) == 0 || len(out) == 0 {
 		return
 	}
-	C.tl_drr_fan((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
+	C.tl_drr_fans((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
 		(*C.double)(unsafe.Pointer(&vol.Origin[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
-		(*C.double)(unsafe.Pointer(&f.Src[0])), (*C.double)(unsafe.Pointer(&f.Dst0[0])), (*C.double)(unsafe.Pointer(&f.DD[0])),
-		C.int64_t(f.N), (*C.float)(unsafe.Pointer(&out[0])), C.int64_t(f.Stride), C.double(step), C.double(f.LRef))
+		(*C.tl_fan)(unsafe.Pointer(&fans[0])), C.int64_t(len(fans)), (*C.float)(unsafe.Pointer(&out[0])), C.double(step))
 }
 
 func checkVolume(vol *Volume) {

@@ -31,4 +31,20 @@ void tl_drr(const float *v, const int64_t *n, const double *o, const double *s, 
 void tl_drr_fan(const float *v, const int64_t *n, const double *o, const double *s, int padded, const double *src,
                 const double *dst0, const double *dd, int64_t nrays, float *out, int64_t ostride, double step,
                 double lref);
+
+// A fan for tl_drr_fans: rays from src to dst0 + r*dd, r = 0 … n-1, written
+// to out[off + r*stride], with lref as for tl_drr (cpukern.Fan in Go).
+typedef struct {
+  double src[3], dst0[3], dd[3];
+  int64_t n, stride, off;
+  double lref;
+} tl_fan;
+
+// tl_drr_fans renders nfans fans in one call.
+void tl_drr_fans(const float *v, const int64_t *n, const double *o, const double *s, int padded, const tl_fan *fans,
+                 int64_t nfans, float *out, double step);
+
+// tl_fan_layout writes sizeof(tl_fan) and the offsets of dst0, n, off and
+// lref, for Go to check its copy of the struct against.
+void tl_fan_layout(int64_t *out);
 #endif

@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 // FANCH: rays per chunk of a fan, the partial sums of one chunk stay in
@@ -706,4 +707,21 @@ void tl_drr_fan(const float *v, const int64_t *n, const double *o, const double 
       for (int a = 0; a < 3; a++) d[3 * l + a] = dst0[a] + (double)(r + l) * dd[a];
     tl_rays(&vol, padded, nr, ss, d, out + r * ostride, ostride, step, lref);
   }
+}
+
+void tl_drr_fans(const float *v, const int64_t *n, const double *o, const double *s, int padded, const tl_fan *fans,
+                 int64_t nfans, float *out, double step) {
+  for (int64_t i = 0; i < nfans; i++) {
+    const tl_fan *f = &fans[i];
+    if (f->n > 0)
+      tl_drr_fan(v, n, o, s, padded, f->src, f->dst0, f->dd, f->n, out + f->off, f->stride, step, f->lref);
+  }
+}
+
+void tl_fan_layout(int64_t *out) {
+  out[0] = sizeof(tl_fan);
+  out[1] = offsetof(tl_fan, dst0);
+  out[2] = offsetof(tl_fan, n);
+  out[3] = offsetof(tl_fan, off);
+  out[4] = offsetof(tl_fan, lref);
 }

@@ -245,8 +245,8 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 		f.LRef = 450
 		exact := make([]float32, 64)
 		tri := make([]float32, 64)
-		DRRFan(v, f, exact, 0)
-		DRRFan(p, f, tri, 0.375)
+		DRRFans(v, []Fan{*f}, exact, 0)
+		DRRFans(p, []Fan{*f}, tri, 0.375)
 		for r := range exact {
 			num += math.Pow(float64(tri[r]-exact[r]), 2)
 			den += float64(exact[r]) * float64(exact[r])
@@ -400,9 +400,14 @@ func testFanMatchesDefinition(t *testing.T) {
 				if step == 0 {
 					fv = v
 				}
-				f := &Fan{Src: c.src, Dst0: c.dst0, DD: c.dd, N: c.n, Stride: stride, LRef: lref}
-				DRRFan(fv, f, fast, step)
-				DRRFan(v, f, general, step)
+				// Two fans in one call, writing the interleaved outputs from
+				// offsets 0 and 1 (the second a copy of the first but for its
+				// offset), so both the offsets and the strides are checked.
+				f := Fan{Src: c.src, Dst0: c.dst0, DD: c.dd, N: c.n, Stride: stride, LRef: lref}
+				g := f
+				g.Off = 1
+				DRRFans(fv, []Fan{f, g}, fast, step)
+				DRRFans(v, []Fan{f}, general, step)
 				var dsts []float64
 				for r := range c.n {
 					for a := range 3 {
@@ -436,8 +441,8 @@ func testFanMatchesDefinition(t *testing.T) {
 							t.Fatalf("%v %s step %v ray %d (%s): %v, want %v", shape, c.name, step, r, got.name, got.v, want)
 						}
 					}
-					if fast[stride*r+1] != 0 || general[stride*r+2] != 0 {
-						t.Fatalf("%s: wrote between strided outputs", c.name)
+					if fast[stride*r+1] != fast[stride*r] || fast[stride*r+2] != 0 || general[stride*r+1] != 0 || general[stride*r+2] != 0 {
+						t.Fatalf("%s: the outputs at offsets 0 and 1 differ, or a fan wrote between its strided outputs", c.name)
 					}
 				}
 				if hit < c.n/3 {
