@@ -25,13 +25,6 @@ typedef struct {
 void tl_drr(const float *v, const int64_t *n, const double *o, const double *s, int padded, int64_t nrays, const double *src,
             const double *dst, float *out, double step, double lref);
 
-// tl_drr_fan is tl_drr for the fan of nrays rays from src to dst0 + r*dd,
-// r = 0 … nrays-1, writing out[r*ostride]. A trilinear fan whose end points
-// step along z in a padded volume takes a faster path.
-void tl_drr_fan(const float *v, const int64_t *n, const double *o, const double *s, int padded, const double *src,
-                const double *dst0, const double *dd, int64_t nrays, float *out, int64_t ostride, double step,
-                double lref);
-
 // A fan for tl_drr_fans: rays from src to dst0 + r*dd, r = 0 … n-1, written
 // to out[off + r*stride], with lref as for tl_drr (cpukern.Fan in Go).
 typedef struct {
@@ -40,7 +33,9 @@ typedef struct {
   double lref;
 } tl_fan;
 
-// tl_drr_fans renders nfans fans in one call.
+// tl_drr_fans renders nfans fans in one call. Fans whose end points step
+// along z (dd[0] = dd[1] = 0) take the fan paths of drr_fan.c: Siddon's
+// always, trilinear's in a padded volume.
 void tl_drr_fans(const float *v, const int64_t *n, const double *o, const double *s, int padded, const tl_fan *fans,
                  int64_t nfans, float *out, double step);
 

@@ -1,4 +1,4 @@
-// Fans of rays that share their x and y: the fast paths of tl_drr_fan.
+// Fans of rays that share their x and y: the fast paths of tl_drr_fans.
 //
 // A pose's detector column whose pixels step along z (every pose of an
 // orbit about z) is a fan: at any fraction a of the way from the source,
@@ -663,59 +663,60 @@ __attribute__((target("avx2,fma"))) static void fan_siddon4(const tl_volume *vol
   }
 }
 
-void tl_drr_fan(const float *v, const int64_t *n, const double *o, const double *s, int padded, const double *src,
-                const double *dst0, const double *dd, int64_t nrays, float *out, int64_t ostride, double step,
-                double lref) {
-  tl_volume vol = {v, {n[0], n[1], n[2]}, {o[0], o[1], o[2]}, {s[0], s[1], s[2]}};
-  if (step > 0 && lref > 0 && padded && dd[0] == 0 && dd[1] == 0 && vol.n[2] >= 2 &&
-      vol.n[0] * vol.n[1] * vol.n[2] < ((int64_t)1 << 31) - 1) {
-    switch (tl_cpu_isa()) {
-    case 2:
-      fanz(&vol, src, dst0, dd, nrays, out, ostride, step, lref);
-      return;
-    case 1:
-      fanz8(&vol, src, dst0, dd, nrays, out, ostride, step, lref);
-      return;
-    }
-  }
+// fan renders one fan; seg and cell are scratch for Siddon's x-y segments,
+// n[0] + n[1] + 4 entries (seg one more), or NULL.
+static void fan(const tl_volume *vol, int padded, const tl_fan *f, float *out, double step, double *seg,
+                int64_t *cell) {
   const int isa = tl_cpu_isa();
-  if (step <= 0 && dd[0] == 0 && dd[1] == 0 &&
-      (isa == 2 || (isa == 1 && vol.n[0] * vol.n[1] * vol.n[2] < ((int64_t)1 << 31) - 1))) {
-    // Scratch for the fan's segments in x and y: at most one per plane.
-    int64_t most = vol.n[0] + vol.n[1] + 4;
-    double *seg = malloc(sizeof(double) * (most + 1));
-    int64_t *cell = malloc(sizeof(int64_t) * most);
-    if (seg && cell) {
-      if (isa == 2)
-        fan_siddon(&vol, src, dst0, dd, nrays, out, ostride, seg, cell);
-      else
-        fan_siddon4(&vol, src, dst0, dd, nrays, out, ostride, seg, cell);
-      free(seg);
-      free(cell);
-      return;
-    }
-    free(seg);
-    free(cell);
+  const int along = f->dd[0] == 0 && f->dd[1] == 0, small = vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
+  if (step > 0 && f->lref > 0 && padded && along && vol->n[2] >= 2 && small && isa >= 1) {
+    if (isa == 2)
+      fanz(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, step, f->lref);
+    else
+      fanz8(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, step, f->lref);
+    return;
+  }
+  if (step <= 0 && along && seg && (isa == 2 || (isa == 1 && small))) {
+    if (isa == 2)
+      fan_siddon(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, seg, cell);
+    else
+      fan_siddon4(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, seg, cell);
+    return;
   }
   // Any other fan: ray by ray, in groups of 16 end points.
   double ss[3 * 16], d[3 * 16];
   for (int l = 0; l < 16; l++)
-    for (int a = 0; a < 3; a++) ss[3 * l + a] = src[a];
-  for (int64_t r = 0; r < nrays; r += 16) {
-    int nr = nrays - r < 16 ? (int)(nrays - r) : 16;
+    for (int a = 0; a < 3; a++) ss[3 * l + a] = f->src[a];
+  for (int64_t r = 0; r < f->n; r += 16) {
+    int nr = f->n - r < 16 ? (int)(f->n - r) : 16;
     for (int l = 0; l < nr; l++)
-      for (int a = 0; a < 3; a++) d[3 * l + a] = dst0[a] + (double)(r + l) * dd[a];
-    tl_rays(&vol, padded, nr, ss, d, out + r * ostride, ostride, step, lref);
+      for (int a = 0; a < 3; a++) d[3 * l + a] = f->dst0[a] + (double)(r + l) * f->dd[a];
+    tl_rays(vol, padded, nr, ss, d, out + r * f->stride, f->stride, step, f->lref);
   }
 }
 
 void tl_drr_fans(const float *v, const int64_t *n, const double *o, const double *s, int padded, const tl_fan *fans,
                  int64_t nfans, float *out, double step) {
-  for (int64_t i = 0; i < nfans; i++) {
-    const tl_fan *f = &fans[i];
-    if (f->n > 0)
-      tl_drr_fan(v, n, o, s, padded, f->src, f->dst0, f->dd, f->n, out + f->off, f->stride, step, f->lref);
+  tl_volume vol = {v, {n[0], n[1], n[2]}, {o[0], o[1], o[2]}, {s[0], s[1], s[2]}};
+  // Scratch for Siddon's x-y segments, shared by the fans: at most one per
+  // plane. Without it (out of memory) the fans go ray by ray.
+  double *seg = NULL;
+  int64_t *cell = NULL;
+  if (step <= 0) {
+    int64_t most = n[0] + n[1] + 4;
+    seg = malloc(sizeof(double) * (most + 1));
+    cell = malloc(sizeof(int64_t) * most);
+    if (!seg || !cell) {
+      free(seg);
+      free(cell);
+      seg = NULL;
+      cell = NULL;
+    }
   }
+  for (int64_t i = 0; i < nfans; i++)
+    if (fans[i].n > 0) fan(&vol, padded, &fans[i], out + fans[i].off, step, seg, cell);
+  free(seg);
+  free(cell);
 }
 
 void tl_fan_layout(int64_t *out) {
