@@ -65,14 +65,7 @@ func TestInterpCUDAMatchesCPU(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(31, 32))
 	const m, g, batch = 37, 300, 1000
-	f := make([]float64, m*g)
-	for i := range f {
-		f[i] = rng.NormFloat64()
-	}
-	x := make([]float32, batch)
-	for i := range x {
-		x[i] = float32(rng.Float64()*1.2 - 0.1) // some below a, some above the grid
-	}
+	f, x := interpFixture(rng, m, g, batch)
 	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(x))
 	for _, c := range interpCases {
 		tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), c.r, c.me, tensor.Float32)

@@ -146,14 +146,7 @@ func TestEmuInterpKernel(t *testing.T) {
 	emulator(t)
 	rng := rand.New(rand.NewPCG(51, 52))
 	const m, g, batch = 13, 50, 300
-	f := make([]float64, m*g)
-	for i := range f {
-		f[i] = rng.NormFloat64()
-	}
-	x := make([]float32, batch)
-	for i := range x {
-		x[i] = float32(rng.Float64()*1.2 - 0.1)
-	}
+	f, x := interpFixture(rng, m, g, batch)
 	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(append([]float32(nil), x...)))
 	for _, c := range interpCases {
 		tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), c.r, c.me, tensor.Float32)
@@ -367,6 +360,21 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 	if e := relErr32(out, want); !(e <= 1e-6) {
 		t.Errorf("relative error %.3g", e)
 	}
+}
+
+// interpFixture is m random rows of g values and batch queries on [0, 1]
+// widened by a tenth at each end, so that some fall below a and some above
+// the grid.
+func interpFixture(rng *rand.Rand, m, g, batch int) ([]float64, []float32) {
+	f := make([]float64, m*g)
+	for i := range f {
+		f[i] = rng.NormFloat64()
+	}
+	x := make([]float32, batch)
+	for i := range x {
+		x[i] = float32(rng.Float64()*1.2 - 0.1)
+	}
+	return f, x
 }
 
 // drrFixture is a random volume with anisotropic spacing and a non-zero
