@@ -5,7 +5,7 @@ PKG     := ./cmd/tapeloop
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
 
-.PHONY: all build run test test-deps vet bench compare fuzz fmt-check build-cuda gpu-bin check-cuda generate clean
+.PHONY: all build run test test-emu test-deps vet bench compare fuzz fmt-check build-cuda gpu-bin check-cuda generate clean
 
 all: build
 
@@ -16,11 +16,22 @@ build:
 run: build
 	./$(BIN) demo
 
-## test: vet, the whole test suite, and the engine under the race detector.
+## test: vet, the whole test suite, the engine under the race detector, and
+## the GPU flavour on the CUDA emulator.
 test: test-deps
 	$(GO) vet ./...
 	$(GO) test ./...
 	$(GO) test -race -short $(RACE)
+	$(MAKE) --no-print-directory test-emu
+
+## test-emu: the GPU twins and `--device cuda` through the CLI on the CUDA
+## emulator (build tag tapeloop_cudaemu: the kernels run on the CPU, cuBLAS
+## and cuFFT are reference loops; no GPU or CUDA toolkit needed, g++ is).
+test-emu:
+	@if command -v g++ >/dev/null 2>&1; then \
+	  set -x; $(GO) vet -tags tapeloop_cudaemu ./... && \
+	  $(GO) test -tags tapeloop_cudaemu -run 'CUDA|Emulated|BadInput' ./ops/ ./cmd/tapeloop/; \
+	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
 # The tests compare against NumPy/SciPy, check DOT with Graphviz and run the
 # GPU kernels under the CPU emulator (g++) where those are installed (and

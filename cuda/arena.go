@@ -1,12 +1,10 @@
-//go:build tapeloop_cuda
+//go:build tapeloop_cuda || tapeloop_cudaemu
 
 package cuda
 
 import (
 	"fmt"
 	"unsafe"
-
-	"gorgonia.org/cu"
 )
 
 // Arena is one device allocation, made once and handed out in aligned
@@ -14,7 +12,7 @@ import (
 // --mem-limit, bounds the device memory the run takes.
 type Arena struct {
 	dev  *Device
-	base cu.DevicePtr
+	base DevicePtr
 	size int64
 	off  int64
 	peak int64
@@ -34,7 +32,7 @@ func (d *Device) NewArena(bytes int64) (*Arena, error) {
 			ErrDevice, bytes, d.inArenas+bytes, d.limit)
 	}
 	a := &Arena{dev: d, size: bytes}
-	if err := d.Do(func() (err error) { a.base, err = cu.MemAlloc(bytes); return err }); err != nil {
+	if err := d.Do(func() (err error) { a.base, err = d.drv.alloc(bytes); return err }); err != nil {
 		return nil, fmt.Errorf("%w: allocating %d bytes on device %d: %v", ErrDevice, bytes, d.Ordinal, err)
 	}
 	d.inArenas += bytes
@@ -42,14 +40,14 @@ func (d *Device) NewArena(bytes int64) (*Arena, error) {
 }
 
 // Alloc returns the next bytes of the arena.
-func (a *Arena) Alloc(bytes int64) (cu.DevicePtr, error) {
+func (a *Arena) Alloc(bytes int64) (DevicePtr, error) {
 	off := (a.off + arenaAlign - 1) / arenaAlign * arenaAlign
 	if bytes < 0 || off+bytes > a.size {
 		return 0, fmt.Errorf("%w: arena of %d bytes cannot hold %d more (%d in use)", ErrDevice, a.size, bytes, a.off)
 	}
 	a.off = off + bytes
 	a.peak = max(a.peak, a.off)
-	return a.base + cu.DevicePtr(off), nil
+	return a.base + DevicePtr(off), nil
 }
 
 // Used is the number of bytes handed out; Size the arena's size.
@@ -61,20 +59,20 @@ func (a *Arena) Free() error {
 	if a.base == 0 {
 		return nil
 	}
-	err := a.dev.Do(func() error { return cu.MemFree(a.base) })
+	err := a.dev.Do(func() error { return a.dev.drv.free(a.base) })
 	a.base = 0
 	a.dev.inArenas -= a.size
 	return err
 }
 
 // Upload copies host memory to the device.
-func Upload[T any](d *Device, dst cu.DevicePtr, src []T) error {
+func Upload[T any](d *Device, dst DevicePtr, src []T) error {
 	if len(src) == 0 {
 		return nil
 	}
 	n := int64(len(src)) * int64(unsafe.Sizeof(src[0]))
 	return d.Do(func() error {
-		if err := cu.MemcpyHtoD(dst, unsafe.Pointer(&src[0]), n); err != nil {
+		if err := d.drv.toDevice(dst, unsafe.Pointer(&src[0]), n); err != nil {
 			return fmt.Errorf("%w: copying %d bytes to the device: %v", ErrDevice, n, err)
 		}
 		return nil
@@ -82,13 +80,13 @@ func Upload[T any](d *Device, dst cu.DevicePtr, src []T) error {
 }
 
 // Download copies device memory to the host.
-func Download[T any](d *Device, dst []T, src cu.DevicePtr) error {
+func Download[T any](d *Device, dst []T, src DevicePtr) error {
 	if len(dst) == 0 {
 		return nil
 	}
 	n := int64(len(dst)) * int64(unsafe.Sizeof(dst[0]))
 	return d.Do(func() error {
-		if err := cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), src, n); err != nil {
+		if err := d.drv.toHost(unsafe.Pointer(&dst[0]), src, n); err != nil {
 			return fmt.Errorf("%w: copying %d bytes from the device: %v", ErrDevice, n, err)
 		}
 		return nil
@@ -97,11 +95,11 @@ func Download[T any](d *Device, dst []T, src cu.DevicePtr) error {
 
 // Poison fills n float32s at p with NaN, so that elements a kernel fails
 // to write show in a comparison.
-func Poison(d *Device, p cu.DevicePtr, n int64) error {
-	return d.Do(func() error { return cu.MemsetD32(p, 0x7fc00000, n) })
+func Poison(d *Device, p DevicePtr, n int64) error {
+	return d.Do(func() error { return d.drv.fill32(p, 0x7fc00000, n) })
 }
 
 // Zero clears n float32s at p.
-func Zero(d *Device, p cu.DevicePtr, n int64) error {
-	return d.Do(func() error { return cu.MemsetD32(p, 0, n) })
+func Zero(d *Device, p DevicePtr, n int64) error {
+	return d.Do(func() error { return d.drv.fill32(p, 0, n) })
 }

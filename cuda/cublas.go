@@ -80,45 +80,37 @@ func loadCUBLAS() error {
 	return cublasErr
 }
 
-// BLAS is a cuBLAS handle on a device.
-type BLAS struct {
-	dev *Device
-	h   C.uintptr_t
-}
-
 // cuBLAS math modes: the default (full float32), or TF32 tensor cores.
 const (
 	mathDefault = 0
 	mathTF32    = 3
 )
 
-// BLASWorkspace is the size of the workspace a BLAS handle takes from its
-// op's arena: cuBLAS's recommendation for Hopper (32 MiB; 4 MiB before).
-const BLASWorkspace = 32 << 20
-
 // NewBLAS creates a handle; tf32 lets GEMMs use TF32 tensor cores (about
 // 1e-3 relative per product, summed in float32). With ws ≠ 0 the handle
 // works in the wsBytes at ws (from an arena, so that --mem-limit bounds
 // it) instead of allocating its own; cuBLAS older than 11.4 cannot, and
 // keeps its own.
-func (d *Device) NewBLAS(tf32 bool, ws cu.DevicePtr, wsBytes int64) (*BLAS, error) {
+func (d *Device) NewBLAS(tf32 bool, ws DevicePtr, wsBytes int64) (*BLAS, error) {
 	if err := loadCUBLAS(); err != nil {
 		return nil, err
 	}
-	b := &BLAS{dev: d}
+	b := &BLAS{dev: d, tf32: tf32}
 	err := d.Do(func() error {
-		if r := C.tl_cublas_create(&b.h); r != 0 {
+		var h C.uintptr_t
+		if r := C.tl_cublas_create(&h); r != 0 {
 			return fmt.Errorf("%w: cublasCreate: status %d", ErrDevice, int(r))
 		}
+		b.h = uintptr(h)
 		mode := C.int(mathDefault)
 		if tf32 {
 			mode = mathTF32
 		}
-		if r := C.tl_cublas_mathmode(b.h, mode); r != 0 {
+		if r := C.tl_cublas_mathmode(h, mode); r != 0 {
 			return fmt.Errorf("%w: cublasSetMathMode: status %d", ErrDevice, int(r))
 		}
 		if ws != 0 {
-			if r := C.tl_cublas_setws(b.h, C.uintptr_t(ws), C.size_t(wsBytes)); r > 0 {
+			if r := C.tl_cublas_setws(h, C.uintptr_t(ws), C.size_t(wsBytes)); r > 0 {
 				return fmt.Errorf("%w: cublasSetWorkspace: status %d", ErrDevice, int(r))
 			}
 		}
@@ -131,9 +123,9 @@ func (d *Device) NewBLAS(tf32 bool, ws cu.DevicePtr, wsBytes int64) (*BLAS, erro
 // (k×m, lda) and B (k×n, ldb), all column-major float32 on the device.
 // Row-major, that is C'(n×m) = B'·A'ᵀ: the dot products of B's rows with
 // A's rows.
-func (b *BLAS) GemmTN(m, n, k int, a cu.DevicePtr, lda int, bb cu.DevicePtr, ldb int, c cu.DevicePtr, ldc int) error {
+func (b *BLAS) GemmTN(m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, c DevicePtr, ldc int) error {
 	return b.dev.Do(func() error {
-		if r := C.tl_cublas_sgemm(b.h, 1, 0, C.int(m), C.int(n), C.int(k), C.uintptr_t(a), C.int(lda),
+		if r := C.tl_cublas_sgemm(C.uintptr_t(b.h), 1, 0, C.int(m), C.int(n), C.int(k), C.uintptr_t(a), C.int(lda),
 			C.uintptr_t(bb), C.int(ldb), C.uintptr_t(c), C.int(ldc)); r != 0 {
 			return fmt.Errorf("%w: cublasSgemm: status %d", ErrDevice, int(r))
 		}

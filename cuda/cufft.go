@@ -61,8 +61,6 @@ import (
 	"path/filepath"
 	"sync"
 	"unsafe"
-
-	"gorgonia.org/cu"
 )
 
 const (
@@ -110,16 +108,6 @@ func loadFirst(what, env string, sonames []string, load func(path *C.char) bool)
 	return fmt.Errorf("%w: cannot load %s (tried %v); set TAPELOOP_CUDA_LIBDIR to the directory holding it", ErrDevice, what, tried)
 }
 
-// FFT3 is a pair of cuFFT plans, real-to-complex and complex-to-real, for
-// n0×n1×n2 float32 arrays (the last axis halved in the spectrum, as
-// internal/fft3), sharing a work area the caller places in an arena.
-type FFT3 struct {
-	Dims     [3]int
-	dev      *Device
-	r2c, c2r C.int
-	Work     int64 // bytes of work area the plans need
-}
-
 // NewFFT3 makes the plans; call SetWorkArea before executing them.
 func (d *Device) NewFFT3(n0, n1, n2 int) (*FFT3, error) {
 	if err := loadCUFFT(); err != nil {
@@ -128,10 +116,10 @@ func (d *Device) NewFFT3(n0, n1, n2 int) (*FFT3, error) {
 	f := &FFT3{Dims: [3]int{n0, n1, n2}, dev: d}
 	err := d.Do(func() error {
 		var w1, w2 C.size_t
-		if r := C.tl_cufft_plan(&f.r2c, C.int(n0), C.int(n1), C.int(n2), cufftR2C, &w1); r != 0 {
+		if r := C.tl_cufft_plan((*C.int)(unsafe.Pointer(&f.r2c)), C.int(n0), C.int(n1), C.int(n2), cufftR2C, &w1); r != 0 {
 			return fmt.Errorf("%w: cuFFT R2C plan %v: error %d", ErrDevice, f.Dims, int(r))
 		}
-		if r := C.tl_cufft_plan(&f.c2r, C.int(n0), C.int(n1), C.int(n2), cufftC2R, &w2); r != 0 {
+		if r := C.tl_cufft_plan((*C.int)(unsafe.Pointer(&f.c2r)), C.int(n0), C.int(n1), C.int(n2), cufftC2R, &w2); r != 0 {
 			return fmt.Errorf("%w: cuFFT C2R plan %v: error %d", ErrDevice, f.Dims, int(r))
 		}
 		f.Work = int64(max(w1, w2))
@@ -141,9 +129,9 @@ func (d *Device) NewFFT3(n0, n1, n2 int) (*FFT3, error) {
 }
 
 // SetWorkArea gives both plans the same work area (they never run at once).
-func (f *FFT3) SetWorkArea(p cu.DevicePtr) error {
+func (f *FFT3) SetWorkArea(p DevicePtr) error {
 	return f.dev.Do(func() error {
-		for _, h := range []C.int{f.r2c, f.c2r} {
+		for _, h := range []C.int{C.int(f.r2c), C.int(f.c2r)} {
 			if r := C.tl_cufft_workarea(h, C.uintptr_t(p)); r != 0 {
 				return fmt.Errorf("%w: cuFFT work area: error %d", ErrDevice, int(r))
 			}
@@ -153,9 +141,9 @@ func (f *FFT3) SetWorkArea(p cu.DevicePtr) error {
 }
 
 // Forward transforms the real array at in into the half spectrum at out.
-func (f *FFT3) Forward(in, out cu.DevicePtr) error {
+func (f *FFT3) Forward(in, out DevicePtr) error {
 	return f.dev.Do(func() error {
-		if r := C.tl_cufft_r2c(f.r2c, C.uintptr_t(in), C.uintptr_t(out)); r != 0 {
+		if r := C.tl_cufft_r2c(C.int(f.r2c), C.uintptr_t(in), C.uintptr_t(out)); r != 0 {
 			return fmt.Errorf("%w: cuFFT R2C: error %d", ErrDevice, int(r))
 		}
 		return nil
@@ -164,9 +152,9 @@ func (f *FFT3) Forward(in, out cu.DevicePtr) error {
 
 // Inverse transforms the half spectrum at in (overwritten) into the real
 // array at out, unnormalised.
-func (f *FFT3) Inverse(in, out cu.DevicePtr) error {
+func (f *FFT3) Inverse(in, out DevicePtr) error {
 	return f.dev.Do(func() error {
-		if r := C.tl_cufft_c2r(f.c2r, C.uintptr_t(in), C.uintptr_t(out)); r != 0 {
+		if r := C.tl_cufft_c2r(C.int(f.c2r), C.uintptr_t(in), C.uintptr_t(out)); r != 0 {
 			return fmt.Errorf("%w: cuFFT C2R: error %d", ErrDevice, int(r))
 		}
 		return nil
@@ -176,8 +164,8 @@ func (f *FFT3) Inverse(in, out cu.DevicePtr) error {
 // Close destroys the plans.
 func (f *FFT3) Close() error {
 	return f.dev.Do(func() error {
-		C.tl_cufft_destroy(f.r2c)
-		C.tl_cufft_destroy(f.c2r)
+		C.tl_cufft_destroy(C.int(f.r2c))
+		C.tl_cufft_destroy(C.int(f.c2r))
 		return nil
 	})
 }

@@ -1,6 +1,6 @@
-// Package cuda is tapeloop's GPU backend, built only with the `cuda` build
-// tag (gorgonia.org/cu's package init ends the process on a machine with no
-// GPU, so the default build never imports it).
+// Package cuda is tapeloop's GPU backend, built only with the
+// tapeloop_cuda build tag (gorgonia.org/cu's package init ends the process
+// on a machine with no GPU, so the default build never imports it).
 //
 // A Device is one GPU: a CUDA context on its own locked OS thread (every
 // call goes through Device.Do), the kernels of kernels/*.cu loaded from
@@ -11,6 +11,14 @@
 // CuPy's mempool.set_limit bounds it, and nothing is allocated per batch.
 // Every driver call's result is checked; there is no silent fallback to
 // the CPU.
+//
+// The driver sits behind a small seam (driver.go: gorgonia.org/cu, and
+// cublas.go, cufft.go, pinned.go). With the tapeloop_cudaemu tag instead,
+// the same API runs on a CPU emulator (driver_emu.go, cublas_emu.go,
+// cufft_emu.go, pinned_emu.go, emu_kernels.cc): the kernels of
+// kernels/*.cu under kernels/emu, cuBLAS and cuFFT as reference loops,
+// with checks a GPU does not make (allocation bounds, guard zones, NaN-
+// filled fresh memory). It lets CI run the GPU flavour's whole host side.
 //
 // `make generate` rebuilds the PTX with nvcc (compute_80, which the A100,
 // H100 and H200 generation JIT-compiles); TestPTXCurrent fails when the

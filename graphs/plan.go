@@ -20,6 +20,7 @@ const (
 	KindResult       = "result"       // the copy of an output that Run keeps
 	KindResident     = "resident"     // tables and scratch an op holds
 	KindStaging      = "staging"      // I/O buffers of the Job
+	KindDevice       = "device"       // GPU memory a GPU op's arena takes
 )
 
 // Buffer is one allocation of a Program at a given batch size.
@@ -67,6 +68,9 @@ func Footprint(w Workload, batch int) ([]Buffer, error) {
 				bufs = append(bufs, Buffer{Name: n.Op().String(), Kind: KindResident, Bytes: b})
 			}
 		}
+		if r, ok := n.Op().(ops.DeviceResident); ok && n.Op() != nil {
+			bufs = append(bufs, Buffer{Name: n.Op().String(), Kind: KindDevice, Bytes: r.DeviceBytes()})
+		}
 	}
 	for _, n := range out {
 		if owned(n) {
@@ -90,11 +94,24 @@ func nodeBytes(n *G.Node) int64 {
 	return int64(size) * int64(n.Dtype().Size())
 }
 
-// Total adds up the bytes of bufs.
+// Total adds up the host memory of bufs (every kind but KindDevice).
 func Total(bufs []Buffer) int64 {
 	var t int64
 	for _, b := range bufs {
-		t += b.Bytes
+		if b.Kind != KindDevice {
+			t += b.Bytes
+		}
+	}
+	return t
+}
+
+// DeviceTotal adds up the GPU memory of bufs (KindDevice).
+func DeviceTotal(bufs []Buffer) int64 {
+	var t int64
+	for _, b := range bufs {
+		if b.Kind == KindDevice {
+			t += b.Bytes
+		}
 	}
 	return t
 }
@@ -106,7 +123,8 @@ type Plan struct {
 	Batch    int      `json:"batch"`
 	Batches  int      `json:"batches"`
 	Limit    int64    `json:"mem_limit_bytes"`
-	Bytes    int64    `json:"planned_bytes"`
+	Bytes    int64    `json:"planned_bytes"`                  // host memory
+	Device   int64    `json:"planned_device_bytes,omitempty"` // GPU memory, on each GPU
 	Buffers  []Buffer `json:"buffers"`
 	Forced   bool     `json:"forced"` // batch given by the user
 }
@@ -117,11 +135,16 @@ type BudgetError struct {
 	Batch    int
 	Need     int64
 	Limit    int64
+	Device   bool // GPU memory, not host memory, is short
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("plan: %s needs %s (%d bytes) for a batch of %d, over the memory limit of %s (%d bytes)",
-		e.Workload, sysmem.Format(e.Need), e.Need, e.Batch, sysmem.Format(e.Limit), e.Limit)
+	what := ""
+	if e.Device {
+		what = " of GPU memory"
+	}
+	return fmt.Sprintf("plan: %s needs %s (%d bytes)%s for a batch of %d, over the memory limit of %s (%d bytes)",
+		e.Workload, sysmem.Format(e.Need), e.Need, what, e.Batch, sysmem.Format(e.Limit), e.Limit)
 }
 
 // ErrOverBudget is wrapped by BudgetError.
@@ -132,7 +155,8 @@ func (e *BudgetError) Unwrap() error { return ErrOverBudget }
 
 // NewPlan picks the batch for w: forced when batch > 0 (it must still fit
 // the limit), else the largest batch, up to w.MaxBatch and w.Items, whose
-// buffers add up to at most limit bytes.
+// buffers add up to at most limit bytes, in host memory and, for a GPU
+// Program, in the GPU's memory.
 func NewPlan(w Workload, limit int64, batch int) (Plan, error) {
 	items := w.Items()
 	if items < 1 {
@@ -141,9 +165,16 @@ func NewPlan(w Workload, limit int64, batch int) (Plan, error) {
 	if limit <= 0 {
 		return Plan{}, fmt.Errorf("plan: memory limit must be positive, got %d", limit)
 	}
-	cost := func(b int) (int64, []Buffer, error) {
+	cost := func(b int) (int64, []Buffer, error) { // the larger of host and GPU memory
 		bufs, err := Footprint(w, b)
-		return Total(bufs), bufs, err
+		return max(Total(bufs), DeviceTotal(bufs)), bufs, err
+	}
+	budgetErr := func(b int, bufs []Buffer) error {
+		h, d := Total(bufs), DeviceTotal(bufs)
+		if d > h {
+			return &BudgetError{Workload: w.Name(), Batch: b, Need: d, Limit: limit, Device: true}
+		}
+		return &BudgetError{Workload: w.Name(), Batch: b, Need: h, Limit: limit}
 	}
 	p := Plan{Workload: w.Name(), Items: items, Limit: limit}
 	if batch > 0 {
@@ -153,12 +184,12 @@ func NewPlan(w Workload, limit int64, batch int) (Plan, error) {
 		if m := w.MaxBatch(); m > 0 {
 			hi = min(hi, m)
 		}
-		c1, _, err := cost(1)
+		c1, b1, err := cost(1)
 		if err != nil {
 			return Plan{}, err
 		}
 		if c1 > limit {
-			return Plan{}, &BudgetError{Workload: w.Name(), Batch: 1, Need: c1, Limit: limit}
+			return Plan{}, budgetErr(1, b1)
 		}
 		c2, _, err := cost(2)
 		if err != nil {
@@ -205,9 +236,9 @@ func NewPlan(w Workload, limit int64, batch int) (Plan, error) {
 		return Plan{}, err
 	}
 	if c > limit {
-		return Plan{}, &BudgetError{Workload: w.Name(), Batch: p.Batch, Need: c, Limit: limit}
+		return Plan{}, budgetErr(p.Batch, bufs)
 	}
-	p.Bytes, p.Buffers = c, bufs
+	p.Bytes, p.Device, p.Buffers = Total(bufs), DeviceTotal(bufs), bufs
 	p.Batches = (items + p.Batch - 1) / p.Batch
 	return p, nil
 }
@@ -229,5 +260,8 @@ func (p Plan) Print(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", b.Name, b.Kind, shape, sysmem.Format(b.Bytes))
 	}
 	fmt.Fprintf(tw, "  total\t\t\t%s\t\n", sysmem.Format(p.Bytes))
+	if p.Device > 0 {
+		fmt.Fprintf(tw, "  total on each GPU\t\t\t%s\t\n", sysmem.Format(p.Device))
+	}
 	tw.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	pkgerrors "github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -171,7 +172,7 @@ func (p *Program) Pad(n int) error {
 func (p *Program) Run() (int, error) {
 	defer p.vm.Reset()
 	if err := p.vm.RunAll(); err != nil {
-		return 0, fmt.Errorf("graphs: %s: run: %w", p.Name, err)
+		return 0, fmt.Errorf("graphs: %s: run: %w", p.Name, opError(err))
 	}
 	for i, n := range p.outNode {
 		v, ok := n.Value().(*tensor.Dense)
@@ -200,4 +201,15 @@ func (p *Program) Close() error {
 		return nil
 	}
 	return p.vm.Close()
+}
+
+// opError digs the failing op's own error out of the TapeMachine's
+// wrapping ("PC 2. Failed to execute instruction …: Failed to carry
+// op.Do(): …"): the op's error says what went wrong, the rest is noise to a
+// user.
+func opError(err error) error {
+	if e, ok := err.(interface{ Err() error }); ok && e.Err() != nil { // gorgonia's vmContextualError
+		err = e.Err()
+	}
+	return pkgerrors.Cause(err)
 }

@@ -222,3 +222,36 @@ func TestInterpBatchingIsInvisible(t *testing.T) {
 		}
 	}
 }
+
+// TestRunErrorIsTheOps: an op failing at run time is reported in its own
+// words, without the TapeMachine's wrapping, and stays matchable.
+func TestRunErrorIsTheOps(t *testing.T) {
+	const n, d, batch = 30, 5, 4
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(i % 7)
+	}
+	data, err := ops.NewPairData(x, n, d, ops.MetricL1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := NewAffinity(AffinityConfig{Data: data, Metric: ops.MetricL1, Symmetric: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(job, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// Symmetric blocks compute from their first row on: a first row
+	// outside the images is the op's error.
+	if err := p.Feed(1, tensor.New(tensor.WithBacking([]float64{40, 41, 42, 43}))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run()
+	want := "graphs: affinity: run: pairwise: first row index 40 outside [0, 30)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run error %q, want %q", err, want)
+	}
+}

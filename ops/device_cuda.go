@@ -1,4 +1,4 @@
-//go:build tapeloop_cuda
+//go:build tapeloop_cuda || tapeloop_cudaemu
 
 package ops
 

@@ -25,6 +25,14 @@ type Resident interface {
 	ResidentBytes() int64
 }
 
+// DeviceResident is implemented by the GPU twins: the GPU memory their
+// arena takes (allocated at the first run), which the planner holds to the
+// memory limit as it holds host memory. ResidentBytes stays the host
+// memory the op keeps.
+type DeviceResident interface {
+	DeviceBytes() int64
+}
+
 // Owner is implemented by ops whose output buffer is theirs for the life of
 // the op: a Program reads such an output in place, valid until the next
 // run, instead of copying it into a result buffer.

@@ -1,4 +1,4 @@
-//go:build tapeloop_cuda
+//go:build tapeloop_cuda || tapeloop_cudaemu
 
 package ops
 
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash"
 
-	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -22,7 +21,7 @@ type drrCUDA struct {
 	dev             *cuda.Device
 	arena           *cuda.Arena
 	vol             *volumeView
-	dv, dpose, dimg cu.DevicePtr
+	dv, dpose, dimg cuda.DevicePtr
 }
 
 type volumeView struct {

@@ -1,4 +1,4 @@
-//go:build tapeloop_cuda
+//go:build tapeloop_cuda || tapeloop_cudaemu
 
 package ops
 
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash"
 
-	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -22,7 +21,7 @@ type interp1DCUDA struct {
 	dev                     *cuda.Device
 	arena                   *cuda.Arena
 	mode                    int64
-	gram, colsum, fpT, x, y cu.DevicePtr
+	gram, colsum, fpT, x, y cuda.DevicePtr
 	pinned                  cuda.Pinned
 }
 
@@ -52,11 +51,11 @@ func (op *interp1DCUDA) setup() error {
 	}
 	op.arena = a
 	t := op.Table
-	alloc := func(bytes int) cu.DevicePtr {
+	alloc := func(bytes int) cuda.DevicePtr {
 		if err != nil || bytes == 0 {
 			return 0
 		}
-		var p cu.DevicePtr
+		var p cuda.DevicePtr
 		p, err = a.Alloc(int64(bytes))
 		return p
 	}

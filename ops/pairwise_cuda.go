@@ -1,4 +1,4 @@
-//go:build tapeloop_cuda
+//go:build tapeloop_cuda || tapeloop_cudaemu
 
 package ops
 
@@ -7,7 +7,6 @@ import (
 	"hash"
 	"math"
 
-	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -26,8 +25,8 @@ type pairwiseCUDA struct {
 	dev                       *cuda.Device
 	arena                     *cuda.Arena
 	blas                      *cuda.BLAS // dot and cosine: cuBLAS GEMM
-	x, norm, rows, rinv, dout cu.DevicePtr
-	ws                        cu.DevicePtr // cuBLAS workspace, in the arena
+	x, norm, rows, rinv, dout cuda.DevicePtr
+	ws                        cuda.DevicePtr // cuBLAS workspace, in the arena
 	rinvHost                  []float64
 	pinned                    cuda.Pinned
 }
@@ -64,7 +63,7 @@ func (op *pairwiseCUDA) setup() error {
 	op.arena = a
 	d := op.Data
 	for _, p := range []struct {
-		dst   *cu.DevicePtr
+		dst   *cuda.DevicePtr
 		bytes int64
 	}{{&op.x, 4 * int64(d.N) * int64(d.D)}, {&op.norm, 8 * int64(len(d.norm))}, {&op.rows, 4 * int64(op.Batch) * int64(d.D)},
 		{&op.rinv, 8 * int64(op.Batch)}, {&op.dout, 4 * int64(op.Batch) * int64(d.N)}, {&op.ws, op.workspaceBytes()}} {
@@ -125,9 +124,9 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 			return nil, err
 		}
 	}
-	b := op.x + cu.DevicePtr(4*int64(c0)*int64(d.D))
-	out := op.dout + cu.DevicePtr(4*int64(c0))
-	norm := op.norm + cu.DevicePtr(8*int64(c0))
+	b := op.x + cuda.DevicePtr(4*int64(c0)*int64(d.D))
+	out := op.dout + cuda.DevicePtr(4*int64(c0))
+	norm := op.norm + cuda.DevicePtr(8*int64(c0))
 	if len(d.norm) == 0 {
 		norm = 0
 	}

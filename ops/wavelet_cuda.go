@@ -1,4 +1,4 @@
-//go:build tapeloop_cuda
+//go:build tapeloop_cuda || tapeloop_cudaemu
 
 package ops
 
@@ -7,7 +7,6 @@ import (
 	"hash"
 	"math"
 
-	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
 
 	"github.com/tapeloop/tapeloop/cuda"
@@ -26,13 +25,33 @@ type waveletCUDA struct {
 	arena                                *cuda.Arena
 	fft                                  *cuda.FFT3
 	cur                                  *WaveletVolume
-	spec, half, kern, resp, work, dparts cu.DevicePtr
+	spec, half, kern, resp, work, dparts cuda.DevicePtr
 	workCap                              int64
 	parts                                []float64
 }
 
 func newWaveletCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
 	return &waveletCUDA{WaveletStats: op, dev: dev}
+}
+
+// sizes are the arena's buffers: the volume's spectrum, the kernel's, the
+// kernel array, the response, cuFFT's work area, the reductions' partial
+// sums.
+func (op *waveletCUDA) sizes(work int64) []int64 {
+	half, n := int64(op.Src.maxHalf()), int64(op.Src.maxLen())
+	return []int64{8 * half, 8 * half, 4 * n, 4 * n, work, 8 * 3 * wvBlocks}
+}
+
+// DeviceBytes is what the arena holds, cuFFT's work area included (as its
+// plans report it; when they cannot be made, the first run says why).
+func (op *waveletCUDA) DeviceBytes() int64 {
+	d := op.Src.maxDims()
+	work, _ := op.dev.FFTWork(d[0], d[1], d[2])
+	var total int64
+	for _, s := range op.sizes(work) {
+		total += s + 256
+	}
+	return total
 }
 
 func (op *waveletCUDA) setup() error {
@@ -42,8 +61,7 @@ func (op *waveletCUDA) setup() error {
 		return err
 	}
 	op.fft, op.workCap = f, f.Work
-	half, n := int64(op.Src.maxHalf()), int64(op.Src.maxLen())
-	sizes := []int64{8 * half, 8 * half, 4 * n, 4 * n, op.workCap, 8 * 3 * wvBlocks}
+	sizes := op.sizes(f.Work)
 	var total int64
 	for _, s := range sizes {
 		total += s + 256
@@ -51,7 +69,7 @@ func (op *waveletCUDA) setup() error {
 	if op.arena, err = op.dev.NewArena(total); err != nil {
 		return err
 	}
-	for i, p := range []*cu.DevicePtr{&op.spec, &op.half, &op.kern, &op.resp, &op.work, &op.dparts} {
+	for i, p := range []*cuda.DevicePtr{&op.spec, &op.half, &op.kern, &op.resp, &op.work, &op.dparts} {
 		if *p, err = op.arena.Alloc(sizes[i]); err != nil {
 			return err
 		}

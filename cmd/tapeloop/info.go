@@ -31,7 +31,7 @@ var infoCommand = &cli.Command{
 		fmt.Fprintf(tw, "blas\tnone linked: matrix products and distances run on tapeloop's own kernels\n")
 		fmt.Fprintf(tw, "pairwise kernels\t%s (C, cgo, chosen at run time)\n", cpukern.PairDistISA())
 		fmt.Fprintf(tw, "fft\ttapeloop's own, float32, %s (C, cgo, chosen at run time)\n", fft3.ISA())
-		fmt.Fprintf(tw, "cuda\t%s\n", map[bool]string{true: "built in (--device cuda, --devices; cuFFT and cuBLAS loaded at run time)", false: "not in this build (make build-cuda)"}[cudaBuild])
+		fmt.Fprintf(tw, "cuda\t%s\n", cudaInfo)
 		return tw.Flush()
 	},
 }

@@ -112,8 +112,20 @@ func TestInterpBadInput(t *testing.T) {
 		{"points", []string{"--points", "0"}, "--points"},
 		{"grid", []string{"--grid", "2"}, "--grid"},
 		{"unknown flag", []string{"--frobnicate"}, "frobnicate"},
-		{"device", []string{"--device", "cuda", "--points", "10"}, "make build-cuda"},
 		{"devices without cuda", []string{"--devices", "0,1", "--points", "10"}, "needs --device cuda"},
+	}
+	if cudaBuild { // tests run the emulator build: two emulated GPUs
+		cases = append(cases, struct {
+			name string
+			args []string
+			want string
+		}{"no such GPU", []string{"--device", "cuda", "--devices", "0,7", "--points", "10"}, "device 7 does not exist"})
+	} else {
+		cases = append(cases, struct {
+			name string
+			args []string
+			want string
+		}{"device", []string{"--device", "cuda", "--points", "10"}, "make build-cuda"})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

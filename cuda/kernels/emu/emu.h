@@ -1,5 +1,5 @@
 // Runs the CUDA kernels of cuda/kernels on the CPU, for tests on machines
-// without a GPU: each block's threads are std::threads, __syncthreads a
+// without a GPU: a block's threads are std::threads, __syncthreads a
 // barrier, __shared__ arrays function statics (blocks run one at a time),
 // atomicAdd an atomic_ref. Slow and only as faithful as that: it checks the
 // kernels' arithmetic and indexing, not their speed or the GPU's rounding.
@@ -36,20 +36,25 @@ using std::fmin;
 using std::sqrt;
 using std::ceil; // floorf, fmaf, fminf, fmaxf: the C library's, from <cmath>
 
+// emu_launch starts the block's threads once per launch; they run the
+// blocks in turn, meeting at a barrier after each, so that no thread
+// starts a block (and touches its __shared__ arrays) before all finish
+// the one before.
 template <class F> void emu_launch(unsigned gx, unsigned gy, unsigned block, F f) {
   blockDim = {block, 1, 1};
   gridDim = {gx, gy, 1};
-  for (unsigned by = 0; by < gy; by++)
-    for (unsigned bx = 0; bx < gx; bx++) {
-      std::barrier<> bar((std::ptrdiff_t)block);
-      std::vector<std::thread> ts;
-      for (unsigned t = 0; t < block; t++)
-        ts.emplace_back([&, t] {
-          threadIdx = {t, 0, 0};
+  std::barrier<> bar((std::ptrdiff_t)block);
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < block; t++)
+    ts.emplace_back([&, t] {
+      threadIdx = {t, 0, 0};
+      emu_bar = &bar;
+      for (unsigned by = 0; by < gy; by++)
+        for (unsigned bx = 0; bx < gx; bx++) {
           blockIdx = {bx, by, 0};
-          emu_bar = &bar;
           f();
-        });
-      for (auto &th : ts) th.join();
-    }
+          bar.arrive_and_wait();
+        }
+    });
+  for (auto &th : ts) th.join();
 }

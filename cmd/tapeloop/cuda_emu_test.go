@@ -1,0 +1,180 @@
+//go:build tapeloop_cudaemu
+
+package main
+
+// The GPU flavour's whole path (flags, planner, Programs, the CUDA twins,
+// --devices, telemetry) run as users run it, on the CUDA emulator (build
+// tag tapeloop_cudaemu: the kernels on the CPU, cuBLAS and cuFFT as
+// reference loops), against the CPU run of the same command.
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
+)
+
+func TestEmulatedGPUMatchesCPU(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	cases := []struct {
+		name string
+		args []string // %s: the output
+		out  string   // output file (in the output directory for drr)
+		tol  float64
+	}{
+		{"interp sumsq", []string{"interp", "--points", "3000", "--grid", "64", "--interpolants", "20", "--batch", "700"}, "", 1e-5},
+		{"interp none", []string{"interp", "--points", "900", "--grid", "40", "--interpolants", "7", "--reduce", "none", "--batch", "200"}, "", 1e-5},
+		{"drr siddon", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2"}, "drr.npy", 1e-5},
+		{"drr trilinear", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2",
+			"--method", "trilinear", "--step", "2"}, "drr.npy", 1e-5},
+		{"affinity l1", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "l1", "--block", "20"}, "", 1e-5},
+		{"affinity l2", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "l2", "--block", "20"}, "", 1e-5},
+		{"affinity dot", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "dot", "--block", "20"}, "", 1e-5},
+		{"affinity cosine", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "cosine", "--block", "20"}, "", 1e-5},
+		{"affinity dot tf32", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "dot", "--block", "20", "--tf32"}, "", 3e-4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tag := strings.ReplaceAll(c.name, " ", "-")
+			outputs := map[string][]float64{}
+			for _, dev := range [][]string{{"--device", "cpu"}, {"--device", "cuda"}, {"--device", "cuda", "--devices", "0,1"}} {
+				name := tag + strings.Join(dev, "")
+				out := p(name + ".npy")
+				file := out
+				if c.out != "" { // a directory of outputs
+					file = filepath.Join(out, c.out)
+				}
+				args := append(append([]string{}, c.args...), "--quiet", "--out", out, "--report", p(name+".json"))
+				if c.args[0] == "affinity" && len(dev) > 0 && dev[1] == "cpu" {
+					args = removeFlag(args, "--tf32") // the CPU has no TF32: compare with float32
+				}
+				if _, se, code := run(t, append(args, dev...)...); code != 0 {
+					t.Fatalf("%v: exit %d: %s", dev, code, se)
+				}
+				_, v, err := npy.ReadAll64(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outputs[strings.Join(dev, " ")] = v
+				if dev[1] == "cuda" {
+					checkDeviceBytes(t, p(name+".json"))
+				}
+			}
+			want := outputs["--device cpu"]
+			for k, got := range outputs {
+				if len(got) != len(want) {
+					t.Fatalf("%s: %d values, want %d", k, len(got), len(want))
+				}
+				if e := normRel(got, want); !(e <= c.tol) {
+					t.Errorf("%s: relative error %.3g against the CPU", k, e)
+				}
+			}
+		})
+	}
+}
+
+func TestEmulatedGPUWavelet(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, bnd := range []string{"wrap", "reflect"} {
+		res := map[string][][]float64{}
+		for _, dev := range [][]string{{"--device", "cpu"}, {"--device", "cuda", "--devices", "0,1"}} {
+			out := p(bnd + strings.Join(dev, "") + ".csv")
+			if _, se, code := run(t, append([]string{"wavelet", "--quiet", "--size", "10x12x11", "--theta", "0,0.7,2.2", "--phi", "0,1.3",
+				"--xi", "1,2.5", "--boundary", bnd, "--batch", "3", "--out", out}, dev...)...); code != 0 {
+				t.Fatalf("%s %v: exit %d: %s", bnd, dev, code, se)
+			}
+			res[dev[1]] = readCSV(t, out, true)
+		}
+		want, got := res["cpu"], res["cuda"]
+		if len(got) != len(want) || len(want) != 12 {
+			t.Fatalf("%s: %d rows on the GPU, %d on the CPU, want 12", bnd, len(got), len(want))
+		}
+		for i := range want {
+			for j := range want[i] {
+				if !(math.Abs(got[i][j]-want[i][j]) <= 1e-4*math.Abs(want[i][j])+1e-9) {
+					t.Errorf("%s: row %d column %d: %v on the GPU, %v on the CPU", bnd, i, j, got[i][j], want[i][j])
+				}
+			}
+		}
+	}
+}
+
+// TestEmulatedGPUMemLimit: device memory is planned under --mem-limit as
+// host memory is: a limit the host buffers fit but the GPU arena (with
+// cuBLAS's 32 MiB workspace) does not fails at planning, and a GPU with
+// less memory than the plan fails at its allocation; each with one line,
+// exit status 1 and no output.
+func TestEmulatedGPUMemLimit(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "a.npy")
+	args := []string{"affinity", "--quiet", "--n", "400", "--height", "30", "--width", "30", "--metric", "dot", "--device", "cuda", "--out", out}
+	for _, c := range []struct {
+		name  string
+		extra []string
+		env   string
+		want  string
+	}{
+		{"plan", []string{"--mem-limit", "16MiB"}, "", "of GPU memory for a batch of 1, over the memory limit of 16 MiB"},
+		{"small GPU", []string{"--mem-limit", "1GiB"}, "TAPELOOP_CUDAEMU_MEM=20MiB", "out of memory"},
+	} {
+		cmd := exec.Command(binary, append(args, c.extra...)...)
+		cmd.Env = append(os.Environ(), c.env)
+		se, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 1 || strings.Count(strings.TrimSpace(string(se)), "\n") != 0 || !strings.Contains(string(se), c.want) {
+			t.Errorf("%s: %v, output %q; want exit status 1 and one line with %q", c.name, err, se, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: output written", c.name)
+		}
+	}
+	// The same run fits 64 MiB, and its report shows the arena.
+	if _, se, code := run(t, append(args, "--mem-limit", "64MiB", "--report", out+".json")...); code != 0 {
+		t.Fatalf("64 MiB: exit %d: %s", code, se)
+	}
+	checkDeviceBytes(t, out+".json")
+}
+
+func removeFlag(args []string, flag string) []string {
+	var out []string
+	for _, a := range args {
+		if a != flag {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkDeviceBytes: every batch reports the device memory in use, and it
+// stays under the run's memory limit.
+func checkDeviceBytes(t *testing.T, report string) {
+	t.Helper()
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		MemLimit   int64 `json:"mem_limit_bytes"`
+		Iterations []struct {
+			DeviceBytes int64 `json:"device_bytes"`
+		} `json:"iterations"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Iterations) == 0 {
+		t.Fatalf("%s: no iterations", report)
+	}
+	for i, it := range r.Iterations {
+		if it.DeviceBytes <= 0 || it.DeviceBytes > r.MemLimit {
+			t.Errorf("%s: batch %d: device_bytes %d, limit %d", report, i, it.DeviceBytes, r.MemLimit)
+			return
+		}
+	}
+}

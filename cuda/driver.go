@@ -1,0 +1,109 @@
+//go:build tapeloop_cuda
+
+package cuda
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+//go:embed kernels/*.ptx
+var ptx embed.FS
+
+// DevicePtr is an address in a GPU's memory.
+type DevicePtr = cu.DevicePtr
+
+// Emulated is false in the GPU build (true in the emulator build).
+const Emulated = false
+
+// driver is a CUDA context with tapeloop's kernels loaded, reached through
+// gorgonia.org/cu (driver_emu.go is the emulator with the same methods).
+type driver struct {
+	ctx   *cu.Ctx
+	mods  []cu.Module
+	funcs map[string]cu.Function
+}
+
+// Open creates a context on GPU ordinal and loads every kernel.
+func Open(ordinal int) (d *Device, err error) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return nil, fmt.Errorf("%w: counting devices: %v", ErrDevice, err)
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("%w: device %d does not exist (%d GPUs)", ErrDevice, ordinal, n)
+	}
+	dev, err := cu.GetDevice(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("%w: device %d: %v", ErrDevice, ordinal, err)
+	}
+	drv := &driver{funcs: map[string]cu.Function{}}
+	d = &Device{Ordinal: ordinal, drv: drv}
+	d.Name, _ = dev.Name()
+	defer func() { // cu.NewContext panics when the driver refuses
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: creating a context on device %d: %v", ErrDevice, ordinal, r)
+		}
+	}()
+	drv.ctx = cu.NewContext(dev, cu.SchedAuto)
+	files, err := fs.Glob(ptx, "kernels/*.ptx")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		src, err := ptx.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var mod cu.Module
+		if err := d.Do(func() (err error) { mod, err = cu.LoadData(string(src)); return err }); err != nil {
+			return nil, fmt.Errorf("%w: loading %s: %v", ErrDevice, path.Base(f), err)
+		}
+		drv.mods = append(drv.mods, mod)
+		for _, name := range entries(string(src)) {
+			var fn cu.Function
+			if err := d.Do(func() (err error) { fn, err = mod.Function(name); return err }); err != nil {
+				return nil, fmt.Errorf("%w: kernel %s: %v", ErrDevice, name, err)
+			}
+			drv.funcs[name] = fn
+		}
+	}
+	return d, nil
+}
+
+func (drv *driver) do(fn func() error) error { return drv.ctx.Do(fn) }
+func (drv *driver) close() error             { return drv.ctx.Close() }
+
+func (drv *driver) memInfo() (free, total int64, err error) { return cu.MemInfo() }
+
+// launch runs a kernel on the default stream and waits for it.
+func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error {
+	fn, ok := drv.funcs[name]
+	if !ok {
+		return fmt.Errorf("no kernel %q", name)
+	}
+	ptrs := make([]unsafe.Pointer, len(words))
+	for i := range words {
+		ptrs[i] = unsafe.Pointer(&words[i])
+	}
+	if err := fn.Launch(gx, gy, 1, block, 1, 1, 0, cu.Stream{}, ptrs); err != nil {
+		return fmt.Errorf("launching: %v", err)
+	}
+	return cu.Synchronize()
+}
+
+// The memory calls; each runs inside Device.Do.
+func (drv *driver) alloc(bytes int64) (DevicePtr, error) { return cu.MemAlloc(bytes) }
+func (drv *driver) free(p DevicePtr) error               { return cu.MemFree(p) }
+func (drv *driver) toDevice(dst DevicePtr, src unsafe.Pointer, n int64) error {
+	return cu.MemcpyHtoD(dst, src, n)
+}
+func (drv *driver) toHost(dst unsafe.Pointer, src DevicePtr, n int64) error {
+	return cu.MemcpyDtoH(dst, src, n)
+}
+func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error { return cu.MemsetD32(p, v, n) }

@@ -1,0 +1,233 @@
+//go:build tapeloop_cudaemu && !tapeloop_cuda
+
+package cuda
+
+// The emulated driver: a build with the tapeloop_cudaemu tag (and not
+// tapeloop_cuda) runs the GPU twins on the CPU. "Device memory" is C heap
+// memory; kernels run under the emulator of kernels/emu (each block's
+// threads are std::threads), cuBLAS and cuFFT are reference loops with
+// their documented argument rules (cublas_emu.go, cufft_emu.go). It checks
+// what runs on the host side of the GPU code on machines without a GPU,
+// and more strictly than a GPU would:
+//   - fresh allocations hold NaN bytes, as a GPU's hold garbage, so data
+//     read before it is written shows;
+//   - every copy, fill, GEMM operand and FFT array must lie inside one live
+//     allocation, and launches must respect the GPU's grid limits;
+//   - a guard zone after each allocation is checked after every launch and
+//     at every free: a kernel writing past its buffers fails the launch;
+//   - allocations beyond the device's memory fail, as cuMemAlloc does.
+// It says nothing of speed. TAPELOOP_CUDAEMU_DEVICES sets the number of
+// emulated GPUs (default 2), TAPELOOP_CUDAEMU_MEM each one's memory
+// (default 8GiB).
+
+/*
+#cgo CXXFLAGS: -std=c++20 -O2
+#cgo LDFLAGS: -pthread
+#include <stdint.h>
+#include <stdlib.h>
+int tl_emu_launch(const char *kernel, unsigned gx, unsigned gy, unsigned block, const uint64_t *words, int nargs);
+*/
+import "C"
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+)
+
+// The kernels' sources are embedded only so that the build cache sees
+// them: emu_kernels.cc includes them from a subdirectory, which cgo's
+// cache key does not cover.
+//
+//go:embed kernels/*.cu kernels/emu/*.h
+var emuSources embed.FS
+
+// DevicePtr is an address in an emulated GPU's memory (host memory).
+type DevicePtr uintptr
+
+// Emulated is true in the emulator build.
+const Emulated = true
+
+const guardBytes = 4096
+
+var guardPattern = bytes.Repeat([]byte{0xa5}, guardBytes)
+
+var emuLaunch sync.Mutex // the emulator's state is global: one launch at a time
+
+type driver struct {
+	total, used int64
+	allocs      map[DevicePtr]allocation // the live allocations
+}
+
+type allocation struct {
+	n int64          // bytes
+	p unsafe.Pointer // the C memory (n bytes and the guard zone)
+}
+
+func emuDevices() (n int, mem int64, err error) {
+	n, mem = 2, 8<<30
+	if s := os.Getenv("TAPELOOP_CUDAEMU_DEVICES"); s != "" {
+		if n, err = strconv.Atoi(s); err != nil || n < 0 {
+			return 0, 0, fmt.Errorf("%w: TAPELOOP_CUDAEMU_DEVICES=%q: want a count", ErrDevice, s)
+		}
+	}
+	if s := os.Getenv("TAPELOOP_CUDAEMU_MEM"); s != "" {
+		if mem, err = sysmem.ParseSize(s); err != nil {
+			return 0, 0, fmt.Errorf("%w: TAPELOOP_CUDAEMU_MEM: %v", ErrDevice, err)
+		}
+	}
+	return n, mem, nil
+}
+
+// Open makes emulated GPU ordinal.
+func Open(ordinal int) (*Device, error) {
+	n, mem, err := emuDevices()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("%w: device %d does not exist (%d GPUs)", ErrDevice, ordinal, n)
+	}
+	return &Device{Ordinal: ordinal, Name: "CUDA emulator on the CPU",
+		drv: &driver{total: mem, allocs: map[DevicePtr]allocation{}}}, nil
+}
+
+func (drv *driver) do(fn func() error) error { return fn() }
+
+func (drv *driver) close() error {
+	var err error
+	for p := range drv.allocs {
+		if e := drv.free(p); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+func (drv *driver) memInfo() (free, total int64, err error) {
+	return drv.total - drv.used, drv.total, nil
+}
+
+func (drv *driver) alloc(n int64) (DevicePtr, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("cuMemAlloc of %d bytes: invalid value", n)
+	}
+	if drv.used+n > drv.total {
+		return 0, fmt.Errorf("cuMemAlloc of %d bytes: out of memory (%d of %d in use)", n, drv.used, drv.total)
+	}
+	p := C.malloc(C.size_t(n + guardBytes))
+	if p == nil {
+		return 0, fmt.Errorf("cuMemAlloc of %d bytes: out of host memory", n)
+	}
+	b := unsafe.Slice((*byte)(p), n+guardBytes)
+	for i := range b[:n] {
+		b[i] = 0xff // NaN as float32 and float64: a GPU's fresh memory holds garbage
+	}
+	copy(b[n:], guardPattern)
+	a := DevicePtr(uintptr(p))
+	drv.allocs[a] = allocation{n, p}
+	drv.used += n
+	return a, nil
+}
+
+func (drv *driver) free(p DevicePtr) error {
+	a, ok := drv.allocs[p]
+	if !ok {
+		return fmt.Errorf("cuMemFree of %#x: not an allocation", uintptr(p))
+	}
+	err := a.checkGuard()
+	delete(drv.allocs, p)
+	drv.used -= a.n
+	C.free(a.p)
+	return err
+}
+
+func (a allocation) checkGuard() error {
+	if !bytes.Equal(unsafe.Slice((*byte)(unsafe.Add(a.p, a.n)), guardBytes), guardPattern) {
+		return fmt.Errorf("memory past the end of the %d-byte allocation at %p was written", a.n, a.p)
+	}
+	return nil
+}
+
+// span returns the host address of the n bytes at p, which must lie in
+// one live allocation.
+func (drv *driver) span(what string, p DevicePtr, n int64) (unsafe.Pointer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%s: %d bytes", what, n)
+	}
+	for base, a := range drv.allocs {
+		if p >= base && int64(p-base)+n <= a.n {
+			return unsafe.Add(a.p, p-base), nil
+		}
+	}
+	return nil, fmt.Errorf("%s: the %d bytes at %#x are not inside one allocation", what, n, uintptr(p))
+}
+
+func (drv *driver) toDevice(dst DevicePtr, src unsafe.Pointer, n int64) error {
+	d, err := drv.span("cuMemcpyHtoD", dst, n)
+	if err != nil {
+		return err
+	}
+	copy(unsafe.Slice((*byte)(d), n), unsafe.Slice((*byte)(src), n))
+	return nil
+}
+
+func (drv *driver) toHost(dst unsafe.Pointer, src DevicePtr, n int64) error {
+	s, err := drv.span("cuMemcpyDtoH", src, n)
+	if err != nil {
+		return err
+	}
+	copy(unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(s), n))
+	return nil
+}
+
+func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error {
+	if p%4 != 0 {
+		return fmt.Errorf("cuMemsetD32 at %#x: misaligned", uintptr(p))
+	}
+	h, err := drv.span("cuMemsetD32", p, 4*n)
+	if err != nil {
+		return err
+	}
+	s := unsafe.Slice((*uint32)(h), n)
+	for i := range s {
+		s[i] = v
+	}
+	return nil
+}
+
+
+// launch runs the kernel under the emulator, then checks every
+// allocation's guard zone.
+func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var w *C.uint64_t
+	if len(words) > 0 {
+		w = (*C.uint64_t)(unsafe.Pointer(&words[0]))
+	}
+	emuLaunch.Lock()
+	r := C.tl_emu_launch(cname, C.uint(gx), C.uint(gy), C.uint(block), w, C.int(len(words)))
+	emuLaunch.Unlock()
+	switch r {
+	case 0:
+	case -1:
+		return fmt.Errorf("no kernel %q", name)
+	case -2:
+		return fmt.Errorf("%d arguments do not match the kernel's parameters", len(words))
+	default:
+		return fmt.Errorf("the emulator could not run the launch (%d)", int(r))
+	}
+	for _, a := range drv.allocs {
+		if err := a.checkGuard(); err != nil {
+			return fmt.Errorf("out-of-bounds write: %v", err)
+		}
+	}
+	return nil
+}
