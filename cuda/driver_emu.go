@@ -202,7 +202,6 @@ func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error {
 	return nil
 }
 
-
 // launch runs the kernel under the emulator, then checks every
 // allocation's guard zone.
 func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error {
