@@ -5,7 +5,7 @@ PKG     := ./cmd/tapeloop
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
 
-.PHONY: all build run test test-emu test-deps vet bench compare fuzz fmt-check build-cuda gpu-bin check-cuda generate clean
+.PHONY: all build run test test-emu test-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
@@ -88,6 +88,16 @@ build-cuda:
 ## no Go toolchain): the GPU binary and the GPU test binary of ops.
 gpu-bin: build-cuda
 	$(CUDA_ENV) $(GO) test -c -tags $(CUDA_TAG) -o bin/ops-cuda.test ./ops
+
+## gpu-bin-emu: the same two binaries from the CUDA emulator build, in
+## bin/emu/, and gpu-check-dry: scripts/gpu-check.sh rehearsed with them at
+## small sizes (no GPU needed).
+gpu-bin-emu:
+	$(GO) build -tags tapeloop_cudaemu -o bin/emu/tapeloop-cuda $(PKG)
+	$(GO) test -c -tags tapeloop_cudaemu -o bin/emu/ops-cuda.test ./ops
+
+gpu-check-dry: gpu-bin-emu
+	BIN=bin/emu GPU_CHECK_SMALL=1 PYTHON=/usr/bin/python3 scripts/gpu-check.sh
 
 ## check-cuda: build and vet the GPU flavour (no GPU needed).
 check-cuda:

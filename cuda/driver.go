@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	_ "github.com/tapeloop/tapeloop/cuda/probe" // before cu's init: a clear error where no GPU is
 )
 
 //go:embed kernels/*.ptx
