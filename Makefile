@@ -86,8 +86,10 @@ build-cuda:
 
 ## gpu-bin: everything scripts/gpu-check.sh runs on a GPU machine (which has
 ## no Go toolchain): the GPU binary and the GPU test binary of ops.
-gpu-bin: build-cuda
-	$(CUDA_ENV) $(GO) test -c -tags $(CUDA_TAG) -o bin/ops-cuda.test ./ops
+## Both are stripped (-s -w), to travel light to the GPU machine.
+gpu-bin:
+	$(CUDA_ENV) $(GO) build -ldflags='-s -w' -tags $(CUDA_TAG) -o bin/tapeloop-cuda $(PKG)
+	$(CUDA_ENV) $(GO) test -c -ldflags='-s -w' -tags $(CUDA_TAG) -o bin/ops-cuda.test ./ops
 
 ## gpu-bin-emu: the same two binaries from the CUDA emulator build, in
 ## bin/emu/, and gpu-check-dry: scripts/gpu-check.sh rehearsed with them at

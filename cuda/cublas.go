@@ -68,7 +68,14 @@ var cublasSonames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so
 
 func loadCUBLAS() error {
 	cublasOnce.Do(func() {
-		if dir := os.Getenv("TAPELOOP_CUDA_LIBDIR"); dir != "" { // cuBLAS needs cuBLASLt beside it
+		var dirs []string // cuBLAS needs cuBLASLt, from beside it when it is not on the loader's path
+		if f := os.Getenv("TAPELOOP_CUBLAS"); f != "" {
+			dirs = append(dirs, filepath.Dir(f))
+		}
+		if dir := os.Getenv("TAPELOOP_CUDA_LIBDIR"); dir != "" {
+			dirs = append(dirs, dir)
+		}
+		for _, dir := range dirs {
 			for _, s := range cublasSonames {
 				cs := C.CString(filepath.Join(dir, "libcublasLt"+strings.TrimPrefix(s, "libcublas")))
 				C.tl_cublas_preload(cs)
@@ -124,7 +131,7 @@ func (d *Device) NewBLAS(tf32 bool, ws DevicePtr, wsBytes int64) (*BLAS, error) 
 // Row-major, that is C'(n×m) = B'·A'ᵀ: the dot products of B's rows with
 // A's rows.
 func (b *BLAS) GemmTN(m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, c DevicePtr, ldc int) error {
-	return b.dev.Do(func() error {
+	return b.dev.timed(func() error {
 		if r := C.tl_cublas_sgemm(C.uintptr_t(b.h), 1, 0, C.int(m), C.int(n), C.int(k), C.uintptr_t(a), C.int(lda),
 			C.uintptr_t(bb), C.int(ldb), C.uintptr_t(c), C.int(ldc)); r != 0 {
 			return fmt.Errorf("%w: cublasSgemm: status %d", ErrDevice, int(r))

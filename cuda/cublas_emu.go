@@ -40,7 +40,7 @@ func (b *BLAS) GemmTN(m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, 
 	}
 	drv := b.dev.drv
 	extent := func(ld, cols, rows int) int64 { return 4 * (int64(ld)*int64(cols-1) + int64(rows)) }
-	return b.dev.Do(func() error {
+	return b.dev.timed(func() error {
 		var ops [3][]float32
 		for i, o := range []struct {
 			name string

@@ -19,7 +19,8 @@ type Device struct {
 	drv     *driver    // the CUDA driver (driver.go) or the emulator (driver_emu.go)
 	mu      sync.Mutex // serialises Do: one CUDA call sequence at a time
 
-	limit, inArenas int64 // bytes arenas may take (0: no limit), and take now
+	limit, inArenas int64   // bytes arenas may take (0: no limit), and take now
+	busy            float64 // seconds of GPU work timed so far
 }
 
 // SetLimit bounds the device memory all arenas together may take, as
@@ -65,12 +66,31 @@ func (d *Device) Run(name string, gx, gy, block int, args ...any) error {
 			return fmt.Errorf("%w: %s: argument %d is a %T", ErrDevice, name, i, a)
 		}
 	}
-	return d.Do(func() error {
+	return d.timed(func() error {
 		if err := d.drv.launch(name, gx, gy, block, words); err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrDevice, name, err)
 		}
 		return nil
 	})
+}
+
+// timed runs fn, work on the device's stream that fn waits for, inside Do,
+// and adds its GPU time (between two CUDA events) to BusySeconds.
+func (d *Device) timed(fn func() error) error {
+	return d.Do(func() error {
+		s, err := d.drv.timed(fn)
+		d.busy += s
+		return err
+	})
+}
+
+// BusySeconds is the GPU time of every kernel, GEMM and FFT run so far, as
+// CUDA events measure it: the device's share of a batch, without the
+// copies and the host's work.
+func (d *Device) BusySeconds() float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.busy
 }
 
 // MemInfo is the device's free and total memory, in bytes.

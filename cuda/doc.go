@@ -5,7 +5,10 @@
 // A Device is one GPU: a CUDA context on its own locked OS thread (every
 // call goes through Device.Do), the kernels of kernels/*.cu loaded from
 // their PTX (committed beside the sources, embedded, JIT-compiled by the
-// driver for the GPU at hand), and one stream. An Arena is one plain device
+// driver for the GPU at hand), and a pair of CUDA events that time every
+// kernel, GEMM and FFT (BusySeconds). Work goes on the context's default
+// stream and every call waits for it, so errors surface at the call that
+// caused them; copies are not yet overlapped with kernels. An Arena is one plain device
 // allocation made once per Program, sized by the planner under --mem-limit,
 // from which the ops take their buffers: device memory is bounded the way
 // CuPy's mempool.set_limit bounds it, and nothing is allocated per batch.

@@ -26,9 +26,10 @@ const Emulated = false
 // driver is a CUDA context with tapeloop's kernels loaded, reached through
 // gorgonia.org/cu (driver_emu.go is the emulator with the same methods).
 type driver struct {
-	ctx   *cu.Ctx
-	mods  []cu.Module
-	funcs map[string]cu.Function
+	ctx         *cu.Ctx
+	mods        []cu.Module
+	funcs       map[string]cu.Function
+	start, stop cu.Event // timing
 }
 
 // Open creates a context on GPU ordinal and loads every kernel.
@@ -53,6 +54,15 @@ func Open(ordinal int) (d *Device, err error) {
 		}
 	}()
 	drv.ctx = cu.NewContext(dev, cu.SchedAuto)
+	if err := d.Do(func() (err error) {
+		if drv.start, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+			return err
+		}
+		drv.stop, err = cu.MakeEvent(cu.DefaultEvent)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("%w: events on device %d: %v", ErrDevice, ordinal, err)
+	}
 	files, err := fs.Glob(ptx, "kernels/*.ptx")
 	if err != nil {
 		return nil, err
@@ -82,6 +92,28 @@ func (drv *driver) do(fn func() error) error { return drv.ctx.Do(fn) }
 func (drv *driver) close() error             { return drv.ctx.Close() }
 
 func (drv *driver) memInfo() (free, total int64, err error) { return cu.MemInfo() }
+
+// timed runs fn between two events on the default stream and returns the
+// GPU time between them.
+func (drv *driver) timed(fn func() error) (float64, error) {
+	if err := drv.start.Record(cu.Stream{}); err != nil {
+		return 0, fmt.Errorf("%w: cuEventRecord: %v", ErrDevice, err)
+	}
+	if err := fn(); err != nil {
+		return 0, err
+	}
+	if err := drv.stop.Record(cu.Stream{}); err != nil {
+		return 0, fmt.Errorf("%w: cuEventRecord: %v", ErrDevice, err)
+	}
+	if err := drv.stop.Synchronize(); err != nil {
+		return 0, fmt.Errorf("%w: cuEventSynchronize: %v", ErrDevice, err)
+	}
+	ms, err := drv.start.Elapsed(drv.stop)
+	if err != nil {
+		return 0, fmt.Errorf("%w: cuEventElapsedTime: %v", ErrDevice, err)
+	}
+	return ms / 1e3, nil
+}
 
 // launch runs a kernel on the default stream and waits for it.
 func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error {

@@ -36,6 +36,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -99,6 +100,13 @@ func Open(ordinal int) (*Device, error) {
 }
 
 func (drv *driver) do(fn func() error) error { return fn() }
+
+// timed runs fn and returns its wall time: the emulator's, not a GPU's.
+func (drv *driver) timed(fn func() error) (float64, error) {
+	t := time.Now()
+	err := fn()
+	return time.Since(t).Seconds(), err
+}
 
 func (drv *driver) close() error {
 	var err error

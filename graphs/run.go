@@ -39,6 +39,10 @@ type RunConfig struct {
 	// DeviceBytes, when set, reads the GPU memory in use; each batch's
 	// record then carries it.
 	DeviceBytes func() int64
+	// DeviceSeconds, when set, reads the GPU's busy time so far; each
+	// batch's record then carries its share. (With several Devices, each
+	// batch's time is read from its own device.)
+	DeviceSeconds func() float64
 	// Devices, when it names two or more, runs one Program per device
 	// (the job must be a DeviceJob), batches dealt round-robin and run
 	// concurrently, fed and consumed in order. The memory limit is shared:
@@ -104,7 +108,7 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	defer prog.Close()
 
 	rec := telemetry.NewRecorder(plan.Batches)
-	rec.DeviceBytes = cfg.DeviceBytes
+	rec.DeviceBytes, rec.DeviceSeconds = cfg.DeviceBytes, cfg.DeviceSeconds
 	var bar *progressbar.ProgressBar
 	began := time.Now()
 	items := plan.Items
@@ -173,18 +177,22 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 		progs[i] = p
 	}
 	type result struct {
-		secs float64
-		err  error
+		secs, busy float64 // wall time, and the device's busy time
+		err        error
 	}
 	start := make([]chan struct{}, nd)
 	done := make([]chan result, nd)
 	for i := range progs {
 		start[i], done[i] = make(chan struct{}), make(chan result, 1)
+		busy := func() float64 { return 0 }
+		if b, ok := cfg.Devices[i].(interface{ BusySeconds() float64 }); ok {
+			busy = b.BusySeconds
+		}
 		go func(p *Program, start <-chan struct{}, done chan<- result) {
 			for range start {
-				t0 := time.Now()
+				t0, b0 := time.Now(), busy()
 				_, err := p.Run()
-				done <- result{time.Since(t0).Seconds(), err}
+				done <- result{time.Since(t0).Seconds(), busy() - b0, err}
 			}
 		}(progs[i], start[i], done[i])
 	}
@@ -198,7 +206,7 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 		}
 	}()
 	rec := telemetry.NewRecorder(plan.Batches)
-	rec.DeviceBytes = cfg.DeviceBytes
+	rec.DeviceBytes = cfg.DeviceBytes // device time: each batch's own, measured on its device
 	items := plan.Items
 	nb := (items + plan.Batch - 1) / plan.Batch
 	size := func(k int) int { return min(plan.Batch, items-k*plan.Batch) }
@@ -212,7 +220,7 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 		if err := job.Consume(progs[k%nd].Outputs(), k*plan.Batch, size(k)); err != nil {
 			return err
 		}
-		rec.Record(r.secs)
+		rec.Record(r.secs, r.busy)
 		return nil
 	}
 	next := 0 // the oldest batch not yet consumed

@@ -57,7 +57,7 @@ r = json.load(open(sys.argv[2]))
 it, s, plan = r["iterations"], r["summary"], r.get("plan") or {}
 dev = [i.get("device_bytes", 0) for i in it]
 MiB = 2**20
-print(f"{sys.argv[1]:<34} {len(it):>5} batches  median {s['median_ms']:9.3f} ms  drift {s['drift']:.3f}"
+print(f"{sys.argv[1]:<34} {len(it):>5} batches  median {s['median_ms']:9.3f} ms (GPU busy {s.get('median_device_ms', 0):8.3f})  drift {s['drift']:.3f}"
       f"  device: planned {plan.get('planned_device_bytes', 0) / MiB:7.0f} MiB, in use max {max(dev) / MiB:7.0f} MiB"
       f" (growth {(max(dev) - dev[0]) / MiB:.0f})  limit {r['mem_limit_bytes'] / MiB:.0f} MiB")
 PYEOF

@@ -151,8 +151,8 @@ func removeFlag(args []string, flag string) []string {
 	return out
 }
 
-// checkDeviceBytes: every batch reports the device memory in use, and it
-// stays under the run's memory limit.
+// checkDeviceBytes: every batch reports the device memory in use, which
+// stays under the run's memory limit, and the device's busy time.
 func checkDeviceBytes(t *testing.T, report string) {
 	t.Helper()
 	b, err := os.ReadFile(report)
@@ -162,7 +162,9 @@ func checkDeviceBytes(t *testing.T, report string) {
 	var r struct {
 		MemLimit   int64 `json:"mem_limit_bytes"`
 		Iterations []struct {
-			DeviceBytes int64 `json:"device_bytes"`
+			DeviceBytes   int64   `json:"device_bytes"`
+			DeviceSeconds float64 `json:"device_seconds"`
+			Seconds       float64 `json:"seconds"`
 		} `json:"iterations"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -174,6 +176,10 @@ func checkDeviceBytes(t *testing.T, report string) {
 	for i, it := range r.Iterations {
 		if it.DeviceBytes <= 0 || it.DeviceBytes > r.MemLimit {
 			t.Errorf("%s: batch %d: device_bytes %d, limit %d", report, i, it.DeviceBytes, r.MemLimit)
+			return
+		}
+		if !(it.DeviceSeconds > 0) {
+			t.Errorf("%s: batch %d: device_seconds %v, want the batch's kernel time", report, i, it.DeviceSeconds)
 			return
 		}
 	}

@@ -107,6 +107,15 @@ func engineConfig(c *cli.Context) (engine, error) {
 			}
 			return used
 		}
+		e.run.DeviceSeconds = func() float64 { // the GPUs' busy time, together
+			var busy float64
+			for _, d := range devs {
+				if b, ok := d.(interface{ BusySeconds() float64 }); ok {
+					busy += b.BusySeconds()
+				}
+			}
+			return busy
+		}
 	default:
 		return e, fmt.Errorf("--device %q: want cpu or cuda", e.device)
 	}

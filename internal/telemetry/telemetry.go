@@ -22,18 +22,24 @@ type Iteration struct {
 	RSSBytes  int64   `json:"rss_bytes"`
 	// DeviceBytes is the GPU memory in use after the batch (GPU runs).
 	DeviceBytes int64 `json:"device_bytes,omitempty"`
+	// DeviceSeconds is the GPU time of the kernels, cuBLAS and cuFFT
+	// calls since the previous record (CUDA events; summed over GPUs).
+	DeviceSeconds float64 `json:"device_seconds,omitempty"`
 }
 
 // Recorder collects one Iteration per batch into a slice allocated up front.
 type Recorder struct {
 	Iterations []Iteration
-	// DeviceBytes, when set, is read after every batch.
-	DeviceBytes func() int64
-	probe       *sysmem.Probe
-	start       time.Time
-	begin       time.Time
-	peak        int64
-	live0       int64 // live heap after the first batch, measured after a collection
+	// DeviceBytes, when set, is read after every batch; DeviceSeconds,
+	// when set, is the GPUs' busy time so far, read after every batch.
+	DeviceBytes   func() int64
+	DeviceSeconds func() float64
+	busy          float64 // DeviceSeconds at the previous record
+	probe         *sysmem.Probe
+	start         time.Time
+	begin         time.Time
+	peak          int64
+	live0         int64 // live heap after the first batch, measured after a collection
 }
 
 // NewRecorder returns a Recorder with room for batches records. It resets
@@ -53,16 +59,23 @@ func (r *Recorder) Stop() {
 	if r.DeviceBytes != nil {
 		it.DeviceBytes = r.DeviceBytes()
 	}
+	if r.DeviceSeconds != nil {
+		b := r.DeviceSeconds()
+		it.DeviceSeconds, r.busy = b-r.busy, b
+	}
 	r.Iterations = append(r.Iterations, it)
 	if len(r.Iterations) == 1 { // outside the batch's time
 		r.live0 = r.probe.LiveHeapBytes()
 	}
 }
 
-// Record adds a batch measured elsewhere (seconds of work), as Stop does.
-func (r *Recorder) Record(seconds float64) {
+// Record adds a batch measured elsewhere (seconds of work, and of GPU
+// time: used instead of DeviceSeconds, which is then not read), as Stop
+// does.
+func (r *Recorder) Record(seconds, deviceSeconds float64) {
 	r.start = time.Now().Add(-time.Duration(seconds * float64(time.Second)))
 	r.Stop()
+	r.Iterations[len(r.Iterations)-1].DeviceSeconds = deviceSeconds
 }
 
 // Close finishes the run and releases the probe.
@@ -82,6 +95,8 @@ type Summary struct {
 	Batches  int     `json:"batches"`
 	MedianMs float64 `json:"median_ms"`
 	Drift    float64 `json:"drift"` // median of the last decile / median of the first
+	// DeviceMs is the median GPU busy time per batch (GPU runs).
+	DeviceMs float64 `json:"median_device_ms,omitempty"`
 	// HeapGrowth is what the loop retains: the live Go heap after the
 	// run minus after its first batch, each measured after a collection
 	// (Summarize alone, without a Recorder, compares the per-batch heap
@@ -104,6 +119,13 @@ func Summarize(it []Iteration) Summary {
 		secs[i] = x.Seconds
 	}
 	s.MedianMs = 1e3 * Median(secs)
+	if it[0].DeviceSeconds > 0 {
+		dev := make([]float64, len(it))
+		for i, x := range it {
+			dev[i] = x.DeviceSeconds
+		}
+		s.DeviceMs = 1e3 * Median(dev)
+	}
 	if len(it) >= 2 {
 		d := max(1, len(it)/10)
 		first, last := Median(secs[:d]), Median(secs[len(secs)-d:])

@@ -67,3 +67,26 @@ func TestRecorderAndReport(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderDeviceSeconds: each record carries the device time since the
+// previous one, and the summary their median.
+func TestRecorderDeviceSeconds(t *testing.T) {
+	busy := []float64{0.5, 0.75, 1.75, 2} // the device's cumulative busy time, read after each batch
+	k := 0
+	r := NewRecorder(4)
+	r.DeviceSeconds = func() float64 { k++; return busy[k-1] }
+	for range busy {
+		r.Start()
+		r.Stop()
+	}
+	s := r.Close()
+	want := []float64{0.5, 0.25, 1, 0.25}
+	for i, it := range r.Iterations {
+		if it.DeviceSeconds != want[i] {
+			t.Errorf("batch %d: device_seconds %v, want %v", i, it.DeviceSeconds, want[i])
+		}
+	}
+	if s.DeviceMs != 375 {
+		t.Errorf("median device time %v ms, want 375", s.DeviceMs)
+	}
+}
