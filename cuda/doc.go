@@ -8,10 +8,12 @@
 // driver for the GPU at hand), and a pair of CUDA events that time every
 // kernel, GEMM and FFT (BusySeconds). Work goes on the context's default
 // stream and every call waits for it, so errors surface at the call that
-// caused them; copies are not yet overlapped with kernels. An Arena is one plain device
-// allocation made once per Program, sized by the planner under --mem-limit,
-// from which the ops take their buffers: device memory is bounded the way
-// CuPy's mempool.set_limit bounds it, and nothing is allocated per batch.
+// caused them; copies are not yet overlapped with kernels.
+//
+// An Arena is one plain device allocation made once per Program, sized by
+// the planner under --mem-limit, from which the ops take their buffers:
+// device memory is bounded the way CuPy's mempool.set_limit bounds it, and
+// nothing is allocated per batch.
 // Every driver call's result is checked; there is no silent fallback to
 // the CPU.
 //
