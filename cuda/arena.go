@@ -93,6 +93,25 @@ func Download[T any](d *Device, dst []T, src DevicePtr) error {
 	})
 }
 
+// Download2D copies rows×cols Ts from the device, where a row starts
+// every spitch elements, into dst, where a row starts every dpitch
+// elements (cuMemcpy2D): a block of columns without the others.
+func Download2D[T any](d *Device, dst []T, dpitch int, src DevicePtr, spitch, rows, cols int) error {
+	if rows <= 0 || cols <= 0 {
+		return nil
+	}
+	if cols > dpitch || cols > spitch || (rows-1)*dpitch+cols > len(dst) {
+		return fmt.Errorf("%w: a %d×%d copy with pitches %d and %d into %d elements", ErrDevice, rows, cols, dpitch, spitch, len(dst))
+	}
+	sz := int64(unsafe.Sizeof(dst[0]))
+	return d.Do(func() error {
+		if err := d.drv.toHost2D(unsafe.Pointer(&dst[0]), int64(dpitch)*sz, src, int64(spitch)*sz, int64(cols)*sz, int64(rows)); err != nil {
+			return fmt.Errorf("%w: copying %d×%d bytes from the device: %v", ErrDevice, rows, int64(cols)*sz, err)
+		}
+		return nil
+	})
+}
+
 // Poison fills n float32s at p with NaN, so that elements a kernel fails
 // to write show in a comparison.
 func Poison(d *Device, p DevicePtr, n int64) error {

@@ -140,4 +140,9 @@ func (drv *driver) toDevice(dst DevicePtr, src unsafe.Pointer, n int64) error {
 func (drv *driver) toHost(dst unsafe.Pointer, src DevicePtr, n int64) error {
 	return cu.MemcpyDtoH(dst, src, n)
 }
+func (drv *driver) toHost2D(dst unsafe.Pointer, dpitch int64, src DevicePtr, spitch, width, height int64) error {
+	return cu.Memcpy2D(cu.Memcpy2dParam{Height: height, WidthInBytes: width,
+		DstHost: dst, DstMemoryType: cu.HostMemory, DstPitch: dpitch,
+		SrcDevice: src, SrcMemoryType: cu.DeviceMemory, SrcPitch: spitch})
+}
 func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error { return cu.MemsetD32(p, v, n) }

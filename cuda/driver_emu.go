@@ -195,6 +195,17 @@ func (drv *driver) toHost(dst unsafe.Pointer, src DevicePtr, n int64) error {
 	return nil
 }
 
+func (drv *driver) toHost2D(dst unsafe.Pointer, dpitch int64, src DevicePtr, spitch, width, height int64) error {
+	s, err := drv.span("cuMemcpy2D", src, (height-1)*spitch+width)
+	if err != nil {
+		return err
+	}
+	for r := range height {
+		copy(unsafe.Slice((*byte)(unsafe.Add(dst, r*dpitch)), width), unsafe.Slice((*byte)(unsafe.Add(s, r*spitch)), width))
+	}
+	return nil
+}
+
 func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error {
 	if p%4 != 0 {
 		return fmt.Errorf("cuMemsetD32 at %#x: misaligned", uintptr(p))

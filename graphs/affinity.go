@@ -100,31 +100,33 @@ func (a *Affinity) Items() int { return a.cfg.Hi - a.cfg.Lo }
 // small enough that the first batch is not most of the run.
 func (a *Affinity) MaxBatch() int { return 1024 }
 
-// Build is (rows (batch, D), index (batch,)) → Pairwise → (batch, N), and
-// with top-k, (block, index) → TopK → (batch, K).
+// Build is index (batch,) → Pairwise → (batch, N), the op reading the
+// block's rows from the images it holds (no copy per block; on a GPU,
+// nothing sent per block), and with top-k, (block, index) → TopK →
+// (batch, K).
 func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	d := a.cfg.Data
-	rows := G.NewMatrix(g, d.Dtype, G.WithShape(batch, d.D), G.WithName("rows"))
 	index := G.NewVector(g, tensor.Float64, G.WithShape(batch), G.WithName("index"))
 	pw := ops.NewPairwise(d, a.cfg.Metric, batch)
 	pw.Upper = a.cfg.Symmetric
 	pw.TF32 = a.cfg.TF32
+	pw.RowsFromData = true
 	op, err := ops.OnDevice(pw, a.cfg.Device)
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: %w", err)
 	}
-	blk, err := G.ApplyOpWithName(op, a.cfg.Metric.String(), rows, index)
+	blk, err := G.ApplyOpWithName(op, a.cfg.Metric.String(), index)
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
 	}
 	if a.cfg.TopK == 0 {
-		return []*G.Node{rows, index}, []*G.Node{blk}, nil
+		return []*G.Node{index}, []*G.Node{blk}, nil
 	}
 	top, err := G.ApplyOpWithName(ops.NewTopK(a.cfg.TopK, d.N, batch), "topk", blk, index)
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
 	}
-	return []*G.Node{rows, index}, []*G.Node{blk, top}, nil
+	return []*G.Node{index}, []*G.Node{blk, top}, nil
 }
 
 // StagingBytes counts the output writer's buffers and the top-k results.
@@ -136,17 +138,10 @@ func (a *Affinity) StagingBytes(batch int) int64 {
 	return b
 }
 
-// Feed copies images [Lo+off, Lo+off+n) into the block.
+// Feed sets the block's index to images [Lo+off, Lo+off+n); the op reads
+// the images themselves.
 func (a *Affinity) Feed(in []*tensor.Dense, off, n int) error {
-	d := a.cfg.Data
-	lo := (a.cfg.Lo + off) * d.D
-	switch dst := in[0].Data().(type) {
-	case []float32:
-		copy(dst, d.X32[lo:lo+n*d.D])
-	case []float64:
-		copy(dst, d.X64[lo:lo+n*d.D])
-	}
-	idx := in[1].Data().([]float64)
+	idx := in[0].Data().([]float64)
 	for r := range n {
 		idx[r] = float64(a.cfg.Lo + off + r)
 	}

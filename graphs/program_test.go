@@ -246,7 +246,7 @@ func TestRunErrorIsTheOps(t *testing.T) {
 	defer p.Close()
 	// Symmetric blocks compute from their first row on: a first row
 	// outside the images is the op's error.
-	if err := p.Feed(1, tensor.New(tensor.WithBacking([]float64{40, 41, 42, 43}))); err != nil {
+	if err := p.Feed(0, tensor.New(tensor.WithBacking([]float64{40, 41, 42, 43}))); err != nil {
 		t.Fatal(err)
 	}
 	_, err = p.Run()

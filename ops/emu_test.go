@@ -240,7 +240,7 @@ func TestEmuPairwiseKernel(t *testing.T) {
 			if len(data.norm) > 0 {
 				norm = append(norm, data.norm[c0:]...)
 			}
-			pairwiseLaunch(op, c0, emuBuf{&rows}, emuBuf{&b}, emuBuf{out}, emuBuf{&rinv}, emuBuf{&norm}).emulate(t)
+			pairwiseLaunch(op, c0, batch, emuBuf{&rows}, emuBuf{&b}, emuBuf{out}, emuBuf{&rinv}, emuBuf{&norm}).emulate(t)
 			ref := want.Data().([]float32)
 			var gs, ws []float32
 			for i := range batch {
@@ -356,7 +356,7 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 		}
 	}
 	cn := append([]float64(nil), data.norm[c0:]...)
-	cosineScaleLaunch(op, c0, emuBuf{&out}, emuBuf{&rinv}, emuBuf{&cn}).emulate(t)
+	cosineScaleLaunch(op, c0, batch, emuBuf{&out}, emuBuf{&rinv}, emuBuf{&cn}).emulate(t)
 	if e := relErr32(out, want); !(e <= 1e-6) {
 		t.Errorf("relative error %.3g", e)
 	}

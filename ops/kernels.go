@@ -45,20 +45,21 @@ func drrLaunch[P any](op *DRR, n [3]int64, origin, spacing [3]float64, v, poses,
 		origin[2], spacing[0], spacing[1], spacing[2], poses, int64(op.Batch), int64(op.Rows), int64(op.Cols), op.Step, img}}
 }
 
-// pairwiseLaunch computes columns c0… of the block: b and out point at
-// column c0 of the images and of the output row 0, norm at norm[c0].
-func pairwiseLaunch[P any](op *Pairwise, c0 int, rows, b, out, rinv, norm P) launch {
+// pairwiseLaunch computes columns c0… of the block's first m rows: b and
+// out point at column c0 of the images and of the output row 0, norm at
+// norm[c0].
+func pairwiseLaunch[P any](op *Pairwise, c0, m int, rows, b, out, rinv, norm P) launch {
 	name := map[Metric]string{MetricL1: "pairwise_l1", MetricL2: "pairwise_l2", MetricDot: "pairwise_dot", MetricCosine: "pairwise_cosine"}[op.Metric]
 	nc := op.Data.N - c0
-	return launch{name, blocks(nc, 64), blocks(op.Batch, 64), 256, []any{rows, int64(op.Batch), b, int64(nc),
+	return launch{name, blocks(nc, 64), blocks(m, 64), 256, []any{rows, int64(m), b, int64(nc),
 		int64(op.Data.D), out, int64(op.Data.N), rinv, norm}}
 }
 
-// cosineScaleLaunch turns the dot products of the block's columns c0… (out
-// at column c0 of row 0, cnorm at norm[c0]) into cosines.
-func cosineScaleLaunch[P any](op *Pairwise, c0 int, out, rinv, cnorm P) launch {
+// cosineScaleLaunch turns the dot products of the block's first m rows,
+// columns c0… (out at column c0 of row 0, cnorm at norm[c0]), into cosines.
+func cosineScaleLaunch[P any](op *Pairwise, c0, m int, out, rinv, cnorm P) launch {
 	nc := op.Data.N - c0
-	return launch{"cosine_scale", blocks(op.Batch*nc, 256), 1, 256, []any{out, int64(op.Batch), int64(nc),
+	return launch{"cosine_scale", blocks(m*nc, 256), 1, 256, []any{out, int64(m), int64(nc),
 		int64(op.Data.N), rinv, cnorm}}
 }
 

@@ -123,6 +123,12 @@ type Pairwise struct {
 	// TF32 lets the GPU twin's dot products use TF32 tensor cores (about
 	// 1e-3 relative); the CPU ignores it.
 	TF32 bool
+	// RowsFromData: the block is images index[0], index[0]+1, … of Data,
+	// which the op reads itself (no copy into a rows input; on a GPU,
+	// nothing to upload): its only input is the index. It computes the
+	// rows while the index runs on by one and stays below N; the output's
+	// other rows (a short block's padding) keep what they held.
+	RowsFromData bool
 
 	out *tensor.Dense
 }
@@ -138,64 +144,111 @@ func NewPairwise(data *PairData, metric Metric, batch int) *Pairwise {
 	return &Pairwise{Data: data, Metric: metric, Batch: batch}
 }
 
-// Arity is 2: the block of rows and their indices.
-func (op *Pairwise) Arity() int { return 2 }
+// Arity is 2: the block of rows and their indices; 1, the indices, with
+// RowsFromData.
+func (op *Pairwise) Arity() int {
+	if op.RowsFromData {
+		return 1
+	}
+	return 2
+}
 
-// Type is (Matrix a, Vector c) → Matrix a.
+// Type is (Matrix a, Vector c) → Matrix a, or Vector c → Matrix a with
+// RowsFromData.
 func (op *Pairwise) Type() hm.Type {
 	a, c := hm.TypeVariable('a'), hm.TypeVariable('c')
+	if op.RowsFromData { // the output's dtype is the images'
+		return hm.NewFnType(G.TensorType{Dims: 1, Of: tensor.Float64}, G.TensorType{Dims: 2, Of: op.Data.Dtype})
+	}
 	return hm.NewFnType(G.TensorType{Dims: 2, Of: a}, G.TensorType{Dims: 1, Of: c}, G.TensorType{Dims: 2, Of: a})
 }
 
-// InferShape checks the block is (Batch, D).
+// InferShape checks the block is (Batch, D) and the index (Batch).
 func (op *Pairwise) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	if len(in) != 2 {
-		return nil, fmt.Errorf("pairwise: want 2 inputs, got %d", len(in))
+	if len(in) != op.Arity() {
+		return nil, fmt.Errorf("pairwise: want %d inputs, got %d", op.Arity(), len(in))
 	}
-	if s, ok := in[0].(tensor.Shape); ok && (len(s) != 2 || s[0] != op.Batch || s[1] != op.Data.D) {
+	if s, ok := in[0].(tensor.Shape); ok && !op.RowsFromData && (len(s) != 2 || s[0] != op.Batch || s[1] != op.Data.D) {
 		return nil, fmt.Errorf("pairwise: input shape %v, want (%d, %d)", s, op.Batch, op.Data.D)
+	}
+	if s, ok := in[len(in)-1].(tensor.Shape); ok && s.TotalSize() != op.Batch {
+		return nil, fmt.Errorf("pairwise: index shape %v, want (%d)", s, op.Batch)
 	}
 	return tensor.Shape{op.Batch, op.Data.N}, nil
 }
 
-// Do computes the block's affinities into the op's own buffer.
-func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
-	if len(in) != 2 {
-		return nil, fmt.Errorf("pairwise: want 2 inputs, got %d", len(in))
-	}
-	rows, ok := in[0].(*tensor.Dense)
-	index, ok2 := in[1].(*tensor.Dense)
+// block checks the op's inputs and returns the block: its rows (nil with
+// RowsFromData), its first row index lo, the number m of rows to compute,
+// and the first column c0 to compute.
+func (op *Pairwise) block(in []G.Value) (rows *tensor.Dense, lo, m, c0 int, err error) {
 	d := op.Data
-	if !ok || !ok2 || rows.Dtype() != d.Dtype || rows.Shape().TotalSize() != op.Batch*d.D ||
-		index.Dtype() != tensor.Float64 || index.Shape().TotalSize() != op.Batch {
-		return nil, fmt.Errorf("pairwise: inputs %v, %v; want %v (%d, %d) and float64 (%d)", in[0].Shape(), in[1].Shape(), d.Dtype, op.Batch, d.D, op.Batch)
+	if len(in) != op.Arity() {
+		return nil, 0, 0, 0, fmt.Errorf("pairwise: want %d inputs, got %d", op.Arity(), len(in))
 	}
-	c0 := 0
-	if op.Upper {
-		c0 = int(index.Data().([]float64)[0])
-		if c0 < 0 || c0 >= d.N {
-			return nil, fmt.Errorf("pairwise: first row index %d outside [0, %d)", c0, d.N)
+	index, ok := in[len(in)-1].(*tensor.Dense)
+	if !ok || index.Dtype() != tensor.Float64 || index.Shape().TotalSize() != op.Batch {
+		return nil, 0, 0, 0, fmt.Errorf("pairwise: index %v, want float64 (%d)", in[len(in)-1].Shape(), op.Batch)
+	}
+	idx := index.Data().([]float64)
+	if !op.RowsFromData {
+		rows, ok = in[0].(*tensor.Dense)
+		if !ok || rows.Dtype() != d.Dtype || rows.Shape().TotalSize() != op.Batch*d.D {
+			return nil, 0, 0, 0, fmt.Errorf("pairwise: rows %v, want %v (%d, %d)", in[0].Shape(), d.Dtype, op.Batch, d.D)
+		}
+		m = op.Batch
+		if !op.Upper {
+			return rows, 0, m, 0, nil
 		}
 	}
+	lo = int(idx[0])
+	if float64(lo) != idx[0] || lo < 0 || lo >= d.N {
+		return nil, 0, 0, 0, fmt.Errorf("pairwise: first row index %v outside [0, %d)", idx[0], d.N)
+	}
+	if op.RowsFromData { // the rows lo, lo+1, … while the index runs on
+		for m = 1; m < op.Batch && lo+m < d.N && idx[m] == float64(lo+m); m++ {
+		}
+	}
+	if op.Upper {
+		c0 = lo
+	}
+	return rows, lo, m, c0, nil
+}
+
+// Do computes the block's affinities into the op's own buffer.
+func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
+	rows, lo, m, c0, err := op.block(in)
+	if err != nil {
+		return nil, err
+	}
+	d := op.Data
 	if op.out == nil {
 		op.out = newOwned(d.Dtype, op.Batch, d.N)
 	}
 	switch d.Dtype {
 	case tensor.Float32:
-		pairBlock(op, c0, rows.Data().([]float32), d.X32, op.out.Data().([]float32), cpukern.PairDist32)
+		pairBlock(op, c0, m, blockRows(rows, d.X32, lo, m, d.D), d.X32, op.out.Data().([]float32), cpukern.PairDist32)
 	case tensor.Float64:
-		pairBlock(op, c0, rows.Data().([]float64), d.X64, op.out.Data().([]float64), cpukern.PairDist64)
+		pairBlock(op, c0, m, blockRows(rows, d.X64, lo, m, d.D), d.X64, op.out.Data().([]float64), cpukern.PairDist64)
 	}
 	return op.out, nil
+}
+
+// blockRows is the block's rows: the rows input, or with RowsFromData
+// (rows nil) the m images from lo on.
+func blockRows[T float32 | float64](rows *tensor.Dense, x []T, lo, m, d int) []T {
+	if rows != nil {
+		return rows.Data().([]T)
+	}
+	return x[lo*d : (lo+m)*d]
 }
 
 // rowChunk is the number of block rows one kernel call takes.
 const rowChunk = 64
 
-// pairBlock fills columns [c0, N) of the block's rows.
-func pairBlock[T float32 | float64](op *Pairwise, c0 int, rows, x, out []T,
+// pairBlock fills columns [c0, N) of the block's first b rows.
+func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 	kernel func(m, n, d int, a []T, lda int, b []T, ldb int, out []T, ldo int, k cpukern.Kernel)) {
-	b, n, dd := op.Batch, op.Data.N, op.Data.D
+	n, dd := op.Data.N, op.Data.D
 	nc := n - c0
 	x = x[c0*dd:]
 	k := cpukern.Dot
@@ -250,7 +303,8 @@ func (op *Pairwise) ResidentBytes() int64 { return op.Data.Bytes() }
 
 // WriteHash writes every parameter of the op.
 func (op *Pairwise) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "pairwise(data=%d,N=%d,D=%d,metric=%v,dtype=%v,batch=%d,upper=%v)", op.Data.id, op.Data.N, op.Data.D, op.Metric, op.Data.Dtype, op.Batch, op.Upper)
+	fmt.Fprintf(h, "pairwise(data=%d,N=%d,D=%d,metric=%v,dtype=%v,batch=%d,upper=%v,tf32=%v,fromdata=%v)", op.Data.id, op.Data.N,
+		op.Data.D, op.Metric, op.Data.Dtype, op.Batch, op.Upper, op.TF32, op.RowsFromData)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.

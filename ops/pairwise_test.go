@@ -184,3 +184,87 @@ func TestTopKRowBreaksTiesBySmallerIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestPairwiseRowsFromData: an index-only op reads its rows from the
+// data: blocks that end at N, that are padded (a shard's last block), and
+// upper blocks, against the definition; the rows it does not compute, and
+// in upper blocks the columns before the first row, keep what they held;
+// a bad first index is an error.
+func TestPairwiseRowsFromData(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	const n, d, batch = 41, 19, 8
+	x64 := make([]float64, n*d)
+	x32 := make([]float32, n*d)
+	for i := range x64 {
+		x64[i] = float64(float32(rng.NormFloat64() + 0.2))
+		x32[i] = float32(x64[i])
+	}
+	for _, m := range []Metric{MetricDot, MetricCosine, MetricL1, MetricL2} {
+		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+			var data *PairData
+			var err error
+			if dt == tensor.Float32 {
+				data, err = NewPairData(x32, n, d, m)
+			} else {
+				data, err = NewPairData(x64, n, d, m)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name   string
+				index  []float64
+				rows   int // rows computed
+				upper  bool
+				wantOK bool
+			}{
+				{"middle", []float64{5, 6, 7, 8, 9, 10, 11, 12}, 8, false, true},
+				{"end of data", []float64{36, 37, 38, 39, 40, 0, 0, 0}, 5, false, true},
+				{"padded", []float64{20, 21, 22, 0, 0, 0, 0, 0}, 3, true, true},
+				{"upper at 0", []float64{0, 1, 2, 3, 4, 5, 6, 7}, 8, true, true},
+				{"negative", []float64{-1, 0, 1, 2, 3, 4, 5, 6}, 0, false, false},
+				{"past N", []float64{41, 42, 43, 44, 45, 46, 47, 48}, 0, true, false},
+				{"fraction", []float64{2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5}, 0, false, false},
+			} {
+				op := NewPairwise(data, m, batch)
+				op.RowsFromData, op.Upper = true, c.upper
+				index := tensor.New(tensor.WithBacking(append([]float64(nil), c.index...)))
+				v, err := op.Do(index) // makes the output
+				if !c.wantOK {
+					if err == nil {
+						t.Errorf("%v/%v/%s: no error", m, dt, c.name)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%v/%v/%s: %v", m, dt, c.name, err)
+				}
+				out := v.(*tensor.Dense)
+				for r := range batch {
+					for j := range n {
+						out.SetAt(castTo(dt, 777), r, j)
+					}
+				}
+				if _, err := op.Do(index); err != nil {
+					t.Fatal(err)
+				}
+				lo := int(c.index[0])
+				for r := range batch {
+					for j := range n {
+						g, _ := out.At(r, j)
+						got := toF64(g)
+						if r >= c.rows || (c.upper && j < lo) {
+							if got != 777 {
+								t.Fatalf("%v/%v/%s: (%d, %d) = %v written", m, dt, c.name, r, j, got)
+							}
+							continue
+						}
+						if want := refAffinity(x64, n, d, m, lo+r, j); math.Abs(got-want) > 1e-5*(1+math.Abs(want)) {
+							t.Fatalf("%v/%v/%s: (%d, %d) = %v, want %v", m, dt, c.name, r, j, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
