@@ -140,9 +140,10 @@ func (f *FFT3) SetWorkArea(p DevicePtr) error {
 	})
 }
 
-// Forward transforms the real array at in into the half spectrum at out.
+// Forward queues the transform of the real array at in into the half
+// spectrum at out (time it with Begin and End).
 func (f *FFT3) Forward(in, out DevicePtr) error {
-	return f.dev.timed(func() error {
+	return f.dev.Do(func() error {
 		if r := C.tl_cufft_r2c(C.int(f.r2c), C.uintptr_t(in), C.uintptr_t(out)); r != 0 {
 			return fmt.Errorf("%w: cuFFT R2C: error %d", ErrDevice, int(r))
 		}
@@ -150,10 +151,10 @@ func (f *FFT3) Forward(in, out DevicePtr) error {
 	})
 }
 
-// Inverse transforms the half spectrum at in (overwritten) into the real
-// array at out, unnormalised.
+// Inverse queues the transform of the half spectrum at in (overwritten)
+// into the real array at out, unnormalised.
 func (f *FFT3) Inverse(in, out DevicePtr) error {
-	return f.dev.timed(func() error {
+	return f.dev.Do(func() error {
 		if r := C.tl_cufft_c2r(C.int(f.c2r), C.uintptr_t(in), C.uintptr_t(out)); r != 0 {
 			return fmt.Errorf("%w: cuFFT C2R: error %d", ErrDevice, int(r))
 		}

@@ -60,7 +60,7 @@ func (f *FFT3) arrays(what string, in, out DevicePtr, inBytes, outBytes int64) (
 func (f *FFT3) Forward(in, out DevicePtr) error {
 	n0, n1, n2 := f.Dims[0], f.Dims[1], f.Dims[2]
 	h := n2/2 + 1
-	return f.dev.timed(func() error {
+	return f.dev.Do(func() error {
 		hi, ho, err := f.arrays("cuFFT R2C", in, out, 4*int64(n0*n1*n2), 8*int64(f.HalfLen()))
 		if err != nil {
 			return err
@@ -92,7 +92,7 @@ func (f *FFT3) Forward(in, out DevicePtr) error {
 func (f *FFT3) Inverse(in, out DevicePtr) error {
 	n0, n1, n2 := f.Dims[0], f.Dims[1], f.Dims[2]
 	h := n2/2 + 1
-	return f.dev.timed(func() error {
+	return f.dev.Do(func() error {
 		hi, ho, err := f.arrays("cuFFT C2R", in, out, 8*int64(f.HalfLen()), 4*int64(n0*n1*n2))
 		if err != nil {
 			return err

@@ -50,8 +50,40 @@ const (
 // a float64 or a DevicePtr (every tapeloop kernel parameter is 8 bytes
 // wide).
 func (d *Device) Run(name string, gx, gy, block int, args ...any) error {
+	words, err := launchWords(name, gx, gy, block, args)
+	if err != nil {
+		return err
+	}
+	return d.timed(func() error {
+		if err := d.drv.launch(name, gx, gy, block, words); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrDevice, name, err)
+		}
+		return nil
+	})
+}
+
+// Launch queues kernel name like Run but does not wait for it: work
+// queued between Begin and End runs back to back on the device's stream,
+// and a fault in it is returned by End (or by the next copy from the
+// device).
+func (d *Device) Launch(name string, gx, gy, block int, args ...any) error {
+	words, err := launchWords(name, gx, gy, block, args)
+	if err != nil {
+		return err
+	}
+	return d.Do(func() error {
+		if err := d.drv.launch(name, gx, gy, block, words); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrDevice, name, err)
+		}
+		return nil
+	})
+}
+
+// launchWords checks a launch's configuration and turns its arguments
+// into the 8-byte words the kernel takes.
+func launchWords(name string, gx, gy, block int, args []any) ([]uint64, error) {
 	if gx < 1 || gx > maxGridX || gy < 1 || gy > maxGridY || block < 1 || block > maxBlock {
-		return fmt.Errorf("%w: %s: launch of %d×%d blocks of %d threads is outside the GPU's limits", ErrDevice, name, gx, gy, block)
+		return nil, fmt.Errorf("%w: %s: launch of %d×%d blocks of %d threads is outside the GPU's limits", ErrDevice, name, gx, gy, block)
 	}
 	words := make([]uint64, len(args))
 	for i, a := range args {
@@ -63,22 +95,36 @@ func (d *Device) Run(name string, gx, gy, block int, args ...any) error {
 		case DevicePtr:
 			words[i] = uint64(v)
 		default:
-			return fmt.Errorf("%w: %s: argument %d is a %T", ErrDevice, name, i, a)
+			return nil, fmt.Errorf("%w: %s: argument %d is a %T", ErrDevice, name, i, a)
 		}
 	}
-	return d.timed(func() error {
-		if err := d.drv.launch(name, gx, gy, block, words); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrDevice, name, err)
-		}
-		return nil
-	})
+	return words, nil
 }
 
-// timed runs fn, work on the device's stream that fn waits for, inside Do,
+// timed runs fn, work on the device's stream, inside Do, waits for it,
 // and adds its GPU time (between two CUDA events) to BusySeconds.
 func (d *Device) timed(fn func() error) error {
 	return d.Do(func() error {
-		s, err := d.drv.timed(fn)
+		if err := d.drv.begin(); err != nil {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+		s, err := d.drv.end()
+		d.busy += s
+		return err
+	})
+}
+
+// Begin starts timing the work queued from now on (Launch, FFT3, Zero).
+func (d *Device) Begin() error { return d.Do(d.drv.begin) }
+
+// End waits for the work queued since Begin, adds its GPU time to
+// BusySeconds, and returns the first fault in it.
+func (d *Device) End() error {
+	return d.Do(func() error {
+		s, err := d.drv.end()
 		d.busy += s
 		return err
 	})

@@ -93,15 +93,17 @@ func (drv *driver) close() error             { return drv.ctx.Close() }
 
 func (drv *driver) memInfo() (free, total int64, err error) { return cu.MemInfo() }
 
-// timed runs fn between two events on the default stream and returns the
-// GPU time between them.
-func (drv *driver) timed(fn func() error) (float64, error) {
+// begin records the start event on the default stream.
+func (drv *driver) begin() error {
 	if err := drv.start.Record(cu.Stream{}); err != nil {
-		return 0, fmt.Errorf("%w: cuEventRecord: %v", ErrDevice, err)
+		return fmt.Errorf("%w: cuEventRecord: %v", ErrDevice, err)
 	}
-	if err := fn(); err != nil {
-		return 0, err
-	}
+	return nil
+}
+
+// end records the stop event, waits for it (so for everything queued
+// before it, whose faults it returns) and returns the GPU time since begin.
+func (drv *driver) end() (float64, error) {
 	if err := drv.stop.Record(cu.Stream{}); err != nil {
 		return 0, fmt.Errorf("%w: cuEventRecord: %v", ErrDevice, err)
 	}
@@ -115,7 +117,7 @@ func (drv *driver) timed(fn func() error) (float64, error) {
 	return ms / 1e3, nil
 }
 
-// launch runs a kernel on the default stream and waits for it.
+// launch queues a kernel on the default stream.
 func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error {
 	fn, ok := drv.funcs[name]
 	if !ok {
@@ -128,7 +130,7 @@ func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error 
 	if err := fn.Launch(gx, gy, 1, block, 1, 1, 0, cu.Stream{}, ptrs); err != nil {
 		return fmt.Errorf("launching: %v", err)
 	}
-	return cu.Synchronize()
+	return nil
 }
 
 // The memory calls; each runs inside Device.Do.

@@ -62,6 +62,7 @@ var guardPattern = bytes.Repeat([]byte{0xa5}, guardBytes)
 var emuLaunch sync.Mutex // the emulator's state is global: one launch at a time
 
 type driver struct {
+	began       time.Time // begin's time
 	total, used int64
 	allocs      map[DevicePtr]allocation // the live allocations
 }
@@ -101,12 +102,11 @@ func Open(ordinal int) (*Device, error) {
 
 func (drv *driver) do(fn func() error) error { return fn() }
 
-// timed runs fn and returns its wall time: the emulator's, not a GPU's.
-func (drv *driver) timed(fn func() error) (float64, error) {
-	t := time.Now()
-	err := fn()
-	return time.Since(t).Seconds(), err
-}
+// begin and end time the work in between by the wall clock: the
+// emulator's time, not a GPU's (every emulated call runs to its end).
+func (drv *driver) begin() error { drv.began = time.Now(); return nil }
+
+func (drv *driver) end() (float64, error) { return time.Since(drv.began).Seconds(), nil }
 
 func (drv *driver) close() error {
 	var err error

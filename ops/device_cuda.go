@@ -28,5 +28,10 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
 }
 
-// run launches l on dev.
+// run launches l on dev and waits for it.
 func run(dev *cuda.Device, l launch) error { return dev.Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...) }
+
+// enqueue queues l on dev without waiting (see cuda.Device.Launch).
+func enqueue(dev *cuda.Device, l launch) error {
+	return dev.Launch(l.Kernel, l.GX, l.GY, l.Block, l.Args...)
+}

@@ -39,7 +39,7 @@ func newWaveletCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
 // sums.
 func (op *waveletCUDA) sizes(work int64) []int64 {
 	half, n := int64(op.Src.maxHalf()), int64(op.Src.maxLen())
-	return []int64{8 * half, 8 * half, 4 * n, 4 * n, work, 8 * 3 * wvBlocks}
+	return []int64{8 * half, 8 * half, 4 * n, 4 * n, work, 8 * 4 * wvBlocks}
 }
 
 // DeviceBytes is what the arena holds, cuFFT's work area included (as its
@@ -74,7 +74,7 @@ func (op *waveletCUDA) setup() error {
 			return err
 		}
 	}
-	op.parts = make([]float64, 3*wvBlocks)
+	op.parts = make([]float64, 4*wvBlocks) // the statistics' partial sums (3 per block), then ψ²'s
 	return f.SetWorkArea(op.work)
 }
 
@@ -126,41 +126,36 @@ func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi flo
 	}
 	d := w.plan.Dims
 	p0, p1, p2 := int64(d[0]), int64(d[1]), int64(d[2])
-	if err := cuda.Zero(op.dev, op.kern, p0*p1*p2); err != nil {
+	// The combination's work queued back to back, waited for once: the
+	// statistics' partial sums at dparts, the kernel's ψ² sums after them.
+	hatParts := op.dparts + cuda.DevicePtr(8*3*wvBlocks)
+	hl := hatLaunch(a, theta, phi, xi, d, op.kern, hatParts)
+	sl := statsLaunch(op.resp, d, w.Pad, w.N, 1/float64(w.plan.Len()), op.dparts)
+	if err := op.dev.Begin(); err != nil {
 		return err
 	}
-	hl := hatLaunch(a, theta, phi, xi, d, op.kern, op.dparts)
-	if err := run(op.dev, hl); err != nil {
+	for _, step := range []func() error{
+		func() error { return cuda.Zero(op.dev, op.kern, p0*p1*p2) },
+		func() error { return enqueue(op.dev, hl) },
+		func() error { return op.fft.Forward(op.kern, op.half) },
+		func() error { return enqueue(op.dev, cmulLaunch(op.half, op.spec, w.plan.HalfLen())) },
+		func() error { return op.fft.Inverse(op.half, op.resp) },
+		func() error { return enqueue(op.dev, sl) },
+		op.dev.End,
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if err := cuda.Download(op.dev, op.parts, op.dparts); err != nil {
 		return err
 	}
-	g1 := hl.GX
-	if err := cuda.Download(op.dev, op.parts[:g1], op.dparts); err != nil {
-		return err
-	}
-	var kernelEnergy float64
-	for _, v := range op.parts[:g1] {
+	var kernelEnergy, sum, sum2 float64
+	for _, v := range op.parts[3*wvBlocks : 3*wvBlocks+hl.GX] {
 		kernelEnergy += v
 	}
-	if err := op.fft.Forward(op.kern, op.half); err != nil {
-		return err
-	}
-	if err := run(op.dev, cmulLaunch(op.half, op.spec, w.plan.HalfLen())); err != nil {
-		return err
-	}
-	if err := op.fft.Inverse(op.half, op.resp); err != nil {
-		return err
-	}
-	sl := statsLaunch(op.resp, d, w.Pad, w.N, 1/float64(w.plan.Len()), op.dparts)
-	if err := run(op.dev, sl); err != nil {
-		return err
-	}
-	g2 := sl.GX
-	if err := cuda.Download(op.dev, op.parts[:3*g2], op.dparts); err != nil {
-		return err
-	}
-	var sum, sum2 float64
 	mx := math.Inf(-1)
-	for i := range g2 {
+	for i := range sl.GX {
 		sum, sum2, mx = sum+op.parts[3*i], sum2+op.parts[3*i+1], max(mx, op.parts[3*i+2])
 	}
 	cnt := float64(w.N[0] * w.N[1] * w.N[2])
