@@ -50,16 +50,11 @@ const (
 // a float64 or a DevicePtr (every tapeloop kernel parameter is 8 bytes
 // wide).
 func (d *Device) Run(name string, gx, gy, block int, args ...any) error {
-	words, err := launchWords(name, gx, gy, block, args)
+	fn, err := d.launcher(name, gx, gy, block, args)
 	if err != nil {
 		return err
 	}
-	return d.timed(func() error {
-		if err := d.drv.launch(name, gx, gy, block, words); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrDevice, name, err)
-		}
-		return nil
-	})
+	return d.timed(fn)
 }
 
 // Launch queues kernel name like Run but does not wait for it: work
@@ -67,21 +62,16 @@ func (d *Device) Run(name string, gx, gy, block int, args ...any) error {
 // and a fault in it is returned by End (or by the next copy from the
 // device).
 func (d *Device) Launch(name string, gx, gy, block int, args ...any) error {
-	words, err := launchWords(name, gx, gy, block, args)
+	fn, err := d.launcher(name, gx, gy, block, args)
 	if err != nil {
 		return err
 	}
-	return d.Do(func() error {
-		if err := d.drv.launch(name, gx, gy, block, words); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrDevice, name, err)
-		}
-		return nil
-	})
+	return d.Do(fn)
 }
 
-// launchWords checks a launch's configuration and turns its arguments
-// into the 8-byte words the kernel takes.
-func launchWords(name string, gx, gy, block int, args []any) ([]uint64, error) {
+// launcher checks a launch's configuration, turns its arguments into the
+// 8-byte words the kernel takes, and returns the call that queues it.
+func (d *Device) launcher(name string, gx, gy, block int, args []any) (func() error, error) {
 	if gx < 1 || gx > maxGridX || gy < 1 || gy > maxGridY || block < 1 || block > maxBlock {
 		return nil, fmt.Errorf("%w: %s: launch of %d×%d blocks of %d threads is outside the GPU's limits", ErrDevice, name, gx, gy, block)
 	}
@@ -98,7 +88,12 @@ func launchWords(name string, gx, gy, block int, args []any) ([]uint64, error) {
 			return nil, fmt.Errorf("%w: %s: argument %d is a %T", ErrDevice, name, i, a)
 		}
 	}
-	return words, nil
+	return func() error {
+		if err := d.drv.launch(name, gx, gy, block, words); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrDevice, name, err)
+		}
+		return nil
+	}, nil
 }
 
 // timed runs fn, work on the device's stream, inside Do, waits for it,

@@ -47,16 +47,7 @@ func TestPairwiseMatchesDefinition(t *testing.T) {
 	for _, m := range []Metric{MetricDot, MetricCosine, MetricL1, MetricL2} {
 		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
 			t.Run(fmt.Sprintf("%v/%v", m, dt), func(t *testing.T) {
-				var data *PairData
-				var err error
-				if dt == tensor.Float32 {
-					data, err = NewPairData(x32, n, d, m)
-				} else {
-					data, err = NewPairData(x64, n, d, m)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+				data := pairData(t, dt, x32, x64, n, d, m)
 				op := NewPairwise(data, m, batch)
 				// Rows 30…36 in a block of 8: the last row is padding (zeros).
 				rows := tensor.New(tensor.WithShape(batch, d), tensor.Of(dt))
@@ -117,6 +108,22 @@ func TestPairwiseMatchesDefinition(t *testing.T) {
 			})
 		}
 	}
+}
+
+// pairData prepares the float32 or the float64 images for m.
+func pairData(t *testing.T, dt tensor.Dtype, x32 []float32, x64 []float64, n, d int, m Metric) *PairData {
+	t.Helper()
+	var data *PairData
+	var err error
+	if dt == tensor.Float32 {
+		data, err = NewPairData(x32, n, d, m)
+	} else {
+		data, err = NewPairData(x64, n, d, m)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func castTo(dt tensor.Dtype, v float64) any {
@@ -201,16 +208,7 @@ func TestPairwiseRowsFromData(t *testing.T) {
 	}
 	for _, m := range []Metric{MetricDot, MetricCosine, MetricL1, MetricL2} {
 		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
-			var data *PairData
-			var err error
-			if dt == tensor.Float32 {
-				data, err = NewPairData(x32, n, d, m)
-			} else {
-				data, err = NewPairData(x64, n, d, m)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := pairData(t, dt, x32, x64, n, d, m)
 			for _, c := range []struct {
 				name   string
 				index  []float64
