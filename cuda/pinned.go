@@ -39,7 +39,9 @@ func HostFloat32(d *Device, n int) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unsafe.Slice((*float32)(p), n), nil
+	s := unsafe.Slice((*float32)(p), n)
+	clear(s) // as Go's memory is: rows a short batch leaves alone read as zero
+	return s, nil
 }
 
 // Pinned remembers the Go buffers registered with the driver.

@@ -106,6 +106,53 @@ func TestEmulatedGPUWavelet(t *testing.T) {
 	}
 }
 
+// TestEmulatedGPUTopK: the nearest neighbours on the GPU are the CPU's,
+// over blocks that do not divide N (the last one padded) and two GPUs.
+func TestEmulatedGPUTopK(t *testing.T) {
+	dir := t.TempDir()
+	read := func(path, member string) []float64 {
+		z, err := npy.OpenNPZ(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer z.Close()
+		r, c, err := z.Open(member)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		v := make([]float64, r.Len())
+		if _, err := r.Read64(v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, m := range []string{"cosine", "l2"} {
+		res := map[string]string{}
+		for _, dev := range [][]string{{"--device", "cpu"}, {"--device", "cuda", "--devices", "0,1"}} {
+			out := filepath.Join(dir, m+dev[1]+".npz")
+			if _, se, code := run(t, append([]string{"affinity", "--quiet", "--n", "97", "--height", "5", "--width", "6", "--metric", m,
+				"--block", "20", "--topk", "4", "--out", out}, dev...)...); code != 0 {
+				t.Fatalf("%s %v: exit %d: %s", m, dev, code, se)
+			}
+			res[dev[1]] = out
+		}
+		gi, wi := read(res["cuda"], "indices"), read(res["cpu"], "indices")
+		gv, wv := read(res["cuda"], "values"), read(res["cpu"], "values")
+		if len(gi) != 97*4 || len(wi) != len(gi) {
+			t.Fatalf("%s: %d and %d indices, want %d", m, len(gi), len(wi), 97*4)
+		}
+		for i := range wi {
+			if gi[i] != wi[i] {
+				t.Errorf("%s: neighbour %d of image %d: %v on the GPU, %v on the CPU", m, i%4, i/4, gi[i], wi[i])
+			}
+		}
+		if e := normRel(gv, wv); !(e <= 1e-5) {
+			t.Errorf("%s: values differ by %.3g", m, e)
+		}
+	}
+}
+
 // TestEmulatedGPUMemLimit: device memory is planned under --mem-limit as
 // host memory is: a limit the host buffers fit but the GPU arena (with
 // cuBLAS's 32 MiB workspace) does not fails at planning, and a GPU with
