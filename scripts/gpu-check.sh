@@ -9,7 +9,9 @@
 #   3. whole runs through tapeloop-cuda with --report: time per batch,
 #      drift over ≥ 1000 batches, device memory planned and in use;
 #   4. the JAX and CuPy peers (bench/peers) on the same inputs, if present.
-# Prints one table per step; exits non-zero if a check fails.
+# Prints one table per step; exits non-zero if a check fails. Peers are
+# bounded (PEER_TIMEOUT seconds each, none started after BUDGET_S seconds),
+# so the whole script fits a lent GPU's few minutes.
 #
 # GPU_CHECK_SMALL=1 runs steps 1 and 3 at small sizes and skips 2 and 4:
 # with binaries of the CUDA emulator build (`make gpu-bin-emu`) it
@@ -20,7 +22,16 @@ BIN=${BIN:-bin}
 OUT=${OUT:-$(mktemp -d)}
 PY=${PYTHON:-python3}
 SMALL=${GPU_CHECK_SMALL:-0}
+PEER_TIMEOUT=${PEER_TIMEOUT:-60} # seconds per peer run
+BUDGET_S=${BUDGET_S:-420}        # no peer starts after this many seconds of the script
 status=0
+peer() { # timeout-bounded peer run, skipped once the budget is spent
+	if [ "$SECONDS" -ge "$BUDGET_S" ]; then
+		echo "skipped (budget): $*"
+		return
+	fi
+	timeout "$PEER_TIMEOUT" "$PY" "$@" || echo "peer failed or timed out: $*"
+}
 fail() { echo "FAILED: $*"; status=1; }
 # cuBLAS and cuFFT are loaded at run time: point at them if the usual
 # sonames are not on the loader's path (GPU machines often have them only
@@ -80,7 +91,7 @@ whole "affinity l1 N=$NIMG" "$OUT/affl1.json" affinity -n $NIMG --height $HW --w
 grep -h -E '^(drr|interp|wavelet|affinity):' "$OUT"/*.json.out | cut -c1-150
 
 if [ "$SMALL" != 1 ]; then
-	echo "== 4. JAX / CuPy peers"
+	echo "== 4. JAX / CuPy peers (each up to ${PEER_TIMEOUT}s; skipped after ${BUDGET_S}s in all)"
 	if "$PY" -c 'import jax' 2>/dev/null; then
 		"$PY" - "$OUT" <<'PYEOF'
 import numpy as np, sys
@@ -91,15 +102,15 @@ np.save(f"{d}/x.npy", rng.uniform(0, 1, 1_000_000).astype(np.float32))
 np.save(f"{d}/vol.npy", rng.random((256, 256, 256), dtype=np.float32))
 PYEOF
 		for v in fix seed; do
-			timeout 120 "$PY" bench/peers/interp_jax.py --f "$OUT/f.npy" --x "$OUT/x.npy" --variant $v || echo "interp_jax $v: failed or timed out"
+			peer bench/peers/interp_jax.py --f "$OUT/f.npy" --x "$OUT/x.npy" --variant $v
 		done
-		timeout 180 "$PY" bench/peers/drr_jax.py --volume "$OUT/vol.npy" --origin=-128,-128,-128 --orbit 64 --variant fix || echo "drr_jax fix: failed"
-		timeout 180 "$PY" bench/peers/drr_jax.py --volume "$OUT/vol.npy" --origin=-128,-128,-128 --orbit 8 --variant seed || echo "drr_jax seed: failed"
+		peer bench/peers/drr_jax.py --volume "$OUT/vol.npy" --origin=-128,-128,-128 --orbit 64 --variant fix
+		peer bench/peers/drr_jax.py --volume "$OUT/vol.npy" --origin=-128,-128,-128 --orbit 8 --variant seed
 	fi
 	if "$PY" -c 'import cupy' 2>/dev/null; then
 		"$PY" -c "import numpy as np; np.save('$OUT/w.npy', np.random.default_rng(2).standard_normal((200,200,200)).astype(np.float32))"
-		timeout 120 "$PY" bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0:3.14159:4 --phi 0:3.14159:2 --xi 1,2 --boundary wrap --variant fix || echo "wavelet_cupy fix: failed"
-		timeout 120 "$PY" bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0.3 --phi 0.5 --xi 1 --boundary wrap --variant seed || echo "wavelet_cupy seed: failed"
+		peer bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0:3.14159:4 --phi 0:3.14159:2 --xi 1,2 --boundary wrap --variant fix
+		peer bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0.3 --phi 0.5 --xi 1 --boundary wrap --variant seed
 	fi
 fi
 [ $status = 0 ] && echo "gpu-check: all checks passed" || echo "gpu-check: some checks FAILED"
