@@ -30,7 +30,7 @@ test: test-deps
 test-emu:
 	@if command -v g++ >/dev/null 2>&1; then \
 	  set -x; $(GO) vet -tags tapeloop_cudaemu ./... && \
-	  $(GO) test -tags tapeloop_cudaemu -run 'CUDA|Emulated|BadInput' ./ops/ ./cmd/tapeloop/; \
+	  $(GO) test -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput' ./cuda/ ./ops/ ./cmd/tapeloop/; \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
 # The tests compare against NumPy/SciPy, check DOT with Graphviz and run the

@@ -13,8 +13,9 @@ package cuda
 //     read before it is written shows;
 //   - every copy, fill, GEMM operand and FFT array must lie inside one live
 //     allocation, and launches must respect the GPU's grid limits;
-//   - a guard zone after each allocation is checked after every launch and
-//     at every free: a kernel writing past its buffers fails the launch;
+//   - a 4 KiB guard zone after each allocation is checked after every
+//     launch and at every free: a kernel writing up to 4 KiB past its
+//     arena fails the launch (further, it corrupts the heap as on a GPU);
 //   - allocations beyond the device's memory fail, as cuMemAlloc does.
 // It says nothing of speed. TAPELOOP_CUDAEMU_DEVICES sets the number of
 // emulated GPUs (default 2), TAPELOOP_CUDAEMU_MEM each one's memory
