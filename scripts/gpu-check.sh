@@ -89,6 +89,9 @@ whole "wavelet $WSIZE wrap" "$OUT/wav.json" wavelet --size $WSIZE --theta $WANG 
 whole "affinity dot tf32 N=$NIMG" "$OUT/aff.json" affinity -n $NIMG --height $HW --width $HW --metric dot --tf32 --mem-limit 8GiB
 whole "affinity l1 N=$NIMG" "$OUT/affl1.json" affinity -n $NIMG --height $HW --width $HW --metric l1 --mem-limit 8GiB
 grep -h -E '^(drr|interp|wavelet|affinity):' "$OUT"/*.json.out | cut -c1-150
+if [ "$SMALL" != 1 ]; then # the demo, on the GPU: its results column should read as on the CPU
+	"$BIN/tapeloop-cuda" demo --device cuda || fail "demo --device cuda"
+fi
 
 if [ "$SMALL" != 1 ]; then
 	echo "== 4. JAX / CuPy peers (each up to ${PEER_TIMEOUT}s; skipped after ${BUDGET_S}s in all)"

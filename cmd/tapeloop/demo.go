@@ -23,15 +23,15 @@ import (
 type demoRow struct {
 	workload string
 	size     string
-	run      func(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error)
+	run      func(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error)
 }
 
 var demoRows = []demoRow{
-	{"interp sumsq", "M=300 G=4096 N=1e6", func(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error) {
-		return demoInterp(ctx, rc, ops.ReduceSumSq, 300, 4096, 1_000_000, 1<<14)
+	{"interp sumsq", "M=300 G=4096 N=1e6", func(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
+		return demoInterp(ctx, rc, dev, ops.ReduceSumSq, 300, 4096, 1_000_000, 1<<14)
 	}},
-	{"interp none", "M=300 G=4096 N=1e5", func(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error) {
-		return demoInterp(ctx, rc, ops.ReduceNone, 300, 4096, 100_000, 1<<11)
+	{"interp none", "M=300 G=4096 N=1e5", func(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
+		return demoInterp(ctx, rc, dev, ops.ReduceNone, 300, 4096, 100_000, 1<<11)
 	}},
 	{"affinity l1", "N=2000 64×64 block=50", demoAffinity},
 	{"drr siddon", "phantom 96³ 72 poses 128²", demoDRR},
@@ -44,23 +44,29 @@ var demoCommand = &cli.Command{
 	Description: `Runs each workload on built-in data (the seeds' cases, scaled to finish in
 seconds on 2 cores) and prints, per workload: size, batches, median ms per batch,
 drift (last-decile/first-decile median batch time), Go heap growth from the
-first batch to the last, peak RSS and the result.`,
-	Flags: []cli.Flag{memLimitFlag},
+first batch to the last, peak RSS and the result. With --device cuda (the GPU
+build) every workload runs on the GPU, or spread over --devices.`,
+	Flags: []cli.Flag{memLimitFlag, deviceFlag, devicesFlag},
 	Action: func(c *cli.Context) error {
-		rc := graphs.RunConfig{}
-		if s := c.String(memLimitFlag.Name); s != "" {
-			b, err := sysmem.ParseSize(s)
-			if err != nil {
-				return fmt.Errorf("--mem-limit: %w", err)
-			}
-			rc.MemLimit = b
+		e, err := engineConfig(c)
+		if err != nil {
+			return err
 		}
+		rc := e.run
+		rc.Log, rc.Progress, rc.Verbose = nil, false, false
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		if e.dev != nil {
+			fmt.Printf("on %v", e.dev)
+			for _, d := range rc.Devices[min(1, len(rc.Devices)):] {
+				fmt.Printf(", %v", d)
+			}
+			fmt.Println()
+		}
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "workload\tsize\tbatches\tms/batch\tdrift\theap growth\tpeak RSS\tresult")
 		for _, d := range demoRows {
-			out, res, err := d.run(ctx, rc)
+			out, res, err := d.run(ctx, rc, e.dev)
 			if err != nil {
 				return fmt.Errorf("demo %s: %w", d.workload, err)
 			}
@@ -76,13 +82,13 @@ first batch to the last, peak RSS and the result.`,
 // uniform queries on [0, 1]). The cubic scheme reproduces x² exactly away
 // from the padded ends, so Σ_j value_j² ≈ M·x⁴ with mean M/5 per query, and
 // Σ_j value_j ≈ M·x² with mean M/3.
-func demoInterp(ctx context.Context, rc graphs.RunConfig, r ops.Reduce, m, g, n, batch int) (*graphs.Outcome, string, error) {
+func demoInterp(ctx context.Context, rc graphs.RunConfig, dev ops.Device, r ops.Reduce, m, g, n, batch int) (*graphs.Outcome, string, error) {
 	tab, err := ops.NewInterpTable(seedTable(m, g), m, g, 0, 1/float64(g-1), r, ops.MethodAuto, tensor.Float32)
 	if err != nil {
 		return nil, "", err
 	}
 	job, err := graphs.NewInterp(graphs.InterpConfig{Table: tab, Reduce: r, Dtype: tensor.Float32,
-		Queries: &graphs.UniformQueries{N: n, Lo: 0, Hi: 1, Seed: 1}})
+		Queries: &graphs.UniformQueries{N: n, Lo: 0, Hi: 1, Seed: 1}, Device: dev})
 	if err != nil {
 		return nil, "", err
 	}
@@ -103,7 +109,7 @@ func demoInterp(ctx context.Context, rc graphs.RunConfig, r ops.Reduce, m, g, n,
 // column's deciles to hold more than one batch each). For independent standard normals,
 // E|x − y| = 2/√π per value, so the mean off-diagonal affinity is about
 // −4096·2/√π ≈ −4622.
-func demoAffinity(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error) {
+func demoAffinity(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
 	const n, d = 2000, 64 * 64
 	rng := rand.New(rand.NewPCG(1, 0x5eed0003))
 	x := make([]float32, n*d)
@@ -114,7 +120,7 @@ func demoAffinity(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, st
 	if err != nil {
 		return nil, "", err
 	}
-	job, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL1})
+	job, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL1, Device: dev})
 	if err != nil {
 		return nil, "", err
 	}
@@ -128,13 +134,13 @@ func demoAffinity(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, st
 }
 
 // demoDRR renders the Shepp–Logan phantom over a 72-pose orbit.
-func demoDRR(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error) {
+func demoDRR(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
 	v := volume.Phantom(96, 192, 0.02)
 	poses, err := graphs.Orbit(72, [3]float64{}, 1020, 510, 128, 128, 2)
 	if err != nil {
 		return nil, "", err
 	}
-	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses})
+	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses, Device: dev})
 	if err != nil {
 		return nil, "", err
 	}
@@ -150,7 +156,7 @@ func demoDRR(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string,
 // boundaries (every batch the same work; in reflect mode the kernels run
 // grouped by ξ, and a group with a wider kernel costs more per batch, which
 // the drift column would show) and reports the strongest response.
-func demoWavelet(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, string, error) {
+func demoWavelet(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
 	n := [3]int{24, 24, 24}
 	rng := rand.New(rand.NewPCG(1, 0x5eed0002))
 	x := make([]float64, n[0]*n[1]*n[2])
@@ -170,7 +176,7 @@ func demoWavelet(ctx context.Context, rc graphs.RunConfig) (*graphs.Outcome, str
 	if err != nil {
 		return nil, "", err
 	}
-	job, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos})
+	job, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos, Device: dev})
 	if err != nil {
 		return nil, "", err
 	}
