@@ -69,15 +69,7 @@ func TestInterpCUDAMatchesCPU(t *testing.T) {
 	f, x := interpFixture(rng, m, g, batch)
 	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(x))
 	for _, c := range interpCases {
-		tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), c.r, c.me, tensor.Float32)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cpu := NewInterp1D(tab, c.r, c.me, tensor.Float32, batch)
-		want, err := cpu.Do(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tab, want := interpReference(t, f, m, g, batch, c.r, c.me, in)
 		gop, err := OnDevice(NewInterp1D(tab, c.r, c.me, tensor.Float32, batch), dev)
 		if err != nil {
 			t.Fatal(err)

@@ -149,15 +149,8 @@ func TestEmuInterpKernel(t *testing.T) {
 	f, x := interpFixture(rng, m, g, batch)
 	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(append([]float32(nil), x...)))
 	for _, c := range interpCases {
-		tab, err := NewInterpTable(f, m, g, 0, 1.0/(g-1), c.r, c.me, tensor.Float32)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tab, want := interpReference(t, f, m, g, batch, c.r, c.me, in)
 		op := NewInterp1D(tab, c.r, c.me, tensor.Float32, batch)
-		want, err := op.Do(in)
-		if err != nil {
-			t.Fatal(err)
-		}
 		outN := batch
 		if c.r == ReduceNone {
 			outN = batch * m
@@ -399,6 +392,21 @@ func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols,
 		poses = append(poses, p...)
 	}
 	return vol, tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+}
+
+// interpReference is the table of f for r and me, and the CPU op's result
+// for the queries in.
+func interpReference(t *testing.T, f []float64, m, g, batch int, r Reduce, me Method, in *tensor.Dense) (*InterpTable, *tensor.Dense) {
+	t.Helper()
+	tab, err := NewInterpTable(f, m, g, 0, 1.0/float64(g-1), r, me, tensor.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewInterp1D(tab, r, me, tensor.Float32, batch).Do(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab, want.(*tensor.Dense)
 }
 
 // interpCases are the reduction/method pairs every interp path is tested on.

@@ -233,6 +233,15 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	return op.out, nil
 }
 
+// invNorm is 1/‖row‖, summed in float64.
+func invNorm[T float32 | float64](row []T) float64 {
+	var ss float64
+	for _, v := range row {
+		ss += float64(v) * float64(v)
+	}
+	return 1 / math.Sqrt(ss)
+}
+
 // blockRows is the block's rows: the rows input, or with RowsFromData
 // (rows nil) the m images from lo on.
 func blockRows[T float32 | float64](rows *tensor.Dense, x []T, lo, m, d int) []T {
@@ -271,11 +280,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 			return
 		}
 		for i := lo; i < hi; i++ {
-			var ss float64
-			for _, v := range rows[i*dd : (i+1)*dd] {
-				ss += float64(v) * float64(v)
-			}
-			ri := 1 / math.Sqrt(ss) // padding rows are zero: Inf, discarded
+			ri := invNorm(rows[i*dd : (i+1)*dd]) // padding rows are zero: Inf, discarded
 			o := out[i*n+c0 : (i+1)*n]
 			for j := range o {
 				o[j] = T(float64(o[j]) * ri / norm[c0+j])

@@ -5,7 +5,6 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"math"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -79,8 +78,9 @@ func (op *pairwiseCUDA) setup() error {
 	}
 	op.arena = a
 	d := op.Data
+	sizes := op.buffers()
 	for i, p := range []*cuda.DevicePtr{&op.x, &op.norm, &op.rows, &op.rinv, &op.dout, &op.ws} {
-		if b := op.buffers()[i]; b > 0 {
+		if b := sizes[i]; b > 0 {
 			if *p, err = a.Alloc(b); err != nil {
 				return err
 			}
@@ -131,11 +131,7 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 		}
 		if op.Metric == MetricCosine {
 			for i := range op.Batch {
-				var ss float64
-				for _, v := range r[i*d.D : (i+1)*d.D] {
-					ss += float64(v) * float64(v)
-				}
-				op.rinvHost[i] = 1 / math.Sqrt(ss) // padding rows are zero: Inf, discarded
+				op.rinvHost[i] = invNorm(r[i*d.D : (i+1)*d.D]) // padding rows are zero: Inf, discarded
 			}
 			if err := cuda.Upload(op.dev, op.rinv, op.rinvHost); err != nil {
 				return nil, err

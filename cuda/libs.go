@@ -1,5 +1,9 @@
 //go:build tapeloop_cuda || tapeloop_cudaemu
 
+// The types of the two libraries loaded at run time, cuBLAS and cuFFT,
+// shared by the driver (cublas.go, cufft.go) and the emulator
+// (cublas_emu.go, cufft_emu.go).
+
 package cuda
 
 import "sync"
