@@ -100,8 +100,8 @@ func Download2D[T any](d *Device, dst []T, dpitch int, src DevicePtr, spitch, ro
 	if rows <= 0 || cols <= 0 {
 		return nil
 	}
-	if cols > dpitch || cols > spitch || (rows-1)*dpitch+cols > len(dst) {
-		return fmt.Errorf("%w: a %d×%d copy with pitches %d and %d into %d elements", ErrDevice, rows, cols, dpitch, spitch, len(dst))
+	if err := check2D(len(dst), dpitch, spitch, rows, cols); err != nil {
+		return err
 	}
 	sz := int64(unsafe.Sizeof(dst[0]))
 	return d.Do(func() error {
@@ -110,6 +110,15 @@ func Download2D[T any](d *Device, dst []T, dpitch int, src DevicePtr, spitch, ro
 		}
 		return nil
 	})
+}
+
+// check2D checks that a rows×cols copy with the given pitches fits its
+// destination of n elements.
+func check2D(n, dpitch, spitch, rows, cols int) error {
+	if cols > dpitch || cols > spitch || (rows-1)*dpitch+cols > n {
+		return fmt.Errorf("%w: a %d×%d copy with pitches %d and %d into %d elements", ErrDevice, rows, cols, dpitch, spitch, n)
+	}
+	return nil
 }
 
 // Poison fills n float32s at p with NaN, so that elements a kernel fails

@@ -17,11 +17,13 @@ typedef int (*mathmode_t)(void *, int);
 typedef int (*sgemm_t)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
                        const float *, float *, int);
 typedef int (*setws_t)(void *, void *, size_t);
+typedef int (*setstream_t)(void *, void *);
 
 static create_t b_create;
 static mathmode_t b_mathmode;
 static sgemm_t b_sgemm;
 static setws_t b_setws; // cublasSetWorkspace_v2: optional, absent before cuBLAS 11.4
+static setstream_t b_setstream;
 
 static int tl_cublas_load(const char *path) {
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -30,7 +32,8 @@ static int tl_cublas_load(const char *path) {
 	b_mathmode = (mathmode_t)dlsym(lib, "cublasSetMathMode");
 	b_sgemm = (sgemm_t)dlsym(lib, "cublasSgemm_v2");
 	b_setws = (setws_t)dlsym(lib, "cublasSetWorkspace_v2");
-	return b_create && b_mathmode && b_sgemm;
+	b_setstream = (setstream_t)dlsym(lib, "cublasSetStream_v2");
+	return b_create && b_mathmode && b_sgemm && b_setstream;
 }
 static int tl_cublas_preload(const char *path) { return dlopen(path, RTLD_NOW | RTLD_GLOBAL) != 0; }
 static int tl_cublas_create(uintptr_t *h) { void *p = 0; int r = b_create(&p); *h = (uintptr_t)p; return r; }
@@ -39,6 +42,7 @@ static int tl_cublas_mathmode(uintptr_t h, int mode) { return b_mathmode((void *
 static int tl_cublas_setws(uintptr_t h, uintptr_t ws, size_t bytes) {
 	return b_setws ? b_setws((void *)h, (void *)ws, bytes) : -1;
 }
+static int tl_cublas_setstream(uintptr_t h, uintptr_t s) { return b_setstream((void *)h, (void *)s); }
 // C (m×n, column-major, ldc) = op(A)·op(B), alpha 1, beta 0.
 static int tl_cublas_sgemm(uintptr_t h, int ta, int tb, int m, int n, int k, uintptr_t a, int lda, uintptr_t b,
                            int ldb, uintptr_t c, int ldc) {
@@ -55,8 +59,6 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	"gorgonia.org/cu"
 )
 
 var (
@@ -127,15 +129,26 @@ func (d *Device) NewBLAS(tf32 bool, ws DevicePtr, wsBytes int64) (*BLAS, error) 
 }
 
 // GemmTN sets C (m×n, column-major, leading dimension ldc) to Aᵀ·B for A
-// (k×m, lda) and B (k×n, ldb), all column-major float32 on the device.
-// Row-major, that is C'(n×m) = B'·A'ᵀ: the dot products of B's rows with
-// A's rows.
+// (k×m, lda) and B (k×n, ldb), all column-major float32 on the device, and
+// waits for it. Row-major, that is C'(n×m) = B'·A'ᵀ: the dot products of
+// B's rows with A's rows.
 func (b *BLAS) GemmTN(m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, c DevicePtr, ldc int) error {
-	return b.dev.timed(func() error {
-		if r := C.tl_cublas_sgemm(C.uintptr_t(b.h), 1, 0, C.int(m), C.int(n), C.int(k), C.uintptr_t(a), C.int(lda),
-			C.uintptr_t(bb), C.int(ldb), C.uintptr_t(c), C.int(ldc)); r != 0 {
-			return fmt.Errorf("%w: cublasSgemm: status %d", ErrDevice, int(r))
-		}
-		return cu.Synchronize()
-	})
+	return b.dev.timed(func() error { return b.gemmTN(b.dev.def, m, n, k, a, lda, bb, ldb, c, ldc) })
+}
+
+// GemmTNOn queues GemmTN's product on stream s without waiting for it.
+func (b *BLAS) GemmTNOn(s *Stream, m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, c DevicePtr, ldc int) error {
+	return b.dev.Do(func() error { return b.gemmTN(s, m, n, k, a, lda, bb, ldb, c, ldc) })
+}
+
+// gemmTN queues the product on s; it runs inside Do.
+func (b *BLAS) gemmTN(s *Stream, m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, c DevicePtr, ldc int) error {
+	if r := C.tl_cublas_setstream(C.uintptr_t(b.h), C.uintptr_t(uintptr(unsafe.Pointer(s.s.C())))); r != 0 {
+		return fmt.Errorf("%w: cublasSetStream: status %d", ErrDevice, int(r))
+	}
+	if r := C.tl_cublas_sgemm(C.uintptr_t(b.h), 1, 0, C.int(m), C.int(n), C.int(k), C.uintptr_t(a), C.int(lda),
+		C.uintptr_t(bb), C.int(ldb), C.uintptr_t(c), C.int(ldc)); r != 0 {
+		return fmt.Errorf("%w: cublasSgemm: status %d", ErrDevice, int(r))
+	}
+	return nil
 }

@@ -32,6 +32,17 @@ func (d *Device) NewBLAS(tf32 bool, ws DevicePtr, wsBytes int64) (*BLAS, error) 
 // operands must lie in allocations; TF32 rounds A and B to TF32 (10
 // mantissa bits) and sums in float32, as tensor cores do.
 func (b *BLAS) GemmTN(m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, c DevicePtr, ldc int) error {
+	return b.dev.timed(func() error { return b.gemmTN(b.dev.def, m, n, k, a, lda, bb, ldb, c, ldc) })
+}
+
+// GemmTNOn queues GemmTN's product on stream s.
+func (b *BLAS) GemmTNOn(s *Stream, m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, c DevicePtr, ldc int) error {
+	return b.dev.Do(func() error { return b.gemmTN(s, m, n, k, a, lda, bb, ldb, c, ldc) })
+}
+
+// gemmTN checks the arguments now, as cuBLAS does, and queues the product
+// on s (the operands are looked up when it runs).
+func (b *BLAS) gemmTN(s *Stream, m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, c DevicePtr, ldc int) error {
 	if m < 0 || n < 0 || k < 0 || lda < max(1, k) || ldb < max(1, k) || ldc < max(1, m) {
 		return fmt.Errorf("%w: cublasSgemm: status %d", ErrDevice, cublasInvalidValue)
 	}
@@ -40,7 +51,7 @@ func (b *BLAS) GemmTN(m, n, k int, a DevicePtr, lda int, bb DevicePtr, ldb int, 
 	}
 	drv := b.dev.drv
 	extent := func(ld, cols, rows int) int64 { return 4 * (int64(ld)*int64(cols-1) + int64(rows)) }
-	return b.dev.timed(func() error {
+	return s.s.enqueue(func() error {
 		var ops [3][]float32
 		for i, o := range []struct {
 			name string

@@ -45,6 +45,7 @@ func (f *FFT3) arrays(what string, in, out DevicePtr, inBytes, outBytes int64) (
 		return nil, nil, fmt.Errorf("%w: %s: misaligned arrays", ErrDevice, what)
 	}
 	drv := f.dev.drv
+	drv.land() // the default stream's earlier copies
 	i, err := drv.span(what+" input", in, inBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrDevice, err)

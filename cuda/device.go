@@ -18,6 +18,7 @@ type Device struct {
 	Name    string
 	drv     *driver    // the CUDA driver (driver.go) or the emulator (driver_emu.go)
 	mu      sync.Mutex // serialises Do: one CUDA call sequence at a time
+	def     *Stream    // the default stream, with its timing events
 
 	limit, inArenas int64   // bytes arenas may take (0: no limit), and take now
 	busy            float64 // seconds of GPU work timed so far
@@ -50,28 +51,24 @@ const (
 // a float64 or a DevicePtr (every tapeloop kernel parameter is 8 bytes
 // wide).
 func (d *Device) Run(name string, gx, gy, block int, args ...any) error {
-	fn, err := d.launcher(name, gx, gy, block, args)
+	words, err := launchWords(name, gx, gy, block, args)
 	if err != nil {
 		return err
 	}
-	return d.timed(fn)
+	return d.timed(func() error { return d.def.launch(name, gx, gy, block, words) })
 }
 
 // Launch queues kernel name like Run but does not wait for it: work
-// queued between Begin and End runs back to back on the device's stream,
-// and a fault in it is returned by End (or by the next copy from the
-// device).
+// queued between Begin and End runs back to back on the device's default
+// stream, and a fault in it is returned by End (or by the next copy from
+// the device).
 func (d *Device) Launch(name string, gx, gy, block int, args ...any) error {
-	fn, err := d.launcher(name, gx, gy, block, args)
-	if err != nil {
-		return err
-	}
-	return d.Do(fn)
+	return d.def.Launch(name, gx, gy, block, args...)
 }
 
-// launcher checks a launch's configuration, turns its arguments into the
-// 8-byte words the kernel takes, and returns the call that queues it.
-func (d *Device) launcher(name string, gx, gy, block int, args []any) (func() error, error) {
+// launchWords checks a launch's configuration and turns its arguments
+// into the 8-byte words the kernel takes.
+func launchWords(name string, gx, gy, block int, args []any) ([]uint64, error) {
 	if gx < 1 || gx > maxGridX || gy < 1 || gy > maxGridY || block < 1 || block > maxBlock {
 		return nil, fmt.Errorf("%w: %s: launch of %d×%d blocks of %d threads is outside the GPU's limits", ErrDevice, name, gx, gy, block)
 	}
@@ -88,42 +85,30 @@ func (d *Device) launcher(name string, gx, gy, block int, args []any) (func() er
 			return nil, fmt.Errorf("%w: %s: argument %d is a %T", ErrDevice, name, i, a)
 		}
 	}
-	return func() error {
-		if err := d.drv.launch(name, gx, gy, block, words); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrDevice, name, err)
-		}
-		return nil
-	}, nil
+	return words, nil
 }
 
-// timed runs fn, work on the device's stream, inside Do, waits for it,
+// timed runs fn, work on the default stream, inside Do, waits for it,
 // and adds its GPU time (between two CUDA events) to BusySeconds.
 func (d *Device) timed(fn func() error) error {
 	return d.Do(func() error {
-		if err := d.drv.begin(); err != nil {
+		if err := d.def.begin(); err != nil {
 			return err
 		}
 		if err := fn(); err != nil {
 			return err
 		}
-		s, err := d.drv.end()
-		d.busy += s
-		return err
+		return d.def.end()
 	})
 }
 
-// Begin starts timing the work queued from now on (Launch, FFT3, Zero).
-func (d *Device) Begin() error { return d.Do(d.drv.begin) }
+// Begin starts timing the work queued on the default stream from now on
+// (Launch, FFT3, Zero).
+func (d *Device) Begin() error { return d.def.Begin() }
 
-// End waits for the work queued since Begin, adds its GPU time to
-// BusySeconds, and returns the first fault in it.
-func (d *Device) End() error {
-	return d.Do(func() error {
-		s, err := d.drv.end()
-		d.busy += s
-		return err
-	})
-}
+// End waits for the work queued on the default stream since Begin, adds
+// its GPU time to BusySeconds, and returns the first fault in it.
+func (d *Device) End() error { return d.def.End() }
 
 // BusySeconds is the GPU time of every kernel, GEMM and FFT run so far, as
 // CUDA events measure it: the device's share of a batch, without the

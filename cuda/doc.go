@@ -6,9 +6,11 @@
 // call goes through Device.Do), the kernels of kernels/*.cu loaded from
 // their PTX (committed beside the sources, embedded, JIT-compiled by the
 // driver for the GPU at hand), and a pair of CUDA events that time every
-// kernel, GEMM and FFT (BusySeconds). Work goes on the context's default
-// stream and every call waits for it, so errors surface at the call that
-// caused them; copies are not yet overlapped with kernels.
+// kernel, GEMM and FFT (BusySeconds). Most work goes on the context's
+// default stream and every call waits for it, so errors surface at the
+// call that caused them. Streams (stream.go) let an op overlap its copies
+// back with its kernels, ordered by events (After) and waited for with
+// End or Sync; the affinity op does.
 //
 // An Arena is one plain device allocation made once per Program, sized by
 // the planner under --mem-limit, from which the ops take their buffers:
@@ -23,7 +25,8 @@
 // cufft_emu.go, pinned_emu.go, emu_kernels.cc): the kernels of
 // kernels/*.cu under kernels/emu, cuBLAS and cuFFT as reference loops,
 // with checks a GPU does not make (allocation bounds, guard zones, NaN-
-// filled fresh memory). It lets CI run the GPU flavour's whole host side.
+// filled fresh memory, streams that run work in the least favourable order
+// allowed). It lets CI run the GPU flavour's whole host side.
 //
 // `make generate` rebuilds the PTX with nvcc (compute_80, which the A100,
 // H100 and H200 generation JIT-compiles); TestPTXCurrent fails when the

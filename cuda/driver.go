@@ -26,11 +26,17 @@ const Emulated = false
 // driver is a CUDA context with tapeloop's kernels loaded, reached through
 // gorgonia.org/cu (driver_emu.go is the emulator with the same methods).
 type driver struct {
-	ctx         *cu.Ctx
-	mods        []cu.Module
-	funcs       map[string]cu.Function
-	start, stop cu.Event // timing
+	ctx   *cu.Ctx
+	mods  []cu.Module
+	funcs map[string]cu.Function
 }
+
+// A stream and an event of the driver; the zero stream is the context's
+// default (legacy) stream.
+type (
+	stream = cu.Stream
+	event  = cu.Event
+)
 
 // Open creates a context on GPU ordinal and loads every kernel.
 func Open(ordinal int) (d *Device, err error) {
@@ -54,14 +60,8 @@ func Open(ordinal int) (d *Device, err error) {
 		}
 	}()
 	drv.ctx = cu.NewContext(dev, cu.SchedAuto)
-	if err := d.Do(func() (err error) {
-		if drv.start, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
-			return err
-		}
-		drv.stop, err = cu.MakeEvent(cu.DefaultEvent)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("%w: events on device %d: %v", ErrDevice, ordinal, err)
+	if err := d.Do(func() (err error) { d.def, err = newStreamOn(d, stream{}); return err }); err != nil {
+		return nil, err
 	}
 	files, err := fs.Glob(ptx, "kernels/*.ptx")
 	if err != nil {
@@ -93,32 +93,30 @@ func (drv *driver) close() error             { return drv.ctx.Close() }
 
 func (drv *driver) memInfo() (free, total int64, err error) { return cu.MemInfo() }
 
-// begin records the start event on the default stream.
-func (drv *driver) begin() error {
-	if err := drv.start.Record(cu.Stream{}); err != nil {
-		return fmt.Errorf("%w: cuEventRecord: %v", ErrDevice, err)
+func (drv *driver) newStream() (stream, error)   { return cu.MakeStream(cu.NonBlocking) }
+func (drv *driver) destroyStream(s stream) error { return s.Destroy() }
+
+// newEvent makes an event; one without timing is cheaper to wait on.
+func (drv *driver) newEvent(timing bool) (event, error) {
+	if timing {
+		return cu.MakeEvent(cu.DefaultEvent)
 	}
-	return nil
+	return cu.MakeEvent(cu.DisableTiming)
 }
 
-// end records the stop event, waits for it (so for everything queued
-// before it, whose faults it returns) and returns the GPU time since begin.
-func (drv *driver) end() (float64, error) {
-	if err := drv.stop.Record(cu.Stream{}); err != nil {
-		return 0, fmt.Errorf("%w: cuEventRecord: %v", ErrDevice, err)
-	}
-	if err := drv.stop.Synchronize(); err != nil {
-		return 0, fmt.Errorf("%w: cuEventSynchronize: %v", ErrDevice, err)
-	}
-	ms, err := drv.start.Elapsed(drv.stop)
-	if err != nil {
-		return 0, fmt.Errorf("%w: cuEventElapsedTime: %v", ErrDevice, err)
-	}
-	return ms / 1e3, nil
+func (drv *driver) record(e event, s stream) error { return e.Record(s) }
+func (drv *driver) wait(s stream, e event) error   { return s.Wait(e, 0) }
+func (drv *driver) syncEvent(e event) error        { return e.Synchronize() }
+func (drv *driver) syncStream(s stream) error      { return s.Synchronize() }
+
+// elapsed is the GPU time between two recorded events, in seconds.
+func (drv *driver) elapsed(start, stop event) (float64, error) {
+	ms, err := start.Elapsed(stop)
+	return ms / 1e3, err
 }
 
-// launch queues a kernel on the default stream.
-func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error {
+// launch queues a kernel on stream s.
+func (drv *driver) launch(s stream, name string, gx, gy, block int, words []uint64) error {
 	fn, ok := drv.funcs[name]
 	if !ok {
 		return fmt.Errorf("no kernel %q", name)
@@ -127,7 +125,7 @@ func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error 
 	for i := range words {
 		ptrs[i] = unsafe.Pointer(&words[i])
 	}
-	if err := fn.Launch(gx, gy, 1, block, 1, 1, 0, cu.Stream{}, ptrs); err != nil {
+	if err := fn.Launch(gx, gy, 1, block, 1, 1, 0, s, ptrs); err != nil {
 		return fmt.Errorf("launching: %v", err)
 	}
 	return nil
@@ -143,8 +141,17 @@ func (drv *driver) toHost(dst unsafe.Pointer, src DevicePtr, n int64) error {
 	return cu.MemcpyDtoH(dst, src, n)
 }
 func (drv *driver) toHost2D(dst unsafe.Pointer, dpitch int64, src DevicePtr, spitch, width, height int64) error {
-	return cu.Memcpy2D(cu.Memcpy2dParam{Height: height, WidthInBytes: width,
+	return cu.Memcpy2D(copy2D(dst, dpitch, src, spitch, width, height))
+}
+func (drv *driver) toHost2DAsync(s stream, dst unsafe.Pointer, dpitch int64, src DevicePtr, spitch, width, height int64) error {
+	return cu.Memcpy2DAsync(copy2D(dst, dpitch, src, spitch, width, height), s)
+}
+
+// copy2D describes a copy of height rows of width bytes from the device to
+// the host.
+func copy2D(dst unsafe.Pointer, dpitch int64, src DevicePtr, spitch, width, height int64) cu.Memcpy2dParam {
+	return cu.Memcpy2dParam{Height: height, WidthInBytes: width,
 		DstHost: dst, DstMemoryType: cu.HostMemory, DstPitch: dpitch,
-		SrcDevice: src, SrcMemoryType: cu.DeviceMemory, SrcPitch: spitch})
+		SrcDevice: src, SrcMemoryType: cu.DeviceMemory, SrcPitch: spitch}
 }
 func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error { return cu.MemsetD32(p, v, n) }

@@ -37,7 +37,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"time"
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -63,9 +62,9 @@ var guardPattern = bytes.Repeat([]byte{0xa5}, guardBytes)
 var emuLaunch sync.Mutex // the emulator's state is global: one launch at a time
 
 type driver struct {
-	began       time.Time // begin's time
 	total, used int64
 	allocs      map[DevicePtr]allocation // the live allocations
+	inFlight    []func()                 // copies to the device not yet landed (stream_emu.go)
 }
 
 type allocation struct {
@@ -97,17 +96,15 @@ func Open(ordinal int) (*Device, error) {
 	if ordinal < 0 || ordinal >= n {
 		return nil, fmt.Errorf("%w: device %d does not exist (%d GPUs)", ErrDevice, ordinal, n)
 	}
-	return &Device{Ordinal: ordinal, Name: "CUDA emulator on the CPU",
-		drv: &driver{total: mem, allocs: map[DevicePtr]allocation{}}}, nil
+	drv := &driver{total: mem, allocs: map[DevicePtr]allocation{}}
+	d := &Device{Ordinal: ordinal, Name: "CUDA emulator on the CPU", drv: drv}
+	if d.def, err = newStreamOn(d, &emuStream{drv: drv, def: true}); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 func (drv *driver) do(fn func() error) error { return fn() }
-
-// begin and end time the work in between by the wall clock: the
-// emulator's time, not a GPU's (every emulated call runs to its end).
-func (drv *driver) begin() error { drv.began = time.Now(); return nil }
-
-func (drv *driver) end() (float64, error) { return time.Since(drv.began).Seconds(), nil }
 
 func (drv *driver) close() error {
 	var err error
@@ -146,6 +143,7 @@ func (drv *driver) alloc(n int64) (DevicePtr, error) {
 }
 
 func (drv *driver) free(p DevicePtr) error {
+	drv.land()
 	a, ok := drv.allocs[p]
 	if !ok {
 		return fmt.Errorf("cuMemFree of %#x: not an allocation", uintptr(p))
@@ -178,16 +176,35 @@ func (drv *driver) span(what string, p DevicePtr, n int64) (unsafe.Pointer, erro
 	return nil, fmt.Errorf("%s: the %d bytes at %#x are not inside one allocation", what, n, uintptr(p))
 }
 
+// toDevice is a synchronous copy from pageable host memory: it returns
+// once the source is read, but the data lands on the device only at the
+// next work on the default stream or when a stream waits for it (see
+// stream_emu.go).
 func (drv *driver) toDevice(dst DevicePtr, src unsafe.Pointer, n int64) error {
-	d, err := drv.span("cuMemcpyHtoD", dst, n)
-	if err != nil {
+	drv.land()
+	if _, err := drv.span("cuMemcpyHtoD", dst, n); err != nil {
 		return err
 	}
-	copy(unsafe.Slice((*byte)(d), n), unsafe.Slice((*byte)(src), n))
+	data := bytes.Clone(unsafe.Slice((*byte)(src), n))
+	drv.inFlight = append(drv.inFlight, func() {
+		if d, err := drv.span("cuMemcpyHtoD", dst, n); err == nil { // free lands copies first
+			copy(unsafe.Slice((*byte)(d), n), data)
+		}
+	})
 	return nil
 }
 
+// land completes the copies to the device in flight.
+func (drv *driver) land() {
+	for i, fn := range drv.inFlight {
+		fn()
+		drv.inFlight[i] = nil
+	}
+	drv.inFlight = drv.inFlight[:0]
+}
+
 func (drv *driver) toHost(dst unsafe.Pointer, src DevicePtr, n int64) error {
+	drv.land()
 	s, err := drv.span("cuMemcpyDtoH", src, n)
 	if err != nil {
 		return err
@@ -197,7 +214,13 @@ func (drv *driver) toHost(dst unsafe.Pointer, src DevicePtr, n int64) error {
 }
 
 func (drv *driver) toHost2D(dst unsafe.Pointer, dpitch int64, src DevicePtr, spitch, width, height int64) error {
-	s, err := drv.span("cuMemcpy2D", src, (height-1)*spitch+width)
+	drv.land()
+	return drv.read2D("cuMemcpy2D", dst, dpitch, src, spitch, width, height)
+}
+
+// read2D copies height rows of width bytes from the device to the host.
+func (drv *driver) read2D(what string, dst unsafe.Pointer, dpitch int64, src DevicePtr, spitch, width, height int64) error {
+	s, err := drv.span(what, src, (height-1)*spitch+width)
 	if err != nil {
 		return err
 	}
@@ -208,6 +231,7 @@ func (drv *driver) toHost2D(dst unsafe.Pointer, dpitch int64, src DevicePtr, spi
 }
 
 func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error {
+	drv.land()
 	if p%4 != 0 {
 		return fmt.Errorf("cuMemsetD32 at %#x: misaligned", uintptr(p))
 	}
@@ -222,9 +246,9 @@ func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error {
 	return nil
 }
 
-// launch runs the kernel under the emulator, then checks every
+// launchNow runs the kernel under the emulator, then checks every
 // allocation's guard zone.
-func (drv *driver) launch(name string, gx, gy, block int, words []uint64) error {
+func (drv *driver) launchNow(name string, gx, gy, block int, words []uint64) error {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var w *C.uint64_t

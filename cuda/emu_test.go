@@ -190,3 +190,88 @@ func TestEmulatedFFT(t *testing.T) {
 		}
 	}
 }
+
+// TestEmulatedStreams: the emulator runs a stream's work in the order
+// least favourable to code that forgets After or Sync (stream_emu.go), so
+// each omission below gives stale results, and the correct sequence the
+// right ones.
+func TestEmulatedStreams(t *testing.T) {
+	d := openEmu(t)
+	a, err := d.NewArena(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8 // complex values
+	p, _ := a.Alloc(8 * n)
+	q, _ := a.Alloc(8 * n)
+	fill := func(at DevicePtr, re float32) {
+		v := make([]float32, 2*n)
+		for i := 0; i < 2*n; i += 2 {
+			v[i] = re
+		}
+		if err := Upload(d, at, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	comp, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run: p = 2, q = qv (through the default stream, after which the
+	// streams wait for it or not), p *= q on comp, p copied back on cp
+	// after comp or not, waited for or not; it returns p's first value as
+	// the host sees it (−1 if the copy has not landed).
+	run := func(qv float32, afterDefault, after, sync bool) float32 {
+		fill(p, 2)
+		fill(q, qv)
+		if afterDefault {
+			if err := comp.After(d.Default()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := comp.Launch("cmul", 1, 1, 32, p, q, int64(n)); err != nil {
+			t.Fatal(err)
+		}
+		if after {
+			if err := cp.After(comp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		host := make([]float32, 2*n)
+		host[0] = -1
+		if err := Download2DAsync(cp, host, 2*n, p, 2*n, 1, 2*n); err != nil {
+			t.Fatal(err)
+		}
+		seen := host[0]
+		if sync {
+			if err := cp.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			seen = host[0]
+		}
+		if err := comp.Sync(); err != nil { // before the next run's copies
+			t.Fatal(err)
+		}
+		return seen
+	}
+	for _, c := range []struct {
+		name                      string
+		q                         float32
+		afterDefault, after, sync bool
+		want                      float32
+	}{
+		{"ordered and waited for", 3, true, true, true, 6},
+		{"copy not ordered after the kernel", 3, true, false, true, 2},
+		{"copy not waited for", 3, true, true, false, -1},
+		{"kernel not ordered after the uploads", 5, false, true, true, 2 * 3}, // q of the run before
+		{"ordered and waited for", 5, true, true, true, 10},
+	} {
+		if got := run(c.q, c.afterDefault, c.after, c.sync); got != c.want {
+			t.Errorf("%s (q = %v): the host sees %v, want %v", c.name, c.q, got, c.want)
+		}
+	}
+}

@@ -197,9 +197,11 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 		for _, c := range []struct {
 			upper, fromData bool
 			lo, rows        int // the block's first row, and the rows it holds
-		}{{false, false, 60, batch}, {true, false, 60, batch}, {false, true, 60, batch}, {true, true, 60, batch},
-			{true, true, 130, 20}, {false, true, 135, 15}} {
-			name := fmt.Sprintf("%v tf32=%v upper=%v fromData=%v rows %d…%d", metric, mc.tf32, c.upper, c.fromData, c.lo, c.lo+c.rows-1)
+			chunk           int // rows per chunk (0: the op's choice, one chunk here)
+		}{{false, false, 60, batch, 0}, {true, false, 60, batch, 0}, {false, true, 60, batch, 0}, {true, true, 60, batch, 0},
+			{true, true, 130, 20, 0}, {false, true, 135, 15, 0},
+			{false, false, 60, batch, 16}, {true, true, 60, batch, 16}, {true, true, 130, 20, 16}, {false, true, 135, 15, 7}} {
+			name := fmt.Sprintf("%v tf32=%v upper=%v fromData=%v rows %d…%d chunk %d", metric, mc.tf32, c.upper, c.fromData, c.lo, c.lo+c.rows-1, c.chunk)
 			idx := make([]float64, batch) // a short block's index is padded with zeros
 			rowsIn := make([]float32, batch*d)
 			for i := range c.rows {
@@ -224,10 +226,38 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			op := gop.(*pairwiseCUDA)
-			v, err := op.Do(in...)
+			op.chunk = c.chunk
+			ref := want.Data().([]float32)
+			c0 := 0
+			if c.upper {
+				c0 = c.lo
+			}
+			// check compares the rows the block holds, the columns both
+			// compute; with marked, what the GPU must not copy back must
+			// still read 777.
+			check := func(got []float32, run string, marked bool) {
+				var gs, ws []float32
+				for i := range c.rows {
+					for j := c0; j < n; j++ {
+						gs, ws = append(gs, got[i*n+j]), append(ws, ref[i*n+j])
+					}
+				}
+				if e := normRel(gs, ws); !(e <= tol) {
+					t.Errorf("%s, %s: relative error %.3g", name, run, e)
+				}
+				for i := range batch {
+					for j := range n {
+						if marked && (i >= c.rows && c.fromData || j < c0) && got[i*n+j] != 777 {
+							t.Fatalf("%s: (%d, %d) = %v, copied back", name, i, j, got[i*n+j])
+						}
+					}
+				}
+			}
+			v, err := op.Do(in...) // the first block: the images go up
 			if err != nil {
 				t.Fatal(err)
 			}
+			check(v.Data().([]float32), "first block", false)
 			// Poison the device output and mark the host's: what the GPU
 			// does not compute stays NaN, what it must not copy back 777.
 			if err := cuda.Poison(dev, op.dout, int64(batch*n)); err != nil {
@@ -240,29 +270,7 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 			if _, err := op.Do(in...); err != nil {
 				t.Fatal(err)
 			}
-			ref := want.Data().([]float32)
-			c0 := 0
-			if c.upper {
-				c0 = c.lo
-			}
-			var gs, ws []float32 // the columns both compute
-			for i := range batch {
-				for j := range n {
-					g := got[i*n+j]
-					if i >= c.rows && c.fromData || j < c0 {
-						if g != 777 {
-							t.Fatalf("%s: (%d, %d) = %v, copied back", name, i, j, g)
-						}
-						continue
-					}
-					if i < c.rows {
-						gs, ws = append(gs, g), append(ws, ref[i*n+j])
-					}
-				}
-			}
-			if e := normRel(gs, ws); !(e <= tol) {
-				t.Errorf("%s: relative error %.3g", name, e)
-			}
+			check(got, "second block", true)
 		}
 	}
 }

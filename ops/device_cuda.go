@@ -35,3 +35,8 @@ func run(dev *cuda.Device, l launch) error { return dev.Run(l.Kernel, l.GX, l.GY
 func enqueue(dev *cuda.Device, l launch) error {
 	return dev.Launch(l.Kernel, l.GX, l.GY, l.Block, l.Args...)
 }
+
+// enqueueOn queues l on stream s.
+func enqueueOn(s *cuda.Stream, l launch) error {
+	return s.Launch(l.Kernel, l.GX, l.GY, l.Block, l.Args...)
+}

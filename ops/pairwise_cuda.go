@@ -13,23 +13,35 @@ import (
 )
 
 // pairwiseCUDA is Pairwise on a GPU: the N images resident on the device;
-// per block of rows, l1 and l2 are one launch of a tiled kernel (64×64
-// output tiles, 4×4 per thread), dot and cosine a cuBLAS GEMM (TF32 tensor
-// cores with the op's TF32). With RowsFromData the block's rows are read
-// where they already are, among the resident images: nothing goes up per
-// block. With Upper it computes the columns from the block's first row on,
-// like the CPU op, and copies only those back (cuMemcpy2D); the host
-// output keeps the other columns' earlier values, as the CPU op's does.
+// per block of rows, l1 and l2 are a tiled kernel (64×64 output tiles, 4×4
+// per thread), dot and cosine a cuBLAS GEMM (TF32 tensor cores with the
+// op's TF32). With RowsFromData the block's rows are read where they
+// already are, among the resident images: nothing goes up per block. With
+// Upper it computes the columns from the block's first row on, like the
+// CPU op, and copies only those back (cuMemcpy2D); the host output keeps
+// the other columns' earlier values, as the CPU op's does.
+//
+// The block is computed in chunks of rows on one stream and copied back on
+// another, each chunk's copy ordered after its computation: the copy of
+// one chunk overlaps the computation of the next, so the bus and the
+// arithmetic units work at once.
 type pairwiseCUDA struct {
 	*Pairwise
 	dev                       *cuda.Device
 	arena                     *cuda.Arena
-	blas                      *cuda.BLAS // dot and cosine: cuBLAS GEMM
+	blas                      *cuda.BLAS   // dot and cosine: cuBLAS GEMM
+	comp, copy                *cuda.Stream // computation, and the copies back
+	chunk                     int          // rows per chunk; 0: chunkRows's choice
 	x, norm, rows, rinv, dout cuda.DevicePtr
 	ws                        cuda.DevicePtr // cuBLAS workspace, in the arena
 	rinvHost                  []float64
 	pinned                    cuda.Pinned
 }
+
+// chunkRows splits a block of m rows into up to four chunks, each a whole
+// number of the kernel's 64-row tiles: few enough that each GEMM or launch
+// fills the GPU, enough that all but one chunk's copy overlaps work.
+func chunkRows(m int) int { return max(64, (m+4*64-1)/(4*64)*64) }
 
 func newPairwiseCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
 	if op.Data.Dtype != tensor.Float32 {
@@ -122,7 +134,10 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 	}
 	a, rinv := op.rows, op.rinv // the block's rows and their reciprocal norms
 	if op.RowsFromData {
-		a, rinv = op.x+cuda.DevicePtr(4*int64(lo)*int64(d.D)), op.rinv+cuda.DevicePtr(8*int64(lo))
+		a = op.x + cuda.DevicePtr(4*int64(lo)*int64(d.D))
+		if rinv != 0 {
+			rinv += cuda.DevicePtr(8 * int64(lo))
+		}
 	} else {
 		r := rows.Data().([]float32)
 		cuda.Register(op.dev, &op.pinned, r) // the Program's input: pinned once
@@ -138,35 +153,80 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 			}
 		}
 	}
+	if op.comp == nil {
+		if op.comp, err = op.dev.NewStream(); err != nil {
+			return nil, err
+		}
+		if op.copy, err = op.dev.NewStream(); err != nil {
+			return nil, err
+		}
+	}
+	if (op.Metric == MetricDot || op.Metric == MetricCosine) && op.blas == nil {
+		if op.blas, err = op.dev.NewBLAS(op.TF32, op.ws, op.workspaceBytes()); err != nil {
+			return nil, err
+		}
+	}
+	// The copies to the device went on the default stream, which the
+	// streams do not wait for by themselves: a synchronous copy from
+	// pageable memory may return before its data has landed.
+	if err := op.comp.After(op.dev.Default()); err != nil {
+		return nil, err
+	}
+	if err := op.comp.Begin(); err != nil {
+		return nil, err
+	}
+	chunk := op.chunk
+	if chunk <= 0 {
+		chunk = chunkRows(m)
+	}
+	host := op.out.Data().([]float32)
+	for r0 := 0; r0 < m; r0 += chunk {
+		r1 := min(r0+chunk, m)
+		ri := rinv // cosine only
+		if ri != 0 {
+			ri += cuda.DevicePtr(8 * int64(r0))
+		}
+		if err := op.compute(c0, r1-r0, a+cuda.DevicePtr(4*int64(r0)*int64(d.D)), ri,
+			op.dout+cuda.DevicePtr(4*(int64(r0)*int64(d.N)+int64(c0)))); err != nil {
+			return nil, err
+		}
+		if err := op.copy.After(op.comp); err != nil {
+			return nil, err
+		}
+		if err := cuda.Download2DAsync(op.copy, host[r0*d.N+c0:], d.N, op.dout+cuda.DevicePtr(4*(int64(r0)*int64(d.N)+int64(c0))),
+			d.N, r1-r0, d.N-c0); err != nil {
+			return nil, err
+		}
+	}
+	if err := op.comp.End(); err != nil {
+		return nil, err
+	}
+	if err := op.copy.Sync(); err != nil {
+		return nil, err
+	}
+	return op.out, nil
+}
+
+// compute queues on the computation stream the affinities of m rows (at
+// a, their reciprocal norms at rinv) with the images c0… into out.
+func (op *pairwiseCUDA) compute(c0, m int, a, rinv, out cuda.DevicePtr) error {
+	d := op.Data
 	b := op.x + cuda.DevicePtr(4*int64(c0)*int64(d.D))
-	out := op.dout + cuda.DevicePtr(4*int64(c0))
 	norm := op.norm + cuda.DevicePtr(8*int64(c0))
 	if len(d.norm) == 0 {
 		norm = 0
 	}
-	if op.Metric == MetricDot || op.Metric == MetricCosine {
-		if op.blas == nil {
-			if op.blas, err = op.dev.NewBLAS(op.TF32, op.ws, op.workspaceBytes()); err != nil {
-				return nil, err
-			}
-		}
-		// Column-major, the block's columns c0… of every row are Xᵀ·rows.
-		if err := op.blas.GemmTN(d.N-c0, m, d.D, b, d.D, a, d.D, out, d.N); err != nil {
-			return nil, err
-		}
-		if op.Metric == MetricCosine {
-			if err := run(op.dev, cosineScaleLaunch(op.Pairwise, c0, m, out, rinv, norm)); err != nil {
-				return nil, err
-			}
-		}
-	} else if err := run(op.dev, pairwiseLaunch(op.Pairwise, c0, m, a, b, out, rinv, norm)); err != nil {
-		return nil, err
+	if op.Metric != MetricDot && op.Metric != MetricCosine {
+		return enqueueOn(op.comp, pairwiseLaunch(op.Pairwise, c0, m, a, b, out, rinv, norm))
 	}
-	host := op.out.Data().([]float32)
-	if err := cuda.Download2D(op.dev, host[c0:], d.N, out, d.N, m, d.N-c0); err != nil {
-		return nil, err
+	// Column-major, the rows' columns c0… are Xᵀ·rows.
+	if err := op.blas.GemmTNOn(op.comp, d.N-c0, m, d.D, b, d.D, a, d.D, out, d.N); err != nil {
+		return err
 	}
-	return op.out, nil
+	if op.Metric == MetricCosine {
+		return enqueueOn(op.comp, cosineScaleLaunch(op.Pairwise, c0, m, out, rinv, norm))
+	}
+	return nil
 }
 
 // WriteHash adds the device to the CPU op's parameters.
