@@ -346,21 +346,32 @@ func TestWaveletCUDAMatchesCPU(t *testing.T) {
 				pad[i] = max(pad[i], h[i])
 			}
 		}
-		params := make([]float64, 0, WaveletParams*len(combos))
-		for _, c := range combos {
-			params = append(params, c[0], c[1], c[2], float64(pad[0]), float64(pad[1]), float64(pad[2]))
+		// Each combination extended by the largest half-widths, then by
+		// its own: the padding, the transform size and the volume's
+		// spectrum change from row to row (the largest half-widths here
+		// exceed the volume's sides: the reflection repeats).
+		params := make([]float64, 0, 2*WaveletParams*len(combos))
+		for _, own := range []bool{false, true} {
+			for _, c := range combos {
+				p := pad
+				if own {
+					p = HatSupport(1, c[0], c[1], c[2])
+				}
+				params = append(params, c[0], c[1], c[2], float64(p[0]), float64(p[1]), float64(p[2]))
+			}
 		}
-		in := tensor.New(tensor.WithShape(len(combos), WaveletParams), tensor.WithBacking(params))
+		rows := len(params) / WaveletParams
+		in := tensor.New(tensor.WithShape(rows, WaveletParams), tensor.WithBacking(params))
 		src, err := NewWaveletSource(v, n, 1, bnd, pad)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := NewWaveletStats(src, len(combos)).Do(in)
+		want, err := NewWaveletStats(src, rows).Do(in)
 		if err != nil {
 			t.Fatal(err)
 		}
 		src2, _ := NewWaveletSource(v, n, 1, bnd, pad)
-		op, err := OnDevice(NewWaveletStats(src2, len(combos)), dev)
+		op, err := OnDevice(NewWaveletStats(src2, rows), dev)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -89,3 +89,11 @@ func statsLaunch[P any](g P, p, lo, n [3]int, scale float64, part P) launch {
 	return launch{"crop_stats", min(blocks(n[0]*n[1]*n[2], 256), wvBlocks), 1, 256, []any{g, int64(p[1]), int64(p[2]),
 		int64(lo[0]), int64(lo[1]), int64(lo[2]), int64(n[0]), int64(n[1]), int64(n[2]), scale, part}}
 }
+
+// reflectExtendLaunch extends the volume v of dims n into ext, of dims p,
+// by half-sample symmetric reflection shifted by pad (transformVolume's
+// extension).
+func reflectExtendLaunch[P any](v P, n [3]int, ext P, p, pad [3]int) launch {
+	return launch{"reflect_extend", min(blocks(p[0]*p[1]*p[2], 256), 1<<16), 1, 256, []any{v, int64(n[0]), int64(n[1]),
+		int64(n[2]), ext, int64(p[0]), int64(p[1]), int64(p[2]), int64(pad[0]), int64(pad[1]), int64(pad[2])}}
+}

@@ -16,30 +16,40 @@ import (
 // evaluated and wrapped into a zeroed array on the device, transformed
 // (cuFFT R2C), multiplied by the volume's spectrum, transformed back (C2R)
 // and reduced over the output block, all on the device; only ψ²'s and the
-// statistics' per-block partial sums come back. The volume's spectrum is
-// the CPU's (made once per padding, as on the CPU) uploaded when the
-// padding changes. Spectra, arrays and cuFFT's work area live in one arena.
+// statistics' per-block partial sums come back. The volume goes up once;
+// its spectrum is made on the device too, once per padding (reflect mode:
+// extended by reflection, then R2C). Volume, spectra, arrays and cuFFT's
+// work area live in one arena.
 type waveletCUDA struct {
 	*WaveletStats
-	dev                                  *cuda.Device
-	arena                                *cuda.Arena
-	fft                                  *cuda.FFT3
-	cur                                  *WaveletVolume
-	spec, half, kern, resp, work, dparts cuda.DevicePtr
-	workCap                              int64
-	parts                                []float64
+	dev                                       *cuda.Device
+	arena                                     *cuda.Arena
+	fft                                       *cuda.FFT3
+	cur                                       *deviceVolume
+	vol, spec, half, kern, resp, work, dparts cuda.DevicePtr
+	workCap                                   int64
+	parts                                     []float64
 }
+
+// deviceVolume is the volume extended for one padding: its spectrum is at
+// the op's spec.
+type deviceVolume struct {
+	pad, dims [3]int
+}
+
+func (v *deviceVolume) len() int     { return v.dims[0] * v.dims[1] * v.dims[2] }
+func (v *deviceVolume) halfLen() int { return v.dims[0] * v.dims[1] * (v.dims[2]/2 + 1) }
 
 func newWaveletCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
 	return &waveletCUDA{WaveletStats: op, dev: dev}
 }
 
-// sizes are the arena's buffers: the volume's spectrum, the kernel's, the
-// kernel array, the response, cuFFT's work area, the reductions' partial
-// sums.
+// sizes are the arena's buffers: the volume (float32), its spectrum, the
+// kernel's, the kernel array, the response (and the extended volume before
+// its transform), cuFFT's work area, the reductions' partial sums.
 func (op *waveletCUDA) sizes(work int64) []int64 {
 	half, n := int64(op.Src.maxHalf()), int64(op.Src.maxLen())
-	return []int64{8 * half, 8 * half, 4 * n, 4 * n, work, 8 * 4 * wvBlocks}
+	return []int64{4 * int64(len(op.Src.V)), 8 * half, 8 * half, 4 * n, 4 * n, work, 8 * 4 * wvBlocks}
 }
 
 // DeviceBytes is what the arena holds, cuFFT's work area included (as its
@@ -69,39 +79,62 @@ func (op *waveletCUDA) setup() error {
 	if op.arena, err = op.dev.NewArena(total); err != nil {
 		return err
 	}
-	for i, p := range []*cuda.DevicePtr{&op.spec, &op.half, &op.kern, &op.resp, &op.work, &op.dparts} {
+	for i, p := range []*cuda.DevicePtr{&op.vol, &op.spec, &op.half, &op.kern, &op.resp, &op.work, &op.dparts} {
 		if *p, err = op.arena.Alloc(sizes[i]); err != nil {
 			return err
 		}
 	}
 	op.parts = make([]float64, 4*wvBlocks) // the statistics' partial sums (3 per block), then ψ²'s
+	v32 := make([]float32, len(op.Src.V))  // as the CPU op rounds it
+	for i, v := range op.Src.V {
+		v32[i] = float32(v)
+	}
+	if err := cuda.Upload(op.dev, op.vol, v32); err != nil {
+		return err
+	}
 	return f.SetWorkArea(op.work)
 }
 
-// volume returns the source transformed for pad, its spectrum on the device.
-func (op *waveletCUDA) volume(pad [3]int) (*WaveletVolume, error) {
-	w := op.Src.Volume(pad)
-	if w == op.cur {
-		return w, nil
+// volume returns the volume extended for pad, its spectrum made on the
+// device at spec when the padding changes.
+func (op *waveletCUDA) volume(pad [3]int) (*deviceVolume, error) {
+	src := op.Src
+	w := &deviceVolume{dims: src.N}
+	if src.Boundary == Reflect {
+		w.pad, w.dims = pad, reflectDims(src.N, pad)
 	}
-	if err := cuda.Upload(op.dev, op.spec, w.spec); err != nil {
-		return nil, err
+	if op.cur != nil && *op.cur == *w {
+		return op.cur, nil
 	}
-	if w.plan.Dims != op.fft.Dims {
+	if w.len() > src.maxLen() {
+		return nil, fmt.Errorf("wavelet: padding %v is beyond the largest planned, %v", pad, src.MaxPad)
+	}
+	if w.dims != op.fft.Dims {
 		if err := op.fft.Close(); err != nil {
 			return nil, err
 		}
-		f, err := op.dev.NewFFT3(w.plan.Dims[0], w.plan.Dims[1], w.plan.Dims[2])
+		f, err := op.dev.NewFFT3(w.dims[0], w.dims[1], w.dims[2])
 		if err != nil {
 			return nil, err
 		}
 		if f.Work > op.workCap {
-			return nil, fmt.Errorf("wavelet: cuFFT wants %d bytes of work area for %v, more than the %d planned", f.Work, w.plan.Dims, op.workCap)
+			return nil, fmt.Errorf("wavelet: cuFFT wants %d bytes of work area for %v, more than the %d planned", f.Work, w.dims, op.workCap)
 		}
 		if err := f.SetWorkArea(op.work); err != nil {
 			return nil, err
 		}
 		op.fft = f
+	}
+	op.cur = nil
+	for _, step := range []func() error{
+		op.dev.Begin,
+		func() error { return enqueue(op.dev, reflectExtendLaunch(op.vol, src.N, op.resp, w.dims, w.pad)) },
+		func() error { return op.fft.Forward(op.resp, op.spec) },
+		op.dev.End,
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
 	}
 	op.cur = w
 	return w, nil
@@ -118,19 +151,19 @@ func (op *waveletCUDA) Do(in ...G.Value) (G.Value, error) {
 	})
 }
 
-func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi float64) error {
-	a := op.Src.A
+func (op *waveletCUDA) stats(w *deviceVolume, dst []float64, theta, phi, xi float64) error {
+	a, n := op.Src.A, op.Src.N
 	h := HatSupport(a, theta, phi, xi)
-	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
-		return fmt.Errorf("wavelet: kernel half-widths %v exceed the volume's reflect padding %v", h, w.Pad)
+	if op.Src.Boundary == Reflect && (h[0] > w.pad[0] || h[1] > w.pad[1] || h[2] > w.pad[2]) {
+		return fmt.Errorf("wavelet: kernel half-widths %v exceed the volume's reflect padding %v", h, w.pad)
 	}
-	d := w.plan.Dims
+	d := w.dims
 	p0, p1, p2 := int64(d[0]), int64(d[1]), int64(d[2])
 	// The combination's work queued back to back, waited for once: the
 	// statistics' partial sums at dparts, the kernel's ψ² sums after them.
 	hatParts := op.dparts + cuda.DevicePtr(8*3*wvBlocks)
 	hl := hatLaunch(a, theta, phi, xi, d, op.kern, hatParts)
-	sl := statsLaunch(op.resp, d, w.Pad, w.N, 1/float64(w.plan.Len()), op.dparts)
+	sl := statsLaunch(op.resp, d, w.pad, n, 1/float64(w.len()), op.dparts)
 	if err := op.dev.Begin(); err != nil {
 		return err
 	}
@@ -138,7 +171,7 @@ func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi flo
 		func() error { return cuda.Zero(op.dev, op.kern, p0*p1*p2) },
 		func() error { return enqueue(op.dev, hl) },
 		func() error { return op.fft.Forward(op.kern, op.half) },
-		func() error { return enqueue(op.dev, cmulLaunch(op.half, op.spec, w.plan.HalfLen())) },
+		func() error { return enqueue(op.dev, cmulLaunch(op.half, op.spec, w.halfLen())) },
 		func() error { return op.fft.Inverse(op.half, op.resp) },
 		func() error { return enqueue(op.dev, sl) },
 		op.dev.End,
@@ -158,7 +191,7 @@ func (op *waveletCUDA) stats(w *WaveletVolume, dst []float64, theta, phi, xi flo
 	for i := range sl.GX {
 		sum, sum2, mx = sum+op.parts[3*i], sum2+op.parts[3*i+1], max(mx, op.parts[3*i+2])
 	}
-	cnt := float64(w.N[0] * w.N[1] * w.N[2])
+	cnt := float64(n[0] * n[1] * n[2])
 	mean, mean2 := sum/cnt, sum2/cnt
 	dst[0], dst[1], dst[2], dst[3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
 	return nil

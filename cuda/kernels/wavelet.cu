@@ -74,3 +74,22 @@ extern "C" __global__ void crop_stats(const float *g, long p1, long p2, long lo0
     part[3 * blockIdx.x + 2] = sm[0];
   }
 }
+
+// The volume v (n0×n1×n2) extended to p0×p1×p2 by half-sample symmetric
+// reflection, shifted by pad on every axis (ops.transformVolume's
+// extension, repeated as often as a large padding needs; with no padding
+// and p = n, a copy).
+__device__ static long reflecti(long i, long n) {
+  long m = i % (2 * n);
+  if (m < 0) m += 2 * n;
+  return m >= n ? 2 * n - 1 - m : m;
+}
+
+extern "C" __global__ void reflect_extend(const float *v, long n0, long n1, long n2, float *ext, long p0, long p1,
+                                          long p2, long pad0, long pad1, long pad2) {
+  const long total = p0 * p1 * p2;
+  for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (long)gridDim.x * blockDim.x) {
+    const long k = t % p2, j = (t / p2) % p1, i = t / (p1 * p2);
+    ext[t] = v[(reflecti(i - pad0, n0) * n1 + reflecti(j - pad1, n1)) * n2 + reflecti(k - pad2, n2)];
+  }
+}
