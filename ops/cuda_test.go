@@ -278,8 +278,9 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 // BenchmarkPairwiseCUDA: the seed's matrix, N = 10,000 images of D =
 // 10,000 values, computed as the affinity command does in symmetric mode:
 // blocks of 1000 rows read from the resident images, each from its
-// diagonal on (the upper triangle), copied back into pinned host memory.
-// One iteration is the whole matrix: s/matrix is the seed's figure (dot
+// diagonal on (the upper triangle), copied back into pinned host memory,
+// each chunk's copy overlapping the next chunk's work (-serial: one chunk,
+// no overlap, for comparison). One iteration is the whole matrix: s/matrix is the seed's figure (dot
 // with TF32 ≤ 15 ms, l1 ≤ 100 ms on an H200).
 func BenchmarkPairwiseCUDA(b *testing.B) {
 	dev := device(b)
@@ -301,7 +302,9 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 		name   string
 		metric Metric
 		tf32   bool
-	}{{"dot-tf32", MetricDot, true}, {"dot", MetricDot, false}, {"l1", MetricL1, false}} {
+		serial bool // the block in one chunk: its copy back overlaps nothing
+	}{{"dot-tf32", MetricDot, true, false}, {"dot-tf32-serial", MetricDot, true, true}, {"dot", MetricDot, false, false},
+		{"l1", MetricL1, false, false}} {
 		b.Run(mc.name, func(b *testing.B) {
 			data, err := NewPairData(x, n, d, mc.metric)
 			if err != nil {
@@ -312,6 +315,9 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 			op, err := OnDevice(pw, dev)
 			if err != nil {
 				b.Fatal(err)
+			}
+			if mc.serial {
+				op.(*pairwiseCUDA).chunk = batch
 			}
 			if _, err := op.Do(index[0]); err != nil {
 				b.Fatal(err)
