@@ -13,9 +13,8 @@ import (
 
 // Errors returned by the reader. They are wrapped with detail; test with errors.Is.
 var (
-	ErrFormat  = errors.New("npy: invalid format")
-	ErrDtype   = errors.New("npy: unsupported dtype")
-	ErrFortran = errors.New("npy: fortran order is not supported")
+	ErrFormat = errors.New("npy: invalid format")
+	ErrDtype  = errors.New("npy: unsupported dtype")
 )
 
 var magic = []byte("\x93NUMPY")
@@ -104,8 +103,24 @@ func parseDescr(s string) (Dtype, error) {
 
 // Header is the parsed header of a .npy file.
 type Header struct {
-	Dtype Dtype
-	Shape []int
+	Dtype   Dtype
+	Shape   []int
+	Fortran bool // the data is stored in Fortran (column-major) order
+}
+
+// Transposed says whether the stored order differs from C order: Fortran
+// order with more than one axis longer than 1.
+func (h Header) Transposed() bool {
+	if !h.Fortran {
+		return false
+	}
+	long := 0
+	for _, d := range h.Shape {
+		if d > 1 {
+			long++
+		}
+	}
+	return long > 1
 }
 
 // Len is the number of elements, the product of Shape (1 for a 0-d array).
@@ -207,7 +222,7 @@ func parseDict(s string) (Header, error) {
 			switch {
 			case p.word("False"):
 			case p.word("True"):
-				return h, ErrFortran
+				h.Fortran = true
 			default:
 				return h, fmt.Errorf("%w: fortran_order is not True or False", ErrFormat)
 			}

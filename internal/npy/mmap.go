@@ -18,9 +18,9 @@ type Mapped[T float32 | float64] struct {
 }
 
 // Map maps the .npy file at path when its dtype is exactly T in
-// little-endian byte order (float32: '<f4', float64: '<f8'). It returns
-// ok == false, and no error, for any other dtype, so the caller can fall
-// back to reading and converting.
+// little-endian byte order (float32: '<f4', float64: '<f8') in C order. It
+// returns ok == false, and no error, for any other dtype or order, so the
+// caller can fall back to reading and converting.
 func Map[T float32 | float64](path string) (m *Mapped[T], ok bool, err error) {
 	f, err := Open(path)
 	if err != nil {
@@ -32,7 +32,7 @@ func Map[T float32 | float64](path string) (m *Mapped[T], ok bool, err error) {
 	if unsafe.Sizeof(zero) == 8 {
 		want = Float64
 	}
-	if f.Dtype.Kind != 'f' || f.Dtype.Size != want.Size || f.Dtype.Order != binary.LittleEndian || f.Len() == 0 {
+	if f.Dtype.Kind != 'f' || f.Dtype.Size != want.Size || f.Dtype.Order != binary.LittleEndian || f.Len() == 0 || f.Transposed() {
 		return nil, false, nil
 	}
 	st, err := f.f.Stat()

@@ -2,13 +2,18 @@ package npy
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"unsafe"
 )
 
-// Reader streams the elements of a .npy file in C order.
+// Reader streams the elements of a .npy file in C order. Data stored in
+// Fortran order (NumPy's fortran_order, as np.save writes a transposed or
+// nibabel-loaded array) is read whole at the first read and reordered:
+// such a file takes its data's size in memory while it is read.
 type Reader struct {
 	Header
 	r    *bufio.Reader
@@ -54,6 +59,11 @@ func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
 		}
 		return 0, io.EOF
 	}
+	if r.Transposed() && r.left == r.Len() {
+		if err := r.toC(); err != nil {
+			return 0, err
+		}
+	}
 	n := min(len(dst), r.left)
 	sz := r.Dtype.Size
 	need := n * sz
@@ -67,6 +77,66 @@ func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
 	decode(dst[:n], raw, r.Dtype)
 	r.left -= n
 	return n, nil
+}
+
+// toC reads the whole Fortran-ordered data and continues from it in C
+// order. The buffer grows as the data arrives, so a header that promises
+// more than the stream holds costs no more than what it holds.
+func (r *Reader) toC() error {
+	need := int64(r.Len()) * int64(r.Dtype.Size)
+	f, err := io.ReadAll(io.LimitReader(r.r, need))
+	if err != nil || int64(len(f)) < need {
+		return fmt.Errorf("%w: data truncated: %d of %d elements missing (%w)", ErrFormat, (need-int64(len(f)))/int64(r.Dtype.Size),
+			r.Len(), io.ErrUnexpectedEOF)
+	}
+	c := make([]byte, len(f))
+	switch r.Dtype.Size {
+	case 1:
+		fortranToC(c, f, r.Shape)
+	case 2:
+		fortranToC(asWords[uint16](c), asWords[uint16](f), r.Shape)
+	case 4:
+		fortranToC(asWords[uint32](c), asWords[uint32](f), r.Shape)
+	case 8:
+		fortranToC(asWords[uint64](c), asWords[uint64](f), r.Shape)
+	}
+	r.r = bufio.NewReader(bytes.NewReader(c))
+	return nil
+}
+
+// asWords views b as elements of E (b comes from make: aligned).
+func asWords[E uint16 | uint32 | uint64](b []byte) []E {
+	var e E
+	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(e)))
+}
+
+// fortranToC stores the array f, of the given shape in Fortran order,
+// into c in C order. It walks c in order, keeping f's offset of the current
+// index: the last axis steps through f by the product of the others.
+func fortranToC[E uint8 | uint16 | uint32 | uint64](c, f []E, shape []int) {
+	nd := len(shape)
+	stride := make([]int, nd) // Fortran strides
+	for a, s := 0, 1; a < nd; a++ {
+		stride[a], s = s, s*shape[a]
+	}
+	idx := make([]int, nd)
+	last, off := shape[nd-1], 0
+	for i := 0; i < len(c); i += last {
+		row, o, st := c[i:i+last], off, stride[nd-1]
+		for k := range row {
+			row[k] = f[o]
+			o += st
+		}
+		for a := nd - 2; a >= 0; a-- { // the next index of the axes before the last
+			idx[a]++
+			off += stride[a]
+			if idx[a] < shape[a] {
+				break
+			}
+			off -= idx[a] * stride[a]
+			idx[a] = 0
+		}
+	}
 }
 
 // decode converts raw elements of type d into dst.
