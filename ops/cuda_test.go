@@ -280,7 +280,7 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 // blocks of 1000 rows read from the resident images, each from its
 // diagonal on (the upper triangle), copied back into pinned host memory,
 // each chunk's copy overlapping the next chunk's work (-serial: one chunk,
-// no overlap, for comparison). One iteration is the whole matrix: s/matrix is the seed's figure (dot
+// no overlap; l1-r4: the 4×4-per-thread kernel; both for comparison). One iteration is the whole matrix: s/matrix is the seed's figure (dot
 // with TF32 ≤ 15 ms, l1 ≤ 100 ms on an H200).
 func BenchmarkPairwiseCUDA(b *testing.B) {
 	dev := device(b)
@@ -303,8 +303,9 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 		metric Metric
 		tf32   bool
 		serial bool // the block in one chunk: its copy back overlaps nothing
-	}{{"dot-tf32", MetricDot, true, false}, {"dot-tf32-serial", MetricDot, true, true}, {"dot", MetricDot, false, false},
-		{"l1", MetricL1, false, false}} {
+		r4     bool // l1 with the 4×4-per-thread kernel
+	}{{"dot-tf32", MetricDot, true, false, false}, {"dot-tf32-serial", MetricDot, true, true, false},
+		{"dot", MetricDot, false, false, false}, {"l1", MetricL1, false, false, false}, {"l1-r4", MetricL1, false, false, true}} {
 		b.Run(mc.name, func(b *testing.B) {
 			data, err := NewPairData(x, n, d, mc.metric)
 			if err != nil {
@@ -319,6 +320,7 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 			if mc.serial {
 				op.(*pairwiseCUDA).chunk = batch
 			}
+			op.(*pairwiseCUDA).r4 = mc.r4
 			if _, err := op.Do(index[0]); err != nil {
 				b.Fatal(err)
 			}

@@ -190,7 +190,9 @@ func TestEmuDRRKernel(t *testing.T) {
 func TestEmuPairwiseKernel(t *testing.T) {
 	emulator(t)
 	rng := rand.New(rand.NewPCG(55, 56))
-	const n, d, batch, lo = 70, 37, 20, 30
+	// 150 rows against 300 images: more than one 128×128 tile each way,
+	// and d not a multiple of the 16-wide k-slices.
+	const n, d, batch, lo = 300, 37, 150, 30
 	x := make([]float32, n*d)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
@@ -220,7 +222,6 @@ func TestEmuPairwiseKernel(t *testing.T) {
 			// starting there, as the twin offsets its device pointers.
 			rows := append([]float32(nil), x[lo*d:(lo+batch)*d]...)
 			b := append([]float32(nil), x[c0*d:]...)
-			out := buf32(batch*n - c0)
 			rinv := make([]float64, batch)
 			for i := range rinv {
 				var ss float64
@@ -233,15 +234,21 @@ func TestEmuPairwiseKernel(t *testing.T) {
 			if len(data.norm) > 0 {
 				norm = append(norm, data.norm[c0:]...)
 			}
-			pairwiseLaunch(op, c0, batch, emuBuf{&rows}, emuBuf{&b}, emuBuf{out}, emuBuf{&rinv}, emuBuf{&norm}).emulate(t)
-			ref := want.Data().([]float32)
-			var gs, ws []float32
-			for i := range batch {
-				gs = append(gs, (*out)[i*n:i*n+n-c0]...)
-				ws = append(ws, ref[i*n+c0:(i+1)*n]...)
-			}
-			if e := relErr32(gs, ws); !(e <= 1e-5) {
-				t.Errorf("%v upper=%v: relative error %.3g", metric, upper, e)
+			for _, r := range []int{8, 4} {
+				if r == 4 && metric != MetricL1 {
+					continue // only l1 keeps the 4×4 kernel
+				}
+				out := buf32(batch*n - c0)
+				pairwiseLaunch(op, r, c0, batch, emuBuf{&rows}, emuBuf{&b}, emuBuf{out}, emuBuf{&rinv}, emuBuf{&norm}).emulate(t)
+				ref := want.Data().([]float32)
+				var gs, ws []float32
+				for i := range batch {
+					gs = append(gs, (*out)[i*n:i*n+n-c0]...)
+					ws = append(ws, ref[i*n+c0:(i+1)*n]...)
+				}
+				if e := relErr32(gs, ws); !(e <= 1e-5) {
+					t.Errorf("%v upper=%v R=%d: relative error %.3g", metric, upper, r, e)
+				}
 			}
 		}
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 // pairwiseCUDA is Pairwise on a GPU: the N images resident on the device;
-// per block of rows, l1 and l2 are a tiled kernel (64×64 output tiles, 4×4
-// per thread), dot and cosine a cuBLAS GEMM (TF32 tensor cores with the
+// per block of rows, l1 and l2 are a tiled kernel (128×128 output tiles,
+// 8×8 per thread), dot and cosine a cuBLAS GEMM (TF32 tensor cores with the
 // op's TF32). With RowsFromData the block's rows are read where they
 // already are, among the resident images: nothing goes up per block. With
 // Upper it computes the columns from the block's first row on, like the
@@ -32,6 +32,7 @@ type pairwiseCUDA struct {
 	blas                      *cuda.BLAS   // dot and cosine: cuBLAS GEMM
 	comp, copy                *cuda.Stream // computation, and the copies back
 	chunk                     int          // rows per chunk; 0: chunkRows's choice
+	r4                        bool         // l1 with the 4×4-per-thread kernel, for comparison
 	x, norm, rows, rinv, dout cuda.DevicePtr
 	ws                        cuda.DevicePtr // cuBLAS workspace, in the arena
 	rinvHost                  []float64
@@ -217,7 +218,11 @@ func (op *pairwiseCUDA) compute(c0, m int, a, rinv, out cuda.DevicePtr) error {
 		norm = 0
 	}
 	if op.Metric != MetricDot && op.Metric != MetricCosine {
-		return enqueueOn(op.comp, pairwiseLaunch(op.Pairwise, c0, m, a, b, out, rinv, norm))
+		r := 8
+		if op.r4 {
+			r = 4
+		}
+		return enqueueOn(op.comp, pairwiseLaunch(op.Pairwise, r, c0, m, a, b, out, rinv, norm))
 	}
 	// Column-major, the rows' columns c0… are Xᵀ·rows.
 	if err := op.blas.GemmTNOn(op.comp, d.N-c0, m, d.D, b, d.D, a, d.D, out, d.N); err != nil {

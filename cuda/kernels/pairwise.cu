@@ -1,24 +1,33 @@
 // Pairwise affinities (seed 003): a block of m rows against nc images,
 // out[i·ldo + j] = −Σ_k |a_ik − b_jk| (l1), −Σ_k (a_ik − b_jk)² (l2),
 // Σ_k a_ik·b_jk (dot), or the dot over ‖a_i‖·‖b_j‖ (cosine: rinv[i] =
-// 1/‖a_i‖, cnorm[j] = ‖b_j‖). Tiles of 64×64 outputs per block of 256
-// threads, 4×4 per thread, the rows' and images' k-slices staged in shared
-// memory 16 at a time; sums in float32 per pair, in k order.
-// Scalar parameters are 8 bytes wide: gorgonia.org/cu passes 8 bytes per
-// kernel argument.
+// 1/‖a_i‖, cnorm[j] = ‖b_j‖). Blocks of 256 threads (16×16) compute tiles
+// of 16R×16R outputs, R×R per thread, the rows' and images' k-slices
+// staged in shared memory 16 at a time; sums in float32 per pair, in k
+// order. With R = 8 a thread reads 2R = 16 shared values for R² = 64
+// pairs of 2 arithmetic instructions each (l1: a subtraction and an add of
+// its absolute value), so the arithmetic units, not shared memory, bound
+// it; R = 4 (pairwise_l1_r4, kept for comparison) reads twice as much per
+// pair. __launch_bounds__(256, 2) holds the R = 8 kernels to 128 registers
+// (ptxas for sm_90: 100–122, no spills), so two blocks fit on an SM.
+// Scalar parameters are 8 bytes wide: gorgonia.org/cu passes 8 bytes
+// per kernel argument.
 
-#define TS 64
 #define KT 16
+#define TILE8 __launch_bounds__(256, 2)
 
 // External linkage on purpose: a static template gets names with a per-build
 // hash in the PTX, which would make the committed PTX differ between clones.
-template <int METRIC>
+template <int METRIC, int R>
 __device__ void tile(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
-                            const double *rinv, const double *cnorm) {
+                     const double *rinv, const double *cnorm) {
+  constexpr int TS = 16 * R;
   __shared__ float As[KT][TS + 1], Bs[KT][TS + 1];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const long row0 = (long)blockIdx.y * TS, col0 = (long)blockIdx.x * TS;
-  float acc[4][4] = {{0}};
+  float acc[R][R];
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < R; j++) acc[i][j] = 0;
   for (long k0 = 0; k0 < d; k0 += KT) {
     for (int e = threadIdx.x; e < TS * KT; e += blockDim.x) {
       const int r = e / KT, kk = e % KT;
@@ -29,11 +38,11 @@ __device__ void tile(const float *a, long m, const float *b, long nc, long d, fl
     __syncthreads();
     const int kn = d - k0 < KT ? (int)(d - k0) : KT;
     for (int kk = 0; kk < kn; kk++) {
-      float av[4], bv[4];
-      for (int i = 0; i < 4; i++) av[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < 4; j++) bv[j] = Bs[kk][tx + 16 * j];
-      for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
+      float av[R], bv[R];
+      for (int i = 0; i < R; i++) av[i] = As[kk][ty + 16 * i];
+      for (int j = 0; j < R; j++) bv[j] = Bs[kk][tx + 16 * j];
+      for (int i = 0; i < R; i++)
+        for (int j = 0; j < R; j++) {
           if (METRIC == 0)
             acc[i][j] += fabsf(av[i] - bv[j]);
           else if (METRIC == 1)
@@ -44,8 +53,8 @@ __device__ void tile(const float *a, long m, const float *b, long nc, long d, fl
     }
     __syncthreads();
   }
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++) {
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < R; j++) {
       const long r = row0 + ty + 16 * i, c = col0 + tx + 16 * j;
       if (r >= m || c >= nc) continue;
       float v = acc[i][j];
@@ -55,21 +64,25 @@ __device__ void tile(const float *a, long m, const float *b, long nc, long d, fl
     }
 }
 
-extern "C" __global__ void pairwise_l1(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
-                                       const double *rinv, const double *cnorm) {
-  tile<0>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+extern "C" __global__ void TILE8 pairwise_l1(const float *a, long m, const float *b, long nc, long d,
+                                             float *out, long ldo, const double *rinv, const double *cnorm) {
+  tile<0, 8>(a, m, b, nc, d, out, ldo, rinv, cnorm);
 }
-extern "C" __global__ void pairwise_l2(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
-                                       const double *rinv, const double *cnorm) {
-  tile<1>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+extern "C" __global__ void pairwise_l1_r4(const float *a, long m, const float *b, long nc, long d, float *out,
+                                          long ldo, const double *rinv, const double *cnorm) {
+  tile<0, 4>(a, m, b, nc, d, out, ldo, rinv, cnorm);
 }
-extern "C" __global__ void pairwise_dot(const float *a, long m, const float *b, long nc, long d, float *out, long ldo,
-                                        const double *rinv, const double *cnorm) {
-  tile<2>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+extern "C" __global__ void TILE8 pairwise_l2(const float *a, long m, const float *b, long nc, long d,
+                                             float *out, long ldo, const double *rinv, const double *cnorm) {
+  tile<1, 8>(a, m, b, nc, d, out, ldo, rinv, cnorm);
 }
-extern "C" __global__ void pairwise_cosine(const float *a, long m, const float *b, long nc, long d, float *out,
-                                           long ldo, const double *rinv, const double *cnorm) {
-  tile<3>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+extern "C" __global__ void TILE8 pairwise_dot(const float *a, long m, const float *b, long nc, long d,
+                                              float *out, long ldo, const double *rinv, const double *cnorm) {
+  tile<2, 8>(a, m, b, nc, d, out, ldo, rinv, cnorm);
+}
+extern "C" __global__ void TILE8 pairwise_cosine(const float *a, long m, const float *b, long nc, long d,
+                                                 float *out, long ldo, const double *rinv, const double *cnorm) {
+  tile<3, 8>(a, m, b, nc, d, out, ldo, rinv, cnorm);
 }
 
 // After a GEMM of dot products (cuBLAS): out[i·ldo + j] ×= rinv[i] / cnorm[j]

@@ -18,6 +18,7 @@ inline emu_dim3 blockDim, gridDim;
 inline thread_local std::barrier<> *emu_bar;
 
 #define __global__
+#define __launch_bounds__(...)
 #define __device__
 #define __shared__ static
 #define __syncthreads() emu_bar->arrive_and_wait()
