@@ -101,6 +101,26 @@ func TestDRRCUDAMatchesCPU(t *testing.T) {
 			t.Errorf("step %g: relative error %.3g", step, e)
 		}
 	}
+	// A step so fine that rays through the volume take more than 2^24
+	// samples: the kernel's general loop (64-bit counts and offsets, q
+	// converted), not the one for ordinary sizes.
+	const fine = 1e-6
+	vol, in = drrFixture(rand.New(rand.NewPCG(35, 36)), [3]int64{40, 32, 24}, 400, 150, 40, 2, 2, 1)
+	want, err := NewDRR(vol, 2, 2, fine, 1).Do(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gop, err := OnDevice(NewDRR(vol, 2, 2, fine, 1), dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := gop.Do(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := normRel(got.Data().([]float32), want.Data().([]float32)); !(e <= 1e-5) {
+		t.Errorf("step %g: relative error %.3g", fine, e)
+	}
 }
 
 // BenchmarkInterpCUDASeed: the seed case, 10⁶ queries per launch, M = 300,

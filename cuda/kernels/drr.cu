@@ -94,6 +94,57 @@ __device__ static double siddon(const vol &V, const double *src, const double *d
   return acc * len;
 }
 
+// floor32 is floorf(x) clamped below at 0, for x < 2^22, with full-rate
+// additions only: x + 2^23 rounded down is floor(x) + 2^23 exactly when
+// x ≥ 0 (floats there are whole numbers), and below 2^23 when x < 0.
+__device__ static float floor32(float x) { return fmaxf(__fadd_rd(x, 8388608.f) - 8388608.f, 0.f); }
+
+// toint is the value of f, a whole number in [0, 2^23), read from the bits
+// of f + 2^23: an integer operation where a conversion would take the
+// GPU's quarter-rate conversion unit.
+__device__ static int toint(float f) { return __float_as_int(f + 8388608.f) - 0x4B000000; }
+
+// samples sums count trilinear samples at u + q·du (continuous indices,
+// clamped to [0, hi] cells) of the volume v with strides si, sj. With I =
+// int (the caller checks: count < 2^24, the volume under 2^31 voxels and
+// under 2^22 on a side) q is counted in float (exact there), floors and
+// offsets are taken with full-rate float and 32-bit integer operations;
+// with I = long, as generally.
+template <typename I>
+__device__ static double samples(const float *v, I si, I sj, const float *u, const float *du, const float *hi,
+                                 I count) {
+  const bool small = sizeof(I) == 4;
+  double acc = 0;
+  float part = 0, fq = 0;
+  for (I q = 0; q < count; q++, fq += 1.f) {
+    const float qf = small ? fq : (float)q;
+    float x = fmaf(qf, du[0], u[0]), y = fmaf(qf, du[1], u[1]), z = fmaf(qf, du[2], u[2]);
+    // Rounding can put a sample a hair outside the box: clamp, reading the
+    // zero border.
+    float fi, fj, fk;
+    if (small) {
+      fi = fminf(floor32(x), hi[0]), fj = fminf(floor32(y), hi[1]), fk = fminf(floor32(z), hi[2]);
+    } else {
+      fi = fminf(fmaxf(floorf(x), 0.f), hi[0]), fj = fminf(fmaxf(floorf(y), 0.f), hi[1]),
+      fk = fminf(fmaxf(floorf(z), 0.f), hi[2]);
+    }
+    float tu = fminf(fmaxf(x - fi, 0.f), 1.f), tv = fminf(fmaxf(y - fj, 0.f), 1.f), tw = fminf(fmaxf(z - fk, 0.f), 1.f);
+    const I off = small ? (I)toint(fi) * si + (I)toint(fj) * sj + (I)toint(fk) : (I)fi * si + (I)fj * sj + (I)fk;
+    const float *c = v + off;
+    float c00 = fmaf(tw, __ldg(c + 1) - __ldg(c), __ldg(c));
+    float c01 = fmaf(tw, __ldg(c + sj + 1) - __ldg(c + sj), __ldg(c + sj));
+    float c10 = fmaf(tw, __ldg(c + si + 1) - __ldg(c + si), __ldg(c + si));
+    float c11 = fmaf(tw, __ldg(c + si + sj + 1) - __ldg(c + si + sj), __ldg(c + si + sj));
+    float c0 = fmaf(tv, c01 - c00, c00), c1 = fmaf(tv, c11 - c10, c10);
+    part += fmaf(tu, c1 - c0, c0);
+    if ((q & 63) == 63) {
+      acc += part;
+      part = 0;
+    }
+  }
+  return acc + part;
+}
+
 // Samples at the fractions (q + ½)·step/lref of the segment from the
 // source, each weighing step·len/lref mm. The volume carries a border of
 // zero voxels (cpukern.PadVolume): samples whose continuous index (voxel
@@ -122,30 +173,12 @@ __device__ static double trilinear(const vol &V, const double *src, const double
     du[ax] = (float)(da * d[ax] / V.s[ax]);
     hi[ax] = (float)(V.n[ax] - 2);
   }
-  const long sj = V.n[2], si = V.n[1] * V.n[2];
-  double acc = 0;
-  float part = 0;
-  long count = (long)(q1 - q0) + 1;
-  for (long q = 0; q < count; q++) {
-    float x = fmaf((float)q, du[0], u[0]), y = fmaf((float)q, du[1], u[1]), z = fmaf((float)q, du[2], u[2]);
-    // Rounding can put a sample a hair outside the box: clamp, reading the
-    // zero border.
-    float fi = fminf(fmaxf(floorf(x), 0.f), hi[0]), fj = fminf(fmaxf(floorf(y), 0.f), hi[1]),
-          fk = fminf(fmaxf(floorf(z), 0.f), hi[2]);
-    float tu = fminf(fmaxf(x - fi, 0.f), 1.f), tv = fminf(fmaxf(y - fj, 0.f), 1.f), tw = fminf(fmaxf(z - fk, 0.f), 1.f);
-    const float *c = V.v + (long)fi * si + (long)fj * sj + (long)fk;
-    float c00 = fmaf(tw, __ldg(c + 1) - __ldg(c), __ldg(c));
-    float c01 = fmaf(tw, __ldg(c + sj + 1) - __ldg(c + sj), __ldg(c + sj));
-    float c10 = fmaf(tw, __ldg(c + si + 1) - __ldg(c + si), __ldg(c + si));
-    float c11 = fmaf(tw, __ldg(c + si + sj + 1) - __ldg(c + si + sj), __ldg(c + si + sj));
-    float c0 = fmaf(tv, c01 - c00, c00), c1 = fmaf(tv, c11 - c10, c10);
-    part += fmaf(tu, c1 - c0, c0);
-    if ((q & 63) == 63) {
-      acc += part;
-      part = 0;
-    }
-  }
-  return (acc + part) * da * len;
+  const long sj = V.n[2], si = V.n[1] * V.n[2], count = (long)(q1 - q0) + 1;
+  const long side = 1L << 22;
+  double sum = count < (1L << 24) && V.n[0] * si < (1L << 31) && V.n[0] < side && V.n[1] < side && V.n[2] < side
+                   ? samples<int>(V.v, (int)si, (int)sj, u, du, hi, (int)count)
+                   : samples<long>(V.v, si, sj, u, du, hi, count);
+  return sum * da * len;
 }
 
 // longest is the length of a pose's longest ray, to one of the detector's

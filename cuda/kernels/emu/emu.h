@@ -7,6 +7,7 @@
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -29,6 +30,18 @@ struct float2 {
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
 template <class T> inline T __ldg(const T *p) { return *p; } // the read-only cache load
+// a + b rounded down (a float's sum with a float is exact in double at the
+// kernels' magnitudes), and a float's bits.
+inline float __fadd_rd(float a, float b) {
+  double s = (double)a + (double)b;
+  float f = (float)s;
+  return (double)f > s ? std::nextafter(f, -INFINITY) : f;
+}
+inline int __float_as_int(float f) {
+  int i;
+  std::memcpy(&i, &f, sizeof i);
+  return i;
+}
 using std::exp;
 using std::fabs;
 using std::floor;
