@@ -115,34 +115,36 @@ __device__ static double samples(const float *v, I si, I sj, const float *u, con
                                  I count) {
   const bool small = sizeof(I) == 4;
   double acc = 0;
-  float part = 0, fq = 0;
-  for (I q = 0; q < count; q++, fq += 1.f) {
-    const float qf = small ? fq : (float)q;
-    float x = fmaf(qf, du[0], u[0]), y = fmaf(qf, du[1], u[1]), z = fmaf(qf, du[2], u[2]);
-    // Rounding can put a sample a hair outside the box: clamp, reading the
-    // zero border.
-    float fi, fj, fk;
-    if (small) {
-      fi = fminf(floor32(x), hi[0]), fj = fminf(floor32(y), hi[1]), fk = fminf(floor32(z), hi[2]);
-    } else {
-      fi = fminf(fmaxf(floorf(x), 0.f), hi[0]), fj = fminf(fmaxf(floorf(y), 0.f), hi[1]),
-      fk = fminf(fmaxf(floorf(z), 0.f), hi[2]);
+  float fq = 0;
+  for (I q0 = 0; q0 < count; q0 += 64) { // summed in float over runs of 64 samples, then in double
+    const I q1 = count - q0 < 64 ? count : q0 + 64;
+    float part = 0;
+    for (I q = q0; q < q1; q++, fq += 1.f) {
+      const float qf = small ? fq : (float)q;
+      float x = fmaf(qf, du[0], u[0]), y = fmaf(qf, du[1], u[1]), z = fmaf(qf, du[2], u[2]);
+      // Rounding can put a sample a hair outside the box: clamp, reading
+      // the zero border.
+      float fi, fj, fk;
+      if (small) {
+        fi = fminf(floor32(x), hi[0]), fj = fminf(floor32(y), hi[1]), fk = fminf(floor32(z), hi[2]);
+      } else {
+        fi = fminf(fmaxf(floorf(x), 0.f), hi[0]), fj = fminf(fmaxf(floorf(y), 0.f), hi[1]),
+        fk = fminf(fmaxf(floorf(z), 0.f), hi[2]);
+      }
+      float tu = fminf(fmaxf(x - fi, 0.f), 1.f), tv = fminf(fmaxf(y - fj, 0.f), 1.f),
+            tw = fminf(fmaxf(z - fk, 0.f), 1.f);
+      const I off = small ? (I)toint(fi) * si + (I)toint(fj) * sj + (I)toint(fk) : (I)fi * si + (I)fj * sj + (I)fk;
+      const float *c = v + off;
+      float c00 = fmaf(tw, __ldg(c + 1) - __ldg(c), __ldg(c));
+      float c01 = fmaf(tw, __ldg(c + sj + 1) - __ldg(c + sj), __ldg(c + sj));
+      float c10 = fmaf(tw, __ldg(c + si + 1) - __ldg(c + si), __ldg(c + si));
+      float c11 = fmaf(tw, __ldg(c + si + sj + 1) - __ldg(c + si + sj), __ldg(c + si + sj));
+      float c0 = fmaf(tv, c01 - c00, c00), c1 = fmaf(tv, c11 - c10, c10);
+      part += fmaf(tu, c1 - c0, c0);
     }
-    float tu = fminf(fmaxf(x - fi, 0.f), 1.f), tv = fminf(fmaxf(y - fj, 0.f), 1.f), tw = fminf(fmaxf(z - fk, 0.f), 1.f);
-    const I off = small ? (I)toint(fi) * si + (I)toint(fj) * sj + (I)toint(fk) : (I)fi * si + (I)fj * sj + (I)fk;
-    const float *c = v + off;
-    float c00 = fmaf(tw, __ldg(c + 1) - __ldg(c), __ldg(c));
-    float c01 = fmaf(tw, __ldg(c + sj + 1) - __ldg(c + sj), __ldg(c + sj));
-    float c10 = fmaf(tw, __ldg(c + si + 1) - __ldg(c + si), __ldg(c + si));
-    float c11 = fmaf(tw, __ldg(c + si + sj + 1) - __ldg(c + si + sj), __ldg(c + si + sj));
-    float c0 = fmaf(tv, c01 - c00, c00), c1 = fmaf(tv, c11 - c10, c10);
-    part += fmaf(tu, c1 - c0, c0);
-    if ((q & 63) == 63) {
-      acc += part;
-      part = 0;
-    }
+    acc += part;
   }
-  return acc + part;
+  return acc;
 }
 
 // Samples at the fractions (q + ½)·step/lref of the segment from the
