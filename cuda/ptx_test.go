@@ -75,3 +75,38 @@ func TestEntriesNameEveryKernel(t *testing.T) {
 		}
 	}
 }
+
+var spillRE = regexp.MustCompile(`(\d+) bytes spill stores, (\d+) bytes spill loads`)
+
+// TestPTXAssembles assembles the committed PTX with ptxas for the A100
+// (sm_80) and the H100/H200 (sm_90), as the driver's JIT does when a
+// module is loaded, and fails on an error or on a kernel that spills
+// registers to local memory. It skips where ptxas is missing.
+func TestPTXAssembles(t *testing.T) {
+	ptxas, err := exec.LookPath("ptxas")
+	if err != nil {
+		t.Skip("ptxas not installed: the check needs the CUDA toolkit")
+	}
+	files, err := filepath.Glob("kernels/*.ptx")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no PTX: %v", err)
+	}
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		for _, f := range files {
+			out, err := exec.Command(ptxas, "-arch="+arch, "-O3", "-v", "-o", filepath.Join(t.TempDir(), "k.cubin"), f).CombinedOutput()
+			if err != nil {
+				t.Errorf("ptxas -arch=%s %s: %v\n%s", arch, f, err, out)
+				continue
+			}
+			spills := spillRE.FindAllStringSubmatch(string(out), -1)
+			if len(spills) == 0 {
+				t.Errorf("ptxas -arch=%s %s: no register report in\n%s", arch, f, out)
+			}
+			for _, m := range spills {
+				if m[1] != "0" || m[2] != "0" {
+					t.Errorf("ptxas -arch=%s %s: a kernel spills registers (%s)\n%s", arch, f, m[0], out)
+				}
+			}
+		}
+	}
+}
