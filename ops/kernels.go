@@ -101,3 +101,10 @@ func reflectExtendLaunch[P any](v P, n [3]int, ext P, p, pad [3]int) launch {
 	return launch{"reflect_extend", min(blocks(p[0]*p[1]*p[2], 256), 1<<16), 1, 256, []any{v, int64(n[0]), int64(n[1]),
 		int64(n[2]), ext, int64(p[0]), int64(p[1]), int64(p[2]), int64(pad[0]), int64(pad[1]), int64(pad[2])}}
 }
+
+// finishLaunch finishes one combination's partial sums on the device:
+// nstat blocks' statistics at part, nhat blocks' ψ² sums at hat, into the
+// four doubles at res.
+func finishLaunch[P any](part P, nstat int, hat P, nhat int, res P) launch {
+	return launch{"finish_stats", 1, 1, 256, []any{part, int64(nstat), hat, int64(nhat), res}}
+}

@@ -15,20 +15,23 @@ import (
 // waveletCUDA is WaveletStats on a GPU: per combination the kernel is
 // evaluated and wrapped into a zeroed array on the device, transformed
 // (cuFFT R2C), multiplied by the volume's spectrum, transformed back (C2R)
-// and reduced over the output block, all on the device; only ψ²'s and the
-// statistics' per-block partial sums come back. The volume goes up once;
-// its spectrum is made on the device too, once per padding (reflect mode:
-// extended by reflection, then R2C). Volume, spectra, arrays and cuFFT's
-// work area live in one arena.
+// and reduced over the output block, the partial sums finished, all on the
+// device. A batch's combinations are queued back to back on the device's
+// stream (in order, so they share the arrays) and waited for once; four
+// numbers per combination come back. The volume goes up once; its
+// spectrum is made on the device too, once per padding (reflect mode:
+// extended by reflection, then R2C), queued in the same way. Volume,
+// spectra, arrays and cuFFT's work area live in one arena.
 type waveletCUDA struct {
 	*WaveletStats
-	dev                                       *cuda.Device
-	arena                                     *cuda.Arena
-	fft                                       *cuda.FFT3
-	cur                                       *deviceVolume
-	vol, spec, half, kern, resp, work, dparts cuda.DevicePtr
-	workCap                                   int64
-	parts                                     []float64
+	dev                                             *cuda.Device
+	arena                                           *cuda.Arena
+	fft                                             *cuda.FFT3
+	cur                                             *deviceVolume
+	vol, spec, half, kern, resp, work, dparts, dres cuda.DevicePtr
+	workCap                                         int64
+	res                                             []float64   // four per combination
+	rows                                            [][]float64 // the batch's queued combinations' outputs
 }
 
 // deviceVolume is the volume extended for one padding: its spectrum is at
@@ -46,10 +49,11 @@ func newWaveletCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
 
 // sizes are the arena's buffers: the volume (float32), its spectrum, the
 // kernel's, the kernel array, the response (and the extended volume before
-// its transform), cuFFT's work area, the reductions' partial sums.
+// its transform), cuFFT's work area, the reductions' partial sums, and
+// four results per combination of the batch.
 func (op *waveletCUDA) sizes(work int64) []int64 {
 	half, n := int64(op.Src.maxHalf()), int64(op.Src.maxLen())
-	return []int64{4 * int64(len(op.Src.V)), 8 * half, 8 * half, 4 * n, 4 * n, work, 8 * 4 * wvBlocks}
+	return []int64{4 * int64(len(op.Src.V)), 8 * half, 8 * half, 4 * n, 4 * n, work, 8 * 4 * wvBlocks, 8 * 4 * int64(op.Batch)}
 }
 
 // DeviceBytes is what the arena holds, cuFFT's work area included (as its
@@ -79,13 +83,13 @@ func (op *waveletCUDA) setup() error {
 	if op.arena, err = op.dev.NewArena(total); err != nil {
 		return err
 	}
-	for i, p := range []*cuda.DevicePtr{&op.vol, &op.spec, &op.half, &op.kern, &op.resp, &op.work, &op.dparts} {
+	for i, p := range []*cuda.DevicePtr{&op.vol, &op.spec, &op.half, &op.kern, &op.resp, &op.work, &op.dparts, &op.dres} {
 		if *p, err = op.arena.Alloc(sizes[i]); err != nil {
 			return err
 		}
 	}
-	op.parts = make([]float64, 4*wvBlocks) // the statistics' partial sums (3 per block), then ψ²'s
-	v32 := make([]float32, len(op.Src.V))  // as the CPU op rounds it
+	op.res = make([]float64, 4*op.Batch)
+	v32 := make([]float32, len(op.Src.V)) // as the CPU op rounds it
 	for i, v := range op.Src.V {
 		v32[i] = float32(v)
 	}
@@ -95,8 +99,8 @@ func (op *waveletCUDA) setup() error {
 	return f.SetWorkArea(op.work)
 }
 
-// volume returns the volume extended for pad, its spectrum made on the
-// device at spec when the padding changes.
+// volume returns the volume extended for pad, its spectrum queued to be
+// made on the device at spec when the padding changes.
 func (op *waveletCUDA) volume(pad [3]int) (*deviceVolume, error) {
 	src := op.Src
 	w := &deviceVolume{dims: src.N}
@@ -125,33 +129,66 @@ func (op *waveletCUDA) volume(pad [3]int) (*deviceVolume, error) {
 		}
 		op.fft = f
 	}
+	// Queued behind the earlier combinations, which still read the old
+	// spectrum: the stream runs them first.
 	op.cur = nil
-	for _, step := range []func() error{
-		op.dev.Begin,
-		func() error { return enqueue(op.dev, reflectExtendLaunch(op.vol, src.N, op.resp, w.dims, w.pad)) },
-		func() error { return op.fft.Forward(op.resp, op.spec) },
-		op.dev.End,
-	} {
-		if err := step(); err != nil {
-			return nil, err
-		}
+	if err := enqueue(op.dev, reflectExtendLaunch(op.vol, src.N, op.resp, w.dims, w.pad)); err != nil {
+		return nil, err
+	}
+	if err := op.fft.Forward(op.resp, op.spec); err != nil {
+		return nil, err
 	}
 	op.cur = w
 	return w, nil
 }
 
-// Do computes the statistics of every kernel of the batch on the GPU.
+// Do queues every combination of the batch, waits once, and turns each
+// one's four sums into its statistics.
 func (op *waveletCUDA) Do(in ...G.Value) (G.Value, error) {
-	return op.eachRow(in, op.setup, func(r []float64, pad [3]int, dst []float64) error {
+	op.rows = op.rows[:0]
+	begun := false
+	out, err := op.eachRow(in, op.setup, func(r []float64, pad [3]int, dst []float64) error {
+		if !begun {
+			if err := op.dev.Begin(); err != nil {
+				return err
+			}
+			begun = true
+		}
 		w, err := op.volume(pad)
 		if err != nil {
 			return err
 		}
-		return op.stats(w, dst, r[0], r[1], r[2])
+		if err := op.queue(w, len(op.rows), r[0], r[1], r[2]); err != nil {
+			return err
+		}
+		op.rows = append(op.rows, dst)
+		return nil
 	})
+	if begun { // waits for what was queued, also after an error
+		if e := op.dev.End(); err == nil {
+			err = e
+		}
+	}
+	if err != nil || len(op.rows) == 0 {
+		return out, err
+	}
+	res := op.res[:4*len(op.rows)]
+	if err := cuda.Download(op.dev, res, op.dres); err != nil {
+		return nil, err
+	}
+	n := op.Src.N
+	cnt := float64(n[0] * n[1] * n[2])
+	for i, dst := range op.rows {
+		sum, sum2, mx, kernelEnergy := res[4*i], res[4*i+1], res[4*i+2], res[4*i+3]
+		mean, mean2 := sum/cnt, sum2/cnt
+		dst[0], dst[1], dst[2], dst[3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
+	}
+	return out, nil
 }
 
-func (op *waveletCUDA) stats(w *deviceVolume, dst []float64, theta, phi, xi float64) error {
+// queue queues one combination's work, its four sums to slot of the
+// results.
+func (op *waveletCUDA) queue(w *deviceVolume, slot int, theta, phi, xi float64) error {
 	a, n := op.Src.A, op.Src.N
 	h := HatSupport(a, theta, phi, xi)
 	if op.Src.Boundary == Reflect && (h[0] > w.pad[0] || h[1] > w.pad[1] || h[2] > w.pad[2]) {
@@ -159,14 +196,11 @@ func (op *waveletCUDA) stats(w *deviceVolume, dst []float64, theta, phi, xi floa
 	}
 	d := w.dims
 	p0, p1, p2 := int64(d[0]), int64(d[1]), int64(d[2])
-	// The combination's work queued back to back, waited for once: the
-	// statistics' partial sums at dparts, the kernel's ψ² sums after them.
+	// The statistics' partial sums at dparts, the kernel's ψ² sums after
+	// them: reused by every combination, in stream order.
 	hatParts := op.dparts + cuda.DevicePtr(8*3*wvBlocks)
 	hl := hatLaunch(a, theta, phi, xi, d, op.kern, hatParts)
 	sl := statsLaunch(op.resp, d, w.pad, n, 1/float64(w.len()), op.dparts)
-	if err := op.dev.Begin(); err != nil {
-		return err
-	}
 	for _, step := range []func() error{
 		func() error { return cuda.Zero(op.dev, op.kern, p0*p1*p2) },
 		func() error { return enqueue(op.dev, hl) },
@@ -174,26 +208,14 @@ func (op *waveletCUDA) stats(w *deviceVolume, dst []float64, theta, phi, xi floa
 		func() error { return enqueue(op.dev, cmulLaunch(op.half, op.spec, w.halfLen())) },
 		func() error { return op.fft.Inverse(op.half, op.resp) },
 		func() error { return enqueue(op.dev, sl) },
-		op.dev.End,
+		func() error {
+			return enqueue(op.dev, finishLaunch(op.dparts, sl.GX, hatParts, hl.GX, op.dres+cuda.DevicePtr(8*4*slot)))
+		},
 	} {
 		if err := step(); err != nil {
 			return err
 		}
 	}
-	if err := cuda.Download(op.dev, op.parts, op.dparts); err != nil {
-		return err
-	}
-	var kernelEnergy, sum, sum2 float64
-	for _, v := range op.parts[3*wvBlocks : 3*wvBlocks+hl.GX] {
-		kernelEnergy += v
-	}
-	mx := math.Inf(-1)
-	for i := range sl.GX {
-		sum, sum2, mx = sum+op.parts[3*i], sum2+op.parts[3*i+1], max(mx, op.parts[3*i+2])
-	}
-	cnt := float64(n[0] * n[1] * n[2])
-	mean, mean2 := sum/cnt, sum2/cnt
-	dst[0], dst[1], dst[2], dst[3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
 	return nil
 }
 

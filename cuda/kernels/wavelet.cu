@@ -93,3 +93,38 @@ extern "C" __global__ void reflect_extend(const float *v, long n0, long n1, long
     ext[t] = v[(reflecti(i - pad0, n0) * n1 + reflecti(j - pad1, n1)) * n2 + reflecti(k - pad2, n2)];
   }
 }
+
+// The partial sums of one combination finished on the device, in one block
+// of NT threads: res[0] and res[1] the sums of the nstat blocks' sums and
+// sums of squares, res[2] their maximum (part holds three per block),
+// res[3] the sum of the nhat blocks' ψ² sums at hat.
+extern "C" __global__ void finish_stats(const double *part, long nstat, const double *hat, long nhat, double *res) {
+  __shared__ double s1[NT], s2[NT], sm[NT], se[NT];
+  double a = 0, b = 0, m = -INFINITY, e = 0;
+  for (long i = threadIdx.x; i < nstat; i += blockDim.x) {
+    a += part[3 * i];
+    b += part[3 * i + 1];
+    m = fmax(m, part[3 * i + 2]);
+  }
+  for (long i = threadIdx.x; i < nhat; i += blockDim.x) e += hat[i];
+  s1[threadIdx.x] = a;
+  s2[threadIdx.x] = b;
+  sm[threadIdx.x] = m;
+  se[threadIdx.x] = e;
+  __syncthreads();
+  for (int s = NT / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      s1[threadIdx.x] += s1[threadIdx.x + s];
+      s2[threadIdx.x] += s2[threadIdx.x + s];
+      sm[threadIdx.x] = fmax(sm[threadIdx.x], sm[threadIdx.x + s]);
+      se[threadIdx.x] += se[threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    res[0] = s1[0];
+    res[1] = s2[0];
+    res[2] = sm[0];
+    res[3] = se[0];
+  }
+}
