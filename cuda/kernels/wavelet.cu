@@ -44,6 +44,26 @@ extern "C" __global__ void cmul(float2 *a, const float2 *b, long n) {
   a[i] = make_float2(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
 }
 
+// block_reduce reduces the block's per-thread sums a, b and maximum m (and sum e,
+// where se is given) in the shared arrays; thread 0's entries hold the
+// block's.
+__device__ static void block_reduce(double *s1, double *s2, double *sm, double *se, double a, double b, double m, double e) {
+  s1[threadIdx.x] = a;
+  s2[threadIdx.x] = b;
+  sm[threadIdx.x] = m;
+  if (se) se[threadIdx.x] = e;
+  __syncthreads();
+  for (int s = NT / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      s1[threadIdx.x] += s1[threadIdx.x + s];
+      s2[threadIdx.x] += s2[threadIdx.x + s];
+      sm[threadIdx.x] = fmax(sm[threadIdx.x], sm[threadIdx.x + s]);
+      if (se) se[threadIdx.x] += se[threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+}
+
 extern "C" __global__ void crop_stats(const float *g, long p1, long p2, long lo0, long lo1, long lo2, long n0,
                                       long n1, long n2, double scale, double *part) {
   __shared__ double s1[NT], s2[NT], sm[NT];
@@ -56,18 +76,7 @@ extern "C" __global__ void crop_stats(const float *g, long p1, long p2, long lo0
     b += v * v;
     m = fmax(m, v);
   }
-  s1[threadIdx.x] = a;
-  s2[threadIdx.x] = b;
-  sm[threadIdx.x] = m;
-  __syncthreads();
-  for (int s = NT / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) {
-      s1[threadIdx.x] += s1[threadIdx.x + s];
-      s2[threadIdx.x] += s2[threadIdx.x + s];
-      sm[threadIdx.x] = fmax(sm[threadIdx.x], sm[threadIdx.x + s]);
-    }
-    __syncthreads();
-  }
+  block_reduce(s1, s2, sm, 0, a, b, m, 0);
   if (threadIdx.x == 0) {
     part[3 * blockIdx.x] = s1[0];
     part[3 * blockIdx.x + 1] = s2[0];
@@ -107,20 +116,7 @@ extern "C" __global__ void finish_stats(const double *part, long nstat, const do
     m = fmax(m, part[3 * i + 2]);
   }
   for (long i = threadIdx.x; i < nhat; i += blockDim.x) e += hat[i];
-  s1[threadIdx.x] = a;
-  s2[threadIdx.x] = b;
-  sm[threadIdx.x] = m;
-  se[threadIdx.x] = e;
-  __syncthreads();
-  for (int s = NT / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) {
-      s1[threadIdx.x] += s1[threadIdx.x + s];
-      s2[threadIdx.x] += s2[threadIdx.x + s];
-      sm[threadIdx.x] = fmax(sm[threadIdx.x], sm[threadIdx.x + s]);
-      se[threadIdx.x] += se[threadIdx.x + s];
-    }
-    __syncthreads();
-  }
+  block_reduce(s1, s2, sm, se, a, b, m, e);
   if (threadIdx.x == 0) {
     res[0] = s1[0];
     res[1] = s2[0];
