@@ -47,7 +47,8 @@ extern "C" __global__ void cmul(float2 *a, const float2 *b, long n) {
 // block_reduce reduces the block's per-thread sums a, b and maximum m (and sum e,
 // where se is given) in the shared arrays; thread 0's entries hold the
 // block's.
-__device__ static void block_reduce(double *s1, double *s2, double *sm, double *se, double a, double b, double m, double e) {
+__device__ static void block_reduce(double *s1, double *s2, double *sm, double *se, double a, double b, double m,
+                                    double e) {
   s1[threadIdx.x] = a;
   s2[threadIdx.x] = b;
   sm[threadIdx.x] = m;
