@@ -49,6 +49,7 @@ type Affinity struct {
 
 	full32 []float32 // the (N, N) matrix in symmetric mode
 	full64 []float64
+	direct bool // the op writes full32 itself (ops.FullWriter): nothing to mirror
 }
 
 // NewAffinity checks cfg and returns the Job.
@@ -115,6 +116,10 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: %w", err)
 	}
+	a.direct = false
+	if fw, ok := op.(ops.FullWriter); ok && a.full32 != nil {
+		a.direct = fw.WriteFull(a.full32) // a GPU writes the matrix itself
+	}
 	blk, err := G.ApplyOpWithName(op, a.cfg.Metric.String(), index)
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
@@ -153,7 +158,9 @@ func (a *Affinity) Consume(out []*tensor.Dense, off, n int) error {
 	switch blk := out[0].Data().(type) {
 	case []float32:
 		if a.cfg.Symmetric {
-			mirror(a.full32, blk, a.cfg.Data.N, off, n)
+			if !a.direct {
+				mirror(a.full32, blk, a.cfg.Data.N, off, n)
+			}
 			return nil
 		}
 		return consumeBlock(a, blk, out, off, n)

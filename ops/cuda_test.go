@@ -295,6 +295,69 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 	}
 }
 
+// TestPairwiseCUDAWritesFull: with WriteFull, a symmetric run's blocks
+// (the last one short) go straight into the whole matrix, poisoned with
+// NaN first: every element written, the matrix exactly symmetric, and
+// equal to the CPU's full rows.
+func TestPairwiseCUDAWritesFull(t *testing.T) {
+	dev := device(t)
+	rng := rand.New(rand.NewPCG(43, 44))
+	const n, d, batch = 150, 77, 40
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for _, metric := range []Metric{MetricL1, MetricL2, MetricDot, MetricCosine} {
+		data, err := NewPairData(x, n, d, metric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pw := NewPairwise(data, metric, batch)
+		pw.Upper, pw.RowsFromData = true, true
+		gop, err := OnDevice(pw, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := gop.(*pairwiseCUDA)
+		op.chunk = 16
+		full := make([]float32, n*n)
+		for i := range full {
+			full[i] = float32(math.NaN())
+		}
+		if !op.WriteFull(full) {
+			t.Fatal("WriteFull refused a symmetric run")
+		}
+		ref := NewPairwise(data, metric, batch) // full rows on the CPU
+		ref.RowsFromData = true
+		var want []float32
+		for lo := 0; lo < n; lo += batch {
+			idx := make([]float64, batch)
+			for i := range idx {
+				idx[i] = float64(min(lo+i, n-1))
+			}
+			in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))
+			if _, err := op.Do(in); err != nil {
+				t.Fatal(err)
+			}
+			w, err := ref.Do(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, w.Data().([]float32)[:min(batch, n-lo)*n]...)
+		}
+		for i := range n {
+			for j := range n {
+				if g := full[i*n+j]; g != full[j*n+i] || g != g {
+					t.Fatalf("%v: (%d, %d) = %v, (%d, %d) = %v", metric, i, j, g, j, i, full[j*n+i])
+				}
+			}
+		}
+		if e := normRel(full, want); !(e <= 1e-5) {
+			t.Errorf("%v: relative error %.3g", metric, e)
+		}
+	}
+}
+
 // BenchmarkPairwiseCUDA: the seed's matrix, N = 10,000 images of D =
 // 10,000 values, computed as the affinity command does in symmetric mode:
 // blocks of 1000 rows read from the resident images, each from its

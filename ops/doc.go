@@ -33,6 +33,15 @@ type DeviceResident interface {
 	DeviceBytes() int64
 }
 
+// FullWriter is implemented by the pairwise op's GPU twin: given the whole
+// (N, N) float32 matrix of a symmetric run, WriteFull reports whether its
+// blocks (with Upper) will be written straight into it, each block's rows
+// from the diagonal on and their transposes in the rows below, so that the
+// caller need not mirror them; its output tensor is then not written.
+type FullWriter interface {
+	WriteFull(full []float32) bool
+}
+
 // Owner is implemented by ops whose output buffer is theirs for the life of
 // the op: a Program reads such an output in place, valid until the next
 // run, instead of copying it into a result buffer.

@@ -108,3 +108,9 @@ func reflectExtendLaunch[P any](v P, n [3]int, ext P, p, pad [3]int) launch {
 func finishLaunch[P any](part P, nstat int, hat P, nhat int, res P) launch {
 	return launch{"finish_stats", 1, 1, 256, []any{part, int64(nstat), hat, int64(nhat), res}}
 }
+
+// transposeLaunch writes the transpose of the rows×cols matrix at in
+// (leading dimension ldi) to out (leading dimension ldo).
+func transposeLaunch[P any](in P, ldi, rows, cols int, out P, ldo int) launch {
+	return launch{"transpose", blocks(cols, 32), blocks(rows, 32), 256, []any{in, int64(ldi), int64(rows), int64(cols), out, int64(ldo)}}
+}

@@ -35,8 +35,23 @@ type pairwiseCUDA struct {
 	r4                        bool         // l1 with the 4×4-per-thread kernel, for comparison
 	x, norm, rows, rinv, dout cuda.DevicePtr
 	ws                        cuda.DevicePtr // cuBLAS workspace, in the arena
+	full                      []float32      // WriteFull's matrix, or nil
+	dT                        cuda.DevicePtr // with full: the transpose of a block's columns below it
 	rinvHost                  []float64
 	pinned                    cuda.Pinned
+}
+
+// WriteFull makes a symmetric run's blocks go straight into full, the
+// whole (N, N) matrix (pinned at the first block): each block's rows from
+// the diagonal on, and, transposed on the device, their columns beyond the
+// block into the rows below it (cuMemcpy2D writes those as a column strip).
+// The host then has nothing to mirror. It needs Upper and RowsFromData.
+func (op *pairwiseCUDA) WriteFull(full []float32) bool {
+	if !op.Upper || !op.RowsFromData || len(full) != op.Data.N*op.Data.N || op.arena != nil {
+		return false
+	}
+	op.full = full
+	return true
 }
 
 // chunkRows splits a block of m rows into up to four chunks, each a whole
@@ -54,7 +69,8 @@ func newPairwiseCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
 // buffers lists the arena's buffers: the images, their norms, a block of
 // rows (none with RowsFromData), the rows' reciprocal norms (cosine: of
 // every image with RowsFromData, else of the block's), the block's
-// (Batch, N) output, and for dot and cosine cuBLAS's workspace.
+// (Batch, N) output, for dot and cosine cuBLAS's workspace, and with
+// WriteFull the transposed strip.
 func (op *pairwiseCUDA) buffers() []int64 {
 	d := op.Data
 	rows, rinv := 4*int64(op.Batch)*int64(d.D), 8*int64(op.Batch)
@@ -64,7 +80,11 @@ func (op *pairwiseCUDA) buffers() []int64 {
 	if op.Metric != MetricCosine {
 		rinv = 0
 	}
-	return []int64{4 * int64(d.N) * int64(d.D), 8 * int64(len(d.norm)), rows, rinv, 4 * int64(op.Batch) * int64(d.N), op.workspaceBytes()}
+	var t int64
+	if op.full != nil {
+		t = 4 * int64(op.Batch) * int64(d.N)
+	}
+	return []int64{4 * int64(d.N) * int64(d.D), 8 * int64(len(d.norm)), rows, rinv, 4 * int64(op.Batch) * int64(d.N), op.workspaceBytes(), t}
 }
 
 // DeviceBytes is what the arena holds.
@@ -92,7 +112,7 @@ func (op *pairwiseCUDA) setup() error {
 	op.arena = a
 	d := op.Data
 	sizes := op.buffers()
-	for i, p := range []*cuda.DevicePtr{&op.x, &op.norm, &op.rows, &op.rinv, &op.dout, &op.ws} {
+	for i, p := range []*cuda.DevicePtr{&op.x, &op.norm, &op.rows, &op.rinv, &op.dout, &op.ws, &op.dT} {
 		if b := sizes[i]; b > 0 {
 			if *p, err = a.Alloc(b); err != nil {
 				return err
@@ -101,6 +121,9 @@ func (op *pairwiseCUDA) setup() error {
 	}
 	if err := cuda.Upload(op.dev, op.x, d.X32); err != nil {
 		return err
+	}
+	if op.full != nil {
+		cuda.Register(op.dev, &op.pinned, op.full) // the copies go straight into it
 	}
 	if err := cuda.Upload(op.dev, op.norm, d.norm); err != nil {
 		return err
@@ -180,7 +203,10 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 	if chunk <= 0 {
 		chunk = chunkRows(m)
 	}
-	host := op.out.Data().([]float32)
+	host, base := op.out.Data().([]float32), 0 // where row 0 of the block goes
+	if op.full != nil {
+		host, base = op.full, lo
+	}
 	for r0 := 0; r0 < m; r0 += chunk {
 		r1 := min(r0+chunk, m)
 		ri := rinv // cosine only
@@ -194,8 +220,19 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 		if err := op.copy.After(op.comp); err != nil {
 			return nil, err
 		}
-		if err := cuda.Download2DAsync(op.copy, host[r0*d.N+c0:], d.N, op.dout+cuda.DevicePtr(4*(int64(r0)*int64(d.N)+int64(c0))),
+		if err := cuda.Download2DAsync(op.copy, host[(base+r0)*d.N+c0:], d.N, op.dout+cuda.DevicePtr(4*(int64(r0)*int64(d.N)+int64(c0))),
 			d.N, r1-r0, d.N-c0); err != nil {
+			return nil, err
+		}
+	}
+	if tail := d.N - c0 - m; op.full != nil && tail > 0 { // the columns beyond the block, into the rows below it
+		if err := enqueueOn(op.comp, transposeLaunch(op.dout+cuda.DevicePtr(4*(c0+m)), d.N, m, tail, op.dT, m)); err != nil {
+			return nil, err
+		}
+		if err := op.copy.After(op.comp); err != nil {
+			return nil, err
+		}
+		if err := cuda.Download2DAsync(op.copy, op.full[(c0+m)*d.N+c0:], d.N, op.dT, m, tail, m); err != nil {
 			return nil, err
 		}
 	}

@@ -94,3 +94,17 @@ extern "C" __global__ void cosine_scale(float *out, long m, long nc, long ldo, c
   const long i = t / nc, j = t % nc;
   out[i * ldo + j] = (float)((double)out[i * ldo + j] * rinv[i] / cnorm[j]);
 }
+
+// out[c·ldo + r] = in[r·ldi + c] for r < rows, c < cols, through 32×32
+// tiles in shared memory, so that both sides are read and written in whole
+// rows: the transpose of a symmetric block's columns below it.
+extern "C" __global__ void transpose(const float *in, long ldi, long rows, long cols, float *out, long ldo) {
+  __shared__ float t[32][33];
+  const long r0 = (long)blockIdx.y * 32, c0 = (long)blockIdx.x * 32;
+  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32; // 256 threads: 32×8
+  for (int i = ty; i < 32; i += 8)
+    if (r0 + i < rows && c0 + tx < cols) t[i][tx] = in[(r0 + i) * ldi + c0 + tx];
+  __syncthreads();
+  for (int i = ty; i < 32; i += 8)
+    if (c0 + i < cols && r0 + tx < rows) out[(c0 + i) * ldo + r0 + tx] = t[tx][i];
+}
