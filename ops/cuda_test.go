@@ -361,10 +361,12 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 // BenchmarkPairwiseCUDA: the seed's matrix, N = 10,000 images of D =
 // 10,000 values, computed as the affinity command does in symmetric mode:
 // blocks of 1000 rows read from the resident images, each from its
-// diagonal on (the upper triangle), copied back into pinned host memory,
-// each chunk's copy overlapping the next chunk's work (-serial: one chunk,
-// no overlap; l1-r4: the 4×4-per-thread kernel; both for comparison). One iteration is the whole matrix: s/matrix is the seed's figure (dot
-// with TF32 ≤ 15 ms, l1 ≤ 100 ms on an H200).
+// diagonal on (the upper triangle), copied straight into the whole (N, N)
+// matrix with the transposes of its columns beyond the block, each chunk's
+// copy overlapping the next chunk's work (-serial: one chunk, no overlap;
+// l1-r4: the 4×4-per-thread kernel; both for comparison). One iteration is
+// the whole matrix: s/matrix is the seed's figure (dot with TF32 ≤ 15 ms,
+// l1 ≤ 100 ms on an H200).
 func BenchmarkPairwiseCUDA(b *testing.B) {
 	dev := device(b)
 	const n, d, batch = 10_000, 10_000, 1000
@@ -373,6 +375,7 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
+	full := make([]float32, n*n) // the matrix the blocks go into, as the command's
 	var index []*tensor.Dense
 	for lo := 0; lo < n; lo += batch {
 		idx := make([]float64, batch)
@@ -404,6 +407,9 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 				op.(*pairwiseCUDA).chunk = batch
 			}
 			op.(*pairwiseCUDA).r4 = mc.r4
+			if !op.(*pairwiseCUDA).WriteFull(full) {
+				b.Fatal("WriteFull refused")
+			}
 			if _, err := op.Do(index[0]); err != nil {
 				b.Fatal(err)
 			}
