@@ -266,3 +266,30 @@ func TestPairwiseRowsFromData(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTopKSeed: the top 10 of every row of the seed's 10⁴ × 10⁴
+// affinity matrix, selected on the host in blocks of 1000 rows, as
+// `affinity --topk 10` does on either device (ms/matrix).
+func BenchmarkTopKSeed(b *testing.B) {
+	const n, batch, k = 10_000, 1000, 10
+	rng := rand.New(rand.NewPCG(1, 2))
+	blk := make([]float32, batch*n)
+	for i := range blk {
+		blk[i] = float32(rng.NormFloat64())
+	}
+	idx := make([]float64, batch)
+	for i := range idx {
+		idx[i] = float64(i)
+	}
+	op := NewTopK(k, n, batch)
+	block := tensor.New(tensor.WithShape(batch, n), tensor.WithBacking(blk))
+	index := tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))
+	for b.Loop() {
+		for range n / batch {
+			if _, err := op.Do(block, index); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1e3, "ms/matrix")
+}
