@@ -127,7 +127,11 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 	if a.cfg.TopK == 0 {
 		return []*G.Node{index}, []*G.Node{blk}, nil
 	}
-	top, err := G.ApplyOpWithName(ops.NewTopK(a.cfg.TopK, d.N, batch), "topk", blk, index)
+	tk := ops.NewTopK(a.cfg.TopK, d.N, batch)
+	if sel, ok := op.(ops.TopKSelector); ok && sel.SelectTopK(a.cfg.TopK) {
+		tk.From = sel // a GPU selects them itself
+	}
+	top, err := G.ApplyOpWithName(tk, "topk", blk, index)
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
 	}

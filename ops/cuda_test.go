@@ -358,6 +358,74 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 	}
 }
 
+// TestPairwiseCUDATopK: the top k selected on the device (topk_rows) are
+// exactly the ones TopKRow picks from the same block's values, ties
+// included (three images are copies of one another, so every row has
+// equal affinities at their columns), for k from 1 to 32, whole and
+// short blocks.
+func TestPairwiseCUDATopK(t *testing.T) {
+	dev := device(t)
+	rng := rand.New(rand.NewPCG(45, 46))
+	const n, d, batch = 300, 23, 40
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for _, c := range []int{9, 77, 230} {
+		copy(x[c*d:(c+1)*d], x[5*d:6*d])
+	}
+	for _, metric := range []Metric{MetricL1, MetricDot, MetricCosine} {
+		data, err := NewPairData(x, n, d, metric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{1, 4, 32} {
+			for _, lo := range []int{0, 280} { // 280: a short block of 20 rows
+				idx := make([]float64, batch)
+				for i := range idx {
+					idx[i] = float64(min(lo+i, n-1))
+				}
+				in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))
+				mk := func() *pairwiseCUDA {
+					pw := NewPairwise(data, metric, batch)
+					pw.RowsFromData = true
+					gop, err := OnDevice(pw, dev)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return gop.(*pairwiseCUDA)
+				}
+				whole, sel := mk(), mk()
+				if !sel.SelectTopK(k) {
+					t.Fatalf("SelectTopK(%d) refused", k)
+				}
+				wv, err := whole.Do(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gv, err := sel.Do(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows, got, vals := min(batch, n-lo), sel.TopIndices().Data().([]float64), gv.Data().([]float32)
+				block := wv.Data().([]float32)
+				for r := range rows {
+					want := TopKRow(block[r*n:(r+1)*n], lo+r, k, nil)
+					for q, j := range want {
+						g := int(got[r*k+q])
+						if g != j {
+							t.Fatalf("%v k=%d row %d: pick %d is column %d, want %d", metric, k, lo+r, q, g, j)
+						}
+						if vals[r*n+j] != block[r*n+j] {
+							t.Fatalf("%v k=%d row %d column %d: value %v, want %v", metric, k, lo+r, j, vals[r*n+j], block[r*n+j])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkPairwiseCUDA: the seed's matrix, N = 10,000 images of D =
 // 10,000 values, computed as the affinity command does in symmetric mode:
 // blocks of 1000 rows read from the resident images, each from its

@@ -17,6 +17,8 @@ package ops
 import (
 	"hash"
 	"hash/fnv"
+
+	"gorgonia.org/tensor"
 )
 
 // Resident is implemented by ops that hold memory besides their output:
@@ -40,6 +42,17 @@ type DeviceResident interface {
 // caller need not mirror them; its output tensor is then not written.
 type FullWriter interface {
 	WriteFull(full []float32) bool
+}
+
+// TopKSelector is implemented by the pairwise op's GPU twin: SelectTopK
+// reports whether it will select the top k of each of its blocks' rows on
+// the device, as TopK does (self skipped, ties to the smaller column). Its
+// block output then holds, in each row, only those k values at their
+// columns, and TopIndices is TopK's (Batch, k) output: a TopK op built
+// with From set to the twin passes that on.
+type TopKSelector interface {
+	SelectTopK(k int) bool
+	TopIndices() *tensor.Dense
 }
 
 // Owner is implemented by ops whose output buffer is theirs for the life of

@@ -114,3 +114,13 @@ func finishLaunch[P any](part P, nstat int, hat P, nhat int, res P) launch {
 func transposeLaunch[P any](in P, ldi, rows, cols int, out P, ldo int) launch {
 	return launch{"transpose", blocks(cols, 32), blocks(rows, 32), 256, []any{in, int64(ldi), int64(rows), int64(cols), out, int64(ldo)}}
 }
+
+// topkLaunch selects the top k of each of m rows of the block at blk
+// (leading dimension ldb, n columns, row r's own column self0+r skipped)
+// into vals and idx, k per row.
+func topkLaunch[P any](blk P, ldb, m, n, k, self0 int, vals, idx P) launch {
+	return launch{"topk_rows", m, 1, 128, []any{blk, int64(ldb), int64(n), int64(k), int64(self0), vals, idx}}
+}
+
+// topkMax is the largest k the GPU selects (topk_rows's TK).
+const topkMax = 32

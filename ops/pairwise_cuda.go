@@ -37,9 +37,28 @@ type pairwiseCUDA struct {
 	ws                        cuda.DevicePtr // cuBLAS workspace, in the arena
 	full                      []float32      // WriteFull's matrix, or nil
 	dT                        cuda.DevicePtr // with full: the transpose of a block's columns below it
+	topK                      int            // SelectTopK's k, or 0
+	dvals, didx               cuda.DevicePtr // with topK: k values and columns per row
+	vals                      []float64
+	top                       *tensor.Dense // with topK: (Batch, k) columns, as TopK's output
 	rinvHost                  []float64
 	pinned                    cuda.Pinned
 }
+
+// SelectTopK makes the twin select the top k of each row on the device
+// (topk_rows, k ≤ 32, full rows only): k values and columns per row come
+// back instead of the row. The block output then holds each row's k
+// values at their columns, and TopIndices the columns.
+func (op *pairwiseCUDA) SelectTopK(k int) bool {
+	if op.Upper || k < 1 || k > topkMax || k >= op.Data.N || op.Data.N > 1<<31-1 || op.arena != nil {
+		return false
+	}
+	op.topK = k
+	return true
+}
+
+// TopIndices is the (Batch, k) float64 column indices of the last block.
+func (op *pairwiseCUDA) TopIndices() *tensor.Dense { return op.top }
 
 // WriteFull makes a symmetric run's blocks go straight into full, the
 // whole (N, N) matrix (pinned at the first block): each block's rows from
@@ -69,8 +88,8 @@ func newPairwiseCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
 // buffers lists the arena's buffers: the images, their norms, a block of
 // rows (none with RowsFromData), the rows' reciprocal norms (cosine: of
 // every image with RowsFromData, else of the block's), the block's
-// (Batch, N) output, for dot and cosine cuBLAS's workspace, and with
-// WriteFull the transposed strip.
+// (Batch, N) output, for dot and cosine cuBLAS's workspace, with
+// WriteFull the transposed strip, and with SelectTopK the selections.
 func (op *pairwiseCUDA) buffers() []int64 {
 	d := op.Data
 	rows, rinv := 4*int64(op.Batch)*int64(d.D), 8*int64(op.Batch)
@@ -84,7 +103,8 @@ func (op *pairwiseCUDA) buffers() []int64 {
 	if op.full != nil {
 		t = 4 * int64(op.Batch) * int64(d.N)
 	}
-	return []int64{4 * int64(d.N) * int64(d.D), 8 * int64(len(d.norm)), rows, rinv, 4 * int64(op.Batch) * int64(d.N), op.workspaceBytes(), t}
+	top := 8 * int64(op.Batch) * int64(op.topK)
+	return []int64{4 * int64(d.N) * int64(d.D), 8 * int64(len(d.norm)), rows, rinv, 4 * int64(op.Batch) * int64(d.N), op.workspaceBytes(), t, top, top}
 }
 
 // DeviceBytes is what the arena holds.
@@ -112,7 +132,7 @@ func (op *pairwiseCUDA) setup() error {
 	op.arena = a
 	d := op.Data
 	sizes := op.buffers()
-	for i, p := range []*cuda.DevicePtr{&op.x, &op.norm, &op.rows, &op.rinv, &op.dout, &op.ws, &op.dT} {
+	for i, p := range []*cuda.DevicePtr{&op.x, &op.norm, &op.rows, &op.rinv, &op.dout, &op.ws, &op.dT, &op.dvals, &op.didx} {
 		if b := sizes[i]; b > 0 {
 			if *p, err = a.Alloc(b); err != nil {
 				return err
@@ -124,6 +144,10 @@ func (op *pairwiseCUDA) setup() error {
 	}
 	if op.full != nil {
 		cuda.Register(op.dev, &op.pinned, op.full) // the copies go straight into it
+	}
+	if op.topK > 0 {
+		op.vals = make([]float64, op.Batch*op.topK)
+		op.top = tensor.New(tensor.WithShape(op.Batch, op.topK), tensor.Of(tensor.Float64))
 	}
 	if err := cuda.Upload(op.dev, op.norm, d.norm); err != nil {
 		return err
@@ -217,6 +241,9 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 			op.dout+cuda.DevicePtr(4*(int64(r0)*int64(d.N)+int64(c0)))); err != nil {
 			return nil, err
 		}
+		if op.topK > 0 {
+			continue // selected below: the rows stay on the device
+		}
 		if err := op.copy.After(op.comp); err != nil {
 			return nil, err
 		}
@@ -224,6 +251,9 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 			d.N, r1-r0, d.N-c0); err != nil {
 			return nil, err
 		}
+	}
+	if op.topK > 0 {
+		return op.selectTop(lo, m)
 	}
 	if tail := d.N - c0 - m; op.full != nil && tail > 0 { // the columns beyond the block, into the rows below it
 		if err := enqueueOn(op.comp, transposeLaunch(op.dout+cuda.DevicePtr(4*(c0+m)), d.N, m, tail, op.dT, m)); err != nil {
@@ -241,6 +271,31 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 	}
 	if err := op.copy.Sync(); err != nil {
 		return nil, err
+	}
+	return op.out, nil
+}
+
+// selectTop queues the selection of the top k of the block's m rows after
+// their computation, waits, and puts each row's k values at their columns
+// of the host output and the columns in TopIndices.
+func (op *pairwiseCUDA) selectTop(lo, m int) (G.Value, error) {
+	d, k := op.Data, op.topK
+	if err := enqueueOn(op.comp, topkLaunch(op.dout, d.N, m, d.N, k, lo, op.dvals, op.didx)); err != nil {
+		return nil, err
+	}
+	if err := op.comp.End(); err != nil {
+		return nil, err
+	}
+	top := op.top.Data().([]float64)
+	if err := cuda.Download(op.dev, op.vals[:m*k], op.dvals); err != nil {
+		return nil, err
+	}
+	if err := cuda.Download(op.dev, top[:m*k], op.didx); err != nil {
+		return nil, err
+	}
+	host := op.out.Data().([]float32)
+	for i, j := range top[:m*k] {
+		host[i/k*d.N+int(j)] = float32(op.vals[i])
 	}
 	return op.out, nil
 }

@@ -108,3 +108,72 @@ extern "C" __global__ void transpose(const float *in, long ldi, long rows, long 
   for (int i = ty; i < 32; i += 8)
     if (c0 + i < cols && r0 + tx < rows) out[(c0 + i) * ldo + r0 + tx] = t[tx][i];
 }
+
+// The top k (≤ TK) of each of a block's rows, as ops.TopK selects them:
+// the largest values, the row's own column (self0 + row) skipped, equal
+// values ranking the smaller column first. One block of TKT threads per
+// row: each thread keeps the best k of its columns (a strided share, so
+// the row is read in whole lines), then the lists are merged pairwise in
+// shared memory. vals and idx get k per row, best first.
+#define TK 32
+#define TKT 128
+
+__device__ static bool better(float a, int ia, float b, int ib) { return a > b || (a == b && ia < ib); }
+
+extern "C" __global__ void topk_rows(const float *blk, long ldb, long n, long k, long self0, double *vals,
+                                     double *idx) {
+  __shared__ float sv[TKT][TK];
+  __shared__ int si[TKT][TK];
+  const long r = blockIdx.x;
+  const float *row = blk + r * ldb;
+  const long self = self0 + r;
+  const int kk = (int)k;
+  float v[TK];
+  int ix[TK];
+  int cnt = 0;
+  for (long j = threadIdx.x; j < n; j += blockDim.x) {
+    if (j == self) continue;
+    const float x = row[j];
+    if (cnt == kk && !better(x, (int)j, v[kk - 1], ix[kk - 1])) continue;
+    int p = cnt < kk ? cnt++ : kk - 1;
+    while (p > 0 && better(x, (int)j, v[p - 1], ix[p - 1])) {
+      v[p] = v[p - 1];
+      ix[p] = ix[p - 1];
+      p--;
+    }
+    v[p] = x;
+    ix[p] = (int)j;
+  }
+  for (int q = 0; q < kk; q++) { // short lists padded with entries below every affinity
+    sv[threadIdx.x][q] = q < cnt ? v[q] : -INFINITY;
+    si[threadIdx.x][q] = q < cnt ? ix[q] : 0x7fffffff;
+  }
+  __syncthreads();
+  for (int s = 1; s < TKT; s *= 2) {
+    if (threadIdx.x % (2 * s) == 0) {
+      const int o = threadIdx.x + s;
+      int a = 0, b = 0;
+      for (int q = 0; q < kk; q++) {
+        if (better(sv[o][b], si[o][b], sv[threadIdx.x][a], si[threadIdx.x][a])) {
+          v[q] = sv[o][b];
+          ix[q] = si[o][b];
+          b++;
+        } else {
+          v[q] = sv[threadIdx.x][a];
+          ix[q] = si[threadIdx.x][a];
+          a++;
+        }
+      }
+      for (int q = 0; q < kk; q++) {
+        sv[threadIdx.x][q] = v[q];
+        si[threadIdx.x][q] = ix[q];
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int q = 0; q < kk; q++) {
+      vals[r * k + q] = (double)sv[0][q];
+      idx[r * k + q] = (double)si[0][q];
+    }
+}
