@@ -432,7 +432,9 @@ func TestPairwiseCUDATopK(t *testing.T) {
 // diagonal on (the upper triangle), copied straight into the whole (N, N)
 // matrix with the transposes of its columns beyond the block, each chunk's
 // copy overlapping the next chunk's work (-serial: one chunk, no overlap;
-// l1-r4: the 4×4-per-thread kernel; both for comparison). One iteration is
+// l1-r4: the 4×4-per-thread kernel; both for comparison; dot-tf32-top10:
+// whole rows, the top 10 of each selected on the device, as --topk 10
+// does). One iteration is
 // the whole matrix: s/matrix is the seed's figure (dot with TF32 ≤ 15 ms,
 // l1 ≤ 100 ms on an H200).
 func BenchmarkPairwiseCUDA(b *testing.B) {
@@ -458,15 +460,17 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 		tf32   bool
 		serial bool // the block in one chunk: its copy back overlaps nothing
 		r4     bool // l1 with the 4×4-per-thread kernel
-	}{{"dot-tf32", MetricDot, true, false, false}, {"dot-tf32-serial", MetricDot, true, true, false},
-		{"dot", MetricDot, false, false, false}, {"l1", MetricL1, false, false, false}, {"l1-r4", MetricL1, false, false, true}} {
+		top    int  // --topk: whole rows, the top k selected on the device
+	}{{"dot-tf32", MetricDot, true, false, false, 0}, {"dot-tf32-serial", MetricDot, true, true, false, 0},
+		{"dot", MetricDot, false, false, false, 0}, {"l1", MetricL1, false, false, false, 0}, {"l1-r4", MetricL1, false, false, true, 0},
+		{"dot-tf32-top10", MetricDot, true, false, false, 10}} {
 		b.Run(mc.name, func(b *testing.B) {
 			data, err := NewPairData(x, n, d, mc.metric)
 			if err != nil {
 				b.Fatal(err)
 			}
 			pw := NewPairwise(data, mc.metric, batch)
-			pw.TF32, pw.Upper, pw.RowsFromData = mc.tf32, true, true
+			pw.TF32, pw.Upper, pw.RowsFromData = mc.tf32, mc.top == 0, true
 			op, err := OnDevice(pw, dev)
 			if err != nil {
 				b.Fatal(err)
@@ -475,8 +479,8 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 				op.(*pairwiseCUDA).chunk = batch
 			}
 			op.(*pairwiseCUDA).r4 = mc.r4
-			if !op.(*pairwiseCUDA).WriteFull(full) {
-				b.Fatal("WriteFull refused")
+			if mc.top > 0 && !op.(*pairwiseCUDA).SelectTopK(mc.top) || mc.top == 0 && !op.(*pairwiseCUDA).WriteFull(full) {
+				b.Fatal("SelectTopK or WriteFull refused")
 			}
 			if _, err := op.Do(index[0]); err != nil {
 				b.Fatal(err)
@@ -489,7 +493,11 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 				}
 			}
 			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/matrix")
-			b.ReportMetric(float64(n)*float64(n+batch)/2*d*float64(b.N)/b.Elapsed().Seconds(), "pair-dims/s")
+			pairs := float64(n) * float64(n+batch) / 2 // the upper triangle, diagonal blocks whole
+			if mc.top > 0 {
+				pairs = float64(n) * n
+			}
+			b.ReportMetric(pairs*d*float64(b.N)/b.Elapsed().Seconds(), "pair-dims/s")
 		})
 	}
 }
