@@ -88,6 +88,8 @@ whole "wavelet $WSIZE wrap" "$OUT/wav.json" wavelet --size $WSIZE --theta $WANG 
 	--batch 4 --mem-limit 4GiB --out "$OUT/w.csv"
 whole "affinity dot tf32 N=$NIMG" "$OUT/aff.json" affinity -n $NIMG --height $HW --width $HW --metric dot --tf32 --mem-limit 8GiB
 whole "affinity l1 N=$NIMG" "$OUT/affl1.json" affinity -n $NIMG --height $HW --width $HW --metric l1 --mem-limit 8GiB
+whole "affinity dot tf32 top10 N=$NIMG" "$OUT/afftop.json" affinity -n $NIMG --height $HW --width $HW --metric dot --tf32 --topk 10 \
+	--mem-limit 8GiB
 grep -h -E '^(drr|interp|wavelet|affinity):' "$OUT"/*.json.out | cut -c1-150
 if [ "$SMALL" != 1 ]; then # the demo, on the GPU: its results column should read as on the CPU
 	"$BIN/tapeloop-cuda" demo --device cuda || fail "demo --device cuda"
