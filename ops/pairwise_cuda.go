@@ -24,7 +24,10 @@ import (
 // The block is computed in chunks of rows on one stream and copied back on
 // another, each chunk's copy ordered after its computation: the copy of
 // one chunk overlaps the computation of the next, so the bus and the
-// arithmetic units work at once.
+// arithmetic units work at once. Two modes spare the host its share:
+// WriteFull (a symmetric run's blocks go straight into the whole matrix,
+// transposes included) and SelectTopK (the top k of each row selected on
+// the device, only they come back).
 type pairwiseCUDA struct {
 	*Pairwise
 	dev                       *cuda.Device
@@ -46,11 +49,12 @@ type pairwiseCUDA struct {
 }
 
 // SelectTopK makes the twin select the top k of each row on the device
-// (topk_rows, k ≤ 32, full rows only): k values and columns per row come
+// (topk_rows, k ≤ 32, whole rows read from the data: a row's own column
+// is its index): k values and columns per row come
 // back instead of the row. The block output then holds each row's k
 // values at their columns, and TopIndices the columns.
 func (op *pairwiseCUDA) SelectTopK(k int) bool {
-	if op.Upper || k < 1 || k > topkMax || k >= op.Data.N || op.Data.N > 1<<31-1 || op.arena != nil {
+	if op.Upper || !op.RowsFromData || k < 1 || k > topkMax || k >= op.Data.N || op.Data.N > 1<<31-1 || op.arena != nil {
 		return false
 	}
 	op.topK = k
