@@ -84,8 +84,8 @@ whole "interp, $FLAT batches" "$OUT/interp-flat.json" interp --points $((FLAT * 
 whole "drr trilinear ${SIZE}^3" "$OUT/drr.json" drr --size $SIZE --orbit $ORBIT --method trilinear --batch $DBATCH --mem-limit 4GiB
 whole "drr siddon ${SIZE}^3" "$OUT/drrs.json" drr --size $SIZE --orbit $ORBIT --method siddon --batch $DBATCH --mem-limit 4GiB
 whole "drr trilinear, $FLAT batches of 1" "$OUT/drr-flat.json" drr --size $SIZE --orbit $FLAT --method trilinear --batch 1 --mem-limit 4GiB
-whole "wavelet $WSIZE wrap" "$OUT/wav.json" wavelet --size $WSIZE --theta $WANG --phi $WANG --xi 1,2,4,8 --boundary wrap \
-	--batch 4 --mem-limit 4GiB --out "$OUT/w.csv"
+whole "wavelet $WSIZE wrap, 20 per batch" "$OUT/wav.json" wavelet --size $WSIZE --theta $WANG --phi $WANG --xi 1,2,4,8 --boundary wrap \
+	--batch 20 --mem-limit 4GiB --out "$OUT/w.csv"
 whole "affinity dot tf32 N=$NIMG" "$OUT/aff.json" affinity -n $NIMG --height $HW --width $HW --metric dot --tf32 --mem-limit 8GiB
 whole "affinity l1 N=$NIMG" "$OUT/affl1.json" affinity -n $NIMG --height $HW --width $HW --metric l1 --mem-limit 8GiB
 whole "affinity dot tf32 top10 N=$NIMG" "$OUT/afftop.json" affinity -n $NIMG --height $HW --width $HW --metric dot --tf32 --topk 10 \
