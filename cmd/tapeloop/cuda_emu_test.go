@@ -9,6 +9,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -127,28 +128,33 @@ func TestEmulatedGPUTopK(t *testing.T) {
 		}
 		return v
 	}
-	for _, m := range []string{"cosine", "l2"} {
+	// k = 4 is selected on the GPU, k = 40 (over its 32) on the host.
+	for _, c := range []struct {
+		m string
+		k int
+	}{{"cosine", 4}, {"l2", 4}, {"dot", 40}} {
+		m, k := c.m, c.k
 		res := map[string]string{}
 		for _, dev := range [][]string{{"--device", "cpu"}, {"--device", "cuda", "--devices", "0,1"}} {
-			out := filepath.Join(dir, m+dev[1]+".npz")
+			out := filepath.Join(dir, fmt.Sprint(m, k, dev[1], ".npz"))
 			if _, se, code := run(t, append([]string{"affinity", "--quiet", "--n", "97", "--height", "5", "--width", "6", "--metric", m,
-				"--block", "20", "--topk", "4", "--out", out}, dev...)...); code != 0 {
+				"--block", "20", "--topk", fmt.Sprint(k), "--out", out}, dev...)...); code != 0 {
 				t.Fatalf("%s %v: exit %d: %s", m, dev, code, se)
 			}
 			res[dev[1]] = out
 		}
 		gi, wi := read(res["cuda"], "indices"), read(res["cpu"], "indices")
 		gv, wv := read(res["cuda"], "values"), read(res["cpu"], "values")
-		if len(gi) != 97*4 || len(wi) != len(gi) {
-			t.Fatalf("%s: %d and %d indices, want %d", m, len(gi), len(wi), 97*4)
+		if len(gi) != 97*k || len(wi) != len(gi) {
+			t.Fatalf("%s: %d and %d indices, want %d", m, len(gi), len(wi), 97*k)
 		}
 		for i := range wi {
 			if gi[i] != wi[i] {
-				t.Errorf("%s: neighbour %d of image %d: %v on the GPU, %v on the CPU", m, i%4, i/4, gi[i], wi[i])
+				t.Errorf("%s k=%d: neighbour %d of image %d: %v on the GPU, %v on the CPU", m, k, i%k, i/k, gi[i], wi[i])
 			}
 		}
 		if e := normRel(gv, wv); !(e <= 1e-5) {
-			t.Errorf("%s: values differ by %.3g", m, e)
+			t.Errorf("%s k=%d: values differ by %.3g", m, k, e)
 		}
 	}
 }
