@@ -361,8 +361,8 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 // TestPairwiseCUDATopK: the top k selected on the device (topk_rows) are
 // exactly the ones TopKRow picks from the same block's values, ties
 // included (three images are copies of one another, so every row has
-// equal affinities at their columns), for k from 1 to 32, whole and
-// short blocks.
+// equal affinities at their columns), for k from 1 to 100 (both
+// kernels), whole and short blocks.
 func TestPairwiseCUDATopK(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(45, 46))
@@ -379,7 +379,7 @@ func TestPairwiseCUDATopK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []int{1, 4, 32} {
+		for _, k := range []int{1, 4, 32, 33, 100} {
 			for _, lo := range []int{0, 280} { // 280: a short block of 20 rows
 				idx := make([]float64, batch)
 				for i := range idx {

@@ -117,10 +117,15 @@ func transposeLaunch[P any](in P, ldi, rows, cols int, out P, ldo int) launch {
 
 // topkLaunch selects the top k of each of m rows of the block at blk
 // (leading dimension ldb, n columns, row r's own column self0+r skipped)
-// into vals and idx, k per row.
+// into vals and idx, k per row: topk_rows for k ≤ 32 (128 threads a row),
+// topk_rows128 up to 128 (a warp a row).
 func topkLaunch[P any](blk P, ldb, m, n, k, self0 int, vals, idx P) launch {
-	return launch{"topk_rows", m, 1, 128, []any{blk, int64(ldb), int64(n), int64(k), int64(self0), vals, idx}}
+	name, threads := "topk_rows", 128
+	if k > 32 {
+		name, threads = "topk_rows128", 32
+	}
+	return launch{name, m, 1, threads, []any{blk, int64(ldb), int64(n), int64(k), int64(self0), vals, idx}}
 }
 
-// topkMax is the largest k the GPU selects (topk_rows's TK).
-const topkMax = 32
+// topkMax is the largest k the GPU selects.
+const topkMax = 128

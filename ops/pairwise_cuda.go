@@ -49,7 +49,7 @@ type pairwiseCUDA struct {
 }
 
 // SelectTopK makes the twin select the top k of each row on the device
-// (topk_rows, k ≤ 32, whole rows read from the data: a row's own column
+// (topk_rows, k ≤ 128, whole rows read from the data: a row's own column
 // is its index): k values and columns per row come
 // back instead of the row. The block output then holds each row's k
 // values at their columns, and TopIndices the columns.

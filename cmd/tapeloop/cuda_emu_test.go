@@ -128,16 +128,16 @@ func TestEmulatedGPUTopK(t *testing.T) {
 		}
 		return v
 	}
-	// k = 4 is selected on the GPU, k = 40 (over its 32) on the host.
+	// k up to 128 is selected on the GPU (two kernels), k = 130 on the host.
 	for _, c := range []struct {
-		m string
-		k int
-	}{{"cosine", 4}, {"l2", 4}, {"dot", 40}} {
-		m, k := c.m, c.k
+		m    string
+		k, n int
+	}{{"cosine", 4, 97}, {"l2", 40, 97}, {"dot", 130, 200}} {
+		m, k, n := c.m, c.k, c.n
 		res := map[string]string{}
 		for _, dev := range [][]string{{"--device", "cpu"}, {"--device", "cuda", "--devices", "0,1"}} {
 			out := filepath.Join(dir, fmt.Sprint(m, k, dev[1], ".npz"))
-			if _, se, code := run(t, append([]string{"affinity", "--quiet", "--n", "97", "--height", "5", "--width", "6", "--metric", m,
+			if _, se, code := run(t, append([]string{"affinity", "--quiet", "--n", fmt.Sprint(n), "--height", "5", "--width", "6", "--metric", m,
 				"--block", "20", "--topk", fmt.Sprint(k), "--out", out}, dev...)...); code != 0 {
 				t.Fatalf("%s %v: exit %d: %s", m, dev, code, se)
 			}
@@ -145,8 +145,8 @@ func TestEmulatedGPUTopK(t *testing.T) {
 		}
 		gi, wi := read(res["cuda"], "indices"), read(res["cpu"], "indices")
 		gv, wv := read(res["cuda"], "values"), read(res["cpu"], "values")
-		if len(gi) != 97*k || len(wi) != len(gi) {
-			t.Fatalf("%s: %d and %d indices, want %d", m, len(gi), len(wi), 97*k)
+		if len(gi) != n*k || len(wi) != len(gi) {
+			t.Fatalf("%s: %d and %d indices, want %d", m, len(gi), len(wi), n*k)
 		}
 		for i := range wi {
 			if gi[i] != wi[i] {

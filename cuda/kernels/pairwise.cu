@@ -109,21 +109,21 @@ extern "C" __global__ void transpose(const float *in, long ldi, long rows, long 
     if (c0 + i < cols && r0 + tx < rows) out[(c0 + i) * ldo + r0 + tx] = t[tx][i];
 }
 
-// The top k (≤ TK) of each of a block's rows, as ops.TopK selects them:
-// the largest values, the row's own column (self0 + row) skipped, equal
-// values ranking the smaller column first. One block of TKT threads per
-// row: each thread keeps the best k of its columns (a strided share, so
-// the row is read in whole lines), then the lists are merged pairwise in
-// shared memory. vals and idx get k per row, best first.
-#define TK 32
-#define TKT 128
+// The top k of each of a block's rows, as ops.TopK selects them: the
+// largest values, the row's own column (self0 + row) skipped, equal values
+// ranking the smaller column first. One block of NT threads per row: each
+// thread keeps the best k (≤ TK) of its columns (a strided share, so the
+// row is read in whole lines), then the lists are merged pairwise in
+// shared memory. vals and idx get k per row, best first. topk_rows takes
+// k ≤ 32 with 128 threads, topk_rows128 k ≤ 128 with one warp (the lists
+// in shared memory take NT·TK·8 = 32 KiB either way).
 
 __device__ static bool better(float a, int ia, float b, int ib) { return a > b || (a == b && ia < ib); }
 
-extern "C" __global__ void topk_rows(const float *blk, long ldb, long n, long k, long self0, double *vals,
-                                     double *idx) {
-  __shared__ float sv[TKT][TK];
-  __shared__ int si[TKT][TK];
+template <int TK, int NT>
+__device__ void topk(const float *blk, long ldb, long n, long k, long self0, double *vals, double *idx) {
+  __shared__ float sv[NT][TK];
+  __shared__ int si[NT][TK];
   const long r = blockIdx.x;
   const float *row = blk + r * ldb;
   const long self = self0 + r;
@@ -149,7 +149,7 @@ extern "C" __global__ void topk_rows(const float *blk, long ldb, long n, long k,
     si[threadIdx.x][q] = q < cnt ? ix[q] : 0x7fffffff;
   }
   __syncthreads();
-  for (int s = 1; s < TKT; s *= 2) {
+  for (int s = 1; s < NT; s *= 2) {
     if (threadIdx.x % (2 * s) == 0) {
       const int o = threadIdx.x + s;
       int a = 0, b = 0;
@@ -176,4 +176,13 @@ extern "C" __global__ void topk_rows(const float *blk, long ldb, long n, long k,
       vals[r * k + q] = (double)sv[0][q];
       idx[r * k + q] = (double)si[0][q];
     }
+}
+
+extern "C" __global__ void topk_rows(const float *blk, long ldb, long n, long k, long self0, double *vals,
+                                     double *idx) {
+  topk<32, 128>(blk, ldb, n, k, self0, vals, idx);
+}
+extern "C" __global__ void topk_rows128(const float *blk, long ldb, long n, long k, long self0, double *vals,
+                                        double *idx) {
+  topk<128, 32>(blk, ldb, n, k, self0, vals, idx);
 }

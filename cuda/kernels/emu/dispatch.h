@@ -45,8 +45,10 @@ static int emu_dispatch(const std::string &k, unsigned gx, unsigned gy, unsigned
     return run(11, [] {
       crop_stats((const float *)Pa(0), La(1), La(2), La(3), La(4), La(5), La(6), La(7), La(8), Da(9), (double *)Pa(10));
     });
-  if (k == "topk_rows")
-    return run(7, [] { topk_rows((const float *)Pa(0), La(1), La(2), La(3), La(4), (double *)Pa(5), (double *)Pa(6)); });
+  if (k == "topk_rows" || k == "topk_rows128") {
+    auto fn = k == "topk_rows" ? topk_rows : topk_rows128;
+    return run(7, [fn] { fn((const float *)Pa(0), La(1), La(2), La(3), La(4), (double *)Pa(5), (double *)Pa(6)); });
+  }
   if (k == "transpose")
     return run(6, [] { transpose((const float *)Pa(0), La(1), La(2), La(3), (float *)Pa(4), La(5)); });
   if (k == "finish_stats")
