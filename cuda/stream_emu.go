@@ -24,10 +24,10 @@ import (
 //     destination without waiting reads what was there before.
 // Work on the default stream runs at once. A synchronous copy to the
 // device returns once its source is read, as one from pageable memory
-// does on a GPU, and its data lands on the device at the next work on the
-// default stream, or when another stream waits for an event recorded on
-// it: a stream that reads the data without waiting for the default stream
-// reads what was there before.
+// does on a GPU, and its data lands on the device only at the next work
+// on the default stream (recording an event there, for another stream to
+// wait on, included): a stream that reads the data without waiting for
+// the default stream reads what was there before.
 
 // emuStream is a stream's queue of work not yet run, and its copies to the
 // host not yet delivered.
