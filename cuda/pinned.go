@@ -13,7 +13,11 @@ package cuda
 #include <cuda.h>
 #include <stddef.h>
 static int tl_alloc_host(void **p, size_t n) { return cuMemAllocHost(p, n); }
-static int tl_host_register(void *p, size_t n) { return cuMemHostRegister(p, n, 0); }
+// Portable: pinned for every context, so that each GPU of --devices
+// copies into it at full speed (a second registration then reports
+// CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, and the memory is pinned all
+// the same).
+static int tl_host_register(void *p, size_t n) { return cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE); }
 */
 import "C"
 
