@@ -93,8 +93,7 @@ func (drv *driver) close() error             { return drv.ctx.Close() }
 
 func (drv *driver) memInfo() (free, total int64, err error) { return cu.MemInfo() }
 
-func (drv *driver) newStream() (stream, error)   { return cu.MakeStream(cu.NonBlocking) }
-func (drv *driver) destroyStream(s stream) error { return s.Destroy() }
+func (drv *driver) newStream() (stream, error) { return cu.MakeStream(cu.NonBlocking) }
 
 // newEvent makes an event; one without timing is cheaper to wait on.
 func (drv *driver) newEvent(timing bool) (event, error) {

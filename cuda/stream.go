@@ -126,14 +126,6 @@ func (s *Stream) Sync() error {
 	})
 }
 
-// Close waits for s's work and destroys it (not the default stream).
-func (s *Stream) Close() error {
-	if s == s.dev.def {
-		return nil
-	}
-	return s.dev.Do(func() error { return s.dev.drv.destroyStream(s.s) })
-}
-
 // Download2DAsync queues on s the copy Download2D makes. dst must be
 // pinned host memory (HostFloat32) for the copy to overlap other work, and
 // must not be read before s's work is waited for.

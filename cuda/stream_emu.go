@@ -13,8 +13,7 @@ import (
 // run it in a harmless order:
 //   - kernels, GEMMs and FFTs queued on a stream run only when something
 //     waits for them: an event wait by another stream, an event or stream
-//     synchronisation, a later copy on the same stream, the stream's
-//     destruction;
+//     synchronisation, a later copy on the same stream;
 //   - an event wait, and a copy from the device, runs as soon as it is
 //     queued (after the work queued before it on its stream, and for a wait
 //     the other stream's work up to the event): a copy not ordered after
@@ -132,9 +131,6 @@ func (s *emuStream) hostWait(to int64) error {
 }
 
 func (drv *driver) newStream() (stream, error) { return &emuStream{drv: drv}, nil }
-
-// destroyStream runs the stream's work, as a GPU finishes it.
-func (drv *driver) destroyStream(s stream) error { return s.hostWait(s.queued()) }
 
 func (drv *driver) newEvent(bool) (event, error) { return &emuEvent{stamp: new(time.Time)}, nil }
 

@@ -197,10 +197,7 @@ func TestPairwiseCUDAMatchesCPU(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(37, 38))
 	const n, d, batch = 150, 77, 40
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	x := normals32(rng, n*d)
 	for _, mc := range []struct {
 		metric Metric
 		tf32   bool
@@ -303,10 +300,7 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(43, 44))
 	const n, d, batch = 150, 77, 40
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	x := normals32(rng, n*d)
 	for _, metric := range []Metric{MetricL1, MetricL2, MetricDot, MetricCosine} {
 		data, err := NewPairData(x, n, d, metric)
 		if err != nil {
@@ -367,10 +361,7 @@ func TestPairwiseCUDATopK(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(45, 46))
 	const n, d, batch = 300, 23, 40
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	x := normals32(rng, n*d)
 	for _, c := range []int{9, 77, 230} {
 		copy(x[c*d:(c+1)*d], x[5*d:6*d])
 	}
@@ -441,10 +432,7 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 	dev := device(b)
 	const n, d, batch = 10_000, 10_000, 1000
 	rng := rand.New(rand.NewPCG(39, 40))
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	x := normals32(rng, n*d)
 	full := make([]float32, n*n) // the matrix the blocks go into, as the command's
 	var index []*tensor.Dense
 	for lo := 0; lo < n; lo += batch {

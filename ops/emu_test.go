@@ -193,10 +193,7 @@ func TestEmuPairwiseKernel(t *testing.T) {
 	// 150 rows against 300 images: more than one 128×128 tile each way,
 	// and d not a multiple of the 16-wide k-slices.
 	const n, d, batch, lo = 300, 37, 150, 30
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	x := normals32(rng, n*d)
 	idx := make([]float64, batch)
 	for i := range idx {
 		idx[i] = float64(lo + i)
@@ -299,10 +296,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 	}
 	// crop_stats over a block of a response array.
 	q, lo, n := [3]int{13, 12, 11}, [3]int{2, 3, 1}, [3]int{9, 7, 8}
-	g := make([]float32, q[0]*q[1]*q[2])
-	for i := range g {
-		g[i] = float32(rng.NormFloat64())
-	}
+	g := normals32(rng, q[0]*q[1]*q[2])
 	const scale = 0.25
 	var s1, s2 float64
 	mx := math.Inf(-1)
@@ -332,10 +326,7 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 	emulator(t)
 	rng := rand.New(rand.NewPCG(59, 60))
 	const n, d, batch, c0 = 40, 3, 7, 11
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	x := normals32(rng, n*d)
 	data, err := NewPairData(x, n, d, MetricCosine)
 	if err != nil {
 		t.Fatal(err)

@@ -273,10 +273,7 @@ func TestPairwiseRowsFromData(t *testing.T) {
 func BenchmarkTopKSeed(b *testing.B) {
 	const n, batch, k = 10_000, 1000, 10
 	rng := rand.New(rand.NewPCG(1, 2))
-	blk := make([]float32, batch*n)
-	for i := range blk {
-		blk[i] = float32(rng.NormFloat64())
-	}
+	blk := normals32(rng, batch*n)
 	idx := make([]float64, batch)
 	for i := range idx {
 		idx[i] = float64(i)
@@ -292,4 +289,13 @@ func BenchmarkTopKSeed(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1e3, "ms/matrix")
+}
+
+// normals32 is n standard-normal float32s from rng.
+func normals32(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
 }

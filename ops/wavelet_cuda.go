@@ -114,6 +114,11 @@ func (op *waveletCUDA) volume(pad [3]int) (*deviceVolume, error) {
 		return nil, fmt.Errorf("wavelet: padding %v is beyond the largest planned, %v", pad, src.MaxPad)
 	}
 	if w.dims != op.fft.Dims {
+		// Combinations queued earlier still use the plans: let them finish
+		// before the plans go.
+		if err := op.dev.Default().Sync(); err != nil {
+			return nil, err
+		}
 		if err := op.fft.Close(); err != nil {
 			return nil, err
 		}
