@@ -45,6 +45,7 @@ type Program struct {
 	outNode []*G.Node
 	out     []*tensor.Dense
 	valid   int
+	counted []ops.RowCounter // ops told the valid row count before each run
 }
 
 // Compile builds w's graph for batch items, binds every input node to a
@@ -75,6 +76,11 @@ func Compile(w Workload, batch int) (p *Program, err error) {
 			continue
 		}
 		p.out = append(p.out, tensor.New(tensor.WithShape(n.Shape()...), tensor.Of(n.Dtype())))
+	}
+	for _, n := range g.AllNodes() {
+		if rc, ok := n.Op().(ops.RowCounter); ok && n.Op() != nil {
+			p.counted = append(p.counted, rc)
+		}
 	}
 	defer func() {
 		// NewTapeMachine panics when the graph does not compile.
@@ -171,6 +177,9 @@ func (p *Program) Pad(n int) error {
 // result buffer and resets the machine. It returns the number of valid rows.
 func (p *Program) Run() (int, error) {
 	defer p.vm.Reset()
+	for _, rc := range p.counted {
+		rc.SetValidRows(p.valid)
+	}
 	if err := p.vm.RunAll(); err != nil {
 		return 0, fmt.Errorf("graphs: %s: run: %w", p.Name, opError(err))
 	}

@@ -113,7 +113,7 @@ func runAffinity(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("affinity: unexpected argument %q", c.Args().First())
 	}
-	e, err := engineConfig(c)
+	e, err := legacyConfig(c)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (a *affinitySetup) close() {
 }
 
 // setupAffinity reads the flags and images into a job and opens --out.
-func setupAffinity(c *cli.Context, e *engine, withOutput bool) (_ *affinitySetup, err error) {
+func setupAffinity(c *cli.Context, e *legacy, withOutput bool) (_ *affinitySetup, err error) {
 	metric, err := ops.ParseMetric(c.String("metric"))
 	if err != nil {
 		return nil, fmt.Errorf("--metric: %w", err)

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
-	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -28,10 +27,10 @@ type demoRow struct {
 
 var demoRows = []demoRow{
 	{"interp sumsq", "M=300 G=4096 N=1e6", func(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-		return demoInterp(ctx, rc, dev, ops.ReduceSumSq, 300, 4096, 1_000_000, 1<<14)
+		return demoInterp(ctx, rc, dev, "sumsq", 300, 4096, 1_000_000, 1<<14)
 	}},
 	{"interp none", "M=300 G=4096 N=1e5", func(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-		return demoInterp(ctx, rc, dev, ops.ReduceNone, 300, 4096, 100_000, 1<<11)
+		return demoInterp(ctx, rc, dev, "none", 300, 4096, 100_000, 1<<11)
 	}},
 	{"affinity l1", "N=2000 64×64 block=50", demoAffinity},
 	{"drr siddon", "phantom 96³ 72 poses 128²", demoDRR},
@@ -48,7 +47,7 @@ first batch to the last, peak RSS and the result. With --device cuda (the GPU
 build) every workload runs on the GPU, or spread over --devices.`,
 	Flags: []cli.Flag{memLimitFlag, deviceFlag, devicesFlag},
 	Action: func(c *cli.Context) error {
-		e, err := engineConfig(c)
+		e, err := legacyConfig(c)
 		if err != nil {
 			return err
 		}
@@ -82,26 +81,31 @@ build) every workload runs on the GPU, or spread over --devices.`,
 // uniform queries on [0, 1]). The cubic scheme reproduces x² exactly away
 // from the padded ends, so Σ_j value_j² ≈ M·x⁴ with mean M/5 per query, and
 // Σ_j value_j ≈ M·x² with mean M/3.
-func demoInterp(ctx context.Context, rc graphs.RunConfig, dev ops.Device, r ops.Reduce, m, g, n, batch int) (*graphs.Outcome, string, error) {
-	tab, err := ops.NewInterpTable(seedTable(m, g), m, g, 0, 1/float64(g-1), r, ops.MethodAuto, tensor.Float32)
+func demoInterp(ctx context.Context, rc graphs.RunConfig, dev ops.Device, reduce string, m, g, n, batch int) (*graphs.Outcome, string, error) {
+	d, err := graphs.CPU(rc.MemLimit) // TEMPORARY: the demo moves to graphs
 	if err != nil {
 		return nil, "", err
 	}
-	job, err := graphs.NewInterp(graphs.InterpConfig{Table: tab, Reduce: r, Dtype: tensor.Float32,
-		Queries: &graphs.UniformQueries{N: n, Lo: 0, Hi: 1, Seed: 1}, Device: dev})
+	t, err := graphs.OpenInterp(graphs.InterpSpec{Interpolants: m, Grid: g, Points: n, Seed: 1, Reduce: reduce}, d, false)
 	if err != nil {
 		return nil, "", err
 	}
+	defer t.Close()
 	rc.Batch = batch
+	job := t.Job()
+	if dj, ok := job.(graphs.DeviceJob); ok {
+		dj.SetDevice(dev)
+	}
 	out, err := graphs.Run(ctx, job, rc)
 	if err != nil {
 		return nil, "", err
 	}
+	r := t.Summary()
 	expect := float64(n*m) / 5
-	if r != ops.ReduceSumSq {
+	if reduce != "sumsq" {
 		expect = float64(n*m) / 3
 	}
-	return out, fmt.Sprintf("Σ=%.6g (≈%.6g expected)", job.Sum, expect), nil
+	return out, fmt.Sprintf("Σ=%.6g (≈%.6g expected)", r.Sum, expect), nil
 }
 
 // demoAffinity computes the negative L1 affinities of 2000 standard-normal

@@ -295,7 +295,7 @@ func runDRR(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("drr: unexpected argument %q", c.Args().First())
 	}
-	e, err := engineConfig(c)
+	e, err := legacyConfig(c)
 	if err != nil {
 		return err
 	}

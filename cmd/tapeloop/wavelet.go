@@ -189,7 +189,7 @@ func runWavelet(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("wavelet: unexpected argument %q", c.Args().First())
 	}
-	e, err := engineConfig(c)
+	e, err := legacyConfig(c)
 	if err != nil {
 		return err
 	}
