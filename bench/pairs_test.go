@@ -339,9 +339,9 @@ func BenchmarkPairDRR(b *testing.B) {
 func BenchmarkPairWavelet(b *testing.B) {
 	const nv = 48
 	rng := rand.New(rand.NewPCG(27, 28))
-	v := make([]float64, nv*nv*nv)
+	v := make([]float32, nv*nv*nv)
 	for i := range v {
-		v[i] = rng.NormFloat64()
+		v[i] = float32(rng.NormFloat64())
 	}
 	combos := randomCombos(8, []float64{1, 2})
 	src, err := ops.NewWaveletSource(v, [3]int{nv, nv, nv}, 1, ops.Wrap, [3]int{})

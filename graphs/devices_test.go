@@ -42,9 +42,9 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wv := make([]float64, 9*8*7)
+	wv := make([]float32, 9*8*7)
 	for i := range wv {
-		wv[i] = rng.NormFloat64()
+		wv[i] = float32(rng.NormFloat64())
 	}
 	var combos []Combo
 	for i := range 13 {

@@ -494,10 +494,7 @@ func TestWaveletCUDAMatchesCPU(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(41, 42))
 	n := [3]int{17, 20, 23}
-	v := make([]float64, n[0]*n[1]*n[2])
-	for i := range v {
-		v[i] = rng.NormFloat64()
-	}
+	v := normals32(rng, n[0]*n[1]*n[2])
 	combos := [][3]float64{{0, 0, 1}, {0.3, 1.1, 2}, {2.5, 0.4, 4}, {0.8, 2.9, 0.5}}
 	for _, bnd := range []Boundary{Wrap, Reflect} {
 		var pad [3]int
@@ -555,10 +552,7 @@ func BenchmarkWaveletCUDA200(b *testing.B) {
 	dev := device(b)
 	const n = 200
 	rng := rand.New(rand.NewPCG(43, 44))
-	v := make([]float64, n*n*n)
-	for i := range v {
-		v[i] = rng.NormFloat64()
-	}
+	v := normals32(rng, n*n*n)
 	src, err := NewWaveletSource(v, [3]int{n, n, n}, 1, Wrap, [3]int{})
 	if err != nil {
 		b.Fatal(err)

@@ -161,34 +161,25 @@ func demoDRR(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.
 // grouped by ξ, and a group with a wider kernel costs more per batch, which
 // the drift column would show) and reports the strongest response.
 func demoWavelet(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-	n := [3]int{24, 24, 24}
-	rng := rand.New(rand.NewPCG(1, 0x5eed0002))
-	x := make([]float64, n[0]*n[1]*n[2])
-	for i := range x {
-		x[i] = rng.NormFloat64()
-	}
-	var theta, phi []float64
-	for k := range 8 {
-		theta = append(theta, float64(k)*math.Pi/8)
-	}
-	for k := range 4 {
-		phi = append(phi, float64(k)*math.Pi/4)
-	}
-	combos := graphs.Combos(theta, phi, []float64{1, 2})
-	_, pad := graphs.WaveletPads(1, combos)
-	src, err := ops.NewWaveletSource(x, n, 1, ops.Wrap, pad)
+	d, err := graphs.CPU(rc.MemLimit) // TEMPORARY: the demo moves to graphs
 	if err != nil {
 		return nil, "", err
 	}
-	job, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos, Device: dev})
+	spec := graphs.WaveletSpec{Size: "24x24x24", Seed: 1, A: 1, Theta: "0:pi:8", Phi: "0:pi:4", Xi: "1,2", Boundary: "wrap"}
+	t, err := graphs.OpenWavelet(spec, d, false)
 	if err != nil {
 		return nil, "", err
 	}
+	defer t.Close()
 	rc.Batch = 2
+	job := t.Job()
+	if dj, ok := job.(graphs.DeviceJob); ok {
+		dj.SetDevice(dev)
+	}
 	out, err := graphs.Run(ctx, job, rc)
 	if err != nil {
 		return nil, "", err
 	}
-	r := job.Result()
+	r := t.Summary()
 	return out, fmt.Sprintf("max energy %.4g at θ=%.3g φ=%.3g ξ=%g", r.MaxEnergy, r.Theta, r.Phi, r.Xi), nil
 }

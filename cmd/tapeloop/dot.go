@@ -57,15 +57,16 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			Usage: "the wavelet-sweep graph",
 			Flags: append(append([]cli.Flag{}, waveletFlags...), withoutDtype(engineFlags)...),
 			Action: func(c *cli.Context) error {
-				e, err := legacyConfig(c)
+				_, dev, err := openEngine(c)
 				if err != nil {
 					return err
 				}
-				job, err := setupWavelet(c, nil, nil)
+				t, err := graphs.OpenWavelet(waveletSpec(c), dev, false)
 				if err != nil {
 					return err
 				}
-				return printDOT(e, job)
+				defer t.Close()
+				return dev.WriteDOT(os.Stdout, t.Job())
 			},
 		},
 		{
