@@ -36,41 +36,50 @@ type Engine struct {
 	Log               io.Writer
 }
 
-// ErrEngine is wrapped by errors about the engine configuration.
+// ErrEngine is matched (errors.Is) by errors about the engine
+// configuration; their text names the flag and what is wrong.
 var ErrEngine = errors.New("bad engine configuration")
+
+// engineError is an ErrEngine whose text is the message alone.
+type engineError string
+
+func (e engineError) Error() string        { return string(e) }
+func (e engineError) Is(target error) bool { return target == ErrEngine }
+
+func engineErrorf(format string, a ...any) error { return engineError(fmt.Sprintf(format, a...)) }
 
 // Validate checks the configuration without opening anything.
 func (e Engine) Validate() error {
 	switch e.Device {
 	case "", "cpu":
 		if len(e.GPUs) > 0 {
-			return fmt.Errorf("%w: --devices needs --device cuda", ErrEngine)
+			return engineErrorf("--devices: needs --device cuda")
 		}
 	case "cuda":
 		if !GPUBuild {
-			return fmt.Errorf("%w: --device cuda: this tapeloop was built without CUDA; build the GPU flavour with `make build-cuda` on a machine with the CUDA toolkit", ErrEngine)
+			return engineErrorf("--device cuda: this tapeloop was built without CUDA; build the GPU flavour with `make build-cuda` on a machine with the CUDA toolkit")
 		}
 		seen := map[int]bool{}
 		for _, o := range e.GPUs {
 			if o < 0 {
-				return fmt.Errorf("%w: --devices: %d is not a GPU number", ErrEngine, o)
+				return engineErrorf("--devices: %d is not a GPU number", o)
 			}
 			if seen[o] {
-				return fmt.Errorf("%w: --devices: GPU %d listed twice", ErrEngine, o)
+				return engineErrorf("--devices: GPU %d listed twice", o)
 			}
 			seen[o] = true
 		}
 	default:
-		return fmt.Errorf("%w: --device %q: want cpu or cuda", ErrEngine, e.Device)
+		return engineErrorf("--device %q: want cpu or cuda", e.Device)
 	}
 	if _, err := e.dtype(); err != nil {
 		return err
 	}
 	if e.MemLimit < 0 {
-		return fmt.Errorf("%w: --mem-limit %d: must not be negative", ErrEngine, e.MemLimit)
+		return engineErrorf("--mem-limit %d: must not be negative", e.MemLimit)
 	}
 	if e.Batch < 0 {
-		return fmt.Errorf("%w: --batch %d: must be at least 1", ErrEngine, e.Batch)
+		return engineErrorf("--batch %d: must be at least 1", e.Batch)
 	}
 	return nil
 }
@@ -82,7 +91,7 @@ func (e Engine) dtype() (tensor.Dtype, error) {
 	case "float64":
 		return tensor.Float64, nil
 	}
-	return tensor.Dtype{}, fmt.Errorf("%w: --dtype %q: want float32 or float64", ErrEngine, e.Dtype)
+	return tensor.Dtype{}, engineErrorf("--dtype %q: want float32 or float64", e.Dtype)
 }
 
 // ParseSize parses a memory size such as 512MiB, 2GB or 1048576.

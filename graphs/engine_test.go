@@ -14,7 +14,7 @@ func TestEngineValidate(t *testing.T) {
 		{Engine{}, ""},
 		{Engine{Device: "cpu", Dtype: "float64", MemLimit: 1 << 20, Batch: 3}, ""},
 		{Engine{Device: "tpu"}, `--device "tpu": want cpu or cuda`},
-		{Engine{GPUs: []int{0}}, "--devices needs --device cuda"},
+		{Engine{GPUs: []int{0}}, "--devices: needs --device cuda"},
 		{Engine{Dtype: "float16"}, `--dtype "float16"`},
 		{Engine{MemLimit: -1}, "--mem-limit"},
 		{Engine{Batch: -2}, "--batch -2"},
