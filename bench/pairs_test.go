@@ -21,7 +21,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -234,17 +234,17 @@ func BenchmarkPairAffinity(b *testing.B) {
 func BenchmarkPairDRR(b *testing.B) {
 	const nv, det, step = 64, 64, 0.5
 	rng := rand.New(rand.NewPCG(25, 26))
-	vol := &cpukern.Volume{N: [3]int64{nv, nv, nv}, Origin: [3]float64{-nv / 2, -nv / 2, -nv / 2},
+	vol := &volume.Volume{N: [3]int64{nv, nv, nv}, Origin: [3]float64{-nv / 2, -nv / 2, -nv / 2},
 		Spacing: [3]float64{1, 1, 1}, V: make([]float32, nv*nv*nv)}
 	for i := range vol.V {
 		vol.V[i] = rng.Float32()
 	}
-	poses, err := graphs.Orbit(7, [3]float64{}, 1020, 510, det, det, 2)
+	poses, err := ops.Orbit(7, [3]float64{}, 1020, 510, det, det, 2)
 	if err != nil {
 		b.Fatal(err)
 	}
 	pose := poses[1] // an oblique one
-	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: vol, Poses: []graphs.Pose{pose}, Step: step})
+	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: vol, Poses: []ops.Pose{pose}, Step: step})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/cuda"
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 var (
@@ -161,7 +161,7 @@ func BenchmarkDRRCUDA(b *testing.B) {
 	dev := device(b)
 	const n, rows, cols, batch = 256, 200, 200, 64
 	rng := rand.New(rand.NewPCG(35, 36))
-	vol := &cpukern.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
+	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
 	vol.V = make([]float32, n*n*n)
 	for i := range vol.V {
 		vol.V[i] = rng.Float32()

@@ -12,12 +12,8 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
-
-// PoseWidth is the length of an encoded pose: the source (3), the centre of
-// pixel (0, 0) (3), and the steps from one pixel centre to the next along a
-// row (du·û, 3) and down a column (dv·v̂, 3), all in mm.
-const PoseWidth = 12
 
 // DRR is the Gorgonia op that renders digitally reconstructed radiographs:
 // for a batch of poses (Batch, PoseWidth) it casts one ray from the source
@@ -31,32 +27,14 @@ const PoseWidth = 12
 type DRR struct {
 	owned
 
-	Vol        *cpukern.Volume
+	Vol        *volume.Volume
 	Rows, Cols int
 	Step       float64
 	Batch      int
 
 	out    *tensor.Dense
 	fans   []cpukern.Fan // this batch's work, reused
-	padded *cpukern.Volume
-}
-
-// LongestRay is the length in mm of the longest ray of a pose: the one to
-// one of the detector's corners, since the squared length is convex in the
-// pixel position.
-func LongestRay(pose []float64, rows, cols int) float64 {
-	l := 0.0
-	for _, r := range [2]float64{0, float64(rows - 1)} {
-		for _, c := range [2]float64{0, float64(cols - 1)} {
-			s := 0.0
-			for a := range 3 {
-				d := pose[3+a] + c*pose[6+a] + r*pose[9+a] - pose[a]
-				s += d * d
-			}
-			l = max(l, math.Sqrt(s))
-		}
-	}
-	return l
+	padded *volume.Volume
 }
 
 // alongZ says whether a pixel step d runs along z, to a relative 1e-9: the
@@ -109,7 +87,7 @@ func (op *DRR) plan(pd []float64) {
 }
 
 // NewDRR returns the op for batches of batch poses.
-func NewDRR(vol *cpukern.Volume, rows, cols int, step float64, batch int) *DRR {
+func NewDRR(vol *volume.Volume, rows, cols int, step float64, batch int) *DRR {
 	if rows < 1 || cols < 1 || batch < 1 {
 		panic("ops: DRR needs rows, cols and batch ≥ 1")
 	}
@@ -149,7 +127,7 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 		op.fans = make([]cpukern.Fan, 0, op.Batch*max(op.Rows, op.Cols))
 		op.padded = op.Vol
 		if op.Step > 0 {
-			op.padded = cpukern.PadVolume(op.Vol) // trilinear: no boundary tests
+			op.padded = volume.Pad(op.Vol) // trilinear: no boundary tests
 		}
 	}
 	op.plan(poses.Data().([]float64))

@@ -10,7 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/cuda"
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 // drrCUDA is DRR on a GPU: one thread per ray, every pose of the batch in
@@ -44,7 +44,7 @@ func (op *drrCUDA) DeviceBytes() int64 {
 func (op *drrCUDA) setup() error {
 	v := op.Vol
 	if op.Step > 0 {
-		v = cpukern.PadVolume(v)
+		v = volume.Pad(v)
 	}
 	a, err := op.dev.NewArena(op.DeviceBytes())
 	if err != nil {

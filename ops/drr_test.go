@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 // orbitPose encodes the pose at angle alpha of a circular orbit about the
@@ -35,7 +36,7 @@ func orbitPose(c [3]float64, alpha, sdd, sid float64, rows, cols int, pixel floa
 
 func TestDRROpMatchesKernelPerRay(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
-	vol := &cpukern.Volume{N: [3]int64{20, 24, 16}, Origin: [3]float64{-10, -12, -8}, Spacing: [3]float64{1, 1, 1}}
+	vol := &volume.Volume{N: [3]int64{20, 24, 16}, Origin: [3]float64{-10, -12, -8}, Spacing: [3]float64{1, 1, 1}}
 	vol.V = make([]float32, 20*24*16)
 	for i := range vol.V {
 		vol.V[i] = rng.Float32()
@@ -102,7 +103,7 @@ func TestDRROpMatchesKernelPerRay(t *testing.T) {
 func benchmarkDRR(b *testing.B, step float64, tilt bool) {
 	const n, rows, cols, batch = 256, 200, 200, 4
 	rng := rand.New(rand.NewPCG(53, 54))
-	vol := &cpukern.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
+	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
 	vol.V = make([]float32, n*n*n)
 	sysmem.AdviseHugePagesOf(vol.V)
 	for i := range vol.V {

@@ -20,7 +20,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 var (
@@ -177,7 +177,7 @@ func TestEmuDRRKernel(t *testing.T) {
 		}
 		v := vol
 		if step > 0 {
-			v = cpukern.PadVolume(vol)
+			v = volume.Pad(vol)
 		}
 		vv, ps, img := append([]float32(nil), v.V...), append([]float64(nil), poses...), buf32(batch*rows*cols)
 		drrLaunch(op, v.N, v.Origin, v.Spacing, emuBuf{&vv}, emuBuf{&ps}, emuBuf{img}).emulate(t)
@@ -372,8 +372,8 @@ func interpFixture(rng *rand.Rand, m, g, batch int) ([]float64, []float32) {
 // origin, and batch oblique poses of rows×cols pixels around it: orbit
 // poses (columns along z), and every third one with its detector tilted so
 // that neither its rows nor its columns run along z.
-func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols, batch int) (*cpukern.Volume, *tensor.Dense) {
-	vol := &cpukern.Volume{N: n, Origin: [3]float64{-float64(n[0]) / 2, -float64(n[1]), -float64(n[2]) / 1.5},
+func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols, batch int) (*volume.Volume, *tensor.Dense) {
+	vol := &volume.Volume{N: n, Origin: [3]float64{-float64(n[0]) / 2, -float64(n[1]), -float64(n[2]) / 1.5},
 		Spacing: [3]float64{1.1, 1.9, 1.4}, V: make([]float32, n[0]*n[1]*n[2])}
 	for i := range vol.V {
 		vol.V[i] = rng.Float32()

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
-	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -137,23 +136,30 @@ func demoAffinity(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*gr
 	return out, fmt.Sprintf("mean A=%.1f (≈%.1f expected)", mean, -float64(d)*2/math.Sqrt(math.Pi)), nil
 }
 
-// demoDRR renders the Shepp–Logan phantom over a 72-pose orbit.
+// demoDRR renders the 96³ Shepp–Logan phantom over a 72-pose orbit.
 func demoDRR(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-	v := volume.Phantom(96, 192, 0.02)
-	poses, err := graphs.Orbit(72, [3]float64{}, 1020, 510, 128, 128, 2)
+	d, err := graphs.CPU(rc.MemLimit) // TEMPORARY: the demo moves to graphs
 	if err != nil {
 		return nil, "", err
 	}
-	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses, Device: dev})
+	spec := graphs.DefaultDRRSpec()
+	spec.Size, spec.Orbit, spec.Detector = 96, 72, "128x128"
+	t, err := graphs.OpenDRR(spec, d, false)
 	if err != nil {
 		return nil, "", err
 	}
+	defer t.Close()
 	rc.Batch = 2
+	job := t.Job()
+	if dj, ok := job.(graphs.DeviceJob); ok {
+		dj.SetDevice(dev)
+	}
 	out, err := graphs.Run(ctx, job, rc)
 	if err != nil {
 		return nil, "", err
 	}
-	return out, fmt.Sprintf("Σ=%.5g, max line integral %.4f", job.Sum, job.Max), nil
+	r := t.Summary()
+	return out, fmt.Sprintf("Σ=%.5g, max line integral %.4f", r.Sum, r.Max), nil
 }
 
 // demoWavelet sweeps 64 kernels over a 24³ random volume with periodic

@@ -40,16 +40,16 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			Usage: "the DRR graph",
 			Flags: append(append([]cli.Flag{}, drrFlags...), withoutDtype(engineFlags)...),
 			Action: func(c *cli.Context) error {
-				e, err := legacyConfig(c)
+				_, dev, err := openEngine(c)
 				if err != nil {
 					return err
 				}
-				s, err := setupDRR(c, false, nil)
+				t, err := graphs.OpenDRR(drrSpec(c), dev, false)
 				if err != nil {
 					return err
 				}
-				defer s.close()
-				return printDOT(e, s.job)
+				defer t.Close()
+				return dev.WriteDOT(os.Stdout, t.Job())
 			},
 		},
 		{

@@ -149,7 +149,7 @@ __device__ static double samples(const float *v, I si, I sj, const float *u, con
 
 // Samples at the fractions (q + ½)·step/lref of the segment from the
 // source, each weighing step·len/lref mm. The volume carries a border of
-// zero voxels (cpukern.PadVolume): samples whose continuous index (voxel
+// zero voxels (volume.Pad): samples whose continuous index (voxel
 // centres at integers) lies in [0, n−1] on every axis read only voxels
 // inside it, and outside that box every sample is zero. As on the CPU,
 // positions advance in float32 (their rounding, ~1e-5 of a voxel over a

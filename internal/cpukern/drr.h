@@ -20,7 +20,7 @@ typedef struct {
 // on a ray lref mm long, closer on shorter ones. lref <= 0 takes each ray's
 // own length: samples every step mm.
 // The volume is given as v, n[3], its origin o[3] and spacing s[3]; padded
-// says it carries a border of zero voxels (see PadVolume), which lets the
+// says it carries a border of zero voxels (see volume.Pad), which lets the
 // trilinear sampler skip its boundary tests.
 void tl_drr(const float *v, const int64_t *n, const double *o, const double *s, int padded, int64_t nrays, const double *src,
             const double *dst, float *out, double step, double lref);

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 )
 
 var metaTypes = map[string]string{
@@ -132,7 +130,7 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 	return h, nil
 }
 
-func loadMeta(path string) (*cpukern.Volume, error) {
+func loadMeta(path string) (*Volume, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)

@@ -10,8 +10,6 @@ import (
 	"math"
 	"os"
 	"strings"
-
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 )
 
 // niftiHeader is what tapeloop reads of a NIfTI-1 header (348 bytes).
@@ -97,7 +95,7 @@ func (h niftiHeader) geometry() (spacing, origin [3]float64, rotated bool) {
 	return spacing, origin, rotated
 }
 
-func loadNIfTI(path string, warn io.Writer) (*cpukern.Volume, error) {
+func loadNIfTI(path string, warn io.Writer) (*Volume, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
@@ -126,7 +124,7 @@ func loadNIfTI(path string, warn io.Writer) (*cpukern.Volume, error) {
 
 // readNIfTI reads a single-file NIfTI-1 volume (header, extensions, data)
 // of avail bytes in all (−1: unknown), checking the size before allocating.
-func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*cpukern.Volume, error) {
+func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*Volume, error) {
 	hdr := make([]byte, 348)
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return nil, fmt.Errorf("%w: NIfTI header truncated", ErrVolume)
@@ -184,6 +182,6 @@ func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*cpukern.
 }
 
 // niftiBytes is a test and fuzz helper: the header parser on raw bytes.
-func niftiBytes(b []byte) (*cpukern.Volume, error) {
+func niftiBytes(b []byte) (*Volume, error) {
 	return readNIfTI(bytes.NewReader(b), nil, "fuzz", int64(len(b)))
 }

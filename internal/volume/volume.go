@@ -1,6 +1,7 @@
-// Package volume reads 3-D voxel volumes (CT scans and the like) from
-// .npy, NIfTI-1 (.nii, .nii.gz), MetaImage (.mha, .mhd) and raw files, and
-// makes the 3-D Shepp–Logan phantom. Every volume comes out in C order:
+// Package volume is tapeloop's voxel volume type: it reads 3-D volumes (CT
+// scans and the like) from .npy, NIfTI-1 (.nii, .nii.gz), MetaImage (.mha,
+// .mhd) and raw files, makes the 3-D Shepp–Logan phantom, and pads volumes
+// for trilinear sampling. Every volume comes out in C order:
 // value (i, j, k) at (i·ny + j)·nz + k, voxel (i, j, k) spanning
 // [o + (i, j, k)⊙s, o + (i+1, j+1, k+1)⊙s) in mm.
 package volume
@@ -14,10 +15,44 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
+
+// Volume is a voxel volume for ray casting: V holds N[0]·N[1]·N[2] values
+// in C order, voxel (i, j, k) spanning [Origin + (i, j, k)⊙Spacing,
+// Origin + (i+1, j+1, k+1)⊙Spacing) in mm.
+type Volume struct {
+	V       []float32
+	N       [3]int64
+	Origin  [3]float64
+	Spacing [3]float64
+	// Padded says V carries a border of one zero voxel on every side that
+	// is not part of the data (see Pad).
+	Padded bool
+}
+
+// Pad returns a copy of v with a border of zero voxels on every side,
+// origin moved out by one voxel: the same line integrals, but trilinear
+// sampling needs no boundary tests. Padding a padded volume returns it.
+func Pad(v *Volume) *Volume {
+	if v.Padded {
+		return v
+	}
+	nx, ny, nz := v.N[0], v.N[1], v.N[2]
+	p := &Volume{N: [3]int64{nx + 2, ny + 2, nz + 2}, Spacing: v.Spacing, Padded: true}
+	for a := range 3 {
+		p.Origin[a] = v.Origin[a] - v.Spacing[a]
+	}
+	p.V = make([]float32, p.N[0]*p.N[1]*p.N[2])
+	sysmem.AdviseHugePagesOf(p.V)
+	for i := range nx {
+		for j := range ny {
+			copy(p.V[((i+1)*(ny+2)+j+1)*(nz+2)+1:], v.V[(i*ny+j)*nz:(i*ny+j+1)*nz])
+		}
+	}
+	return p
+}
 
 // ErrVolume is wrapped by every error about a volume file or its values.
 var ErrVolume = errors.New("volume")
@@ -35,9 +70,9 @@ type Options struct {
 }
 
 // Load reads the volume at path, by its extension.
-func Load(path string, opt Options) (*cpukern.Volume, error) {
+func Load(path string, opt Options) (*Volume, error) {
 	lower := strings.ToLower(path)
-	var v *cpukern.Volume
+	var v *Volume
 	var err error
 	switch {
 	case strings.HasSuffix(lower, ".npy"):
@@ -67,7 +102,7 @@ func Load(path string, opt Options) (*cpukern.Volume, error) {
 }
 
 // Check validates spacing, origin and values.
-func Check(v *cpukern.Volume) error {
+func Check(v *Volume) error {
 	for a := range 3 {
 		if !(v.Spacing[a] > 0) || math.IsInf(v.Spacing[a], 0) {
 			return fmt.Errorf("%w: spacing %v: every component must be positive and finite", ErrVolume, v.Spacing)
@@ -90,20 +125,20 @@ func Check(v *cpukern.Volume) error {
 
 // ApplyHU converts Hounsfield units to linear attenuation per mm:
 // μ = μ_water·max(0, 1 + HU/1000).
-func ApplyHU(v *cpukern.Volume, muWater float64) {
+func ApplyHU(v *Volume, muWater float64) {
 	for i, h := range v.V {
 		v.V[i] = float32(muWater * max(0, 1+float64(h)/1000))
 	}
 }
 
-func newVolume(nx, ny, nz int) (*cpukern.Volume, error) {
+func newVolume(nx, ny, nz int) (*Volume, error) {
 	if nx < 1 || ny < 1 || nz < 1 {
 		return nil, fmt.Errorf("%w: shape (%d, %d, %d) has an empty axis", ErrVolume, nx, ny, nz)
 	}
 	if int64(nx)*int64(ny)*int64(nz) > maxVoxels {
 		return nil, fmt.Errorf("%w: shape (%d, %d, %d) is too large", ErrVolume, nx, ny, nz)
 	}
-	return &cpukern.Volume{V: alloc(nx * ny * nz), N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: [3]float64{1, 1, 1}}, nil
+	return &Volume{V: alloc(nx * ny * nz), N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: [3]float64{1, 1, 1}}, nil
 }
 
 // alloc allocates voxels on huge pages where the kernel allows: rays cross
@@ -115,7 +150,7 @@ func alloc(n int) []float32 {
 	return v
 }
 
-func loadNpy(path string) (*cpukern.Volume, error) {
+func loadNpy(path string) (*Volume, error) {
 	f, err := npy.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
@@ -173,7 +208,7 @@ func elementType(name string, big bool) (element, bool) {
 
 // readVoxels reads len(v.V) elements from r into v, transposing from
 // x-fastest (Fortran) order when xFastest is set.
-func readVoxels(r io.Reader, v *cpukern.Volume, el element, xFastest bool) error {
+func readVoxels(r io.Reader, v *Volume, el element, xFastest bool) error {
 	nx, ny, nz := v.N[0], v.N[1], v.N[2]
 	buf := make([]byte, el.size*int(nx))
 	if !xFastest {
@@ -202,7 +237,7 @@ func readVoxels(r io.Reader, v *cpukern.Volume, el element, xFastest bool) error
 	return nil
 }
 
-func loadRaw(path string, shape [3]int, dtype string) (*cpukern.Volume, error) {
+func loadRaw(path string, shape [3]int, dtype string) (*Volume, error) {
 	if shape == [3]int{} || dtype == "" {
 		return nil, fmt.Errorf("%w: %s: a raw volume needs --shape X,Y,Z and --dtype", ErrVolume, path)
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/npy"
 )
 
@@ -31,7 +30,7 @@ func xFastest(nx, ny, nz int, f func(x, y, z int) float64) []float64 {
 
 func value(x, y, z int) float64 { return float64(100*x + 10*y + z) }
 
-func checkVolume(t *testing.T, v *cpukern.Volume, nx, ny, nz int, spacing, origin [3]float64) {
+func checkVolume(t *testing.T, v *Volume, nx, ny, nz int, spacing, origin [3]float64) {
 	t.Helper()
 	if v.N != [3]int64{int64(nx), int64(ny), int64(nz)} {
 		t.Fatalf("shape %v, want (%d, %d, %d)", v.N, nx, ny, nz)
