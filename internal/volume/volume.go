@@ -27,6 +27,12 @@ type Volume struct {
 	N       [3]int64
 	Origin  [3]float64
 	Spacing [3]float64
+	// Direction holds the direction cosines: Direction[r][a] is the r-th
+	// world coordinate of a unit step along index axis a, so the centre of
+	// voxel idx lies at Origin + Direction·(idx⊙Spacing) in the target
+	// convention (Origin the centre of voxel 0, as NIfTI, ITK, DICOM and
+	// plastimatch define it). The zero value means the identity.
+	Direction [3][3]float64
 	// Padded says V carries a border of one zero voxel on every side that
 	// is not part of the data (see Pad).
 	Padded bool
