@@ -74,16 +74,16 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			Usage: "the pairwise-affinity graph",
 			Flags: append(append([]cli.Flag{}, affinityFlags...), engineFlags...),
 			Action: func(c *cli.Context) error {
-				e, err := legacyConfig(c)
+				_, dev, err := openEngine(c)
 				if err != nil {
 					return err
 				}
-				a, err := setupAffinity(c, &e, false)
+				t, err := graphs.OpenAffinity(affinitySpec(c), dev, false)
 				if err != nil {
 					return err
 				}
-				defer a.close()
-				return printDOT(e, a.job)
+				defer t.Close()
+				return t.Device().WriteDOT(os.Stdout, t.Job())
 			},
 		},
 	},

@@ -58,15 +58,19 @@ func Parse(s string) (i, n int, err error) {
 	return i, n, nil
 }
 
-// FromEnv finds this job's shard index among count from the scheduler:
+// FromEnv finds this job's shard index among count from the scheduler's
+// environment, read through lookup (nil: the process's, os.LookupEnv):
 // SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN, so --array=1-8 works as
 // well as 0-7) or Kubernetes' JOB_COMPLETION_INDEX.
-func FromEnv(count int) (int, error) {
+func FromEnv(count int, lookup func(string) (string, bool)) (int, error) {
 	if count < 1 {
 		return 0, fmt.Errorf("%w: --shards %d: need at least 1", ErrShards, count)
 	}
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
 	get := func(name string) (int, bool, error) {
-		s, ok := os.LookupEnv(name)
+		s, ok := lookup(name)
 		if !ok {
 			return 0, false, nil
 		}
@@ -138,11 +142,9 @@ type opened struct {
 // Merge checks that shards cover rows [0, N) exactly once, all from the same
 // input, metric, dtype and top-k, and writes the whole matrix to out: an
 // (N, N) .npy, or for top-k an .npz with indices (N, K) and values (N, K).
-// The output appears only when everything succeeded.
+// The output appears only when everything succeeded. paths names at least
+// one shard (graphs.MergeSpec.Validate checks).
 func Merge(out string, paths []string) error {
-	if len(paths) == 0 {
-		return fmt.Errorf("%w: no shard files given", ErrShards)
-	}
 	var all []opened
 	defer func() {
 		for _, o := range all {
