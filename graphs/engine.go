@@ -241,6 +241,3 @@ func (d *Device) deviceSeconds() float64 {
 	}
 	return busy
 }
-
-// LegacyOp is the op device; TEMPORARY while the commands move here.
-func (d *Device) LegacyOp() ops.Device { return d.op() }
