@@ -55,7 +55,7 @@ test-deps:
 vet:
 	$(GO) vet ./...
 
-## bench: the op and seed-size benchmarks, with the NumPy peer side by side.
+## bench: the op and full-size benchmarks, with the NumPy peer side by side.
 bench: test-deps
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 3x .
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 3 ./ops/ ./internal/cpukern/

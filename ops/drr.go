@@ -49,8 +49,8 @@ func alongZ(d []float64) bool {
 // plan lists the fans of a batch: a pose's columns, or its rows when those
 // and not its columns step along z. Fans along z, as every pose of an
 // orbit about z has, take the fan paths of both methods; the others are
-// cast ray by ray, a column at a time (measured faster than tiles of 32
-// rows: 20–30 %, for a tilted detector).
+// cast ray by ray, a column at a time (faster than tiles of 32 rows, for a
+// tilted detector: BENCHMARKS.md).
 func (op *DRR) plan(pd []float64) {
 	op.fans = op.fans[:0]
 	per := op.Rows * op.Cols
@@ -133,7 +133,7 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	op.plan(poses.Data().([]float64))
 	out := op.out.Data().([]float32)
 	// Eight fans per hand-out keep neighbouring columns, which read many of
-	// the same voxels, on one core (measured: 8 beat 1 and 32 here).
+	// the same voxels, on one core (8 beats 1 and 32).
 	parallel.Dynamic(len(op.fans), 8, func(lo, hi int) {
 		cpukern.DRRFans(op.padded, op.fans[lo:hi], out, op.Step)
 	})

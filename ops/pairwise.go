@@ -18,7 +18,7 @@ import (
 // Metric is a pairwise affinity between two flattened images x_i, x_j.
 type Metric int
 
-// The affinities of seed 003.
+// The affinities of the pairwise-affinity workload.
 const (
 	MetricDot    Metric = iota // Σ x_i·x_j
 	MetricCosine               // dot / (‖x_i‖·‖x_j‖)
@@ -109,8 +109,9 @@ func (p *PairData) Bytes() int64 {
 // float64, against all N images: output (Batch, N). With Upper set it
 // computes only the columns from the block's first row index on (the upper
 // triangle and the diagonal block), leaving the others as they were: the
-// caller mirrors them from earlier blocks, computing each pair once. dot and cosine are one matrix product (BLAS gemm) per block,
-// l1 and l2 the blocked distance kernels of package cpukern. The working
+// caller mirrors them from earlier blocks, computing each pair once. Every
+// metric runs on the blocked kernels of package cpukern (dot products for
+// dot and cosine, distances for l1 and l2; no BLAS is linked). The working
 // set is the block, its (Batch, N) output and the shared (N, D) images;
 // no (Batch, N, D) difference array exists.
 type Pairwise struct {

@@ -28,12 +28,12 @@ var affinityFlags = []cli.Flag{
 
 var affinityCommand = &cli.Command{
 	Name:  "affinity",
-	Usage: "pairwise affinities of N images in blocks of rows (seed 003)",
+	Usage: "pairwise affinities of N images in blocks of rows",
 	Description: `A[i, j] between flattened images x_i and x_j: dot (Σ x_i·x_j), cosine
 (dot/(‖x_i‖·‖x_j‖)), l1 (−Σ|x_i − x_j|) or l2 (−Σ(x_i − x_j)²), computed in
 float32 (--dtype float64 for float64) one block of rows at a time against all N
 images, so memory is O(block·N + N·D), never (N, N, D). The (N, N) matrix goes
-to --out block by block. Without --images it makes the seed's case: N = 10,000
+to --out block by block. Without --images it makes the built-in case: N = 10,000
 standard-normal images of 100×100.`,
 	Flags:  append(append([]cli.Flag{}, affinityFlags...), engineFlags...),
 	Action: runAffinity,

@@ -27,7 +27,7 @@ var waveletFlags = []cli.Flag{
 
 var waveletCommand = &cli.Command{
 	Name:  "wavelet",
-	Usage: "sweep a 3-D stretched, rotated Mexican-hat wavelet over (θ, φ, ξ) (seed 002)",
+	Usage: "sweep a 3-D stretched, rotated Mexican-hat wavelet over (θ, φ, ξ)",
 	Description: `Convolves the volume (scipy.ndimage.convolve semantics, output the size of the
 volume) with the kernel ψ = (3 − q)·exp(−q/2) of every (θ, φ, ξ) combination and
 writes, per combination, the response's energy Σ G², its standard deviation, its

@@ -1,4 +1,4 @@
-// Digitally reconstructed radiographs (seed 000), one thread per ray, a
+// Digitally reconstructed radiographs, one thread per ray, a
 // batch of poses per launch: the scalar paths of internal/cpukern/drr.c
 // (Siddon's exact radiological path in double, or trilinear samples at
 // fractions of each ray shared by the pose, zero outside the volume, read

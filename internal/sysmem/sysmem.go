@@ -155,9 +155,8 @@ func (p *Probe) HeapBytes() int64 {
 // LiveHeapBytes runs two garbage collections and returns the Go heap then
 // occupied: the live objects. One is not enough: what sync.Pools held (the
 // Gorgonia tensor pools among them) survives the first collection in the
-// pools' victim caches, which showed as tens of MB "freed" during the next
-// run (measured in the demo: -32 MiB for the DRR row, the previous row's
-// images). It costs two collections; use it at the edges of a run, not
+// pools' victim caches, which would show as tens of MB "freed" during the
+// next run (the previous run's buffers). It costs two collections; use it at the edges of a run, not
 // per batch.
 func (p *Probe) LiveHeapBytes() int64 {
 	runtime.GC()
