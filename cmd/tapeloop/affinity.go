@@ -71,7 +71,14 @@ func runAffinity(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := graphs.OpenAffinity(affinitySpec(c), dev, true)
+	spec := affinitySpec(c)
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if err := checkPaths(e, spec); err != nil {
+		return err
+	}
+	t, err := graphs.OpenAffinity(spec, dev, true)
 	if err != nil {
 		return err
 	}
@@ -98,6 +105,13 @@ images, metric, dtype and top-k, then writes the (N, N) matrix to --out (.npy), 
 for top-k shards the indices and values (.npz).`,
 	Flags: []cli.Flag{&cli.StringFlag{Name: "out", Required: true, Usage: "the merged `FILE`"}},
 	Action: func(c *cli.Context) error {
-		return graphs.Merge(graphs.MergeSpec{Out: c.String("out"), Shards: c.Args().Slice()})
+		spec := graphs.MergeSpec{Out: c.String("out"), Shards: c.Args().Slice()}
+		if err := spec.Validate(); err != nil {
+			return err
+		}
+		if err := checkPaths(engine{}, spec); err != nil {
+			return fmt.Errorf("merge: %w", err)
+		}
+		return graphs.Merge(spec)
 	},
 }

@@ -83,7 +83,14 @@ func runDRR(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := graphs.OpenDRR(drrSpec(c), dev, true)
+	spec := drrSpec(c)
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if err := checkPaths(e, spec); err != nil {
+		return err
+	}
+	t, err := graphs.OpenDRR(spec, dev, true)
 	if err != nil {
 		return err
 	}

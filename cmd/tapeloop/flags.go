@@ -90,6 +90,15 @@ func engineConfig(c *cli.Context) (engine, error) {
 	return e, e.Validate()
 }
 
+// checkPaths refuses, before any work, outputs (the workload's and the
+// report and profiles) that would overwrite an input or each other.
+func checkPaths(e engine, s graphs.Paths) error {
+	outs := append(s.OutputPaths(),
+		graphs.Path{Flag: reportFlag.Name, Path: e.report}, graphs.Path{Flag: cpuProfFlag.Name, Path: e.cpuprofile},
+		graphs.Path{Flag: memProfFlag.Name, Path: e.memprofile}, graphs.Path{Flag: traceFlag.Name, Path: e.trace})
+	return graphs.CheckPaths(s.InputPaths(), outs)
+}
+
 // openEngine reads the engine flags and opens the device they name.
 func openEngine(c *cli.Context) (engine, *graphs.Device, error) {
 	e, err := engineConfig(c)

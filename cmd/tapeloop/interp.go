@@ -58,7 +58,14 @@ func runInterp(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := graphs.OpenInterp(interpSpec(c), dev, true)
+	spec := interpSpec(c)
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if err := checkPaths(e, spec); err != nil {
+		return err
+	}
+	t, err := graphs.OpenInterp(spec, dev, true)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,14 @@ func runWavelet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := graphs.OpenWavelet(waveletSpec(c), dev, true)
+	spec := waveletSpec(c)
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if err := checkPaths(e, spec); err != nil {
+		return err
+	}
+	t, err := graphs.OpenWavelet(spec, dev, true)
 	if err != nil {
 		return err
 	}
