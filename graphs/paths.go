@@ -101,7 +101,9 @@ type Paths interface {
 }
 
 // InputPaths are the interpolation's input files.
-func (s InterpSpec) InputPaths() []Path { return []Path{{Flag: "f", Path: s.F}, {Flag: "x", Path: s.X}} }
+func (s InterpSpec) InputPaths() []Path {
+	return []Path{{Flag: "f", Path: s.F}, {Flag: "x", Path: s.X}}
+}
 
 // OutputPaths is the results file.
 func (s InterpSpec) OutputPaths() []Path { return []Path{{Flag: "out", Path: s.Out}} }
