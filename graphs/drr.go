@@ -353,7 +353,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 	}()
 	cfg := DRRConfig{Vol: v, Poses: poses, Step: step}
 	if withOutput && s.Out != "" {
-		if t.dirs, err = mkdirs(s.Out); err != nil {
+		if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
 		if t.npyOut, err = atomicfile.Create(filepath.Join(s.Out, "drr.npy")); err != nil {
@@ -422,25 +422,6 @@ func (s DRRSpec) poses(p drrPlan, v *volume.Volume) ([]ops.Pose, error) {
 	return ops.Orbit(s.Orbit, centre, s.SDD, s.SID, p.rows, p.cols, s.Pixel)
 }
 
-// mkdirs makes dir and any missing parents and returns those it made,
-// outermost first.
-func mkdirs(dir string) ([]string, error) {
-	var made []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		}
-		made = append([]string{d}, made...)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	return made, nil
-}
-
 // writePNG writes pose i's image, its line integrals scaled from [lo, hi]
 // to [0, 65535], to a temporary file renamed with the others on Commit.
 func (t *DRRTask) writePNG(i int, img []float32, lo, hi float32, rows, cols int) error {
@@ -491,6 +472,7 @@ func (t *DRRTask) Commit() error {
 	if err := t.npyOut.Commit(); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	atomicfile.KeepDirs(t.dirs)
 	t.npyOut, t.dirs = nil, nil
 	for _, p := range t.pngs {
 		if err := p.Rename(); err != nil {
@@ -511,9 +493,7 @@ func (t *DRRTask) Close() error {
 		p.Abort() // a no-op on those renamed
 	}
 	t.pngs = nil
-	for i := len(t.dirs) - 1; i >= 0; i-- {
-		os.Remove(t.dirs[i]) // fails, harmlessly, on a directory no longer empty
-	}
+	atomicfile.RemoveDirs(t.dirs)
 	t.dirs = nil
 	return nil
 }

@@ -3,6 +3,7 @@ package graphs
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	pkgerrors "github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -46,6 +47,7 @@ type Program struct {
 	out     []*tensor.Dense
 	valid   int
 	counted []ops.RowCounter // ops told the valid row count before each run
+	stop    atomic.Bool      // set by Stop; the long-running ops check it
 }
 
 // Compile builds w's graph for batch items, binds every input node to a
@@ -80,6 +82,9 @@ func Compile(w Workload, batch int) (p *Program, err error) {
 	for _, n := range g.AllNodes() {
 		if rc, ok := n.Op().(ops.RowCounter); ok && n.Op() != nil {
 			p.counted = append(p.counted, rc)
+		}
+		if s, ok := n.Op().(ops.Stopper); ok && n.Op() != nil {
+			s.SetStop(&p.stop)
 		}
 	}
 	defer func() {
@@ -203,6 +208,11 @@ func (p *Program) Run() (int, error) {
 	p.valid = p.Batch
 	return n, nil
 }
+
+// Stop makes the run in progress, and every later one, end early with an
+// error: the ops that take long check for it between blocks of work. It
+// may be called from any goroutine.
+func (p *Program) Stop() { p.stop.Store(true) }
 
 // Close releases the machine.
 func (p *Program) Close() error {

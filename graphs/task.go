@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -79,3 +80,8 @@ func Info() []InfoLine {
 		InfoLine{"cuda", GPUBackend},
 	)
 }
+
+// RemovePending removes the temporary files of outputs not yet committed,
+// and the directories made for them: for a process stopped by a signal,
+// just before it exits.
+func RemovePending() { atomicfile.RemovePending() }

@@ -26,6 +26,7 @@ import (
 // own ray's spacing.
 type DRR struct {
 	owned
+	stoppable
 
 	Vol        *volume.Volume
 	Rows, Cols int
@@ -135,8 +136,13 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	// Eight fans per hand-out keep neighbouring columns, which read many of
 	// the same voxels, on one core (8 beats 1 and 32).
 	parallel.Dynamic(len(op.fans), 8, func(lo, hi int) {
-		cpukern.DRRFans(op.padded, op.fans[lo:hi], out, op.Step)
+		if !op.stopped() {
+			cpukern.DRRFans(op.padded, op.fans[lo:hi], out, op.Step)
+		}
 	})
+	if op.stopped() {
+		return nil, ErrStopped
+	}
 	return op.out, nil
 }
 

@@ -116,6 +116,7 @@ func (p *PairData) Bytes() int64 {
 // no (Batch, N, D) difference array exists.
 type Pairwise struct {
 	owned
+	stoppable
 
 	Data   *PairData
 	Metric Metric
@@ -231,6 +232,9 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	case tensor.Float64:
 		pairBlock(op, c0, m, blockRows(rows, d.X64, lo, m, d.D), d.X64, op.out.Data().([]float64), cpukern.PairDist64)
 	}
+	if op.stopped() {
+		return nil, ErrStopped
+	}
 	return op.out, nil
 }
 
@@ -273,7 +277,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 	parallel.For(b, 4, func(lo, hi int) {
 		// Chunks of rows small enough that their k-block stays in L2
 		// beside the kernel's column block.
-		for r := lo; r < hi; r += rowChunk {
+		for r := lo; r < hi && !op.stopped(); r += rowChunk {
 			m := min(rowChunk, hi-r)
 			kernel(m, nc, dd, rows[r*dd:], dd, x, dd, out[r*n+c0:], n, k)
 		}

@@ -30,6 +30,7 @@ const WaveletSums = 4
 // a kernel (CheckHat: the padding rows of a short batch) get NaN.
 type WaveletResponse struct {
 	owned
+	stoppable
 
 	Src   *WaveletSource
 	Batch int
@@ -92,6 +93,9 @@ func (op *WaveletResponse) eachRow(in []G.Value, setup func() error, sums func(r
 	}
 	p, o := params.Float64s(), op.out.Float64s() // Data() would box a slice header per call
 	for b := range op.Batch {
+		if op.stopped() {
+			return nil, ErrStopped
+		}
 		r := p[WaveletParams*b : WaveletParams*(b+1)]
 		dst := o[WaveletSums*b : WaveletSums*(b+1)]
 		if CheckHat(op.Src.A, r[0], r[1], r[2]) != nil {

@@ -83,7 +83,7 @@ func runAffinity(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	if _, err := runTask(e, t.Device(), t); err != nil {
+	if _, err := runTask(c.Context, e, t.Device(), t); err != nil {
 		return err
 	}
 	r := t.Summary()

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -30,8 +27,7 @@ build) every workload runs on the GPU, or spread over --devices.`,
 		if err != nil {
 			return err
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
+		ctx := c.Context
 		if dev.GPU() {
 			fmt.Printf("on %s\n", dev.Name)
 		}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -124,9 +122,7 @@ func hasFlag(c *cli.Context, f cli.Flag) bool {
 
 // runTask runs t's job on dev with profiling as configured, prints the
 // summary line to stderr, writes the report and commits the outputs.
-func runTask(e engine, dev *graphs.Device, t graphs.Task) (*graphs.Outcome, error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func runTask(ctx context.Context, e engine, dev *graphs.Device, t graphs.Task) (*graphs.Outcome, error) {
 	stopProf, err := startProfiles(e)
 	if err != nil {
 		return nil, err
@@ -135,6 +131,9 @@ func runTask(e engine, dev *graphs.Device, t graphs.Task) (*graphs.Outcome, erro
 	out, err := dev.Run(ctx, job)
 	if perr := stopProf(); err == nil {
 		err = perr
+	}
+	if err == nil && ctx.Err() != nil { // stopped during the last batch
+		err = fmt.Errorf("%s: %w after the last batch; nothing was written", job.Name(), graphs.ErrInterrupted)
 	}
 	if err != nil {
 		return nil, err

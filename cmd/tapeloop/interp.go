@@ -70,7 +70,7 @@ func runInterp(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	if _, err := runTask(e, dev, t); err != nil {
+	if _, err := runTask(c.Context, e, dev, t); err != nil {
 		return err
 	}
 	r := t.Summary()

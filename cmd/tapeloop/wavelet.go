@@ -67,7 +67,7 @@ func runWavelet(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	if _, err := runTask(e, dev, t); err != nil {
+	if _, err := runTask(c.Context, e, dev, t); err != nil {
 		return err
 	}
 	if !e.quiet {
