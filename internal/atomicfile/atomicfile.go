@@ -6,11 +6,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 )
 
 // pending holds the temporary files not yet renamed or removed, and the
@@ -170,6 +172,30 @@ func (f *File) Rename() error {
 	if err := os.Rename(f.Name(), f.Path); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// ErrNoSpace is wrapped by CheckSpace's error.
+var ErrNoSpace = errors.New("not enough disk space")
+
+// CheckSpace checks, before any work, that the file system holding path
+// has room for size more bytes. size < 0 means the size overflowed.
+func CheckSpace(path string, size int64) error {
+	dir := filepath.Dir(path)
+	if size < 0 {
+		return fmt.Errorf("%s: %w: the output would be larger than 8 EiB", path, ErrNoSpace)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return nil // cannot tell: the write will say
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if st.Bavail > 0 && free/int64(st.Bsize) != int64(st.Bavail) {
+		return nil // more than int64 can count
+	}
+	if size > free {
+		return fmt.Errorf("%s: %w: the output takes %d bytes, %s has %d free", path, ErrNoSpace, size, dir, free)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -244,4 +246,24 @@ func AdviseHugePagesOf[T float32 | float64](x []T) {
 		return
 	}
 	AdviseHugePages(unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x)*int(unsafe.Sizeof(x[0]))))
+}
+
+// Product returns the product of n and the factors, or −1 when it does not
+// fit in an int64 (or a factor is negative): for sizes from headers and
+// flags, checked before anything is allocated.
+func Mul(n int64, factors ...int64) int64 {
+	if n < 0 {
+		return -1
+	}
+	for _, f := range factors {
+		if f < 0 {
+			return -1
+		}
+		hi, lo := bits.Mul64(uint64(n), uint64(f))
+		if hi != 0 || lo > math.MaxInt64 {
+			return -1
+		}
+		n = int64(lo)
+	}
+	return n
 }
