@@ -194,6 +194,13 @@ func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask
 		cfg.Symmetric = need <= dev.MemLimit
 	}
 	if path != "" {
+		size := sysmem.Mul(int64(hi-lo), int64(n), int64(dt.Size()))
+		if p.topk > 0 {
+			size = sysmem.Mul(int64(hi-lo), int64(p.topk), int64(dt.Size())+8)
+		}
+		if err := atomicfile.CheckSpace(path, size); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
 		if t.out, err = atomicfile.Create(path); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}

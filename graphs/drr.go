@@ -18,6 +18,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -354,6 +355,13 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 	cfg := DRRConfig{Vol: v, Poses: poses, Step: step}
 	if withOutput && s.Out != "" {
 		if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		size := sysmem.Mul(int64(len(poses)), int64(poses[0].Rows), int64(poses[0].Cols), 4)
+		if s.PNG {
+			size = sysmem.Mul(int64(len(poses)), int64(poses[0].Rows), int64(poses[0].Cols), 6)
+		}
+		if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), size); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
 		if t.npyOut, err = atomicfile.Create(filepath.Join(s.Out, "drr.npy")); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -390,6 +391,13 @@ func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err 
 		shape := []int{q.Len()}
 		if reduce == ops.ReduceNone {
 			shape = append(shape, m)
+		}
+		size := sysmem.Mul(int64(q.Len()), int64(dt.Size()))
+		if reduce == ops.ReduceNone {
+			size = sysmem.Mul(size, int64(m))
+		}
+		if err := atomicfile.CheckSpace(s.Out, size); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
 		}
 		if t.out, err = atomicfile.Create(s.Out); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
