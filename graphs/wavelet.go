@@ -15,6 +15,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -285,6 +286,10 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 			return p, err
 		}
 	}
+	if n := sysmem.Mul(int64(len(lists[0])), int64(len(lists[1])), int64(len(lists[2]))); n < 0 || n > maxCount {
+		return p, fmt.Errorf("--theta × --phi × --xi: %d × %d × %d combinations; at most %d (2²⁴) in one run: split the sweep into several",
+			len(lists[0]), len(lists[1]), len(lists[2]), maxCount)
+	}
 	p.combos = Combos(lists[0], lists[1], lists[2])
 	if err := checkCombos(s.A, p.combos); err != nil {
 		return p, err
@@ -356,6 +361,10 @@ func parseNumber(s string) (float64, error) {
 	return v, nil
 }
 
+// maxCount is the most values a list, and the most combinations a sweep,
+// may have.
+const maxCount = 1 << 24
+
 // parseList parses "a,b,c" or "START:STOP:COUNT" (COUNT values
 // START + k·(STOP − START)/COUNT, STOP excluded, like numpy.arange grids)
 // for the flag --name.
@@ -377,8 +386,8 @@ func parseList(name, s string) ([]float64, error) {
 			return nil, fmt.Errorf("--%s: %w", name, err)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(f[2]))
-		if err != nil || n < 1 || n > 1<<24 {
-			return nil, fmt.Errorf("--%s %q: COUNT %q must be a positive integer", name, s, f[2])
+		if err != nil || n < 1 || n > maxCount {
+			return nil, fmt.Errorf("--%s %q: COUNT %q must be an integer from 1 to %d (2²⁴)", name, s, f[2], maxCount)
 		}
 		out := make([]float64, n)
 		for k := range out {
@@ -417,6 +426,16 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 		return nil, err
 	}
 	_, pad := WaveletPads(s.A, p.combos)
+	// The volume extended by the largest kernel's half-widths is the least
+	// any transform of the sweep takes: refuse before building it when even
+	// that does not fit the limit.
+	padded := sysmem.Mul(int64(n[0]+2*pad[0]), int64(n[1]+2*pad[1]), int64(n[2]+2*pad[2]), 4)
+	if padded < 0 || padded > dev.MemLimit {
+		if padded < 0 {
+			padded = math.MaxInt64
+		}
+		return nil, &BudgetError{Workload: "wavelet", Batch: 1, Need: padded, Limit: dev.MemLimit}
+	}
 	src, err := ops.NewWaveletSource(v, n, s.A, p.boundary, pad)
 	if err != nil {
 		return nil, err
