@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"unsafe"
 
 	"gorgonia.org/tensor"
 
@@ -140,7 +141,7 @@ func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask
 	var mapped bool
 	if dt == tensor.Float64 {
 		var x []float64
-		if x, n, d, shape, mapped, err = loadImages[float64](s); err != nil {
+		if x, n, d, shape, mapped, err = loadImages[float64](s, dev.MemLimit); err != nil {
 			return nil, err
 		}
 		if data, err = ops.NewPairData(x, n, d, p.metric); err != nil {
@@ -149,7 +150,7 @@ func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask
 		fp = Fingerprint(x, shape)
 	} else {
 		var x []float32
-		if x, n, d, shape, mapped, err = loadImages[float32](s); err != nil {
+		if x, n, d, shape, mapped, err = loadImages[float32](s, dev.MemLimit); err != nil {
 			return nil, err
 		}
 		if data, err = ops.NewPairData(x, n, d, p.metric); err != nil {
@@ -231,8 +232,8 @@ func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask
 // loadImages reads or makes the images, flattened, in the computation's
 // dtype. A file already in that dtype (little endian) is memory-mapped, not
 // read: mapped reports it, and its pages stay in the page cache.
-func loadImages[T float32 | float64](s AffinitySpec) (x []T, n, d int, shape []int, mapped bool, err error) {
-	x, n, d, shape, mapped, err = readImages[T](s)
+func loadImages[T float32 | float64](s AffinitySpec, limit int64) (x []T, n, d int, shape []int, mapped bool, err error) {
+	x, n, d, shape, mapped, err = readImages[T](s, limit)
 	if err == nil && len(shape) != 2 && len(shape) != 3 {
 		err = fmt.Errorf("--images: %s has shape %s, want (N, H, W) or (N, D)", s.Images, npy.ShapeString(shape))
 	}
@@ -242,7 +243,11 @@ func loadImages[T float32 | float64](s AffinitySpec) (x []T, n, d int, shape []i
 	return x, n, d, shape, mapped, err
 }
 
-func readImages[T float32 | float64](s AffinitySpec) (x []T, n, d int, shape []int, mapped bool, err error) {
+// readImages maps the images, or reads or makes them in memory when their
+// bytes fit the limit.
+func readImages[T float32 | float64](s AffinitySpec, limit int64) (x []T, n, d int, shape []int, mapped bool, err error) {
+	var zero T
+	size := int64(unsafe.Sizeof(zero))
 	if path := s.Images; path != "" {
 		m, ok, err := npy.Map[T](path)
 		if err != nil {
@@ -262,6 +267,9 @@ func readImages[T float32 | float64](s AffinitySpec) (x []T, n, d int, shape []i
 			return nil, 0, 0, shape, false, nil // loadImages says what is wrong
 		}
 		n, d = shape[0], f.Len()/max(shape[0], 1)
+		if need := sysmem.Mul(int64(f.Len()), size); need < 0 || need > limit {
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %s: %w", path, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit})
+		}
 		x = make([]T, f.Len())
 		sysmem.AdviseHugePagesOf(x)
 		switch v := any(x).(type) {
@@ -276,6 +284,9 @@ func readImages[T float32 | float64](s AffinitySpec) (x []T, n, d int, shape []i
 		return x, n, d, shape, false, nil
 	}
 	n, h, w := s.N, s.Height, s.Width
+	if need := sysmem.Mul(int64(n), int64(h), int64(w), size); need < 0 || need > limit {
+		return nil, 0, 0, nil, false, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
+	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed0003))
 	x = make([]T, n*h*w)
 	sysmem.AdviseHugePagesOf(x)

@@ -434,7 +434,7 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 		if padded < 0 {
 			padded = math.MaxInt64
 		}
-		return nil, &BudgetError{Workload: "wavelet", Batch: 1, Need: padded, Limit: dev.MemLimit}
+		return nil, &BudgetError{Workload: "wavelet's padded volume", Need: padded, Limit: dev.MemLimit}
 	}
 	src, err := ops.NewWaveletSource(v, n, s.A, p.boundary, pad)
 	if err != nil {
