@@ -33,13 +33,16 @@ test-emu:
 	  $(GO) test -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput' ./cuda/ ./ops/ ./cmd/tapeloop/; \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
-# The tests compare against NumPy/SciPy, check DOT with Graphviz and run the
+# The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
+# check DOT with Graphviz and run the
 # GPU kernels under the CPU emulator (g++) where those are installed (and
 # skip those checks where not). As root on Debian/Ubuntu,
 # install them when missing; elsewhere say what would strengthen the tests.
 test-deps:
 	@missing=""; \
 	/usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null || missing="$$missing python3-numpy python3-scipy"; \
+	/usr/bin/python3 -c 'import pydicom' 2>/dev/null || missing="$$missing python3-pydicom"; \
+	command -v dcm2niix >/dev/null 2>&1 || missing="$$missing dcm2niix"; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	if [ -n "$$missing" ]; then \
@@ -65,9 +68,10 @@ bench: test-deps
 compare: build test-deps
 	/usr/bin/python3 bench/compare.py $(BIN)
 
-## fuzz: a short fuzzing session of the .npy reader.
+## fuzz: a short fuzzing session of the .npy and DICOM readers.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/npy/
+	$(GO) test -run '^$$' -fuzz FuzzDICOM -fuzztime 30s ./internal/volume/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -182,6 +182,9 @@ type DRRSpec struct {
 	// int16, uint32, int32, float32 or float64, little endian) describe a
 	// raw volume.
 	RawShape, RawDtype string
+	// Series picks a DICOM series by its SeriesInstanceUID when the Volume
+	// directory holds several; "": the only one.
+	Series string
 	// Spacing "sx,sy,sz" and Origin "ox,oy,oz", in mm, override the
 	// volume's voxel size and the corner of its voxel (0, 0, 0); "": the
 	// file's (for .npy and raw files 1,1,1 and 0,0,0) or the phantom's.
@@ -255,6 +258,8 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 				}
 			}
 		}
+	} else if s.Series != "" {
+		return p, fmt.Errorf("--series %s: picks a DICOM series of --volume, and there is none", s.Series)
 	} else if s.Size < 2 || s.Size > 1024 {
 		return p, fmt.Errorf("--size %d: want 2 to 1024", s.Size)
 	}
@@ -386,7 +391,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 // spacing, origin and units.
 func (s DRRSpec) loadVolume(p drrPlan) (*volume.Volume, error) {
 	if s.Volume != "" {
-		opt := volume.Options{Spacing: p.spacing, Origin: p.origin, Shape: p.shape, Dtype: s.RawDtype, Warn: s.Warn}
+		opt := volume.Options{Spacing: p.spacing, Origin: p.origin, Shape: p.shape, Dtype: s.RawDtype, Warn: s.Warn, Series: s.Series}
 		v, err := volume.Load(s.Volume, opt)
 		if err != nil {
 			return nil, fmt.Errorf("--volume: %w", err)

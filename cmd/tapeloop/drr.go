@@ -14,11 +14,12 @@ const catDRR = "DRR"
 var drrDefaults = graphs.DefaultDRRSpec()
 
 var drrFlags = []cli.Flag{
-	&cli.StringFlag{Name: "volume", Category: catDRR, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd, or raw with --shape and --dtype (`FILE`)"},
+	&cli.StringFlag{Name: "volume", Category: catDRR, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd, a DICOM series (its directory or one of its files), or raw with --shape and --dtype (`FILE`)"},
 	&cli.StringFlag{Name: "spacing", Category: catDRR, Usage: "voxel size `sx,sy,sz` in mm (default: the file's, or 1,1,1)"},
 	&cli.StringFlag{Name: "origin", Category: catDRR, Usage: "corner of voxel (0,0,0) `ox,oy,oz` in mm (default: the file's, or 0,0,0)"},
 	&cli.StringFlag{Name: "shape", Category: catDRR, Usage: "raw volumes: `X,Y,Z` (C order: the last axis varies fastest)"},
 	&cli.StringFlag{Name: "dtype", Category: catDRR, Usage: "raw volumes: uint8, int8, uint16, int16, uint32, int32, float32 or float64, little endian"},
+	&cli.StringFlag{Name: "series", Category: catDRR, Usage: "DICOM: the SeriesInstanceUID to read when the directory holds several (`UID`)"},
 	&cli.BoolFlag{Name: "hu", Category: catDRR, Usage: "the volume is in Hounsfield units: μ = μ_water·max(0, 1 + HU/1000)"},
 	&cli.Float64Flag{Name: "mu-water", Category: catDRR, Value: drrDefaults.MuWater, Usage: "attenuation of water per mm, for --hu and the phantom"},
 	&cli.IntFlag{Name: "size", Category: catDRR, Value: drrDefaults.Size, Usage: "the built-in Shepp–Logan phantom's size, without --volume"},
@@ -62,7 +63,7 @@ func withoutDtype(flags []cli.Flag) []cli.Flag {
 // drrSpec reads the DRR flags.
 func drrSpec(c *cli.Context) graphs.DRRSpec {
 	s := graphs.DRRSpec{
-		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"),
+		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), Series: c.String("series"),
 		Spacing: c.String("spacing"), Origin: c.String("origin"), HU: c.Bool("hu"), MuWater: c.Float64("mu-water"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"), Method: c.String("method"),

@@ -73,6 +73,7 @@ type Options struct {
 	Shape   [3]int      // raw files: the shape
 	Dtype   string      // raw files: uint8, int8, uint16, int16, uint32, int32, float32, float64
 	Warn    io.Writer   // where warnings go (a rotated NIfTI affine); nil: discarded
+	Series  string      // DICOM: the SeriesInstanceUID to read from a directory of several
 }
 
 // Load reads the volume at path, by its extension.
@@ -81,6 +82,8 @@ func Load(path string, opt Options) (*Volume, error) {
 	var v *Volume
 	var err error
 	switch {
+	case opt.Series != "" || isDICOM(path): // a directory, or "DICM" at byte 128
+		v, err = loadDICOM(path, opt.Series)
 	case strings.HasSuffix(lower, ".npy"):
 		v, err = loadNpy(path)
 	case strings.HasSuffix(lower, ".nii"), strings.HasSuffix(lower, ".nii.gz"):
