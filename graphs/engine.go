@@ -134,12 +134,9 @@ func Open(e Engine) (*Device, error) {
 		return nil, err
 	}
 	dt, _ := e.dtype()
-	limit := e.MemLimit
-	if limit == 0 {
-		var err error
-		if limit, err = DefaultMemLimit(); err != nil {
-			return nil, err
-		}
+	limit, err := resolveLimit(e.MemLimit)
+	if err != nil {
+		return nil, err
 	}
 	d := &Device{Name: "cpu", MemLimit: limit, dtype: dt}
 	d.run = RunConfig{MemLimit: limit, Batch: e.Batch, Verbose: e.Verbose, Progress: e.Progress, Log: e.Log}

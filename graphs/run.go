@@ -69,6 +69,14 @@ type Outcome struct {
 	Iterations []telemetry.Iteration
 }
 
+// resolveLimit is limit, or DefaultMemLimit when limit is 0.
+func resolveLimit(limit int64) (int64, error) {
+	if limit != 0 {
+		return limit, nil
+	}
+	return DefaultMemLimit()
+}
+
 // DefaultMemLimit is half of the memory available to this process.
 func DefaultMemLimit() (int64, error) {
 	a, err := sysmem.Available()
@@ -86,12 +94,9 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	limit := cfg.MemLimit
-	if limit == 0 {
-		var err error
-		if limit, err = DefaultMemLimit(); err != nil {
-			return nil, err
-		}
+	limit, err := resolveLimit(cfg.MemLimit)
+	if err != nil {
+		return nil, err
 	}
 	if len(cfg.Devices) > 1 {
 		limit /= int64(len(cfg.Devices))
