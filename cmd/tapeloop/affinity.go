@@ -64,21 +64,7 @@ func intIfSet(c *cli.Context, name string) *int {
 }
 
 func runAffinity(c *cli.Context) error {
-	if c.Args().Present() {
-		return fmt.Errorf("affinity: unexpected argument %q", c.Args().First())
-	}
-	e, dev, err := openEngine(c)
-	if err != nil {
-		return err
-	}
-	spec := affinitySpec(c)
-	if err := spec.Validate(); err != nil {
-		return err
-	}
-	if err := checkPaths(e, spec); err != nil {
-		return err
-	}
-	t, err := graphs.OpenAffinity(spec, dev, true)
+	e, dev, t, err := openTask(c, affinitySpec(c), graphs.OpenAffinity)
 	if err != nil {
 		return err
 	}

@@ -77,21 +77,7 @@ func drrSpec(c *cli.Context) graphs.DRRSpec {
 }
 
 func runDRR(c *cli.Context) error {
-	if c.Args().Present() {
-		return fmt.Errorf("drr: unexpected argument %q", c.Args().First())
-	}
-	e, dev, err := openEngine(c)
-	if err != nil {
-		return err
-	}
-	spec := drrSpec(c)
-	if err := spec.Validate(); err != nil {
-		return err
-	}
-	if err := checkPaths(e, spec); err != nil {
-		return err
-	}
-	t, err := graphs.OpenDRR(spec, dev, true)
+	e, dev, t, err := openTask(c, drrSpec(c), graphs.OpenDRR)
 	if err != nil {
 		return err
 	}

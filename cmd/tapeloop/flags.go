@@ -97,6 +97,31 @@ func checkPaths(e engine, s graphs.Paths) error {
 	return graphs.CheckPaths(s.InputPaths(), outs)
 }
 
+// spec is a workload's spec as the commands use it.
+type spec interface {
+	graphs.Paths
+	Validate() error
+}
+
+// openTask reads the engine flags, opens the device, checks s (its rules,
+// then its paths and the report's and profiles') and opens its task.
+func openTask[S spec, T graphs.Task](c *cli.Context, s S, open func(S, *graphs.Device, bool) (T, error)) (e engine, dev *graphs.Device, t T, err error) {
+	if c.Args().Present() {
+		return e, nil, t, fmt.Errorf("%s: unexpected argument %q", c.Command.Name, c.Args().First())
+	}
+	if e, dev, err = openEngine(c); err != nil {
+		return e, nil, t, err
+	}
+	if err = s.Validate(); err != nil {
+		return e, nil, t, err
+	}
+	if err = checkPaths(e, s); err != nil {
+		return e, nil, t, err
+	}
+	t, err = open(s, dev, true)
+	return e, dev, t, err
+}
+
 // openEngine reads the engine flags and opens the device they name.
 func openEngine(c *cli.Context) (engine, *graphs.Device, error) {
 	e, err := engineConfig(c)

@@ -51,21 +51,7 @@ func interpSpec(c *cli.Context) graphs.InterpSpec {
 }
 
 func runInterp(c *cli.Context) error {
-	if c.Args().Present() {
-		return fmt.Errorf("interp: unexpected argument %q", c.Args().First())
-	}
-	e, dev, err := openEngine(c)
-	if err != nil {
-		return err
-	}
-	spec := interpSpec(c)
-	if err := spec.Validate(); err != nil {
-		return err
-	}
-	if err := checkPaths(e, spec); err != nil {
-		return err
-	}
-	t, err := graphs.OpenInterp(spec, dev, true)
+	e, dev, t, err := openTask(c, interpSpec(c), graphs.OpenInterp)
 	if err != nil {
 		return err
 	}

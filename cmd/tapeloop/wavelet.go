@@ -48,21 +48,7 @@ func waveletSpec(c *cli.Context) graphs.WaveletSpec {
 }
 
 func runWavelet(c *cli.Context) error {
-	if c.Args().Present() {
-		return fmt.Errorf("wavelet: unexpected argument %q", c.Args().First())
-	}
-	e, dev, err := openEngine(c)
-	if err != nil {
-		return err
-	}
-	spec := waveletSpec(c)
-	if err := spec.Validate(); err != nil {
-		return err
-	}
-	if err := checkPaths(e, spec); err != nil {
-		return err
-	}
-	t, err := graphs.OpenWavelet(spec, dev, true)
+	e, dev, t, err := openTask(c, waveletSpec(c), graphs.OpenWavelet)
 	if err != nil {
 		return err
 	}
