@@ -16,7 +16,8 @@ var drrDefaults = graphs.DefaultDRRSpec()
 var drrFlags = []cli.Flag{
 	&cli.StringFlag{Name: "volume", Category: catDRR, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd, or raw with --shape and --dtype (`FILE`)"},
 	&cli.StringFlag{Name: "spacing", Category: catDRR, Usage: "voxel size `sx,sy,sz` in mm (default: the file's, or 1,1,1)"},
-	&cli.StringFlag{Name: "origin", Category: catDRR, Usage: "corner of voxel (0,0,0) `ox,oy,oz` in mm (default: the file's, or 0,0,0)"},
+	&cli.StringFlag{Name: "origin", Category: catDRR, Usage: "centre of voxel (0,0,0) `ox,oy,oz` in mm, in --frame, as NIfTI, MetaImage and DICOM define it (from a corner: corner + spacing/2; default: the file's, or 0,0,0)"},
+	&cli.StringFlag{Name: "frame", Category: catDRR, Value: drrDefaults.Frame, Usage: "world frame of the geometry, orbit centre and --origin: lps (patient LPS mm, as DICOM, ITK, plastimatch) or ras (nibabel's RAS mm)"},
 	&cli.StringFlag{Name: "shape", Category: catDRR, Usage: "raw volumes: `X,Y,Z` (C order: the last axis varies fastest)"},
 	&cli.StringFlag{Name: "dtype", Category: catDRR, Usage: "raw volumes: uint8, int8, uint16, int16, uint32, int32, float32 or float64, little endian"},
 	&cli.BoolFlag{Name: "hu", Category: catDRR, Usage: "the volume is in Hounsfield units: μ = μ_water·max(0, 1 + HU/1000)"},
@@ -63,7 +64,7 @@ func withoutDtype(flags []cli.Flag) []cli.Flag {
 func drrSpec(c *cli.Context) graphs.DRRSpec {
 	s := graphs.DRRSpec{
 		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"),
-		Spacing: c.String("spacing"), Origin: c.String("origin"), HU: c.Bool("hu"), MuWater: c.Float64("mu-water"),
+		Spacing: c.String("spacing"), Origin: c.String("origin"), Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: c.Float64("mu-water"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"), Method: c.String("method"),
 		Out: c.String("out"), PNG: c.Bool("png"), Warn: os.Stderr,
