@@ -217,8 +217,8 @@ type DRRSpec struct {
 	// "": nothing written. PNG adds one 16-bit PNG per pose, drr_0000.png …
 	Out string
 	PNG bool
-	// Warn receives warnings about the inputs (a rotated NIfTI affine);
-	// nil: discarded.
+	// Warn receives warnings about the inputs (a NIfTI file without an
+	// sform or qform); nil: discarded.
 	Warn io.Writer
 }
 

@@ -43,7 +43,13 @@ and integrates it: --method siddon (the exact radiological path: intersection
 length × value, summed over voxels) or trilinear (samples at the same
 fractions of every ray of a pose, --step mm apart on its longest ray). All
 poses go through one compiled graph in batches planned under --mem-limit.
-Without --volume it renders the 3-D Shepp–Logan phantom.`,
+Without --volume it renders the 3-D Shepp–Logan phantom.
+
+Geometry is in world mm, patient LPS by default (DICOM, ITK, plastimatch) or
+nibabel's RAS with --frame ras. NIfTI and MetaImage volumes are placed by
+their headers (origin, spacing and direction cosines; the origin is the centre
+of voxel 0); .npy and raw volumes by --origin and --spacing, their index axes
+along x, y and z.`,
 	Flags:  append(append([]cli.Flag{}, drrFlags...), withoutDtype(engineFlags)...),
 	Action: runDRR,
 }
@@ -93,7 +99,7 @@ func runDRR(c *cli.Context) error {
 		return err
 	}
 	if t.AllMissed() {
-		fmt.Fprintln(os.Stderr, "tapeloop: warning: every ray missed the volume: check the geometry against the volume's origin and spacing")
+		fmt.Fprintln(os.Stderr, "tapeloop: warning: every ray missed the volume: check the geometry against the volume's origin, spacing and direction, and --frame")
 	}
 	r := t.Summary()
 	fmt.Fprintf(os.Stdout, "drr: %d poses of %dx%d, %s: sum of line integrals %.9g, max %.6g\n", r.Poses, r.Rows, r.Cols, r.Method, r.Sum, r.Max)

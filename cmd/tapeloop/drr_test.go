@@ -88,6 +88,7 @@ func TestDRRBadInput(t *testing.T) {
 		{"raw without shape", []string{"--volume", p("v.raw"), "--dtype", "uint8"}, "--shape"},
 		{"missing volume", []string{"--volume", p("nope.npy")}, "nope.npy"},
 		{"a rule of the spec", []string{"--size", "8", "--method", "joseph"}, "--method"},
+		{"unknown frame", []string{"--size", "8", "--frame", "xyz"}, `--frame "xyz": want lps or ras`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -302,3 +302,27 @@ func TestGeometryHelpers(t *testing.T) {
 		t.Errorf("ParseFrame(xyz): %v", err)
 	}
 }
+
+// VoxelsOnly reads the values of files whose placement would be refused,
+// without warnings.
+func TestVoxelsOnlyIgnoresPlacement(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	os.WriteFile(p("shear.nii"), niftiFile(binary.LittleEndian, 4, 3, 5, [3]float32{1, 1, 1}, [3][4]float32{{1, 0.2, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, 1), 0o644)
+	os.WriteFile(p("none.nii"), niftiFile(binary.LittleEndian, 4, 3, 5, [3]float32{1, 1, 1}, [3][4]float32{}, 0), 0o644)
+	metaImage(t, p("shear.mha"), 4, 3, 5, "TransformMatrix = 1 0 0 0.3 1 0 0 0 1\nElementSpacing = -1 1 1\n", true, nil, nil)
+	for _, name := range []string{"shear.nii", "none.nii", "shear.mha"} {
+		var warn bytes.Buffer
+		v, err := Load(p(name), Options{VoxelsOnly: true, Warn: &warn})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checkVolume(t, v, 4, 3, 5, [3]float64{1, 1, 1}, [3]float64{})
+		if warn.Len() != 0 {
+			t.Errorf("%s: warning %q", name, warn.String())
+		}
+		if _, err := Load(p(name), Options{Warn: &warn}); name != "none.nii" && err == nil {
+			t.Errorf("%s: placement accepted", name)
+		}
+	}
+}

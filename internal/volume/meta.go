@@ -191,7 +191,8 @@ func seekData(f *os.File, hs, need, minStart int64) (int64, error) {
 	return st.Size() - start, nil
 }
 
-func loadMeta(path string) (*Volume, error) {
+// loadMeta reads a .mha or .mhd file; with place, its placement too.
+func loadMeta(path string, place bool) (*Volume, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
@@ -202,9 +203,13 @@ func loadMeta(path string) (*Volume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	dir, err := h.direction()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	dir := identity
+	if place {
+		if dir, err = h.direction(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	} else {
+		h.spacing, h.origin = [3]float64{1, 1, 1}, [3]float64{}
 	}
 	if float64(h.dims[0])*float64(h.dims[1])*float64(h.dims[2]) > maxVoxels {
 		return nil, fmt.Errorf("%w: %s: shape %v is too large", ErrVolume, path, h.dims)

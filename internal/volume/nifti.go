@@ -171,7 +171,8 @@ func (h niftiHeader) geometry() (origin, spacing [3]float64, dir [3][3]float64, 
 	return origin, spacing, dir, src, nil
 }
 
-func loadNIfTI(path string, warn io.Writer) (*Volume, error) {
+// loadNIfTI reads a .nii or .nii.gz file; with place, its affine too.
+func loadNIfTI(path string, warn io.Writer, place bool) (*Volume, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
@@ -191,7 +192,7 @@ func loadNIfTI(path string, warn io.Writer) (*Volume, error) {
 		defer gz.Close()
 		r = bufio.NewReaderSize(gz, 1<<20)
 	}
-	v, err := readNIfTI(r, warn, path, avail)
+	v, err := readNIfTI(r, warn, path, avail, place)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -200,7 +201,7 @@ func loadNIfTI(path string, warn io.Writer) (*Volume, error) {
 
 // readNIfTI reads a single-file NIfTI-1 volume (header, extensions, data)
 // of avail bytes in all (−1: unknown), checking the size before allocating.
-func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*Volume, error) {
+func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64, place bool) (*Volume, error) {
 	hdr := make([]byte, 348)
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return nil, fmt.Errorf("%w: NIfTI header truncated", ErrVolume)
@@ -249,6 +250,9 @@ func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*Volume, 
 			v.V[i] = float32(float64(x)*s + c)
 		}
 	}
+	if !place {
+		return v, nil
+	}
 	var src string
 	if v.Origin, v.Spacing, v.Direction, src, err = h.geometry(); err != nil {
 		return nil, err
@@ -261,5 +265,5 @@ func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*Volume, 
 
 // niftiBytes is a test and fuzz helper: the header parser on raw bytes.
 func niftiBytes(b []byte) (*Volume, error) {
-	return readNIfTI(bytes.NewReader(b), nil, "fuzz", int64(len(b)))
+	return readNIfTI(bytes.NewReader(b), nil, "fuzz", int64(len(b)), true)
 }

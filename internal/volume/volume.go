@@ -76,7 +76,11 @@ type Options struct {
 	// converted to it; .npy and raw volumes have no frame: their index
 	// axes run along x, y and z of whichever frame is chosen.
 	Frame Frame
-	Warn  io.Writer // where warnings go (a NIfTI file without an affine); nil: discarded
+	// VoxelsOnly reads the values alone, for workloads that ignore where
+	// the volume lies: the header's placement is neither read nor checked
+	// (origin 0, spacing 1, the identity).
+	VoxelsOnly bool
+	Warn       io.Writer // where warnings go (a NIfTI file without an affine); nil: discarded
 }
 
 // Load reads the volume at path, by its extension, into opt.Frame.
@@ -90,9 +94,9 @@ func Load(path string, opt Options) (*Volume, error) {
 		v, err = loadNpy(path)
 		frameless = true
 	case strings.HasSuffix(lower, ".nii"), strings.HasSuffix(lower, ".nii.gz"):
-		v, err = loadNIfTI(path, opt.Warn)
+		v, err = loadNIfTI(path, opt.Warn, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".mha"), strings.HasSuffix(lower, ".mhd"):
-		v, err = loadMeta(path)
+		v, err = loadMeta(path, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".raw"), opt.Dtype != "" || opt.Shape != [3]int{}:
 		v, err = loadRaw(path, opt.Shape, opt.Dtype)
 		frameless = true
@@ -102,7 +106,7 @@ func Load(path string, opt Options) (*Volume, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !frameless {
+	if !frameless && !opt.VoxelsOnly {
 		v.ToFrame(opt.Frame)
 	}
 	if opt.Spacing != nil {
