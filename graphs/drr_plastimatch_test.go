@@ -146,7 +146,7 @@ func TestDRRAgreesWithPlastimatch(t *testing.T) {
 		}
 		m := float64(len(a))
 		corr := (sab - sa*sb/m) / math.Sqrt((saa-sa*sa/m)*(sbb-sb*sb/m))
-		t.Logf("view %d: correlation 1 − %.2g, tapeloop/plastimatch %.7f", i, 1-corr, sa/sb)
+		t.Logf("view %d: correlation %.12f, tapeloop/plastimatch %.7f", i, corr, sa/sb)
 		if !(corr >= 0.999) {
 			t.Errorf("view %d: correlation with plastimatch %.6f, want ≥ 0.999", i, corr)
 		}
