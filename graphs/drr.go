@@ -186,9 +186,16 @@ type DRRSpec struct {
 	// directory holds several; "": the only one.
 	Series string
 	// Spacing "sx,sy,sz" and Origin "ox,oy,oz", in mm, override the
-	// volume's voxel size and the corner of its voxel (0, 0, 0); "": the
-	// file's (for .npy and raw files 1,1,1 and 0,0,0) or the phantom's.
+	// volume's voxel size and the centre of its voxel (0, 0, 0), in Frame;
+	// "": the file's (for .npy and raw files 1,1,1 and 0,0,0) or the
+	// phantom's.
 	Spacing, Origin string
+	// Frame is the world frame of the geometry (poses, orbit centre,
+	// Origin): "lps" (patient LPS mm, as DICOM, ITK and plastimatch; "" is
+	// the same) or "ras" (nibabel's RAS mm). NIfTI and MetaImage volumes
+	// are placed in it by their headers; .npy, raw and the phantom have
+	// their index axes along its x, y and z.
+	Frame string
 	// HU says the volume file is in Hounsfield units, converted to
 	// attenuation per mm as μ = MuWater·max(0, 1 + HU/1000).
 	HU bool
@@ -214,20 +221,21 @@ type DRRSpec struct {
 	// "": nothing written. PNG adds one 16-bit PNG per pose, drr_0000.png …
 	Out string
 	PNG bool
-	// Warn receives warnings about the inputs (a rotated NIfTI affine);
-	// nil: discarded.
+	// Warn receives warnings about the inputs (a NIfTI file without an
+	// sform or qform); nil: discarded.
 	Warn io.Writer
 }
 
 // DefaultDRRSpec is the built-in case: the 128³ Shepp–Logan phantom over
 // a 36-pose orbit onto a 200×200 detector of 2 mm pixels, by Siddon.
 func DefaultDRRSpec() DRRSpec {
-	return DRRSpec{MuWater: 0.02, Size: 128, Orbit: 36, SDD: 1020, SID: 510, Detector: "200x200", Pixel: 2, Method: "siddon"}
+	return DRRSpec{Frame: "lps", MuWater: 0.02, Size: 128, Orbit: 36, SDD: 1020, SID: 510, Detector: "200x200", Pixel: 2, Method: "siddon"}
 }
 
 // drrPlan is a DRRSpec's text fields parsed.
 type drrPlan struct {
 	spacing, origin *[3]float64
+	frame           volume.Frame
 	shape           [3]int
 	rows, cols      int
 	trilinear       bool
@@ -240,6 +248,9 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 		return p, err
 	}
 	if p.origin, err = parseTriple("origin", s.Origin); err != nil {
+		return p, err
+	}
+	if p.frame, err = volume.ParseFrame(s.Frame); err != nil {
 		return p, err
 	}
 	if !(s.MuWater > 0) {
@@ -391,7 +402,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 // spacing, origin and units.
 func (s DRRSpec) loadVolume(p drrPlan) (*volume.Volume, error) {
 	if s.Volume != "" {
-		opt := volume.Options{Spacing: p.spacing, Origin: p.origin, Shape: p.shape, Dtype: s.RawDtype, Warn: s.Warn, Series: s.Series}
+		opt := volume.Options{Spacing: p.spacing, Origin: p.origin, Shape: p.shape, Dtype: s.RawDtype, Frame: p.frame, Warn: s.Warn, Series: s.Series}
 		v, err := volume.Load(s.Volume, opt)
 		if err != nil {
 			return nil, fmt.Errorf("--volume: %w", err)
@@ -414,7 +425,9 @@ func (s DRRSpec) loadVolume(p drrPlan) (*volume.Volume, error) {
 	return v, nil
 }
 
-// poses reads Geometry, or builds the orbit about v's centre.
+// poses reads Geometry (world mm, in Frame), or builds the orbit about
+// v's centre, the centre of its box placed by its origin, spacing and
+// direction.
 func (s DRRSpec) poses(p drrPlan, v *volume.Volume) ([]ops.Pose, error) {
 	if s.Geometry != "" {
 		f, err := os.Open(s.Geometry)
@@ -428,11 +441,7 @@ func (s DRRSpec) poses(p drrPlan, v *volume.Volume) ([]ops.Pose, error) {
 		}
 		return poses, nil
 	}
-	var centre [3]float64
-	for a := range 3 {
-		centre[a] = v.Origin[a] + float64(v.N[a])*v.Spacing[a]/2
-	}
-	return ops.Orbit(s.Orbit, centre, s.SDD, s.SID, p.rows, p.cols, s.Pixel)
+	return ops.Orbit(s.Orbit, v.Centre(), s.SDD, s.SID, p.rows, p.cols, s.Pixel)
 }
 
 // writePNG writes pose i's image, its line integrals scaled from [lo, hi]

@@ -471,7 +471,7 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 // the random volume: standard normals rounded to float32.
 func (s WaveletSpec) volume(p waveletPlan) ([]float32, [3]int, error) {
 	if s.Volume != "" {
-		v, err := volume.Load(s.Volume, volume.Options{Warn: s.Warn})
+		v, err := volume.Load(s.Volume, volume.Options{VoxelsOnly: true, Warn: s.Warn})
 		if err != nil {
 			return nil, [3]int{}, fmt.Errorf("--volume: %w", err)
 		}

@@ -16,7 +16,8 @@ var drrDefaults = graphs.DefaultDRRSpec()
 var drrFlags = []cli.Flag{
 	&cli.StringFlag{Name: "volume", Category: catDRR, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd, a DICOM series (its directory or one of its files), or raw with --shape and --dtype (`FILE`)"},
 	&cli.StringFlag{Name: "spacing", Category: catDRR, Usage: "voxel size `sx,sy,sz` in mm (default: the file's, or 1,1,1)"},
-	&cli.StringFlag{Name: "origin", Category: catDRR, Usage: "corner of voxel (0,0,0) `ox,oy,oz` in mm (default: the file's, or 0,0,0)"},
+	&cli.StringFlag{Name: "origin", Category: catDRR, Usage: "centre of voxel (0,0,0) `ox,oy,oz` in mm, in --frame, as NIfTI, MetaImage and DICOM define it (from a corner: corner + spacing/2; default: the file's, or 0,0,0)"},
+	&cli.StringFlag{Name: "frame", Category: catDRR, Value: drrDefaults.Frame, Usage: "world frame of the geometry, orbit centre and --origin: lps (patient LPS mm, as DICOM, ITK, plastimatch) or ras (nibabel's RAS mm)"},
 	&cli.StringFlag{Name: "shape", Category: catDRR, Usage: "raw volumes: `X,Y,Z` (C order: the last axis varies fastest)"},
 	&cli.StringFlag{Name: "dtype", Category: catDRR, Usage: "raw volumes: uint8, int8, uint16, int16, uint32, int32, float32 or float64, little endian"},
 	&cli.StringFlag{Name: "series", Category: catDRR, Usage: "DICOM: the SeriesInstanceUID to read when the directory holds several (`UID`)"},
@@ -43,7 +44,13 @@ and integrates it: --method siddon (the exact radiological path: intersection
 length × value, summed over voxels) or trilinear (samples at the same
 fractions of every ray of a pose, --step mm apart on its longest ray). All
 poses go through one compiled graph in batches planned under --mem-limit.
-Without --volume it renders the 3-D Shepp–Logan phantom.`,
+Without --volume it renders the 3-D Shepp–Logan phantom.
+
+Geometry is in world mm, patient LPS by default (DICOM, ITK, plastimatch) or
+nibabel's RAS with --frame ras. NIfTI and MetaImage volumes are placed by
+their headers (origin, spacing and direction cosines; the origin is the centre
+of voxel 0); .npy and raw volumes by --origin and --spacing, their index axes
+along x, y and z.`,
 	Flags:  append(append([]cli.Flag{}, drrFlags...), withoutDtype(engineFlags)...),
 	Action: runDRR,
 }
@@ -64,7 +71,7 @@ func withoutDtype(flags []cli.Flag) []cli.Flag {
 func drrSpec(c *cli.Context) graphs.DRRSpec {
 	s := graphs.DRRSpec{
 		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), Series: c.String("series"),
-		Spacing: c.String("spacing"), Origin: c.String("origin"), HU: c.Bool("hu"), MuWater: c.Float64("mu-water"),
+		Spacing: c.String("spacing"), Origin: c.String("origin"), Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: c.Float64("mu-water"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"), Method: c.String("method"),
 		Out: c.String("out"), PNG: c.Bool("png"), Warn: os.Stderr,
@@ -86,7 +93,7 @@ func runDRR(c *cli.Context) error {
 		return err
 	}
 	if t.AllMissed() {
-		fmt.Fprintln(os.Stderr, "tapeloop: warning: every ray missed the volume: check the geometry against the volume's origin and spacing")
+		fmt.Fprintln(os.Stderr, "tapeloop: warning: every ray missed the volume: check the geometry against the volume's origin, spacing and direction, and --frame")
 	}
 	r := t.Summary()
 	fmt.Fprintf(os.Stdout, "drr: %d poses of %dx%d, %s: sum of line integrals %.9g, max %.6g\n", r.Poses, r.Rows, r.Cols, r.Method, r.Sum, r.Max)

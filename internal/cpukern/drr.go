@@ -9,6 +9,10 @@ import (
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
+// The kernels take a volume in its own frame, axis-aligned (vol.Aligned();
+// ops.DRR maps rays into that frame), and its box by the low corner,
+// vol.Corner(): Origin, the centre of voxel 0, less half a voxel.
+
 // DRR sets out[r] to the line integral of vol along the segment from
 // src[3r:3r+3] to dst[3r:3r+3]: exact (Siddon's radiological path) when
 // step ≤ 0, else the sum of trilinear samples (zero outside) at the
@@ -25,8 +29,9 @@ func DRR(vol *volume.Volume, src, dst []float64, out []float32, step, lref float
 	if n == 0 {
 		return
 	}
+	corner := vol.Corner()
 	C.tl_drr((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
-		(*C.double)(unsafe.Pointer(&vol.Origin[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
+		(*C.double)(unsafe.Pointer(&corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
 		C.int64_t(n), (*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst[0])),
 		(*C.float)(unsafe.Pointer(&out[0])), C.double(step), C.double(lref))
 }
@@ -68,14 +73,18 @@ func DRRFans(vol *volume.Volume, fans []Fan, out []float32, step float64) {
 	if len(fans) == 0 || len(out) == 0 {
 		return
 	}
+	corner := vol.Corner()
 	C.tl_drr_fans((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
-		(*C.double)(unsafe.Pointer(&vol.Origin[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
+		(*C.double)(unsafe.Pointer(&corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
 		(*C.tl_fan)(unsafe.Pointer(&fans[0])), C.int64_t(len(fans)), (*C.float)(unsafe.Pointer(&out[0])), C.double(step))
 }
 
 func checkVolume(vol *volume.Volume) {
 	if int64(len(vol.V)) != vol.N[0]*vol.N[1]*vol.N[2] || len(vol.V) == 0 {
 		panic("cpukern: DRR: volume size does not match its shape")
+	}
+	if !vol.Aligned() {
+		panic("cpukern: DRR: the volume is not axis-aligned; map the rays into its frame (volume.Local)")
 	}
 }
 

@@ -19,13 +19,14 @@ func refSiddon(vol *volume.Volume, src, dst [3]float64) float64 {
 	for a := range 3 {
 		d[a] = dst[a] - src[a]
 	}
+	lo := vol.Corner() // voxel (i, j, k) spans [lo + (i, j, k)⊙s, lo + (i+1, j+1, k+1)⊙s)
 	alphas := []float64{0, 1}
 	for a := range 3 {
 		if d[a] == 0 {
 			continue
 		}
 		for k := int64(0); k <= vol.N[a]; k++ {
-			al := (vol.Origin[a] + float64(k)*vol.Spacing[a] - src[a]) / d[a]
+			al := (lo[a] + float64(k)*vol.Spacing[a] - src[a]) / d[a]
 			if al > 0 && al < 1 {
 				alphas = append(alphas, al)
 			}
@@ -44,7 +45,9 @@ func refSiddon(vol *volume.Volume, src, dst [3]float64) float64 {
 		inside := true
 		for ax := range 3 {
 			p := src[ax] + m*d[ax]
-			f := math.Floor((p - vol.Origin[ax]) / vol.Spacing[ax])
+			// By the reciprocal, as the kernel rounds: a ray lying on a
+			// voxel plane falls on the side its rounding puts it.
+			f := math.Floor((p - lo[ax]) * (1 / vol.Spacing[ax]))
 			if f < 0 || f >= float64(vol.N[ax]) {
 				inside = false
 			}
@@ -66,8 +69,11 @@ func randomVolume(rng *rand.Rand, nx, ny, nz int64) *volume.Volume {
 	return v
 }
 
+// corner is the point (i, j, k) of the voxel lattice: the corner of voxel
+// (i, j, k), half a voxel below its centre.
 func corner(v *volume.Volume, i, j, k float64) [3]float64 {
-	return [3]float64{v.Origin[0] + i*v.Spacing[0], v.Origin[1] + j*v.Spacing[1], v.Origin[2] + k*v.Spacing[2]}
+	lo := v.Corner()
+	return [3]float64{lo[0] + i*v.Spacing[0], lo[1] + j*v.Spacing[1], lo[2] + k*v.Spacing[2]}
 }
 
 // testRays returns rays of every kind the issue names, in groups.
@@ -94,8 +100,8 @@ func testRays(rng *rand.Rand, v *volume.Volume) (src, dst [][3]float64) {
 				s = corner(v, float64(rng.IntN(int(ext[0]))), float64(rng.IntN(int(ext[1]))), float64(rng.IntN(int(ext[2]))))
 			}
 			d := s
-			s[ax] = v.Origin[ax] - 50
-			d[ax] = v.Origin[ax] + ext[ax]*v.Spacing[ax] + 50
+			s[ax] = corner(v, 0, 0, 0)[ax] - 50
+			d[ax] = corner(v, ext[0], ext[1], ext[2])[ax] + 50
 			if q%3 == 0 {
 				s, d = d, s
 			}
@@ -183,9 +189,9 @@ func TestSiddonUniformGivesChordLength(t *testing.T) {
 func TestMissingRaysGiveZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
 	v := randomVolume(rng, 5, 5, 5)
-	hi := corner(v, 5, 5, 5)
-	src := []float64{hi[0] + 10, hi[1] + 10, hi[2] + 10, v.Origin[0] - 1, v.Origin[1] + 1, v.Origin[2] + 1}
-	dst := []float64{hi[0] + 50, hi[1] - 300, hi[2] + 10, v.Origin[0] - 1, v.Origin[1] + 3, v.Origin[2] + 3}
+	lo, hi := corner(v, 0, 0, 0), corner(v, 5, 5, 5)
+	src := []float64{hi[0] + 10, hi[1] + 10, hi[2] + 10, lo[0] - 1, lo[1] + 1, lo[2] + 1}
+	dst := []float64{hi[0] + 50, hi[1] - 300, hi[2] + 10, lo[0] - 1, lo[1] + 3, lo[2] + 3}
 	out := []float32{-1, -1}
 	for _, step := range []float64{0, 0.5} {
 		DRR(v, src, dst, out, step, 0)
@@ -214,7 +220,7 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 		dir := [3]float64{math.Cos(th) * math.Cos(ph), math.Sin(th) * math.Cos(ph), math.Sin(ph)}
 		off := [3]float64{rng.NormFloat64() * 5, rng.NormFloat64() * 5, rng.NormFloat64() * 5}
 		for a := range 3 {
-			c := v.Origin[a] + float64(n)*v.Spacing[a]/2 + off[a]
+			c := v.Centre()[a] + off[a]
 			src = append(src, c-100*dir[a])
 			dst = append(dst, c+100*dir[a])
 		}
@@ -240,7 +246,7 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 	num, den = 0, 0
 	for range 40 {
 		th := rng.Float64() * 2 * math.Pi
-		c := [3]float64{v.Origin[0] + 24, v.Origin[1] + 30, v.Origin[2] + 18}
+		c := corner(v, 24, 24, 24)
 		f := &Fan{N: 64, Stride: 1, DD: [3]float64{0, 0, -0.5}}
 		f.Src = [3]float64{c[0] + 200*math.Cos(th), c[1] + 200*math.Sin(th), c[2] + 100}
 		f.Dst0 = [3]float64{c[0] - 200*math.Cos(th) + rng.NormFloat64()*5, c[1] - 200*math.Sin(th), c[2] - 100 + 16}
@@ -285,7 +291,8 @@ func TestPaddedVolumeGivesSameIntegrals(t *testing.T) {
 
 // refTrilinear is the trilinear sum by definition, in float64: every
 // fraction a_k = (k + ½)·step/lref in [0, 1], the volume interpolated at
-// that point of the segment (voxel centres on the lattice, zero outside),
+// that point of the segment (voxel centres on the integer lattice of
+// (x − Origin)/Spacing, zero outside),
 // each sample weighing step·len/lref.
 func refTrilinear(v *volume.Volume, src, dst [3]float64, step, lref float64) float64 {
 	var d [3]float64
@@ -313,7 +320,7 @@ func refTrilinear(v *volume.Volume, src, dst [3]float64, step, lref float64) flo
 		var f [3]float64
 		var i [3]int64
 		for ax := range 3 {
-			c[ax] = (src[ax]+a*d[ax]-v.Origin[ax])/v.Spacing[ax] - 0.5
+			c[ax] = (src[ax] + a*d[ax] - v.Origin[ax]) / v.Spacing[ax]
 			fl := math.Floor(c[ax])
 			i[ax], f[ax] = int64(fl), c[ax]-fl
 		}

@@ -20,18 +20,18 @@ import (
 )
 
 // Volume is a voxel volume for ray casting: V holds N[0]·N[1]·N[2] values
-// in C order, voxel (i, j, k) spanning [Origin + (i, j, k)⊙Spacing,
-// Origin + (i+1, j+1, k+1)⊙Spacing) in mm.
+// in C order; the centre of voxel idx = (i, j, k) lies at
+// Origin + Direction·(idx⊙Spacing) in world mm, so voxel idx fills the box
+// of sides Spacing about it, along the directions of Direction's columns.
 type Volume struct {
-	V       []float32
-	N       [3]int64
+	V []float32
+	N [3]int64
+	// Origin is the centre of voxel (0, 0, 0), in world mm.
 	Origin  [3]float64
 	Spacing [3]float64
-	// Direction holds the direction cosines: Direction[r][a] is the r-th
-	// world coordinate of a unit step along index axis a, so the centre of
-	// voxel idx lies at Origin + Direction·(idx⊙Spacing) in the target
-	// convention (Origin the centre of voxel 0, as NIfTI, ITK, DICOM and
-	// plastimatch define it). The zero value means the identity.
+	// Direction holds the direction cosines, orthonormal columns:
+	// Direction[r][a] is the r-th world coordinate of a unit step along
+	// index axis a. The zero value means the identity.
 	Direction [3][3]float64
 	// Padded says V carries a border of one zero voxel on every side that
 	// is not part of the data (see Pad).
@@ -39,17 +39,16 @@ type Volume struct {
 }
 
 // Pad returns a copy of v with a border of zero voxels on every side,
-// origin moved out by one voxel: the same line integrals, but trilinear
-// sampling needs no boundary tests. Padding a padded volume returns it.
+// origin moved out by one voxel along each index axis: the same line
+// integrals, but trilinear sampling needs no boundary tests. Padding a
+// padded volume returns it.
 func Pad(v *Volume) *Volume {
 	if v.Padded {
 		return v
 	}
 	nx, ny, nz := v.N[0], v.N[1], v.N[2]
-	p := &Volume{N: [3]int64{nx + 2, ny + 2, nz + 2}, Spacing: v.Spacing, Padded: true}
-	for a := range 3 {
-		p.Origin[a] = v.Origin[a] - v.Spacing[a]
-	}
+	p := &Volume{N: [3]int64{nx + 2, ny + 2, nz + 2}, Spacing: v.Spacing, Direction: v.Direction, Padded: true}
+	p.Origin = v.World([3]float64{-1, -1, -1})
 	p.V = make([]float32, p.N[0]*p.N[1]*p.N[2])
 	sysmem.AdviseHugePagesOf(p.V)
 	for i := range nx {
@@ -69,34 +68,49 @@ const maxVoxels = 1 << 32
 // Options complete what a file does not say.
 type Options struct {
 	Spacing *[3]float64 // overrides the file's (default 1 mm for .npy and raw)
-	Origin  *[3]float64 // overrides the file's (default 0)
+	Origin  *[3]float64 // the centre of voxel (0, 0, 0), in Frame; overrides the file's (default 0)
 	Shape   [3]int      // raw files: the shape
 	Dtype   string      // raw files: uint8, int8, uint16, int16, uint32, int32, float32, float64
-	Warn    io.Writer   // where warnings go (a rotated NIfTI affine); nil: discarded
-	Series  string      // DICOM: the SeriesInstanceUID to read from a directory of several
+	// Frame is the world frame the volume comes out in ("": LPS). Files
+	// that place the volume in the patient (NIfTI, MetaImage) are
+	// converted to it; .npy and raw volumes have no frame: their index
+	// axes run along x, y and z of whichever frame is chosen.
+	Frame Frame
+	// VoxelsOnly reads the values alone, for workloads that ignore where
+	// the volume lies: the header's placement is neither read nor checked
+	// (origin 0, spacing 1, the identity).
+	VoxelsOnly bool
+	Warn       io.Writer // where warnings go (a NIfTI file without an affine); nil: discarded
+	Series     string    // DICOM: the SeriesInstanceUID to read from a directory of several
 }
 
-// Load reads the volume at path, by its extension.
+// Load reads the volume at path, by its extension, into opt.Frame.
 func Load(path string, opt Options) (*Volume, error) {
 	lower := strings.ToLower(path)
 	var v *Volume
 	var err error
+	frameless := false // no patient frame in the file: nothing to convert
 	switch {
 	case opt.Series != "" || isDICOM(path): // a directory, or "DICM" at byte 128
 		v, err = loadDICOM(path, opt.Series)
 	case strings.HasSuffix(lower, ".npy"):
 		v, err = loadNpy(path)
+		frameless = true
 	case strings.HasSuffix(lower, ".nii"), strings.HasSuffix(lower, ".nii.gz"):
-		v, err = loadNIfTI(path, opt.Warn)
+		v, err = loadNIfTI(path, opt.Warn, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".mha"), strings.HasSuffix(lower, ".mhd"):
-		v, err = loadMeta(path)
+		v, err = loadMeta(path, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".raw"), opt.Dtype != "" || opt.Shape != [3]int{}:
 		v, err = loadRaw(path, opt.Shape, opt.Dtype)
+		frameless = true
 	default:
-		return nil, fmt.Errorf("%w: %s: unknown format %q (want .npy, .nii, .nii.gz, .mha, .mhd, or raw with --shape and --dtype)", ErrVolume, path, filepath.Ext(path))
+		return nil, fmt.Errorf("%w: %s: unknown format %q (want .npy, .nii, .nii.gz, .mha, .mhd, a DICOM series directory, or raw with --shape and --dtype)", ErrVolume, path, filepath.Ext(path))
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !frameless && !opt.VoxelsOnly {
+		v.ToFrame(opt.Frame)
 	}
 	if opt.Spacing != nil {
 		v.Spacing = *opt.Spacing
@@ -110,7 +124,7 @@ func Load(path string, opt Options) (*Volume, error) {
 	return v, nil
 }
 
-// Check validates spacing, origin and values.
+// Check validates spacing, origin, direction and values.
 func Check(v *Volume) error {
 	for a := range 3 {
 		if !(v.Spacing[a] > 0) || math.IsInf(v.Spacing[a], 0) {
@@ -122,6 +136,9 @@ func Check(v *Volume) error {
 		if v.N[a] < 1 {
 			return fmt.Errorf("%w: shape %v has an empty axis", ErrVolume, v.N)
 		}
+	}
+	if err := checkDirection(v); err != nil {
+		return err
 	}
 	for i, x := range v.V {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
