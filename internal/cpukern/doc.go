@@ -12,5 +12,6 @@
 //     radiological path) or trilinearly sampled, behind the DRR workload;
 //     drr_fan.c: the same for fans of rays that share their x and y (a
 //     detector column along z), with AVX-512 and AVX2 paths that share the
-//     x-y work across the fan and read voxels with contiguous loads.
+//     x-y work across the fan and read voxels with contiguous loads, both
+//     compiled from one template, drr_fan_impl.h.
 package cpukern
