@@ -18,7 +18,7 @@ import (
 // stopGrace is how long a run has, after SIGINT or SIGTERM, to stop by
 // itself (between batches, or inside an op's next block of work) before
 // the process removes its pending outputs and exits.
-const stopGrace = time.Second
+const stopGrace = 800 * time.Millisecond
 
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
