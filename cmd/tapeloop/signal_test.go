@@ -14,7 +14,7 @@ import (
 
 // TestSignalStopsTheRun sends SIGTERM to runs that would take far longer
 // than the test waits: a single batch of DRRs (stopped inside the op, or,
-// when a block of its work outlasts the second the process allows, by the
+// when a block of its work outlasts the 0.8 s the process allows, by the
 // process) and an affinity run still making its images (stopped during
 // set-up). Each must end with exit status 1 and one line, and leave nothing
 // in its output directory.
