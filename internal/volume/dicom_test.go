@@ -54,30 +54,10 @@ func dcmPositions(n int, ipp0, step [3]float64) [][3]string {
 }
 
 // pySeries is one series for testdata/dicom_series.py.
-type pySeries struct {
-	Dir        string      `json:"dir"`
-	UID        string      `json:"uid"`
-	Desc       string      `json:"desc"`
-	Syntax     string      `json:"syntax"`
-	Rows       int         `json:"rows"`
-	Cols       int         `json:"cols"`
-	PS         []string    `json:"ps"`
-	IOP        []string    `json:"iop"`
-	IPPs       [][3]string `json:"ipps"`
-	Signed     bool        `json:"signed"`
-	BitsStored int         `json:"bits_stored"`
-	Slope      string      `json:"slope"`
-	Intercept  string      `json:"intercept"`
-	Seed       int         `json:"seed"`
-	Sequence   bool        `json:"sequence"`
-	Expect     *pyExpect   `json:"expect"`
-}
-
-type pyExpect struct {
-	Npy    string   `json:"npy"`
-	JSON   string   `json:"json"`
-	Voxels [][3]int `json:"voxels"`
-}
+type (
+	pySeries = testutil.PyDICOMSeries
+	pyExpect = testutil.PyDICOMExpect
+)
 
 // checkAgainstPydicom compares a loaded volume with what pydicom made of
 // the same files: every voxel value, and the world position of the
@@ -140,16 +120,7 @@ func dcmB2i(b bool) int {
 // writePySeries has pydicom write the series (and their expectations).
 func writePySeries(t *testing.T, spec []pySeries) {
 	t.Helper()
-	py := testutil.Python(t, "numpy", "pydicom")
-	js, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	specPath := filepath.Join(t.TempDir(), "spec.json")
-	os.WriteFile(specPath, js, 0o644)
-	if out, err := exec.Command(py, "testdata/dicom_series.py", specPath).CombinedOutput(); err != nil {
-		t.Fatalf("dicom_series.py: %v\n%s", err, out)
-	}
+	testutil.WritePyDICOM(t, spec)
 }
 
 // The oblique orientation: rows of an orthogonal matrix with exact decimal

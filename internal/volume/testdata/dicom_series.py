@@ -7,10 +7,15 @@ SPEC is a list of series, each
    "rows", "cols", "ps": [row spacing, column spacing] (strings),
    "iop": 6 strings, "ipps": [[3 strings] per slice], "signed", "bits_stored",
    "slope", "intercept" (strings), "seed", "sequence": bool,
-   "expect": null or {"npy": path, "json": path, "voxels": [[i, j, k], ...]}}.
+   "expect": null or {"npy": path, "json": path, "voxels": [[i, j, k], ...]},
+   and optionally "instances": [InstanceNumber per slice] and
+   "cube": {"lo": [i, j, k], "size": [3], "value", "background"}}.
 
 Slices are written under random file names, with InstanceNumbers in random
-order, next to a file that is not DICOM. For a series with "expect", the files
+order (or "instances"), next to a file that is not DICOM. Pixels are random
+stored values, or with "cube" the stored value "background" but "value" at
+column i, row j of the k-th slice in order along the normal rowdir × coldir
+for lo <= (i, j, k) < lo + size. For a series with "expect", the files
 are read back with pydicom, ordered along the slice normal, and the rescaled
 values stacked as (columns, rows, slices) float32 into "npy"; "json" gets the
 world position of each voxel (i, j, k) (column i, row j of the k-th slice):
@@ -36,6 +41,14 @@ def write_series(s):
     n = len(s["ipps"])
     instances = list(range(1, n + 1))
     rng.shuffle(instances)
+    if s.get("instances"):
+        instances = s["instances"]
+    cube = s.get("cube")
+    if cube:
+        iop = np.array([float(x) for x in s["iop"]])
+        normal = np.cross(iop[:3], iop[3:])
+        along = np.argsort([np.dot([float(x) for x in p], normal) for p in s["ipps"]])
+        rank = {int(slice_): r for r, slice_ in enumerate(along)}
     syntax = {"explicit": ExplicitVRLittleEndian, "implicit": ImplicitVRLittleEndian}.get(s["syntax"], s["syntax"])
     lo, hi = (-(1 << (s["bits_stored"] - 1)), (1 << (s["bits_stored"] - 1)) - 1) if s["signed"] else (0, (1 << s["bits_stored"]) - 1)
     for k, ipp in enumerate(s["ipps"]):
@@ -76,7 +89,13 @@ def write_series(s):
         ds.PixelRepresentation = 1 if s["signed"] else 0
         ds.RescaleIntercept = s["intercept"]
         ds.RescaleSlope = s["slope"]
-        px = np.array([rng.randint(lo, hi) for _ in range(s["rows"] * s["cols"])], dtype="<i2" if s["signed"] else "<u2")
+        if cube:
+            px = np.full((s["rows"], s["cols"]), cube["background"], dtype="<i2" if s["signed"] else "<u2")
+            (i0, j0, k0), (ni, nj, nk) = cube["lo"], cube["size"]
+            if k0 <= rank[k] < k0 + nk:
+                px[j0:j0 + nj, i0:i0 + ni] = cube["value"]
+        else:
+            px = np.array([rng.randint(lo, hi) for _ in range(s["rows"] * s["cols"])], dtype="<i2" if s["signed"] else "<u2")
         if syntax in (ExplicitVRLittleEndian, ImplicitVRLittleEndian):
             ds.PixelData = px.tobytes()
         else:
