@@ -68,10 +68,18 @@ bench: test-deps
 compare: build test-deps
 	/usr/bin/python3 bench/compare.py $(BIN)
 
-## fuzz: a short fuzzing session of the .npy and DICOM readers.
+## fuzz: a short fuzzing session of every reader (FUZZTIME each, 10s by
+## default): .npy, .npz, NIfTI, MetaImage, DICOM, geometry JSON and shard
+## metadata. Each asserts no panic, one-line errors and allocation bounded
+## by the input's size; their seed corpora are in testdata/fuzz/.
+FUZZTIME ?= 10s
+FUZZ := ./internal/npy/:FuzzReader ./internal/npy/:FuzzNPZ ./internal/volume/:FuzzNIfTIFile \
+	./internal/volume/:FuzzMetaImage ./internal/volume/:FuzzDICOM ./ops/:FuzzGeometry ./internal/shard/:FuzzShardMeta
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/npy/
-	$(GO) test -run '^$$' -fuzz FuzzDICOM -fuzztime 30s ./internal/volume/
+	@set -e; for t in $(FUZZ); do \
+	  echo "$(GO) test -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME) $${t%%:*}"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

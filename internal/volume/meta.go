@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 var metaTypes = map[string]string{
@@ -59,6 +61,9 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 		}
 		if len(line) > 4096 {
 			return h, fmt.Errorf("%w: MetaImage header line too long", ErrVolume)
+		}
+		if !textLine(line) {
+			return h, fmt.Errorf("%w: MetaImage header ends without ElementDataFile: line %d is binary data", ErrVolume, lines+1)
 		}
 		k, v, ok := strings.Cut(strings.TrimRight(line, "\r\n"), "=")
 		if !ok {
@@ -142,18 +147,21 @@ func loadMeta(path string) (*Volume, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var data io.Reader = br
-	avail := int64(-1) // uncompressed bytes available, where known
+	avail := int64(-1)                   // uncompressed bytes available, where known
+	dataPath, dataOff := path, int64(-1) // where the data starts, where known
 	switch {
 	case h.dataFile == "LOCAL":
 		if st, err := f.Stat(); err == nil {
 			if pos, err := f.Seek(0, io.SeekCurrent); err == nil {
 				avail = st.Size() - pos + int64(br.Buffered())
+				dataOff = pos - int64(br.Buffered())
 			}
 		}
 	case strings.EqualFold(h.dataFile, "LIST") || strings.Contains(h.dataFile, "%"):
 		return nil, fmt.Errorf("%w: %s: MetaImage ElementDataFile %q (lists of slices) not supported", ErrVolume, path, h.dataFile)
 	default:
-		df, err := os.Open(filepath.Join(filepath.Dir(path), filepath.Clean("/" + h.dataFile)[1:]))
+		dataPath, dataOff = filepath.Join(filepath.Dir(path), filepath.Clean("/" + h.dataFile)[1:]), 0
+		df, err := os.Open(dataPath)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err)
 		}
@@ -172,7 +180,18 @@ func loadMeta(path string) (*Volume, error) {
 		data = z
 	}
 	el, _ := elementType(h.etype, h.bigEndian)
-	if need := int64(h.dims[0]) * int64(h.dims[1]) * int64(h.dims[2]) * int64(el.size); !h.compressed && avail >= 0 && avail < need {
+	need := sysmem.Mul(int64(h.dims[0]), int64(h.dims[1]), int64(h.dims[2]), int64(el.size))
+	if h.compressed {
+		// The bytes the stream really holds, counted in constant memory
+		// before anything is allocated for what the header claims.
+		avail = -1
+		if dataOff >= 0 && need > 0 && need <= maxVoxels*8 {
+			if avail, err = zlibAvail(dataPath, dataOff, need); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrVolume, path, err)
+			}
+		}
+	}
+	if avail >= 0 && avail < need {
 		return nil, fmt.Errorf("%w: %s: voxel data truncated: the header promises %d bytes, the file holds %d", ErrVolume, path, need, avail)
 	}
 	v, err := newVolume(h.dims[0], h.dims[1], h.dims[2])
