@@ -73,13 +73,8 @@ compare: build test-deps
 ## metadata. Each asserts no panic, one-line errors and allocation bounded
 ## by the input's size; their seed corpora are in testdata/fuzz/.
 FUZZTIME ?= 10s
-FUZZ := ./internal/npy/:FuzzReader ./internal/npy/:FuzzNPZ ./internal/volume/:FuzzNIfTIFile \
-	./internal/volume/:FuzzMetaImage ./internal/volume/:FuzzDICOM ./ops/:FuzzGeometry ./internal/shard/:FuzzShardMeta
 fuzz:
-	@set -e; for t in $(FUZZ); do \
-	  echo "$(GO) test -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME) $${t%%:*}"; \
-	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -91,7 +91,7 @@ func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
 		if s.N < 1 || s.Height < 1 || s.Width < 1 {
 			return p, fmt.Errorf("--n %d --height %d --width %d: each must be at least 1", s.N, s.Height, s.Width)
 		}
-		if int64(s.N)*int64(s.Height)*int64(s.Width) > 1<<34 {
+		if n := sysmem.Mul(int64(s.N), int64(s.Height), int64(s.Width)); n < 0 || n > 1<<34 {
 			return p, fmt.Errorf("--n %d --height %d --width %d: too many values for the built-in images", s.N, s.Height, s.Width)
 		}
 	}

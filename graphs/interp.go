@@ -462,10 +462,10 @@ func readTable(path string, limit int64) (f []float64, m, g int, err error) {
 	return f, m, g, nil
 }
 
-// checkTableBytes refuses an (M, G) table whose values and the tables
-// derived from them (about as large again) would not fit limit.
+// checkTableBytes refuses, before it is read or made, an (M, G) table
+// whose float64 values alone would not fit limit.
 func checkTableBytes(m, g int, limit int64) error {
-	if need := sysmem.Mul(int64(m), int64(g), 16); need < 0 || need > limit {
+	if need := sysmem.Mul(int64(m), int64(g), 8); need < 0 || need > limit {
 		if need < 0 {
 			need = math.MaxInt64
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"reflect"
-	"strings"
 )
 
 // This file is the DRR's pose layout, in one place: the Pose a user states
@@ -159,24 +157,6 @@ func Orbit(n int, c [3]float64, sdd, sid float64, rows, cols int, pixel float64)
 	return poses, nil
 }
 
-// jsonKind names what a JSON value decoded into t must be.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	case reflect.Struct:
-		return `an object, e.g. {"poses": [...]}`
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Struct {
-			return "an array of poses, each an object"
-		}
-		return "an array of numbers"
-	case reflect.Int:
-		return "an integer"
-	}
-	return "a number"
-}
-
 // ReadGeometry reads {"poses": [Pose, …]} and validates every pose: each
 // field present, vectors of exactly three numbers. All poses of one run
 // share the detector size.
@@ -190,18 +170,7 @@ func ReadGeometry(r io.Reader) ([]Pose, error) {
 		} `json:"poses"`
 	}
 	if err := dec.Decode(&doc); err != nil {
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil, fmt.Errorf("%w: the file is empty; want {\"poses\": [...]}", ErrGeometry)
-		case errors.As(err, &te):
-			where := "the document"
-			if te.Field != "" {
-				where = strings.ToLower(te.Field)
-			}
-			return nil, fmt.Errorf("%w: %s is a JSON %s, want %s", ErrGeometry, where, te.Value, jsonKind(te.Type))
-		}
-		return nil, fmt.Errorf("%w: %v", ErrGeometry, err)
+		return nil, decodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: more data after the JSON document (at byte %d)", ErrGeometry, dec.InputOffset())

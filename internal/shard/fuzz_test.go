@@ -48,9 +48,10 @@ func FuzzShardMeta(f *testing.F) {
 	f.Add([]byte(strings.Replace(meta, `"n":2`, `"n":4611686018427387904`, 1)), []byte("affinity.npy"), member("<f4", "(2, 4611686018427387904)", nil))
 	f.Add([]byte(strings.Replace(meta, `"n":2`, `"n":100000`, 1)), []byte("affinity.npy"), member("<f4", "(2, 100000)", make([]byte, 64)))
 	f.Add([]byte(`{"format":"tapeloop-affinity-shard/1"}`), []byte("affinity.npy"), []byte("junk"))
+	dir := f.TempDir() // reused from one input to the next
 	f.Fuzz(func(t *testing.T, meta, name, data []byte) {
-		dir := t.TempDir()
 		in, out := filepath.Join(dir, "s.npz"), filepath.Join(dir, "m.npz")
+		os.Remove(out)
 		file := shardFile(meta, name, data)
 		if err := os.WriteFile(in, file, 0o644); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -20,6 +21,19 @@ import (
 // byte, and the volume it returns.
 
 const fuzzBuffers = 8 << 20 // the readers' bufio buffers and decompressors' state
+
+// fuzzFile writes b to name in dir (the fuzz target's, reused from one
+// input to the next: a new directory per input would cost more than the
+// reading).
+func fuzzFile(t *testing.T, dir, name string, b []byte) string {
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 // fuzzAllocs runs load and checks what it allocated against n input bytes.
 func fuzzAllocs(t *testing.T, n int, load func() (*Volume, error)) {
@@ -76,22 +90,21 @@ func fuzzNIfTI(nx, ny, nz int16, keep int) []byte {
 func FuzzNIfTIFile(f *testing.F) {
 	f.Add(fuzzNIfTI(2, 3, 4, -1), false)
 	f.Add(fuzzNIfTI(2, 3, 4, -1), true)
-	f.Add(fuzzNIfTI(1000, 1000, 1000, 4096), true)
+	f.Add(fuzzNIfTI(1000, 1000, 1000, 64), true)
 	f.Add(fuzzNIfTI(3, 3, 3, 10), false)
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte, gz bool) {
-		path := filepath.Join(t.TempDir(), "v.nii")
-		data := b
+		name, data := "v.nii", b
 		if gz {
-			path += ".gz"
 			var buf bytes.Buffer
-			w := gzip.NewWriter(&buf)
+			w := gzipWriters.Get().(*gzip.Writer)
+			w.Reset(&buf)
 			w.Write(b)
 			w.Close()
-			data = buf.Bytes()
+			gzipWriters.Put(w)
+			name, data = "v.nii.gz", buf.Bytes()
 		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := fuzzFile(t, dir, name, data)
 		Shape(path, Options{})
 		fuzzAllocs(t, len(b), func() (*Volume, error) { return loadNIfTI(path, nil) })
 	})
@@ -110,11 +123,9 @@ func FuzzMetaImage(f *testing.F) {
 	f.Add([]byte(strings.Replace(hdr, "2 3 4", "1000 1000 1000", 1) + "CompressedData = True\nElementDataFile = LOCAL\n" + z.String()))
 	f.Add([]byte(hdr + "ElementDataFile = other.raw\n"))
 	f.Add([]byte(hdr + "\x00\x01binary\n"))
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		path := filepath.Join(t.TempDir(), "v.mha")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := fuzzFile(t, dir, "v.mha", b)
 		Shape(path, Options{})
 		fuzzAllocs(t, len(b), func() (*Volume, error) { return loadMeta(path) })
 	})
