@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"unsafe"
 
 	"gorgonia.org/tensor"
@@ -90,7 +91,7 @@ func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
 		if s.N < 1 || s.Height < 1 || s.Width < 1 {
 			return p, fmt.Errorf("--n %d --height %d --width %d: each must be at least 1", s.N, s.Height, s.Width)
 		}
-		if int64(s.N)*int64(s.Height)*int64(s.Width) > 1<<34 {
+		if n := sysmem.Mul(int64(s.N), int64(s.Height), int64(s.Width)); n < 0 || n > 1<<34 {
 			return p, fmt.Errorf("--n %d --height %d --width %d: too many values for the built-in images", s.N, s.Height, s.Width)
 		}
 	}
@@ -109,6 +110,13 @@ func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
 			return p, fmt.Errorf("--shards: %w", err)
 		}
 		p.sharded = true
+	}
+	if (p.sharded || p.topk > 0) && s.Out != "" && !strings.HasSuffix(strings.ToLower(s.Out), ".npz") {
+		what := "--topk's indices and values are"
+		if p.sharded {
+			what = "a shard is"
+		}
+		return p, fmt.Errorf("--out %s: %s written as an .npz archive: name it FILE.npz", s.Out, what)
 	}
 	return p, nil
 }
@@ -368,6 +376,11 @@ func (s MergeSpec) Validate() error {
 	}
 	if len(s.Shards) == 0 {
 		return fmt.Errorf("%w: no shard files given", shard.ErrShards)
+	}
+	for _, p := range s.Shards {
+		if !strings.HasSuffix(strings.ToLower(p), ".npz") {
+			return fmt.Errorf("%w: %s: shard files are .npz archives (tapeloop affinity --shard i/n --out FILE.npz)", shard.ErrShards, p)
+		}
 	}
 	return nil
 }

@@ -253,8 +253,8 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 	if p.frame, err = volume.ParseFrame(s.Frame); err != nil {
 		return p, err
 	}
-	if !(s.MuWater > 0) {
-		return p, fmt.Errorf("--mu-water %g: must be positive", s.MuWater)
+	if !(s.MuWater > 0) || math.IsInf(s.MuWater, 0) {
+		return p, fmt.Errorf("--mu-water %g: must be positive and finite", s.MuWater)
 	}
 	if s.Volume != "" {
 		if s.RawShape != "" {
@@ -347,6 +347,11 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Volume != "" {
+		if err := checkVolumeFits("drr", s.Volume, volume.Options{Shape: p.shape, Dtype: s.RawDtype, Series: s.Series}, dev.MemLimit); err != nil {
+			return nil, err
+		}
+	}
 	v, err := s.loadVolume(p)
 	if err != nil {
 		return nil, err
@@ -360,6 +365,9 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		step = 0.5 * min(v.Spacing[0], v.Spacing[1], v.Spacing[2])
 		if s.Step != nil {
 			step = *s.Step
+		}
+		if err := checkSamples(v, poses, step, s.Step != nil); err != nil {
+			return nil, err
 		}
 	}
 	t := &DRRTask{dir: s.Out}

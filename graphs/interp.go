@@ -304,12 +304,38 @@ func (s InterpSpec) Validate() error {
 		if s.Grid < 4 {
 			return fmt.Errorf("--grid %d: need at least 4 grid points", s.Grid)
 		}
-		if int64(s.Interpolants)*int64(s.Grid) > 1<<31 {
-			return fmt.Errorf("--interpolants %d × --grid %d: table too large", s.Interpolants, s.Grid)
+		if n := sysmem.Mul(int64(s.Interpolants), int64(s.Grid)); n < 0 || n > maxTable {
+			return fmt.Errorf("--interpolants %d × --grid %d: table too large (at most %d values, 2³¹)", s.Interpolants, s.Grid, int64(maxTable))
 		}
 	}
-	if s.X == "" && s.Points < 1 {
-		return fmt.Errorf("--points %d: need at least 1", s.Points)
+	if s.X == "" && (s.Points < 1 || s.Points > maxPoints) {
+		return fmt.Errorf("--points %d: want 1 to %d (2³⁶) built-in queries", s.Points, int64(maxPoints))
+	}
+	if s.DX != nil && s.F == "" && s.Grid >= 4 {
+		if err := checkGridEnd(s.A, *s.DX, s.Grid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const (
+	// maxTable is the most values the built-in table may have.
+	maxTable = 1 << 31
+	// maxPoints is the most built-in queries a run may make: days of work
+	// already, and a bound that keeps every count derived from it in range.
+	maxPoints = 1 << 36
+)
+
+// checkGridEnd refuses a grid whose last point a + (G−1)·dx is not a
+// finite number (an a or dx that is itself not valid is left to
+// ops.NewInterpTable to name).
+func checkGridEnd(a, dx float64, g int) error {
+	if !(dx > 0) || math.IsInf(dx, 0) || math.IsNaN(a) || math.IsInf(a, 0) {
+		return nil
+	}
+	if end := a + float64(g-1)*dx; math.IsInf(end, 0) || math.IsNaN(end) {
+		return fmt.Errorf("--dx %g: the grid's last point a + (G−1)·dx = %g + %d·%g is not finite", dx, a, g-1, dx)
 	}
 	return nil
 }
@@ -346,27 +372,22 @@ func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err 
 	var f []float64
 	var m, g int
 	if s.F != "" {
-		h, data, err := npy.ReadAll64(s.F)
-		if err != nil {
-			return nil, fmt.Errorf("--f: %w", err)
-		}
-		if len(h.Shape) != 2 {
-			return nil, fmt.Errorf("--f: %s has shape %s, want (M, G)", s.F, npy.ShapeString(h.Shape))
-		}
-		f, m, g = data, h.Shape[0], h.Shape[1]
-		if m == 0 {
-			return nil, fmt.Errorf("--f: %s holds no interpolants (M = 0)", s.F)
-		}
-		if g < 4 {
-			return nil, fmt.Errorf("--f: the grid needs at least 4 points, got G = %d", g)
+		if f, m, g, err = readTable(s.F, dev.MemLimit); err != nil {
+			return nil, err
 		}
 	} else {
 		m, g = s.Interpolants, s.Grid
+		if err := checkTableBytes(m, g, dev.MemLimit); err != nil {
+			return nil, err
+		}
 		f = squareTable(m, g)
 	}
 	dx := 1 / float64(g-1)
 	if s.DX != nil {
 		dx = *s.DX
+		if err := checkGridEnd(s.A, dx, g); err != nil {
+			return nil, err
+		}
 	}
 	dt := dev.Dtype()
 	tab, err := ops.NewInterpTable(f, m, g, s.A, dx, reduce, method, dt)
@@ -411,6 +432,46 @@ func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err 
 		return nil, err
 	}
 	return t, nil
+}
+
+// readTable reads the (M, G) table of interpolant values at path, as
+// float64, after checking its shape and that it fits limit.
+func readTable(path string, limit int64) (f []float64, m, g int, err error) {
+	file, err := npy.Open(path)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("--f: %w", err)
+	}
+	defer file.Close()
+	if len(file.Shape) != 2 {
+		return nil, 0, 0, fmt.Errorf("--f: %s has shape %s, want (M, G)", path, npy.ShapeString(file.Shape))
+	}
+	m, g = file.Shape[0], file.Shape[1]
+	if m == 0 {
+		return nil, 0, 0, fmt.Errorf("--f: %s holds no interpolants (M = 0)", path)
+	}
+	if g < 4 {
+		return nil, 0, 0, fmt.Errorf("--f: the grid needs at least 4 points, got G = %d", g)
+	}
+	if err := checkTableBytes(m, g, limit); err != nil {
+		return nil, 0, 0, fmt.Errorf("--f: %s: %w", path, err)
+	}
+	f = make([]float64, m*g)
+	if _, err := file.Read64(f); err != nil {
+		return nil, 0, 0, fmt.Errorf("--f: %s: %w", path, err)
+	}
+	return f, m, g, nil
+}
+
+// checkTableBytes refuses, before it is read or made, an (M, G) table
+// whose float64 values alone would not fit limit.
+func checkTableBytes(m, g int, limit int64) error {
+	if need := sysmem.Mul(int64(m), int64(g), 8); need < 0 || need > limit {
+		if need < 0 {
+			need = math.MaxInt64
+		}
+		return &BudgetError{Workload: fmt.Sprintf("interp's table of %d × %d values", m, g), Need: need, Limit: limit}
+	}
+	return nil
 }
 
 // npyDtype is the .npy element type of a float32 or float64 computation.

@@ -87,31 +87,47 @@ func Footprint(w Workload, batch int) ([]Buffer, error) {
 	return bufs, nil
 }
 
+// nodeBytes is the size of n's value, math.MaxInt64 when it does not fit
+// in an int64 (a shape from a header, a flag or a geometry file).
 func nodeBytes(n *G.Node) int64 {
-	size := 1
-	if s := n.Shape(); len(s) > 0 {
-		size = s.TotalSize()
+	b := int64(n.Dtype().Size())
+	for _, d := range n.Shape() {
+		b = sysmem.Mul(b, int64(d))
 	}
-	return int64(size) * int64(n.Dtype().Size())
+	if b < 0 {
+		return math.MaxInt64
+	}
+	return b
 }
 
-// Total adds up the host memory of bufs (every kind but KindDevice).
+// addBytes is t + b, saturating at math.MaxInt64 (a negative b, an
+// overflowed size, counts as math.MaxInt64).
+func addBytes(t, b int64) int64 {
+	if b < 0 || t > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return t + b
+}
+
+// Total adds up the host memory of bufs (every kind but KindDevice),
+// math.MaxInt64 when the sum does not fit.
 func Total(bufs []Buffer) int64 {
 	var t int64
 	for _, b := range bufs {
 		if b.Kind != KindDevice {
-			t += b.Bytes
+			t = addBytes(t, b.Bytes)
 		}
 	}
 	return t
 }
 
-// DeviceTotal adds up the GPU memory of bufs (KindDevice).
+// DeviceTotal adds up the GPU memory of bufs (KindDevice), math.MaxInt64
+// when the sum does not fit.
 func DeviceTotal(bufs []Buffer) int64 {
 	var t int64
 	for _, b := range bufs {
 		if b.Kind == KindDevice {
-			t += b.Bytes
+			t = addBytes(t, b.Bytes)
 		}
 	}
 	return t

@@ -313,8 +313,11 @@ func (s WaveletSpec) Validate() error {
 func parseSize(s string) ([3]int, error) {
 	var n [3]int
 	if _, err := fmt.Sscanf(s, "%dx%dx%d", &n[0], &n[1], &n[2]); err != nil ||
-		fmt.Sprintf("%dx%dx%d", n[0], n[1], n[2]) != s || n[0] < 1 || n[1] < 1 || n[2] < 1 || n[0]*n[1]*n[2] > 1<<28 {
+		fmt.Sprintf("%dx%dx%d", n[0], n[1], n[2]) != s || n[0] < 1 || n[1] < 1 || n[2] < 1 {
 		return n, fmt.Errorf("--size %q: want XxYxZ, each at least 1", s)
+	}
+	if v := sysmem.Mul(int64(n[0]), int64(n[1]), int64(n[2])); v < 0 || v > 1<<28 {
+		return n, fmt.Errorf("--size %q: at most 2²⁸ voxels for the built-in volume", s)
 	}
 	return n, nil
 }
@@ -420,6 +423,11 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	p, err := s.parse()
 	if err != nil {
 		return nil, err
+	}
+	if s.Volume != "" {
+		if err := checkVolumeFits("wavelet", s.Volume, volume.Options{}, dev.MemLimit); err != nil {
+			return nil, err
+		}
 	}
 	v, n, err := s.volume(p)
 	if err != nil {

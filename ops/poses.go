@@ -34,12 +34,23 @@ type Pose struct {
 // ErrGeometry is wrapped by every error about poses.
 var ErrGeometry = errors.New("geometry")
 
+// MaxPoses is the most poses one run renders, and MaxCoordinate the
+// largest magnitude, in mm, of a pose's coordinates and pixel sizes: far
+// beyond any scanner, and small enough that no ray length overflows.
+const (
+	MaxPoses      = 1 << 20
+	MaxCoordinate = 1e9
+)
+
 // Validate checks the pose; i names it in the error.
 func (p Pose) Validate(i int) error {
 	for _, v := range [][]float64{p.Source[:], p.Center[:], p.U[:], p.V[:], p.Pixel[:]} {
 		for _, x := range v {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return fmt.Errorf("%w: pose %d has a NaN or infinite coordinate", ErrGeometry, i)
+			}
+			if math.Abs(x) > MaxCoordinate {
+				return fmt.Errorf("%w: pose %d has a coordinate or pixel size of %g mm; at most %g in magnitude", ErrGeometry, i, x, MaxCoordinate)
 			}
 		}
 	}
@@ -55,6 +66,9 @@ func (p Pose) Validate(i int) error {
 	cross := [3]float64{p.U[1]*p.V[2] - p.U[2]*p.V[1], p.U[2]*p.V[0] - p.U[0]*p.V[2], p.U[0]*p.V[1] - p.U[1]*p.V[0]}
 	if norm3(cross) < 1e-9*nu*nv {
 		return fmt.Errorf("%w: pose %d has parallel u and v vectors", ErrGeometry, i)
+	}
+	if d := [3]float64{p.Source[0] - p.Center[0], p.Source[1] - p.Center[1], p.Source[2] - p.Center[2]}; math.Abs(d[0]*cross[0]+d[1]*cross[1]+d[2]*cross[2]) <= 1e-9*norm3(d)*norm3(cross) {
+		return fmt.Errorf("%w: pose %d has its source in the detector's plane", ErrGeometry, i)
 	}
 	return nil
 }
@@ -113,8 +127,14 @@ func CheckOrbit(n int, sdd, sid float64, rows, cols int, pixel float64) error {
 	if n < 1 {
 		return fmt.Errorf("%w: --orbit %d: need at least one pose", ErrGeometry, n)
 	}
+	if n > MaxPoses {
+		return fmt.Errorf("%w: --orbit %d: at most %d (2²⁰) poses in one run", ErrGeometry, n, MaxPoses)
+	}
 	if !(sid > 0) || !(sdd > sid) {
 		return fmt.Errorf("%w: need 0 < sid < sdd, got sid %g, sdd %g", ErrGeometry, sid, sdd)
+	}
+	if sdd > MaxCoordinate {
+		return fmt.Errorf("%w: sdd %g mm: at most %g", ErrGeometry, sdd, MaxCoordinate)
 	}
 	return orbitAt(0, n, [3]float64{}, sdd, sid, rows, cols, pixel).Validate(0)
 }
@@ -150,10 +170,16 @@ func ReadGeometry(r io.Reader) ([]Pose, error) {
 		} `json:"poses"`
 	}
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGeometry, err)
+		return nil, decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: more data after the JSON document (at byte %d)", ErrGeometry, dec.InputOffset())
 	}
 	if len(doc.Poses) == 0 {
 		return nil, fmt.Errorf("%w: no poses", ErrGeometry)
+	}
+	if len(doc.Poses) > MaxPoses {
+		return nil, fmt.Errorf("%w: %d poses; at most %d (2²⁰) in one run", ErrGeometry, len(doc.Poses), MaxPoses)
 	}
 	poses := make([]Pose, len(doc.Poses))
 	for i, q := range doc.Poses {

@@ -28,6 +28,10 @@ picks the batch size under --mem-limit.`,
 			infoCommand,
 		},
 		OnUsageError: usageError,
+		// Errors, cli.Exit ones included (the help command's), reach main,
+		// which prints them as one line with status 1.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Before:         func(c *cli.Context) error { return repeatedFlag(c.App, c.Args().Slice()) },
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return fmt.Errorf("unknown command %q (see tapeloop --help)", c.Args().First())
@@ -37,6 +41,7 @@ picks the batch size under --mem-limit.`,
 	}
 	for _, cmd := range app.Commands {
 		setUsageError(cmd)
+		setFlagChecks(cmd)
 	}
 	return app
 }
@@ -44,7 +49,7 @@ picks the batch size under --mem-limit.`,
 // usageError turns a flag parsing error into a plain one-line error
 // instead of printing the whole help text.
 func usageError(c *cli.Context, err error, _ bool) error {
-	if c.Command != nil && c.Command.Name != "" {
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
 		return fmt.Errorf("%s: %w (see tapeloop %s --help)", c.Command.Name, err, c.Command.Name)
 	}
 	return fmt.Errorf("%w (see tapeloop --help)", err)

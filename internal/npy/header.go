@@ -151,38 +151,48 @@ func ShapeString(shape []int) string {
 
 // readHeader reads the magic string, version, header length and dictionary.
 func readHeader(r *bufio.Reader) (Header, error) {
+	h, _, err := readHeaderLen(r)
+	return h, err
+}
+
+// readHeaderLen is readHeader that also returns the header's length in
+// bytes: where the data starts.
+func readHeaderLen(r *bufio.Reader) (Header, int64, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return Header{}, fmt.Errorf("%w: file too short for a .npy header", ErrFormat)
+		return Header{}, 0, fmt.Errorf("%w: file too short for a .npy header", ErrFormat)
 	}
 	if string(pre[:6]) != string(magic) {
-		return Header{}, fmt.Errorf("%w: not a .npy file (bad magic)", ErrFormat)
+		return Header{}, 0, fmt.Errorf("%w: not a .npy file (bad magic)", ErrFormat)
 	}
 	var hlen int
+	pfx := int64(10)
 	switch pre[6] {
 	case 1:
 		var b [2]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return Header{}, fmt.Errorf("%w: truncated header", ErrFormat)
+			return Header{}, 0, fmt.Errorf("%w: truncated header", ErrFormat)
 		}
 		hlen = int(binary.LittleEndian.Uint16(b[:]))
 	case 2, 3:
 		var b [4]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return Header{}, fmt.Errorf("%w: truncated header", ErrFormat)
+			return Header{}, 0, fmt.Errorf("%w: truncated header", ErrFormat)
 		}
 		hlen = int(binary.LittleEndian.Uint32(b[:]))
+		pfx = 12
 	default:
-		return Header{}, fmt.Errorf("%w: unsupported version %d.%d", ErrFormat, pre[6], pre[7])
+		return Header{}, 0, fmt.Errorf("%w: unsupported version %d.%d", ErrFormat, pre[6], pre[7])
 	}
 	if hlen > maxHeaderLen {
-		return Header{}, fmt.Errorf("%w: header length %d too large", ErrFormat, hlen)
+		return Header{}, 0, fmt.Errorf("%w: header length %d too large", ErrFormat, hlen)
 	}
 	buf := make([]byte, hlen)
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return Header{}, fmt.Errorf("%w: truncated header", ErrFormat)
+		return Header{}, 0, fmt.Errorf("%w: truncated header", ErrFormat)
 	}
-	return parseDict(string(buf))
+	h, err := parseDict(string(buf))
+	return h, pfx + int64(hlen), err
 }
 
 // parseDict parses the Python literal dictionary of a .npy header, e.g.
@@ -244,6 +254,10 @@ func parseDict(s string) (Header, error) {
 			break
 		}
 	}
+	p.space()
+	if p.i < len(p.s) && strings.Trim(p.s[p.i:], " \t\n\x00") != "" {
+		return h, fmt.Errorf("%w: header has %q after its dictionary", ErrFormat, clip(p.s[p.i:], 20))
+	}
 	if !haveDescr || !haveOrder || !haveShape {
 		return h, fmt.Errorf("%w: header lacks descr, fortran_order or shape", ErrFormat)
 	}
@@ -255,6 +269,14 @@ func parseDict(s string) (Header, error) {
 		n *= d
 	}
 	return h, nil
+}
+
+// clip shortens s to at most n bytes for a message.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 type dictParser struct {

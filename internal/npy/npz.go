@@ -62,8 +62,9 @@ func (z *NPZWriter) Close() error {
 
 // NPZ is an open .npz archive.
 type NPZ struct {
-	zr   *zip.ReadCloser
-	path string
+	zr     *zip.Reader
+	closer io.Closer // nil: nothing to close
+	path   string
 }
 
 // OpenNPZ opens the archive at path.
@@ -72,11 +73,26 @@ func OpenNPZ(path string) (*NPZ, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: not an .npz archive (%v)", path, ErrFormat, err)
 	}
-	return &NPZ{zr: zr, path: path}, nil
+	return &NPZ{zr: &zr.Reader, closer: zr, path: path}, nil
+}
+
+// ReadNPZ reads the archive of size bytes in r; name stands for it in
+// errors.
+func ReadNPZ(r io.ReaderAt, size int64, name string) (*NPZ, error) {
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: not an .npz archive (%v)", name, ErrFormat, err)
+	}
+	return &NPZ{zr: zr, path: name}, nil
 }
 
 // Close closes the archive.
-func (z *NPZ) Close() error { return z.zr.Close() }
+func (z *NPZ) Close() error {
+	if z.closer == nil {
+		return nil
+	}
+	return z.closer.Close()
+}
 
 // Names lists the members, with ".npy" removed as NumPy does.
 func (z *NPZ) Names() []string {
@@ -112,9 +128,10 @@ func (z *NPZ) Open(name string) (*Reader, io.Closer, error) {
 		rc.Close()
 		return nil, nil, fmt.Errorf("%s: %s: %w", z.path, name, err)
 	}
-	if need := uint64(r.Len()) * uint64(r.Dtype.Size); f.UncompressedSize64 < need {
+	if need := uint64(r.hlen) + uint64(r.Len())*uint64(r.Dtype.Size); f.UncompressedSize64 < need {
 		rc.Close()
-		return nil, nil, fmt.Errorf("%s: %s: %w: data truncated", z.path, name, ErrFormat)
+		return nil, nil, fmt.Errorf("%s: %s: %w: data truncated: the header promises %d bytes of %s, the member holds %d",
+			z.path, name, ErrFormat, need-uint64(r.hlen), r.Dtype.Name(), f.UncompressedSize64-min(f.UncompressedSize64, uint64(r.hlen)))
 	}
 	return r, rc, nil
 }

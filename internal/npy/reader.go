@@ -17,7 +17,8 @@ import (
 type Reader struct {
 	Header
 	r    *bufio.Reader
-	left int // elements not yet read
+	left int   // elements not yet read
+	hlen int64 // the header's bytes, before the data
 	raw  []byte
 }
 
@@ -28,11 +29,11 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if !ok {
 		br = bufio.NewReaderSize(r, 1<<16)
 	}
-	h, err := readHeader(br)
+	h, hlen, err := readHeaderLen(br)
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{Header: h, r: br, left: h.Len()}, nil
+	return &Reader{Header: h, r: br, left: h.Len(), hlen: hlen}, nil
 }
 
 // Remaining is the number of elements not yet read.

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -125,7 +126,10 @@ func ReadMeta(z *npy.NPZ, path string) (Meta, error) {
 		return Meta{}, fmt.Errorf("%w: %s is not a tapeloop shard: %v", ErrShards, path, err)
 	}
 	var m Meta
-	if err := json.Unmarshal(b, &m); err != nil || m.Format != Format {
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("%w: %s is not a tapeloop shard: meta.json: %v", ErrShards, path, err)
+	}
+	if m.Format != Format {
 		return Meta{}, fmt.Errorf("%w: %s is not a tapeloop shard (format %q)", ErrShards, path, m.Format)
 	}
 	if m.N < 1 || m.Lo < 0 || m.Hi > m.N || m.Lo >= m.Hi {
@@ -200,6 +204,9 @@ func Merge(out string, paths []string) error {
 		return fmt.Errorf("%w: rows [%d, %d) are missing: no shard holds them", ErrShards, next, ref.N)
 	}
 
+	if ref.TopK > 0 && !strings.HasSuffix(strings.ToLower(out), ".npz") {
+		return fmt.Errorf("%w: --out %s: top-k shards merge into an .npz archive of indices and values: name it FILE.npz", ErrShards, out)
+	}
 	dt := npy.Float32
 	if ref.Dtype == "float64" {
 		dt = npy.Float64
@@ -235,8 +242,9 @@ func Merge(out string, paths []string) error {
 			return err
 		}
 		buf := make([]float64, min(ref.N, chunk))
-		for _, o := range all {
-			if err := copyRows(o, "affinity", []int{o.meta.Hi - o.meta.Lo, ref.N}, buf, w.Write64); err != nil {
+		for i := range all {
+			o := &all[i]
+			if err := copyRows(*o, "affinity", []int{o.meta.Hi - o.meta.Lo, ref.N}, buf, checkValues(o, "affinity", w.Write64)); err != nil {
 				return err
 			}
 		}
@@ -265,7 +273,10 @@ func Merge(out string, paths []string) error {
 					return w.WriteInt64(ints[:len(v)])
 				}
 			}
-			for _, o := range all {
+			var o opened
+			write = checkValues(&o, member.name, write)
+			for _, cur := range all {
+				o = cur
 				if err := copyRows(o, member.name, []int{o.meta.Hi - o.meta.Lo, k}, buf, write); err != nil {
 					return err
 				}
@@ -291,7 +302,28 @@ func checkShape(o opened, member string, shape []int) error {
 	if npy.ShapeString(r.Shape) != npy.ShapeString(shape) {
 		return fmt.Errorf("%w: %s: %s has shape %s, want %s", ErrShards, o.path, member, npy.ShapeString(r.Shape), npy.ShapeString(shape))
 	}
+	if r.Transposed() {
+		return fmt.Errorf("%w: %s: %s is stored in Fortran order; tapeloop writes shards in C order", ErrShards, o.path, member)
+	}
 	return nil
+}
+
+// checkValues wraps write with the checks of a member's values, as they
+// stream through: indices must be row numbers in [0, N), affinities and
+// top-k values must not be NaN (tapeloop refuses the images that would
+// make one). o is read at each call: the shard being copied.
+func checkValues(o *opened, member string, write func([]float64) error) func([]float64) error {
+	return func(v []float64) error {
+		for _, x := range v {
+			switch {
+			case member == "indices" && !(x >= 0 && x < float64(o.meta.N) && x == math.Trunc(x)):
+				return fmt.Errorf("%w: %s: indices holds %g, not a row index in [0, %d): the shard is corrupt", ErrShards, o.path, x, o.meta.N)
+			case math.IsNaN(x):
+				return fmt.Errorf("%w: %s: %s holds NaN: the shard is corrupt", ErrShards, o.path, member)
+			}
+		}
+		return write(v)
+	}
 }
 
 // copyRows streams member of o, which must have the given shape, through

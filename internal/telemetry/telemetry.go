@@ -42,12 +42,17 @@ type Recorder struct {
 	live0         int64 // live heap after the first batch, measured after a collection
 }
 
-// NewRecorder returns a Recorder with room for batches records. It resets
-// the kernel's peak-RSS mark where it can, so PeakRSS is this run's.
+// NewRecorder returns a Recorder with room for batches records (up to
+// maxPrealloc of them; more grow as they come). It resets the kernel's
+// peak-RSS mark where it can, so PeakRSS is this run's.
 func NewRecorder(batches int) *Recorder {
 	sysmem.ResetPeakRSS()
-	return &Recorder{Iterations: make([]Iteration, 0, batches), probe: sysmem.NewProbe(), begin: time.Now()}
+	return &Recorder{Iterations: make([]Iteration, 0, max(0, min(batches, maxPrealloc))), probe: sysmem.NewProbe(), begin: time.Now()}
 }
+
+// maxPrealloc bounds the records allocated up front, whatever the batch
+// count a plan promises.
+const maxPrealloc = 1 << 16
 
 // Start marks the beginning of a batch.
 func (r *Recorder) Start() { r.start = time.Now() }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 var metaTypes = map[string]string{
@@ -64,6 +66,9 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 		}
 		if len(line) > 4096 {
 			return h, fmt.Errorf("%w: MetaImage header line too long", ErrVolume)
+		}
+		if !textLine(line) {
+			return h, fmt.Errorf("%w: MetaImage header ends without ElementDataFile: line %d is binary data", ErrVolume, lines+1)
 		}
 		k, v, ok := strings.Cut(strings.TrimRight(line, "\r\n"), "=")
 		if !ok {
@@ -215,9 +220,10 @@ func loadMeta(path string, place bool) (*Volume, error) {
 		return nil, fmt.Errorf("%w: %s: shape %v is too large", ErrVolume, path, h.dims)
 	}
 	el, _ := elementType(h.etype, h.bigEndian)
-	need := int64(h.dims[0]) * int64(h.dims[1]) * int64(h.dims[2]) * int64(el.size)
+	need := sysmem.Mul(int64(h.dims[0]), int64(h.dims[1]), int64(h.dims[2]), int64(el.size))
 	var data io.Reader = br
-	avail := int64(-1) // bytes available from the data's start, where known
+	avail := int64(-1)                   // bytes available from the data's start, where known
+	dataPath, dataOff := path, int64(-1) // where the data starts, where known
 	switch {
 	case strings.EqualFold(h.dataFile, "LOCAL"):
 		pos, err := f.Seek(0, io.SeekCurrent)
@@ -229,6 +235,7 @@ func loadMeta(path string, place bool) (*Volume, error) {
 			if st, err := f.Stat(); err == nil {
 				avail = st.Size() - end
 			}
+			dataOff = end
 			break
 		}
 		// ITK reads HeaderSize in a .mha as the data's offset from the
@@ -236,17 +243,24 @@ func loadMeta(path string, place bool) (*Volume, error) {
 		if avail, err = seekData(f, h.headerSize, need, end); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		if dataOff, err = f.Seek(0, io.SeekCurrent); err != nil {
+			dataOff = -1
+		}
 		data = bufioReader(f)
 	case strings.EqualFold(h.dataFile, "LIST") || strings.Contains(h.dataFile, "%"):
 		return nil, fmt.Errorf("%w: %s: MetaImage ElementDataFile %q (lists of slices) not supported", ErrVolume, path, h.dataFile)
 	default:
-		df, err := os.Open(filepath.Join(filepath.Dir(path), filepath.Clean("/" + h.dataFile)[1:]))
+		dataPath = filepath.Join(filepath.Dir(path), filepath.Clean("/" + h.dataFile)[1:])
+		df, err := os.Open(dataPath)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err)
 		}
 		defer df.Close()
 		if avail, err = seekData(df, h.headerSize, need, 0); err != nil {
 			return nil, fmt.Errorf("%s: data file: %w", path, err)
+		}
+		if dataOff, err = df.Seek(0, io.SeekCurrent); err != nil {
+			dataOff = -1
 		}
 		data = bufioReader(df)
 	}
@@ -258,7 +272,17 @@ func loadMeta(path string, place bool) (*Volume, error) {
 		defer z.Close()
 		data = z
 	}
-	if !h.compressed && avail >= 0 && avail < need {
+	if h.compressed {
+		// The bytes the stream really holds, counted in constant memory
+		// before anything is allocated for what the header claims.
+		avail = -1
+		if dataOff >= 0 && need > 0 && need <= maxVoxels*8 {
+			if avail, err = zlibAvail(dataPath, dataOff, need); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrVolume, path, err)
+			}
+		}
+	}
+	if avail >= 0 && avail < need {
 		return nil, fmt.Errorf("%w: %s: voxel data truncated: the header promises %d bytes, the file holds %d", ErrVolume, path, need, avail)
 	}
 	v, err := newVolume(h.dims[0], h.dims[1], h.dims[2])

@@ -184,7 +184,11 @@ func loadNIfTI(path string, warn io.Writer, place bool) (*Volume, error) {
 		avail = st.Size()
 	}
 	if strings.HasSuffix(strings.ToLower(path), ".gz") {
-		avail = -1
+		// The bytes the stream really holds, counted in constant memory
+		// before anything is allocated for what its header claims.
+		if avail, err = gzipAvail(path); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrVolume, path, err)
+		}
 		gz, err := gzip.NewReader(r)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrVolume, path, err)

@@ -161,8 +161,8 @@ func newVolume(nx, ny, nz int) (*Volume, error) {
 	if nx < 1 || ny < 1 || nz < 1 {
 		return nil, fmt.Errorf("%w: shape (%d, %d, %d) has an empty axis", ErrVolume, nx, ny, nz)
 	}
-	if int64(nx)*int64(ny)*int64(nz) > maxVoxels {
-		return nil, fmt.Errorf("%w: shape (%d, %d, %d) is too large", ErrVolume, nx, ny, nz)
+	if n := sysmem.Mul(int64(nx), int64(ny), int64(nz)); n < 0 || n > maxVoxels {
+		return nil, fmt.Errorf("%w: shape (%d, %d, %d) is too large: at most 2³² voxels", ErrVolume, nx, ny, nz)
 	}
 	return &Volume{V: alloc(nx * ny * nz), N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: [3]float64{1, 1, 1}}, nil
 }
@@ -271,17 +271,22 @@ func loadRaw(path string, shape [3]int, dtype string) (*Volume, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: --dtype %q (want uint8, int8, uint16, int16, uint32, int32, float32 or float64)", ErrVolume, dtype)
 	}
-	v, err := newVolume(shape[0], shape[1], shape[2])
-	if err != nil {
-		return nil, err
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() != int64(len(v.V))*int64(el.size) {
-		return nil, fmt.Errorf("%w: %s holds %d bytes, shape %v of %s needs %d", ErrVolume, path, st.Size(), shape, dtype, int64(len(v.V))*int64(el.size))
+	// The file's size against the shape's, before allocating for the shape.
+	need := sysmem.Mul(int64(shape[0]), int64(shape[1]), int64(shape[2]), int64(el.size))
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() != need {
+		if need < 0 {
+			return nil, fmt.Errorf("%w: %s: shape %v of %s is too large: more than 8 EiB", ErrVolume, path, shape, dtype)
+		}
+		return nil, fmt.Errorf("%w: %s holds %d bytes, shape %v of %s needs %d", ErrVolume, path, st.Size(), shape, dtype, need)
+	}
+	v, err := newVolume(shape[0], shape[1], shape[2])
+	if err != nil {
+		return nil, err
 	}
 	if err := readVoxels(bufioReader(f), v, el, false); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
