@@ -35,20 +35,29 @@ test-emu:
 	  $(GO) test -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/ ./cmd/tapeloop/; \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
-# The tests compare against NumPy/SciPy, check DOT with Graphviz and run the
+# The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
+# write NIfTI files with nibabel and render DRRs with plastimatch as a peer,
+# check DOT with Graphviz and run the
 # GPU kernels under the CPU emulator (g++) where those are installed (and
-# skip those checks where not). As root on Debian/Ubuntu,
-# install them when missing; elsewhere say what would strengthen the tests.
+# skip those checks where not). As root on Debian/Ubuntu, install them when
+# missing; elsewhere say what would strengthen the tests.
 test-deps:
 	@missing=""; \
 	/usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null || missing="$$missing python3-numpy python3-scipy"; \
+	/usr/bin/python3 -c 'import pydicom' 2>/dev/null || missing="$$missing python3-pydicom"; \
+	command -v dcm2niix >/dev/null 2>&1 || missing="$$missing dcm2niix"; \
+	/usr/bin/python3 -c 'import nibabel' 2>/dev/null || missing="$$missing python3-nibabel"; \
+	command -v plastimatch >/dev/null 2>&1 || missing="$$missing plastimatch"; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test peers:$$missing"; \
-	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
-	      || echo "warning: could not install$$missing; the checks needing them will be skipped"; \
+	    apt-get update -qq >/dev/null; \
+	    for p in $$missing; do \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$p >/dev/null \
+	        || echo "warning: could not install $$p; the checks needing it will be skipped"; \
+	    done; \
 	  else \
 	    echo "note:$$missing not installed; the checks needing them will be skipped"; \
 	  fi; \
@@ -57,7 +66,7 @@ test-deps:
 vet:
 	$(GO) vet ./...
 
-## bench: the op and seed-size benchmarks, with the NumPy peer side by side.
+## bench: the op and full-size benchmarks, with the NumPy peer side by side.
 bench: test-deps
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 3x .
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 3 ./ops/ ./internal/cpukern/
@@ -67,9 +76,10 @@ bench: test-deps
 compare: build test-deps
 	/usr/bin/python3 bench/compare.py $(BIN)
 
-## fuzz: a short fuzzing session of the .npy reader.
+## fuzz: a short fuzzing session of the .npy and DICOM readers.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 30s ./internal/npy/
+	$(GO) test -run '^$$' -fuzz FuzzDICOM -fuzztime 30s ./internal/volume/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 // BenchmarkDRRSteadyState renders 1000 poses of the phantom (128³, 128×128
@@ -19,7 +19,7 @@ import (
 // last: flat means ≤ 1.05 and ≤ 1 MiB.
 func BenchmarkDRRSteadyState(b *testing.B) {
 	v := volume.Phantom(128, 192, 0.02)
-	poses, err := graphs.Orbit(1000, [3]float64{}, 1020, 510, 128, 128, 3)
+	poses, err := ops.Orbit(1000, [3]float64{}, 1020, 510, 128, 128, 3)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,13 +35,13 @@ func BenchmarkDRRSteadyState(b *testing.B) {
 func benchmarkDRR(b *testing.B, step float64) {
 	const n = 256
 	rng := rand.New(rand.NewPCG(7, 8))
-	v := &cpukern.Volume{V: make([]float32, n*n*n), N: [3]int64{n, n, n},
+	v := &volume.Volume{V: make([]float32, n*n*n), N: [3]int64{n, n, n},
 		Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
 	sysmem.AdviseHugePagesOf(v.V) // as the volume readers do
 	for i := range v.V {
 		v.V[i] = rng.Float32() * 0.02
 	}
-	poses, err := graphs.Orbit(128, [3]float64{}, 1020, 510, 200, 200, 2)
+	poses, err := ops.Orbit(128, [3]float64{}, 1020, 510, 200, 200, 2)
 	if err != nil {
 		b.Fatal(err)
 	}

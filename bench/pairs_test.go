@@ -21,7 +21,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -90,7 +90,7 @@ func pairKind(b *testing.B, naive, planned func() []float32, units float64, unit
 	})
 }
 
-// Interpolation (seed 001): M interpolants at a batch of queries, Σ of
+// Interpolation: M interpolants at a batch of queries, Σ of
 // squares per query. Naive: the nested vmap's (M, batch) arrays — the four
 // neighbours of every interpolant at every query and the offset t —
 // gathered fresh, the cubic weights and the sum as elementwise nodes.
@@ -176,7 +176,7 @@ func BenchmarkPairInterp(b *testing.B) {
 	pairKind(b, naive, planned, m*batch, "evals/s")
 }
 
-// Affinity (seed 003): a block of rows against all N images, −L1. Naive:
+// Affinity: a block of rows against all N images, −L1. Naive:
 // the (block·N, D) difference materialised from both sides tiled out, then
 // Abs and Sum nodes.
 func BenchmarkPairAffinity(b *testing.B) {
@@ -227,24 +227,25 @@ func BenchmarkPairAffinity(b *testing.B) {
 	pairKind(b, naive, planned, block*n*d, "pair-dims/s")
 }
 
-// DRR (seed 000): one pose, trilinear samples every 0.5 mm. Naive: the
+// DRR: one pose, trilinear samples every 0.5 mm. Naive: the
 // eight neighbours and three fractions of every sample of every ray
 // gathered into fresh arrays, the interpolation as lerp nodes, the sum
 // along each ray as a Sum node.
 func BenchmarkPairDRR(b *testing.B) {
 	const nv, det, step = 64, 64, 0.5
 	rng := rand.New(rand.NewPCG(25, 26))
-	vol := &cpukern.Volume{N: [3]int64{nv, nv, nv}, Origin: [3]float64{-nv / 2, -nv / 2, -nv / 2},
+	// Origin is the centre of voxel 0: the box is centred on the isocentre.
+	vol := &volume.Volume{N: [3]int64{nv, nv, nv}, Origin: [3]float64{-(nv - 1) / 2., -(nv - 1) / 2., -(nv - 1) / 2.},
 		Spacing: [3]float64{1, 1, 1}, V: make([]float32, nv*nv*nv)}
 	for i := range vol.V {
 		vol.V[i] = rng.Float32()
 	}
-	poses, err := graphs.Orbit(7, [3]float64{}, 1020, 510, det, det, 2)
+	poses, err := ops.Orbit(7, [3]float64{}, 1020, 510, det, det, 2)
 	if err != nil {
 		b.Fatal(err)
 	}
 	pose := poses[1] // an oblique one
-	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: vol, Poses: []graphs.Pose{pose}, Step: step})
+	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: vol, Poses: []ops.Pose{pose}, Step: step})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func BenchmarkPairDRR(b *testing.B) {
 					frac := (float64(q0+s) + 0.5) * da
 					var idx [3]int
 					for a := range 3 {
-						ci := (pose.Source[a]+frac*dir[a]-vol.Origin[a])/vol.Spacing[a] - 0.5
+						ci := (pose.Source[a] + frac*dir[a] - vol.Origin[a]) / vol.Spacing[a]
 						fl := math.Floor(ci)
 						idx[a] = int(fl)
 						fr[a][ray*nq+s] = float32(ci - fl)
@@ -332,16 +333,16 @@ func BenchmarkPairDRR(b *testing.B) {
 	pairKind(b, naive, planned, 1, "DRR/s")
 }
 
-// Wavelet (seed 002): one combination. Naive: a fresh graph, op and
+// Wavelet: one combination. Naive: a fresh graph, op and
 // buffers per combination, so the volume is transformed again every time
 // (what a loop that keeps nothing between iterations does); planned: the
 // volume transformed once, buffers reused.
 func BenchmarkPairWavelet(b *testing.B) {
 	const nv = 48
 	rng := rand.New(rand.NewPCG(27, 28))
-	v := make([]float64, nv*nv*nv)
+	v := make([]float32, nv*nv*nv)
 	for i := range v {
-		v[i] = rng.NormFloat64()
+		v[i] = float32(rng.NormFloat64())
 	}
 	combos := randomCombos(8, []float64{1, 2})
 	src, err := ops.NewWaveletSource(v, [3]int{nv, nv, nv}, 1, ops.Wrap, [3]int{})

@@ -17,9 +17,9 @@ import (
 
 func waveletJob(b *testing.B, n int, bnd ops.Boundary, combos []graphs.Combo) *graphs.Wavelet {
 	rng := rand.New(rand.NewPCG(1, 2))
-	x := make([]float64, n*n*n)
+	x := make([]float32, n*n*n)
 	for i := range x {
-		x[i] = rng.NormFloat64()
+		x[i] = float32(rng.NormFloat64())
 	}
 	_, pad := graphs.WaveletPads(1, combos)
 	src, err := ops.NewWaveletSource(x, [3]int{n, n, n}, 1, bnd, pad)

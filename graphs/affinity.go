@@ -12,12 +12,11 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
-	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// AffinityConfig describes a pairwise-affinity run (seed 003) over rows
+// AffinityConfig describes a pairwise-affinity run over rows
 // [Lo, Hi) of the (N, N) matrix: all of it, or one shard.
 type AffinityConfig struct {
 	Data   *ops.PairData
@@ -40,8 +39,12 @@ type AffinityConfig struct {
 // Affinity is the pairwise-affinity workload as a Job: each batch is a
 // block of rows compared against all N images.
 type Affinity struct {
-	cfg      AffinityConfig
-	Checksum float64 // Σ of every affinity computed (TopK: of those kept)
+	cfg AffinityConfig
+	// Checksum is Σ of every affinity computed (TopK: of those kept), in
+	// float64: streamed, the sum of each block's BatchStats Σ; symmetric,
+	// of the whole matrix in row order at Finish; top-k, of the kept
+	// values in row order.
+	Checksum float64
 	// With TopK, the selected column indices and their affinities,
 	// (Hi−Lo, K) row-major, filled as batches are consumed.
 	Indices []int64
@@ -49,7 +52,6 @@ type Affinity struct {
 
 	full32 []float32 // the (N, N) matrix in symmetric mode
 	full64 []float64
-	direct bool // the op writes full32 itself (ops.FullWriter): nothing to mirror
 }
 
 // NewAffinity checks cfg and returns the Job.
@@ -101,13 +103,23 @@ func (a *Affinity) Items() int { return a.cfg.Hi - a.cfg.Lo }
 // small enough that the first batch is not most of the run.
 func (a *Affinity) MaxBatch() int { return 1024 }
 
-// Build is index (batch,) → Pairwise → (batch, N), the op reading the
-// block's rows from the images it holds (no copy per block; on a GPU,
-// nothing sent per block), and with top-k, (block, index) → TopK →
-// (batch, K).
+// Build is the pipeline for a block of batch rows: index (batch,) →
+// Pairwise → (batch, N), the op reading the block's rows from the images
+// it holds (no copy per block; on a GPU, nothing sent per block), then by
+// mode:
+//
+//   - streamed rows: → BatchStats → [Σ, max] of the block's valid rows,
+//     the outputs the block and its statistics;
+//   - top-k: (block, index) → TopK → (batch, K) columns, the outputs the
+//     block and the columns; on a GPU that selects them itself, one fused
+//     op instead, PairwiseTopK: index → (2, batch, K) columns and values;
+//   - symmetric: Pairwise computes the upper block, (block, index) →
+//     Mirror → the (N, N) matrix; on a GPU that writes the blocks into the
+//     matrix itself, one fused op instead, PairwiseMatrix: index → (N, N).
 func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	d := a.cfg.Data
 	index := G.NewVector(g, tensor.Float64, G.WithShape(batch), G.WithName("index"))
+	in = []*G.Node{index}
 	pw := ops.NewPairwise(d, a.cfg.Metric, batch)
 	pw.Upper = a.cfg.Symmetric
 	pw.TF32 = a.cfg.TF32
@@ -116,31 +128,56 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: %w", err)
 	}
-	a.direct = false
-	if fw, ok := op.(ops.FullWriter); ok && a.full32 != nil {
-		a.direct = fw.WriteFull(a.full32) // a GPU writes the matrix itself
+	apply := func(op G.Op, name string, args ...*G.Node) (*G.Node, error) {
+		n, err := G.ApplyOpWithName(op, name, args...)
+		if err != nil {
+			return nil, fmt.Errorf("affinity: build graph: %w", err)
+		}
+		return n, nil
 	}
-	blk, err := G.ApplyOpWithName(op, a.cfg.Metric.String(), index)
-	if err != nil {
-		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
+	metric := a.cfg.Metric.String()
+	switch {
+	case a.cfg.Symmetric:
+		if a.full32 != nil {
+			if f, ok := ops.FuseMatrix(op, a.full32); ok {
+				m, err := apply(f, "matrix", index)
+				return in, []*G.Node{m}, err
+			}
+		}
+		blk, err := apply(op, metric, index)
+		if err != nil {
+			return nil, nil, err
+		}
+		var full any = a.full64
+		if a.full32 != nil {
+			full = a.full32
+		}
+		m, err := apply(ops.NewMirror(full, d.N, batch), "matrix", blk, index)
+		return in, []*G.Node{m}, err
+	case a.cfg.TopK > 0:
+		if f, ok := ops.FuseTopK(op, a.cfg.TopK); ok {
+			top, err := apply(f, "topk", index)
+			return in, []*G.Node{top}, err
+		}
+		blk, err := apply(op, metric, index)
+		if err != nil {
+			return nil, nil, err
+		}
+		top, err := apply(ops.NewTopK(a.cfg.TopK, d.N, batch), "topk", blk, index)
+		return in, []*G.Node{blk, top}, err
+	default:
+		blk, err := apply(op, metric, index)
+		if err != nil {
+			return nil, nil, err
+		}
+		stats, err := apply(ops.NewBatchStats(batch, 2), "total", blk)
+		return in, []*G.Node{blk, stats}, err
 	}
-	if a.cfg.TopK == 0 {
-		return []*G.Node{index}, []*G.Node{blk}, nil
-	}
-	tk := ops.NewTopK(a.cfg.TopK, d.N, batch)
-	if sel, ok := op.(ops.TopKSelector); ok && sel.SelectTopK(a.cfg.TopK) {
-		tk.From = sel // a GPU selects them itself
-	}
-	top, err := G.ApplyOpWithName(tk, "topk", blk, index)
-	if err != nil {
-		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
-	}
-	return []*G.Node{index}, []*G.Node{blk, top}, nil
 }
 
 // StagingBytes counts the output writer's buffers and the top-k results.
 func (a *Affinity) StagingBytes(batch int) int64 {
-	b := int64(len(a.Indices))*8 + int64(len(a.Values))*8 + 4*int64(len(a.full32)) + 8*int64(len(a.full64))
+	b := int64(len(a.Indices))*8 + int64(len(a.Values))*8
 	if a.cfg.Rows != nil {
 		b += 1<<16 + 8192*8
 	}
@@ -157,25 +194,37 @@ func (a *Affinity) Feed(in []*tensor.Dense, off, n int) error {
 	return nil
 }
 
-// Consume writes the block's rows, or keeps their top K.
+// Consume takes the block's results: in symmetric mode nothing (the graph
+// wrote them into the matrix); with top-k the columns and values of each
+// row; else the block's Σ and its rows, written to Rows.
 func (a *Affinity) Consume(out []*tensor.Dense, off, n int) error {
+	switch {
+	case a.cfg.Symmetric:
+		return nil
+	case a.cfg.TopK > 0 && len(out) == 1: // PairwiseTopK: (2, batch, K)
+		t := out[0].Data().([]float64)
+		bk := len(t) / 2
+		a.keep(t[:bk], t[bk:], off, n)
+		return nil
+	}
 	switch blk := out[0].Data().(type) {
 	case []float32:
-		if a.cfg.Symmetric {
-			if !a.direct {
-				mirror(a.full32, blk, a.cfg.Data.N, off, n)
-			}
-			return nil
-		}
 		return consumeBlock(a, blk, out, off, n)
 	case []float64:
-		if a.cfg.Symmetric {
-			mirror(a.full64, blk, a.cfg.Data.N, off, n)
-			return nil
-		}
 		return consumeBlock(a, blk, out, off, n)
 	}
 	return fmt.Errorf("affinity: block dtype %v", out[0].Dtype())
+}
+
+// keep stores the top-k columns and values of rows [off, off+n) and adds
+// the values to Checksum, in order.
+func (a *Affinity) keep(cols, vals []float64, off, n int) {
+	k := a.cfg.TopK
+	for i := range n * k {
+		a.Indices[off*k+i] = int64(cols[i])
+		a.Values[off*k+i] = vals[i]
+		a.Checksum += vals[i]
+	}
 }
 
 func consumeBlock[T float32 | float64](a *Affinity, blk []T, out []*tensor.Dense, off, n int) error {
@@ -193,56 +242,17 @@ func consumeBlock[T float32 | float64](a *Affinity, blk []T, out []*tensor.Dense
 		}
 		return nil
 	}
-	rows := blk[:n*nn]
-	a.Checksum += sum(rows)
+	a.Checksum += out[1].Data().([]float64)[0] // BatchStats: Σ of the valid rows
 	if a.cfg.Rows == nil {
 		return nil
 	}
-	switch v := any(rows).(type) {
+	switch v := any(blk[:n*nn]).(type) {
 	case []float32:
 		return a.cfg.Rows.Write32(v)
 	case []float64:
 		return a.cfg.Rows.Write64(v)
 	}
 	return nil
-}
-
-// mirror stores rows [r0, r0+n) of an upper block, columns r0 on, into
-// full and their transposes into the rows below, in parallel over the
-// destination rows, transposing 16×16 tiles so that both the reads and the
-// writes use whole cache lines.
-func mirror[T float32 | float64](full, blk []T, nn, r0, n int) {
-	parallel.For(n, 16, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			i := r0 + r
-			copy(full[i*nn+r0:(i+1)*nn], blk[r*nn+r0:(r+1)*nn])
-		}
-	})
-	// The transpose of the block's columns below it, in blocks of
-	// outer×outer that stay in L2 (each row of either side read or written
-	// as a run of outer values), each moved in inner×inner tiles.
-	const outer, inner = 256, 16
-	below := nn - (r0 + n)
-	parallel.Dynamic((below+outer-1)/outer, 1, func(lo, hi int) {
-		for jb := r0 + n + lo*outer; jb < min(r0+n+hi*outer, nn); jb += outer {
-			je := min(jb+outer, nn)
-			for rb := 0; rb < n; rb += outer {
-				re := min(rb+outer, n)
-				for j0 := jb; j0 < je; j0 += inner {
-					j1 := min(j0+inner, je)
-					for r0t := rb; r0t < re; r0t += inner {
-						r1t := min(r0t+inner, re)
-						for j := j0; j < j1; j++ {
-							dst := full[j*nn+r0+r0t : j*nn+r0+r1t]
-							for r := range dst {
-								dst[r] = blk[(r0t+r)*nn+j]
-							}
-						}
-					}
-				}
-			}
-		}
-	})
 }
 
 // Finish completes a symmetric run: it adds up the matrix and writes it to

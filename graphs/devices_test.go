@@ -7,7 +7,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -33,18 +33,18 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vol := &cpukern.Volume{N: [3]int64{12, 10, 8}, Origin: [3]float64{-6, -5, -4}, Spacing: [3]float64{1, 1, 1},
+	vol := &volume.Volume{N: [3]int64{12, 10, 8}, Origin: [3]float64{-6, -5, -4}, Spacing: [3]float64{1, 1, 1},
 		V: make([]float32, 12*10*8)}
 	for i := range vol.V {
 		vol.V[i] = rng.Float32()
 	}
-	poses, err := Orbit(11, [3]float64{}, 100, 40, 9, 7, 2)
+	poses, err := ops.Orbit(11, [3]float64{}, 100, 40, 9, 7, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wv := make([]float64, 9*8*7)
+	wv := make([]float32, 9*8*7)
 	for i := range wv {
-		wv[i] = rng.NormFloat64()
+		wv[i] = float32(rng.NormFloat64())
 	}
 	var combos []Combo
 	for i := range 13 {

@@ -1,172 +1,47 @@
 package graphs
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// Pose is one radiograph's geometry, in mm: an X-ray source and a flat
-// detector of Rows×Cols pixels of Pixel[0]×Pixel[1] centred at Center,
-// its rows along U and its columns down V. The centre of pixel (r, c) is
-// Center + (c − (Cols−1)/2)·du·û + (r − (Rows−1)/2)·dv·v̂.
-type Pose struct {
-	Source [3]float64 `json:"source"`
-	Center [3]float64 `json:"center"`
-	U      [3]float64 `json:"u"`
-	V      [3]float64 `json:"v"`
-	Rows   int        `json:"rows"`
-	Cols   int        `json:"cols"`
-	Pixel  [2]float64 `json:"pixel"`
-}
-
-// ErrGeometry is wrapped by every error about poses.
-var ErrGeometry = errors.New("geometry")
-
-// Validate checks the pose; i names it in the error.
-func (p Pose) Validate(i int) error {
-	for _, v := range [][]float64{p.Source[:], p.Center[:], p.U[:], p.V[:], p.Pixel[:]} {
-		for _, x := range v {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("%w: pose %d has a NaN or infinite coordinate", ErrGeometry, i)
-			}
-		}
-	}
-	nu, nv := norm3(p.U), norm3(p.V)
-	switch {
-	case p.Rows < 1 || p.Cols < 1:
-		return fmt.Errorf("%w: pose %d has a %d×%d detector; rows and cols must be at least 1", ErrGeometry, i, p.Rows, p.Cols)
-	case !(p.Pixel[0] > 0 && p.Pixel[1] > 0):
-		return fmt.Errorf("%w: pose %d has pixel size %v; both must be positive", ErrGeometry, i, p.Pixel)
-	case nu == 0 || nv == 0:
-		return fmt.Errorf("%w: pose %d has a zero u or v vector", ErrGeometry, i)
-	}
-	cross := [3]float64{p.U[1]*p.V[2] - p.U[2]*p.V[1], p.U[2]*p.V[0] - p.U[0]*p.V[2], p.U[0]*p.V[1] - p.U[1]*p.V[0]}
-	if norm3(cross) < 1e-9*nu*nv {
-		return fmt.Errorf("%w: pose %d has parallel u and v vectors", ErrGeometry, i)
-	}
-	return nil
-}
-
-func norm3(v [3]float64) float64 { return math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2]) }
-
-// Encode writes the pose as the DRR op reads it (ops.PoseWidth values):
-// source, centre of pixel (0, 0), step along a row, step down a column.
-func (p Pose) Encode(dst []float64) {
-	nu, nv := norm3(p.U), norm3(p.V)
-	for a := range 3 {
-		du := p.Pixel[0] * p.U[a] / nu
-		dv := p.Pixel[1] * p.V[a] / nv
-		dst[a] = p.Source[a]
-		dst[3+a] = p.Center[a] - float64(p.Cols-1)/2*du - float64(p.Rows-1)/2*dv
-		dst[6+a] = du
-		dst[9+a] = dv
-	}
-}
-
-// Orbit returns n poses evenly spaced over 360° about the z axis through
-// c: pose k at α = 2πk/n has its source at c + sid·(cos α, sin α, 0), its
-// detector centre at c − (sdd − sid)·(cos α, sin α, 0), u = (−sin α, cos α, 0)
-// and v = (0, 0, −1).
-func Orbit(n int, c [3]float64, sdd, sid float64, rows, cols int, pixel float64) ([]Pose, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("%w: --orbit %d: need at least one pose", ErrGeometry, n)
-	}
-	if !(sid > 0) || !(sdd > sid) {
-		return nil, fmt.Errorf("%w: need 0 < sid < sdd, got sid %g, sdd %g", ErrGeometry, sid, sdd)
-	}
-	poses := make([]Pose, n)
-	for k := range poses {
-		a := 2 * math.Pi * float64(k) / float64(n)
-		ca, sa := math.Cos(a), math.Sin(a)
-		poses[k] = Pose{
-			Source: [3]float64{c[0] + sid*ca, c[1] + sid*sa, c[2]},
-			Center: [3]float64{c[0] - (sdd-sid)*ca, c[1] - (sdd-sid)*sa, c[2]},
-			U:      [3]float64{-sa, ca, 0},
-			V:      [3]float64{0, 0, -1},
-			Rows:   rows, Cols: cols, Pixel: [2]float64{pixel, pixel},
-		}
-		if err := poses[k].Validate(k); err != nil {
-			return nil, err
-		}
-	}
-	return poses, nil
-}
-
-// ReadGeometry reads {"poses": [Pose, …]} and validates every pose: each
-// field present, vectors of exactly three numbers. All poses of one run
-// share the detector size.
-func ReadGeometry(r io.Reader) ([]Pose, error) {
-	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
-	dec.DisallowUnknownFields()
-	var doc struct {
-		Poses []struct {
-			Source, Center, U, V, Pixel []float64
-			Rows, Cols                  *int
-		} `json:"poses"`
-	}
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGeometry, err)
-	}
-	if len(doc.Poses) == 0 {
-		return nil, fmt.Errorf("%w: no poses", ErrGeometry)
-	}
-	poses := make([]Pose, len(doc.Poses))
-	for i, q := range doc.Poses {
-		p := &poses[i]
-		for _, f := range []struct {
-			name string
-			src  []float64
-			dst  []float64
-		}{{"source", q.Source, p.Source[:]}, {"center", q.Center, p.Center[:]}, {"u", q.U, p.U[:]}, {"v", q.V, p.V[:]}, {"pixel", q.Pixel, p.Pixel[:]}} {
-			if len(f.src) != len(f.dst) {
-				return nil, fmt.Errorf("%w: pose %d: %q must be %d numbers, got %d", ErrGeometry, i, f.name, len(f.dst), len(f.src))
-			}
-			copy(f.dst, f.src)
-		}
-		if q.Rows == nil || q.Cols == nil {
-			return nil, fmt.Errorf("%w: pose %d lacks rows or cols", ErrGeometry, i)
-		}
-		p.Rows, p.Cols = *q.Rows, *q.Cols
-		if err := p.Validate(i); err != nil {
-			return nil, err
-		}
-		if p.Rows != poses[0].Rows || p.Cols != poses[0].Cols {
-			return nil, fmt.Errorf("%w: pose %d has a %d×%d detector, pose 0 %d×%d; one run renders one detector size",
-				ErrGeometry, i, p.Rows, p.Cols, poses[0].Rows, poses[0].Cols)
-		}
-	}
-	return poses, nil
-}
-
 // DRRConfig describes a DRR run.
 type DRRConfig struct {
-	Vol   *cpukern.Volume
-	Poses []Pose
+	Vol   *volume.Volume
+	Poses []ops.Pose
 	Step  float64     // ≤ 0: Siddon's exact path; > 0: trilinear samples Step mm apart on a pose's longest ray (ops.DRR)
 	Out   *npy.Writer // optional: (P, Rows, Cols) float32, in pose order
 	// Image, when set, receives each pose's image (Rows×Cols, row-major)
-	// as it is rendered.
-	Image func(pose int, img []float32) error
-	// Device runs the op on a GPU (nil: the CPU).
+	// as it is rendered, with its smallest and largest value.
+	Image func(pose int, img []float32, lo, hi float32) error
+	// Device runs the DRR op on a GPU (nil: the CPU).
 	Device ops.Device
 }
 
-// DRR is the DRR workload (seed 000) as a Job: each batch is a set of poses
-// rendered by one replay of the compiled graph.
+// DRR is the DRR workload as a Job: each batch is a set of poses rendered
+// by one replay of the compiled graph.
 type DRR struct {
 	cfg      DRRConfig
-	Sum      float64 // Σ of every line integral
-	Max      float64
+	Sum      float64 // Σ of every line integral, added in pose and pixel order
+	Max      float64 // the largest line integral, or 0 if none is positive
 	nonzero  int
 	rows, cs int
 }
@@ -177,14 +52,14 @@ func NewDRR(cfg DRRConfig) (*DRR, error) {
 		return nil, errors.New("drr: config needs a volume")
 	}
 	if len(cfg.Poses) == 0 {
-		return nil, fmt.Errorf("%w: no poses", ErrGeometry)
+		return nil, fmt.Errorf("%w: no poses", ops.ErrGeometry)
 	}
 	for i, p := range cfg.Poses {
 		if err := p.Validate(i); err != nil {
 			return nil, err
 		}
 		if p.Rows != cfg.Poses[0].Rows || p.Cols != cfg.Poses[0].Cols {
-			return nil, fmt.Errorf("%w: pose %d's detector differs from pose 0's", ErrGeometry, i)
+			return nil, fmt.Errorf("%w: pose %d's detector differs from pose 0's", ops.ErrGeometry, i)
 		}
 	}
 	return &DRR{cfg: cfg, rows: cfg.Poses[0].Rows, cs: cfg.Poses[0].Cols}, nil
@@ -202,18 +77,27 @@ func (w *DRR) Items() int { return len(w.cfg.Poses) }
 // MaxBatch is 16 poses: enough rays to keep every core busy.
 func (w *DRR) MaxBatch() int { return 16 }
 
-// Build is poses (batch, 12) → DRR → (batch, rows, cols).
+// Build is poses (batch, 12) → DRR → images (batch, rows, cols) →
+// ImageStats → stats (batch, 3): each image's minimum, maximum and nonzero
+// pixel count, which give the run's maximum, its all-rays-missed check
+// and the PNG scaling. The DRR op runs on the configured device; the
+// statistics run on the CPU, on the images it copied back. The sum of the
+// line integrals is added up in Consume, pixel by pixel in order.
 func (w *DRR) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	poses := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.PoseWidth), G.WithName("poses"))
 	op, err := ops.OnDevice(ops.NewDRR(w.cfg.Vol, w.rows, w.cs, w.cfg.Step, batch), w.cfg.Device)
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: %w", err)
 	}
-	img, err := G.ApplyOpWithName(op, "drr", poses)
+	img, err := G.ApplyOpWithName(op, "images", poses)
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
 	}
-	return []*G.Node{poses}, []*G.Node{img}, nil
+	stats, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cs), "stats", img)
+	if err != nil {
+		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
+	}
+	return []*G.Node{poses}, []*G.Node{img, stats}, nil
 }
 
 // StagingBytes counts the output writer's buffers and a PNG's.
@@ -237,21 +121,22 @@ func (w *DRR) Feed(in []*tensor.Dense, off, n int) error {
 	return nil
 }
 
-// Consume writes the batch's images.
+// Consume adds the batch's line integrals to Sum, takes Max and the
+// nonzero count from its statistics, and writes its images.
 func (w *DRR) Consume(out []*tensor.Dense, off, n int) error {
 	imgs := out[0].Data().([]float32)
+	stats := out[1].Data().([]float64)
 	per := w.rows * w.cs
 	for r := range n {
 		img := imgs[r*per : (r+1)*per]
 		for _, v := range img {
 			w.Sum += float64(v)
-			if v != 0 {
-				w.nonzero++
-			}
-			w.Max = max(w.Max, float64(v))
 		}
+		st := stats[r*ops.ImageStatsWidth : (r+1)*ops.ImageStatsWidth]
+		w.Max = max(w.Max, st[1])
+		w.nonzero += int(st[2])
 		if w.cfg.Image != nil {
-			if err := w.cfg.Image(off+r, img); err != nil {
+			if err := w.cfg.Image(off+r, img, float32(st[0]), float32(st[1])); err != nil {
 				return err
 			}
 		}
@@ -284,5 +169,353 @@ func (w *DRR) Result() DRRResult {
 	return DRRResult{Poses: len(w.cfg.Poses), Rows: w.rows, Cols: w.cs, Method: m, Sum: w.Sum, Max: w.Max}
 }
 
-// SetDevice places the op of the next Compile on dev (nil: the CPU).
+// SetDevice places the DRR op of the next Compile on dev (nil: the CPU).
 func (w *DRR) SetDevice(dev ops.Device) { w.cfg.Device = dev }
+
+// DRRSpec is a DRR run as the user states it: files, sizes and names,
+// each text field in its flag's syntax. DefaultDRRSpec holds the defaults.
+type DRRSpec struct {
+	// Volume is the volume file: .npy, .nii, .nii.gz, .mha, .mhd, or raw
+	// with RawShape and RawDtype. "": the Shepp–Logan phantom.
+	Volume string
+	// RawShape "X,Y,Z" (C order) and RawDtype (uint8, int8, uint16,
+	// int16, uint32, int32, float32 or float64, little endian) describe a
+	// raw volume.
+	RawShape, RawDtype string
+	// Series picks a DICOM series by its SeriesInstanceUID when the Volume
+	// directory holds several; "": the only one.
+	Series string
+	// Spacing "sx,sy,sz" and Origin "ox,oy,oz", in mm, override the
+	// volume's voxel size and the centre of its voxel (0, 0, 0), in Frame;
+	// "": the file's (for .npy and raw files 1,1,1 and 0,0,0) or the
+	// phantom's.
+	Spacing, Origin string
+	// Frame is the world frame of the geometry (poses, orbit centre,
+	// Origin): "lps" (patient LPS mm, as DICOM, ITK and plastimatch; "" is
+	// the same) or "ras" (nibabel's RAS mm). NIfTI and MetaImage volumes
+	// are placed in it by their headers; .npy, raw and the phantom have
+	// their index axes along its x, y and z.
+	Frame string
+	// HU says the volume file is in Hounsfield units, converted to
+	// attenuation per mm as μ = MuWater·max(0, 1 + HU/1000).
+	HU bool
+	// MuWater is the attenuation of water per mm, for HU and the phantom.
+	MuWater float64
+	// Size is the phantom's voxels per axis (2 to 1024), without Volume.
+	Size int
+	// Geometry is a JSON file of poses (ops.ReadGeometry); "": an orbit.
+	Geometry string
+	// Without Geometry: Orbit poses over 360° about the z axis through the
+	// volume's centre, source–detector distance SDD and source–isocentre
+	// distance SID in mm, a Detector of "RxC" pixels of Pixel mm.
+	Orbit    int
+	SDD, SID float64
+	Detector string
+	Pixel    float64
+	// Method is "siddon" (the exact radiological path) or "trilinear".
+	Method string
+	// Step is trilinear's sample spacing in mm on each pose's longest ray;
+	// nil: half the smallest voxel size. Siddon takes none.
+	Step *float64
+	// Out is a directory for drr.npy, (P, R, C) float32 line integrals;
+	// "": nothing written. PNG adds one 16-bit PNG per pose, drr_0000.png …
+	Out string
+	PNG bool
+	// Warn receives warnings about the inputs (a NIfTI file without an
+	// sform or qform); nil: discarded.
+	Warn io.Writer
+}
+
+// DefaultDRRSpec is the built-in case: the 128³ Shepp–Logan phantom over
+// a 36-pose orbit onto a 200×200 detector of 2 mm pixels, by Siddon.
+func DefaultDRRSpec() DRRSpec {
+	return DRRSpec{Frame: "lps", MuWater: 0.02, Size: 128, Orbit: 36, SDD: 1020, SID: 510, Detector: "200x200", Pixel: 2, Method: "siddon"}
+}
+
+// drrPlan is a DRRSpec's text fields parsed.
+type drrPlan struct {
+	spacing, origin *[3]float64
+	frame           volume.Frame
+	shape           [3]int
+	rows, cols      int
+	trilinear       bool
+}
+
+// parse checks the spec without reading any file: the volume's fields,
+// then the poses', the method's and the output's.
+func (s DRRSpec) parse() (p drrPlan, err error) {
+	if p.spacing, err = parseTriple("spacing", s.Spacing); err != nil {
+		return p, err
+	}
+	if p.origin, err = parseTriple("origin", s.Origin); err != nil {
+		return p, err
+	}
+	if p.frame, err = volume.ParseFrame(s.Frame); err != nil {
+		return p, err
+	}
+	if !(s.MuWater > 0) {
+		return p, fmt.Errorf("--mu-water %g: must be positive", s.MuWater)
+	}
+	if s.Volume != "" {
+		if s.RawShape != "" {
+			t, err := parseTriple("shape", s.RawShape)
+			if err != nil {
+				return p, err
+			}
+			for a := range 3 {
+				p.shape[a] = int(t[a])
+				if float64(p.shape[a]) != t[a] || p.shape[a] < 1 {
+					return p, fmt.Errorf("--shape %q: want three positive integers", s.RawShape)
+				}
+			}
+		}
+	} else if s.Series != "" {
+		return p, fmt.Errorf("--series %s: picks a DICOM series of --volume, and there is none", s.Series)
+	} else if s.Size < 2 || s.Size > 1024 {
+		return p, fmt.Errorf("--size %d: want 2 to 1024", s.Size)
+	}
+	if s.Geometry == "" {
+		if _, err := fmt.Sscanf(s.Detector, "%dx%d", &p.rows, &p.cols); err != nil || p.rows < 1 || p.cols < 1 ||
+			fmt.Sprintf("%dx%d", p.rows, p.cols) != s.Detector {
+			return p, fmt.Errorf("--detector %q: want RxC with R, C ≥ 1, e.g. 200x200", s.Detector)
+		}
+		if err := ops.CheckOrbit(s.Orbit, s.SDD, s.SID, p.rows, p.cols, s.Pixel); err != nil {
+			return p, err
+		}
+	}
+	switch s.Method {
+	case "siddon":
+		if s.Step != nil {
+			return p, fmt.Errorf("--step: only --method trilinear samples")
+		}
+	case "trilinear":
+		p.trilinear = true
+		if s.Step != nil && (!(*s.Step > 0) || math.IsInf(*s.Step, 0)) {
+			return p, fmt.Errorf("--step %g: must be positive", *s.Step)
+		}
+	default:
+		return p, fmt.Errorf("--method %q: want siddon or trilinear", s.Method)
+	}
+	if s.PNG && s.Out == "" {
+		return p, fmt.Errorf("--png: needs --out DIR")
+	}
+	return p, nil
+}
+
+// Validate checks what can be checked before any file is read.
+func (s DRRSpec) Validate() error {
+	_, err := s.parse()
+	return err
+}
+
+// parseTriple parses "x,y,z" into three finite numbers; "" is nil.
+func parseTriple(name, s string) (*[3]float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	f := strings.Split(s, ",")
+	if len(f) != 3 {
+		return nil, fmt.Errorf("--%s %q: want three comma-separated numbers", name, s)
+	}
+	var v [3]float64
+	for i, x := range f {
+		y, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil || math.IsNaN(y) || math.IsInf(y, 0) {
+			return nil, fmt.Errorf("--%s %q: %q is not a finite number", name, s, x)
+		}
+		v[i] = y
+	}
+	return &v, nil
+}
+
+// DRRTask is an opened DRR run.
+type DRRTask struct {
+	job    *DRR
+	dir    string
+	dirs   []string // directories Open created for Out, outermost first
+	npyOut *atomicfile.File
+	writer *npy.Writer
+	pngs   []*atomicfile.File // written and closed, renamed on Commit
+}
+
+// OpenDRR validates s, reads the volume, builds the poses and, with
+// withOutput, creates the outputs as temporary files in Out (made if
+// missing). With withOutput false (for printing the graph), Out and PNG
+// are ignored.
+func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
+	p, err := s.parse()
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.loadVolume(p)
+	if err != nil {
+		return nil, err
+	}
+	poses, err := s.poses(p, v)
+	if err != nil {
+		return nil, err
+	}
+	step := 0.0
+	if p.trilinear {
+		step = 0.5 * min(v.Spacing[0], v.Spacing[1], v.Spacing[2])
+		if s.Step != nil {
+			step = *s.Step
+		}
+	}
+	t := &DRRTask{dir: s.Out}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	cfg := DRRConfig{Vol: v, Poses: poses, Step: step}
+	if withOutput && s.Out != "" {
+		if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		size := sysmem.Mul(int64(len(poses)), int64(poses[0].Rows), int64(poses[0].Cols), 4)
+		if s.PNG {
+			size = sysmem.Mul(int64(len(poses)), int64(poses[0].Rows), int64(poses[0].Cols), 6)
+		}
+		if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), size); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		if t.npyOut, err = atomicfile.Create(filepath.Join(s.Out, "drr.npy")); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		p := poses[0]
+		if t.writer, err = npy.NewWriter(t.npyOut, npy.Float32, []int{len(poses), p.Rows, p.Cols}); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		cfg.Out = t.writer
+		if s.PNG {
+			cfg.Image = func(i int, img []float32, lo, hi float32) error { return t.writePNG(i, img, lo, hi, p.Rows, p.Cols) }
+		}
+	}
+	if t.job, err = NewDRR(cfg); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// loadVolume reads Volume, or makes the phantom, and applies the spec's
+// spacing, origin and units.
+func (s DRRSpec) loadVolume(p drrPlan) (*volume.Volume, error) {
+	if s.Volume != "" {
+		opt := volume.Options{Spacing: p.spacing, Origin: p.origin, Shape: p.shape, Dtype: s.RawDtype, Frame: p.frame, Warn: s.Warn, Series: s.Series}
+		v, err := volume.Load(s.Volume, opt)
+		if err != nil {
+			return nil, fmt.Errorf("--volume: %w", err)
+		}
+		if s.HU {
+			volume.ApplyHU(v, s.MuWater)
+		}
+		return v, nil
+	}
+	v := volume.Phantom(s.Size, 192, s.MuWater)
+	if p.spacing != nil {
+		v.Spacing = *p.spacing
+	}
+	if p.origin != nil {
+		v.Origin = *p.origin
+	}
+	if err := volume.Check(v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// poses reads Geometry (world mm, in Frame), or builds the orbit about
+// v's centre, the centre of its box placed by its origin, spacing and
+// direction.
+func (s DRRSpec) poses(p drrPlan, v *volume.Volume) ([]ops.Pose, error) {
+	if s.Geometry != "" {
+		f, err := os.Open(s.Geometry)
+		if err != nil {
+			return nil, fmt.Errorf("--geometry: %w", err)
+		}
+		defer f.Close()
+		poses, err := ops.ReadGeometry(f)
+		if err != nil {
+			return nil, fmt.Errorf("--geometry: %s: %w", s.Geometry, err)
+		}
+		return poses, nil
+	}
+	return ops.Orbit(s.Orbit, v.Centre(), s.SDD, s.SID, p.rows, p.cols, s.Pixel)
+}
+
+// writePNG writes pose i's image, its line integrals scaled from [lo, hi]
+// to [0, 65535], to a temporary file renamed with the others on Commit.
+func (t *DRRTask) writePNG(i int, img []float32, lo, hi float32, rows, cols int) error {
+	g := image.NewGray16(image.Rect(0, 0, cols, rows))
+	scale := float32(0)
+	if hi > lo {
+		scale = 65535 / (hi - lo)
+	}
+	for k, v := range img {
+		x := uint16(math.Round(float64((v - lo) * scale)))
+		g.Pix[2*k], g.Pix[2*k+1] = byte(x>>8), byte(x)
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, g); err != nil {
+		return fmt.Errorf("--png: %w", err)
+	}
+	f, err := atomicfile.Create(filepath.Join(t.dir, fmt.Sprintf("drr_%04d.png", i)))
+	if err != nil {
+		return fmt.Errorf("--png: %w", err)
+	}
+	t.pngs = append(t.pngs, f)
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("--png: %w", err)
+	}
+	return f.Close()
+}
+
+// Job is the DRR job.
+func (t *DRRTask) Job() Job { return t.job }
+
+// Result is the run's DRRResult.
+func (t *DRRTask) Result() any { return t.job.Result() }
+
+// Summary is the run's DRRResult.
+func (t *DRRTask) Summary() DRRResult { return t.job.Result() }
+
+// AllMissed reports whether every ray of the run missed the volume.
+func (t *DRRTask) AllMissed() bool { return t.job.AllMissed() }
+
+// Commit flushes drr.npy and renames it and the PNGs into place.
+func (t *DRRTask) Commit() error {
+	if t.npyOut == nil {
+		return nil
+	}
+	if err := t.writer.Flush(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := t.npyOut.Commit(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	atomicfile.KeepDirs(t.dirs)
+	t.npyOut, t.dirs = nil, nil
+	for _, p := range t.pngs {
+		if err := p.Rename(); err != nil {
+			return fmt.Errorf("--png: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close removes the outputs not committed, and the directories OpenDRR
+// made for them when they are left empty.
+func (t *DRRTask) Close() error {
+	if t.npyOut != nil {
+		t.npyOut.Abort()
+		t.npyOut = nil
+	}
+	for _, p := range t.pngs {
+		p.Abort() // a no-op on those renamed
+	}
+	t.pngs = nil
+	atomicfile.RemoveDirs(t.dirs)
+	t.dirs = nil
+	return nil
+}

@@ -1,90 +1,257 @@
 package graphs
 
 import (
+	"context"
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
-func TestOrbitGeometry(t *testing.T) {
-	c := [3]float64{1, -2, 3}
-	poses, err := Orbit(4, c, 1000, 600, 3, 5, 2)
+func TestDRRSpecValidate(t *testing.T) {
+	step := func(x float64) *float64 { return &x }
+	cases := []struct {
+		name string
+		edit func(*DRRSpec)
+		want string // "": valid
+	}{
+		{"default", func(*DRRSpec) {}, ""},
+		{"trilinear default step", func(s *DRRSpec) { s.Method = "trilinear" }, ""},
+		{"trilinear step", func(s *DRRSpec) { s.Method, s.Step = "trilinear", step(0.25) }, ""},
+		{"spacing and origin", func(s *DRRSpec) { s.Spacing, s.Origin = "1, 2,3", "-1,0,1e3" }, ""},
+		{"spacing syntax", func(s *DRRSpec) { s.Spacing = "1,2" }, `--spacing "1,2": want three comma-separated numbers`},
+		{"spacing NaN", func(s *DRRSpec) { s.Spacing = "1,NaN,1" }, `--spacing "1,NaN,1": "NaN" is not a finite number`},
+		{"origin word", func(s *DRRSpec) { s.Origin = "0,0,x" }, `--origin "0,0,x": "x" is not a finite number`},
+		{"origin infinite", func(s *DRRSpec) { s.Origin = "0,inf,0" }, `"inf" is not a finite number`},
+		{"frame ras", func(s *DRRSpec) { s.Frame = "ras" }, ""},
+		{"frame empty is lps", func(s *DRRSpec) { s.Frame = "" }, ""},
+		{"frame unknown", func(s *DRRSpec) { s.Frame = "RAS" }, `--frame "RAS": want lps or ras`},
+		{"mu-water 0", func(s *DRRSpec) { s.MuWater = 0 }, "--mu-water 0: must be positive"},
+		{"mu-water NaN", func(s *DRRSpec) { s.MuWater = math.NaN() }, "--mu-water NaN: must be positive"},
+		{"size 1", func(s *DRRSpec) { s.Size = 1 }, "--size 1: want 2 to 1024"},
+		{"size 1025", func(s *DRRSpec) { s.Size = 1025 }, "--size 1025: want 2 to 1024"},
+		{"size ignored with a volume", func(s *DRRSpec) { s.Size, s.Volume = 0, "v.npy" }, ""},
+		{"shape", func(s *DRRSpec) { s.Volume, s.RawShape = "v.raw", "4,5,6" }, ""},
+		{"shape fraction", func(s *DRRSpec) { s.Volume, s.RawShape = "v.raw", "4,5.5,6" }, `--shape "4,5.5,6": want three positive integers`},
+		{"shape zero", func(s *DRRSpec) { s.Volume, s.RawShape = "v.raw", "4,0,6" }, "want three positive integers"},
+		{"shape syntax", func(s *DRRSpec) { s.Volume, s.RawShape = "v.raw", "4x5x6" }, `--shape "4x5x6": want three comma-separated numbers`},
+		{"shape ignored without a volume", func(s *DRRSpec) { s.RawShape = "nonsense" }, ""},
+		{"detector 0x5", func(s *DRRSpec) { s.Detector = "0x5" }, `--detector "0x5": want RxC`},
+		{"detector spaced", func(s *DRRSpec) { s.Detector = "20x 30" }, `--detector "20x 30"`},
+		{"detector trailing", func(s *DRRSpec) { s.Detector = "20x30x" }, `--detector "20x30x"`},
+		{"detector ignored with a geometry", func(s *DRRSpec) { s.Detector, s.Geometry = "", "g.json" }, ""},
+		{"orbit 0", func(s *DRRSpec) { s.Orbit = 0 }, "geometry: --orbit 0: need at least one pose"},
+		{"sid beyond sdd", func(s *DRRSpec) { s.SID = 2000 }, "need 0 < sid < sdd, got sid 2000, sdd 1020"},
+		{"sid 0", func(s *DRRSpec) { s.SID = 0 }, "need 0 < sid < sdd"},
+		{"sdd NaN", func(s *DRRSpec) { s.SDD = math.NaN() }, "need 0 < sid < sdd"},
+		{"pixel 0", func(s *DRRSpec) { s.Pixel = 0 }, "pose 0 has pixel size [0 0]; both must be positive"},
+		{"pixel infinite", func(s *DRRSpec) { s.Pixel = math.Inf(1) }, "pose 0 has a NaN or infinite coordinate"},
+		{"orbit ignored with a geometry", func(s *DRRSpec) { s.Orbit, s.Geometry = 0, "g.json" }, ""},
+		{"method", func(s *DRRSpec) { s.Method = "joseph" }, `--method "joseph": want siddon or trilinear`},
+		{"method empty", func(s *DRRSpec) { s.Method = "" }, `--method "": want siddon or trilinear`},
+		{"siddon step", func(s *DRRSpec) { s.Step = step(1) }, "--step: only --method trilinear samples"},
+		{"step 0", func(s *DRRSpec) { s.Method, s.Step = "trilinear", step(0) }, "--step 0: must be positive"},
+		{"step negative", func(s *DRRSpec) { s.Method, s.Step = "trilinear", step(-1) }, "--step -1: must be positive"},
+		{"step infinite", func(s *DRRSpec) { s.Method, s.Step = "trilinear", step(math.Inf(1)) }, "--step +Inf: must be positive"},
+		{"png without out", func(s *DRRSpec) { s.PNG = true }, "--png: needs --out DIR"},
+		{"png with out", func(s *DRRSpec) { s.PNG, s.Out = true, "dir" }, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := DefaultDRRSpec()
+			c.edit(&s)
+			err := s.Validate()
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("rejected: %v", err)
+			case c.want != "" && err == nil:
+				t.Errorf("accepted, want %q", c.want)
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Errorf("error %q, want %q", err, c.want)
+			}
+			if err != nil && strings.Contains(c.want, "geometry:") && !errors.Is(err, ops.ErrGeometry) {
+				t.Errorf("error %q does not wrap ops.ErrGeometry", err)
+			}
+		})
+	}
+}
+
+// smallDRR is a quick case: the 24³ phantom over 5 poses of 12×10.
+func smallDRR(out string) DRRSpec {
+	s := DefaultDRRSpec()
+	s.Size, s.Orbit, s.Detector, s.Pixel, s.Out = 24, 5, "12x10", 16, out
+	return s
+}
+
+// A run's outputs appear on Commit only; Close before it removes them and
+// the directories made for them.
+func TestOpenDRROutputs(t *testing.T) {
+	dev, err := CPU(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Pose 1 is at 90°: source on +y, detector on −y, u = (−1, 0, 0).
-	p := poses[1]
-	want := [3]float64{1, 598, 3}
-	for a := range 3 {
-		if math.Abs(p.Source[a]-want[a]) > 1e-9 || math.Abs(p.Center[a]-[3]float64{1, -402, 3}[a]) > 1e-9 {
-			t.Fatalf("pose 1: source %v centre %v", p.Source, p.Center)
-		}
+	dev = dev.Quiet()
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "b")
+	s := smallDRR(dir)
+	s.PNG = true
+	task, err := OpenDRR(s, dev, true)
+	if err != nil {
+		t.Fatal(err)
 	}
-	enc := make([]float64, 12)
-	p.Encode(enc)
-	// Pixel (0, 0) centre: centre − 2·du·û − 1·dv·v̂ with û = (−1, 0, 0),
-	// v̂ = (0, 0, −1), pixel 2 mm.
-	if got := [3]float64{enc[3], enc[4], enc[5]}; math.Abs(got[0]-5) > 1e-9 || math.Abs(got[1]+402) > 1e-9 || math.Abs(got[2]-5) > 1e-9 {
-		t.Errorf("pixel (0, 0) at %v, want (5, -402, 5)", got)
+	if _, err := dev.WithBatch(2).Run(context.Background(), task.Job()); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Orbit(0, c, 1000, 500, 1, 1, 1); err == nil {
-		t.Error("P = 0 accepted")
+	if _, err := os.Stat(filepath.Join(dir, "drr.npy")); !os.IsNotExist(err) {
+		t.Errorf("drr.npy before Commit: %v", err)
 	}
-	if _, err := Orbit(3, c, 500, 600, 1, 1, 1); err == nil {
-		t.Error("sid > sdd accepted")
+	task.Close()
+	if _, err := os.Stat(filepath.Join(root, "a")); !os.IsNotExist(err) {
+		t.Errorf("output directory left after Close: %v", err)
 	}
-}
 
-func TestReadGeometryRejects(t *testing.T) {
-	good := `{"source": [0,0,500], "center": [0,0,-500], "u": [1,0,0], "v": [0,1,0], "rows": 4, "cols": 5, "pixel": [1,1]}`
-	cases := map[string]string{
-		"no poses":     `{"poses": []}`,
-		"zero u":       `{"poses": [` + strings.Replace(good, `"u": [1,0,0]`, `"u": [0,0,0]`, 1) + `]}`,
-		"parallel":     `{"poses": [` + strings.Replace(good, `"v": [0,1,0]`, `"v": [2,0,0]`, 1) + `]}`,
-		"rows 0":       `{"poses": [` + strings.Replace(good, `"rows": 4`, `"rows": 0`, 1) + `]}`,
-		"pixel":        `{"poses": [` + strings.Replace(good, `"pixel": [1,1]`, `"pixel": [0,1]`, 1) + `]}`,
-		"two sizes":    `{"poses": [` + good + `,` + strings.Replace(good, `"cols": 5`, `"cols": 6`, 1) + `]}`,
-		"unknown key":  `{"poses": [` + good + `], "extra": 1}`,
-		"not json":     `{"poses": [`,
-		"wrong type":   `{"poses": [{"source": "here"}]}`,
-		"short vector": `{"poses": [` + strings.Replace(good, `"u": [1,0,0]`, `"u": [1,0]`, 1) + `]}`,
+	task, err = OpenDRR(s, dev, true)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, doc := range cases {
-		if _, err := ReadGeometry(strings.NewReader(doc)); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
+	defer task.Close()
+	if _, err := dev.WithBatch(2).Run(context.Background(), task.Job()); err != nil {
+		t.Fatal(err)
 	}
-	if p, err := ReadGeometry(strings.NewReader(`{"poses": [` + good + `]}`)); err != nil || len(p) != 1 {
-		t.Errorf("good geometry: %v", err)
+	if err := task.Commit(); err != nil {
+		t.Fatal(err)
 	}
-}
-
-func FuzzReadGeometry(f *testing.F) {
-	f.Add(`{"poses": [{"source": [0,0,500], "center": [0,0,-500], "u": [1,0,0], "v": [0,1,0], "rows": 4, "cols": 5, "pixel": [1,1]}]}`)
-	f.Add(`{"poses": []}`)
-	f.Fuzz(func(t *testing.T, doc string) {
-		poses, err := ReadGeometry(strings.NewReader(doc))
+	task.Close()
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != "drr.npy drr_0000.png drr_0001.png drr_0002.png drr_0003.png drr_0004.png" {
+		t.Errorf("outputs: %s", got)
+	}
+	h, data, err := npy.ReadAll64(filepath.Join(dir, "drr.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if npy.ShapeString(h.Shape) != "(5, 12, 10)" {
+		t.Fatalf("drr.npy shape %s", npy.ShapeString(h.Shape))
+	}
+	// The graph's statistics give the same Max as the images, and Sum is
+	// their sum in order, whatever the batch.
+	sum, mx := 0.0, 0.0
+	for _, v := range data {
+		sum += float64(float32(v))
+		mx = max(mx, v)
+	}
+	r := task.Summary()
+	if r.Sum != sum || r.Max != mx || mx == 0 || task.AllMissed() {
+		t.Errorf("sum %v max %v (all missed %v), images give %v and %v", r.Sum, r.Max, task.AllMissed(), sum, mx)
+	}
+	for _, batch := range []int{1, 3, 5} {
+		t2, err := OpenDRR(smallDRR(""), dev, false)
 		if err != nil {
-			return
+			t.Fatal(err)
 		}
-		vol := &cpukern.Volume{V: make([]float32, 8), N: [3]int64{2, 2, 2}, Spacing: [3]float64{1, 1, 1}}
-		for i := range vol.V {
-			vol.V[i] = 1
+		if _, err := dev.WithBatch(batch).Run(context.Background(), t2.Job()); err != nil {
+			t.Fatal(err)
 		}
-		enc := make([]float64, 12)
-		for i, p := range poses {
-			if p.Validate(i) != nil {
-				t.Fatalf("pose %d accepted but invalid", i)
-			}
-			p.Encode(enc)
-			for _, x := range enc {
-				if math.IsNaN(x) {
-					t.Fatalf("pose %d encodes to NaN: %+v", i, p)
-				}
-			}
+		if got := t2.Summary(); got != r {
+			t.Errorf("batch %d: %+v, want %+v", batch, got, r)
 		}
-		_ = vol
-	})
+		t2.Close()
+	}
+}
+
+// Without withOutput nothing is created, whatever Out says.
+func TestOpenDRRWithoutOutput(t *testing.T) {
+	dev, err := CPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	s := smallDRR(dir)
+	s.PNG = true
+	task, err := OpenDRR(s, dev, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("--out made without output: %v", err)
+	}
+}
+
+// The graph is poses → DRR → images → ImageStats → stats.
+func TestDRRGraph(t *testing.T) {
+	dev, err := CPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := OpenDRR(smallDRR(""), dev.WithBatch(2), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close()
+	var b strings.Builder
+	if err := dev.WithBatch(2).WriteDOT(&b, task.Job()); err != nil {
+		t.Fatal(err)
+	}
+	dot := b.String()
+	for _, want := range []string{`poses\ninput\n(2, 12) float64`, `images\nDRR{24x24x24 volume, 12x10 detector, siddon}\n(2, 12, 10) float32`,
+		`stats\nImageStats{per image: min, max, nonzero pixels}\n(2, 3) float64`} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("graph lacks %q:\n%s", want, dot)
+		}
+	}
+	if n := strings.Count(dot, " -> "); n != 2 {
+		t.Errorf("%d edges, want 2:\n%s", n, dot)
+	}
+}
+
+// Replaying the DRR graph, statistics included, allocates no buffers.
+func TestDRRReplayDoesNotAllocate(t *testing.T) {
+	dev, err := CPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := OpenDRR(smallDRR(""), dev, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close()
+	job := task.Job()
+	p, err := Compile(job, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := job.Feed(p.Inputs(), 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	replay := func() {
+		if _, err := p.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replay() // the first run allocates the ops' outputs
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 100
+	for range runs {
+		replay()
+	}
+	runtime.ReadMemStats(&after)
+	allocs := testing.AllocsPerRun(runs, replay)
+	perRun := float64(after.TotalAlloc-before.TotalAlloc) / runs
+	t.Logf("%.0f allocations, %.0f bytes per replay", allocs, perRun)
+	if allocs > 64 || perRun > 16<<10 {
+		t.Errorf("%.0f allocations, %.0f bytes per replay; want ≤ 64 and ≤ 16 KiB", allocs, perRun)
+	}
 }

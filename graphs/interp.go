@@ -3,13 +3,16 @@ package graphs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -121,7 +124,7 @@ type InterpConfig struct {
 	Device ops.Device
 }
 
-// Interp is the interpolation workload (seed 001) as a Job.
+// Interp is the interpolation workload as a Job.
 type Interp struct {
 	cfg  InterpConfig
 	next int     // the next query Feed expects
@@ -155,7 +158,10 @@ func (w *Interp) Items() int { return w.cfg.Queries.Len() }
 // and telemetry sees enough batches; larger batches gain nothing on a CPU.
 func (w *Interp) MaxBatch() int { return 1 << 16 }
 
-// Build is x (batch,) → Interp1D → (batch,) or (batch, M).
+// Build is x (batch,) → Interp1D → y (batch,), or (batch, M) for
+// ReduceNone → BatchStats → [Σ y, max y]. The interpolation op reduces
+// over the M interpolants itself: with the Gram tables the reduction never
+// forms the M values.
 func (w *Interp) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	x := G.NewVector(g, w.cfg.Dtype, G.WithShape(batch), G.WithName("x"))
 	op, err := ops.OnDevice(ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch), w.cfg.Device)
@@ -166,7 +172,11 @@ func (w *Interp) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
 	}
-	return []*G.Node{x}, []*G.Node{y}, nil
+	stats, err := G.ApplyOpWithName(ops.NewBatchStats(batch, y.Dims()), "total", y)
+	if err != nil {
+		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
+	}
+	return []*G.Node{x}, []*G.Node{y, stats}, nil
 }
 
 // StagingBytes counts the file reader's and writer's buffers.
@@ -200,26 +210,23 @@ func (w *Interp) Feed(in []*tensor.Dense, off, n int) error {
 	return nil
 }
 
-// Consume adds the batch's results to Sum and writes them to Out.
+// Consume adds the batch's total to Sum and writes its results to Out.
 func (w *Interp) Consume(out []*tensor.Dense, off, n int) error {
+	w.Sum += out[1].Data().([]float64)[0]
+	if w.cfg.Out == nil {
+		return nil
+	}
 	rows := n
 	if w.cfg.Reduce == ops.ReduceNone {
 		rows = n * w.cfg.Table.M
 	}
-	var err error
 	switch d := out[0].Data().(type) {
 	case []float32:
-		w.Sum += sum(d[:rows])
-		if w.cfg.Out != nil {
-			err = w.cfg.Out.Write32(d[:rows])
-		}
+		return w.cfg.Out.Write32(d[:rows])
 	case []float64:
-		w.Sum += sum(d[:rows])
-		if w.cfg.Out != nil {
-			err = w.cfg.Out.Write64(d[:rows])
-		}
+		return w.cfg.Out.Write64(d[:rows])
 	}
-	return err
+	return nil
 }
 
 func sum[T float32 | float64](x []T) float64 {
@@ -248,3 +255,219 @@ func (w *Interp) Result() InterpResult {
 
 // SetDevice places the op of the next Compile on dev (nil: the CPU).
 func (w *Interp) SetDevice(dev ops.Device) { w.cfg.Device = dev }
+
+// InterpSpec is an interpolation run as the user states it: files, sizes
+// and names. The zero value of each field is its documented default.
+type InterpSpec struct {
+	F string // (M, G) .npy of interpolant values; "": the built-in table
+	X string // (N,) .npy of query points; "": Points uniform queries
+	A float64
+	// DX is the grid spacing; nil means 1/(G−1).
+	DX     *float64
+	Reduce string // "sumsq" (default), "sum" or "none"
+	Method string // "auto" (default) or "direct"
+	Out    string // .npy for the per-query results; "": none written
+	// Without F: M interpolants of f = x² on G points over [0, 1].
+	Interpolants, Grid int
+	// Without X: N uniform queries over the grid from a fixed seed.
+	Points int
+	Seed   uint64
+}
+
+// DefaultInterpSpec is the built-in case: 300 interpolants of f = x² on a
+// 4096-point grid, evaluated at 10⁶ uniform points, reduced by Σ value².
+func DefaultInterpSpec() InterpSpec {
+	return InterpSpec{Interpolants: 300, Grid: 4096, Points: 1_000_000, Seed: 1, Reduce: "sumsq", Method: "auto"}
+}
+
+func (s InterpSpec) parse() (ops.Reduce, ops.Method, error) {
+	reduce, err := ops.ParseReduce(orDefault(s.Reduce, "sumsq"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("--reduce: %w", err)
+	}
+	method, err := ops.ParseMethod(orDefault(s.Method, "auto"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("--method: %w", err)
+	}
+	return reduce, method, nil
+}
+
+// Validate checks what can be checked before any file is read.
+func (s InterpSpec) Validate() error {
+	if _, _, err := s.parse(); err != nil {
+		return err
+	}
+	if s.F == "" {
+		if s.Interpolants < 1 {
+			return fmt.Errorf("--interpolants %d: need at least 1", s.Interpolants)
+		}
+		if s.Grid < 4 {
+			return fmt.Errorf("--grid %d: need at least 4 grid points", s.Grid)
+		}
+		if int64(s.Interpolants)*int64(s.Grid) > 1<<31 {
+			return fmt.Errorf("--interpolants %d × --grid %d: table too large", s.Interpolants, s.Grid)
+		}
+	}
+	if s.X == "" && s.Points < 1 {
+		return fmt.Errorf("--points %d: need at least 1", s.Points)
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// InterpTask is an opened interpolation run.
+type InterpTask struct {
+	job    *Interp
+	closer []io.Closer
+	out    *atomicfile.File
+	writer *npy.Writer
+}
+
+// OpenInterp validates s, reads the table, opens the queries and creates
+// the output on dev. With withOutput false (for printing the graph), Out
+// is ignored.
+func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	reduce, method, _ := s.parse()
+	t := &InterpTask{}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	var f []float64
+	var m, g int
+	if s.F != "" {
+		h, data, err := npy.ReadAll64(s.F)
+		if err != nil {
+			return nil, fmt.Errorf("--f: %w", err)
+		}
+		if len(h.Shape) != 2 {
+			return nil, fmt.Errorf("--f: %s has shape %s, want (M, G)", s.F, npy.ShapeString(h.Shape))
+		}
+		f, m, g = data, h.Shape[0], h.Shape[1]
+		if m == 0 {
+			return nil, fmt.Errorf("--f: %s holds no interpolants (M = 0)", s.F)
+		}
+		if g < 4 {
+			return nil, fmt.Errorf("--f: the grid needs at least 4 points, got G = %d", g)
+		}
+	} else {
+		m, g = s.Interpolants, s.Grid
+		f = squareTable(m, g)
+	}
+	dx := 1 / float64(g-1)
+	if s.DX != nil {
+		dx = *s.DX
+	}
+	dt := dev.Dtype()
+	tab, err := ops.NewInterpTable(f, m, g, s.A, dx, reduce, method, dt)
+	if err != nil {
+		return nil, err
+	}
+	var q Queries
+	if s.X != "" {
+		file, err := npy.Open(s.X)
+		if err != nil {
+			return nil, fmt.Errorf("--x: %w", err)
+		}
+		t.closer = append(t.closer, file)
+		if q, err = NewNpyQueries(file.Reader, s.X); err != nil {
+			return nil, fmt.Errorf("--x: %w", err)
+		}
+	} else {
+		q = &UniformQueries{N: s.Points, Lo: s.A, Hi: s.A + float64(g-1)*dx, Seed: s.Seed}
+	}
+	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: q}
+	if s.Out != "" && withOutput {
+		shape := []int{q.Len()}
+		if reduce == ops.ReduceNone {
+			shape = append(shape, m)
+		}
+		size := sysmem.Mul(int64(q.Len()), int64(dt.Size()))
+		if reduce == ops.ReduceNone {
+			size = sysmem.Mul(size, int64(m))
+		}
+		if err := atomicfile.CheckSpace(s.Out, size); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		if t.out, err = atomicfile.Create(s.Out); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		if t.writer, err = npy.NewWriter(t.out, npyDtype(dt), shape); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		cfg.Out = t.writer
+	}
+	if t.job, err = NewInterp(cfg); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// npyDtype is the .npy element type of a float32 or float64 computation.
+func npyDtype(dt tensor.Dtype) npy.Dtype {
+	if dt == tensor.Float64 {
+		return npy.Float64
+	}
+	return npy.Float32
+}
+
+// squareTable is the built-in table: f = x² on linspace(0, 1, g), in every
+// row.
+func squareTable(m, g int) []float64 {
+	f := make([]float64, m*g)
+	for i := range g {
+		x := float64(i) / float64(g-1)
+		f[i] = x * x
+	}
+	for j := 1; j < m; j++ {
+		copy(f[j*g:(j+1)*g], f[:g])
+	}
+	return f
+}
+
+// Job is the interpolation job.
+func (t *InterpTask) Job() Job { return t.job }
+
+// Result is the run's InterpResult.
+func (t *InterpTask) Result() any { return t.job.Result() }
+
+// Summary is the run's InterpResult.
+func (t *InterpTask) Summary() InterpResult { return t.job.Result() }
+
+// Commit flushes and renames the output.
+func (t *InterpTask) Commit() error {
+	if t.out == nil {
+		return nil
+	}
+	if err := t.writer.Flush(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := t.out.Commit(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	t.out = nil
+	return nil
+}
+
+// Close closes the queries and removes an uncommitted output.
+func (t *InterpTask) Close() error {
+	for _, c := range t.closer {
+		c.Close()
+	}
+	t.closer = nil
+	if t.out != nil {
+		t.out.Abort()
+		t.out = nil
+	}
+	return nil
+}

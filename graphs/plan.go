@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	G "gorgonia.org/gorgonia"
@@ -143,8 +144,15 @@ func (e *BudgetError) Error() string {
 	if e.Device {
 		what = " of GPU memory"
 	}
-	return fmt.Sprintf("plan: %s needs %s (%d bytes)%s for a batch of %d, over the memory limit of %s (%d bytes)",
-		e.Workload, sysmem.Format(e.Need), e.Need, what, e.Batch, sysmem.Format(e.Limit), e.Limit)
+	if e.Batch > 0 {
+		what += fmt.Sprintf(" for a batch of %d", e.Batch)
+	}
+	need := fmt.Sprintf("%s (%d bytes)", sysmem.Format(e.Need), e.Need)
+	if e.Need < 0 || e.Need == math.MaxInt64 {
+		need = "more than 8 EiB"
+	}
+	return fmt.Sprintf("plan: %s needs %s%s, over the memory limit of %s (%d bytes)",
+		e.Workload, need, what, sysmem.Format(e.Limit), e.Limit)
 }
 
 // ErrOverBudget is wrapped by BudgetError.

@@ -3,6 +3,7 @@ package graphs
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	pkgerrors "github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -45,6 +46,8 @@ type Program struct {
 	outNode []*G.Node
 	out     []*tensor.Dense
 	valid   int
+	counted []ops.RowCounter // ops told the valid row count before each run
+	stop    atomic.Bool      // set by Stop; the long-running ops check it
 }
 
 // Compile builds w's graph for batch items, binds every input node to a
@@ -75,6 +78,14 @@ func Compile(w Workload, batch int) (p *Program, err error) {
 			continue
 		}
 		p.out = append(p.out, tensor.New(tensor.WithShape(n.Shape()...), tensor.Of(n.Dtype())))
+	}
+	for _, n := range g.AllNodes() {
+		if rc, ok := n.Op().(ops.RowCounter); ok && n.Op() != nil {
+			p.counted = append(p.counted, rc)
+		}
+		if s, ok := n.Op().(ops.Stopper); ok && n.Op() != nil {
+			s.SetStop(&p.stop)
+		}
 	}
 	defer func() {
 		// NewTapeMachine panics when the graph does not compile.
@@ -171,6 +182,9 @@ func (p *Program) Pad(n int) error {
 // result buffer and resets the machine. It returns the number of valid rows.
 func (p *Program) Run() (int, error) {
 	defer p.vm.Reset()
+	for _, rc := range p.counted {
+		rc.SetValidRows(p.valid)
+	}
 	if err := p.vm.RunAll(); err != nil {
 		return 0, fmt.Errorf("graphs: %s: run: %w", p.Name, opError(err))
 	}
@@ -194,6 +208,11 @@ func (p *Program) Run() (int, error) {
 	p.valid = p.Batch
 	return n, nil
 }
+
+// Stop makes the run in progress, and every later one, end early with an
+// error: the ops that take long check for it between blocks of work. It
+// may be called from any goroutine.
+func (p *Program) Stop() { p.stop.Store(true) }
 
 // Close releases the machine.
 func (p *Program) Close() error {

@@ -2,6 +2,7 @@ package graphs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -57,11 +58,23 @@ type DeviceJob interface {
 	SetDevice(ops.Device)
 }
 
+// ErrInterrupted is wrapped by the error of a run stopped by its context
+// (SIGINT or SIGTERM in the CLI).
+var ErrInterrupted = errors.New("interrupted")
+
 // Outcome is what a run measured.
 type Outcome struct {
 	Plan       Plan
 	Summary    telemetry.Summary
 	Iterations []telemetry.Iteration
+}
+
+// resolveLimit is limit, or DefaultMemLimit when limit is 0.
+func resolveLimit(limit int64) (int64, error) {
+	if limit != 0 {
+		return limit, nil
+	}
+	return DefaultMemLimit()
 }
 
 // DefaultMemLimit is half of the memory available to this process.
@@ -81,12 +94,9 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	limit := cfg.MemLimit
-	if limit == 0 {
-		var err error
-		if limit, err = DefaultMemLimit(); err != nil {
-			return nil, err
-		}
+	limit, err := resolveLimit(cfg.MemLimit)
+	if err != nil {
+		return nil, err
 	}
 	if len(cfg.Devices) > 1 {
 		limit /= int64(len(cfg.Devices))
@@ -106,6 +116,7 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 		return nil, err
 	}
 	defer prog.Close()
+	defer context.AfterFunc(ctx, prog.Stop)()
 
 	rec := telemetry.NewRecorder(plan.Batches)
 	rec.DeviceBytes, rec.DeviceSeconds = cfg.DeviceBytes, cfg.DeviceSeconds
@@ -113,8 +124,8 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	began := time.Now()
 	items := plan.Items
 	for off := 0; off < items; off += plan.Batch {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%s: stopped after %d of %d items: %w", job.Name(), off, items, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w after %d of %d items; nothing was written", job.Name(), ErrInterrupted, off, items)
 		}
 		n := min(plan.Batch, items-off)
 		rec.Start()
@@ -125,6 +136,9 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 			return nil, err
 		}
 		if _, err := prog.Run(); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%s: %w during the batch at item %d of %d; nothing was written", job.Name(), ErrInterrupted, off, items)
+			}
 			return nil, err
 		}
 		if err := job.Consume(prog.Outputs(), off, n); err != nil {
@@ -174,6 +188,7 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 			return nil, err
 		}
 		defer p.Close()
+		defer context.AfterFunc(ctx, p.Stop)()
 		progs[i] = p
 	}
 	type result struct {
@@ -214,6 +229,9 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 	finish := func(k int) error {
 		r := <-done[k%nd]
 		inflight[k%nd] = false
+		if r.err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%s: %w during the batch at item %d of %d; nothing was written", job.Name(), ErrInterrupted, k*plan.Batch, items)
+		}
 		if r.err != nil {
 			return r.err
 		}
@@ -225,8 +243,8 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 	}
 	next := 0 // the oldest batch not yet consumed
 	for k := range nb {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%s: stopped after %d of %d items: %w", job.Name(), k*plan.Batch, items, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w after %d of %d items; nothing was written", job.Name(), ErrInterrupted, k*plan.Batch, items)
 		}
 		if k >= nd { // program k mod D is busy with batch k−D
 			if err := finish(next); err != nil {

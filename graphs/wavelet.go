@@ -1,15 +1,22 @@
 package graphs
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"sort"
 	"strconv"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -29,14 +36,25 @@ func Combos(theta, phi, xi []float64) []Combo {
 	return c
 }
 
-// WaveletConfig describes a wavelet sweep (seed 002).
+// checkCombos checks every combination's kernel of scale a (ops.CheckHat)
+// and names the first that is not one.
+func checkCombos(a float64, combos []Combo) error {
+	for _, k := range combos {
+		if err := ops.CheckHat(a, k.Theta, k.Phi, k.Xi); err != nil {
+			return fmt.Errorf("θ = %g, φ = %g, ξ = %g: %w", k.Theta, k.Phi, k.Xi, err)
+		}
+	}
+	return nil
+}
+
+// WaveletConfig describes a wavelet sweep.
 type WaveletConfig struct {
 	Src    *ops.WaveletSource
 	Combos []Combo
 	// CSV, when set, receives the header and one row per combination, in
 	// the order of Combos, when the sweep finishes.
 	CSV io.Writer
-	// Device runs the op on a GPU (nil: the CPU).
+	// Device runs the response op on a GPU (nil: the CPU).
 	Device ops.Device
 }
 
@@ -73,7 +91,7 @@ func WaveletPads(a float64, combos []Combo) (pads [][3]int, largest [3]int) {
 	return pads, largest
 }
 
-// NewWavelet checks cfg and returns the Job; it writes the CSV header.
+// NewWavelet checks cfg and returns the Job.
 func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 	if cfg.Src == nil {
 		return nil, errors.New("wavelet: config needs a volume")
@@ -81,10 +99,8 @@ func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 	if len(cfg.Combos) == 0 {
 		return nil, fmt.Errorf("%w: no combinations", ops.ErrWavelet)
 	}
-	for _, c := range cfg.Combos {
-		if err := ops.CheckHat(cfg.Src.A, c.Theta, c.Phi, c.Xi); err != nil {
-			return nil, err
-		}
+	if err := checkCombos(cfg.Src.A, cfg.Combos); err != nil {
+		return nil, err
 	}
 	w := &Wavelet{cfg: cfg, Stats: make([][4]float64, len(cfg.Combos)), order: make([]int, len(cfg.Combos))}
 	w.pad, _ = WaveletPads(cfg.Src.A, cfg.Combos)
@@ -121,14 +137,26 @@ func (w *Wavelet) Items() int { return len(w.cfg.Combos) }
 // MaxBatch is 8 kernels per replay.
 func (w *Wavelet) MaxBatch() int { return 8 }
 
-// Build is params (batch, ops.WaveletParams) → WaveletStats → (batch, 4).
+// Build is combinations (batch, ops.WaveletParams) → WaveletResponse (on
+// the device: the convolutions, each response reduced to its sums) →
+// response (batch, ops.WaveletSums) → WaveletMoments (on the host) → stats
+// (batch, 4): energy, std, max, kernel energy.
+//
+// The kernel's sampling and transform stay inside the response op: as a
+// node of their own they would hold a transform-sized array per kernel of
+// the batch, and on a GPU the kernel is sampled on the device in the same
+// stream as its convolution.
 func (w *Wavelet) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
-	p := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.WaveletParams), G.WithName("kernels"))
-	op, err := ops.OnDevice(ops.NewWaveletStats(w.cfg.Src, batch), w.cfg.Device)
+	p := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.WaveletParams), G.WithName("combinations"))
+	resp, err := ops.OnDevice(ops.NewWaveletResponse(w.cfg.Src, batch), w.cfg.Device)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wavelet: %w", err)
 	}
-	s, err := G.ApplyOpWithName(op, "stats", p)
+	sums, err := G.ApplyOpWithName(resp, "response", p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wavelet: build graph: %w", err)
+	}
+	s, err := G.ApplyOpWithName(ops.NewWaveletMoments(w.cfg.Src.N, batch), "stats", sums)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wavelet: build graph: %w", err)
 	}
@@ -204,9 +232,290 @@ func (w *Wavelet) Result() WaveletResult {
 	return r
 }
 
-// SetDevice places the op of the next Compile on dev (nil: the CPU), over
-// a source of its own: sources are not shared between concurrent ops.
+// SetDevice places the response op of the next Compile on dev (nil: the
+// CPU), over a source of its own: sources are not shared between
+// concurrent ops.
 func (w *Wavelet) SetDevice(dev ops.Device) {
 	w.cfg.Device = dev
 	w.cfg.Src = w.cfg.Src.Clone()
+}
+
+// WaveletSpec is a wavelet sweep as the user states it: a volume file or
+// the size and seed of a random one, the (θ, φ, ξ) grid as lists or
+// ranges, the kernel scale, the boundary and where the CSV goes.
+// DefaultWaveletSpec holds the defaults.
+type WaveletSpec struct {
+	// Volume is a .npy, .nii, .nii.gz, .mha or .mhd file; "": a volume of
+	// standard normal values of Size from Seed.
+	Volume string
+	Size   string // "XxYxZ", each at least 1; without Volume
+	Seed   uint64
+	// Theta, Phi and Xi are the values of θ, φ and ξ, each a
+	// comma-separated list or START:STOP:COUNT (COUNT values from START,
+	// STOP excluded); numbers may use pi (pi/4, 3*pi/2, -pi).
+	Theta, Phi, Xi string
+	A              float64 // the kernel scale, in voxels
+	// Boundary is "reflect" (the default when empty) or "wrap".
+	Boundary string
+	// Out is the file the CSV goes to; "": to Stdout.
+	Out    string
+	Stdout io.Writer // nil: the CSV goes nowhere without Out
+	Warn   io.Writer // the volume reader's warnings; nil: discarded
+}
+
+// DefaultWaveletSpec is the built-in sweep: a random 32³ volume, θ over
+// four and φ over two steps of [0, π), ξ ∈ {1, 2}, a = 1, reflect.
+func DefaultWaveletSpec() WaveletSpec {
+	return WaveletSpec{Size: "32x32x32", Seed: 1, A: 1, Theta: "0:pi:4", Phi: "0:pi:2", Xi: "1,2", Boundary: "reflect"}
+}
+
+// waveletPlan is a WaveletSpec checked and parsed.
+type waveletPlan struct {
+	boundary ops.Boundary
+	combos   []Combo
+	size     [3]int // without a volume file
+}
+
+func (s WaveletSpec) parse() (p waveletPlan, err error) {
+	if p.boundary, err = ops.ParseBoundary(orDefault(s.Boundary, "reflect")); err != nil {
+		return p, fmt.Errorf("--boundary: %w", err)
+	}
+	var lists [3][]float64
+	for i, f := range []struct{ name, value string }{{"theta", s.Theta}, {"phi", s.Phi}, {"xi", s.Xi}} {
+		if lists[i], err = parseList(f.name, f.value); err != nil {
+			return p, err
+		}
+	}
+	if n := sysmem.Mul(int64(len(lists[0])), int64(len(lists[1])), int64(len(lists[2]))); n < 0 || n > maxCount {
+		return p, fmt.Errorf("--theta × --phi × --xi: %d × %d × %d combinations; at most %d (2²⁴) in one run: split the sweep into several",
+			len(lists[0]), len(lists[1]), len(lists[2]), maxCount)
+	}
+	p.combos = Combos(lists[0], lists[1], lists[2])
+	if err := checkCombos(s.A, p.combos); err != nil {
+		return p, err
+	}
+	if s.Volume == "" {
+		if p.size, err = parseSize(s.Size); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// Validate checks what can be checked before the volume is read.
+func (s WaveletSpec) Validate() error {
+	_, err := s.parse()
+	return err
+}
+
+// parseSize parses a volume size "XxYxZ", each at least 1, 2²⁸ voxels at
+// most.
+func parseSize(s string) ([3]int, error) {
+	var n [3]int
+	if _, err := fmt.Sscanf(s, "%dx%dx%d", &n[0], &n[1], &n[2]); err != nil ||
+		fmt.Sprintf("%dx%dx%d", n[0], n[1], n[2]) != s || n[0] < 1 || n[1] < 1 || n[2] < 1 || n[0]*n[1]*n[2] > 1<<28 {
+		return n, fmt.Errorf("--size %q: want XxYxZ, each at least 1", s)
+	}
+	return n, nil
+}
+
+// parseNumber parses a number that may use pi: 2.5, pi, -pi/4, 3pi/2, 0.5*pi.
+func parseNumber(s string) (float64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	bad := fmt.Errorf("%q is not a number (e.g. 2.5, pi, pi/4, 3*pi/2)", s)
+	num, den, hasDen := strings.Cut(t, "/")
+	d := 1.0
+	if hasDen {
+		var err error
+		if d, err = strconv.ParseFloat(strings.TrimSpace(den), 64); err != nil || d == 0 {
+			return 0, bad
+		}
+	}
+	num = strings.TrimSpace(num)
+	v := 1.0
+	if coef, ok := strings.CutSuffix(num, "pi"); ok {
+		coef = strings.TrimSuffix(strings.TrimSpace(coef), "*")
+		switch coef {
+		case "", "+":
+		case "-":
+			v = -1
+		default:
+			c, err := strconv.ParseFloat(coef, 64)
+			if err != nil {
+				return 0, bad
+			}
+			v = c
+		}
+		v *= math.Pi
+	} else {
+		c, err := strconv.ParseFloat(num, 64)
+		if err != nil {
+			return 0, bad
+		}
+		v = c
+	}
+	v /= d
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, bad
+	}
+	return v, nil
+}
+
+// maxCount is the most values a list, and the most combinations a sweep,
+// may have.
+const maxCount = 1 << 24
+
+// parseList parses "a,b,c" or "START:STOP:COUNT" (COUNT values
+// START + k·(STOP − START)/COUNT, STOP excluded, like numpy.arange grids)
+// for the flag --name.
+func parseList(name, s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("--%s: empty list", name)
+	}
+	if strings.Contains(s, ":") {
+		f := strings.Split(s, ":")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("--%s %q: want START:STOP:COUNT", name, s)
+		}
+		lo, err := parseNumber(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		hi, err := parseNumber(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f[2]))
+		if err != nil || n < 1 || n > maxCount {
+			return nil, fmt.Errorf("--%s %q: COUNT %q must be an integer from 1 to %d (2²⁴)", name, s, f[2], maxCount)
+		}
+		out := make([]float64, n)
+		for k := range out {
+			out[k] = lo + float64(k)*(hi-lo)/float64(n)
+		}
+		return out, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := parseNumber(f)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// WaveletTask is an opened wavelet sweep.
+type WaveletTask struct {
+	job *Wavelet
+	out *atomicfile.File
+	csv *bufio.Writer
+}
+
+// OpenWavelet validates s, reads or makes the volume, and creates the
+// output. With withOutput false (for printing the graph) no CSV is
+// written.
+func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, err error) {
+	p, err := s.parse()
+	if err != nil {
+		return nil, err
+	}
+	v, n, err := s.volume(p)
+	if err != nil {
+		return nil, err
+	}
+	_, pad := WaveletPads(s.A, p.combos)
+	// The volume extended by the largest kernel's half-widths is the least
+	// any transform of the sweep takes: refuse before building it when even
+	// that does not fit the limit.
+	padded := sysmem.Mul(int64(n[0]+2*pad[0]), int64(n[1]+2*pad[1]), int64(n[2]+2*pad[2]), 4)
+	if padded < 0 || padded > dev.MemLimit {
+		if padded < 0 {
+			padded = math.MaxInt64
+		}
+		return nil, &BudgetError{Workload: "wavelet's padded volume", Need: padded, Limit: dev.MemLimit}
+	}
+	src, err := ops.NewWaveletSource(v, n, s.A, p.boundary, pad)
+	if err != nil {
+		return nil, err
+	}
+	t := &WaveletTask{}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	cfg := WaveletConfig{Src: src, Combos: p.combos}
+	if withOutput {
+		switch {
+		case s.Out != "":
+			if t.out, err = atomicfile.Create(s.Out); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			t.csv = bufio.NewWriter(t.out)
+		case s.Stdout != nil:
+			t.csv = bufio.NewWriter(s.Stdout)
+		}
+		if t.csv != nil {
+			cfg.CSV = t.csv
+		}
+	}
+	if t.job, err = NewWavelet(cfg); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// volume reads the volume file, float32 as the reader gives it, or makes
+// the random volume: standard normals rounded to float32.
+func (s WaveletSpec) volume(p waveletPlan) ([]float32, [3]int, error) {
+	if s.Volume != "" {
+		v, err := volume.Load(s.Volume, volume.Options{VoxelsOnly: true, Warn: s.Warn})
+		if err != nil {
+			return nil, [3]int{}, fmt.Errorf("--volume: %w", err)
+		}
+		return v.V, [3]int{int(v.N[0]), int(v.N[1]), int(v.N[2])}, nil
+	}
+	n := p.size
+	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed0002))
+	x := make([]float32, n[0]*n[1]*n[2])
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x, n, nil
+}
+
+// Job is the sweep.
+func (t *WaveletTask) Job() Job { return t.job }
+
+// Result is the run's WaveletResult.
+func (t *WaveletTask) Result() any { return t.job.Result() }
+
+// Summary is the run's WaveletResult.
+func (t *WaveletTask) Summary() WaveletResult { return t.job.Result() }
+
+// Commit flushes the CSV and renames the output file into place.
+func (t *WaveletTask) Commit() error {
+	if t.csv != nil {
+		if err := t.csv.Flush(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if t.out != nil {
+		if err := t.out.Commit(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		t.out = nil
+	}
+	return nil
+}
+
+// Close removes an uncommitted output file.
+func (t *WaveletTask) Close() error {
+	if t.out != nil {
+		t.out.Abort()
+		t.out = nil
+	}
+	return nil
 }

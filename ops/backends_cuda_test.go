@@ -41,10 +41,14 @@ func backends(t *testing.T) []backend {
 }
 
 // poisonDevice fills a twin's device output with NaN, so that what its
-// kernels do not write shows (the wavelet twin's: its four float64 results
-// per row, NaN as two float32 NaN patterns).
+// kernels do not write shows (the wavelet twin's: its four float64 sums
+// per row, NaN as two float32 NaN patterns; WaveletStats's, its response
+// twin's).
 func poisonDevice(t *testing.T, op G.Op) {
 	t.Helper()
+	if o, ok := op.(*waveletStatsCUDA); ok {
+		op = o.twin
+	}
 	var err error
 	switch o := op.(type) {
 	case *interp1DCUDA:
@@ -54,7 +58,7 @@ func poisonDevice(t *testing.T, op G.Op) {
 	case *pairwiseCUDA:
 		err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Data.N))
 	case *waveletCUDA:
-		err = cuda.Poison(o.dev, o.dres, int64(2*4*o.Batch))
+		err = cuda.Poison(o.dev, o.dres, int64(2*WaveletSums*o.Batch))
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +68,9 @@ func poisonDevice(t *testing.T, op G.Op) {
 // releaseTwin frees a twin's arena (the emulator checks its guard zone:
 // a kernel that wrote past it fails here).
 func releaseTwin(op G.Op) error {
+	if o, ok := op.(*waveletStatsCUDA); ok {
+		op = o.twin
+	}
 	var a *cuda.Arena
 	switch o := op.(type) {
 	case *interp1DCUDA:

@@ -7,7 +7,10 @@ package ops
 // tapeloop_cudaemu (see backends, in backends_cpu_test.go and
 // backends_cuda_test.go). "The same results on every backend" is these
 // four tests: TestConformanceInterp1D, TestConformancePairwise (top-k
-// included), TestConformanceDRR and TestConformanceWavelet.
+// included: the fused PairwiseTopK where the device offers it, else TopK,
+// as graphs.Affinity selects), TestConformanceDRR and
+// TestConformanceWavelet (WaveletStats, and WaveletResponse then
+// WaveletMoments).
 //
 // Every case runs twice: the second time with the host output filled with
 // a mark and, on a GPU, the device output with NaN, so an element the op
@@ -17,8 +20,10 @@ package ops
 // order, TF32 where asked, cuFFT) as the twins were against the CPU ops.
 //
 // What is not a per-case comparison of results stays in its own test: a
-// GPU stream's order, WriteFull, each kernel alone under the emulator
-// program (emu_test.go), the CLI on the emulator (cmd/tapeloop).
+// GPU stream's order, WriteFull and the fused PairwiseMatrix, each kernel
+// alone under the emulator program (emu_test.go), the CLI on the emulator
+// (cmd/tapeloop); so do the ops with no GPU twin (Mirror, BatchStats,
+// ImageStats, WaveletMoments alone).
 
 import (
 	"fmt"
@@ -31,6 +36,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 // backend is one place the ops run.
@@ -458,13 +464,15 @@ func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
 }
 
 // runTopKConformance: blocks of whole rows read from the data, the top k
-// of each selected as graphs.Affinity does (TopK, From the twin where it
-// selects on the device), whole and short blocks, k from 1 to past the
-// GPU's largest (its host fallback), against refTopK of the definition.
+// of each selected as graphs.Affinity does (the fused PairwiseTopK where
+// FuseTopK offers it, the device selecting them itself; else Pairwise then
+// TopK), whole and short blocks, k from 1 to past the GPU's largest (its
+// host fallback: Pairwise then TopK there too), against refTopK of the
+// definition.
 // Over integers the picks of dot, l1 and l2 are the reference's exactly,
 // ties by the smaller index; cosine's, and over normals, near-ties may go
-// either way (topkAgrees).
-// The block holds each pick's value.
+// either way (topkAgrees). Each pick's value (PairwiseTopK's own, or the
+// block's at the pick) is the definition's.
 func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
 	n, d, batch := fx.n, fx.d, fx.batch
 	metrics := pairMetrics
@@ -491,24 +499,13 @@ func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
 						pw := NewPairwise(data, mc.metric, batch)
 						pw.RowsFromData, pw.TF32 = true, mc.tf32
 						op := b.place(t, pw)
-						tk := NewTopK(k, n, batch)
-						if sel, ok := op.(TopKSelector); ok && sel.SelectTopK(k) {
-							tk.From = sel
-						}
 						idx := make([]float64, batch)
 						for i := range idx {
 							idx[i] = float64(min(lo+i, n-1))
 						}
 						index := denseOf(tensor.Float64, idx)
-						blk, err := op.Do(index)
-						if err != nil {
-							t.Fatal(err)
-						}
-						top, err := tk.Do(blk, index)
-						if err != nil {
-							t.Fatal(err)
-						}
-						vals, picks := valuesOf(blk.(*tensor.Dense)), top.(*tensor.Dense).Data().([]float64)
+						// A GPU selects up to topkMax itself; past that, and on the CPU, TopK does.
+						picks, vals := selectTopK(t, op, k, n, batch, index, b.gpu && k <= topkMax)
 						for r := range min(batch, n-lo) {
 							row := ref[(lo+r)*n : (lo+r+1)*n]
 							want := refTopK(row, lo+r, k)
@@ -519,8 +516,8 @@ func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
 							if exact && !slices.Equal(got, want) || !exact && !topkAgrees(got, want, row, lo+r, tol) {
 								t.Fatalf("row %d: picks %v, want %v", lo+r, got, want)
 							}
-							for _, j := range got {
-								if v := vals[r*n+j]; exact && v != row[j] || !(math.Abs(v-row[j]) <= tol*(1+math.Abs(row[j]))) {
+							for q, j := range got {
+								if v := vals[r*k+q]; exact && v != row[j] || !(math.Abs(v-row[j]) <= tol*(1+math.Abs(row[j]))) {
 									t.Fatalf("row %d column %d: value %v, want %v", lo+r, j, v, row[j])
 								}
 							}
@@ -530,6 +527,45 @@ func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
 			}
 		}
 	}
+}
+
+// selectTopK runs a pairwise op placed on its backend on a block's index
+// and selects the top k of each row as graphs.Affinity does: in one pass
+// where FuseTopK fuses the selection into the op (PairwiseTopK), else the
+// block then TopK; fused says which the backend must offer. It returns
+// the picks, (batch, k) column indices best first, and their values.
+func selectTopK(t *testing.T, op G.Op, k, n, batch int, index *tensor.Dense, fused bool) (picks, vals []float64) {
+	t.Helper()
+	f, ok := FuseTopK(op, k)
+	if ok != fused {
+		t.Fatalf("FuseTopK(%v, %d) fused: %v, want %v", op, k, ok, fused)
+	}
+	if ok {
+		out, err := f.Do(index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := out.Shape(); len(s) != 3 || s[0] != 2 || s[1] != batch || s[2] != k {
+			t.Fatalf("PairwiseTopK output %v, want (2, %d, %d)", s, batch, k)
+		}
+		both := out.(*tensor.Dense).Data().([]float64)
+		return both[:batch*k], both[batch*k:]
+	}
+	blk, err := op.Do(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := NewTopK(k, n, batch).Do(blk, index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := valuesOf(blk.(*tensor.Dense))
+	picks = top.(*tensor.Dense).Data().([]float64)
+	vals = make([]float64, len(picks))
+	for i, j := range picks {
+		vals[i] = block[i/k*n+int(j)]
+	}
+	return picks, vals
 }
 
 // topkAgrees says whether got is a right top k of row, self skipped,
@@ -567,7 +603,7 @@ func topkAgrees(got, want []int, row []float64, self int, tol float64) bool {
 
 type drrCase struct {
 	name              string
-	vol               *cpukern.Volume
+	vol               *volume.Volume
 	rows, cols, batch int
 	step              float64
 	poses             *tensor.Dense
@@ -605,20 +641,34 @@ func drrLayouts(rows, cols, batch int) *tensor.Dense {
 // drrConformanceCases: Siddon and trilinear, each pose's every ray cast
 // alone by cpukern.DRR (the per-ray definition, no fans): the three
 // layouts about an odd-sized volume; oblique poses about an anisotropic
-// one off the origin; and a step so fine that rays take more than 2^24
-// samples (the GPU kernel's general loop: 64-bit counts and offsets, q
-// converted, not the one for ordinary sizes).
+// one off the origin; the same kind of poses about a volume stored along
+// turned axes (its Direction a turn about y, flipped: the op maps the
+// poses into the volume's own frame, and so does the reference, with the
+// volume package's ToLocal, before casting each ray through the
+// axis-aligned box; drr_direction_test.go checks that mapping against
+// rearranged voxels and a box's chords); and a step so fine that rays take
+// more than 2^24 samples (the GPU kernel's general loop: 64-bit counts and
+// offsets, q converted, not the one for ordinary sizes).
 func drrConformanceCases(t *testing.T) []drrCase {
 	rng := rand.New(rand.NewPCG(51, 52))
 	n := [3]int64{21, 24, 15}
-	vol := &cpukern.Volume{N: n, Origin: [3]float64{-10.5, -12, -7.5}, Spacing: [3]float64{1, 1, 1}, V: uniform32(rng, int(n[0]*n[1]*n[2]))}
+	vol := &volume.Volume{N: n, Origin: [3]float64{-10.5, -12, -7.5}, Spacing: [3]float64{1, 1, 1}, V: uniform32(rng, int(n[0]*n[1]*n[2]))}
 	layouts := drrLayouts(5, 7, 3)
 	oblique, obliquePoses := drrFixture(rand.New(rand.NewPCG(33, 34)), [3]int64{41, 32, 23}, 400, 150, 1.3, 47, 39, 3)
+	turned, turnedPoses := drrFixture(rand.New(rand.NewPCG(83, 84)), [3]int64{30, 24, 18}, 400, 150, 1.3, 24, 20, 3)
+	centre := turned.Centre()
+	ct, st := math.Cos(0.6), math.Sin(0.6)
+	turned.Direction = [3][3]float64{{ct, 0, st}, {0, -1, 0}, {st, 0, -ct}}
+	moved := turned.Centre()
+	for a := range 3 { // about the same centre, in the poses' view
+		turned.Origin[a] += centre[a] - moved[a]
+	}
 	fine, finePoses := drrFixture(rand.New(rand.NewPCG(35, 36)), [3]int64{40, 32, 24}, 400, 150, 40, 2, 1, 1)
 	var cases []drrCase
 	for _, step := range []float64{0, 0.5} {
 		cases = append(cases, drrCase{fmt.Sprintf("layouts/step=%g", step), vol, 5, 7, 3, step, layouts, nil},
-			drrCase{fmt.Sprintf("oblique/step=%g", step), oblique, 47, 39, 3, step, obliquePoses, nil})
+			drrCase{fmt.Sprintf("oblique/step=%g", step), oblique, 47, 39, 3, step, obliquePoses, nil},
+			drrCase{fmt.Sprintf("direction/step=%g", step), turned, 24, 20, 3, step, turnedPoses, nil})
 	}
 	cases = append(cases, drrCase{"fine/step=2e-06", fine, 2, 1, 1, 2e-6, finePoses, nil})
 	if c := cases[len(cases)-1]; maxSamples(c.vol, c.poses.Data().([]float64), c.rows, c.cols, c.step) <= 1<<24 {
@@ -626,7 +676,10 @@ func drrConformanceCases(t *testing.T) []drrCase {
 	}
 	for i := range cases {
 		c := &cases[i]
-		poses := c.poses.Data().([]float64)
+		poses, vol := c.poses.Data().([]float64), c.vol
+		if !vol.Aligned() {
+			poses, vol = localPoses(vol, poses), vol.Local()
+		}
 		c.want = make([]float32, c.batch*c.rows*c.cols)
 		hits := 0
 		for k := range c.batch {
@@ -638,7 +691,7 @@ func drrConformanceCases(t *testing.T) []drrCase {
 						dst[a] = p[3+a] + float64(col)*p[6+a] + float64(r)*p[9+a]
 					}
 					w := c.want[(k*c.rows+r)*c.cols+col:][:1]
-					cpukern.DRR(c.vol, p[:3], dst, w, c.step, LongestRay(p, c.rows, c.cols))
+					cpukern.DRR(vol, p[:3], dst, w, c.step, LongestRay(p, c.rows, c.cols))
 					if w[0] != 0 {
 						hits++
 					}
@@ -652,12 +705,26 @@ func drrConformanceCases(t *testing.T) []drrCase {
 	return cases
 }
 
+// localPoses is poses (world mm) in vol's own frame: source and pixel
+// (0, 0) by ToLocal, the pixel steps by VecToLocal.
+func localPoses(vol *volume.Volume, poses []float64) []float64 {
+	l := make([]float64, len(poses))
+	for b := 0; b+PoseWidth <= len(poses); b += PoseWidth {
+		p, q := poses[b:b+PoseWidth], l[b:b+PoseWidth]
+		for i, f := range []func([3]float64) [3]float64{vol.ToLocal, vol.ToLocal, vol.VecToLocal, vol.VecToLocal} {
+			x := f([3]float64(p[3*i : 3*i+3]))
+			copy(q[3*i:], x[:])
+		}
+	}
+	return l
+}
+
 // maxSamples is a lower bound on the trilinear samples inside the volume
 // of a pose's rays, the most of any: its chord (the Siddon integral of
 // ones) less a voxel's diagonal (samples lie between voxel centres), over
 // the step along it.
-func maxSamples(vol *cpukern.Volume, p []float64, rows, cols int, step float64) float64 {
-	ones := &cpukern.Volume{N: vol.N, Origin: vol.Origin, Spacing: vol.Spacing, V: make([]float32, len(vol.V))}
+func maxSamples(vol *volume.Volume, p []float64, rows, cols int, step float64) float64 {
+	ones := &volume.Volume{N: vol.N, Origin: vol.Origin, Spacing: vol.Spacing, V: make([]float32, len(vol.V))}
 	for i := range ones.V {
 		ones.V[i] = 1
 	}
@@ -709,11 +776,11 @@ func runDRRConformance(t *testing.T, b backend, cases []drrCase) {
 	}
 }
 
-// ---- WaveletStats ----
+// ---- WaveletResponse and WaveletStats ----
 
 type waveletCase struct {
 	name   string
-	v      []float64
+	v      []float32
 	n      [3]int
 	b      Boundary
 	pad    [3]int    // the largest half-widths: the source's
@@ -727,7 +794,7 @@ type waveletCase struct {
 // volume (not with -short), then by its own (the padding, the transform
 // size and the volume's spectrum change from row to row), and a short
 // batch: two padding rows (ξ = 0), whose statistics are NaN. Against
-// refConvolve, the direct convolution.
+// refConvolve, the direct convolution in float64.
 func waveletConformanceCases() []waveletCase {
 	const a = 1.0
 	var cases []waveletCase
@@ -743,7 +810,7 @@ func waveletConformanceCases() []waveletCase {
 		if fx.own && testing.Short() {
 			continue // its reference takes minutes under the race detector
 		}
-		v := normals64(rand.New(rand.NewPCG(fx.seed, fx.seed+1)), fx.n[0]*fx.n[1]*fx.n[2])
+		v := normals32(rand.New(rand.NewPCG(fx.seed, fx.seed+1)), fx.n[0]*fx.n[1]*fx.n[2])
 		var pad [3]int
 		for _, c := range fx.combos {
 			h := HatSupport(a, c[0], c[1], c[2])
@@ -794,31 +861,49 @@ func TestConformanceWavelet(t *testing.T) {
 	onEveryBackend(t, func(t *testing.T, b backend) { runWaveletConformance(t, b, cases) })
 }
 
-// runWaveletConformance: every statistic within 1e-5·(1 + |want|) on the
-// CPU (float32 transforms, ~1e-7 measured), 1e-4·|want| on a GPU (as its
-// twin against the CPU); padding rows NaN.
+// runWaveletConformance: each case through both ops: WaveletStats, and
+// WaveletResponse with WaveletMoments after it on the host, as a sweep's
+// graph runs them (graphs.Wavelet; its sums are what runTwice marks and,
+// on a GPU, poisons). Every statistic within 1e-5·(1 + |want|) on the CPU
+// (float32 transforms, ~1e-7 measured), 1e-4·|want| on a GPU (as its twin
+// against the CPU); padding rows NaN.
 func runWaveletConformance(t *testing.T, b backend, cases []waveletCase) {
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			src, err := NewWaveletSource(c.v, c.n, 1, c.b, c.pad)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows := len(c.params) / WaveletParams
-			op := b.place(t, NewWaveletStats(src, rows))
-			in := tensor.New(tensor.WithShape(rows, WaveletParams), tensor.WithBacking(c.params))
-			runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
-				got := out.Data().([]float64)
-				for i, w := range c.want {
-					tol := 1e-5 * (1 + math.Abs(w))
-					if b.gpu {
-						tol = 1e-4 * math.Abs(w)
-					}
-					if g := got[i]; math.IsNaN(w) && !math.IsNaN(g) || !math.IsNaN(w) && !(math.Abs(g-w) <= tol) {
-						t.Errorf("%s: row %d (θ, φ, ξ = %v) statistic %d: %v, want %v", run, i/4, c.params[i/4*WaveletParams:][:3], i%4, g, w)
+		rows := len(c.params) / WaveletParams
+		in := tensor.New(tensor.WithShape(rows, WaveletParams), tensor.WithBacking(c.params))
+		for _, name := range []string{"stats", "response"} {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				src, err := NewWaveletSource(c.v, c.n, 1, c.b, c.pad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var op G.Op = NewWaveletStats(src, rows)
+				stats := func(out *tensor.Dense) []float64 { return out.Data().([]float64) }
+				if name == "response" {
+					op = NewWaveletResponse(src, rows)
+					mom := NewWaveletMoments(c.n, rows)
+					stats = func(sums *tensor.Dense) []float64 {
+						v, err := mom.Do(sums)
+						if err != nil {
+							t.Fatal(err)
+						}
+						return v.Data().([]float64)
 					}
 				}
-			}, in)
-		})
+				op = b.place(t, op)
+				runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+					got := stats(out)
+					for i, w := range c.want {
+						tol := 1e-5 * (1 + math.Abs(w))
+						if b.gpu {
+							tol = 1e-4 * math.Abs(w)
+						}
+						if g := got[i]; math.IsNaN(w) && !math.IsNaN(g) || !math.IsNaN(w) && !(math.Abs(g-w) <= tol) {
+							t.Errorf("%s: row %d (θ, φ, ξ = %v) statistic %d: %v, want %v", run, i/4, c.params[i/4*WaveletParams:][:3], i%4, g, w)
+						}
+					}
+				}, in)
+			})
+		}
 	}
 }

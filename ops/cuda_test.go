@@ -15,7 +15,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 // BenchmarkInterpCUDASeed: the seed case, 10⁶ queries per launch, M = 300,
@@ -56,7 +56,7 @@ func BenchmarkDRRCUDA(b *testing.B) {
 	dev := device(b)
 	const n, rows, cols, batch = 256, 200, 200, 64
 	rng := rand.New(rand.NewPCG(35, 36))
-	vol := &cpukern.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
+	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
 	vol.V = uniform32(rng, n*n*n)
 	var poses []float64
 	for k := range batch {
@@ -224,7 +224,7 @@ func BenchmarkWaveletCUDA200(b *testing.B) {
 	dev := device(b)
 	const n = 200
 	rng := rand.New(rand.NewPCG(43, 44))
-	v := normals64(rng, n*n*n)
+	v := normals32(rng, n*n*n)
 	src, err := NewWaveletSource(v, [3]int{n, n, n}, 1, Wrap, [3]int{})
 	if err != nil {
 		b.Fatal(err)

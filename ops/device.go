@@ -7,7 +7,8 @@ import (
 )
 
 // Device is where an op runs: nil for the CPU, or a GPU opened by the
-// cuda package in the build with the `cuda` tag.
+// cuda package in the GPU flavour (build tag tapeloop_cuda, or
+// tapeloop_cudaemu for the CUDA emulator).
 type Device interface {
 	String() string
 }

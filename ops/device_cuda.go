@@ -22,8 +22,10 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newDRRCUDA(o, d), nil
 	case *Pairwise:
 		return newPairwiseCUDA(o, d)
-	case *WaveletStats:
+	case *WaveletResponse:
 		return newWaveletCUDA(o, d), nil
+	case *WaveletStats:
+		return newWaveletStatsCUDA(o, d), nil
 	}
 	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
 }

@@ -40,6 +40,7 @@ type DeviceResident interface {
 // blocks (with Upper) will be written straight into it, each block's rows
 // from the diagonal on and their transposes in the rows below, so that the
 // caller need not mirror them; its output tensor is then not written.
+// FuseMatrix turns such an op into PairwiseMatrix.
 type FullWriter interface {
 	WriteFull(full []float32) bool
 }
@@ -48,8 +49,8 @@ type FullWriter interface {
 // reports whether it will select the top k of each of its blocks' rows on
 // the device, as TopK does (self skipped, ties to the smaller column). Its
 // block output then holds, in each row, only those k values at their
-// columns, and TopIndices is TopK's (Batch, k) output: a TopK op built
-// with From set to the twin passes that on.
+// columns, and TopIndices is the (Batch, k) columns, as TopK's output.
+// FuseTopK turns such an op into PairwiseTopK.
 type TopKSelector interface {
 	SelectTopK(k int) bool
 	TopIndices() *tensor.Dense

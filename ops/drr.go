@@ -12,17 +12,17 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
-
-// PoseWidth is the length of an encoded pose: the source (3), the centre of
-// pixel (0, 0) (3), and the steps from one pixel centre to the next along a
-// row (du·û, 3) and down a column (dv·v̂, 3), all in mm.
-const PoseWidth = 12
 
 // DRR is the Gorgonia op that renders digitally reconstructed radiographs:
 // for a batch of poses (Batch, PoseWidth) it casts one ray from the source
 // to every pixel centre of a Rows×Cols detector through a voxel volume and
-// returns the line integrals, (Batch, Rows, Cols) float32. Step ≤ 0 is the
+// returns the line integrals, (Batch, Rows, Cols) float32. Poses are in
+// world mm, the frame of the volume's Origin and Direction; each is mapped
+// into the volume's own frame (turned by Directionᵀ about Origin, which
+// keeps lengths), where the volume is an axis-aligned box, so an oblique or
+// flipped volume is cast as it is stored, without resampling. Step ≤ 0 is the
 // exact radiological path (Siddon). Step > 0 samples trilinearly at the
 // same fractions (k + ½)·Step/L of every ray of a pose, L being the length
 // of the pose's longest ray (the one to a detector corner): samples are
@@ -30,33 +30,50 @@ const PoseWidth = 12
 // own ray's spacing.
 type DRR struct {
 	owned
+	stoppable
 
-	Vol        *cpukern.Volume
+	Vol        *volume.Volume
 	Rows, Cols int
 	Step       float64
 	Batch      int
 
-	out    *tensor.Dense
-	fans   []cpukern.Fan // this batch's work, reused
-	padded *cpukern.Volume
+	out   *tensor.Dense
+	fans  []cpukern.Fan  // this batch's work, reused
+	kvol  *volume.Volume // Vol in its own frame, padded for trilinear
+	local []float64      // the batch's poses in that frame, for an oblique volume
 }
 
-// LongestRay is the length in mm of the longest ray of a pose: the one to
-// one of the detector's corners, since the squared length is convex in the
-// pixel position.
-func LongestRay(pose []float64, rows, cols int) float64 {
-	l := 0.0
-	for _, r := range [2]float64{0, float64(rows - 1)} {
-		for _, c := range [2]float64{0, float64(cols - 1)} {
-			s := 0.0
-			for a := range 3 {
-				d := pose[3+a] + c*pose[6+a] + r*pose[9+a] - pose[a]
-				s += d * d
-			}
-			l = max(l, math.Sqrt(s))
-		}
+// toLocal returns the poses pd in the volume's own frame (volume.Local):
+// source and pixel (0, 0) turned by Directionᵀ about Origin, the pixel
+// steps by Directionᵀ. For an axis-aligned volume that is pd itself.
+func (op *DRR) toLocal(pd []float64) []float64 {
+	v := op.Vol
+	if v.Aligned() {
+		return pd
 	}
-	return l
+	if len(op.local) != len(pd) {
+		op.local = make([]float64, len(pd))
+	}
+	for b := 0; b+PoseWidth <= len(pd); b += PoseWidth {
+		p, q := pd[b:b+PoseWidth], op.local[b:b+PoseWidth]
+		*(*[3]float64)(q[0:3]) = v.ToLocal([3]float64(p[0:3]))
+		*(*[3]float64)(q[3:6]) = v.ToLocal([3]float64(p[3:6]))
+		*(*[3]float64)(q[6:9]) = v.VecToLocal([3]float64(p[6:9]))
+		*(*[3]float64)(q[9:12]) = v.VecToLocal([3]float64(p[9:12]))
+	}
+	return op.local
+}
+
+// kernelVolume is Vol in its own frame, padded for trilinear sampling.
+func (op *DRR) kernelVolume() *volume.Volume {
+	v := op.Vol
+	if !v.Aligned() {
+		v = v.Local()
+	}
+	if op.Step > 0 {
+		v = volume.Pad(v) // trilinear: no boundary tests
+	}
+	return v
 }
 
 // alongZ says whether a pixel step d runs along z, to a relative 1e-9: the
@@ -71,8 +88,8 @@ func alongZ(d []float64) bool {
 // plan lists the fans of a batch: a pose's columns, or its rows when those
 // and not its columns step along z. Fans along z, as every pose of an
 // orbit about z has, take the fan paths of both methods; the others are
-// cast ray by ray, a column at a time (measured faster than tiles of 32
-// rows: 20–30 %, for a tilted detector).
+// cast ray by ray, a column at a time (faster than tiles of 32 rows, for a
+// tilted detector: BENCHMARKS.md).
 func (op *DRR) plan(pd []float64) {
 	op.fans = op.fans[:0]
 	per := op.Rows * op.Cols
@@ -109,7 +126,7 @@ func (op *DRR) plan(pd []float64) {
 }
 
 // NewDRR returns the op for batches of batch poses.
-func NewDRR(vol *cpukern.Volume, rows, cols int, step float64, batch int) *DRR {
+func NewDRR(vol *volume.Volume, rows, cols int, step float64, batch int) *DRR {
 	if rows < 1 || cols < 1 || batch < 1 {
 		panic("ops: DRR needs rows, cols and batch ≥ 1")
 	}
@@ -147,18 +164,20 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	if op.out == nil {
 		op.out = newOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
 		op.fans = make([]cpukern.Fan, 0, op.Batch*max(op.Rows, op.Cols))
-		op.padded = op.Vol
-		if op.Step > 0 {
-			op.padded = cpukern.PadVolume(op.Vol) // trilinear: no boundary tests
-		}
+		op.kvol = op.kernelVolume()
 	}
-	op.plan(poses.Data().([]float64))
+	op.plan(op.toLocal(poses.Data().([]float64)))
 	out := op.out.Data().([]float32)
 	// Eight fans per hand-out keep neighbouring columns, which read many of
-	// the same voxels, on one core (measured: 8 beat 1 and 32 here).
+	// the same voxels, on one core (8 beats 1 and 32).
 	parallel.Dynamic(len(op.fans), 8, func(lo, hi int) {
-		cpukern.DRRFans(op.padded, op.fans[lo:hi], out, op.Step)
+		if !op.stopped() {
+			cpukern.DRRFans(op.kvol, op.fans[lo:hi], out, op.Step)
+		}
 	})
+	if op.stopped() {
+		return nil, ErrStopped
+	}
 	return op.out, nil
 }
 
@@ -169,6 +188,9 @@ func (op *DRR) ResidentBytes() int64 {
 	b := int64(4*len(op.Vol.V)) + int64(unsafe.Sizeof(cpukern.Fan{}))*fans
 	if op.Step > 0 && !op.Vol.Padded {
 		b += 4 * (op.Vol.N[0] + 2) * (op.Vol.N[1] + 2) * (op.Vol.N[2] + 2)
+	}
+	if !op.Vol.Aligned() {
+		b += 8 * PoseWidth * int64(op.Batch)
 	}
 	return b
 }

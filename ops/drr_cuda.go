@@ -10,7 +10,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/cuda"
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 )
 
 // drrCUDA is DRR on a GPU: one thread per ray, every pose of the batch in
@@ -24,6 +23,8 @@ type drrCUDA struct {
 	dv, dpose, dimg cuda.DevicePtr
 }
 
+// volumeView is the kernel's view of the volume in its own frame: shape,
+// the centre of voxel 0 and spacing.
 type volumeView struct {
 	n    [3]int64
 	o, s [3]float64
@@ -42,10 +43,7 @@ func (op *drrCUDA) DeviceBytes() int64 {
 }
 
 func (op *drrCUDA) setup() error {
-	v := op.Vol
-	if op.Step > 0 {
-		v = cpukern.PadVolume(v)
-	}
+	v := op.kernelVolume()
 	a, err := op.dev.NewArena(op.DeviceBytes())
 	if err != nil {
 		return err
@@ -83,7 +81,7 @@ func (op *drrCUDA) Do(in ...G.Value) (G.Value, error) {
 		}
 		op.out = tensor.New(tensor.WithShape(op.Batch, op.Rows, op.Cols), tensor.WithBacking(host))
 	}
-	if err := cuda.Upload(op.dev, op.dpose, poses.Data().([]float64)); err != nil {
+	if err := cuda.Upload(op.dev, op.dpose, op.toLocal(poses.Data().([]float64))); err != nil {
 		return nil, err
 	}
 	w := op.vol

@@ -7,8 +7,8 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 // orbitPose encodes the pose at angle alpha of a circular orbit about the
@@ -36,7 +36,7 @@ func orbitPose(c [3]float64, alpha, sdd, sid float64, rows, cols int, pixel floa
 func benchmarkDRR(b *testing.B, step float64, tilt bool) {
 	const n, rows, cols, batch = 256, 200, 200, 4
 	rng := rand.New(rand.NewPCG(53, 54))
-	vol := &cpukern.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
+	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
 	vol.V = uniform32(rng, n*n*n)
 	sysmem.AdviseHugePagesOf(vol.V)
 	op := NewDRR(vol, rows, cols, step, batch)

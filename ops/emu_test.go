@@ -20,7 +20,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 var (
@@ -167,7 +167,7 @@ func TestEmuDRRKernel(t *testing.T) {
 		}
 		v := vol
 		if step > 0 {
-			v = cpukern.PadVolume(vol)
+			v = volume.Pad(vol)
 		}
 		vv, ps, img := append([]float32(nil), v.V...), append([]float64(nil), poses...), buf32(batch*rows*cols)
 		drrLaunch(op, v.N, v.Origin, v.Spacing, emuBuf{&vv}, emuBuf{&ps}, emuBuf{img}).emulate(t)

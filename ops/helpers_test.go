@@ -9,7 +9,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 // relErr is the norm-wise relative error ‖got − want‖ / ‖want‖, summed in
@@ -83,14 +83,17 @@ func denseOf(dt tensor.Dtype, x []float64, shape ...int) *tensor.Dense {
 }
 
 // valuesOf is a float32 or float64 tensor's data in float64.
-func valuesOf(d *tensor.Dense) []float64 {
-	switch v := d.Data().(type) {
+func valuesOf(d *tensor.Dense) []float64 { return floats(d.Data()) }
+
+// floats is a []float32 or []float64 in float64 (a copy).
+func floats(x any) []float64 {
+	switch v := x.(type) {
 	case []float32:
 		return widen(v)
 	case []float64:
 		return widen(v)
 	}
-	panic("ops test: not a float tensor")
+	panic("ops test: not a float slice")
 }
 
 // fill sets every element of a float32 or float64 tensor to v.
@@ -113,8 +116,8 @@ func fill(d *tensor.Dense, v float64) {
 // origin, and batch oblique poses of rows×cols pixels around it: orbit
 // poses (columns along z), and every third one with its detector tilted so
 // that neither its rows nor its columns run along z.
-func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols, batch int) (*cpukern.Volume, *tensor.Dense) {
-	vol := &cpukern.Volume{N: n, Origin: [3]float64{-float64(n[0]) / 2, -float64(n[1]), -float64(n[2]) / 1.5},
+func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols, batch int) (*volume.Volume, *tensor.Dense) {
+	vol := &volume.Volume{N: n, Origin: [3]float64{-float64(n[0]) / 2, -float64(n[1]), -float64(n[2]) / 1.5},
 		Spacing: [3]float64{1.1, 1.9, 1.4}, V: uniform32(rng, int(n[0]*n[1]*n[2]))}
 	var poses []float64
 	for k := range batch {

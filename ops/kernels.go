@@ -7,6 +7,8 @@ package ops
 // through exactly the same argument lists. Integers are int64 and reals
 // float64: every kernel parameter is 8 bytes wide.
 
+import "github.com/tapeloop/tapeloop/internal/volume"
+
 // launch is one kernel launch: gx×gy blocks of block threads.
 type launch struct {
 	Kernel        string
@@ -38,11 +40,14 @@ func interpLaunch[P any](op *Interp1D, x, gram, colsum, fpT, out P) launch {
 		int64(t.M), interpMode(op), gram, colsum, fpT, out}}
 }
 
-// drrLaunch renders a batch of poses; vol is the volume the kernel reads
-// (padded for trilinear, as on the CPU).
+// drrLaunch renders a batch of poses, given in the volume's own frame; v
+// is the volume the kernel reads (padded for trilinear, as on the CPU),
+// axis-aligned, of shape n, origin (the centre of voxel 0) and spacing.
+// The kernel takes the box by its low corner, origin − spacing/2.
 func drrLaunch[P any](op *DRR, n [3]int64, origin, spacing [3]float64, v, poses, img P) launch {
-	return launch{"drr", blocks(op.Batch*op.Rows*op.Cols, 128), 1, 128, []any{v, n[0], n[1], n[2], origin[0], origin[1],
-		origin[2], spacing[0], spacing[1], spacing[2], poses, int64(op.Batch), int64(op.Rows), int64(op.Cols), op.Step, img}}
+	c := volume.CornerOf(origin, spacing)
+	return launch{"drr", blocks(op.Batch*op.Rows*op.Cols, 128), 1, 128, []any{v, n[0], n[1], n[2], c[0], c[1],
+		c[2], spacing[0], spacing[1], spacing[2], poses, int64(op.Batch), int64(op.Rows), int64(op.Cols), op.Step, img}}
 }
 
 // pairwiseLaunch computes columns c0… of the block's first m rows: b and

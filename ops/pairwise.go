@@ -18,7 +18,7 @@ import (
 // Metric is a pairwise affinity between two flattened images x_i, x_j.
 type Metric int
 
-// The affinities of seed 003.
+// The affinities of the pairwise-affinity workload.
 const (
 	MetricDot    Metric = iota // Σ x_i·x_j
 	MetricCosine               // dot / (‖x_i‖·‖x_j‖)
@@ -109,12 +109,14 @@ func (p *PairData) Bytes() int64 {
 // float64, against all N images: output (Batch, N). With Upper set it
 // computes only the columns from the block's first row index on (the upper
 // triangle and the diagonal block), leaving the others as they were: the
-// caller mirrors them from earlier blocks, computing each pair once. dot and cosine are one matrix product (BLAS gemm) per block,
-// l1 and l2 the blocked distance kernels of package cpukern. The working
+// caller mirrors them from earlier blocks, computing each pair once. Every
+// metric runs on the blocked kernels of package cpukern (dot products for
+// dot and cosine, distances for l1 and l2; no BLAS is linked). The working
 // set is the block, its (Batch, N) output and the shared (N, D) images;
 // no (Batch, N, D) difference array exists.
 type Pairwise struct {
 	owned
+	stoppable
 
 	Data   *PairData
 	Metric Metric
@@ -230,6 +232,9 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	case tensor.Float64:
 		pairBlock(op, c0, m, blockRows(rows, d.X64, lo, m, d.D), d.X64, op.out.Data().([]float64), cpukern.PairDist64)
 	}
+	if op.stopped() {
+		return nil, ErrStopped
+	}
 	return op.out, nil
 }
 
@@ -272,7 +277,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 	parallel.For(b, 4, func(lo, hi int) {
 		// Chunks of rows small enough that their k-block stays in L2
 		// beside the kernel's column block.
-		for r := lo; r < hi; r += rowChunk {
+		for r := lo; r < hi && !op.stopped(); r += rowChunk {
 			m := min(rowChunk, hi-r)
 			kernel(m, nc, dd, rows[r*dd:], dd, x, dd, out[r*n+c0:], n, k)
 		}

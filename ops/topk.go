@@ -16,14 +16,12 @@ import (
 // of affinities, the K largest entries, excluding the row's own column
 // (given by a second input, the rows' absolute indices as float64), ties
 // going to the smaller column index. Its output is (Batch, K) float64
-// column indices, best first; the values stay in the block. With From
-// set (the block's op on a GPU selected them already) it passes From's
-// indices on.
+// column indices, best first; the values stay in the block. (A GPU that
+// selects them as it computes the block does so in one op: PairwiseTopK.)
 type TopK struct {
 	owned
 
 	K, N, Batch int
-	From        TopKSelector
 
 	out *tensor.Dense
 }
@@ -62,9 +60,6 @@ func (op *TopK) Do(in ...G.Value) (G.Value, error) {
 	index, ok2 := in[1].(*tensor.Dense)
 	if !ok1 || !ok2 || block.Shape().TotalSize() != op.Batch*op.N || index.Dtype() != tensor.Float64 || index.Shape().TotalSize() != op.Batch {
 		return nil, fmt.Errorf("topk: inputs %v, %v; want (%d, %d) and float64 (%d)", in[0].Shape(), in[1].Shape(), op.Batch, op.N, op.Batch)
-	}
-	if op.From != nil {
-		return op.From.TopIndices(), nil
 	}
 	if op.out == nil {
 		op.out = tensor.New(tensor.WithShape(op.Batch, op.K), tensor.Of(tensor.Float64))
@@ -152,7 +147,7 @@ func TopKRow[T float32 | float64](row []T, self, k int, h []int) []int {
 
 // WriteHash writes every parameter of the op.
 func (op *TopK) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "topk(K=%d,N=%d,batch=%d,from=%p)", op.K, op.N, op.Batch, op.From)
+	fmt.Fprintf(h, "topk(K=%d,N=%d,batch=%d)", op.K, op.N, op.Batch)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.

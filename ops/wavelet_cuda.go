@@ -5,25 +5,25 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"math"
 
 	G "gorgonia.org/gorgonia"
 
 	"github.com/tapeloop/tapeloop/cuda"
 )
 
-// waveletCUDA is WaveletStats on a GPU: per combination the kernel is
+// waveletCUDA is WaveletResponse on a GPU: per combination the kernel is
 // evaluated and wrapped into a zeroed array on the device, transformed
 // (cuFFT R2C), multiplied by the volume's spectrum, transformed back (C2R)
 // and reduced over the output block, the partial sums finished, all on the
 // device. A batch's combinations are queued back to back on the device's
-// stream (in order, so they share the arrays) and waited for once; four
-// numbers per combination come back. The volume goes up once; its
-// spectrum is made on the device too, once per padding (reflect mode:
+// stream (in order, so they share the arrays) and waited for once; the
+// four sums per combination come back (WaveletMoments turns them into the
+// statistics on the host, as after the CPU op). The volume goes up once;
+// its spectrum is made on the device too, once per padding (reflect mode:
 // extended by reflection, then R2C), queued in the same way. Volume,
 // spectra, arrays and cuFFT's work area live in one arena.
 type waveletCUDA struct {
-	*WaveletStats
+	*WaveletResponse
 	dev                                             *cuda.Device
 	arena                                           *cuda.Arena
 	fft                                             *cuda.FFT3
@@ -43,8 +43,26 @@ type deviceVolume struct {
 func (v *deviceVolume) len() int     { return v.dims[0] * v.dims[1] * v.dims[2] }
 func (v *deviceVolume) halfLen() int { return v.dims[0] * v.dims[1] * (v.dims[2]/2 + 1) }
 
-func newWaveletCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
-	return &waveletCUDA{WaveletStats: op, dev: dev}
+func newWaveletCUDA(op *WaveletResponse, dev *cuda.Device) *waveletCUDA {
+	return &waveletCUDA{WaveletResponse: op, dev: dev}
+}
+
+// waveletStatsCUDA is WaveletStats with its response on the GPU.
+type waveletStatsCUDA struct {
+	*WaveletStats
+	twin *waveletCUDA
+}
+
+func newWaveletStatsCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
+	twin := newWaveletCUDA(NewWaveletResponse(op.Src, op.Batch), dev)
+	return &waveletStatsCUDA{op.withResponse(twin), twin}
+}
+
+// DeviceBytes is the GPU twin's arena.
+func (op *waveletStatsCUDA) DeviceBytes() int64 { return op.twin.DeviceBytes() }
+
+func (op *waveletStatsCUDA) String() string {
+	return op.WaveletStats.String() + "@" + op.twin.dev.String()
 }
 
 // sizes are the arena's buffers: the volume (float32), its spectrum, the
@@ -88,12 +106,8 @@ func (op *waveletCUDA) setup() error {
 			return err
 		}
 	}
-	op.res = make([]float64, 4*op.Batch)
-	v32 := make([]float32, len(op.Src.V)) // as the CPU op rounds it
-	for i, v := range op.Src.V {
-		v32[i] = float32(v)
-	}
-	if err := cuda.Upload(op.dev, op.vol, v32); err != nil {
+	op.res = make([]float64, WaveletSums*op.Batch)
+	if err := cuda.Upload(op.dev, op.vol, op.Src.V); err != nil {
 		return err
 	}
 	return f.SetWorkArea(op.work)
@@ -147,8 +161,8 @@ func (op *waveletCUDA) volume(pad [3]int) (*deviceVolume, error) {
 	return w, nil
 }
 
-// Do queues every combination of the batch, waits once, and turns each
-// one's four sums into its statistics.
+// Do queues every combination of the batch, waits once, and copies each
+// one's four sums back.
 func (op *waveletCUDA) Do(in ...G.Value) (G.Value, error) {
 	op.rows = op.rows[:0]
 	begun := false
@@ -177,16 +191,12 @@ func (op *waveletCUDA) Do(in ...G.Value) (G.Value, error) {
 	if err != nil || len(op.rows) == 0 {
 		return out, err
 	}
-	res := op.res[:4*len(op.rows)]
+	res := op.res[:WaveletSums*len(op.rows)]
 	if err := cuda.Download(op.dev, res, op.dres); err != nil {
 		return nil, err
 	}
-	n := op.Src.N
-	cnt := float64(n[0] * n[1] * n[2])
 	for i, dst := range op.rows {
-		sum, sum2, mx, kernelEnergy := res[4*i], res[4*i+1], res[4*i+2], res[4*i+3]
-		mean, mean2 := sum/cnt, sum2/cnt
-		dst[0], dst[1], dst[2], dst[3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
+		copy(dst, res[WaveletSums*i:WaveletSums*(i+1)])
 	}
 	return out, nil
 }
@@ -226,11 +236,11 @@ func (op *waveletCUDA) queue(w *deviceVolume, slot int, theta, phi, xi float64) 
 
 // WriteHash adds the device to the CPU op's parameters.
 func (op *waveletCUDA) WriteHash(h hash.Hash) {
-	op.WaveletStats.WriteHash(h)
+	op.WaveletResponse.WriteHash(h)
 	fmt.Fprintf(h, "@%v", op.dev)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *waveletCUDA) Hashcode() uint32 { return hashcode(op) }
 
-func (op *waveletCUDA) String() string { return op.WaveletStats.String() + "@" + op.dev.String() }
+func (op *waveletCUDA) String() string { return op.WaveletResponse.String() + "@" + op.dev.String() }

@@ -55,7 +55,7 @@ def main():
     o = np.array([float(t) for t in args.origin.split(",")])
     step = args.step or s.min() / 2
     rows, cols = (int(t) for t in args.detector.split("x"))
-    c = o + n * s / 2
+    c = o + (n - 1) * s / 2  # the box's centre, o the centre of voxel 0
     radius = np.linalg.norm(n * s) / 2
     lref = np.sqrt(args.sdd ** 2 + ((cols - 1) / 2 * args.pixel) ** 2 + ((rows - 1) / 2 * args.pixel) ** 2)
     frac = step / lref  # the longest ray, to a detector corner, has samples step mm apart
@@ -75,7 +75,7 @@ def main():
         d = pix - src
         a = (q0 + jnp.arange(nq) + 0.5) * frac
         pts = src + a[None, :, None] * d[:, None, :]
-        ui = (pts - jo) / js + 0.5  # continuous index in the padded volume
+        ui = (pts - jo) / js + 1  # continuous index in the padded volume
         i0 = jnp.floor(ui)
         t = ui - i0
         inside = jnp.all((ui >= 0) & (ui < jn + 1), axis=-1)

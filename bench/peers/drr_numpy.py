@@ -10,8 +10,8 @@ volume. Geometry and sampling follow tapeloop's definitions exactly (the
 --orbit poses; samples at the fractions (q + 1/2)·step/L of every ray
 from the source, L the length of the pose's longest ray (to a detector
 corner), inside the volume's box grown by half a voxel, each weighing
-step·len/L; voxel centres at o + (i + 1/2)·s), so the images can be
-compared element by element.
+step·len/L; voxel centres at o + i·s, o the centre of voxel 0 as
+tapeloop's --origin), so the images can be compared element by element.
 
 Prints one JSON line: median seconds per DRR, peak RSS, checksum; writes
 the (P, R, C) float32 images to --out when given.
@@ -44,7 +44,7 @@ def drr(vp, n, o, s, src, pix, step):
     d = pix - src
     length = np.linalg.norm(d, axis=1)
     frac = step / length.max()  # the detector's corners are among the pixels
-    lo, hi = o - 0.5 * s, o + (n + 0.5) * s  # the data's box grown by half a voxel
+    lo, hi = o - s, o + n * s  # the data's box, o - s/2 to o + (n - 1/2)·s, grown by half a voxel
     amin, amax = np.zeros(len(d)), np.ones(len(d))
     for ax in range(3):
         da = d[:, ax]
@@ -69,7 +69,7 @@ def drr(vp, n, o, s, src, pix, step):
             break
         a = (q[live] + 0.5) * frac
         p = src + a[:, None] * d[live]
-        u = (p - o) / s + 0.5  # continuous index in the padded volume
+        u = (p - o) / s + 1  # continuous index in the padded volume
         i0 = np.clip(np.floor(u), 0, n)  # n per axis: the last valid corner
         t = u - i0
         base = (i0.astype(np.int64) * stride).sum(axis=1)
@@ -105,7 +105,7 @@ def main():
     step = args.step or s.min() / 2
     rows, cols = (int(x) for x in args.detector.split("x"))
     vp = np.pad(v, 1).ravel()
-    c = o + n * s / 2
+    c = o + (n - 1) * s / 2  # the box's centre
     images, times = [], []
     for src, pix in orbit(args.orbit, c, args.sdd, args.sid, rows, cols, args.pixel):
         t0 = time.perf_counter()

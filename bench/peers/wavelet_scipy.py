@@ -1,11 +1,7 @@
 #!/usr/bin/env python3
-"""The wavelet sweep of seed 002 the way its answer fixes it: FFT
-convolution (scipy.signal.fftconvolve) instead of a direct convolution with
-a volume-sized kernel.
-
-The seed's own code convolved a raveled 1-D volume with a volume-sized
-kernel and swept ξ from 0 (a division by zero); this runs the corrected
-intent: for each (θ, φ, ξ > 0), G = V ∗ ψ with scipy.ndimage.convolve
+"""The oriented wavelet sweep with FFT convolution
+(scipy.signal.fftconvolve) instead of a direct convolution with a
+volume-sized kernel: for each (θ, φ, ξ > 0), G = V ∗ ψ with scipy.ndimage.convolve
 semantics (the volume padded by the kernel's half-widths, half-sample
 symmetric for reflect or periodic for wrap, then a 'valid' FFT
 convolution), and the statistics tapeloop reports.

@@ -254,12 +254,13 @@ func TestAffinityBadInput(t *testing.T) {
 	writeNpy(t, p("zero.npy"), []int{3, 2}, []float64{1, 2, 0, 0, 5, 6})
 	writeNpy(t, p("empty.npy"), []int{0, 4}, nil)
 	small := []string{"--n", "20", "--height", "2", "--width", "3"}
+	// The rules on the flags alone are AffinitySpec's, tested in graphs;
+	// here, a few of them reach the user as one line, and the images'.
 	cases := []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"N<1", []string{"--n", "0"}, "--n 0"},
 		{"rank", []string{"--images", p("vec.npy")}, "want (N, H, W) or (N, D)"},
 		{"empty", []string{"--images", p("empty.npy")}, "no images"},
 		{"NaN", []string{"--images", p("nan.npy")}, "image 1"},
@@ -268,10 +269,8 @@ func TestAffinityBadInput(t *testing.T) {
 		{"metric", append([]string{"--metric", "l3"}, small...), `"l3"`},
 		{"K>=N", append([]string{"--topk", "20"}, small...), "--topk 20"},
 		{"K<1", append([]string{"--topk", "0"}, small...), "--topk 0"},
-		{"shard syntax", append([]string{"--shard", "1"}, small...), "not i/n"},
-		{"shard range", append([]string{"--shard", "3/3"}, small...), "not i/n"},
 		{"shard no env", append([]string{"--shards", "4"}, small...), "SLURM_ARRAY_TASK_ID"},
-		{"block", append([]string{"--block", "0"}, small...), "--block"},
+		{"tf32 on the CPU", append([]string{"--tf32"}, small...), "--tf32: needs --device cuda"},
 		{"missing file", []string{"--images", p("none.npy")}, "none.npy"},
 	}
 	for _, c := range cases {
@@ -314,4 +313,34 @@ func filterEnv(env []string, drop ...string) []string {
 		}
 	}
 	return out
+}
+
+// TestDotAffinityShowsThePipeline: `tapeloop dot affinity` prints the
+// graph of the mode the flags select, from the block's row indices on:
+// the whole matrix assembled by Mirror, top-k selected by TopK, or
+// streamed rows summed by BatchStats.
+func TestDotAffinityShowsThePipeline(t *testing.T) {
+	small := []string{"dot", "affinity", "-n", "101", "--height", "5", "--width", "5"}
+	for _, c := range []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"symmetric", nil, []string{"index", "Pairwise{dot, N=101, D=25, upper}", "Mirror{"}},
+		{"top-k", []string{"--topk", "3"}, []string{"index", "Pairwise{dot, N=101, D=25}", "TopK{K=3, N=101}"}},
+		{"streamed", []string{"--mem-limit", "20KiB"}, []string{"index", "Pairwise{dot, N=101, D=25}", "BatchStats{"}},
+	} {
+		out, se, code := run(t, append(small, c.extra...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, se)
+		}
+		if n := strings.Count(out, "label="); n != len(c.want) {
+			t.Errorf("%s: %d nodes, want %d:\n%s", c.name, n, len(c.want), out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: no %q in\n%s", c.name, w, out)
+			}
+		}
+	}
 }

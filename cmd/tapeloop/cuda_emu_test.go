@@ -237,3 +237,40 @@ func checkDeviceBytes(t *testing.T, report string) {
 		}
 	}
 }
+
+// TestEmulatedGPUDotAffinity: on a GPU the graph shows the fused passes
+// where the CPU has two ops: one node that computes the blocks and writes
+// the whole matrix, one that computes them and selects the top k (no TopK
+// node); above k = 128 the GPU computes the blocks and TopK selects on the
+// host.
+func TestEmulatedGPUDotAffinity(t *testing.T) {
+	small := []string{"dot", "affinity", "-n", "200", "--height", "5", "--width", "5", "--device", "cuda"}
+	for _, c := range []struct {
+		name   string
+		extra  []string
+		nodes  int
+		want   []string
+		absent string
+	}{
+		{"symmetric", nil, 2, []string{"index", "GPU fused pairwise+mirror", "writes the (200, 200) matrix"}, "Mirror{"},
+		{"top-k", []string{"--topk", "3"}, 2, []string{"index", "GPU fused pairwise+top-k", "(2, 200, 3) float64"}, "TopK{"},
+		{"top-k on the host", []string{"--topk", "130"}, 3, []string{"index", "Pairwise{dot, N=200, D=25}@", "TopK{K=130, N=200}"}, "fused"},
+		{"streamed", []string{"--mem-limit", "40MiB", "--shard", "0/2"}, 3, []string{"index", "Pairwise{dot, N=200, D=25}@", "BatchStats{"}, "fused"},
+	} {
+		out, se, code := run(t, append(small, c.extra...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, se)
+		}
+		if n := strings.Count(out, "label="); n != c.nodes {
+			t.Errorf("%s: %d nodes, want %d:\n%s", c.name, n, c.nodes, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: no %q in\n%s", c.name, w, out)
+			}
+		}
+		if strings.Contains(out, c.absent) {
+			t.Errorf("%s: %q in\n%s", c.name, c.absent, out)
+		}
+	}
+}

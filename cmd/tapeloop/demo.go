@@ -1,190 +1,47 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
-	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/internal/sysmem"
-	"github.com/tapeloop/tapeloop/internal/volume"
-	"github.com/tapeloop/tapeloop/ops"
 )
-
-// demoRow is one workload of the demo: how to run it and what it printed.
-type demoRow struct {
-	workload string
-	size     string
-	run      func(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error)
-}
-
-var demoRows = []demoRow{
-	{"interp sumsq", "M=300 G=4096 N=1e6", func(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-		return demoInterp(ctx, rc, dev, ops.ReduceSumSq, 300, 4096, 1_000_000, 1<<14)
-	}},
-	{"interp none", "M=300 G=4096 N=1e5", func(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-		return demoInterp(ctx, rc, dev, ops.ReduceNone, 300, 4096, 100_000, 1<<11)
-	}},
-	{"affinity l1", "N=2000 64×64 block=50", demoAffinity},
-	{"drr siddon", "phantom 96³ 72 poses 128²", demoDRR},
-	{"wavelet", "24³ wrap 8θ×4φ×2ξ", demoWavelet},
-}
 
 var demoCommand = &cli.Command{
 	Name:  "demo",
 	Usage: "run every workload on built-in synthetic data at CPU-friendly sizes and print one table",
-	Description: `Runs each workload on built-in data (the seeds' cases, scaled to finish in
+	Description: `Runs each workload on built-in data (the four cases, scaled to finish in
 seconds on 2 cores) and prints, per workload: size, batches, median ms per batch,
 drift (last-decile/first-decile median batch time), Go heap growth from the
 first batch to the last, peak RSS and the result. With --device cuda (the GPU
 build) every workload runs on the GPU, or spread over --devices.`,
 	Flags: []cli.Flag{memLimitFlag, deviceFlag, devicesFlag},
 	Action: func(c *cli.Context) error {
-		e, err := engineConfig(c)
+		if c.Args().Present() {
+			return fmt.Errorf("demo: unexpected argument %q", c.Args().First())
+		}
+		_, dev, err := openEngine(c)
 		if err != nil {
 			return err
 		}
-		rc := e.run
-		rc.Log, rc.Progress, rc.Verbose = nil, false, false
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if e.dev != nil {
-			fmt.Printf("on %v", e.dev)
-			for _, d := range rc.Devices[min(1, len(rc.Devices)):] {
-				fmt.Printf(", %v", d)
-			}
-			fmt.Println()
+		ctx := c.Context
+		if dev.GPU() {
+			fmt.Printf("on %s\n", dev.Name)
 		}
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "workload\tsize\tbatches\tms/batch\tdrift\theap growth\tpeak RSS\tresult")
-		for _, d := range demoRows {
-			out, res, err := d.run(ctx, rc, e.dev)
+		for _, d := range graphs.DemoCases() {
+			out, res, err := d.Run(ctx, dev)
 			if err != nil {
-				return fmt.Errorf("demo %s: %w", d.workload, err)
+				return fmt.Errorf("demo %s: %w", d.Workload, err)
 			}
 			s := out.Summary
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\t%s\n", d.workload, d.size, s.Batches, s.MedianMs, s.Drift,
-				sysmem.Format(s.HeapGrowth), sysmem.Format(s.PeakRSSBytes), res)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\t%s\n", d.Workload, d.Size, s.Batches, s.MedianMs, s.Drift,
+				graphs.FormatBytes(s.HeapGrowth), graphs.FormatBytes(s.PeakRSSBytes), res)
 		}
 		return tw.Flush()
 	},
-}
-
-// demoInterp runs the seed's interpolation case (f = x² in every row,
-// uniform queries on [0, 1]). The cubic scheme reproduces x² exactly away
-// from the padded ends, so Σ_j value_j² ≈ M·x⁴ with mean M/5 per query, and
-// Σ_j value_j ≈ M·x² with mean M/3.
-func demoInterp(ctx context.Context, rc graphs.RunConfig, dev ops.Device, r ops.Reduce, m, g, n, batch int) (*graphs.Outcome, string, error) {
-	tab, err := ops.NewInterpTable(seedTable(m, g), m, g, 0, 1/float64(g-1), r, ops.MethodAuto, tensor.Float32)
-	if err != nil {
-		return nil, "", err
-	}
-	job, err := graphs.NewInterp(graphs.InterpConfig{Table: tab, Reduce: r, Dtype: tensor.Float32,
-		Queries: &graphs.UniformQueries{N: n, Lo: 0, Hi: 1, Seed: 1}, Device: dev})
-	if err != nil {
-		return nil, "", err
-	}
-	rc.Batch = batch
-	out, err := graphs.Run(ctx, job, rc)
-	if err != nil {
-		return nil, "", err
-	}
-	expect := float64(n*m) / 5
-	if r != ops.ReduceSumSq {
-		expect = float64(n*m) / 3
-	}
-	return out, fmt.Sprintf("Σ=%.6g (≈%.6g expected)", job.Sum, expect), nil
-}
-
-// demoAffinity computes the negative L1 affinities of 2000 standard-normal
-// 64×64 images in blocks of 50 rows (40 batches: enough for the drift
-// column's deciles to hold more than one batch each). For independent standard normals,
-// E|x − y| = 2/√π per value, so the mean off-diagonal affinity is about
-// −4096·2/√π ≈ −4622.
-func demoAffinity(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-	const n, d = 2000, 64 * 64
-	rng := rand.New(rand.NewPCG(1, 0x5eed0003))
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	data, err := ops.NewPairData(x, n, d, ops.MetricL1)
-	if err != nil {
-		return nil, "", err
-	}
-	job, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL1, Device: dev})
-	if err != nil {
-		return nil, "", err
-	}
-	rc.Batch = 50
-	out, err := graphs.Run(ctx, job, rc)
-	if err != nil {
-		return nil, "", err
-	}
-	mean := job.Checksum / float64(n*(n-1))
-	return out, fmt.Sprintf("mean A=%.1f (≈%.1f expected)", mean, -float64(d)*2/math.Sqrt(math.Pi)), nil
-}
-
-// demoDRR renders the Shepp–Logan phantom over a 72-pose orbit.
-func demoDRR(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-	v := volume.Phantom(96, 192, 0.02)
-	poses, err := graphs.Orbit(72, [3]float64{}, 1020, 510, 128, 128, 2)
-	if err != nil {
-		return nil, "", err
-	}
-	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses, Device: dev})
-	if err != nil {
-		return nil, "", err
-	}
-	rc.Batch = 2
-	out, err := graphs.Run(ctx, job, rc)
-	if err != nil {
-		return nil, "", err
-	}
-	return out, fmt.Sprintf("Σ=%.5g, max line integral %.4f", job.Sum, job.Max), nil
-}
-
-// demoWavelet sweeps 64 kernels over a 24³ random volume with periodic
-// boundaries (every batch the same work; in reflect mode the kernels run
-// grouped by ξ, and a group with a wider kernel costs more per batch, which
-// the drift column would show) and reports the strongest response.
-func demoWavelet(ctx context.Context, rc graphs.RunConfig, dev ops.Device) (*graphs.Outcome, string, error) {
-	n := [3]int{24, 24, 24}
-	rng := rand.New(rand.NewPCG(1, 0x5eed0002))
-	x := make([]float64, n[0]*n[1]*n[2])
-	for i := range x {
-		x[i] = rng.NormFloat64()
-	}
-	var theta, phi []float64
-	for k := range 8 {
-		theta = append(theta, float64(k)*math.Pi/8)
-	}
-	for k := range 4 {
-		phi = append(phi, float64(k)*math.Pi/4)
-	}
-	combos := graphs.Combos(theta, phi, []float64{1, 2})
-	_, pad := graphs.WaveletPads(1, combos)
-	src, err := ops.NewWaveletSource(x, n, 1, ops.Wrap, pad)
-	if err != nil {
-		return nil, "", err
-	}
-	job, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos, Device: dev})
-	if err != nil {
-		return nil, "", err
-	}
-	rc.Batch = 2
-	out, err := graphs.Run(ctx, job, rc)
-	if err != nil {
-		return nil, "", err
-	}
-	r := job.Result()
-	return out, fmt.Sprintf("max energy %.4g at θ=%.3g φ=%.3g ξ=%g", r.MaxEnergy, r.Theta, r.Phi, r.Xi), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -22,16 +23,16 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			Usage: "the interpolation graph",
 			Flags: append(append([]cli.Flag{}, interpFlags...), engineFlags...),
 			Action: func(c *cli.Context) error {
-				e, err := engineConfig(c)
+				_, dev, err := openEngine(c)
 				if err != nil {
 					return err
 				}
-				s, err := setupInterp(c, e, false)
+				t, err := graphs.OpenInterp(interpSpec(c), dev, false)
 				if err != nil {
 					return err
 				}
-				defer s.close()
-				return printDOT(e, s.job)
+				defer t.Close()
+				return dev.WriteDOT(os.Stdout, t.Job())
 			},
 		},
 		{
@@ -39,16 +40,16 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			Usage: "the DRR graph",
 			Flags: append(append([]cli.Flag{}, drrFlags...), withoutDtype(engineFlags)...),
 			Action: func(c *cli.Context) error {
-				e, err := engineConfig(c)
+				_, dev, err := openEngine(c)
 				if err != nil {
 					return err
 				}
-				s, err := setupDRR(c, false, nil)
+				t, err := graphs.OpenDRR(drrSpec(c), dev, false)
 				if err != nil {
 					return err
 				}
-				defer s.close()
-				return printDOT(e, s.job)
+				defer t.Close()
+				return dev.WriteDOT(os.Stdout, t.Job())
 			},
 		},
 		{
@@ -56,15 +57,16 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			Usage: "the wavelet-sweep graph",
 			Flags: append(append([]cli.Flag{}, waveletFlags...), withoutDtype(engineFlags)...),
 			Action: func(c *cli.Context) error {
-				e, err := engineConfig(c)
+				_, dev, err := openEngine(c)
 				if err != nil {
 					return err
 				}
-				job, err := setupWavelet(c, nil, nil)
+				t, err := graphs.OpenWavelet(waveletSpec(c), dev, false)
 				if err != nil {
 					return err
 				}
-				return printDOT(e, job)
+				defer t.Close()
+				return dev.WriteDOT(os.Stdout, t.Job())
 			},
 		},
 		{
@@ -72,16 +74,16 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 			Usage: "the pairwise-affinity graph",
 			Flags: append(append([]cli.Flag{}, affinityFlags...), engineFlags...),
 			Action: func(c *cli.Context) error {
-				e, err := engineConfig(c)
+				_, dev, err := openEngine(c)
 				if err != nil {
 					return err
 				}
-				a, err := setupAffinity(c, &e, false)
+				t, err := graphs.OpenAffinity(affinitySpec(c), dev, false)
 				if err != nil {
 					return err
 				}
-				defer a.close()
-				return printDOT(e, a.job)
+				defer t.Close()
+				return t.Device().WriteDOT(os.Stdout, t.Job())
 			},
 		},
 	},
@@ -93,23 +95,4 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 	},
 }
 
-// printDOT plans w as a run would, compiles it and prints its graph.
-func printDOT(e engine, w graphs.Workload) error {
-	limit := e.run.MemLimit
-	if limit == 0 {
-		var err error
-		if limit, err = graphs.DefaultMemLimit(); err != nil {
-			return err
-		}
-	}
-	plan, err := graphs.NewPlan(w, limit, e.run.Batch)
-	if err != nil {
-		return err
-	}
-	p, err := graphs.Compile(w, plan.Batch)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	return graphs.WriteDOT(os.Stdout, w.Name(), p.Graph())
-}
+var errNoWorkload = errors.New("dot: name a workload, e.g. tapeloop dot interp")

@@ -2,25 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
-	"strconv"
-	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
-	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
-	"github.com/tapeloop/tapeloop/ops"
 )
 
 const (
@@ -49,12 +41,10 @@ var (
 
 var engineFlags = []cli.Flag{memLimitFlag, batchFlag, deviceFlag, devicesFlag, dtypeFlag, reportFlag, quietFlag, verboseFlag, cpuProfFlag, memProfFlag, traceFlag}
 
-// engine is the engine configuration read from the flags.
+// engine is the engine configuration read from the flags, with the
+// command-line-only settings (report, profiles) beside it.
 type engine struct {
-	run        graphs.RunConfig
-	dtype      tensor.Dtype
-	device     string
-	dev        ops.Device // nil: the CPU
+	graphs.Engine
 	report     string
 	quiet      bool
 	cpuprofile string
@@ -62,114 +52,84 @@ type engine struct {
 	trace      string
 }
 
+// engineConfig reads the engine flags; graphs.Engine.Validate checks them.
 func engineConfig(c *cli.Context) (engine, error) {
 	e := engine{
-		report: c.String(reportFlag.Name), quiet: c.Bool(quietFlag.Name), device: c.String(deviceFlag.Name),
+		report: c.String(reportFlag.Name), quiet: c.Bool(quietFlag.Name),
 		cpuprofile: c.String(cpuProfFlag.Name), memprofile: c.String(memProfFlag.Name), trace: c.String(traceFlag.Name),
 	}
-	switch e.device {
-	case "cpu":
-	case "cuda":
-		if !cudaBuild {
-			return e, errors.New("--device cuda: this tapeloop was built without CUDA; build the GPU flavour with `make build-cuda` on a machine with the CUDA toolkit")
+	e.Device = c.String(deviceFlag.Name)
+	if s := c.String(devicesFlag.Name); s != "" {
+		gpus, err := graphs.ParseGPUs(s)
+		if err != nil {
+			return e, fmt.Errorf("--devices %q: %w", s, err)
 		}
-		ordinals := []int{0}
-		if s := c.String(devicesFlag.Name); s != "" {
-			var err error
-			if ordinals, err = parseOrdinals(s); err != nil {
-				return e, fmt.Errorf("--devices %q: %w", s, err)
-			}
-		}
-		var devs []ops.Device
-		for _, o := range ordinals {
-			dev, err := openDevice(o)
-			if err != nil {
-				return e, fmt.Errorf("--device cuda: GPU %d: %w", o, err)
-			}
-			devs = append(devs, dev)
-		}
-		e.dev = devs[0]
-		if len(devs) > 1 {
-			e.run.Devices = devs
-		}
-		e.run.DeviceBytes = func() int64 { // the GPUs' memory in use, together
-			var used int64
-			for _, d := range devs {
-				m, ok := d.(interface{ MemInfo() (int64, int64, error) })
-				if !ok {
-					return -1
-				}
-				free, total, err := m.MemInfo()
-				if err != nil {
-					return -1
-				}
-				used += total - free
-			}
-			return used
-		}
-		e.run.DeviceSeconds = func() float64 { // the GPUs' busy time, together
-			var busy float64
-			for _, d := range devs {
-				if b, ok := d.(interface{ BusySeconds() float64 }); ok {
-					busy += b.BusySeconds()
-				}
-			}
-			return busy
-		}
-	default:
-		return e, fmt.Errorf("--device %q: want cpu or cuda", e.device)
+		e.GPUs = gpus
 	}
-	dtype := c.String(dtypeFlag.Name)
-	if !hasFlag(c, dtypeFlag) {
-		dtype = "float32" // a command whose --dtype means something else
-	}
-	switch dtype {
-	case "float32":
-		e.dtype = tensor.Float32
-	case "float64":
-		e.dtype = tensor.Float64
-	default:
-		return e, fmt.Errorf("--dtype %q: want float32 or float64", c.String(dtypeFlag.Name))
+	if hasFlag(c, dtypeFlag) { // a command whose --dtype means something else has its own
+		e.Dtype = c.String(dtypeFlag.Name)
 	}
 	if s := c.String(memLimitFlag.Name); s != "" {
-		b, err := sysmem.ParseSize(s)
+		b, err := graphs.ParseSize(s)
 		if err != nil {
 			return e, fmt.Errorf("--mem-limit: %w", err)
 		}
-		e.run.MemLimit = b
+		e.MemLimit = b
 	}
 	if c.IsSet(batchFlag.Name) {
-		if b := c.Int(batchFlag.Name); b < 1 {
-			return e, fmt.Errorf("--batch %d: must be at least 1", b)
-		} else {
-			e.run.Batch = b
+		e.Batch = c.Int(batchFlag.Name)
+		if e.Batch < 1 {
+			return e, fmt.Errorf("--batch %d: must be at least 1", e.Batch)
 		}
 	}
-	if e.dev != nil {
-		lim := e.run.MemLimit
-		if lim == 0 {
-			var err error
-			if lim, err = graphs.DefaultMemLimit(); err != nil {
-				return e, err
-			}
-		}
-		devs := e.run.Devices
-		if len(devs) == 0 {
-			devs = []ops.Device{e.dev}
-		}
-		for _, d := range devs { // device memory, as host memory, bounded by --mem-limit
-			if l, ok := d.(interface{ SetLimit(int64) }); ok {
-				l.SetLimit(lim / int64(len(devs)))
-			}
-		}
+	e.Verbose = c.Bool(verboseFlag.Name)
+	e.Log = os.Stderr
+	e.Progress = !e.quiet && term.IsTerminal(int(os.Stderr.Fd()))
+	return e, e.Validate()
+}
+
+// checkPaths refuses, before any work, outputs (the workload's and the
+// report and profiles) that would overwrite an input or each other.
+func checkPaths(e engine, s graphs.Paths) error {
+	outs := append(s.OutputPaths(),
+		graphs.Path{Flag: reportFlag.Name, Path: e.report}, graphs.Path{Flag: cpuProfFlag.Name, Path: e.cpuprofile},
+		graphs.Path{Flag: memProfFlag.Name, Path: e.memprofile}, graphs.Path{Flag: traceFlag.Name, Path: e.trace})
+	return graphs.CheckPaths(s.InputPaths(), outs)
+}
+
+// spec is a workload's spec as the commands use it.
+type spec interface {
+	graphs.Paths
+	Validate() error
+}
+
+// openTask reads the engine flags, opens the device, checks s (its rules,
+// then its paths and the report's and profiles') and opens its task.
+func openTask[S spec, T graphs.Task](c *cli.Context, s S, open func(S, *graphs.Device, bool) (T, error)) (e engine, dev *graphs.Device, t T, err error) {
+	if c.Args().Present() {
+		return e, nil, t, fmt.Errorf("%s: unexpected argument %q", c.Command.Name, c.Args().First())
 	}
-	if c.String(devicesFlag.Name) != "" && e.device != "cuda" {
-		return e, errors.New("--devices: needs --device cuda")
+	if e, dev, err = openEngine(c); err != nil {
+		return e, nil, t, err
 	}
-	e.run.Verbose = c.Bool(verboseFlag.Name)
-	e.run.Log = os.Stderr
-	e.run.Progress = !e.quiet && term.IsTerminal(int(os.Stderr.Fd()))
-	return e, nil
+	if err = s.Validate(); err != nil {
+		return e, nil, t, err
+	}
+	if err = checkPaths(e, s); err != nil {
+		return e, nil, t, err
+	}
+	t, err = open(s, dev, true)
+	return e, dev, t, err
+}
+
+// openEngine reads the engine flags and opens the device they name.
+func openEngine(c *cli.Context) (engine, *graphs.Device, error) {
+	e, err := engineConfig(c)
+	if err != nil {
+		return e, nil, err
+	}
+	dev, err := graphs.Open(e.Engine)
+	return e, dev, err
 }
 
 // hasFlag reports whether the running command defines f itself.
@@ -185,18 +145,20 @@ func hasFlag(c *cli.Context, f cli.Flag) bool {
 	return false
 }
 
-// runJob runs job with profiling as configured, prints the summary line to
-// stderr and writes the report.
-func runJob(e engine, job graphs.Job, result func() any) (*graphs.Outcome, error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// runTask runs t's job on dev with profiling as configured, prints the
+// summary line to stderr, writes the report and commits the outputs.
+func runTask(ctx context.Context, e engine, dev *graphs.Device, t graphs.Task) (*graphs.Outcome, error) {
 	stopProf, err := startProfiles(e)
 	if err != nil {
 		return nil, err
 	}
-	out, err := graphs.Run(ctx, job, e.run)
+	job := t.Job()
+	out, err := dev.Run(ctx, job)
 	if perr := stopProf(); err == nil {
 		err = perr
+	}
+	if err == nil && ctx.Err() != nil { // stopped during the last batch
+		err = fmt.Errorf("%s: %w after the last batch; nothing was written", job.Name(), graphs.ErrInterrupted)
 	}
 	if err != nil {
 		return nil, err
@@ -205,21 +167,17 @@ func runJob(e engine, job graphs.Job, result func() any) (*graphs.Outcome, error
 		fmt.Fprintf(os.Stderr, "%s: %s\n", job.Name(), out.Summary)
 	}
 	if e.report != "" {
-		rep := newReport(e, job, out, result())
+		rep := &telemetry.Report{
+			Workload: job.Name(), Device: dev.Kind(), Dtype: job.Dtype().String(),
+			Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
+			PeakRSSBytes: out.Summary.PeakRSSBytes, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
+			Plan: out.Plan, Iterations: out.Iterations, Result: t.Result(),
+		}
 		if err := rep.WriteFile(e.report); err != nil {
 			return nil, fmt.Errorf("--report: %w", err)
 		}
 	}
-	return out, nil
-}
-
-func newReport(e engine, job graphs.Job, out *graphs.Outcome, result any) *telemetry.Report {
-	return &telemetry.Report{
-		Workload: job.Name(), Device: e.device, Dtype: job.Dtype().String(),
-		Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
-		PeakRSSBytes: out.Summary.PeakRSSBytes, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
-		Plan: out.Plan, Iterations: out.Iterations, Result: result,
-	}
+	return out, t.Commit()
 }
 
 // startProfiles starts the CPU profile and execution trace and returns a
@@ -283,22 +241,4 @@ func startProfiles(e engine) (func() error, error) {
 		})
 	}
 	return stop, nil
-}
-
-// parseOrdinals parses a comma-separated list of distinct GPU numbers.
-func parseOrdinals(s string) ([]int, error) {
-	var out []int
-	seen := map[int]bool{}
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q is not a GPU number", f)
-		}
-		if seen[n] {
-			return nil, fmt.Errorf("GPU %d listed twice", n)
-		}
-		seen[n] = true
-		out = append(out, n)
-	}
-	return out, nil
 }

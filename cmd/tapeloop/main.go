@@ -4,13 +4,42 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tapeloop/tapeloop/graphs"
 )
 
+// stopGrace is how long a run has, after SIGINT or SIGTERM, to stop by
+// itself (between batches, or inside an op's next block of work) before
+// the process removes its pending outputs and exits.
+const stopGrace = 800 * time.Millisecond
+
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		cancel()
+		select {
+		case <-time.After(stopGrace):
+		case <-sigs:
+		}
+		graphs.RemovePending()
+		name := "SIGTERM"
+		if s == os.Interrupt {
+			name = "SIGINT"
+		}
+		fmt.Fprintf(os.Stderr, "tapeloop: stopped by %s; nothing was written\n", name)
+		os.Exit(1)
+	}()
+	if err := newApp().RunContext(ctx, os.Args); err != nil {
 		msg := strings.ReplaceAll(err.Error(), "\n", " ")
 		fmt.Fprintln(os.Stderr, "tapeloop: "+msg)
 		os.Exit(1)

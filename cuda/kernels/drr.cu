@@ -1,4 +1,4 @@
-// Digitally reconstructed radiographs (seed 000), one thread per ray, a
+// Digitally reconstructed radiographs, one thread per ray, a
 // batch of poses per launch: the scalar paths of internal/cpukern/drr.c
 // (Siddon's exact radiological path in double, or trilinear samples at
 // fractions of each ray shared by the pose, zero outside the volume, read
@@ -149,7 +149,7 @@ __device__ static double samples(const float *v, I si, I sj, const float *u, con
 
 // Samples at the fractions (q + ½)·step/lref of the segment from the
 // source, each weighing step·len/lref mm. The volume carries a border of
-// zero voxels (cpukern.PadVolume): samples whose continuous index (voxel
+// zero voxels (volume.Pad): samples whose continuous index (voxel
 // centres at integers) lies in [0, n−1] on every axis read only voxels
 // inside it, and outside that box every sample is zero. As on the CPU,
 // positions advance in float32 (their rounding, ~1e-5 of a voxel over a

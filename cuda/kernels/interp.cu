@@ -1,4 +1,4 @@
-// Interpolation of M cubic interpolants at a batch of queries (seed 001),
+// Interpolation of M cubic interpolants at a batch of queries,
 // one thread per query: the query's cell and its four weights are computed
 // once and shared by all M interpolants. Semantics as ops.InterpTable:
 // xc = clamp(x, a, ub) − a, ix = ⌊xc/dx⌋, t = xc/dx − (ix + ½),

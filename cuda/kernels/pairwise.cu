@@ -1,4 +1,4 @@
-// Pairwise affinities (seed 003): a block of m rows against nc images,
+// Pairwise affinities: a block of m rows against nc images,
 // out[i·ldo + j] = −Σ_k |a_ik − b_jk| (l1), −Σ_k (a_ik − b_jk)² (l2),
 // Σ_k a_ik·b_jk (dot), or the dot over ‖a_i‖·‖b_j‖ (cosine: rinv[i] =
 // 1/‖a_i‖, cnorm[j] = ‖b_j‖). Blocks of 256 threads (16×16) compute tiles

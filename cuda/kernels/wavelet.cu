@@ -1,4 +1,4 @@
-// The wavelet sweep (seed 002) on the GPU, beside cuFFT: the kernel of one
+// The wavelet sweep on the GPU, beside cuFFT: the kernel of one
 // combination evaluated on its support box and added into the (zeroed)
 // transform-sized array, wrapped around the origin (hat_scatter, which also
 // sums ψ² per block); the product of two half spectra (cmul); and the

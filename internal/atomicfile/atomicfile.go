@@ -1,13 +1,96 @@
 // Package atomicfile writes a file so that it appears whole or not at all:
 // data goes to a temporary file beside the destination, which is renamed
-// over it only on Commit.
+// over it only on Commit. The temporary files and the directories made for
+// outputs that are still pending are tracked, so that a process stopped by
+// a signal can remove them (RemovePending) before it exits.
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
 )
+
+// pending holds the temporary files not yet renamed or removed, and the
+// directories made for outputs not yet committed, innermost last.
+var pending struct {
+	sync.Mutex
+	files map[string]bool
+	dirs  []string
+}
+
+func track(name string) {
+	pending.Lock()
+	defer pending.Unlock()
+	if pending.files == nil {
+		pending.files = map[string]bool{}
+	}
+	pending.files[name] = true
+}
+
+func untrack(name string) {
+	pending.Lock()
+	defer pending.Unlock()
+	delete(pending.files, name)
+}
+
+// RemovePending removes every pending temporary file and then the pending
+// directories that are left empty. It is safe to call from a signal
+// handler's goroutine while other goroutines write.
+func RemovePending() {
+	pending.Lock()
+	defer pending.Unlock()
+	for name := range pending.files {
+		os.Remove(name)
+	}
+	pending.files = nil
+	for i := len(pending.dirs) - 1; i >= 0; i-- {
+		os.Remove(pending.dirs[i]) // fails, harmlessly, on a directory not empty
+	}
+	pending.dirs = nil
+}
+
+// MakeDirs makes dir and any missing parents and returns those it made,
+// outermost first. They stay pending until KeepDirs or RemoveDirs.
+func MakeDirs(dir string) ([]string, error) {
+	var made []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		made = append([]string{d}, made...)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	pending.Lock()
+	pending.dirs = append(pending.dirs, made...)
+	pending.Unlock()
+	return made, nil
+}
+
+// KeepDirs takes dirs, made by MakeDirs, off the pending list.
+func KeepDirs(dirs []string) {
+	pending.Lock()
+	defer pending.Unlock()
+	pending.dirs = slices.DeleteFunc(pending.dirs, func(d string) bool { return slices.Contains(dirs, d) })
+}
+
+// RemoveDirs removes dirs, made by MakeDirs, innermost first, where they
+// are empty, and takes them off the pending list.
+func RemoveDirs(dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		os.Remove(dirs[i]) // fails, harmlessly, on a directory no longer empty
+	}
+	KeepDirs(dirs)
+}
 
 // File is a temporary file that becomes Path on Commit.
 type File struct {
@@ -26,6 +109,7 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
+	track(f.Name())
 	return &File{File: f, Path: path}, nil
 }
 
@@ -54,6 +138,7 @@ func (f *File) Abort() {
 	f.done = true
 	f.File.Close()
 	os.Remove(f.Name())
+	untrack(f.Name())
 }
 
 // WriteFile writes data to path atomically.
@@ -79,6 +164,7 @@ func (f *File) Rename() error {
 		return fmt.Errorf("atomicfile: %s committed or aborted already", f.Path)
 	}
 	f.done = true
+	defer untrack(f.Name())
 	if err := os.Chmod(f.Name(), 0o644); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", f.Path, err)
@@ -86,6 +172,30 @@ func (f *File) Rename() error {
 	if err := os.Rename(f.Name(), f.Path); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// ErrNoSpace is wrapped by CheckSpace's error.
+var ErrNoSpace = errors.New("not enough disk space")
+
+// CheckSpace checks, before any work, that the file system holding path
+// has room for size more bytes. size < 0 means the size overflowed.
+func CheckSpace(path string, size int64) error {
+	dir := filepath.Dir(path)
+	if size < 0 {
+		return fmt.Errorf("%s: %w: the output would be larger than 8 EiB", path, ErrNoSpace)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return nil // cannot tell: the write will say
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if st.Bavail > 0 && free/int64(st.Bsize) != int64(st.Bavail) {
+		return nil // more than int64 can count
+	}
+	if size > free {
+		return fmt.Errorf("%s: %w: the output takes %d bytes, %s has %d free", path, ErrNoSpace, size, dir, free)
 	}
 	return nil
 }

@@ -34,3 +34,33 @@ func TestCommitAndAbort(t *testing.T) {
 		t.Error("Create in a missing directory: no error")
 	}
 }
+
+func TestRemovePending(t *testing.T) {
+	dir := t.TempDir()
+	made, err := MakeDirs(filepath.Join(dir, "a", "b"))
+	if err != nil || len(made) != 2 {
+		t.Fatalf("made %v, %v", made, err)
+	}
+	f, err := Create(filepath.Join(dir, "a", "b", "out.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("half")
+	kept, err := MakeDirs(filepath.Join(dir, "kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	KeepDirs(kept)
+	if err := WriteFile(filepath.Join(dir, "done.npy"), []byte("whole")); err != nil {
+		t.Fatal(err)
+	}
+	RemovePending()
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || names[0] != "done.npy" || names[1] != "kept" {
+		t.Fatalf("after RemovePending: %v, want [done.npy kept]", names)
+	}
+}

@@ -4,8 +4,7 @@
 //   - pairdist.c: blocked pairwise kernels (negative L1 and squared-L2
 //     distances, dot products) behind the affinity workload, built for
 //     AVX-512, AVX2 and SSE2 with GCC vector extensions and dispatched at
-//     run time. No BLAS is linked: the dot kernel matches OpenBLAS's SGEMM
-//     on the machines measured, needs no system package, is immune to
+//     run time. No BLAS is linked: the dot kernel needs no system package, is immune to
 //     OpenBLAS picking a slow kernel family for an unrecognised CPU, and
 //     sums every pair in the same order wherever it sits in a block, so
 //     shards of a matrix merge bit for bit with a single run.
@@ -13,5 +12,6 @@
 //     radiological path) or trilinearly sampled, behind the DRR workload;
 //     drr_fan.c: the same for fans of rays that share their x and y (a
 //     detector column along z), with AVX-512 and AVX2 paths that share the
-//     x-y work across the fan and read voxels with contiguous loads.
+//     x-y work across the fan and read voxels with contiguous loads, both
+//     compiled from one template, drr_fan_impl.h.
 package cpukern

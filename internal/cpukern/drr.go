@@ -6,43 +6,12 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
-// Volume is a voxel volume for ray casting: V holds N[0]·N[1]·N[2] values
-// in C order, voxel (i, j, k) spanning [Origin + (i, j, k)⊙Spacing,
-// Origin + (i+1, j+1, k+1)⊙Spacing) in mm.
-type Volume struct {
-	V       []float32
-	N       [3]int64
-	Origin  [3]float64
-	Spacing [3]float64
-	// Padded says V carries a border of one zero voxel on every side that
-	// is not part of the data (see PadVolume).
-	Padded bool
-}
-
-// PadVolume returns a copy of v with a border of zero voxels on every side,
-// origin moved out by one voxel: the same line integrals, but trilinear
-// sampling needs no boundary tests. Padding a padded volume returns it.
-func PadVolume(v *Volume) *Volume {
-	if v.Padded {
-		return v
-	}
-	nx, ny, nz := v.N[0], v.N[1], v.N[2]
-	p := &Volume{N: [3]int64{nx + 2, ny + 2, nz + 2}, Spacing: v.Spacing, Padded: true}
-	for a := range 3 {
-		p.Origin[a] = v.Origin[a] - v.Spacing[a]
-	}
-	p.V = make([]float32, p.N[0]*p.N[1]*p.N[2])
-	sysmem.AdviseHugePagesOf(p.V)
-	for i := range nx {
-		for j := range ny {
-			copy(p.V[((i+1)*(ny+2)+j+1)*(nz+2)+1:], v.V[(i*ny+j)*nz:(i*ny+j+1)*nz])
-		}
-	}
-	return p
-}
+// The kernels take a volume in its own frame, axis-aligned (vol.Aligned();
+// ops.DRR maps rays into that frame), and its box by the low corner,
+// vol.Corner(): Origin, the centre of voxel 0, less half a voxel.
 
 // DRR sets out[r] to the line integral of vol along the segment from
 // src[3r:3r+3] to dst[3r:3r+3]: exact (Siddon's radiological path) when
@@ -51,7 +20,7 @@ func PadVolume(v *Volume) *Volume {
 // mm on a segment len mm long. The samples are step mm apart on a segment
 // lref mm long and closer on shorter ones; lref ≤ 0 stands for each
 // segment's own length, which places them every step mm.
-func DRR(vol *Volume, src, dst []float64, out []float32, step, lref float64) {
+func DRR(vol *volume.Volume, src, dst []float64, out []float32, step, lref float64) {
 	n := len(out)
 	if len(src) < 3*n || len(dst) < 3*n {
 		panic("cpukern: DRR: short ray arrays")
@@ -60,8 +29,9 @@ func DRR(vol *Volume, src, dst []float64, out []float32, step, lref float64) {
 	if n == 0 {
 		return
 	}
+	corner := vol.Corner()
 	C.tl_drr((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
-		(*C.double)(unsafe.Pointer(&vol.Origin[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
+		(*C.double)(unsafe.Pointer(&corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
 		C.int64_t(n), (*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst[0])),
 		(*C.float)(unsafe.Pointer(&out[0])), C.double(step), C.double(lref))
 }
@@ -92,7 +62,7 @@ func init() {
 // groups). Fans whose end points step along z (DD[0] = DD[1] = 0) take
 // faster paths that share the rays' x and y: for Siddon always, for
 // trilinear in a padded volume.
-func DRRFans(vol *Volume, fans []Fan, out []float32, step float64) {
+func DRRFans(vol *volume.Volume, fans []Fan, out []float32, step float64) {
 	for i := range fans {
 		f := &fans[i]
 		if f.N < 0 || f.Stride < 1 || f.Off < 0 || (f.N > 0 && len(out) < f.Off+(f.N-1)*f.Stride+1) {
@@ -103,14 +73,18 @@ func DRRFans(vol *Volume, fans []Fan, out []float32, step float64) {
 	if len(fans) == 0 || len(out) == 0 {
 		return
 	}
+	corner := vol.Corner()
 	C.tl_drr_fans((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
-		(*C.double)(unsafe.Pointer(&vol.Origin[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
+		(*C.double)(unsafe.Pointer(&corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
 		(*C.tl_fan)(unsafe.Pointer(&fans[0])), C.int64_t(len(fans)), (*C.float)(unsafe.Pointer(&out[0])), C.double(step))
 }
 
-func checkVolume(vol *Volume) {
+func checkVolume(vol *volume.Volume) {
 	if int64(len(vol.V)) != vol.N[0]*vol.N[1]*vol.N[2] || len(vol.V) == 0 {
 		panic("cpukern: DRR: volume size does not match its shape")
+	}
+	if !vol.Aligned() {
+		panic("cpukern: DRR: the volume is not axis-aligned; map the rays into its frame (volume.Local)")
 	}
 }
 

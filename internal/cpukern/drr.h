@@ -4,7 +4,9 @@
 #include <stdint.h>
 
 // A volume of nx*ny*nz float32 values in C order (index (i*ny + j)*nz + k);
-// voxel (i, j, k) spans [o + (i, j, k)*s, o + (i+1, j+1, k+1)*s).
+// voxel (i, j, k) spans [o + (i, j, k)*s, o + (i+1, j+1, k+1)*s): o is the
+// box's low corner (the Go side passes the centre of voxel 0 less half a
+// voxel).
 typedef struct {
   const float *v;
   int64_t n[3];
@@ -19,8 +21,8 @@ typedef struct {
 // step*len/lref mm for a segment len mm long: the samples lie step mm apart
 // on a ray lref mm long, closer on shorter ones. lref <= 0 takes each ray's
 // own length: samples every step mm.
-// The volume is given as v, n[3], its origin o[3] and spacing s[3]; padded
-// says it carries a border of zero voxels (see PadVolume), which lets the
+// The volume is given as v, n[3], its corner o[3] and spacing s[3]; padded
+// says it carries a border of zero voxels (see volume.Pad), which lets the
 // trilinear sampler skip its boundary tests.
 void tl_drr(const float *v, const int64_t *n, const double *o, const double *s, int padded, int64_t nrays, const double *src,
             const double *dst, float *out, double step, double lref);

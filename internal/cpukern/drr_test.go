@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+
+	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 // refSiddon is the line integral by brute force: every plane crossing of
@@ -12,18 +14,19 @@ import (
 // consecutive crossings adds its length times the voxel holding its
 // midpoint. The entry and exit are found by testing each piece's midpoint
 // against the box, not by a slab computation.
-func refSiddon(vol *Volume, src, dst [3]float64) float64 {
+func refSiddon(vol *volume.Volume, src, dst [3]float64) float64 {
 	var d [3]float64
 	for a := range 3 {
 		d[a] = dst[a] - src[a]
 	}
+	lo := vol.Corner() // voxel (i, j, k) spans [lo + (i, j, k)⊙s, lo + (i+1, j+1, k+1)⊙s)
 	alphas := []float64{0, 1}
 	for a := range 3 {
 		if d[a] == 0 {
 			continue
 		}
 		for k := int64(0); k <= vol.N[a]; k++ {
-			al := (vol.Origin[a] + float64(k)*vol.Spacing[a] - src[a]) / d[a]
+			al := (lo[a] + float64(k)*vol.Spacing[a] - src[a]) / d[a]
 			if al > 0 && al < 1 {
 				alphas = append(alphas, al)
 			}
@@ -42,7 +45,9 @@ func refSiddon(vol *Volume, src, dst [3]float64) float64 {
 		inside := true
 		for ax := range 3 {
 			p := src[ax] + m*d[ax]
-			f := math.Floor((p - vol.Origin[ax]) / vol.Spacing[ax])
+			// By the reciprocal, as the kernel rounds: a ray lying on a
+			// voxel plane falls on the side its rounding puts it.
+			f := math.Floor((p - lo[ax]) * (1 / vol.Spacing[ax]))
 			if f < 0 || f >= float64(vol.N[ax]) {
 				inside = false
 			}
@@ -55,8 +60,8 @@ func refSiddon(vol *Volume, src, dst [3]float64) float64 {
 	return sum
 }
 
-func randomVolume(rng *rand.Rand, nx, ny, nz int64) *Volume {
-	v := &Volume{N: [3]int64{nx, ny, nz}, Origin: [3]float64{-13.5, 4.25, 101}, Spacing: [3]float64{0.7, 1.3, 2.1}}
+func randomVolume(rng *rand.Rand, nx, ny, nz int64) *volume.Volume {
+	v := &volume.Volume{N: [3]int64{nx, ny, nz}, Origin: [3]float64{-13.5, 4.25, 101}, Spacing: [3]float64{0.7, 1.3, 2.1}}
 	v.V = make([]float32, nx*ny*nz)
 	for i := range v.V {
 		v.V[i] = rng.Float32()
@@ -64,22 +69,25 @@ func randomVolume(rng *rand.Rand, nx, ny, nz int64) *Volume {
 	return v
 }
 
-func (v *Volume) corner(i, j, k float64) [3]float64 {
-	return [3]float64{v.Origin[0] + i*v.Spacing[0], v.Origin[1] + j*v.Spacing[1], v.Origin[2] + k*v.Spacing[2]}
+// corner is the point (i, j, k) of the voxel lattice: the corner of voxel
+// (i, j, k), half a voxel below its centre.
+func corner(v *volume.Volume, i, j, k float64) [3]float64 {
+	lo := v.Corner()
+	return [3]float64{lo[0] + i*v.Spacing[0], lo[1] + j*v.Spacing[1], lo[2] + k*v.Spacing[2]}
 }
 
 // testRays returns rays of every kind the issue names, in groups.
-func testRays(rng *rand.Rand, v *Volume) (src, dst [][3]float64) {
+func testRays(rng *rand.Rand, v *volume.Volume) (src, dst [][3]float64) {
 	ext := [3]float64{float64(v.N[0]), float64(v.N[1]), float64(v.N[2])}
 	add := func(s, d [3]float64) { src = append(src, s); dst = append(dst, d) }
 	far := func() [3]float64 { // a point well outside the box
-		p := v.corner(ext[0]/2, ext[1]/2, ext[2]/2)
+		p := corner(v, ext[0]/2, ext[1]/2, ext[2]/2)
 		for a := range 3 {
 			p[a] += (rng.Float64() - 0.5) * 400
 		}
 		return p
 	}
-	inside := func() [3]float64 { return v.corner(rng.Float64()*ext[0], rng.Float64()*ext[1], rng.Float64()*ext[2]) }
+	inside := func() [3]float64 { return corner(v, rng.Float64()*ext[0], rng.Float64()*ext[1], rng.Float64()*ext[2]) }
 	for range 200 { // arbitrary angles through the volume
 		c := inside()
 		s := far()
@@ -89,11 +97,11 @@ func testRays(rng *rand.Rand, v *Volume) (src, dst [][3]float64) {
 		for q := range 20 {
 			s := inside()
 			if q%2 == 0 { // exactly on lattice planes of the other axes
-				s = v.corner(float64(rng.IntN(int(ext[0]))), float64(rng.IntN(int(ext[1]))), float64(rng.IntN(int(ext[2]))))
+				s = corner(v, float64(rng.IntN(int(ext[0]))), float64(rng.IntN(int(ext[1]))), float64(rng.IntN(int(ext[2]))))
 			}
 			d := s
-			s[ax] = v.Origin[ax] - 50
-			d[ax] = v.Origin[ax] + ext[ax]*v.Spacing[ax] + 50
+			s[ax] = corner(v, 0, 0, 0)[ax] - 50
+			d[ax] = corner(v, ext[0], ext[1], ext[2])[ax] + 50
 			if q%3 == 0 {
 				s, d = d, s
 			}
@@ -101,8 +109,8 @@ func testRays(rng *rand.Rand, v *Volume) (src, dst [][3]float64) {
 		}
 	}
 	for range 40 { // through voxel corners: both ends on lattice points
-		a := v.corner(float64(rng.IntN(int(ext[0])+1)), float64(rng.IntN(int(ext[1])+1)), float64(rng.IntN(int(ext[2])+1)))
-		b := v.corner(float64(rng.IntN(int(ext[0])+1)), float64(rng.IntN(int(ext[1])+1)), float64(rng.IntN(int(ext[2])+1)))
+		a := corner(v, float64(rng.IntN(int(ext[0])+1)), float64(rng.IntN(int(ext[1])+1)), float64(rng.IntN(int(ext[2])+1)))
+		b := corner(v, float64(rng.IntN(int(ext[0])+1)), float64(rng.IntN(int(ext[1])+1)), float64(rng.IntN(int(ext[2])+1)))
 		add(a, b)
 	}
 	for range 30 { // sources inside the volume
@@ -145,8 +153,8 @@ func TestSiddonUniformGivesChordLength(t *testing.T) {
 	for i := range v.V {
 		v.V[i] = 0.25
 	}
-	lo := v.corner(0, 0, 0)
-	hi := v.corner(8, 11, 6)
+	lo := corner(v, 0, 0, 0)
+	hi := corner(v, 8, 11, 6)
 	for range 300 {
 		var s, d [3]float64
 		for a := range 3 {
@@ -181,9 +189,9 @@ func TestSiddonUniformGivesChordLength(t *testing.T) {
 func TestMissingRaysGiveZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
 	v := randomVolume(rng, 5, 5, 5)
-	hi := v.corner(5, 5, 5)
-	src := []float64{hi[0] + 10, hi[1] + 10, hi[2] + 10, v.Origin[0] - 1, v.Origin[1] + 1, v.Origin[2] + 1}
-	dst := []float64{hi[0] + 50, hi[1] - 300, hi[2] + 10, v.Origin[0] - 1, v.Origin[1] + 3, v.Origin[2] + 3}
+	lo, hi := corner(v, 0, 0, 0), corner(v, 5, 5, 5)
+	src := []float64{hi[0] + 10, hi[1] + 10, hi[2] + 10, lo[0] - 1, lo[1] + 1, lo[2] + 1}
+	dst := []float64{hi[0] + 50, hi[1] - 300, hi[2] + 10, lo[0] - 1, lo[1] + 3, lo[2] + 3}
 	out := []float32{-1, -1}
 	for _, step := range []float64{0, 0.5} {
 		DRR(v, src, dst, out, step, 0)
@@ -195,7 +203,7 @@ func TestMissingRaysGiveZero(t *testing.T) {
 
 func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 	const n = 48
-	v := &Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-24, -30, -18}, Spacing: [3]float64{1, 1.25, 0.75}}
+	v := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-24, -30, -18}, Spacing: [3]float64{1, 1.25, 0.75}}
 	v.V = make([]float32, n*n*n)
 	for i := range int64(n) {
 		for j := range int64(n) {
@@ -212,7 +220,7 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 		dir := [3]float64{math.Cos(th) * math.Cos(ph), math.Sin(th) * math.Cos(ph), math.Sin(ph)}
 		off := [3]float64{rng.NormFloat64() * 5, rng.NormFloat64() * 5, rng.NormFloat64() * 5}
 		for a := range 3 {
-			c := v.Origin[a] + float64(n)*v.Spacing[a]/2 + off[a]
+			c := v.Centre()[a] + off[a]
 			src = append(src, c-100*dir[a])
 			dst = append(dst, c+100*dir[a])
 		}
@@ -234,11 +242,11 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 	// above the volume. (Rays nearly level in z differ by more: within one
 	// z slab of voxels Siddon sees the slab's value where trilinear
 	// interpolates between slabs, a first-order difference of 1.3 % here.)
-	p := PadVolume(v)
+	p := volume.Pad(v)
 	num, den = 0, 0
 	for range 40 {
 		th := rng.Float64() * 2 * math.Pi
-		c := [3]float64{v.Origin[0] + 24, v.Origin[1] + 30, v.Origin[2] + 18}
+		c := corner(v, 24, 24, 24)
 		f := &Fan{N: 64, Stride: 1, DD: [3]float64{0, 0, -0.5}}
 		f.Src = [3]float64{c[0] + 200*math.Cos(th), c[1] + 200*math.Sin(th), c[2] + 100}
 		f.Dst0 = [3]float64{c[0] - 200*math.Cos(th) + rng.NormFloat64()*5, c[1] - 200*math.Sin(th), c[2] - 100 + 16}
@@ -260,8 +268,8 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 func TestPaddedVolumeGivesSameIntegrals(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	v := randomVolume(rng, 11, 7, 13)
-	p := PadVolume(v)
-	if PadVolume(p) != p || p.N != [3]int64{13, 9, 15} {
+	p := volume.Pad(v)
+	if volume.Pad(p) != p || p.N != [3]int64{13, 9, 15} {
 		t.Fatalf("padded shape %v", p.N)
 	}
 	src, dst := testRays(rng, v)
@@ -283,9 +291,10 @@ func TestPaddedVolumeGivesSameIntegrals(t *testing.T) {
 
 // refTrilinear is the trilinear sum by definition, in float64: every
 // fraction a_k = (k + ½)·step/lref in [0, 1], the volume interpolated at
-// that point of the segment (voxel centres on the lattice, zero outside),
+// that point of the segment (voxel centres on the integer lattice of
+// (x − Origin)/Spacing, zero outside),
 // each sample weighing step·len/lref.
-func refTrilinear(v *Volume, src, dst [3]float64, step, lref float64) float64 {
+func refTrilinear(v *volume.Volume, src, dst [3]float64, step, lref float64) float64 {
 	var d [3]float64
 	for a := range 3 {
 		d[a] = dst[a] - src[a]
@@ -311,7 +320,7 @@ func refTrilinear(v *Volume, src, dst [3]float64, step, lref float64) float64 {
 		var f [3]float64
 		var i [3]int64
 		for ax := range 3 {
-			c[ax] = (src[ax]+a*d[ax]-v.Origin[ax])/v.Spacing[ax] - 0.5
+			c[ax] = (src[ax] + a*d[ax] - v.Origin[ax]) / v.Spacing[ax]
 			fl := math.Floor(c[ax])
 			i[ax], f[ax] = int64(fl), c[ax]-fl
 		}
@@ -361,8 +370,8 @@ func testFanMatchesDefinition(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
 	for _, shape := range [][3]int64{{19, 14, 23}, {6, 5, 2200}} {
 		v := randomVolume(rng, shape[0], shape[1], shape[2])
-		p := PadVolume(v)
-		lo, hi := v.corner(0, 0, 0), v.corner(float64(shape[0]), float64(shape[1]), float64(shape[2]))
+		p := volume.Pad(v)
+		lo, hi := corner(v, 0, 0, 0), corner(v, float64(shape[0]), float64(shape[1]), float64(shape[2]))
 		mid := func(a int) float64 { return (lo[a] + hi[a]) / 2 }
 		ext := func(a int) float64 { return hi[a] - lo[a] }
 		cases := []fanCase{

@@ -1,7 +1,7 @@
 // Package npy reads and writes NumPy .npy files, streaming.
 //
-// Readers accept format versions 1.0, 2.0 and 3.0, C order, either byte
-// order, and the numeric dtypes bool, int8…int64, uint8…uint64, float32 and
+// Readers accept format versions 1.0, 2.0 and 3.0, C or Fortran order
+// (a Fortran-order array is delivered in C order), either byte order, and the numeric dtypes bool, int8…int64, uint8…uint64, float32 and
 // float64, converting elements to float32 or float64 as they are read, a
 // chunk at a time, so a file never has to fit in memory. Writers emit
 // version 1.0 headers (2.0 when the header does not fit), padded so the data

@@ -208,6 +208,10 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s: is a directory, not a .npy file", path)
+	}
 	r, err := NewReader(f)
 	if err != nil {
 		f.Close()

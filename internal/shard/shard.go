@@ -19,6 +19,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 // Format names the shard file format and its version.
@@ -58,15 +59,19 @@ func Parse(s string) (i, n int, err error) {
 	return i, n, nil
 }
 
-// FromEnv finds this job's shard index among count from the scheduler:
+// FromEnv finds this job's shard index among count from the scheduler's
+// environment, read through lookup (nil: the process's, os.LookupEnv):
 // SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN, so --array=1-8 works as
 // well as 0-7) or Kubernetes' JOB_COMPLETION_INDEX.
-func FromEnv(count int) (int, error) {
+func FromEnv(count int, lookup func(string) (string, bool)) (int, error) {
 	if count < 1 {
 		return 0, fmt.Errorf("%w: --shards %d: need at least 1", ErrShards, count)
 	}
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
 	get := func(name string) (int, bool, error) {
-		s, ok := os.LookupEnv(name)
+		s, ok := lookup(name)
 		if !ok {
 			return 0, false, nil
 		}
@@ -126,6 +131,16 @@ func ReadMeta(z *npy.NPZ, path string) (Meta, error) {
 	if m.N < 1 || m.Lo < 0 || m.Hi > m.N || m.Lo >= m.Hi {
 		return Meta{}, fmt.Errorf("%w: %s: rows [%d, %d) of N = %d make no sense", ErrShards, path, m.Lo, m.Hi, m.N)
 	}
+	switch {
+	case m.D < 1:
+		return Meta{}, fmt.Errorf("%w: %s: D = %d values per image makes no sense", ErrShards, path, m.D)
+	case m.Dtype != "float32" && m.Dtype != "float64":
+		return Meta{}, fmt.Errorf("%w: %s: dtype %q, want float32 or float64", ErrShards, path, m.Dtype)
+	case m.TopK < 0 || (m.TopK > 0 && m.TopK >= m.N):
+		return Meta{}, fmt.Errorf("%w: %s: top-k %d of N = %d makes no sense", ErrShards, path, m.TopK, m.N)
+	case m.Count < 1 || m.Index < 0 || m.Index >= m.Count:
+		return Meta{}, fmt.Errorf("%w: %s: shard %d of %d makes no sense", ErrShards, path, m.Index, m.Count)
+	}
 	return m, nil
 }
 
@@ -138,11 +153,9 @@ type opened struct {
 // Merge checks that shards cover rows [0, N) exactly once, all from the same
 // input, metric, dtype and top-k, and writes the whole matrix to out: an
 // (N, N) .npy, or for top-k an .npz with indices (N, K) and values (N, K).
-// The output appears only when everything succeeded.
+// The output appears only when everything succeeded. paths names at least
+// one shard (graphs.MergeSpec.Validate checks).
 func Merge(out string, paths []string) error {
-	if len(paths) == 0 {
-		return fmt.Errorf("%w: no shard files given", ErrShards)
-	}
 	var all []opened
 	defer func() {
 		for _, o := range all {
@@ -191,6 +204,26 @@ func Merge(out string, paths []string) error {
 	if ref.Dtype == "float64" {
 		dt = npy.Float64
 	}
+	// Every member's shape is checked before anything is written, and the
+	// output's size against the disk: shard metadata is input too.
+	members, cols := []string{"affinity"}, ref.N
+	if ref.TopK > 0 {
+		members, cols = []string{"indices", "values"}, ref.TopK
+	}
+	for _, o := range all {
+		for _, name := range members {
+			if err := checkShape(o, name, []int{o.meta.Hi - o.meta.Lo, cols}); err != nil {
+				return err
+			}
+		}
+	}
+	size := sysmem.Mul(int64(ref.N), int64(cols), int64(dt.Size))
+	if ref.TopK > 0 {
+		size = sysmem.Mul(int64(ref.N), int64(cols), int64(dt.Size)+8)
+	}
+	if err := atomicfile.CheckSpace(out, size); err != nil {
+		return err
+	}
 	f, err := atomicfile.Create(out)
 	if err != nil {
 		return err
@@ -201,7 +234,7 @@ func Merge(out string, paths []string) error {
 		if err != nil {
 			return err
 		}
-		buf := make([]float64, ref.N)
+		buf := make([]float64, min(ref.N, chunk))
 		for _, o := range all {
 			if err := copyRows(o, "affinity", []int{o.meta.Hi - o.meta.Lo, ref.N}, buf, w.Write64); err != nil {
 				return err
@@ -221,10 +254,10 @@ func Merge(out string, paths []string) error {
 			if err != nil {
 				return err
 			}
-			buf := make([]float64, k)
+			buf := make([]float64, min(k, chunk))
 			write := w.Write64
 			if member.dt == npy.Int64 {
-				ints := make([]int64, k)
+				ints := make([]int64, len(buf))
 				write = func(v []float64) error {
 					for i, x := range v {
 						ints[i] = int64(x)
@@ -243,6 +276,22 @@ func Merge(out string, paths []string) error {
 		}
 	}
 	return f.Commit()
+}
+
+// chunk is the most values merge holds in memory at a time.
+const chunk = 1 << 16
+
+// checkShape checks that member of o has the given shape.
+func checkShape(o opened, member string, shape []int) error {
+	r, c, err := o.z.Open(member)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrShards, err)
+	}
+	defer c.Close()
+	if npy.ShapeString(r.Shape) != npy.ShapeString(shape) {
+		return fmt.Errorf("%w: %s: %s has shape %s, want %s", ErrShards, o.path, member, npy.ShapeString(r.Shape), npy.ShapeString(shape))
+	}
+	return nil
 }
 
 // copyRows streams member of o, which must have the given shape, through

@@ -32,33 +32,3 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
-
-func TestFromEnv(t *testing.T) {
-	t.Setenv("JOB_COMPLETION_INDEX", "")
-	cases := []struct {
-		env  map[string]string
-		want int
-		ok   bool
-	}{
-		{map[string]string{"SLURM_ARRAY_TASK_ID": "2"}, 2, true},
-		{map[string]string{"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1"}, 3, true},
-		{map[string]string{"JOB_COMPLETION_INDEX": "0"}, 0, true},
-		{map[string]string{"SLURM_ARRAY_TASK_ID": "4"}, 0, false}, // of 4: out of range
-		{map[string]string{"SLURM_ARRAY_TASK_ID": "x"}, 0, false},
-		{map[string]string{}, 0, false},
-	}
-	for _, c := range cases {
-		for _, k := range []string{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "JOB_COMPLETION_INDEX"} {
-			if v, ok := c.env[k]; ok {
-				t.Setenv(k, v)
-			} else {
-				t.Setenv(k, "")
-				unset(t, k)
-			}
-		}
-		got, err := FromEnv(4)
-		if (err == nil) != c.ok || (c.ok && got != c.want) {
-			t.Errorf("env %v: got %d, %v; want %d, ok=%v", c.env, got, err, c.want, c.ok)
-		}
-	}
-}

@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -155,9 +157,8 @@ func (p *Probe) HeapBytes() int64 {
 // LiveHeapBytes runs two garbage collections and returns the Go heap then
 // occupied: the live objects. One is not enough: what sync.Pools held (the
 // Gorgonia tensor pools among them) survives the first collection in the
-// pools' victim caches, which showed as tens of MB "freed" during the next
-// run (measured in the demo: -32 MiB for the DRR row, the previous row's
-// images). It costs two collections; use it at the edges of a run, not
+// pools' victim caches, which would show as tens of MB "freed" during the
+// next run (the previous run's buffers). It costs two collections; use it at the edges of a run, not
 // per batch.
 func (p *Probe) LiveHeapBytes() int64 {
 	runtime.GC()
@@ -245,4 +246,24 @@ func AdviseHugePagesOf[T float32 | float64](x []T) {
 		return
 	}
 	AdviseHugePages(unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x)*int(unsafe.Sizeof(x[0]))))
+}
+
+// Product returns the product of n and the factors, or −1 when it does not
+// fit in an int64 (or a factor is negative): for sizes from headers and
+// flags, checked before anything is allocated.
+func Mul(n int64, factors ...int64) int64 {
+	if n < 0 {
+		return -1
+	}
+	for _, f := range factors {
+		if f < 0 {
+			return -1
+		}
+		hi, lo := bits.Mul64(uint64(n), uint64(f))
+		if hi != 0 || lo > math.MaxInt64 {
+			return -1
+		}
+		n = int64(lo)
+	}
+	return n
 }

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 )
 
 var metaTypes = map[string]string{
@@ -20,14 +18,19 @@ var metaTypes = map[string]string{
 
 // metaHeader is the key = value header of a MetaImage file.
 type metaHeader struct {
-	dims       [3]int
-	spacing    [3]float64
-	origin     [3]float64
-	etype      string
-	bigEndian  bool
-	compressed bool
-	dataFile   string
-	hasSpacing bool
+	dims    [3]int
+	spacing [3]float64
+	origin  [3]float64 // Offset (Origin, Position): the centre of voxel 0
+	// transform is TransformMatrix (Rotation, Orientation) as written:
+	// the direction of index axis a in transform[3a : 3a+3].
+	transform    [9]float64
+	hasTransform bool
+	headerSize   int64 // bytes before the data; −1: the data ends the file
+	etype        string
+	bigEndian    bool
+	compressed   bool
+	dataFile     string
+	hasSpacing   bool
 }
 
 func parseFloats(v string, n int) ([]float64, error) {
@@ -102,6 +105,19 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 			if err == nil {
 				copy(h.origin[:], f)
 			}
+		case "TransformMatrix", "Rotation", "Orientation":
+			f, err := parseFloats(v, 9)
+			bad = err
+			if err == nil {
+				copy(h.transform[:], f)
+				h.hasTransform = true
+			}
+		case "HeaderSize":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < -1 {
+				bad = fmt.Errorf("want a byte count or -1, got %q", v)
+			}
+			h.headerSize = n
 		case "ElementType":
 			t, ok := metaTypes[v]
 			if !ok {
@@ -129,10 +145,54 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 	if !seen["DimSize"] || h.etype == "" {
 		return h, fmt.Errorf("%w: MetaImage header lacks DimSize or ElementType", ErrVolume)
 	}
+	if h.headerSize == -1 && h.compressed {
+		return h, fmt.Errorf("%w: MetaImage HeaderSize = -1 with CompressedData is not supported", ErrVolume)
+	}
 	return h, nil
 }
 
-func loadMeta(path string) (*cpukern.Volume, error) {
+// direction is the header's direction matrix (columns: the index axes'
+// directions in LPS), the identity without a TransformMatrix. ITK writes
+// the direction of index axis a as the a-th triple of TransformMatrix.
+func (h metaHeader) direction() ([3][3]float64, error) {
+	if !h.hasTransform {
+		return identity, nil
+	}
+	var d [3][3]float64
+	for a := range 3 {
+		for r := range 3 {
+			d[r][a] = h.transform[3*a+r]
+		}
+	}
+	return orthonormal(d, "MetaImage TransformMatrix")
+}
+
+// seekData positions f at the first data byte for a header size of hs
+// (−1: the data is the last need bytes) and returns the bytes from there
+// to the end. Data inside a .mha (LOCAL) starts no earlier than minStart,
+// the end of its header.
+func seekData(f *os.File, hs, need, minStart int64) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrVolume, err)
+	}
+	start := hs
+	if hs == -1 {
+		start = st.Size() - need
+		if start < minStart {
+			return 0, fmt.Errorf("%w: voxel data truncated: HeaderSize = -1 and the file holds %d bytes after its header, the header promises %d", ErrVolume, max(0, st.Size()-minStart), need)
+		}
+	} else if start < minStart {
+		return 0, fmt.Errorf("%w: MetaImage HeaderSize = %d points inside the header (%d bytes)", ErrVolume, hs, minStart)
+	}
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrVolume, err)
+	}
+	return st.Size() - start, nil
+}
+
+// loadMeta reads a .mha or .mhd file; with place, its placement too.
+func loadMeta(path string, place bool) (*Volume, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
@@ -143,15 +203,40 @@ func loadMeta(path string) (*cpukern.Volume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var data io.Reader = br
-	avail := int64(-1) // uncompressed bytes available, where known
-	switch {
-	case h.dataFile == "LOCAL":
-		if st, err := f.Stat(); err == nil {
-			if pos, err := f.Seek(0, io.SeekCurrent); err == nil {
-				avail = st.Size() - pos + int64(br.Buffered())
-			}
+	dir := identity
+	if place {
+		if dir, err = h.direction(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+	} else {
+		h.spacing, h.origin = [3]float64{1, 1, 1}, [3]float64{}
+	}
+	if float64(h.dims[0])*float64(h.dims[1])*float64(h.dims[2]) > maxVoxels {
+		return nil, fmt.Errorf("%w: %s: shape %v is too large", ErrVolume, path, h.dims)
+	}
+	el, _ := elementType(h.etype, h.bigEndian)
+	need := int64(h.dims[0]) * int64(h.dims[1]) * int64(h.dims[2]) * int64(el.size)
+	var data io.Reader = br
+	avail := int64(-1) // bytes available from the data's start, where known
+	switch {
+	case strings.EqualFold(h.dataFile, "LOCAL"):
+		pos, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			break
+		}
+		end := pos - int64(br.Buffered()) // the end of the header
+		if h.headerSize == 0 {
+			if st, err := f.Stat(); err == nil {
+				avail = st.Size() - end
+			}
+			break
+		}
+		// ITK reads HeaderSize in a .mha as the data's offset from the
+		// start of the file.
+		if avail, err = seekData(f, h.headerSize, need, end); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		data = bufioReader(f)
 	case strings.EqualFold(h.dataFile, "LIST") || strings.Contains(h.dataFile, "%"):
 		return nil, fmt.Errorf("%w: %s: MetaImage ElementDataFile %q (lists of slices) not supported", ErrVolume, path, h.dataFile)
 	default:
@@ -160,8 +245,8 @@ func loadMeta(path string) (*cpukern.Volume, error) {
 			return nil, fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err)
 		}
 		defer df.Close()
-		if st, err := df.Stat(); err == nil {
-			avail = st.Size()
+		if avail, err = seekData(df, h.headerSize, need, 0); err != nil {
+			return nil, fmt.Errorf("%s: data file: %w", path, err)
 		}
 		data = bufioReader(df)
 	}
@@ -173,8 +258,7 @@ func loadMeta(path string) (*cpukern.Volume, error) {
 		defer z.Close()
 		data = z
 	}
-	el, _ := elementType(h.etype, h.bigEndian)
-	if need := int64(h.dims[0]) * int64(h.dims[1]) * int64(h.dims[2]) * int64(el.size); !h.compressed && avail >= 0 && avail < need {
+	if !h.compressed && avail >= 0 && avail < need {
 		return nil, fmt.Errorf("%w: %s: voxel data truncated: the header promises %d bytes, the file holds %d", ErrVolume, path, need, avail)
 	}
 	v, err := newVolume(h.dims[0], h.dims[1], h.dims[2])
@@ -184,6 +268,6 @@ func loadMeta(path string) (*cpukern.Volume, error) {
 	if err := readVoxels(data, v, el, true); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	v.Spacing, v.Origin = h.spacing, h.origin
+	v.Spacing, v.Origin, v.Direction = h.spacing, h.origin, dir
 	return v, nil
 }

@@ -10,8 +10,6 @@ import (
 	"math"
 	"os"
 	"strings"
-
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 )
 
 // niftiHeader is what tapeloop reads of a NIfTI-1 header (348 bytes).
@@ -28,6 +26,7 @@ type niftiHeader struct {
 	quatern   [3]float32 // b, c, d
 	qoffset   [3]float32
 	srow      [3][4]float32
+	units     byte // xyzt_units
 }
 
 var niftiTypes = map[int16]string{2: "uint8", 4: "int16", 8: "int32", 16: "float32", 64: "float64", 256: "int8", 512: "uint16", 768: "uint32"}
@@ -57,6 +56,7 @@ func parseNIfTIHeader(b []byte) (niftiHeader, error) {
 	}
 	h.datatype = int16(o.Uint16(b[70:]))
 	h.voxOffset = f32(108)
+	h.units = b[123]
 	h.sclSlope, h.sclInter = f32(112), f32(116)
 	h.qform, h.sform = int16(o.Uint16(b[252:])), int16(o.Uint16(b[254:]))
 	for i := range 3 {
@@ -69,35 +69,110 @@ func parseNIfTIHeader(b []byte) (niftiHeader, error) {
 	return h, nil
 }
 
-// geometry returns spacing (|pixdim|), origin (sform or qform translation)
-// and whether the affine rotates or flips the axes.
-func (h niftiHeader) geometry() (spacing, origin [3]float64, rotated bool) {
-	for a := range 3 {
-		spacing[a] = math.Abs(float64(h.pixdim[a+1]))
-		if spacing[a] == 0 {
-			spacing[a] = 1
+// affine returns the header's voxel-centre → RAS mm affine, linear part m
+// and translation t, from one source by nibabel's rule: the sform if
+// sform_code > 0, else the qform if qform_code > 0, else pixdim alone
+// (voxel 0 at the origin, index axes along x, y and z). src names the
+// source for messages. The spatial unit of xyzt_units (metre, mm, micron;
+// unknown is mm) is converted to mm.
+func (h niftiHeader) affine() (m [3][3]float64, t [3]float64, src string, err error) {
+	pix := func(a int) float64 { // pixdim[a+1]; 0 reads as 1, as nifti1_io does
+		if p := float64(h.pixdim[a+1]); p != 0 {
+			return p
 		}
+		return 1
 	}
 	switch {
 	case h.sform > 0:
-		for a := range 3 {
-			origin[a] = float64(h.srow[a][3])
-			for c := range 3 {
-				if v := float64(h.srow[a][c]); (a != c && v != 0) || (a == c && v < 0) {
-					rotated = true
-				}
+		src = "NIfTI sform"
+		for r := range 3 {
+			for a := range 3 {
+				m[r][a] = float64(h.srow[r][a])
 			}
+			t[r] = float64(h.srow[r][3])
 		}
 	case h.qform > 0:
-		for a := range 3 {
-			origin[a] = float64(h.qoffset[a])
+		src = "NIfTI qform"
+		b, c, d := float64(h.quatern[0]), float64(h.quatern[1]), float64(h.quatern[2])
+		w2 := 1 - (b*b + c*c + d*d)
+		a := 0.0
+		switch {
+		case w2 >= 0:
+			a = math.Sqrt(w2)
+		case w2 > -1e-6: // rounding: a 180° turn, a = 0
+			n := math.Sqrt(b*b + c*c + d*d)
+			b, c, d = b/n, c/n, d/n
+		default:
+			return m, t, src, fmt.Errorf("%w: %s: quaternion (b, c, d) = (%g, %g, %g) is longer than 1", ErrVolume, src, b, c, d)
 		}
-		rotated = h.quatern != [3]float32{} || h.pixdim[0] < 0
+		rot := [3][3]float64{
+			{a*a + b*b - c*c - d*d, 2 * (b*c - a*d), 2 * (b*d + a*c)},
+			{2 * (b*c + a*d), a*a + c*c - b*b - d*d, 2 * (c*d - a*b)},
+			{2 * (b*d - a*c), 2 * (c*d + a*b), a*a + d*d - c*c - b*b},
+		}
+		zoom := [3]float64{pix(0), pix(1), pix(2)}
+		if h.pixdim[0] < 0 { // qfac: the third axis flipped
+			zoom[2] = -zoom[2]
+		}
+		for r := range 3 {
+			for a := range 3 {
+				m[r][a] = rot[r][a] * zoom[a]
+			}
+			t[r] = float64(h.qoffset[r])
+		}
+	default:
+		src = "NIfTI pixdim"
+		for a := range 3 {
+			m[a][a] = pix(a)
+		}
 	}
-	return spacing, origin, rotated
+	var scale float64
+	switch h.units & 7 {
+	case 1: // metre
+		scale = 1000
+	case 3: // micron
+		scale = 1e-3
+	default: // mm, or unknown
+		scale = 1
+	}
+	for r := range 3 {
+		for a := range 3 {
+			m[r][a] *= scale
+			if math.IsNaN(m[r][a]) || math.IsInf(m[r][a], 0) {
+				return m, t, src, fmt.Errorf("%w: %s is not finite", ErrVolume, src)
+			}
+		}
+		t[r] *= scale
+		if math.IsNaN(t[r]) || math.IsInf(t[r], 0) {
+			return m, t, src, fmt.Errorf("%w: %s offset is not finite", ErrVolume, src)
+		}
+	}
+	return m, t, src, nil
 }
 
-func loadNIfTI(path string, warn io.Writer) (*cpukern.Volume, error) {
+// geometry is the header's origin, spacing and direction in LPS mm: the
+// affine (see affine) split into spacing and direction cosines, with x and
+// y negated to turn NIfTI's RAS into LPS.
+func (h niftiHeader) geometry() (origin, spacing [3]float64, dir [3][3]float64, src string, err error) {
+	m, t, src, err := h.affine()
+	if err != nil {
+		return origin, spacing, dir, src, err
+	}
+	if spacing, dir, err = fromAffine(m, src); err != nil {
+		return origin, spacing, dir, src, err
+	}
+	origin = t
+	for r := range 2 {
+		origin[r] = -origin[r]
+		for a := range 3 {
+			dir[r][a] = -dir[r][a]
+		}
+	}
+	return origin, spacing, dir, src, nil
+}
+
+// loadNIfTI reads a .nii or .nii.gz file; with place, its affine too.
+func loadNIfTI(path string, warn io.Writer, place bool) (*Volume, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
@@ -117,7 +192,7 @@ func loadNIfTI(path string, warn io.Writer) (*cpukern.Volume, error) {
 		defer gz.Close()
 		r = bufio.NewReaderSize(gz, 1<<20)
 	}
-	v, err := readNIfTI(r, warn, path, avail)
+	v, err := readNIfTI(r, warn, path, avail, place)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -126,7 +201,7 @@ func loadNIfTI(path string, warn io.Writer) (*cpukern.Volume, error) {
 
 // readNIfTI reads a single-file NIfTI-1 volume (header, extensions, data)
 // of avail bytes in all (−1: unknown), checking the size before allocating.
-func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*cpukern.Volume, error) {
+func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64, place bool) (*Volume, error) {
 	hdr := make([]byte, 348)
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return nil, fmt.Errorf("%w: NIfTI header truncated", ErrVolume)
@@ -175,15 +250,20 @@ func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64) (*cpukern.
 			v.V[i] = float32(float64(x)*s + c)
 		}
 	}
-	var rotated bool
-	v.Spacing, v.Origin, rotated = h.geometry()
-	if rotated && warn != nil {
-		fmt.Fprintf(warn, "tapeloop: warning: %s: the NIfTI affine rotates or flips the axes; using spacing from pixdim and origin from its translation, in array order\n", name)
+	if !place {
+		return v, nil
+	}
+	var src string
+	if v.Origin, v.Spacing, v.Direction, src, err = h.geometry(); err != nil {
+		return nil, err
+	}
+	if src == "NIfTI pixdim" && warn != nil {
+		fmt.Fprintf(warn, "tapeloop: warning: %s: the NIfTI header has neither an sform nor a qform; voxel 0 placed at the origin, index axes along RAS x, y and z, pixdim apart\n", name)
 	}
 	return v, nil
 }
 
 // niftiBytes is a test and fuzz helper: the header parser on raw bytes.
-func niftiBytes(b []byte) (*cpukern.Volume, error) {
-	return readNIfTI(bytes.NewReader(b), nil, "fuzz", int64(len(b)))
+func niftiBytes(b []byte) (*Volume, error) {
+	return readNIfTI(bytes.NewReader(b), nil, "fuzz", int64(len(b)), true)
 }

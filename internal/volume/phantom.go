@@ -1,10 +1,6 @@
 package volume
 
-import (
-	"math"
-
-	"github.com/tapeloop/tapeloop/internal/cpukern"
-)
+import "math"
 
 // ellipsoid is one ellipsoid of the phantom: intensity a, semi-axes, centre
 // in [−1, 1]³ coordinates, and a rotation phi (degrees) about the z axis.
@@ -27,12 +23,13 @@ var sheppLogan = []ellipsoid{
 }
 
 // Phantom makes the 3-D Shepp–Logan phantom on an n³ grid spanning fov mm,
-// centred at the origin, as linear attenuation per mm: intensity × muWater
+// its box centred at the world origin (voxel 0's centre at −fov/2 + s/2,
+// s = fov/n), index axes along x, y and z, as linear attenuation per mm: intensity × muWater
 // (the skull 1.0, the brain 0.2).
-func Phantom(n int, fov, muWater float64) *cpukern.Volume {
+func Phantom(n int, fov, muWater float64) *Volume {
 	s := fov / float64(n)
-	v := &cpukern.Volume{V: alloc(n * n * n), N: [3]int64{int64(n), int64(n), int64(n)},
-		Origin: [3]float64{-fov / 2, -fov / 2, -fov / 2}, Spacing: [3]float64{s, s, s}}
+	v := &Volume{V: alloc(n * n * n), N: [3]int64{int64(n), int64(n), int64(n)},
+		Origin: [3]float64{-fov/2 + s/2, -fov/2 + s/2, -fov/2 + s/2}, Spacing: [3]float64{s, s, s}}
 	coord := func(i int) float64 { return (float64(i)+0.5)/float64(n)*2 - 1 }
 	for _, e := range sheppLogan {
 		c, sn := math.Cos(e.phi*math.Pi/180), math.Sin(e.phi*math.Pi/180)

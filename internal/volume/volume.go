@@ -1,6 +1,7 @@
-// Package volume reads 3-D voxel volumes (CT scans and the like) from
-// .npy, NIfTI-1 (.nii, .nii.gz), MetaImage (.mha, .mhd) and raw files, and
-// makes the 3-D Shepp–Logan phantom. Every volume comes out in C order:
+// Package volume is tapeloop's voxel volume type: it reads 3-D volumes (CT
+// scans and the like) from .npy, NIfTI-1 (.nii, .nii.gz), MetaImage (.mha,
+// .mhd) and raw files, makes the 3-D Shepp–Logan phantom, and pads volumes
+// for trilinear sampling. Every volume comes out in C order:
 // value (i, j, k) at (i·ny + j)·nz + k, voxel (i, j, k) spanning
 // [o + (i, j, k)⊙s, o + (i+1, j+1, k+1)⊙s) in mm.
 package volume
@@ -14,10 +15,49 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
+
+// Volume is a voxel volume for ray casting: V holds N[0]·N[1]·N[2] values
+// in C order; the centre of voxel idx = (i, j, k) lies at
+// Origin + Direction·(idx⊙Spacing) in world mm, so voxel idx fills the box
+// of sides Spacing about it, along the directions of Direction's columns.
+type Volume struct {
+	V []float32
+	N [3]int64
+	// Origin is the centre of voxel (0, 0, 0), in world mm.
+	Origin  [3]float64
+	Spacing [3]float64
+	// Direction holds the direction cosines, orthonormal columns:
+	// Direction[r][a] is the r-th world coordinate of a unit step along
+	// index axis a. The zero value means the identity.
+	Direction [3][3]float64
+	// Padded says V carries a border of one zero voxel on every side that
+	// is not part of the data (see Pad).
+	Padded bool
+}
+
+// Pad returns a copy of v with a border of zero voxels on every side,
+// origin moved out by one voxel along each index axis: the same line
+// integrals, but trilinear sampling needs no boundary tests. Padding a
+// padded volume returns it.
+func Pad(v *Volume) *Volume {
+	if v.Padded {
+		return v
+	}
+	nx, ny, nz := v.N[0], v.N[1], v.N[2]
+	p := &Volume{N: [3]int64{nx + 2, ny + 2, nz + 2}, Spacing: v.Spacing, Direction: v.Direction, Padded: true}
+	p.Origin = v.World([3]float64{-1, -1, -1})
+	p.V = make([]float32, p.N[0]*p.N[1]*p.N[2])
+	sysmem.AdviseHugePagesOf(p.V)
+	for i := range nx {
+		for j := range ny {
+			copy(p.V[((i+1)*(ny+2)+j+1)*(nz+2)+1:], v.V[(i*ny+j)*nz:(i*ny+j+1)*nz])
+		}
+	}
+	return p
+}
 
 // ErrVolume is wrapped by every error about a volume file or its values.
 var ErrVolume = errors.New("volume")
@@ -28,31 +68,49 @@ const maxVoxels = 1 << 32
 // Options complete what a file does not say.
 type Options struct {
 	Spacing *[3]float64 // overrides the file's (default 1 mm for .npy and raw)
-	Origin  *[3]float64 // overrides the file's (default 0)
+	Origin  *[3]float64 // the centre of voxel (0, 0, 0), in Frame; overrides the file's (default 0)
 	Shape   [3]int      // raw files: the shape
 	Dtype   string      // raw files: uint8, int8, uint16, int16, uint32, int32, float32, float64
-	Warn    io.Writer   // where warnings go (a rotated NIfTI affine); nil: discarded
+	// Frame is the world frame the volume comes out in ("": LPS). Files
+	// that place the volume in the patient (NIfTI, MetaImage) are
+	// converted to it; .npy and raw volumes have no frame: their index
+	// axes run along x, y and z of whichever frame is chosen.
+	Frame Frame
+	// VoxelsOnly reads the values alone, for workloads that ignore where
+	// the volume lies: the header's placement is neither read nor checked
+	// (origin 0, spacing 1, the identity).
+	VoxelsOnly bool
+	Warn       io.Writer // where warnings go (a NIfTI file without an affine); nil: discarded
+	Series     string    // DICOM: the SeriesInstanceUID to read from a directory of several
 }
 
-// Load reads the volume at path, by its extension.
-func Load(path string, opt Options) (*cpukern.Volume, error) {
+// Load reads the volume at path, by its extension, into opt.Frame.
+func Load(path string, opt Options) (*Volume, error) {
 	lower := strings.ToLower(path)
-	var v *cpukern.Volume
+	var v *Volume
 	var err error
+	frameless := false // no patient frame in the file: nothing to convert
 	switch {
+	case opt.Series != "" || isDICOM(path): // a directory, or "DICM" at byte 128
+		v, err = loadDICOM(path, opt.Series)
 	case strings.HasSuffix(lower, ".npy"):
 		v, err = loadNpy(path)
+		frameless = true
 	case strings.HasSuffix(lower, ".nii"), strings.HasSuffix(lower, ".nii.gz"):
-		v, err = loadNIfTI(path, opt.Warn)
+		v, err = loadNIfTI(path, opt.Warn, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".mha"), strings.HasSuffix(lower, ".mhd"):
-		v, err = loadMeta(path)
+		v, err = loadMeta(path, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".raw"), opt.Dtype != "" || opt.Shape != [3]int{}:
 		v, err = loadRaw(path, opt.Shape, opt.Dtype)
+		frameless = true
 	default:
-		return nil, fmt.Errorf("%w: %s: unknown format %q (want .npy, .nii, .nii.gz, .mha, .mhd, or raw with --shape and --dtype)", ErrVolume, path, filepath.Ext(path))
+		return nil, fmt.Errorf("%w: %s: unknown format %q (want .npy, .nii, .nii.gz, .mha, .mhd, a DICOM series directory, or raw with --shape and --dtype)", ErrVolume, path, filepath.Ext(path))
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !frameless && !opt.VoxelsOnly {
+		v.ToFrame(opt.Frame)
 	}
 	if opt.Spacing != nil {
 		v.Spacing = *opt.Spacing
@@ -66,8 +124,8 @@ func Load(path string, opt Options) (*cpukern.Volume, error) {
 	return v, nil
 }
 
-// Check validates spacing, origin and values.
-func Check(v *cpukern.Volume) error {
+// Check validates spacing, origin, direction and values.
+func Check(v *Volume) error {
 	for a := range 3 {
 		if !(v.Spacing[a] > 0) || math.IsInf(v.Spacing[a], 0) {
 			return fmt.Errorf("%w: spacing %v: every component must be positive and finite", ErrVolume, v.Spacing)
@@ -78,6 +136,9 @@ func Check(v *cpukern.Volume) error {
 		if v.N[a] < 1 {
 			return fmt.Errorf("%w: shape %v has an empty axis", ErrVolume, v.N)
 		}
+	}
+	if err := checkDirection(v); err != nil {
+		return err
 	}
 	for i, x := range v.V {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
@@ -90,20 +151,20 @@ func Check(v *cpukern.Volume) error {
 
 // ApplyHU converts Hounsfield units to linear attenuation per mm:
 // μ = μ_water·max(0, 1 + HU/1000).
-func ApplyHU(v *cpukern.Volume, muWater float64) {
+func ApplyHU(v *Volume, muWater float64) {
 	for i, h := range v.V {
 		v.V[i] = float32(muWater * max(0, 1+float64(h)/1000))
 	}
 }
 
-func newVolume(nx, ny, nz int) (*cpukern.Volume, error) {
+func newVolume(nx, ny, nz int) (*Volume, error) {
 	if nx < 1 || ny < 1 || nz < 1 {
 		return nil, fmt.Errorf("%w: shape (%d, %d, %d) has an empty axis", ErrVolume, nx, ny, nz)
 	}
 	if int64(nx)*int64(ny)*int64(nz) > maxVoxels {
 		return nil, fmt.Errorf("%w: shape (%d, %d, %d) is too large", ErrVolume, nx, ny, nz)
 	}
-	return &cpukern.Volume{V: alloc(nx * ny * nz), N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: [3]float64{1, 1, 1}}, nil
+	return &Volume{V: alloc(nx * ny * nz), N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: [3]float64{1, 1, 1}}, nil
 }
 
 // alloc allocates voxels on huge pages where the kernel allows: rays cross
@@ -115,7 +176,7 @@ func alloc(n int) []float32 {
 	return v
 }
 
-func loadNpy(path string) (*cpukern.Volume, error) {
+func loadNpy(path string) (*Volume, error) {
 	f, err := npy.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
@@ -173,7 +234,7 @@ func elementType(name string, big bool) (element, bool) {
 
 // readVoxels reads len(v.V) elements from r into v, transposing from
 // x-fastest (Fortran) order when xFastest is set.
-func readVoxels(r io.Reader, v *cpukern.Volume, el element, xFastest bool) error {
+func readVoxels(r io.Reader, v *Volume, el element, xFastest bool) error {
 	nx, ny, nz := v.N[0], v.N[1], v.N[2]
 	buf := make([]byte, el.size*int(nx))
 	if !xFastest {
@@ -202,7 +263,7 @@ func readVoxels(r io.Reader, v *cpukern.Volume, el element, xFastest bool) error
 	return nil
 }
 
-func loadRaw(path string, shape [3]int, dtype string) (*cpukern.Volume, error) {
+func loadRaw(path string, shape [3]int, dtype string) (*Volume, error) {
 	if shape == [3]int{} || dtype == "" {
 		return nil, fmt.Errorf("%w: %s: a raw volume needs --shape X,Y,Z and --dtype", ErrVolume, path)
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/npy"
 )
 
@@ -31,7 +30,7 @@ func xFastest(nx, ny, nz int, f func(x, y, z int) float64) []float64 {
 
 func value(x, y, z int) float64 { return float64(100*x + 10*y + z) }
 
-func checkVolume(t *testing.T, v *cpukern.Volume, nx, ny, nz int, spacing, origin [3]float64) {
+func checkVolume(t *testing.T, v *Volume, nx, ny, nz int, spacing, origin [3]float64) {
 	t.Helper()
 	if v.N != [3]int64{int64(nx), int64(ny), int64(nz)} {
 		t.Fatalf("shape %v, want (%d, %d, %d)", v.N, nx, ny, nz)
@@ -100,16 +99,22 @@ func TestLoadEveryFormat(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s (%v): %v", name, o, err)
 			}
-			checkVolume(t, v, nx, ny, nz, [3]float64{0.5, 0.75, 2}, [3]float64{-10, 20.5, 3})
+			// RAS on disk, LPS in memory: x and y negated.
+			checkVolume(t, v, nx, ny, nz, [3]float64{0.5, 0.75, 2}, [3]float64{10, -20.5, 3})
+			if want := [3][3]float64{{-1, 0, 0}, {0, -1, 0}, {0, 0, 1}}; v.Direction != want {
+				t.Errorf("%s: direction %v, want %v", name, v.Direction, want)
+			}
+			if v, err = Load(p(name), Options{Frame: RAS}); err != nil || v.Origin != [3]float64{-10, 20.5, 3} || !v.Aligned() {
+				t.Errorf("%s in RAS: origin %v direction %v (%v), want (-10, 20.5, 3) and the identity", name, v.Origin, v.Direction, err)
+			}
 		}
 	}
-	// A rotated affine warns.
+	// A sheared affine is refused.
 	rot := diag
 	rot[0][1] = 0.1
 	os.WriteFile(p("r.nii"), niftiFile(binary.LittleEndian, nx, ny, nz, [3]float32{0.5, 0.75, 2}, rot, 2), 0o644)
-	var warn bytes.Buffer
-	if _, err := Load(p("r.nii"), Options{Warn: &warn}); err != nil || !strings.Contains(warn.String(), "rotates") {
-		t.Errorf("rotated NIfTI: err %v, warning %q", err, warn.String())
+	if _, err := Load(p("r.nii"), Options{}); err == nil || !strings.Contains(err.Error(), "shear") {
+		t.Errorf("sheared NIfTI: err %v, want one about the shear", err)
 	}
 
 	// MetaImage: .mha with raw and zlib data, .mhd with a data file, big endian.
@@ -139,6 +144,9 @@ func TestLoadEveryFormat(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		checkVolume(t, v, nx, ny, nz, [3]float64{0.5, 0.75, 2}, [3]float64{-10, 20.5, 3})
+		if !v.Aligned() {
+			t.Errorf("%s: direction %v without a TransformMatrix", name, v.Direction)
+		}
 	}
 
 	// .npy and raw are C order; spacing and origin from the options.
@@ -161,6 +169,9 @@ func TestLoadEveryFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkVolume(t, v, nx, ny, nz, sp, or)
+	if v, err = Load(p("v.npy"), Options{Spacing: &sp, Origin: &or, Frame: RAS}); err != nil || v.Origin != or || !v.Aligned() {
+		t.Errorf(".npy in RAS: origin %v direction %v (%v): a frameless volume should not move", v.Origin, v.Direction, err)
+	}
 	var raw []byte
 	for _, x := range c {
 		raw = binary.LittleEndian.AppendUint16(raw, uint16(x))

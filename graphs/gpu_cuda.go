@@ -1,19 +1,19 @@
 //go:build tapeloop_cuda || tapeloop_cudaemu
 
-package main
+package graphs
 
 import (
 	"github.com/tapeloop/tapeloop/cuda"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// cudaBuild is true in the GPU build: --device cuda opens GPU 0.
-const cudaBuild = true
+// GPUBuild is true in the GPU flavour: Device "cuda" opens GPUs.
+const GPUBuild = true
 
-// cudaInfo is what `tapeloop info` says of the GPU backend.
-var cudaInfo = map[bool]string{
+// GPUBackend says what this build's GPU backend is, for `tapeloop info`.
+var GPUBackend = map[bool]string{
 	false: "built in (--device cuda, --devices; cuFFT and cuBLAS loaded at run time)",
 	true:  "EMULATED on the CPU (tapeloop_cudaemu test build: correct results, no speed)",
 }[cuda.Emulated]
 
-func openDevice(ordinal int) (ops.Device, error) { return cuda.Open(ordinal) }
+func openGPU(ordinal int) (ops.Device, error) { return cuda.Open(ordinal) }

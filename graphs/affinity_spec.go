@@ -1,0 +1,384 @@
+package graphs
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"unsafe"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/shard"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// AffinitySpec is an affinity run as the user states it: files, sizes and
+// names. The settings whose every value is a choice the user can get
+// wrong (--topk 0 is an error, not "no top-k") are pointers, nil when not
+// given; the zero value of each other field is its documented default.
+type AffinitySpec struct {
+	// Images is an (N, H, W) or (N, D) .npy (uint8, uint16, int16, int32,
+	// float32 or float64); "": N standard-normal images of Height×Width
+	// from Seed.
+	Images           string
+	N, Height, Width int
+	Seed             uint64
+	Metric           string // "dot" (default), "cosine", "l1" or "l2"
+	TopK             *int   // keep the K largest affinities per row, self excluded
+	Block            *int   // rows per block, the batch; nil: planned
+	// Shard computes only shard "i/n" of the rows (0 ≤ i < n) into an
+	// .npz Out, for `tapeloop merge`; Shards splits into this many
+	// shards, this job's index read from Env. Give one or neither.
+	Shard  *string
+	Shards *int
+	// Env looks up the scheduler's variables for Shards (SLURM array or
+	// Kubernetes Indexed Job); nil: the process's environment.
+	Env func(string) (string, bool)
+	// TF32 lets the GPU's dot products use TF32 tensor cores; it needs a
+	// GPU device.
+	TF32 bool
+	// Out receives the (N, N) matrix as .npy, or for top-k or a shard an
+	// .npz; "": nothing written.
+	Out string
+	// Streamed computes whole rows and streams them even when the whole
+	// matrix would fit the memory limit (each pair then computed twice,
+	// every block the same work). Otherwise a run of all rows without
+	// top-k holds the matrix and computes each pair once when it fits.
+	Streamed bool
+}
+
+// DefaultAffinitySpec is the built-in case: N = 10,000 standard-normal
+// images of 100×100, dot products.
+func DefaultAffinitySpec() AffinitySpec {
+	return AffinitySpec{N: 10_000, Height: 100, Width: 100, Seed: 1, Metric: "dot"}
+}
+
+// affinityPlan is what Validate derives from a spec.
+type affinityPlan struct {
+	metric       ops.Metric
+	topk         int
+	index, count int // the shard; 0 of 1 when not sharded
+	sharded      bool
+}
+
+// Validate checks what can be checked before the images are read.
+func (s AffinitySpec) Validate() error {
+	_, err := s.check(nil)
+	return err
+}
+
+// check validates s, and with dev the settings that depend on the device.
+func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
+	if p.metric, err = ops.ParseMetric(orDefault(s.Metric, "dot")); err != nil {
+		return p, fmt.Errorf("--metric: %w", err)
+	}
+	if s.Block != nil && *s.Block < 1 {
+		return p, fmt.Errorf("--block %d: must be at least 1", *s.Block)
+	}
+	if s.TF32 && dev != nil && !dev.GPU() {
+		return p, errors.New("--tf32: needs --device cuda")
+	}
+	if s.TopK != nil {
+		if p.topk = *s.TopK; p.topk < 1 {
+			return p, fmt.Errorf("--topk %d: must be at least 1", p.topk)
+		}
+	}
+	if s.Images == "" {
+		if s.N < 1 || s.Height < 1 || s.Width < 1 {
+			return p, fmt.Errorf("--n %d --height %d --width %d: each must be at least 1", s.N, s.Height, s.Width)
+		}
+		if int64(s.N)*int64(s.Height)*int64(s.Width) > 1<<34 {
+			return p, fmt.Errorf("--n %d --height %d --width %d: too many values for the built-in images", s.N, s.Height, s.Width)
+		}
+	}
+	p.count = 1
+	switch {
+	case s.Shard != nil && s.Shards != nil:
+		return p, errors.New("--shard and --shards: give one")
+	case s.Shard != nil:
+		if p.index, p.count, err = shard.Parse(*s.Shard); err != nil {
+			return p, fmt.Errorf("--shard: %w", err)
+		}
+		p.sharded = true
+	case s.Shards != nil:
+		p.count = *s.Shards
+		if p.index, err = shard.FromEnv(p.count, s.Env); err != nil {
+			return p, fmt.Errorf("--shards: %w", err)
+		}
+		p.sharded = true
+	}
+	return p, nil
+}
+
+// AffinityTask is an opened affinity run.
+type AffinityTask struct {
+	job   *Affinity
+	dev   *Device
+	out   *atomicfile.File
+	npz   *npy.NPZWriter
+	rows  *npy.Writer
+	meta  shard.Meta
+	dtype npy.Dtype
+}
+
+// OpenAffinity validates s, reads or makes the images in dev's dtype,
+// decides between the whole matrix in memory and streamed rows, and
+// creates the output. With withOutput false (for printing the graph), Out
+// is ignored.
+func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask, err error) {
+	p, err := s.check(dev)
+	if err != nil {
+		return nil, err
+	}
+	dt := dev.Dtype()
+	var data *ops.PairData
+	var shape []int
+	var fp string
+	var n, d int
+	var mapped bool
+	if dt == tensor.Float64 {
+		var x []float64
+		if x, n, d, shape, mapped, err = loadImages[float64](s, dev.MemLimit); err != nil {
+			return nil, err
+		}
+		if data, err = ops.NewPairData(x, n, d, p.metric); err != nil {
+			return nil, err
+		}
+		fp = Fingerprint(x, shape)
+	} else {
+		var x []float32
+		if x, n, d, shape, mapped, err = loadImages[float32](s, dev.MemLimit); err != nil {
+			return nil, err
+		}
+		if data, err = ops.NewPairData(x, n, d, p.metric); err != nil {
+			return nil, err
+		}
+		fp = Fingerprint(x, shape)
+	}
+	data.Mapped = mapped
+	if p.topk >= n {
+		return nil, fmt.Errorf("--topk %d: must be below N = %d (self is excluded)", p.topk, n)
+	}
+	lo, hi := shard.Rows(p.index, p.count, n)
+	if lo == hi {
+		return nil, fmt.Errorf("--shard %d/%d: no rows (N = %d is smaller than the shard count)", p.index, p.count, n)
+	}
+	path := s.Out
+	if !withOutput {
+		path = ""
+	} else if p.sharded && path == "" {
+		return nil, errors.New("--shard: a shard needs --out FILE.npz")
+	}
+	t := &AffinityTask{dev: dev, dtype: npy.Float32}
+	if s.Block != nil {
+		t.dev = dev.WithBatch(*s.Block)
+	}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	if dt == tensor.Float64 {
+		t.dtype = npy.Float64
+	}
+	t.meta = shard.Meta{N: n, D: d, Metric: p.metric.String(), Dtype: dt.String(), Fingerprint: fp,
+		Lo: lo, Hi: hi, Index: p.index, Count: p.count, TopK: p.topk}
+	cfg := AffinityConfig{Data: data, Metric: p.metric, Lo: lo, Hi: hi, TopK: p.topk, TF32: s.TF32}
+	// Hold the whole matrix and compute each pair once when it fits the
+	// limit beside the images and a modest block; else stream whole rows.
+	if !p.sharded && p.topk == 0 && !s.Streamed {
+		sz := int64(dt.Size())
+		need := sz*(int64(n)*int64(n)+64*int64(n+d)) + data.Bytes()
+		cfg.Symmetric = need <= dev.MemLimit
+	}
+	if path != "" {
+		size := sysmem.Mul(int64(hi-lo), int64(n), int64(dt.Size()))
+		if p.topk > 0 {
+			size = sysmem.Mul(int64(hi-lo), int64(p.topk), int64(dt.Size())+8)
+		}
+		if err := atomicfile.CheckSpace(path, size); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		if t.out, err = atomicfile.Create(path); err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		switch {
+		case p.sharded || p.topk > 0:
+			t.npz = npy.NewNPZWriter(t.out)
+			if err = shard.WriteMeta(t.npz, t.meta); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			if p.topk == 0 {
+				if t.rows, err = t.npz.Create("affinity", t.dtype, []int{hi - lo, n}); err != nil {
+					return nil, fmt.Errorf("--out: %w", err)
+				}
+			}
+		default:
+			if t.rows, err = npy.NewWriter(t.out, t.dtype, []int{n, n}); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+		}
+		cfg.Rows = t.rows
+	}
+	if t.job, err = NewAffinity(cfg); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// loadImages reads or makes the images, flattened, in the computation's
+// dtype. A file already in that dtype (little endian) is memory-mapped, not
+// read: mapped reports it, and its pages stay in the page cache.
+func loadImages[T float32 | float64](s AffinitySpec, limit int64) (x []T, n, d int, shape []int, mapped bool, err error) {
+	x, n, d, shape, mapped, err = readImages[T](s, limit)
+	if err == nil && len(shape) != 2 && len(shape) != 3 {
+		err = fmt.Errorf("--images: %s has shape %s, want (N, H, W) or (N, D)", s.Images, npy.ShapeString(shape))
+	}
+	if err == nil && (n < 1 || len(x) == 0) {
+		err = fmt.Errorf("--images: %s holds no images (shape %s)", s.Images, npy.ShapeString(shape))
+	}
+	return x, n, d, shape, mapped, err
+}
+
+// readImages maps the images, or reads or makes them in memory when their
+// bytes fit the limit.
+func readImages[T float32 | float64](s AffinitySpec, limit int64) (x []T, n, d int, shape []int, mapped bool, err error) {
+	var zero T
+	size := int64(unsafe.Sizeof(zero))
+	if path := s.Images; path != "" {
+		m, ok, err := npy.Map[T](path)
+		if err != nil {
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %w", err)
+		}
+		if ok {
+			// Left mapped for the life of the process.
+			return m.Data, m.Shape[0], m.Len() / max(m.Shape[0], 1), m.Shape, true, nil
+		}
+		f, err := npy.Open(path)
+		if err != nil {
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %w", err)
+		}
+		defer f.Close()
+		shape = f.Shape
+		if len(shape) != 2 && len(shape) != 3 || f.Len() == 0 {
+			return nil, 0, 0, shape, false, nil // loadImages says what is wrong
+		}
+		n, d = shape[0], f.Len()/max(shape[0], 1)
+		if need := sysmem.Mul(int64(f.Len()), size); need < 0 || need > limit {
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %s: %w", path, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit})
+		}
+		x = make([]T, f.Len())
+		sysmem.AdviseHugePagesOf(x)
+		switch v := any(x).(type) {
+		case []float32:
+			_, err = f.Read32(v)
+		case []float64:
+			_, err = f.Read64(v)
+		}
+		if err != nil {
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %s: %w", path, err)
+		}
+		return x, n, d, shape, false, nil
+	}
+	n, h, w := s.N, s.Height, s.Width
+	if need := sysmem.Mul(int64(n), int64(h), int64(w), size); need < 0 || need > limit {
+		return nil, 0, 0, nil, false, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
+	}
+	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed0003))
+	x = make([]T, n*h*w)
+	sysmem.AdviseHugePagesOf(x)
+	for i := range x {
+		x[i] = T(rng.NormFloat64())
+	}
+	return x, n, h * w, []int{n, h, w}, false, nil
+}
+
+// Job is the affinity job.
+func (t *AffinityTask) Job() Job { return t.job }
+
+// Device is the device OpenAffinity was given, its batch set to the
+// spec's Block when there is one: run and print the job on it.
+func (t *AffinityTask) Device() *Device { return t.dev }
+
+// Result is the run's AffinityResult.
+func (t *AffinityTask) Result() any { return t.job.Result() }
+
+// Summary is the run's AffinityResult.
+func (t *AffinityTask) Summary() AffinityResult { return t.job.Result() }
+
+// Commit writes the top-k arrays, closes the archive or flushes the
+// matrix, and renames the output into place.
+func (t *AffinityTask) Commit() error {
+	if t.out == nil {
+		return nil
+	}
+	if t.npz != nil {
+		if k := t.meta.TopK; k > 0 {
+			rows := t.meta.Hi - t.meta.Lo
+			w, err := t.npz.Create("indices", npy.Int64, []int{rows, k})
+			if err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			if err := w.WriteInt64(t.job.Indices); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			if w, err = t.npz.Create("values", t.dtype, []int{rows, k}); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			if err := w.Write64(t.job.Values); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+		}
+		if err := t.npz.Close(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	} else if err := t.rows.Flush(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := t.out.Commit(); err != nil {
+		return err
+	}
+	t.out = nil
+	return nil
+}
+
+// Close removes an uncommitted output.
+func (t *AffinityTask) Close() error {
+	if t.out != nil {
+		t.out.Abort()
+		t.out = nil
+	}
+	return nil
+}
+
+// MergeSpec is a `tapeloop merge`: the shard files of one affinity run
+// and the file to assemble them into.
+type MergeSpec struct {
+	Out    string   // the (N, N) .npy, or for top-k shards an .npz
+	Shards []string // the shards' .npz files, in any order
+}
+
+// Validate checks that there is an output and at least one shard.
+func (s MergeSpec) Validate() error {
+	if s.Out == "" {
+		return errors.New("merge: --out: name the merged file")
+	}
+	if len(s.Shards) == 0 {
+		return fmt.Errorf("%w: no shard files given", shard.ErrShards)
+	}
+	return nil
+}
+
+// Merge checks that the shards cover every row exactly once and come from
+// the same images, metric, dtype and top-k, and writes the whole matrix
+// to Out: an (N, N) .npy, or for top-k an .npz of indices and values. Out
+// appears only when everything succeeded.
+func Merge(s MergeSpec) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	return shard.Merge(s.Out, s.Shards)
+}

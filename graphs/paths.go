@@ -1,0 +1,146 @@
+package graphs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Path is a file a run reads or writes, with the flag that named it.
+type Path struct {
+	Flag, Path string
+	// Dir marks an output directory (made if missing) rather than a file.
+	Dir bool
+}
+
+// ErrPath is matched (errors.Is) by errors about input and output paths.
+var ErrPath = errors.New("bad path")
+
+type pathError string
+
+func (e pathError) Error() string        { return string(e) }
+func (e pathError) Is(target error) bool { return target == ErrPath }
+
+func pathErrorf(format string, a ...any) error { return pathError(fmt.Sprintf(format, a...)) }
+
+// CheckPaths refuses, before any work, an output that is (or links to) an
+// input or another output, a file output that names an existing directory,
+// and a file output whose directory does not exist (an output directory is
+// made when the run succeeds). Inputs are not checked here:
+// their readers say what is wrong with them. Empty paths are skipped.
+func CheckPaths(inputs, outputs []Path) error {
+	type seen struct {
+		p  Path
+		fi fs.FileInfo
+	}
+	var ins []seen
+	for _, in := range inputs {
+		if in.Path == "" {
+			continue
+		}
+		if fi, err := os.Stat(in.Path); err == nil {
+			ins = append(ins, seen{in, fi})
+		}
+	}
+	var outs []seen
+	for _, out := range outputs {
+		if out.Path == "" {
+			continue
+		}
+		fi, err := os.Stat(out.Path)
+		switch {
+		case err == nil && fi.IsDir() && !out.Dir:
+			return pathErrorf("--%s %s: is a directory; name a file", out.Flag, out.Path)
+		case err == nil && !fi.IsDir() && out.Dir:
+			return pathErrorf("--%s %s: is a file; name a directory", out.Flag, out.Path)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return pathErrorf("--%s %s: %v", out.Flag, out.Path, err)
+		}
+		if err == nil {
+			for _, in := range ins {
+				if os.SameFile(fi, in.fi) {
+					return pathErrorf("--%s %s: is the input --%s %s; writing it would destroy the input", out.Flag, out.Path, in.p.Flag, in.p.Path)
+				}
+			}
+			for _, o := range outs {
+				if o.fi != nil && os.SameFile(fi, o.fi) {
+					return pathErrorf("--%s %s: is also --%s; name two different files", out.Flag, out.Path, o.p.Flag)
+				}
+			}
+		}
+		// A missing output is still the same file as another output or an
+		// input when both name the same path through different spellings.
+		abs, aerr := filepath.Abs(out.Path)
+		for _, o := range outs {
+			if oabs, err := filepath.Abs(o.p.Path); aerr == nil && err == nil && oabs == abs {
+				return pathErrorf("--%s %s: is also --%s; name two different files", out.Flag, out.Path, o.p.Flag)
+			}
+		}
+		dir := filepath.Dir(out.Path)
+		made := false // the directory is an output directory, made on success
+		for _, o := range outs {
+			made = made || (o.p.Dir && filepath.Clean(o.p.Path) == dir)
+		}
+		if di, err := os.Stat(dir); !out.Dir && !made && (err != nil || !di.IsDir()) {
+			return pathErrorf("--%s %s: directory %s does not exist", out.Flag, out.Path, dir)
+		}
+		if err != nil {
+			fi = nil
+		}
+		outs = append(outs, seen{out, fi})
+	}
+	return nil
+}
+
+// Paths is implemented by workload specs: the files they read and write.
+type Paths interface {
+	InputPaths() []Path
+	OutputPaths() []Path
+}
+
+// InputPaths are the interpolation's input files.
+func (s InterpSpec) InputPaths() []Path {
+	return []Path{{Flag: "f", Path: s.F}, {Flag: "x", Path: s.X}}
+}
+
+// OutputPaths is the results file.
+func (s InterpSpec) OutputPaths() []Path { return []Path{{Flag: "out", Path: s.Out}} }
+
+// InputPaths is the image stack.
+func (s AffinitySpec) InputPaths() []Path { return []Path{{Flag: "images", Path: s.Images}} }
+
+// OutputPaths is the matrix, top-k or shard file.
+func (s AffinitySpec) OutputPaths() []Path { return []Path{{Flag: "out", Path: s.Out}} }
+
+// InputPaths are the shards.
+func (s MergeSpec) InputPaths() []Path {
+	p := make([]Path, len(s.Shards))
+	for i, sh := range s.Shards {
+		p[i] = Path{Flag: "shard", Path: sh}
+	}
+	return p
+}
+
+// OutputPaths is the merged file.
+func (s MergeSpec) OutputPaths() []Path { return []Path{{Flag: "out", Path: s.Out}} }
+
+// InputPaths are the volume and the geometry.
+func (s DRRSpec) InputPaths() []Path {
+	return []Path{{Flag: "volume", Path: s.Volume}, {Flag: "geometry", Path: s.Geometry}}
+}
+
+// OutputPaths is the output directory and the stack written into it.
+func (s DRRSpec) OutputPaths() []Path {
+	if s.Out == "" {
+		return nil
+	}
+	return []Path{{Flag: "out", Path: s.Out, Dir: true}, {Flag: "out", Path: filepath.Join(s.Out, "drr.npy")}}
+}
+
+// InputPaths is the volume.
+func (s WaveletSpec) InputPaths() []Path { return []Path{{Flag: "volume", Path: s.Volume}} }
+
+// OutputPaths is the CSV file.
+func (s WaveletSpec) OutputPaths() []Path { return []Path{{Flag: "out", Path: s.Out}} }

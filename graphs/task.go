@@ -1,0 +1,87 @@
+package graphs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/fft3"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+)
+
+// Task is a workload opened from its spec: inputs open and checked, output
+// files created as temporary files beside their final names, the job ready
+// to plan. Run it with Device.Run, then Commit; Close releases everything
+// and removes outputs that were not committed.
+type Task interface {
+	// Job is the workload to run.
+	Job() Job
+	// Result summarises the run so far, for reports.
+	Result() any
+	// Commit flushes the outputs and renames them into place.
+	Commit() error
+	// Close closes the inputs and removes uncommitted outputs.
+	Close() error
+}
+
+// Run places job on d (when it is a DeviceJob) and runs it under d's
+// engine configuration.
+func (d *Device) Run(ctx context.Context, job Job) (*Outcome, error) {
+	if dj, ok := job.(DeviceJob); ok {
+		dj.SetDevice(d.op())
+	}
+	return Run(ctx, job, d.run)
+}
+
+// WriteDOT plans w on d as a run would, compiles it and writes its graph
+// as Graphviz DOT.
+func (d *Device) WriteDOT(out io.Writer, w Workload) error {
+	if dj, ok := w.(DeviceJob); ok {
+		dj.SetDevice(d.op())
+	}
+	limit := d.run.MemLimit
+	if n := len(d.run.Devices); n > 1 {
+		limit /= int64(n)
+	}
+	plan, err := NewPlan(w, limit, d.run.Batch)
+	if err != nil {
+		return err
+	}
+	p, err := Compile(w, plan.Batch)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return WriteDOT(out, w.Name(), p.Graph())
+}
+
+// InfoLine is one line of what tapeloop sees of the machine.
+type InfoLine struct{ Key, Value string }
+
+// Info describes the CPU, memory and backends this build uses.
+func Info() []InfoLine {
+	l := []InfoLine{
+		{"go", fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)},
+		{"cpus", fmt.Sprintf("%d (GOMAXPROCS %d)", runtime.NumCPU(), runtime.GOMAXPROCS(0))},
+	}
+	if a, err := sysmem.Available(); err == nil {
+		l = append(l, InfoLine{"memory available", sysmem.Format(a)})
+	}
+	if lim, err := DefaultMemLimit(); err == nil {
+		l = append(l, InfoLine{"default --mem-limit", sysmem.Format(lim)})
+	}
+	return append(l,
+		InfoLine{"blas", "none linked: matrix products and distances run on tapeloop's own kernels"},
+		InfoLine{"pairwise kernels", cpukern.PairDistISA() + " (C, cgo, chosen at run time)"},
+		InfoLine{"fft", "tapeloop's own, float32, " + fft3.ISA() + " (C, cgo, chosen at run time)"},
+		InfoLine{"cuda", GPUBackend},
+	)
+}
+
+// RemovePending removes the temporary files of outputs not yet committed,
+// and the directories made for them: for a process stopped by a signal,
+// just before it exits.
+func RemovePending() { atomicfile.RemovePending() }

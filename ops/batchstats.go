@@ -1,0 +1,104 @@
+package ops
+
+import (
+	"fmt"
+	"hash"
+	"math"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// BatchStats is the Gorgonia op that reduces the valid rows of a batch to
+// two float64 numbers: the sum of their elements, added in order, and
+// their maximum. Its input is (Batch, …) of either float type; the rows
+// past the batch's valid count (a short last batch's padding) are left
+// out. The engine sets that count before each run (RowCounter).
+type BatchStats struct {
+	owned
+
+	Batch, Dims int
+	valid       int
+	out         *tensor.Dense
+}
+
+// RowCounter is implemented by ops whose result depends on how many of the
+// batch's rows are valid; the engine calls SetValidRows before every run.
+type RowCounter interface {
+	SetValidRows(n int)
+}
+
+// NewBatchStats returns the op for batches of batch rows of a dims-
+// dimensional input.
+func NewBatchStats(batch, dims int) *BatchStats {
+	if batch < 1 || dims < 1 {
+		panic("ops: BatchStats needs batch ≥ 1 and dims ≥ 1")
+	}
+	return &BatchStats{Batch: batch, Dims: dims, valid: batch}
+}
+
+// SetValidRows sets how many leading rows the next run reduces.
+func (op *BatchStats) SetValidRows(n int) { op.valid = min(max(n, 0), op.Batch) }
+
+// Arity is 1.
+func (op *BatchStats) Arity() int { return 1 }
+
+// Type is Tensor a → Vector float64.
+func (op *BatchStats) Type() hm.Type {
+	return hm.NewFnType(G.TensorType{Dims: op.Dims, Of: hm.TypeVariable('a')}, G.TensorType{Dims: 1, Of: tensor.Float64})
+}
+
+// InferShape is (2): the sum and the maximum.
+func (op *BatchStats) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("batchstats: want 1 input, got %d", len(in))
+	}
+	return tensor.Shape{2}, nil
+}
+
+// Do reduces the valid rows into the op's own buffer.
+func (op *BatchStats) Do(in ...G.Value) (G.Value, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("batchstats: want 1 input, got %d", len(in))
+	}
+	x, ok := in[0].(*tensor.Dense)
+	if !ok || x.Shape().TotalSize()%op.Batch != 0 {
+		return nil, fmt.Errorf("batchstats: input %v is not %d rows", in[0].Shape(), op.Batch)
+	}
+	if op.out == nil {
+		op.out = tensor.New(tensor.WithShape(2), tensor.Of(tensor.Float64))
+	}
+	n := op.valid * (x.Shape().TotalSize() / op.Batch)
+	dst := op.out.Data().([]float64)
+	switch v := x.Data().(type) {
+	case []float32:
+		dst[0], dst[1] = sumMax(v[:n])
+	case []float64:
+		dst[0], dst[1] = sumMax(v[:n])
+	default:
+		return nil, fmt.Errorf("batchstats: dtype %v", x.Dtype())
+	}
+	return op.out, nil
+}
+
+// sumMax is Σ x added in order in float64, and max x (−Inf when empty).
+func sumMax[T float32 | float64](x []T) (sum, mx float64) {
+	mx = math.Inf(-1)
+	for _, v := range x {
+		f := float64(v)
+		sum += f
+		if f > mx {
+			mx = f
+		}
+	}
+	return sum, mx
+}
+
+// WriteHash writes every parameter of the op.
+func (op *BatchStats) WriteHash(h hash.Hash) { fmt.Fprintf(h, "BatchStats %d %d", op.Batch, op.Dims) }
+
+// Hashcode is the FNV-1a hash of WriteHash.
+func (op *BatchStats) Hashcode() uint32 { return hashcode(op) }
+
+func (op *BatchStats) String() string { return "BatchStats{Σ, max over valid rows}" }

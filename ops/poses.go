@@ -1,0 +1,184 @@
+package ops
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// This file is the DRR's pose layout, in one place: the Pose a user states
+// (from a geometry file or an orbit), its checks, and the PoseWidth-long
+// row the DRR op reads.
+
+// PoseWidth is the length of an encoded pose: the source (3), the centre of
+// pixel (0, 0) (3), and the steps from one pixel centre to the next along a
+// row (du·û, 3) and down a column (dv·v̂, 3), all in mm.
+const PoseWidth = 12
+
+// Pose is one radiograph's geometry, in mm: an X-ray source and a flat
+// detector of Rows×Cols pixels of Pixel[0]×Pixel[1] centred at Center,
+// its rows along U and its columns down V. The centre of pixel (r, c) is
+// Center + (c − (Cols−1)/2)·du·û + (r − (Rows−1)/2)·dv·v̂.
+type Pose struct {
+	Source [3]float64 `json:"source"`
+	Center [3]float64 `json:"center"`
+	U      [3]float64 `json:"u"`
+	V      [3]float64 `json:"v"`
+	Rows   int        `json:"rows"`
+	Cols   int        `json:"cols"`
+	Pixel  [2]float64 `json:"pixel"`
+}
+
+// ErrGeometry is wrapped by every error about poses.
+var ErrGeometry = errors.New("geometry")
+
+// Validate checks the pose; i names it in the error.
+func (p Pose) Validate(i int) error {
+	for _, v := range [][]float64{p.Source[:], p.Center[:], p.U[:], p.V[:], p.Pixel[:]} {
+		for _, x := range v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: pose %d has a NaN or infinite coordinate", ErrGeometry, i)
+			}
+		}
+	}
+	nu, nv := norm3(p.U), norm3(p.V)
+	switch {
+	case p.Rows < 1 || p.Cols < 1:
+		return fmt.Errorf("%w: pose %d has a %d×%d detector; rows and cols must be at least 1", ErrGeometry, i, p.Rows, p.Cols)
+	case !(p.Pixel[0] > 0 && p.Pixel[1] > 0):
+		return fmt.Errorf("%w: pose %d has pixel size %v; both must be positive", ErrGeometry, i, p.Pixel)
+	case nu == 0 || nv == 0:
+		return fmt.Errorf("%w: pose %d has a zero u or v vector", ErrGeometry, i)
+	}
+	cross := [3]float64{p.U[1]*p.V[2] - p.U[2]*p.V[1], p.U[2]*p.V[0] - p.U[0]*p.V[2], p.U[0]*p.V[1] - p.U[1]*p.V[0]}
+	if norm3(cross) < 1e-9*nu*nv {
+		return fmt.Errorf("%w: pose %d has parallel u and v vectors", ErrGeometry, i)
+	}
+	return nil
+}
+
+func norm3(v [3]float64) float64 { return math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2]) }
+
+// Encode writes the pose as the DRR op reads it (PoseWidth values):
+// source, centre of pixel (0, 0), step along a row, step down a column.
+func (p Pose) Encode(dst []float64) {
+	nu, nv := norm3(p.U), norm3(p.V)
+	for a := range 3 {
+		du := p.Pixel[0] * p.U[a] / nu
+		dv := p.Pixel[1] * p.V[a] / nv
+		dst[a] = p.Source[a]
+		dst[3+a] = p.Center[a] - float64(p.Cols-1)/2*du - float64(p.Rows-1)/2*dv
+		dst[6+a] = du
+		dst[9+a] = dv
+	}
+}
+
+// LongestRay is the length in mm of the longest ray of an encoded pose:
+// the one to one of the detector's corners, since the squared length is
+// convex in the pixel position.
+func LongestRay(pose []float64, rows, cols int) float64 {
+	l := 0.0
+	for _, r := range [2]float64{0, float64(rows - 1)} {
+		for _, c := range [2]float64{0, float64(cols - 1)} {
+			s := 0.0
+			for a := range 3 {
+				d := pose[3+a] + c*pose[6+a] + r*pose[9+a] - pose[a]
+				s += d * d
+			}
+			l = max(l, math.Sqrt(s))
+		}
+	}
+	return l
+}
+
+// orbitAt is pose k of n of an orbit about c (see Orbit).
+func orbitAt(k, n int, c [3]float64, sdd, sid float64, rows, cols int, pixel float64) Pose {
+	a := 2 * math.Pi * float64(k) / float64(n)
+	ca, sa := math.Cos(a), math.Sin(a)
+	return Pose{
+		Source: [3]float64{c[0] + sid*ca, c[1] + sid*sa, c[2]},
+		Center: [3]float64{c[0] - (sdd-sid)*ca, c[1] - (sdd-sid)*sa, c[2]},
+		U:      [3]float64{-sa, ca, 0},
+		V:      [3]float64{0, 0, -1},
+		Rows:   rows, Cols: cols, Pixel: [2]float64{pixel, pixel},
+	}
+}
+
+// CheckOrbit checks Orbit's parameters without building the poses: at
+// least one pose, 0 < sid < sdd, and a valid detector (its first pose
+// about the origin validated as Orbit validates each).
+func CheckOrbit(n int, sdd, sid float64, rows, cols int, pixel float64) error {
+	if n < 1 {
+		return fmt.Errorf("%w: --orbit %d: need at least one pose", ErrGeometry, n)
+	}
+	if !(sid > 0) || !(sdd > sid) {
+		return fmt.Errorf("%w: need 0 < sid < sdd, got sid %g, sdd %g", ErrGeometry, sid, sdd)
+	}
+	return orbitAt(0, n, [3]float64{}, sdd, sid, rows, cols, pixel).Validate(0)
+}
+
+// Orbit returns n poses evenly spaced over 360° about the z axis through
+// c: pose k at α = 2πk/n has its source at c + sid·(cos α, sin α, 0), its
+// detector centre at c − (sdd − sid)·(cos α, sin α, 0), u = (−sin α, cos α, 0)
+// and v = (0, 0, −1).
+func Orbit(n int, c [3]float64, sdd, sid float64, rows, cols int, pixel float64) ([]Pose, error) {
+	if err := CheckOrbit(n, sdd, sid, rows, cols, pixel); err != nil {
+		return nil, err
+	}
+	poses := make([]Pose, n)
+	for k := range poses {
+		poses[k] = orbitAt(k, n, c, sdd, sid, rows, cols, pixel)
+		if err := poses[k].Validate(k); err != nil {
+			return nil, err
+		}
+	}
+	return poses, nil
+}
+
+// ReadGeometry reads {"poses": [Pose, …]} and validates every pose: each
+// field present, vectors of exactly three numbers. All poses of one run
+// share the detector size.
+func ReadGeometry(r io.Reader) ([]Pose, error) {
+	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
+	dec.DisallowUnknownFields()
+	var doc struct {
+		Poses []struct {
+			Source, Center, U, V, Pixel []float64
+			Rows, Cols                  *int
+		} `json:"poses"`
+	}
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrGeometry, err)
+	}
+	if len(doc.Poses) == 0 {
+		return nil, fmt.Errorf("%w: no poses", ErrGeometry)
+	}
+	poses := make([]Pose, len(doc.Poses))
+	for i, q := range doc.Poses {
+		p := &poses[i]
+		for _, f := range []struct {
+			name string
+			src  []float64
+			dst  []float64
+		}{{"source", q.Source, p.Source[:]}, {"center", q.Center, p.Center[:]}, {"u", q.U, p.U[:]}, {"v", q.V, p.V[:]}, {"pixel", q.Pixel, p.Pixel[:]}} {
+			if len(f.src) != len(f.dst) {
+				return nil, fmt.Errorf("%w: pose %d: %q must be %d numbers, got %d", ErrGeometry, i, f.name, len(f.dst), len(f.src))
+			}
+			copy(f.dst, f.src)
+		}
+		if q.Rows == nil || q.Cols == nil {
+			return nil, fmt.Errorf("%w: pose %d lacks rows or cols", ErrGeometry, i)
+		}
+		p.Rows, p.Cols = *q.Rows, *q.Cols
+		if err := p.Validate(i); err != nil {
+			return nil, err
+		}
+		if p.Rows != poses[0].Rows || p.Cols != poses[0].Cols {
+			return nil, fmt.Errorf("%w: pose %d has a %d×%d detector, pose 0 %d×%d; one run renders one detector size",
+				ErrGeometry, i, p.Rows, p.Cols, poses[0].Rows, poses[0].Cols)
+		}
+	}
+	return poses, nil
+}

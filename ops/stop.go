@@ -1,0 +1,26 @@
+package ops
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// Stopper is implemented by ops whose single run can take long (a batch of
+// DRRs, a block of affinity rows, a batch of wavelet kernels): the engine
+// hands them a flag that it sets when the run's context is done, and they
+// check it between blocks of work and return ErrStopped.
+type Stopper interface {
+	SetStop(flag *atomic.Bool)
+}
+
+// ErrStopped is returned by an op whose stop flag was set during its run.
+var ErrStopped = errors.New("ops: stopped")
+
+// stoppable implements Stopper for the ops that embed it.
+type stoppable struct{ flag *atomic.Bool }
+
+// SetStop sets the flag the op checks between blocks of work.
+func (s *stoppable) SetStop(flag *atomic.Bool) { s.flag = flag }
+
+// stopped reports whether the op should stop.
+func (s *stoppable) stopped() bool { return s.flag != nil && s.flag.Load() }

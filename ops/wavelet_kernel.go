@@ -1,0 +1,77 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// The wavelet kernel: a Mexican hat of scale a, stretched by ξ along one
+// axis and rotated by θ and φ.
+
+// ErrWavelet is wrapped by errors about wavelet parameters.
+var ErrWavelet = errors.New("wavelet")
+
+// CheckHat validates a kernel's parameters: a and ξ positive and finite,
+// θ and φ finite. It is the one statement of that rule: the sweep's spec
+// checks every combination with it, and the ops tell kernel rows from
+// padding rows with it.
+func CheckHat(a, theta, phi, xi float64) error {
+	switch {
+	case !(a > 0) || math.IsInf(a, 0):
+		return fmt.Errorf("%w: scale a = %g must be positive", ErrWavelet, a)
+	case !(xi > 0) || math.IsInf(xi, 0):
+		return fmt.Errorf("%w: stretch ξ = %g must be positive", ErrWavelet, xi)
+	case math.IsNaN(theta) || math.IsInf(theta, 0) || math.IsNaN(phi) || math.IsInf(phi, 0):
+		return fmt.Errorf("%w: angles θ = %g, φ = %g must be finite", ErrWavelet, theta, phi)
+	}
+	return nil
+}
+
+// HatSupport returns the half-widths of the stretched, rotated Mexican hat
+// of scale a, angles theta, phi and stretch xi: along axis i,
+// ⌈√(36·(M⁻¹)ᵢᵢ)⌉ where q = uᵀMu, the bounding box of the ellipsoid q ≤ 36.
+func HatSupport(a, theta, phi, xi float64) [3]int {
+	r := hatRotation(theta, phi)
+	d := [3]float64{(a * xi) * (a * xi), a * a, a * a} // M⁻¹ = Rᵀ·diag(d)·R
+	var h [3]int
+	for i := range 3 {
+		var m float64
+		for k := range 3 {
+			m += r[k][i] * r[k][i] * d[k]
+		}
+		h[i] = int(math.Ceil(math.Sqrt(36*m) - 1e-9))
+	}
+	return h
+}
+
+// hatRotation's rows map a voxel offset (x, y, z) to (rT, rp, rp2).
+func hatRotation(theta, phi float64) [3][3]float64 {
+	ct, st, cp, sp := math.Cos(theta), math.Sin(theta), math.Cos(phi), math.Sin(phi)
+	return [3][3]float64{
+		{cp * ct, -st, sp * ct},
+		{cp * st, ct, sp * st},
+		{-sp, 0, cp},
+	}
+}
+
+// Hat evaluates the kernel at integer offsets (x, y, z) in [−h, h] along
+// each axis and calls fn for each: ψ = (3 − q)·exp(−q/2) with
+// q = (rp/a)² + (rT/(a·ξ))² + (rp2/a)².
+func Hat(a, theta, phi, xi float64, fn func(x, y, z int, psi float64)) [3]int {
+	h := HatSupport(a, theta, phi, xi)
+	r := hatRotation(theta, phi)
+	for x := -h[0]; x <= h[0]; x++ {
+		for y := -h[1]; y <= h[1]; y++ {
+			for z := -h[2]; z <= h[2]; z++ {
+				fx, fy, fz := float64(x), float64(y), float64(z)
+				rT := r[0][0]*fx + r[0][1]*fy + r[0][2]*fz
+				rp := r[1][0]*fx + r[1][1]*fy + r[1][2]*fz
+				rp2 := r[2][0]*fx + r[2][1]*fy + r[2][2]*fz
+				q := (rp/a)*(rp/a) + (rT/(a*xi))*(rT/(a*xi)) + (rp2/a)*(rp2/a)
+				fn(x, y, z, (3-q)*math.Exp(-q/2))
+			}
+		}
+	}
+	return h
+}

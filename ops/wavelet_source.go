@@ -1,0 +1,234 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tapeloop/tapeloop/internal/fft3"
+)
+
+// The volume a wavelet sweep convolves: its boundary extension and its
+// transform, made once per padding.
+
+// Boundary is how a convolution extends the volume past its edges, as in
+// scipy.ndimage.convolve.
+type Boundary int
+
+// The boundaries.
+const (
+	Reflect Boundary = iota // half-sample symmetric: d c b a | a b c d | d c b a
+	Wrap                    // periodic
+)
+
+func (b Boundary) String() string {
+	if b == Wrap {
+		return "wrap"
+	}
+	return "reflect"
+}
+
+// ParseBoundary parses "reflect" or "wrap".
+func ParseBoundary(s string) (Boundary, error) {
+	switch s {
+	case "reflect":
+		return Reflect, nil
+	case "wrap":
+		return Wrap, nil
+	}
+	return 0, fmt.Errorf("unknown boundary %q (want reflect or wrap)", s)
+}
+
+// WaveletVolume is the volume a sweep convolves, transformed once.
+type WaveletVolume struct {
+	N        [3]int
+	A        float64
+	Boundary Boundary
+	Pad      [3]int // reflect: the largest half-widths of the sweep
+	plan     *fft3.Plan
+	spec     []complex64 // real-to-complex transform of the (extended) volume
+	id       uint64
+}
+
+// NewWaveletVolume prepares v (n0·n1·n2 values, C order) for kernels of
+// scale a whose half-widths are at most pad (reflect mode extends the
+// volume by pad on every side; wrap needs no extension).
+func NewWaveletVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int) (*WaveletVolume, error) {
+	if err := checkVolume(v, n); err != nil {
+		return nil, err
+	}
+	w, _ := transformVolume(v, n, a, b, pad, nil, nil)
+	return w, nil
+}
+
+func checkVolume(v []float32, n [3]int) error {
+	if n[0] < 1 || n[1] < 1 || n[2] < 1 || len(v) != n[0]*n[1]*n[2] {
+		return fmt.Errorf("%w: volume of %d values for shape %v", ErrWavelet, len(v), n)
+	}
+	for i, x := range v {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrWavelet, i/(n[1]*n[2]), i/n[2]%n[1], i%n[2], x)
+		}
+	}
+	return nil
+}
+
+// transformVolume extends and transforms v, into the buffers ext and spec
+// when they are large enough; it returns the volume and the extension
+// buffer, for reuse.
+func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, ext []float32, spec []complex64) (*WaveletVolume, []float32) {
+	w := &WaveletVolume{N: n, A: a, Boundary: b, id: tableIDs.Add(1)}
+	p := n
+	if b == Reflect {
+		w.Pad = pad
+		p = reflectDims(n, pad)
+	}
+	w.plan = fft3.New(p[0], p[1], p[2])
+	if cap(ext) < w.plan.Len() {
+		ext = make([]float32, w.plan.Len())
+	}
+	ext = ext[:w.plan.Len()]
+	for i := range p[0] {
+		si := reflectIndex(i-w.Pad[0], n[0])
+		for j := range p[1] {
+			sj := reflectIndex(j-w.Pad[1], n[1])
+			for k := range p[2] {
+				sk := reflectIndex(k-w.Pad[2], n[2])
+				ext[(i*p[1]+j)*p[2]+k] = v[(si*n[1]+sj)*n[2]+sk]
+			}
+		}
+	}
+	if cap(spec) < w.plan.HalfLen() {
+		spec = make([]complex64, w.plan.HalfLen())
+	}
+	w.spec = spec[:w.plan.HalfLen()]
+	w.plan.ForwardReal(w.spec, ext)
+	return w, ext
+}
+
+// WaveletSource is a volume to sweep, float32 as read. In reflect mode each
+// combination needs the volume extended by its own kernel's half-widths:
+// the source transforms the volume for the padding asked for and keeps the
+// last one, so a sweep ordered by padding transforms it once per distinct
+// padding, into buffers sized once for the largest.
+type WaveletSource struct {
+	V        []float32
+	N        [3]int
+	A        float64
+	Boundary Boundary
+	MaxPad   [3]int
+
+	cur  *WaveletVolume
+	ext  []float32
+	spec []complex64
+}
+
+// NewWaveletSource checks v (n0·n1·n2 values, C order, kept, not copied)
+// and returns the source for paddings up to maxPad (ignored in wrap mode).
+func NewWaveletSource(v []float32, n [3]int, a float64, b Boundary, maxPad [3]int) (*WaveletSource, error) {
+	if err := checkVolume(v, n); err != nil {
+		return nil, err
+	}
+	if b == Wrap {
+		maxPad = [3]int{}
+	}
+	return &WaveletSource{V: v, N: n, A: a, Boundary: b, MaxPad: maxPad}, nil
+}
+
+// Clone returns a source over the same volume with buffers of its own: a
+// source transforms into its buffers, so ops running concurrently (on
+// several devices) each need one.
+func (s *WaveletSource) Clone() *WaveletSource {
+	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad}
+}
+
+// Volume returns the volume transformed for pad (wrap: no padding).
+func (s *WaveletSource) Volume(pad [3]int) *WaveletVolume {
+	if s.Boundary == Wrap {
+		pad = [3]int{}
+	}
+	if s.ext == nil { // buffers for the largest padding, allocated once
+		s.ext = make([]float32, s.maxLen())
+		s.spec = make([]complex64, s.maxHalf())
+	}
+	if s.cur == nil || s.cur.Pad != pad {
+		s.cur, s.ext = transformVolume(s.V, s.N, s.A, s.Boundary, pad, s.ext, s.spec)
+		s.spec = s.cur.spec
+	}
+	return s.cur
+}
+
+// maxDims are the transform dimensions for the largest padding.
+func (s *WaveletSource) maxDims() [3]int {
+	if s.Boundary == Wrap {
+		return s.N
+	}
+	return reflectDims(s.N, s.MaxPad)
+}
+
+// maxLen is the element count of the largest padded volume.
+func (s *WaveletSource) maxLen() int {
+	d := s.maxDims()
+	return d[0] * d[1] * d[2]
+}
+
+// maxHalf is the coefficient count of the largest padded volume's
+// real-to-complex transform.
+func (s *WaveletSource) maxHalf() int {
+	d := s.maxDims()
+	return d[0] * d[1] * (d[2]/2 + 1)
+}
+
+// Bytes counts the source volume and, for the largest padding, the
+// extension and spectrum buffers and one op's scratch (kernel, response,
+// spectrum).
+func (s *WaveletSource) Bytes() int64 {
+	return 4*int64(len(s.V)) + 3*4*int64(s.maxLen()) + 2*8*int64(s.maxHalf())
+}
+
+// reflectDims is the transform size for a volume of n extended by at least
+// pad on each side: n + 2·pad rounded up to a product of 2, 3 and 5, which
+// the FFT handles fastest (the extra goes to the far side: more of the same
+// reflection, which the cropped output never sees).
+func reflectDims(n, pad [3]int) [3]int {
+	var p [3]int
+	for i := range 3 {
+		p[i] = smooth(n[i] + 2*pad[i])
+	}
+	return p
+}
+
+// smooth is the smallest m' ≥ m whose only prime factors are 2, 3 and 5.
+func smooth(m int) int {
+	for ; ; m++ {
+		r := m
+		for _, f := range []int{2, 3, 5} {
+			for r%f == 0 {
+				r /= f
+			}
+		}
+		if r == 1 {
+			return m
+		}
+	}
+}
+
+// reflectIndex maps i onto [0, n) by half-sample symmetric reflection,
+// repeated as often as needed.
+func reflectIndex(i, n int) int {
+	m := i % (2 * n)
+	if m < 0 {
+		m += 2 * n
+	}
+	if m >= n {
+		m = 2*n - 1 - m
+	}
+	return m
+}
+
+func mod(i, n int) int {
+	m := i % n
+	if m < 0 {
+		m += n
+	}
+	return m
+}
