@@ -2,126 +2,21 @@
 
 package ops
 
-// The GPU twins against the CPU ops on fresh random inputs. These need a
-// GPU: build the binary with `go test -c -tags tapeloop_cuda ./ops` and run
-// it with -test.run CUDA -test.bench CUDA (scripts/gpu-check.sh does).
+// The GPU twins' own mechanics, and their benchmarks. Their results, case by
+// case, are the conformance suites' (conformance_test.go, on the backends
+// of backends_cuda_test.go). These need a GPU: build the binary with
+// `go test -c -tags tapeloop_cuda ./ops` and run it with
+// -test.run 'CUDA|Conformance' -test.bench CUDA (scripts/gpu-check.sh does).
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
-	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/cuda"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
-
-var (
-	gpuOnce sync.Once
-	gpu     *cuda.Device
-	gpuErr  error
-)
-
-func device(tb testing.TB) *cuda.Device {
-	gpuOnce.Do(func() { gpu, gpuErr = cuda.Open(0) })
-	if gpuErr != nil {
-		tb.Fatalf("opening GPU 0: %v", gpuErr)
-	}
-	return gpu
-}
-
-// normRel is ‖got − want‖ / ‖want‖; NaN anywhere in got (a poisoned,
-// unwritten element) makes it NaN.
-func normRel(got, want []float32) float64 {
-	var num, den float64
-	for i := range want {
-		d := float64(got[i]) - float64(want[i])
-		num += d * d
-		den += float64(want[i]) * float64(want[i])
-	}
-	return math.Sqrt(num / den)
-}
-
-// twice runs a GPU op once (its arena is made), poisons its device output,
-// and runs it again: elements the kernel does not write stay NaN.
-func twice(t *testing.T, op G.Op, poison func() error, in *tensor.Dense) []float32 {
-	if _, err := op.Do(in); err != nil {
-		t.Fatal(err)
-	}
-	if err := poison(); err != nil {
-		t.Fatal(err)
-	}
-	v, err := op.Do(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append([]float32(nil), v.Data().([]float32)...)
-}
-
-func TestInterpCUDAMatchesCPU(t *testing.T) {
-	dev := device(t)
-	rng := rand.New(rand.NewPCG(31, 32))
-	const m, g, batch = 37, 300, 1000
-	f, x := interpFixture(rng, m, g, batch)
-	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(x))
-	for _, c := range interpCases {
-		tab, want := interpReference(t, f, m, g, batch, c.r, c.me, in)
-		gop, err := OnDevice(NewInterp1D(tab, c.r, c.me, tensor.Float32, batch), dev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		op := gop.(*interp1DCUDA)
-		got := twice(t, op, func() error { return cuda.Poison(dev, op.y, int64(batch*op.outLen())) }, in)
-		if e := normRel(got, want.Data().([]float32)); !(e <= 1e-5) {
-			t.Errorf("%v/%v: relative error %.3g", c.r, c.me, e)
-		}
-	}
-}
-
-func TestDRRCUDAMatchesCPU(t *testing.T) {
-	dev := device(t)
-	const rows, cols, batch = 48, 40, 3
-	vol, in := drrFixture(rand.New(rand.NewPCG(33, 34)), [3]int64{40, 32, 24}, 400, 150, 1.3, rows, cols, batch)
-	for _, step := range []float64{0, 0.5} {
-		want, err := NewDRR(vol, rows, cols, step, batch).Do(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gop, err := OnDevice(NewDRR(vol, rows, cols, step, batch), dev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		op := gop.(*drrCUDA)
-		got := twice(t, op, func() error { return cuda.Poison(dev, op.dimg, int64(batch*rows*cols)) }, in)
-		if e := normRel(got, want.Data().([]float32)); !(e <= 1e-5) {
-			t.Errorf("step %g: relative error %.3g", step, e)
-		}
-	}
-	// A step so fine that rays through the volume take more than 2^24
-	// samples: the kernel's general loop (64-bit counts and offsets, q
-	// converted), not the one for ordinary sizes.
-	const fine = 1e-6
-	vol, in = drrFixture(rand.New(rand.NewPCG(35, 36)), [3]int64{40, 32, 24}, 400, 150, 40, 2, 2, 1)
-	want, err := NewDRR(vol, 2, 2, fine, 1).Do(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gop, err := OnDevice(NewDRR(vol, 2, 2, fine, 1), dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := gop.Do(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e := normRel(got.Data().([]float32), want.Data().([]float32)); !(e <= 1e-5) {
-		t.Errorf("step %g: relative error %.3g", fine, e)
-	}
-}
 
 // BenchmarkInterpCUDASeed: the seed case, 10⁶ queries per launch, M = 300,
 // G = 4096, sumsq (Gram path), copies in and out included.
@@ -162,10 +57,7 @@ func BenchmarkDRRCUDA(b *testing.B) {
 	const n, rows, cols, batch = 256, 200, 200, 64
 	rng := rand.New(rand.NewPCG(35, 36))
 	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
-	vol.V = make([]float32, n*n*n)
-	for i := range vol.V {
-		vol.V[i] = rng.Float32()
-	}
+	vol.V = uniform32(rng, n*n*n)
 	var poses []float64
 	for k := range batch {
 		poses = append(poses, orbitPose([3]float64{}, float64(k)*2*math.Pi/batch, 1020, 510, rows, cols, 2)...)
@@ -190,105 +82,6 @@ func BenchmarkDRRCUDA(b *testing.B) {
 			}
 			b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "DRR/s")
 		})
-	}
-}
-
-func TestPairwiseCUDAMatchesCPU(t *testing.T) {
-	dev := device(t)
-	rng := rand.New(rand.NewPCG(37, 38))
-	const n, d, batch = 150, 77, 40
-	x := normals32(rng, n*d)
-	for _, mc := range []struct {
-		metric Metric
-		tf32   bool
-	}{{MetricL1, false}, {MetricL2, false}, {MetricDot, false}, {MetricCosine, false}, {MetricDot, true}, {MetricCosine, true}} {
-		metric := mc.metric
-		data, err := NewPairData(x, n, d, metric)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tol := 1e-5
-		if mc.tf32 {
-			tol = 3e-4
-		}
-		for _, c := range []struct {
-			upper, fromData bool
-			lo, rows        int // the block's first row, and the rows it holds
-			chunk           int // rows per chunk (0: the op's choice, one chunk here)
-		}{{false, false, 60, batch, 0}, {true, false, 60, batch, 0}, {false, true, 60, batch, 0}, {true, true, 60, batch, 0},
-			{true, true, 130, 20, 0}, {false, true, 135, 15, 0},
-			{false, false, 60, batch, 16}, {true, true, 60, batch, 16}, {true, true, 130, 20, 16}, {false, true, 135, 15, 7}} {
-			name := fmt.Sprintf("%v tf32=%v upper=%v fromData=%v rows %d…%d chunk %d", metric, mc.tf32, c.upper, c.fromData, c.lo, c.lo+c.rows-1, c.chunk)
-			idx := make([]float64, batch) // a short block's index is padded with zeros
-			rowsIn := make([]float32, batch*d)
-			for i := range c.rows {
-				idx[i] = float64(c.lo + i)
-				copy(rowsIn[i*d:(i+1)*d], x[(c.lo+i)*d:(c.lo+i+1)*d])
-			}
-			in := []G.Value{tensor.New(tensor.WithShape(batch, d), tensor.WithBacking(rowsIn)), tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))}
-			if c.fromData {
-				in = in[1:]
-			}
-			mk := func() *Pairwise {
-				p := NewPairwise(data, metric, batch)
-				p.Upper, p.RowsFromData, p.TF32 = c.upper, c.fromData, mc.tf32
-				return p
-			}
-			want, err := mk().Do(in...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gop, err := OnDevice(mk(), dev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			op := gop.(*pairwiseCUDA)
-			op.chunk = c.chunk
-			ref := want.Data().([]float32)
-			c0 := 0
-			if c.upper {
-				c0 = c.lo
-			}
-			// check compares the rows the block holds, the columns both
-			// compute; with marked, what the GPU must not copy back must
-			// still read 777.
-			check := func(got []float32, run string, marked bool) {
-				var gs, ws []float32
-				for i := range c.rows {
-					for j := c0; j < n; j++ {
-						gs, ws = append(gs, got[i*n+j]), append(ws, ref[i*n+j])
-					}
-				}
-				if e := normRel(gs, ws); !(e <= tol) {
-					t.Errorf("%s, %s: relative error %.3g", name, run, e)
-				}
-				for i := range batch {
-					for j := range n {
-						if marked && (i >= c.rows && c.fromData || j < c0) && got[i*n+j] != 777 {
-							t.Fatalf("%s: (%d, %d) = %v, copied back", name, i, j, got[i*n+j])
-						}
-					}
-				}
-			}
-			v, err := op.Do(in...) // the first block: the images go up
-			if err != nil {
-				t.Fatal(err)
-			}
-			check(v.Data().([]float32), "first block", false)
-			// Poison the device output and mark the host's: what the GPU
-			// does not compute stays NaN, what it must not copy back 777.
-			if err := cuda.Poison(dev, op.dout, int64(batch*n)); err != nil {
-				t.Fatal(err)
-			}
-			got := v.Data().([]float32)
-			for i := range got {
-				got[i] = 777
-			}
-			if _, err := op.Do(in...); err != nil {
-				t.Fatal(err)
-			}
-			check(got, "second block", true)
-		}
 	}
 }
 
@@ -346,73 +139,8 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 				}
 			}
 		}
-		if e := normRel(full, want); !(e <= 1e-5) {
+		if e := relErr(full, want); !(e <= 1e-5) {
 			t.Errorf("%v: relative error %.3g", metric, e)
-		}
-	}
-}
-
-// TestPairwiseCUDATopK: the top k selected on the device (topk_rows) are
-// exactly the ones TopKRow picks from the same block's values, ties
-// included (three images are copies of one another, so every row has
-// equal affinities at their columns), for k from 1 to 100 (both
-// kernels), whole and short blocks.
-func TestPairwiseCUDATopK(t *testing.T) {
-	dev := device(t)
-	rng := rand.New(rand.NewPCG(45, 46))
-	const n, d, batch = 300, 23, 40
-	x := normals32(rng, n*d)
-	for _, c := range []int{9, 77, 230} {
-		copy(x[c*d:(c+1)*d], x[5*d:6*d])
-	}
-	for _, metric := range []Metric{MetricL1, MetricDot, MetricCosine} {
-		data, err := NewPairData(x, n, d, metric)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range []int{1, 4, 32, 33, 100} {
-			for _, lo := range []int{0, 280} { // 280: a short block of 20 rows
-				idx := make([]float64, batch)
-				for i := range idx {
-					idx[i] = float64(min(lo+i, n-1))
-				}
-				in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))
-				mk := func() *pairwiseCUDA {
-					pw := NewPairwise(data, metric, batch)
-					pw.RowsFromData = true
-					gop, err := OnDevice(pw, dev)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return gop.(*pairwiseCUDA)
-				}
-				whole, sel := mk(), mk()
-				if !sel.SelectTopK(k) {
-					t.Fatalf("SelectTopK(%d) refused", k)
-				}
-				wv, err := whole.Do(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				gv, err := sel.Do(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rows, got, vals := min(batch, n-lo), sel.TopIndices().Data().([]float64), gv.Data().([]float32)
-				block := wv.Data().([]float32)
-				for r := range rows {
-					want := TopKRow(block[r*n:(r+1)*n], lo+r, k, nil)
-					for q, j := range want {
-						g := int(got[r*k+q])
-						if g != j {
-							t.Fatalf("%v k=%d row %d: pick %d is column %d, want %d", metric, k, lo+r, q, g, j)
-						}
-						if vals[r*n+j] != block[r*n+j] {
-							t.Fatalf("%v k=%d row %d column %d: value %v, want %v", metric, k, lo+r, j, vals[r*n+j], block[r*n+j])
-						}
-					}
-				}
-			}
 		}
 	}
 }
@@ -487,62 +215,6 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 			}
 			b.ReportMetric(pairs*d*float64(b.N)/b.Elapsed().Seconds(), "pair-dims/s")
 		})
-	}
-}
-
-func TestWaveletCUDAMatchesCPU(t *testing.T) {
-	dev := device(t)
-	rng := rand.New(rand.NewPCG(41, 42))
-	n := [3]int{17, 20, 23}
-	v := normals32(rng, n[0]*n[1]*n[2])
-	combos := [][3]float64{{0, 0, 1}, {0.3, 1.1, 2}, {2.5, 0.4, 4}, {0.8, 2.9, 0.5}}
-	for _, bnd := range []Boundary{Wrap, Reflect} {
-		var pad [3]int
-		for _, c := range combos {
-			h := HatSupport(1, c[0], c[1], c[2])
-			for i := range 3 {
-				pad[i] = max(pad[i], h[i])
-			}
-		}
-		// Each combination extended by the largest half-widths, then by
-		// its own: the padding, the transform size and the volume's
-		// spectrum change from row to row (the largest half-widths here
-		// exceed the volume's sides: the reflection repeats).
-		params := make([]float64, 0, 2*WaveletParams*len(combos))
-		for _, own := range []bool{false, true} {
-			for _, c := range combos {
-				p := pad
-				if own {
-					p = HatSupport(1, c[0], c[1], c[2])
-				}
-				params = append(params, c[0], c[1], c[2], float64(p[0]), float64(p[1]), float64(p[2]))
-			}
-		}
-		rows := len(params) / WaveletParams
-		in := tensor.New(tensor.WithShape(rows, WaveletParams), tensor.WithBacking(params))
-		src, err := NewWaveletSource(v, n, 1, bnd, pad)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := NewWaveletStats(src, rows).Do(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src2, _ := NewWaveletSource(v, n, 1, bnd, pad)
-		op, err := OnDevice(NewWaveletStats(src2, rows), dev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := op.Do(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, w := got.Data().([]float64), want.Data().([]float64)
-		for i := range w {
-			if !(math.Abs(g[i]-w[i]) <= 1e-4*math.Abs(w[i])) {
-				t.Errorf("%v: statistic %d of combination %d: %v, want %v", bnd, i%4, i/4, g[i], w[i])
-			}
-		}
 	}
 }
 

@@ -132,16 +132,6 @@ func buf32(n int) *[]float32 {
 	return &s
 }
 
-func relErr32(got, want []float32) float64 {
-	var num, den float64
-	for i := range want {
-		d := float64(got[i]) - float64(want[i])
-		num += d * d
-		den += float64(want[i]) * float64(want[i])
-	}
-	return math.Sqrt(num / den)
-}
-
 func TestEmuInterpKernel(t *testing.T) {
 	emulator(t)
 	rng := rand.New(rand.NewPCG(51, 52))
@@ -158,7 +148,7 @@ func TestEmuInterpKernel(t *testing.T) {
 		xs, out := append([]float32(nil), x...), buf32(outN)
 		gram, colsum, fpT := tab.gram, tab.colsum, tab.fpT32
 		interpLaunch(op, emuBuf{&xs}, emuBuf{&gram}, emuBuf{&colsum}, emuBuf{&fpT}, emuBuf{out}).emulate(t)
-		if e := relErr32(*out, want.Data().([]float32)); !(e <= 1e-6) {
+		if e := relErr(*out, want.Data().([]float32)); !(e <= 1e-6) {
 			t.Errorf("%v/%v: relative error %.3g", c.r, c.me, e)
 		}
 	}
@@ -181,7 +171,7 @@ func TestEmuDRRKernel(t *testing.T) {
 		}
 		vv, ps, img := append([]float32(nil), v.V...), append([]float64(nil), poses...), buf32(batch*rows*cols)
 		drrLaunch(op, v.N, v.Origin, v.Spacing, emuBuf{&vv}, emuBuf{&ps}, emuBuf{img}).emulate(t)
-		if e := relErr32(*img, want.Data().([]float32)); !(e <= 1e-5) {
+		if e := relErr(*img, want.Data().([]float32)); !(e <= 1e-5) {
 			t.Errorf("step %g: relative error %.3g", step, e)
 		}
 	}
@@ -243,7 +233,7 @@ func TestEmuPairwiseKernel(t *testing.T) {
 					gs = append(gs, (*out)[i*n:i*n+n-c0]...)
 					ws = append(ws, ref[i*n+c0:(i+1)*n]...)
 				}
-				if e := relErr32(gs, ws); !(e <= 1e-5) {
+				if e := relErr(gs, ws); !(e <= 1e-5) {
 					t.Errorf("%v upper=%v R=%d: relative error %.3g", metric, upper, r, e)
 				}
 			}
@@ -276,7 +266,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		if math.Abs(e-energy) > 1e-9*energy {
 			t.Errorf("%v: kernel energy %v, want %v", c, e, energy)
 		}
-		if d := relErr32(k, want); !(d <= 1e-6) {
+		if d := relErr(k, want); !(d <= 1e-6) {
 			t.Errorf("%v: kernel array relative error %.3g", c, d)
 		}
 	}
@@ -291,7 +281,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		want[i], want[i+1] = real(z), imag(z)
 	}
 	cmulLaunch(emuBuf{&a}, emuBuf{&b}, 301).emulate(t)
-	if d := relErr32(a, want); !(d <= 1e-6) {
+	if d := relErr(a, want); !(d <= 1e-6) {
 		t.Errorf("cmul: relative error %.3g", d)
 	}
 	// crop_stats over a block of a response array.
@@ -332,10 +322,7 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := NewPairwise(data, MetricCosine, batch)
-	out := make([]float32, batch*n-c0) // from column c0 of row 0, as the twin passes it
-	for i := range out {
-		out[i] = float32(rng.NormFloat64())
-	}
+	out := normals32(rng, batch*n-c0) // from column c0 of row 0, as the twin passes it
 	rinv := make([]float64, batch)
 	for i := range rinv {
 		rinv[i] = 0.5 + rng.Float64()
@@ -348,7 +335,7 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 	}
 	cn := append([]float64(nil), data.norm[c0:]...)
 	cosineScaleLaunch(op, c0, batch, emuBuf{&out}, emuBuf{&rinv}, emuBuf{&cn}).emulate(t)
-	if e := relErr32(out, want); !(e <= 1e-6) {
+	if e := relErr(out, want); !(e <= 1e-6) {
 		t.Errorf("relative error %.3g", e)
 	}
 }
@@ -357,39 +344,12 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 // widened by a tenth at each end, so that some fall below a and some above
 // the grid.
 func interpFixture(rng *rand.Rand, m, g, batch int) ([]float64, []float32) {
-	f := make([]float64, m*g)
-	for i := range f {
-		f[i] = rng.NormFloat64()
-	}
+	f := normals64(rng, m*g)
 	x := make([]float32, batch)
 	for i := range x {
 		x[i] = float32(rng.Float64()*1.2 - 0.1)
 	}
 	return f, x
-}
-
-// drrFixture is a random volume with anisotropic spacing and a non-zero
-// origin, and batch oblique poses of rows×cols pixels around it: orbit
-// poses (columns along z), and every third one with its detector tilted so
-// that neither its rows nor its columns run along z.
-func drrFixture(rng *rand.Rand, n [3]int64, sdd, sid, pixel float64, rows, cols, batch int) (*volume.Volume, *tensor.Dense) {
-	vol := &volume.Volume{N: n, Origin: [3]float64{-float64(n[0]) / 2, -float64(n[1]), -float64(n[2]) / 1.5},
-		Spacing: [3]float64{1.1, 1.9, 1.4}, V: make([]float32, n[0]*n[1]*n[2])}
-	for i := range vol.V {
-		vol.V[i] = rng.Float32()
-	}
-	var poses []float64
-	for k := range batch {
-		p := orbitPose([3]float64{1, -2, 3}, 0.4+float64(k)*1.9, sdd, sid, rows, cols, pixel)
-		if k%3 == 2 {
-			for a := range 3 {
-				p[6+a] += 0.4 * p[9+a]
-				p[9+a] += 0.3 * p[6+a]
-			}
-		}
-		poses = append(poses, p...)
-	}
-	return vol, tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
 }
 
 // interpReference is the table of f for r and me, and the CPU op's result

@@ -106,7 +106,7 @@ func TestFusedPairwiseCUDA(t *testing.T) {
 				}
 			}
 		}
-		if e := normRel(full, want); !(e <= 1e-5) {
+		if e := relErr(full, want); !(e <= 1e-5) {
 			t.Errorf("%v: relative error %.3g", metric, e)
 		}
 		host := int64(batch) * n * 4

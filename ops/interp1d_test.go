@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -81,128 +80,6 @@ func testQueries(rng *rand.Rand, n int, a, dx float64, g int) []float64 {
 	return x
 }
 
-func relErr(got, want []float64) float64 {
-	var num, den float64
-	for i := range want {
-		d := got[i] - want[i]
-		num += d * d
-		den += want[i] * want[i]
-	}
-	return math.Sqrt(num / den)
-}
-
-func runOp(t *testing.T, tab *InterpTable, r Reduce, meth Method, dt tensor.Dtype, x []float64) []float64 {
-	t.Helper()
-	op := NewInterp1D(tab, r, meth, dt, len(x))
-	var in *tensor.Dense
-	if dt == tensor.Float32 {
-		x32 := make([]float32, len(x))
-		for i, v := range x {
-			x32[i] = float32(v)
-		}
-		in = tensor.New(tensor.WithBacking(x32))
-	} else {
-		in = tensor.New(tensor.WithBacking(append([]float64(nil), x...)))
-	}
-	v, err := op.Do(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := v.(*tensor.Dense)
-	// Poison the buffer and run again: every element must be rewritten.
-	switch d := out.Data().(type) {
-	case []float32:
-		for i := range d {
-			d[i] = float32(math.NaN())
-		}
-	case []float64:
-		for i := range d {
-			d[i] = math.NaN()
-		}
-	}
-	if v2, err := op.Do(in); err != nil || v2 != v {
-		t.Fatalf("second Do: err %v, same buffer %v", err, v2 == v)
-	}
-	var got []float64
-	switch d := out.Data().(type) {
-	case []float32:
-		for _, v := range d {
-			got = append(got, float64(v))
-		}
-	case []float64:
-		got = append(got, d...)
-	}
-	return got
-}
-
-func TestInterp1DMatchesReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	cases := []struct{ m, g int }{{1, 4}, {7, 5}, {13, 64}, {300, 257}}
-	for _, c := range cases {
-		a := rng.NormFloat64() * 3
-		dx := 0.01 + rng.Float64()
-		f := make([]float64, c.m*c.g)
-		for i := range f {
-			f[i] = rng.NormFloat64() + 0.5
-		}
-		x := testQueries(rng, 997, a, dx, c.g)
-		// The reference takes x as float32 would round it, so both
-		// dtypes are compared on the same points.
-		for i := range x {
-			x[i] = float64(float32(x[i]))
-		}
-		for _, r := range []Reduce{ReduceSumSq, ReduceSum, ReduceNone} {
-			var want []float64
-			for _, xv := range x {
-				want = append(want, refReduce(refInterp(f, c.m, c.g, a, dx, xv), r)...)
-			}
-			for _, meth := range []Method{MethodAuto, MethodDirect} {
-				for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-					name := fmt.Sprintf("M%d_G%d/%v/%v/%v", c.m, c.g, r, meth, dt)
-					t.Run(name, func(t *testing.T) {
-						tab, err := NewInterpTable(f, c.m, c.g, a, dx, r, meth, dt)
-						if err != nil {
-							t.Fatal(err)
-						}
-						got := runOp(t, tab, r, meth, dt, x)
-						tol := 1e-12
-						if dt == tensor.Float32 {
-							tol = 1e-5
-						}
-						if e := relErr(got, want); !(e <= tol) {
-							t.Errorf("relative error %.3g > %.0g", e, tol)
-						}
-					})
-				}
-			}
-		}
-	}
-}
-
-func TestInterp1DReproducesQuadratic(t *testing.T) {
-	// The cubic scheme reproduces polynomials up to degree 3 inside the
-	// grid (away from the zero padding): f = x² must come back exactly.
-	const g = 101
-	dx := 1.0 / (g - 1)
-	f := make([]float64, g)
-	for i := range f {
-		x := float64(i) * dx
-		f[i] = x * x
-	}
-	tab, err := NewInterpTable(f, 1, g, 0, dx, ReduceNone, MethodAuto, tensor.Float64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := []float64{0.1, 0.2345, 0.5, 0.777, 0.9}
-	got := runOp(t, tab, ReduceNone, MethodAuto, tensor.Float64, x)
-	for i, xv := range x {
-		want := xv * xv
-		if math.Abs(got[i]-want) > 1e-12 {
-			t.Errorf("x=%g: got %.15g, want %.15g", xv, got[i], want)
-		}
-	}
-}
-
 func TestInterpTableRejectsBadInput(t *testing.T) {
 	ok := []float64{1, 2, 3, 4}
 	cases := []struct {
@@ -231,18 +108,12 @@ func TestInterpTableRejectsBadInput(t *testing.T) {
 
 func benchmarkInterp(b *testing.B, r Reduce, meth Method, m, g, n int) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	f := make([]float64, m*g)
-	for i := range f {
-		f[i] = rng.Float64()
-	}
+	f := widen(uniform32(rng, m*g))
 	tab, err := NewInterpTable(f, m, g, 0, 1.0/float64(g-1), r, meth, tensor.Float32)
 	if err != nil {
 		b.Fatal(err)
 	}
-	x := make([]float32, n)
-	for i := range x {
-		x[i] = rng.Float32()
-	}
+	x := uniform32(rng, n)
 	op := NewInterp1D(tab, r, meth, tensor.Float32, n)
 	in := tensor.New(tensor.WithBacking(x))
 	b.ReportAllocs()

@@ -15,14 +15,9 @@ import (
 func TestMirrorAssemblesTheMatrix(t *testing.T) {
 	rng := rand.New(rand.NewPCG(47, 48))
 	const n, d, batch = 300, 13, 40 // blocks of 40: the transposes span two 256-row tiles
-	x64 := make([]float64, n*d)
-	x32 := make([]float32, n*d)
-	for i := range x64 {
-		x64[i] = float64(float32(rng.NormFloat64()))
-		x32[i] = float32(x64[i])
-	}
+	x := widen(normals32(rng, n*d))
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
-		data := pairData(t, dt, x32, x64, n, d, MetricL1)
+		data := pairData(t, dt, x, n, d, MetricL1)
 		up := NewPairwise(data, MetricL1, batch)
 		up.Upper, up.RowsFromData = true, true
 		rows := NewPairwise(data, MetricL1, batch)
@@ -66,12 +61,9 @@ func TestMirrorAssemblesTheMatrix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := range m * n {
-				g, _ := w.(*tensor.Dense).At(i/n, i%n)
-				want = append(want, toF64(g))
-			}
+			want = append(want, valuesOf(w.(*tensor.Dense))[:m*n]...)
 		}
-		got := toFloat64s(full)
+		got := floats(full)
 		for i := range got {
 			if got[i] != got[i] || got[i] != got[(i%n)*n+i/n] {
 				t.Fatalf("%v: (%d, %d) = %v, transposed %v", dt, i/n, i%n, got[i], got[(i%n)*n+i/n])
@@ -91,20 +83,6 @@ func TestMirrorAssemblesTheMatrix(t *testing.T) {
 			t.Errorf("%v: rows past N: no error", dt)
 		}
 	}
-}
-
-func toFloat64s(x any) []float64 {
-	switch v := x.(type) {
-	case []float32:
-		out := make([]float64, len(v))
-		for i, f := range v {
-			out[i] = float64(f)
-		}
-		return out
-	case []float64:
-		return v
-	}
-	return nil
 }
 
 // BenchmarkMirror: the host's share of a symmetric affinity matrix of the

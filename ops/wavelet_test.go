@@ -44,19 +44,24 @@ func abs(x int) int {
 }
 
 // refConvolve is scipy.ndimage.convolve written out in float64:
-// out[x] = Σ_s ψ(s)·V[ext(x − s)].
+// out[x] = Σ_s ψ(s)·V[ext(x − s)], ext(i − s) looked up per axis (e[i − s + h],
+// computed once).
 func refConvolve(v []float32, n [3]int, a, th, ph, xi float64, b Boundary) []float64 {
 	type tap struct {
 		x, y, z int
 		w       float64
 	}
 	var taps []tap
-	Hat(a, th, ph, xi, func(x, y, z int, psi float64) { taps = append(taps, tap{x, y, z, psi}) })
-	ext := func(i, m int) int {
-		if b == Wrap {
-			return mod(i, m)
+	h := Hat(a, th, ph, xi, func(x, y, z int, psi float64) { taps = append(taps, tap{x, y, z, psi}) })
+	var e [3][]int
+	for ax := range 3 {
+		for i := -h[ax]; i < n[ax]+h[ax]; i++ {
+			if b == Wrap {
+				e[ax] = append(e[ax], mod(i, n[ax]))
+			} else {
+				e[ax] = append(e[ax], reflectIndex(i, n[ax]))
+			}
 		}
-		return reflectIndex(i, m)
 	}
 	out := make([]float64, len(v))
 	for i := range n[0] {
@@ -64,61 +69,13 @@ func refConvolve(v []float32, n [3]int, a, th, ph, xi float64, b Boundary) []flo
 			for k := range n[2] {
 				var s float64
 				for _, tp := range taps {
-					s += tp.w * float64(v[(ext(i-tp.x, n[0])*n[1]+ext(j-tp.y, n[1]))*n[2]+ext(k-tp.z, n[2])])
+					s += tp.w * float64(v[(e[0][i-tp.x+h[0]]*n[1]+e[1][j-tp.y+h[1]])*n[2]+e[2][k-tp.z+h[2]]])
 				}
 				out[(i*n[1]+j)*n[2]+k] = s
 			}
 		}
 	}
 	return out
-}
-
-func TestWaveletStatsMatchDirectConvolution(t *testing.T) {
-	rng := rand.New(rand.NewPCG(73, 74))
-	n := [3]int{7, 9, 5} // odd, non-cubic, smaller than most kernels
-	v := normals32(rng, n[0]*n[1]*n[2])
-	const a = 1.0
-	combos := [][3]float64{{0, 0, 1}, {0.3, 1.1, 2}, {2.5, 0.4, 4}, {math.Pi / 4, math.Pi / 3, 0.5}}
-	for _, b := range []Boundary{Reflect, Wrap} {
-		var pad [3]int
-		for _, c := range combos {
-			h := HatSupport(a, c[0], c[1], c[2])
-			for i := range 3 {
-				pad[i] = max(pad[i], h[i])
-			}
-		}
-		w, err := NewWaveletVolume(v, n, a, b, pad)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scratch := w.newScratch()
-		sums := tensor.New(tensor.WithShape(1, WaveletSums), tensor.Of(tensor.Float64))
-		moments := NewWaveletMoments(n, 1)
-		for _, c := range combos {
-			w.sums(sums.Data().([]float64), c[0], c[1], c[2], scratch)
-			st, err := moments.Do(sums)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := st.Data().([]float64)
-			g := refConvolve(v, n, a, c[0], c[1], c[2], b)
-			var sum, sum2 float64
-			mx := math.Inf(-1)
-			for _, x := range g {
-				sum, sum2, mx = sum+x, sum2+x*x, max(mx, x)
-			}
-			cnt := float64(len(g))
-			var ke float64
-			Hat(a, c[0], c[1], c[2], func(_, _, _ int, psi float64) { ke += psi * psi })
-			want := []float64{sum2, math.Sqrt(sum2/cnt - (sum/cnt)*(sum/cnt)), mx, ke}
-			for s, name := range []string{"energy", "std", "max", "kernel energy"} {
-				// float32 transforms: ~1e-7 relative measured; the issue asks 1e-4.
-				if math.Abs(got[s]-want[s]) > 1e-5*(1+math.Abs(want[s])) {
-					t.Errorf("%v θ=%g φ=%g ξ=%g: %s %v, want %v", b, c[0], c[1], c[2], name, got[s], want[s])
-				}
-			}
-		}
-	}
 }
 
 // WaveletStats is WaveletResponse then WaveletMoments, to the bit; rows

@@ -2,8 +2,10 @@
 # GPU check, for a machine with an NVIDIA GPU and no Go toolchain. Build the
 # inputs beforehand where Go is: `make gpu-bin` (bin/tapeloop-cuda and
 # bin/ops-cuda.test). Runs in a few minutes on one GPU:
-#   1. every CUDA op against its CPU op on fresh random inputs, outputs
-#      poisoned with NaN before each run (norm-wise relative error ≤ 1e-5);
+#   1. the ops' conformance suites (ops/conformance_test.go: every op's
+#      cases against their references, run unchanged on the CPU and on the
+#      GPU; the GPU's outputs poisoned with NaN before the second run) and
+#      the GPU twins' own tests (stream order, WriteFull);
 #   2. timings at the seed sizes (each launch synchronised before the
 #      clock is read);
 #   3. whole runs through tapeloop-cuda with --report: time per batch,
@@ -51,9 +53,12 @@ else
 	POINTS=1000000 IBATCH=1000 SIZE=256 ORBIT=1000 DBATCH=50 FLAT=1000 WSIZE=200x200x200 WANG=0:pi:10 NIMG=10000 HW=100
 fi
 
-echo "== 1. CUDA ops against the CPU ops"
-"$BIN/ops-cuda.test" -test.run 'CUDA' -test.v >"$OUT/ops.log" 2>&1 || fail "ops-cuda.test"
-grep -E '^(--- |    |ok|FAIL|PASS)' "$OUT/ops.log"
+echo "== 1. ops on the GPU: conformance suites (cpu and cuda) and the twins' own tests"
+# Each test's result, and of its subtests only the failures and what they
+# report (-test.v lists every case; the whole log stays in $OUT/ops.log).
+"$BIN/ops-cuda.test" -test.run 'CUDA|Conformance' -test.v >"$OUT/ops.log" 2>&1 || fail "ops-cuda.test"
+grep -E '^(--- |ok|FAIL|PASS|panic)|^ +--- FAIL|^ +[a-z_]+_test\.go:[0-9]+: ' "$OUT/ops.log"
+grep -qE '^--- PASS: TestConformance' "$OUT/ops.log" || fail "no conformance suite ran"
 
 if [ "$SMALL" != 1 ]; then
 	echo "== 2. timings (go test -bench, synchronised)"

@@ -1,0 +1,89 @@
+//go:build tapeloop_cuda || tapeloop_cudaemu
+
+package ops
+
+import (
+	"sync"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/tapeloop/tapeloop/cuda"
+)
+
+var (
+	gpuOnce sync.Once
+	gpu     *cuda.Device
+	gpuErr  error
+)
+
+// device is GPU 0 (under tapeloop_cudaemu, the emulated one), opened once.
+func device(tb testing.TB) *cuda.Device {
+	gpuOnce.Do(func() { gpu, gpuErr = cuda.Open(0) })
+	if gpuErr != nil {
+		tb.Fatalf("opening GPU 0: %v", gpuErr)
+	}
+	return gpu
+}
+
+// backends are the places the conformance suites run: the CPU, and GPU 0
+// through the ops' CUDA twins.
+func backends(t *testing.T) []backend {
+	return []backend{cpuBackend, {
+		name: "cuda", dev: device(t), gpu: true, float32Only: true,
+		poison: poisonDevice, release: releaseTwin,
+		chunk: func(op G.Op, rows int) {
+			if p, ok := op.(*pairwiseCUDA); ok {
+				p.chunk = rows
+			}
+		},
+	}}
+}
+
+// poisonDevice fills a twin's device output with NaN, so that what its
+// kernels do not write shows (the wavelet twin's: its four float64 sums
+// per row, NaN as two float32 NaN patterns; WaveletStats's, its response
+// twin's).
+func poisonDevice(t *testing.T, op G.Op) {
+	t.Helper()
+	if o, ok := op.(*waveletStatsCUDA); ok {
+		op = o.twin
+	}
+	var err error
+	switch o := op.(type) {
+	case *interp1DCUDA:
+		err = cuda.Poison(o.dev, o.y, int64(o.Batch*o.outLen()))
+	case *drrCUDA:
+		err = cuda.Poison(o.dev, o.dimg, int64(o.Batch*o.Rows*o.Cols))
+	case *pairwiseCUDA:
+		err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Data.N))
+	case *waveletCUDA:
+		err = cuda.Poison(o.dev, o.dres, int64(2*WaveletSums*o.Batch))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releaseTwin frees a twin's arena (the emulator checks its guard zone:
+// a kernel that wrote past it fails here).
+func releaseTwin(op G.Op) error {
+	if o, ok := op.(*waveletStatsCUDA); ok {
+		op = o.twin
+	}
+	var a *cuda.Arena
+	switch o := op.(type) {
+	case *interp1DCUDA:
+		a = o.arena
+	case *drrCUDA:
+		a = o.arena
+	case *pairwiseCUDA:
+		a = o.arena
+	case *waveletCUDA:
+		a = o.arena
+	}
+	if a == nil {
+		return nil
+	}
+	return a.Free()
+}

@@ -1,0 +1,909 @@
+package ops
+
+// Conformance: one suite per op, each a table of cases with a reference of
+// its own (a slow loop written out in these test files, or an analytic
+// result), run unchanged on every backend the build has: the CPU always,
+// and the GPU twins (OnDevice) in builds with tapeloop_cuda or
+// tapeloop_cudaemu (see backends, in backends_cpu_test.go and
+// backends_cuda_test.go). "The same results on every backend" is these
+// four tests: TestConformanceInterp1D, TestConformancePairwise (top-k
+// included: the fused PairwiseTopK where the device offers it, else TopK,
+// as graphs.Affinity selects), TestConformanceDRR and
+// TestConformanceWavelet (WaveletStats, and WaveletResponse then
+// WaveletMoments).
+//
+// Every case runs twice: the second time with the host output filled with
+// a mark and, on a GPU, the device output with NaN, so an element the op
+// owes and does not write shows, and so does one it must leave alone and
+// writes. Tolerances are the ones each path has been held to: on the CPU
+// against the references as before, on a GPU (float32 sums in another
+// order, TF32 where asked, cuFFT) as the twins were against the CPU ops.
+//
+// What is not a per-case comparison of results stays in its own test: a
+// GPU stream's order, WriteFull and the fused PairwiseMatrix, each kernel
+// alone under the emulator program (emu_test.go), the CLI on the emulator
+// (cmd/tapeloop); so do the ops with no GPU twin (Mirror, BatchStats,
+// ImageStats, WaveletMoments alone).
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/volume"
+)
+
+// backend is one place the ops run.
+type backend struct {
+	name string
+	dev  Device // nil: the CPU
+	// gpu: float32 sums in another order than the CPU's (tiles, FMA,
+	// cuBLAS, cuFFT) and TF32 where asked; the suites hold it to the
+	// tolerances the GPU twins have always been held to.
+	gpu bool
+	// float32Only: Interp1D and Pairwise run in float32 only; asked for
+	// float64, OnDevice must refuse.
+	float32Only bool
+	// poison fills with NaN what an op computes into besides its host
+	// output (which runTwice marks itself): on a GPU, the twin's device
+	// output. Nil: nothing more.
+	poison func(t *testing.T, op G.Op)
+	// chunk sets a pairwise op's rows per chunk (0: its own choice); nil
+	// where blocks are not split.
+	chunk func(op G.Op, rows int)
+	// release frees what an op holds on the backend when its subtest ends
+	// (on a GPU its arena; the emulator checks the arena's guard zone as it
+	// frees it); nil: nothing to free.
+	release func(op G.Op) error
+}
+
+// cpuBackend runs the ops as they are.
+var cpuBackend = backend{name: "cpu"}
+
+// onEveryBackend runs suite once per backend, as a subtest named for it.
+func onEveryBackend(t *testing.T, suite func(t *testing.T, b backend)) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) { suite(t, b) })
+	}
+}
+
+// place returns op on b: op itself on the CPU, its twin on a GPU, which
+// is released when the subtest ends.
+func (b backend) place(t *testing.T, op G.Op) G.Op {
+	t.Helper()
+	o, err := OnDevice(op, b.dev)
+	if err != nil {
+		t.Fatalf("%s: %v", b.name, err)
+	}
+	if b.release != nil {
+		t.Cleanup(func() {
+			if err := b.release(o); err != nil {
+				t.Errorf("releasing %v: %v", o, err)
+			}
+		})
+	}
+	return o
+}
+
+// dtypes are the dtypes b runs Interp1D and Pairwise in.
+func (b backend) dtypes() []tensor.Dtype {
+	if b.float32Only {
+		return []tensor.Dtype{tensor.Float32}
+	}
+	return []tensor.Dtype{tensor.Float32, tensor.Float64}
+}
+
+// refusesFloat64: on a float32-only backend, OnDevice must refuse the
+// float64 op mk makes (a subtest says so).
+func (b backend) refusesFloat64(t *testing.T, mk func(t *testing.T) G.Op) {
+	if !b.float32Only {
+		return
+	}
+	t.Run("float64 refused", func(t *testing.T) {
+		if _, err := OnDevice(mk(t), b.dev); err == nil {
+			t.Errorf("%s accepted a float64 op", b.name)
+		}
+	})
+}
+
+// runTwice runs op on in and hands its output to check; then fills that
+// output with mark (and, on a GPU, the device's with NaN) and runs op
+// again: the output must come back in the same buffer, and check sees it
+// again, as "second run": what the op owes rewritten, what it does not
+// still mark.
+func runTwice(t *testing.T, b backend, op G.Op, mark float64, check func(run string, out *tensor.Dense), in ...G.Value) {
+	t.Helper()
+	v, err := op.Do(in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := v.(*tensor.Dense)
+	check("first run", out)
+	fill(out, mark)
+	if b.poison != nil {
+		b.poison(t, op)
+	}
+	v2, err := op.Do(in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2 != v {
+		t.Fatal("second run: the output came in another buffer")
+	}
+	check(secondRun, out)
+}
+
+const secondRun = "second run"
+
+// ---- Interp1D ----
+
+type interpCase struct {
+	name  string
+	f     []float64 // m interpolants of g values
+	m, g  int
+	a, dx float64
+	r     Reduce
+	me    Method
+	x     []float64 // the queries, float32 values: both dtypes see the same points
+	want  []float64
+}
+
+// interpConformanceCases: random interpolants on random grids, from the
+// smallest (G = 4) up, queried inside, below a, above the last node, on
+// nodes and on the bounds, in batches of odd lengths (no multiple of a GPU
+// block) and of one; every reduction and method against refInterp. And
+// f = x², which the cubic scheme reproduces away from the zero padding:
+// the values are x² itself.
+func interpConformanceCases() []interpCase {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var cases []interpCase
+	for _, s := range []struct{ m, g, n int }{{1, 4, 997}, {7, 5, 997}, {13, 64, 997}, {300, 257, 997}, {37, 300, 1000}, {5, 33, 1}} {
+		a, dx := rng.NormFloat64()*3, 0.01+rng.Float64()
+		f := normals64(rng, s.m*s.g)
+		for i := range f {
+			f[i] += 0.5
+		}
+		x := widen(narrow(testQueries(rng, s.n, a, dx, s.g)))
+		for _, r := range []Reduce{ReduceSumSq, ReduceSum, ReduceNone} {
+			var want []float64
+			for _, xv := range x {
+				want = append(want, refReduce(refInterp(f, s.m, s.g, a, dx, xv), r)...)
+			}
+			for _, me := range []Method{MethodAuto, MethodDirect} {
+				cases = append(cases, interpCase{fmt.Sprintf("M%d_G%d_N%d/%v/%v", s.m, s.g, s.n, r, me), f, s.m, s.g, a, dx, r, me, x, want})
+			}
+		}
+	}
+	const g = 101
+	dx := 1.0 / (g - 1)
+	f := make([]float64, g)
+	for i := range f {
+		f[i] = float64(i) * dx * float64(i) * dx
+	}
+	x := widen(narrow([]float64{0.1, 0.2345, 0.5, 0.777, 0.9}))
+	for _, r := range []Reduce{ReduceSumSq, ReduceSum, ReduceNone} {
+		want := make([]float64, len(x))
+		for i, xv := range x {
+			want[i] = xv * xv
+			if r == ReduceSumSq {
+				want[i] *= want[i]
+			}
+		}
+		for _, me := range []Method{MethodAuto, MethodDirect} {
+			cases = append(cases, interpCase{fmt.Sprintf("quadratic/%v/%v", r, me), f, 1, g, 0, dx, r, me, x, want})
+		}
+	}
+	return cases
+}
+
+func TestConformanceInterp1D(t *testing.T) {
+	cases := interpConformanceCases()
+	onEveryBackend(t, func(t *testing.T, b backend) { runInterpConformance(t, b, cases) })
+}
+
+func runInterpConformance(t *testing.T, b backend, cases []interpCase) {
+	b.refusesFloat64(t, func(t *testing.T) G.Op {
+		c := cases[0]
+		tab, err := NewInterpTable(c.f, c.m, c.g, c.a, c.dx, c.r, c.me, tensor.Float64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewInterp1D(tab, c.r, c.me, tensor.Float64, len(c.x))
+	})
+	for _, c := range cases {
+		for _, dt := range b.dtypes() {
+			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
+				tab, err := NewInterpTable(c.f, c.m, c.g, c.a, c.dx, c.r, c.me, dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				op := b.place(t, NewInterp1D(tab, c.r, c.me, dt, len(c.x)))
+				tol := 1e-12
+				if dt == tensor.Float32 {
+					tol = 1e-5
+				}
+				runTwice(t, b, op, math.NaN(), func(run string, out *tensor.Dense) {
+					if e := relErr(valuesOf(out), c.want); !(e <= tol) {
+						t.Errorf("%s: relative error %.3g > %g", run, e, tol)
+					}
+				}, denseOf(dt, c.x))
+			})
+		}
+	}
+}
+
+// ---- Pairwise and TopK ----
+
+// pairFixture is n images of d values (float32 values, so both dtypes see
+// the same images) and the block size.
+type pairFixture struct {
+	name        string
+	n, d, batch int
+	x           []float64
+}
+
+// pairLayout is a block: its first image lo and the rows it holds (the
+// others are padding: zero rows, index 0), where its rows come from,
+// whether it is an upper block, the GPU's rows per chunk (0: its choice),
+// or an index the op must refuse.
+type pairLayout struct {
+	name            string
+	lo, rows        int
+	upper, fromData bool
+	chunk           int
+	bad             []float64 // the index of a block the op refuses
+}
+
+func pairLayouts(n, batch int) []pairLayout {
+	mid, short := n/3, batch/2+1
+	seq := func(from float64) []float64 {
+		s := make([]float64, batch)
+		for i := range s {
+			s[i] = from + float64(i)
+		}
+		return s
+	}
+	return []pairLayout{
+		{name: "rows", lo: mid, rows: batch},
+		{name: "rows upper", lo: mid, rows: batch, upper: true},
+		{name: "rows short", lo: n - short, rows: short},
+		{name: "rows short upper", lo: n - short, rows: short, upper: true},
+		{name: "data", lo: mid, rows: batch, fromData: true},
+		{name: "data upper", lo: mid, rows: batch, fromData: true, upper: true},
+		{name: "data upper at 0", lo: 0, rows: batch, fromData: true, upper: true},
+		{name: "data end", lo: n - short, rows: short, fromData: true},
+		{name: "data end upper", lo: n - short, rows: short, fromData: true, upper: true},
+		{name: "data padded upper", lo: mid, rows: 3, fromData: true, upper: true},
+		{name: "rows chunk 16", lo: mid, rows: batch, chunk: 16},
+		{name: "data upper chunk 16", lo: mid, rows: batch, fromData: true, upper: true, chunk: 16},
+		{name: "data end upper chunk 16", lo: n - short, rows: short, fromData: true, upper: true, chunk: 16},
+		{name: "data end chunk 7", lo: n - short, rows: short, fromData: true, chunk: 7},
+		{name: "data negative", fromData: true, bad: seq(-1)},
+		{name: "data upper past N", fromData: true, upper: true, bad: seq(float64(n))},
+		{name: "data fraction", fromData: true, bad: seq(2.5)},
+	}
+}
+
+// pairMetrics are the metrics, and TF32 for the GEMM ones (float32 only).
+var pairMetrics = []struct {
+	metric Metric
+	tf32   bool
+}{{MetricDot, false}, {MetricCosine, false}, {MetricL1, false}, {MetricL2, false}, {MetricDot, true}, {MetricCosine, true}}
+
+// pairTol is the norm-wise tolerance of a block: float64 and the CPU's
+// float32 against the definition as before; a GPU's float32 (1e-5) and
+// TF32 (3e-4) as its twin against the CPU.
+func pairTol(b backend, dt tensor.Dtype, tf32 bool) float64 {
+	switch {
+	case dt == tensor.Float64:
+		return 1e-14
+	case !b.gpu:
+		return 1e-6
+	case tf32:
+		return 3e-4
+	}
+	return 1e-5
+}
+
+// refMatrix is refAffinity for every pair.
+func refMatrix(x []float64, n, d int, m Metric) []float64 {
+	ref := make([]float64, n*n)
+	for i := range n {
+		for j := range n {
+			ref[i*n+j] = refAffinity(x, n, d, m, i, j)
+		}
+	}
+	return ref
+}
+
+// topkFixture is a pairFixture whose images 9, 77 and 230 are copies of
+// image 5: every row ties at their columns. With integer values in
+// [-3, 3] every backend's float32 sums of dot, l1 and l2 are exact (TF32
+// holds such integers exactly too): ties abound, and the picks must equal
+// the reference's to the index.
+type topkFixture struct {
+	pairFixture
+	integers bool
+}
+
+func topkFixtures() []topkFixture {
+	const n, d, batch = 301, 23, 40
+	rng := rand.New(rand.NewPCG(45, 46))
+	ints := make([]float64, n*d)
+	for i := range ints {
+		ints[i] = float64(rng.IntN(7) - 3)
+	}
+	norms := widen(normals32(rng, n*d))
+	for _, x := range [][]float64{ints, norms} {
+		for _, c := range []int{9, 77, 230} {
+			copy(x[c*d:(c+1)*d], x[5*d:6*d])
+		}
+	}
+	return []topkFixture{{pairFixture{"integers", n, d, batch, ints}, true}, {pairFixture{"normals", n, d, batch, norms}, false}}
+}
+
+func TestConformancePairwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	var fixtures []pairFixture
+	for _, s := range []struct{ n, d, batch int }{{41, 19, 8}, {151, 77, 40}} {
+		x := widen(normals32(rng, s.n*s.d))
+		for i := range x {
+			x[i] = float64(float32(x[i] + 0.2))
+		}
+		fixtures = append(fixtures, pairFixture{fmt.Sprintf("N%d_D%d_B%d", s.n, s.d, s.batch), s.n, s.d, s.batch, x})
+	}
+	tops := topkFixtures()
+	onEveryBackend(t, func(t *testing.T, b backend) {
+		b.refusesFloat64(t, func(t *testing.T) G.Op {
+			fx := fixtures[0]
+			return NewPairwise(pairData(t, tensor.Float64, fx.x, fx.n, fx.d, MetricL1), MetricL1, fx.batch)
+		})
+		for _, fx := range fixtures {
+			runPairwiseConformance(t, b, fx)
+		}
+		for _, fx := range tops {
+			runTopKConformance(t, b, fx)
+		}
+	})
+}
+
+// pairData prepares the float32 or the float64 images for m.
+func pairData(t *testing.T, dt tensor.Dtype, x []float64, n, d int, m Metric) *PairData {
+	t.Helper()
+	var data *PairData
+	var err error
+	if dt == tensor.Float32 {
+		data, err = NewPairData(narrow(x), n, d, m)
+	} else {
+		data, err = NewPairData(x, n, d, m)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// runPairwiseConformance: every layout of block, from given rows or read
+// from the data, against the definition: the rows it holds, from the
+// block's first row on in upper blocks; after the second run the columns
+// before that, and the padding rows of a block read from the data, still
+// hold the mark (777).
+func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
+	n, d, batch := fx.n, fx.d, fx.batch
+	for _, mc := range pairMetrics {
+		ref := refMatrix(fx.x, n, d, mc.metric)
+		for _, dt := range b.dtypes() {
+			if mc.tf32 && dt == tensor.Float64 {
+				continue
+			}
+			data := pairData(t, dt, fx.x, n, d, mc.metric)
+			tol := pairTol(b, dt, mc.tf32)
+			for _, c := range pairLayouts(n, batch) {
+				t.Run(fmt.Sprintf("%s/%v/tf32=%v/%v/%s", fx.name, mc.metric, mc.tf32, dt, c.name), func(t *testing.T) {
+					pw := NewPairwise(data, mc.metric, batch)
+					pw.Upper, pw.RowsFromData, pw.TF32 = c.upper, c.fromData, mc.tf32
+					op := b.place(t, pw)
+					if b.chunk != nil {
+						b.chunk(op, c.chunk)
+					}
+					index := make([]float64, batch) // padding rows: index 0
+					rows := make([]float64, batch*d)
+					for i := range c.rows {
+						index[i] = float64(c.lo + i)
+						copy(rows[i*d:(i+1)*d], fx.x[(c.lo+i)*d:(c.lo+i+1)*d])
+					}
+					if c.bad != nil {
+						index = c.bad
+					}
+					in := []G.Value{denseOf(dt, rows, batch, d), denseOf(tensor.Float64, index)}
+					if c.fromData {
+						in = in[1:]
+					}
+					if c.bad != nil {
+						if _, err := op.Do(in...); err == nil {
+							t.Fatalf("index %v accepted", c.bad)
+						}
+						return
+					}
+					c0 := 0
+					if c.upper {
+						c0 = c.lo
+					}
+					runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+						got := valuesOf(out)
+						var gs, ws []float64
+						for i := range c.rows {
+							gs = append(gs, got[i*n+c0:(i+1)*n]...)
+							ws = append(ws, ref[(c.lo+i)*n+c0:(c.lo+i+1)*n]...)
+						}
+						if e := relErr(gs, ws); !(e <= tol) {
+							t.Errorf("%s: relative error %.3g > %g", run, e, tol)
+						}
+						if run != secondRun {
+							return
+						}
+						for i := range batch {
+							for j := range n {
+								padding := i >= c.rows // from given rows: computed, of zero rows
+								if (j < c0 || padding && c.fromData) && got[i*n+j] != 777 {
+									t.Fatalf("(%d, %d) = %v: written", i, j, got[i*n+j])
+								}
+							}
+						}
+					}, in...)
+				})
+			}
+		}
+	}
+}
+
+// runTopKConformance: blocks of whole rows read from the data, the top k
+// of each selected as graphs.Affinity does (the fused PairwiseTopK where
+// FuseTopK offers it, the device selecting them itself; else Pairwise then
+// TopK), whole and short blocks, k from 1 to past the GPU's largest (its
+// host fallback: Pairwise then TopK there too), against refTopK of the
+// definition.
+// Over integers the picks of dot, l1 and l2 are the reference's exactly,
+// ties by the smaller index; cosine's, and over normals, near-ties may go
+// either way (topkAgrees). Each pick's value (PairwiseTopK's own, or the
+// block's at the pick) is the definition's.
+func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
+	n, d, batch := fx.n, fx.d, fx.batch
+	metrics := pairMetrics
+	if !fx.integers {
+		metrics = metrics[:0:0]
+		for _, mc := range pairMetrics {
+			if mc.metric == MetricCosine {
+				metrics = append(metrics, mc)
+			}
+		}
+	}
+	for _, mc := range metrics {
+		ref := refMatrix(fx.x, n, d, mc.metric)
+		exact := fx.integers && mc.metric != MetricCosine
+		for _, dt := range b.dtypes() {
+			if mc.tf32 && dt == tensor.Float64 || !fx.integers && dt == tensor.Float64 {
+				continue
+			}
+			data := pairData(t, dt, fx.x, n, d, mc.metric)
+			tol := pairTol(b, dt, mc.tf32)
+			for _, k := range []int{1, 4, 32, 33, 100, topkMax + 1} {
+				for _, lo := range []int{0, n - batch/2 - 1} { // whole, and short: the data ends
+					t.Run(fmt.Sprintf("topk/%s/%v/tf32=%v/%v/k=%d/lo=%d", fx.name, mc.metric, mc.tf32, dt, k, lo), func(t *testing.T) {
+						pw := NewPairwise(data, mc.metric, batch)
+						pw.RowsFromData, pw.TF32 = true, mc.tf32
+						op := b.place(t, pw)
+						idx := make([]float64, batch)
+						for i := range idx {
+							idx[i] = float64(min(lo+i, n-1))
+						}
+						index := denseOf(tensor.Float64, idx)
+						// A GPU selects up to topkMax itself; past that, and on the CPU, TopK does.
+						picks, vals := selectTopK(t, op, k, n, batch, index, b.gpu && k <= topkMax)
+						for r := range min(batch, n-lo) {
+							row := ref[(lo+r)*n : (lo+r+1)*n]
+							want := refTopK(row, lo+r, k)
+							got := make([]int, k)
+							for q := range k {
+								got[q] = int(picks[r*k+q])
+							}
+							if exact && !slices.Equal(got, want) || !exact && !topkAgrees(got, want, row, lo+r, tol) {
+								t.Fatalf("row %d: picks %v, want %v", lo+r, got, want)
+							}
+							for q, j := range got {
+								if v := vals[r*k+q]; exact && v != row[j] || !(math.Abs(v-row[j]) <= tol*(1+math.Abs(row[j]))) {
+									t.Fatalf("row %d column %d: value %v, want %v", lo+r, j, v, row[j])
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// selectTopK runs a pairwise op placed on its backend on a block's index
+// and selects the top k of each row as graphs.Affinity does: in one pass
+// where FuseTopK fuses the selection into the op (PairwiseTopK), else the
+// block then TopK; fused says which the backend must offer. It returns
+// the picks, (batch, k) column indices best first, and their values.
+func selectTopK(t *testing.T, op G.Op, k, n, batch int, index *tensor.Dense, fused bool) (picks, vals []float64) {
+	t.Helper()
+	f, ok := FuseTopK(op, k)
+	if ok != fused {
+		t.Fatalf("FuseTopK(%v, %d) fused: %v, want %v", op, k, ok, fused)
+	}
+	if ok {
+		out, err := f.Do(index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := out.Shape(); len(s) != 3 || s[0] != 2 || s[1] != batch || s[2] != k {
+			t.Fatalf("PairwiseTopK output %v, want (2, %d, %d)", s, batch, k)
+		}
+		both := out.(*tensor.Dense).Data().([]float64)
+		return both[:batch*k], both[batch*k:]
+	}
+	blk, err := op.Do(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := NewTopK(k, n, batch).Do(blk, index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := valuesOf(blk.(*tensor.Dense))
+	picks = top.(*tensor.Dense).Data().([]float64)
+	vals = make([]float64, len(picks))
+	for i, j := range picks {
+		vals[i] = block[i/k*n+int(j)]
+	}
+	return picks, vals
+}
+
+// topkAgrees says whether got is a right top k of row, self skipped,
+// allowing for rounding: k distinct columns other than self; the q-th
+// pick's value within tol of the reference's q-th best (want's); and
+// columns of equal value (copies of an image) picked smallest first, as
+// the reference does.
+func topkAgrees(got, want []int, row []float64, self int, tol float64) bool {
+	seen := map[int]int{}
+	for q, j := range got {
+		if j < 0 || j >= len(row) || j == self {
+			return false
+		}
+		if _, dup := seen[j]; dup {
+			return false
+		}
+		seen[j] = q
+		if w := row[want[q]]; !(math.Abs(row[j]-w) <= tol*(1+math.Abs(w))) {
+			return false
+		}
+	}
+	for q, j := range got {
+		for i := range j { // a smaller column of the same value: picked, and before j
+			if i != self && row[i] == row[j] {
+				if p, ok := seen[i]; !ok || p > q {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// ---- DRR ----
+
+type drrCase struct {
+	name              string
+	vol               *volume.Volume
+	rows, cols, batch int
+	step              float64
+	poses             *tensor.Dense
+	want              []float32 // ray by ray: cpukern.DRR
+}
+
+// drrLayouts is the three kinds of pose, one per fan layout of the CPU op,
+// about a volume centred on the origin: columns along z (the orbit), rows
+// along z (the orbit's detector turned a quarter), and neither (a
+// detector tilted about its centre).
+func drrLayouts(rows, cols, batch int) *tensor.Dense {
+	var poses []float64
+	for k := range batch {
+		p := orbitPose([3]float64{0, 0, 0}, float64(k)*0.9, 100, 50, rows, cols, 3)
+		switch k % 3 {
+		case 1: // u along z, v across: pixel (r, c) at centre + (c − …)·u + (r − …)·v
+			ca, sa := math.Cos(float64(k)*0.9), math.Sin(float64(k)*0.9)
+			centre := [3]float64{-50 * ca, -50 * sa, 0}
+			u, v := [3]float64{0, 0, 3}, [3]float64{-3 * sa, 3 * ca, 0}
+			for a := range 3 {
+				p[3+a] = centre[a] - float64(cols-1)/2*u[a] - float64(rows-1)/2*v[a]
+				p[6+a], p[9+a] = u[a], v[a]
+			}
+		case 2: // tilt the detector: its steps get components along every axis
+			for a := range 3 {
+				p[6+a] += 0.4 * p[9+a]
+				p[9+a] += 0.3 * p[6+a]
+			}
+		}
+		poses = append(poses, p...)
+	}
+	return tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+}
+
+// drrConformanceCases: Siddon and trilinear, each pose's every ray cast
+// alone by cpukern.DRR (the per-ray definition, no fans): the three
+// layouts about an odd-sized volume; oblique poses about an anisotropic
+// one off the origin; the same kind of poses about a volume stored along
+// turned axes (its Direction a turn about y, flipped: the op maps the
+// poses into the volume's own frame, and so does the reference, with the
+// volume package's ToLocal, before casting each ray through the
+// axis-aligned box; drr_direction_test.go checks that mapping against
+// rearranged voxels and a box's chords); and a step so fine that rays take
+// more than 2^24 samples (the GPU kernel's general loop: 64-bit counts and
+// offsets, q converted, not the one for ordinary sizes).
+func drrConformanceCases(t *testing.T) []drrCase {
+	rng := rand.New(rand.NewPCG(51, 52))
+	n := [3]int64{21, 24, 15}
+	vol := &volume.Volume{N: n, Origin: [3]float64{-10.5, -12, -7.5}, Spacing: [3]float64{1, 1, 1}, V: uniform32(rng, int(n[0]*n[1]*n[2]))}
+	layouts := drrLayouts(5, 7, 3)
+	oblique, obliquePoses := drrFixture(rand.New(rand.NewPCG(33, 34)), [3]int64{41, 32, 23}, 400, 150, 1.3, 47, 39, 3)
+	turned, turnedPoses := drrFixture(rand.New(rand.NewPCG(83, 84)), [3]int64{30, 24, 18}, 400, 150, 1.3, 24, 20, 3)
+	centre := turned.Centre()
+	ct, st := math.Cos(0.6), math.Sin(0.6)
+	turned.Direction = [3][3]float64{{ct, 0, st}, {0, -1, 0}, {st, 0, -ct}}
+	moved := turned.Centre()
+	for a := range 3 { // about the same centre, in the poses' view
+		turned.Origin[a] += centre[a] - moved[a]
+	}
+	fine, finePoses := drrFixture(rand.New(rand.NewPCG(35, 36)), [3]int64{40, 32, 24}, 400, 150, 40, 2, 1, 1)
+	var cases []drrCase
+	for _, step := range []float64{0, 0.5} {
+		cases = append(cases, drrCase{fmt.Sprintf("layouts/step=%g", step), vol, 5, 7, 3, step, layouts, nil},
+			drrCase{fmt.Sprintf("oblique/step=%g", step), oblique, 47, 39, 3, step, obliquePoses, nil},
+			drrCase{fmt.Sprintf("direction/step=%g", step), turned, 24, 20, 3, step, turnedPoses, nil})
+	}
+	cases = append(cases, drrCase{"fine/step=2e-06", fine, 2, 1, 1, 2e-6, finePoses, nil})
+	if c := cases[len(cases)-1]; maxSamples(c.vol, c.poses.Data().([]float64), c.rows, c.cols, c.step) <= 1<<24 {
+		t.Fatalf("%s: no ray takes more than 2^24 samples: the test geometry is off", c.name)
+	}
+	for i := range cases {
+		c := &cases[i]
+		poses, vol := c.poses.Data().([]float64), c.vol
+		if !vol.Aligned() {
+			poses, vol = localPoses(vol, poses), vol.Local()
+		}
+		c.want = make([]float32, c.batch*c.rows*c.cols)
+		hits := 0
+		for k := range c.batch {
+			p := poses[k*PoseWidth:][:PoseWidth]
+			for r := range c.rows {
+				for col := range c.cols {
+					dst := make([]float64, 3)
+					for a := range 3 {
+						dst[a] = p[3+a] + float64(col)*p[6+a] + float64(r)*p[9+a]
+					}
+					w := c.want[(k*c.rows+r)*c.cols+col:][:1]
+					cpukern.DRR(vol, p[:3], dst, w, c.step, LongestRay(p, c.rows, c.cols))
+					if w[0] != 0 {
+						hits++
+					}
+				}
+			}
+		}
+		if hits < len(c.want)/2 {
+			t.Fatalf("%s: only %d of %d rays hit the volume: the test geometry is off", c.name, hits, len(c.want))
+		}
+	}
+	return cases
+}
+
+// localPoses is poses (world mm) in vol's own frame: source and pixel
+// (0, 0) by ToLocal, the pixel steps by VecToLocal.
+func localPoses(vol *volume.Volume, poses []float64) []float64 {
+	l := make([]float64, len(poses))
+	for b := 0; b+PoseWidth <= len(poses); b += PoseWidth {
+		p, q := poses[b:b+PoseWidth], l[b:b+PoseWidth]
+		for i, f := range []func([3]float64) [3]float64{vol.ToLocal, vol.ToLocal, vol.VecToLocal, vol.VecToLocal} {
+			x := f([3]float64(p[3*i : 3*i+3]))
+			copy(q[3*i:], x[:])
+		}
+	}
+	return l
+}
+
+// maxSamples is a lower bound on the trilinear samples inside the volume
+// of a pose's rays, the most of any: its chord (the Siddon integral of
+// ones) less a voxel's diagonal (samples lie between voxel centres), over
+// the step along it.
+func maxSamples(vol *volume.Volume, p []float64, rows, cols int, step float64) float64 {
+	ones := &volume.Volume{N: vol.N, Origin: vol.Origin, Spacing: vol.Spacing, V: make([]float32, len(vol.V))}
+	for i := range ones.V {
+		ones.V[i] = 1
+	}
+	diag := math.Sqrt(vol.Spacing[0]*vol.Spacing[0] + vol.Spacing[1]*vol.Spacing[1] + vol.Spacing[2]*vol.Spacing[2])
+	most := 0.0
+	for r := range rows {
+		for c := range cols {
+			dst, l := make([]float64, 3), 0.0
+			for a := range 3 {
+				dst[a] = p[3+a] + float64(c)*p[6+a] + float64(r)*p[9+a]
+				l += (dst[a] - p[a]) * (dst[a] - p[a])
+			}
+			chord := make([]float32, 1)
+			cpukern.DRR(ones, p[:3], dst, chord, 0, 0)
+			most = max(most, (float64(chord[0])-diag)/(step*math.Sqrt(l)/LongestRay(p, rows, cols)))
+		}
+	}
+	return most
+}
+
+func TestConformanceDRR(t *testing.T) {
+	cases := drrConformanceCases(t)
+	onEveryBackend(t, func(t *testing.T, b backend) { runDRRConformance(t, b, cases) })
+}
+
+// runDRRConformance: norm-wise within 1e-5 of the definition on every
+// backend; on the CPU, which casts with the reference's own arithmetic,
+// each ray too: Siddon to the bit, trilinear (summed in groups, in float32
+// within a group) within 1e-5 of it.
+func runDRRConformance(t *testing.T, b backend, cases []drrCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			op := b.place(t, NewDRR(c.vol, c.rows, c.cols, c.step, c.batch))
+			runTwice(t, b, op, math.NaN(), func(run string, out *tensor.Dense) {
+				got := out.Data().([]float32)
+				if e := relErr(got, c.want); !(e <= 1e-5) {
+					t.Errorf("%s: relative error %.3g > 1e-5", run, e)
+				}
+				if b.gpu {
+					return
+				}
+				for i, w := range c.want {
+					if g := got[i]; g != w && (c.step <= 0 || !(math.Abs(float64(g-w)) <= 1e-5*math.Abs(float64(w)))) {
+						t.Fatalf("%s: pose %d pixel (%d, %d): %v, want %v", run, i/(c.rows*c.cols), i/c.cols%c.rows, i%c.cols, g, w)
+					}
+				}
+			}, c.poses)
+		})
+	}
+}
+
+// ---- WaveletResponse and WaveletStats ----
+
+type waveletCase struct {
+	name   string
+	v      []float32
+	n      [3]int
+	b      Boundary
+	pad    [3]int    // the largest half-widths: the source's
+	params []float64 // rows of WaveletParams
+	want   []float64 // 4 per row: energy, std, max, kernel energy; NaN for padding rows
+}
+
+// waveletConformanceCases: odd, non-cubic volumes (one smaller than most
+// kernels: the reflection repeats, taps wrap), both boundaries, each
+// combination extended by the largest half-widths and, in the larger
+// volume (not with -short), then by its own (the padding, the transform
+// size and the volume's spectrum change from row to row), and a short
+// batch: two padding rows (ξ = 0), whose statistics are NaN. Against
+// refConvolve, the direct convolution in float64.
+func waveletConformanceCases() []waveletCase {
+	const a = 1.0
+	var cases []waveletCase
+	for _, fx := range []struct {
+		n      [3]int
+		seed   uint64
+		combos [][3]float64
+		own    bool // the combinations again, each extended by its own half-widths
+	}{
+		{[3]int{7, 9, 5}, 73, [][3]float64{{0, 0, 1}, {0.3, 1.1, 2}, {2.5, 0.4, 4}, {math.Pi / 4, math.Pi / 3, 0.5}}, false},
+		{[3]int{17, 20, 23}, 41, [][3]float64{{0, 0, 1}, {0.3, 1.1, 2}, {2.5, 0.4, 4}, {0.8, 2.9, 0.5}}, true},
+	} {
+		if fx.own && testing.Short() {
+			continue // its reference takes minutes under the race detector
+		}
+		v := normals32(rand.New(rand.NewPCG(fx.seed, fx.seed+1)), fx.n[0]*fx.n[1]*fx.n[2])
+		var pad [3]int
+		for _, c := range fx.combos {
+			h := HatSupport(a, c[0], c[1], c[2])
+			for i := range 3 {
+				pad[i] = max(pad[i], h[i])
+			}
+		}
+		for _, bnd := range []Boundary{Reflect, Wrap} {
+			var stats [][4]float64
+			for _, c := range fx.combos {
+				g := refConvolve(v, fx.n, a, c[0], c[1], c[2], bnd)
+				var sum, sum2 float64
+				mx := math.Inf(-1)
+				for _, x := range g {
+					sum, sum2, mx = sum+x, sum2+x*x, max(mx, x)
+				}
+				cnt := float64(len(g))
+				var ke float64
+				Hat(a, c[0], c[1], c[2], func(_, _, _ int, psi float64) { ke += psi * psi })
+				stats = append(stats, [4]float64{sum2, math.Sqrt(sum2/cnt - (sum/cnt)*(sum/cnt)), mx, ke})
+			}
+			wc := waveletCase{name: fmt.Sprintf("%dx%dx%d/%v", fx.n[0], fx.n[1], fx.n[2], bnd), v: v, n: fx.n, b: bnd, pad: pad}
+			for _, own := range []bool{false, true} {
+				if own && !fx.own {
+					continue
+				}
+				for i, c := range fx.combos {
+					p := pad
+					if own {
+						p = HatSupport(a, c[0], c[1], c[2])
+					}
+					wc.params = append(wc.params, c[0], c[1], c[2], float64(p[0]), float64(p[1]), float64(p[2]))
+					wc.want = append(wc.want, stats[i][:]...)
+				}
+			}
+			for range 2 {
+				wc.params = append(wc.params, make([]float64, WaveletParams)...)
+				wc.want = append(wc.want, math.NaN(), math.NaN(), math.NaN(), math.NaN())
+			}
+			cases = append(cases, wc)
+		}
+	}
+	return cases
+}
+
+func TestConformanceWavelet(t *testing.T) {
+	cases := waveletConformanceCases()
+	onEveryBackend(t, func(t *testing.T, b backend) { runWaveletConformance(t, b, cases) })
+}
+
+// runWaveletConformance: each case through both ops: WaveletStats, and
+// WaveletResponse with WaveletMoments after it on the host, as a sweep's
+// graph runs them (graphs.Wavelet; its sums are what runTwice marks and,
+// on a GPU, poisons). Every statistic within 1e-5·(1 + |want|) on the CPU
+// (float32 transforms, ~1e-7 measured), 1e-4·|want| on a GPU (as its twin
+// against the CPU); padding rows NaN.
+func runWaveletConformance(t *testing.T, b backend, cases []waveletCase) {
+	for _, c := range cases {
+		rows := len(c.params) / WaveletParams
+		in := tensor.New(tensor.WithShape(rows, WaveletParams), tensor.WithBacking(c.params))
+		for _, name := range []string{"stats", "response"} {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				src, err := NewWaveletSource(c.v, c.n, 1, c.b, c.pad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var op G.Op = NewWaveletStats(src, rows)
+				stats := func(out *tensor.Dense) []float64 { return out.Data().([]float64) }
+				if name == "response" {
+					op = NewWaveletResponse(src, rows)
+					mom := NewWaveletMoments(c.n, rows)
+					stats = func(sums *tensor.Dense) []float64 {
+						v, err := mom.Do(sums)
+						if err != nil {
+							t.Fatal(err)
+						}
+						return v.Data().([]float64)
+					}
+				}
+				op = b.place(t, op)
+				runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+					got := stats(out)
+					for i, w := range c.want {
+						tol := 1e-5 * (1 + math.Abs(w))
+						if b.gpu {
+							tol = 1e-4 * math.Abs(w)
+						}
+						if g := got[i]; math.IsNaN(w) && !math.IsNaN(g) || !math.IsNaN(w) && !(math.Abs(g-w) <= tol) {
+							t.Errorf("%s: row %d (θ, φ, ξ = %v) statistic %d: %v, want %v", run, i/4, c.params[i/4*WaveletParams:][:3], i%4, g, w)
+						}
+					}
+				}, in)
+			})
+		}
+	}
+}
