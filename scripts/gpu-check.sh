@@ -111,16 +111,16 @@ np.save(f"{d}/f.npy", np.cumsum(rng.standard_normal((300, 4096)), axis=1).astype
 np.save(f"{d}/x.npy", rng.uniform(0, 1, 1_000_000).astype(np.float32))
 np.save(f"{d}/vol.npy", rng.random((256, 256, 256), dtype=np.float32))
 PYEOF
-		for v in fix seed; do
+		for v in fix original; do
 			peer bench/peers/interp_jax.py --f "$OUT/f.npy" --x "$OUT/x.npy" --variant $v
 		done
 		peer bench/peers/drr_jax.py --volume "$OUT/vol.npy" --origin=-128,-128,-128 --orbit 64 --variant fix
-		peer bench/peers/drr_jax.py --volume "$OUT/vol.npy" --origin=-128,-128,-128 --orbit 8 --variant seed
+		peer bench/peers/drr_jax.py --volume "$OUT/vol.npy" --origin=-128,-128,-128 --orbit 8 --variant original
 	fi
 	if "$PY" -c 'import cupy' 2>/dev/null; then
 		"$PY" -c "import numpy as np; np.save('$OUT/w.npy', np.random.default_rng(2).standard_normal((200,200,200)).astype(np.float32))"
 		peer bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0:3.14159:4 --phi 0:3.14159:2 --xi 1,2 --boundary wrap --variant fix
-		peer bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0.3 --phi 0.5 --xi 1 --boundary wrap --variant seed
+		peer bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0.3 --phi 0.5 --xi 1 --boundary wrap --variant original
 	fi
 fi
 [ $status = 0 ] && echo "gpu-check: all checks passed" || echo "gpu-check: some checks FAILED"

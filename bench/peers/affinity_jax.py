@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
-"""Seed 003 in JAX, for GPU machines: pairwise affinities of N flattened
-images.
+"""Pairwise affinities of N flattened images in JAX, for GPU machines.
 
---variant seed is the seed's code: a pair function vmapped over both
+--variant original is the original code: a pair function vmapped over both
 images, so the (N, N, D) differences are materialised (O(N²·D) memory).
 --variant fix is the blocked form: one jitted function mapping over rows
 with jax.lax.map(batch_size=...), (block, N, D) at a time; dot is x @ x.T
@@ -33,7 +32,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--images", required=True)
     p.add_argument("--metric", default="dot", choices=["dot", "l1", "l2"])
-    p.add_argument("--variant", choices=["seed", "fix"], default="fix")
+    p.add_argument("--variant", choices=["original", "fix"], default="fix")
     p.add_argument("--block", type=int, default=64, help="fix: rows per lax.map step")
     p.add_argument("--tf32", action="store_true")
     p.add_argument("--repeat", type=int, default=3)
@@ -42,7 +41,7 @@ def main():
     x = np.load(args.images)
     x = jnp.asarray(x.reshape(len(x), -1).astype(np.float32))
     prec = "tensorfloat32" if args.tf32 else "highest"
-    if args.variant == "seed":
+    if args.variant == "original":
         f = jax.vmap(jax.vmap(lambda a, b: pair(a, b, args.metric), in_axes=(None, 0)), in_axes=(0, None))
         run = lambda: f(x, x)  # noqa: E731
     elif args.metric == "dot":

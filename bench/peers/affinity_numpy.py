@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Pairwise affinities of N flattened images in NumPy/SciPy (seed 003).
+"""Pairwise affinities of N flattened images in NumPy/SciPy.
 
 dot is `x @ x.T` (NumPy hands a product of a matrix with its own transpose to
 BLAS syrk, computing each pair once); l1 is SciPy's cdist(cityblock), negated;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Seed 000 in JAX, for GPU machines: DRRs by trilinear ray sampling.
+"""The DRR case in JAX, for GPU machines: DRRs by trilinear ray sampling.
 
---variant seed is the seed's loop: per pose, one jitted function sampling
+--variant original is the original loop: per pose, one jitted function sampling
 every ray (raybyray) and a second turning the samples into the image
 (image_process), called from Python, every image kept — the loop that got
 slower with every iteration. --variant fix is the answer's fix: the two
@@ -45,7 +45,7 @@ def main():
     p.add_argument("--detector", default="200x200")
     p.add_argument("--pixel", type=float, default=2)
     p.add_argument("--step", type=float, default=0)
-    p.add_argument("--variant", choices=["seed", "fix"], default="fix")
+    p.add_argument("--variant", choices=["original", "fix"], default="fix")
     p.add_argument("--batch", type=int, default=8, help="fix: poses per lax.map step")
     p.add_argument("--out")
     args = p.parse_args()
@@ -93,7 +93,7 @@ def main():
 
     src, center, u = (jnp.asarray(a) for a in poses(args.orbit, c, args.sdd, args.sid))
     times = []
-    if args.variant == "seed":
+    if args.variant == "original":
         ray_jit, img_jit = jax.jit(raybyray), jax.jit(image_process)
         images = []
         for k in range(args.orbit):

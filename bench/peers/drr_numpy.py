@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DRRs by trilinear ray sampling in NumPy (seed 000), pose by pose.
+"""DRRs by trilinear ray sampling in NumPy, pose by pose.
 
 The seed's JAX loop (raybyray, then image_process, per iteration) rendered
 one radiograph per call; its answer's fix fuses the two into one jitted

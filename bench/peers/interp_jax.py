@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Seed 001 in JAX, for GPU machines: M cubic interpolants at N points, Σ of
+"""The interpolation case in JAX, for GPU machines: M cubic interpolants at N points, Σ of
 squares per point.
 
---variant seed is the seed's code: vmap over the interpolants inside vmap
+--variant original is the original code: vmap over the interpolants inside vmap
 over the points, run eagerly, so the (N, M) values and their (N, M, 4)
 neighbourhoods are materialised (the seed's 14 GB at N = 10⁶).
 --variant fix is the answer's fix as JAX now offers it: one jitted
@@ -48,7 +48,7 @@ def main():
     p.add_argument("--x", required=True, help="(N,) .npy")
     p.add_argument("-a", type=float, default=0.0)
     p.add_argument("--dx", type=float, default=0.0)
-    p.add_argument("--variant", choices=["seed", "fix"], default="fix")
+    p.add_argument("--variant", choices=["original", "fix"], default="fix")
     p.add_argument("--chunk", type=int, default=16384)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--out")
@@ -58,7 +58,7 @@ def main():
     x = jnp.asarray(np.load(args.x).astype(np.float32))
     dx = args.dx or 1 / (f.shape[1] - 1)
     ub = args.a + (f.shape[1] + 1) * dx
-    if args.variant == "seed":
+    if args.variant == "original":
         run = lambda: vmap(sumsq_at, in_axes=(0, None, None, None, None))(x, fp, args.a, dx, ub)  # noqa: E731
     else:
         step = jax.jit(lambda xs: jax.lax.map(lambda v: sumsq_at(v, fp, args.a, dx, ub), xs,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Chunked NumPy evaluation of seed 001: M cubic interpolants on a shared grid
+"""Chunked NumPy evaluation of the interpolation case: M cubic interpolants on a shared grid
 at N query points, reduced per query by sum of squares.
 
 This is the seed answer's recommended fix (evaluate in batches so that no

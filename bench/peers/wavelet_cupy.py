@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Seed 002 in CuPy, for GPU machines: the wavelet sweep.
+"""The wavelet sweep in CuPy, for GPU machines.
 
---variant seed is the seed's loop, corrected: per combination,
+--variant original is the original loop, corrected: per combination,
 cupyx.scipy.ndimage.convolve of the 3-D volume (the seed raveled it to 1-D)
 with the kernel, ξ > 0 (the seed's ξ = 0 divides by zero), and here every
 combination synchronised before the clock is read — the seed timed only
@@ -32,7 +32,7 @@ def main():
     p.add_argument("--xi", default="1,2")
     p.add_argument("-a", type=float, default=1.0)
     p.add_argument("--boundary", default="reflect", choices=["reflect", "wrap"])
-    p.add_argument("--variant", choices=["seed", "fix"], default="fix")
+    p.add_argument("--variant", choices=["original", "fix"], default="fix")
     p.add_argument("--out")
     args = p.parse_args()
     v = cp.asarray(np.load(args.volume).astype(np.float32))
@@ -46,7 +46,7 @@ def main():
                 cp.cuda.Stream.null.synchronize()
                 t0 = time.perf_counter()
                 kd = cp.asarray(k.astype(np.float32))
-                if args.variant == "seed":
+                if args.variant == "original":
                     g = convolve_gpu(v, kd, mode="reflect" if args.boundary == "reflect" else "wrap")
                 else:
                     h = tuple(e // 2 for e in k.shape)
