@@ -76,7 +76,7 @@ func benchmarkVsPeer(b *testing.B, n, d int, m ops.Metric) {
 	b.ReportMetric(float64(n)*float64(n)*float64(d)/mo, "pair-dims/s")
 }
 
-// BenchmarkAffinityDotVsNumPy: the seed's size, N = 10,000 images of
+// BenchmarkAffinityDotVsNumPy: the original case's size, N = 10,000 images of
 // D = 10,000 values, dot, against NumPy's x @ x.T (OpenBLAS syrk).
 func BenchmarkAffinityDotVsNumPy(b *testing.B) { benchmarkVsPeer(b, 10_000, 10_000, ops.MetricDot) }
 

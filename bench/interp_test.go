@@ -17,7 +17,7 @@ import (
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// The seed's case: 300 interpolants, 4096 grid points, 10⁶ queries.
+// The original case's case: 300 interpolants, 4096 grid points, 10⁶ queries.
 const (
 	seedM = 300
 	seedG = 4096

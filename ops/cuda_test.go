@@ -145,7 +145,7 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 	}
 }
 
-// BenchmarkPairwiseCUDA: the seed's matrix, N = 10,000 images of D =
+// BenchmarkPairwiseCUDA: the original case's matrix, N = 10,000 images of D =
 // 10,000 values, computed as the affinity command does in symmetric mode:
 // blocks of 1000 rows read from the resident images, each from its
 // diagonal on (the upper triangle), copied straight into the whole (N, N)
@@ -154,7 +154,7 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 // l1-r4: the 4×4-per-thread kernel; both for comparison; dot-tf32-top10:
 // whole rows, the top 10 of each selected on the device, as --topk 10
 // does). One iteration is
-// the whole matrix: s/matrix is the seed's figure (dot with TF32 ≤ 15 ms,
+// the whole matrix: s/matrix is the original case's figure (dot with TF32 ≤ 15 ms,
 // l1 ≤ 100 ms on an H200).
 func BenchmarkPairwiseCUDA(b *testing.B) {
 	dev := device(b)

@@ -62,7 +62,7 @@ func benchmarkDRR(b *testing.B, step float64, tilt bool) {
 	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "DRR/s")
 }
 
-// 256³ volume, 200×200 detector, orbit geometry of the seed's scale.
+// 256³ volume, 200×200 detector, orbit geometry of the original case's scale.
 func BenchmarkDRRSiddon(b *testing.B) { benchmarkDRR(b, 0, false) }
 
 // Trilinear at 0.5 mm: ~540 samples per ray through the 256 mm volume.

@@ -8,7 +8,7 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// refInterp is the seed's semantics written out literally, in float64:
+// refInterp is the original case's semantics written out literally, in float64:
 // pad f with one zero at each end, clamp, floor, weights, dynamic_slice
 // with a clamped start, dot.
 func refInterp(f []float64, m, g int, a, dx, x float64) []float64 {

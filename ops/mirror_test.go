@@ -86,7 +86,7 @@ func TestMirrorAssemblesTheMatrix(t *testing.T) {
 }
 
 // BenchmarkMirror: the host's share of a symmetric affinity matrix of the
-// seed's size (N = 10,000, blocks of 1000 rows): mirror's upper rows and
+// original case's size (N = 10,000, blocks of 1000 rows): mirror's upper rows and
 // transposes, against a plain copy of whole rows (what full-row blocks
 // would cost instead).
 func BenchmarkMirror(b *testing.B) {

@@ -81,7 +81,7 @@ func TestTopKRowBreaksTiesBySmallerIndex(t *testing.T) {
 	}
 }
 
-// BenchmarkTopKSeed: the top 10 of every row of the seed's 10⁴ × 10⁴
+// BenchmarkTopKSeed: the top 10 of every row of the original case's 10⁴ × 10⁴
 // affinity matrix, selected on the host in blocks of 1000 rows, as
 // `affinity --topk 10` does on either device (ms/matrix).
 func BenchmarkTopKSeed(b *testing.B) {

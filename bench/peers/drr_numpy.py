@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """DRRs by trilinear ray sampling in NumPy, pose by pose.
 
-The seed's JAX loop (raybyray, then image_process, per iteration) rendered
+The original case's JAX loop (raybyray, then image_process, per iteration) rendered
 one radiograph per call; its answer's fix fuses the two into one jitted
 function and loops on the device. On the CPU the same computation in NumPy
 is this: for each pose, all rays at once, the samples taken in lockstep

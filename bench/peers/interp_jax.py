@@ -4,7 +4,7 @@ squares per point.
 
 --variant original is the original code: vmap over the interpolants inside vmap
 over the points, run eagerly, so the (N, M) values and their (N, M, 4)
-neighbourhoods are materialised (the seed's 14 GB at N = 10⁶).
+neighbourhoods are materialised (the original case's 14 GB at N = 10⁶).
 --variant fix is the answer's fix as JAX now offers it: one jitted
 function, the points mapped in chunks with jax.lax.map(batch_size=...), so
 no array larger than (chunk, M) exists.

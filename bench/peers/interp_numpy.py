@@ -2,8 +2,8 @@
 """Chunked NumPy evaluation of the interpolation case: M cubic interpolants on a shared grid
 at N query points, reduced per query by sum of squares.
 
-This is the seed answer's recommended fix (evaluate in batches so that no
-(N, M) array exists) written in NumPy, with the seed's exact semantics. It
+This is the usual recommended fix (evaluate in batches so that no
+(N, M) array exists) written in NumPy, with the original case's exact semantics. It
 prints one JSON line: median seconds per sweep over --repeat sweeps, peak RSS
 and the checksum (sum over all queries), for comparison with tapeloop.
 """

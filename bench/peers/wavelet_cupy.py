@@ -3,7 +3,7 @@
 
 --variant original is the original loop, corrected: per combination,
 cupyx.scipy.ndimage.convolve of the 3-D volume (the seed raveled it to 1-D)
-with the kernel, ξ > 0 (the seed's ξ = 0 divides by zero), and here every
+with the kernel, ξ > 0 (the original case's ξ = 0 divides by zero), and here every
 combination synchronised before the clock is read — the seed timed only
 the asynchronous launch, which is how the first combination "took" 0.1 s.
 --variant fix is the answer's fix: FFT convolution, the padded volume

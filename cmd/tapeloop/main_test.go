@@ -160,7 +160,7 @@ func TestInterpBadInput(t *testing.T) {
 }
 
 // TestInterpMatchesNumPy compares tapeloop's output files with an
-// independent NumPy implementation of the seed's semantics, on random
+// independent NumPy implementation of the original case's semantics, on random
 // tables and queries (including queries below a and above ub, and N not a
 // multiple of the batch), read from files in both byte orders.
 func TestInterpMatchesNumPy(t *testing.T) {
@@ -244,8 +244,8 @@ for tag, ff, xx in (("64", f, x), ("32", f.astype(np.float32).astype(np.float64)
 	}
 }
 
-// TestInterpSeedMemory runs the seed's case (M = 300, G = 4096, N = 10⁶,
-// float32) and reads the peak RSS from the report: the seed's JAX run took
+// TestInterpSeedMemory runs the original case's case (M = 300, G = 4096, N = 10⁶,
+// float32) and reads the peak RSS from the report: the original case's JAX run took
 // 14 GB; tapeloop must stay under 128 MiB, and finish under a 64 MiB limit.
 func TestInterpSeedMemory(t *testing.T) {
 	if testing.Short() {
