@@ -896,7 +896,7 @@ func hostileCases() []hostile {
 		vol("nifti vox_offset small", "v.nii", "vox_offset", "", with(func(m *nifti) { m.voxOffset = 100 })),
 		vol("nifti vox_offset huge", "v.nii", "vox_offset", "", with(func(m *nifti) { m.voxOffset = 1 << 30 })),
 		vol("nifti truncated", "v.nii", "truncated", "", niftiOf(nTrunc)),
-		vol("nifti pixdim NaN", "v.nii", "spacing", "", with(func(m *nifti) { m.pixdim[2] = float32(math.NaN()) })),
+		vol("nifti pixdim NaN", "v.nii", "pixdim", "", with(func(m *nifti) { m.pixdim[2] = float32(math.NaN()) })),
 		vol("nifti slope Inf", "v.nii", "voxel", "", with(func(m *nifti) { m.slope = float32(math.Inf(1)) })),
 		vol("nifti lies", "v.nii", "truncated", "", with(func(m *nifti) { m.dim = [8]int16{3, 600, 600, 600, 1, 1, 1, 1} })),
 		vol("nii.gz not gzip", "v.nii.gz", "v.nii.gz", "", niftiOf(n)),

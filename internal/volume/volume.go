@@ -7,6 +7,7 @@
 package volume
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +87,18 @@ type Options struct {
 
 // Load reads the volume at path, by its extension, into opt.Frame.
 func Load(path string, opt Options) (*Volume, error) {
+	// Warnings are held until the volume has loaded: a file that fails
+	// says one thing, its error.
+	var warned bytes.Buffer
+	loaded := false
+	if w := opt.Warn; w != nil {
+		opt.Warn = &warned
+		defer func() {
+			if loaded {
+				w.Write(warned.Bytes())
+			}
+		}()
+	}
 	lower := strings.ToLower(path)
 	var v *Volume
 	var err error
@@ -121,6 +134,7 @@ func Load(path string, opt Options) (*Volume, error) {
 	if err := Check(v); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	loaded = true
 	return v, nil
 }
 
