@@ -1,7 +1,6 @@
 package graphs
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -305,27 +304,8 @@ func cubeShadow(t *testing.T, spec DRRSpec, want [3]float64, spacing [3]float64,
 	if err := os.WriteFile(geo, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec.Geometry, spec.Out = geo, filepath.Join(dir, "out")
-	dev, err := CPU(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev = dev.Quiet()
-	task, err := OpenDRR(spec, dev, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer task.Close()
-	if _, err := dev.WithBatch(3).Run(context.Background(), task.Job()); err != nil {
-		t.Fatal(err)
-	}
-	if err := task.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	_, img, err := npy.ReadAll64(filepath.Join(spec.Out, "drr.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec.Geometry = geo
+	img := renderDRR(t, spec)
 	for e, p := range poses {
 		im := img[e*n*n : (e+1)*n*n]
 		var sum, sr, sc float64

@@ -1,7 +1,6 @@
 package graphs
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -116,27 +114,8 @@ func TestDRRAgreesWithPlastimatch(t *testing.T) {
 	b, _ := json.Marshal(map[string]any{"poses": poses})
 	os.WriteFile(geo, b, 0o644)
 	spec := DefaultDRRSpec()
-	spec.Volume, spec.Geometry, spec.Out = vol, geo, filepath.Join(dir, "out")
-	dev, err := CPU(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev = dev.Quiet()
-	task, err := OpenDRR(spec, dev, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer task.Close()
-	if _, err := dev.WithBatch(4).Run(context.Background(), task.Job()); err != nil {
-		t.Fatal(err)
-	}
-	if err := task.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	_, ours, err := npy.ReadAll64(filepath.Join(spec.Out, "drr.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec.Volume, spec.Geometry = vol, geo
+	ours := renderDRR(t, spec)
 	for i := range views {
 		a := ours[i*size*size : (i+1)*size*size]
 		var sa, sb, saa, sbb, sab float64
