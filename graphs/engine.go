@@ -40,13 +40,19 @@ type Engine struct {
 // configuration; their text names the flag and what is wrong.
 var ErrEngine = errors.New("bad engine configuration")
 
-// engineError is an ErrEngine whose text is the message alone.
-type engineError string
+// kindError is an error whose text is its message alone and that matches
+// (errors.Is) its kind, a sentinel such as ErrEngine or ErrPath.
+type kindError struct {
+	msg  string
+	kind error
+}
 
-func (e engineError) Error() string        { return string(e) }
-func (e engineError) Is(target error) bool { return target == ErrEngine }
+func (e kindError) Error() string        { return e.msg }
+func (e kindError) Is(target error) bool { return target == e.kind }
 
-func engineErrorf(format string, a ...any) error { return engineError(fmt.Sprintf(format, a...)) }
+func engineErrorf(format string, a ...any) error {
+	return kindError{fmt.Sprintf(format, a...), ErrEngine}
+}
 
 // Validate checks the configuration without opening anything.
 func (e Engine) Validate() error {

@@ -58,13 +58,7 @@ func checkSamples(v *volume.Volume, poses []ops.Pose, step float64, given bool) 
 		// The shortest ray of the pose is at least the source's distance
 		// from the detector plane; samples on it are step·shortest/l
 		// apart, the closest of the pose.
-		n := [3]float64{p.U[1]*p.V[2] - p.U[2]*p.V[1], p.U[2]*p.V[0] - p.U[0]*p.V[2], p.U[0]*p.V[1] - p.U[1]*p.V[0]}
-		nn := math.Sqrt(n[0]*n[0] + n[1]*n[1] + n[2]*n[2])
-		var d float64
-		for a := range 3 {
-			d += (p.Source[a] - p.Center[a]) * n[a] / nn
-		}
-		d = math.Abs(d)
+		d := p.SourceDistance()
 		whole := l / step
 		inside := math.Inf(1)
 		if d > 0 {

@@ -18,12 +18,7 @@ type Path struct {
 // ErrPath is matched (errors.Is) by errors about input and output paths.
 var ErrPath = errors.New("bad path")
 
-type pathError string
-
-func (e pathError) Error() string        { return string(e) }
-func (e pathError) Is(target error) bool { return target == ErrPath }
-
-func pathErrorf(format string, a ...any) error { return pathError(fmt.Sprintf(format, a...)) }
+func pathErrorf(format string, a ...any) error { return kindError{fmt.Sprintf(format, a...), ErrPath} }
 
 // CheckPaths refuses, before any work, an output that is (or links to) an
 // input or another output, a file output that names an existing directory,

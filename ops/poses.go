@@ -63,7 +63,7 @@ func (p Pose) Validate(i int) error {
 	case nu == 0 || nv == 0:
 		return fmt.Errorf("%w: pose %d has a zero u or v vector", ErrGeometry, i)
 	}
-	cross := [3]float64{p.U[1]*p.V[2] - p.U[2]*p.V[1], p.U[2]*p.V[0] - p.U[0]*p.V[2], p.U[0]*p.V[1] - p.U[1]*p.V[0]}
+	cross := p.normal()
 	if norm3(cross) < 1e-9*nu*nv {
 		return fmt.Errorf("%w: pose %d has parallel u and v vectors", ErrGeometry, i)
 	}
@@ -74,6 +74,22 @@ func (p Pose) Validate(i int) error {
 }
 
 func norm3(v [3]float64) float64 { return math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2]) }
+
+// normal is u × v, normal to the detector's plane (not of unit length).
+func (p Pose) normal() [3]float64 {
+	return [3]float64{p.U[1]*p.V[2] - p.U[2]*p.V[1], p.U[2]*p.V[0] - p.U[0]*p.V[2], p.U[0]*p.V[1] - p.U[1]*p.V[0]}
+}
+
+// SourceDistance is the source's distance from the detector's plane, in mm:
+// the length of the pose's shortest ray.
+func (p Pose) SourceDistance() float64 {
+	n := p.normal()
+	var d float64
+	for a := range 3 {
+		d += (p.Source[a] - p.Center[a]) * n[a]
+	}
+	return math.Abs(d) / norm3(n)
+}
 
 // Encode writes the pose as the DRR op reads it (PoseWidth values):
 // source, centre of pixel (0, 0), step along a row, step down a column.
