@@ -34,6 +34,10 @@ type AffinityConfig struct {
 	// products use TF32 tensor cores.
 	Device ops.Device
 	TF32   bool
+	// Formula, when set, is the user's affinity, replacing Metric;
+	// FailOnNonFinite makes a NaN or infinite value of it an error.
+	Formula         *ops.PairFormula
+	FailOnNonFinite bool
 }
 
 // Affinity is the pairwise-affinity workload as a Job: each batch is a
@@ -120,14 +124,14 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 	d := a.cfg.Data
 	index := G.NewVector(g, tensor.Float64, G.WithShape(batch), G.WithName("index"))
 	in = []*G.Node{index}
-	pw := ops.NewPairwise(d, a.cfg.Metric, batch)
+	metric := a.cfg.Metric
+	if f := a.cfg.Formula; f != nil && f.Plan.Product != nil {
+		metric = ops.MetricDot
+	}
+	pw := ops.NewPairwise(d, metric, batch)
 	pw.Upper = a.cfg.Symmetric
 	pw.TF32 = a.cfg.TF32
 	pw.RowsFromData = true
-	op, err := ops.OnDevice(pw, a.cfg.Device)
-	if err != nil {
-		return nil, nil, fmt.Errorf("affinity: %w", err)
-	}
 	apply := func(op G.Op, name string, args ...*G.Node) (*G.Node, error) {
 		n, err := G.ApplyOpWithName(op, name, args...)
 		if err != nil {
@@ -135,44 +139,76 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 		}
 		return n, nil
 	}
-	metric := a.cfg.Metric.String()
-	switch {
-	case a.cfg.Symmetric:
-		if a.full32 != nil {
-			if f, ok := ops.FuseMatrix(op, a.full32); ok {
-				m, err := apply(f, "matrix", index)
-				return in, []*G.Node{m}, err
+	if f := a.cfg.Formula; f != nil {
+		// The user's formula: per pair, or after the dot products.
+		if f.Plan.Product == nil {
+			pw.Formula = f
+			blk, err := apply(pw, "formula", index)
+			if err != nil {
+				return nil, nil, err
 			}
+			return a.finishGraph(blk, index, batch, in)
 		}
-		blk, err := apply(op, metric, index)
+		dot, err := apply(pw, "a·b", index)
 		if err != nil {
 			return nil, nil, err
 		}
-		var full any = a.full64
-		if a.full32 != nil {
-			full = a.full32
+		pm := ops.NewPairMap(f, d, batch)
+		pm.Upper = a.cfg.Symmetric
+		blk, err := apply(pm, "formula", dot, index)
+		if err != nil {
+			return nil, nil, err
 		}
-		m, err := apply(ops.NewMirror(full, d.N, batch), "matrix", blk, index)
-		return in, []*G.Node{m}, err
+		return a.finishGraph(blk, index, batch, in)
+	}
+	op, err := ops.OnDevice(pw, a.cfg.Device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("affinity: %w", err)
+	}
+	switch {
+	case a.cfg.Symmetric && a.full32 != nil:
+		if f, ok := ops.FuseMatrix(op, a.full32); ok {
+			m, err := apply(f, "matrix", index)
+			return in, []*G.Node{m}, err
+		}
 	case a.cfg.TopK > 0:
 		if f, ok := ops.FuseTopK(op, a.cfg.TopK); ok {
 			top, err := apply(f, "topk", index)
 			return in, []*G.Node{top}, err
 		}
-		blk, err := apply(op, metric, index)
-		if err != nil {
-			return nil, nil, err
-		}
-		top, err := apply(ops.NewTopK(a.cfg.TopK, d.N, batch), "topk", blk, index)
-		return in, []*G.Node{blk, top}, err
-	default:
-		blk, err := apply(op, metric, index)
-		if err != nil {
-			return nil, nil, err
-		}
-		stats, err := apply(ops.NewBatchStats(batch, 2), "total", blk)
-		return in, []*G.Node{blk, stats}, err
 	}
+	name := a.cfg.Metric.String()
+	blk, err := apply(op, name, index)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.finishGraph(blk, index, batch, in)
+}
+
+// finishGraph adds the nodes after the block of affinities blk: Mirror
+// (symmetric), TopK, or BatchStats (streamed rows).
+func (a *Affinity) finishGraph(blk, index *G.Node, batch int, in []*G.Node) (_, out []*G.Node, err error) {
+	n := a.cfg.Data.N
+	var next *G.Node
+	switch {
+	case a.cfg.Symmetric:
+		var full any = a.full64
+		if a.full32 != nil {
+			full = a.full32
+		}
+		if next, err = G.ApplyOpWithName(ops.NewMirror(full, n, batch), "matrix", blk, index); err != nil {
+			return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
+		}
+		return in, []*G.Node{next}, nil
+	case a.cfg.TopK > 0:
+		next, err = G.ApplyOpWithName(ops.NewTopK(a.cfg.TopK, n, batch), "topk", blk, index)
+	default:
+		next, err = G.ApplyOpWithName(ops.NewBatchStats(batch, 2), "total", blk)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
+	}
+	return in, []*G.Node{blk, next}, nil
 }
 
 // StagingBytes counts the output writer's buffers and the top-k results.
@@ -198,6 +234,9 @@ func (a *Affinity) Feed(in []*tensor.Dense, off, n int) error {
 // wrote them into the matrix); with top-k the columns and values of each
 // row; else the block's Σ and its rows, written to Rows.
 func (a *Affinity) Consume(out []*tensor.Dense, off, n int) error {
+	if f := a.cfg.Formula; f != nil && a.cfg.FailOnNonFinite && f.NonFinite() > 0 {
+		return errNonFinite("--formula", f.NonFinite())
+	}
 	switch {
 	case a.cfg.Symmetric:
 		return nil
@@ -282,12 +321,21 @@ type AffinityResult struct {
 	TopK      int     `json:"topk,omitempty"`
 	Symmetric bool    `json:"symmetric"`
 	Checksum  float64 `json:"checksum"`
+	// Formula is the user's formula with its parameters (Metric is then
+	// "formula"), and NonFinite the number of NaN or infinite values it
+	// gave.
+	Formula   string `json:"formula,omitempty"`
+	NonFinite int64  `json:"nonfinite,omitempty"`
 }
 
 // Result summarises the run.
 func (a *Affinity) Result() AffinityResult {
-	return AffinityResult{Metric: a.cfg.Metric.String(), N: a.cfg.Data.N, D: a.cfg.Data.D,
+	r := AffinityResult{Metric: a.cfg.Metric.String(), N: a.cfg.Data.N, D: a.cfg.Data.D,
 		Rows: [2]int{a.cfg.Lo, a.cfg.Hi}, TopK: a.cfg.TopK, Symmetric: a.cfg.Symmetric, Checksum: a.Checksum}
+	if f := a.cfg.Formula; f != nil {
+		r.Metric, r.Formula, r.NonFinite = "formula", f.String(), f.NonFinite()
+	}
+	return r
 }
 
 // Fingerprint identifies images: a SHA-256 over their shape and values

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -28,6 +29,17 @@ type AffinitySpec struct {
 	N, Height, Width int
 	Seed             uint64
 	Metric           string // "dot" (default), "cosine", "l1" or "l2"
+	// Formula is the user's own affinity over the flattened images a and
+	// b, reducing to one number per pair, e.g. "-sum(abs(a-b))" or
+	// "exp(-sum((a-b)^2)/(2*s^2))", with Params (s); it replaces Metric.
+	Formula string
+	Params  map[string]float64
+	// Method is "auto" (default: a formula made of dot products, sums of
+	// squares and per-image values runs on the dot-product kernel) or
+	// "direct" (every reduction over both images evaluated as written).
+	Method string
+	// FailOnNonFinite makes a NaN or infinite affinity an error.
+	FailOnNonFinite bool
 	TopK             *int   // keep the K largest affinities per row, self excluded
 	Block            *int   // rows per block, the batch; nil: planned
 	// Shard computes only shard "i/n" of the rows (0 ≤ i < n) into an
@@ -60,6 +72,8 @@ func DefaultAffinitySpec() AffinitySpec {
 // affinityPlan is what Validate derives from a spec.
 type affinityPlan struct {
 	metric       ops.Metric
+	formula      *formula.Formula
+	direct       bool
 	topk         int
 	index, count int // the shard; 0 of 1 when not sharded
 	sharded      bool
@@ -75,6 +89,34 @@ func (s AffinitySpec) Validate() error {
 func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
 	if p.metric, err = ops.ParseMetric(orDefault(s.Metric, "dot")); err != nil {
 		return p, fmt.Errorf("--metric: %w", err)
+	}
+	switch orDefault(s.Method, "auto") {
+	case "auto":
+	case "direct":
+		p.direct = true
+	default:
+		return p, fmt.Errorf("--method %q: want auto or direct", s.Method)
+	}
+	if s.Formula == "" {
+		if err := noParams(s.Params, "--formula"); err != nil {
+			return p, err
+		}
+		if s.Method != "" || s.FailOnNonFinite {
+			return p, errors.New("--method and --fail-on-nonfinite: they are for a --formula, and none is given")
+		}
+	} else {
+		if s.Metric != "" {
+			return p, errors.New("--metric and --formula: give one")
+		}
+		if p.formula, err = parseFormula("--formula", s.Formula, formula.PairVars, s.Params, true); err != nil {
+			return p, err
+		}
+		if dev != nil && dev.GPU() {
+			return p, errors.New("--formula: formulas run on the CPU; use --device cpu")
+		}
+		if s.TF32 {
+			return p, errors.New("--tf32: not used with --formula")
+		}
 	}
 	if s.Block != nil && *s.Block < 1 {
 		return p, fmt.Errorf("--block %d: must be at least 1", *s.Block)
@@ -192,14 +234,24 @@ func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask
 	if dt == tensor.Float64 {
 		t.dtype = npy.Float64
 	}
-	t.meta = shard.Meta{N: n, D: d, Metric: p.metric.String(), Dtype: dt.String(), Fingerprint: fp,
+	metric := p.metric.String()
+	cfg := AffinityConfig{Data: data, Metric: p.metric, Lo: lo, Hi: hi, TopK: p.topk, TF32: s.TF32, FailOnNonFinite: s.FailOnNonFinite}
+	if p.formula != nil {
+		if cfg.Formula, err = ops.NewPairFormula(p.formula, data, p.direct); err != nil {
+			return nil, err
+		}
+		metric = "formula " + p.formula.Canonical() + " (" + orDefault(s.Method, "auto") + ")"
+	}
+	t.meta = shard.Meta{N: n, D: d, Metric: metric, Dtype: dt.String(), Fingerprint: fp,
 		Lo: lo, Hi: hi, Index: p.index, Count: p.count, TopK: p.topk}
-	cfg := AffinityConfig{Data: data, Metric: p.metric, Lo: lo, Hi: hi, TopK: p.topk, TF32: s.TF32}
 	// Hold the whole matrix and compute each pair once when it fits the
 	// limit beside the images and a modest block; else stream whole rows.
-	if !p.sharded && p.topk == 0 && !s.Streamed {
+	if !p.sharded && p.topk == 0 && !s.Streamed && (cfg.Formula == nil || cfg.Formula.Symmetric) {
 		sz := int64(dt.Size())
 		need := sz*(int64(n)*int64(n)+64*int64(n+d)) + data.Bytes()
+		if cfg.Formula != nil {
+			need += cfg.Formula.Bytes()
+		}
 		cfg.Symmetric = need <= dev.MemLimit
 	}
 	if path != "" {

@@ -131,6 +131,10 @@ type Pairwise struct {
 	// rows while the index runs on by one and stays below N; the output's
 	// other rows (a short block's padding) keep what they held.
 	RowsFromData bool
+	// Formula, when set, computes a user's formula over both images of
+	// every pair instead of Metric (a formula rewritten over dot products
+	// runs as Metric dot followed by PairMap instead).
+	Formula *PairFormula
 
 	out *tensor.Dense
 }
@@ -226,6 +230,19 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	if op.out == nil {
 		op.out = newOwned(d.Dtype, op.Batch, d.N)
 	}
+	if op.Formula != nil {
+		idx := in[len(in)-1].Data().([]float64)
+		switch d.Dtype {
+		case tensor.Float32:
+			formulaBlock(op, c0, m, idx, blockRows(rows, d.X32, lo, m, d.D), d.X32, op.out.Data().([]float32))
+		case tensor.Float64:
+			formulaBlock(op, c0, m, idx, blockRows(rows, d.X64, lo, m, d.D), d.X64, op.out.Data().([]float64))
+		}
+		if op.stopped() {
+			return nil, ErrStopped
+		}
+		return op.out, nil
+	}
 	switch d.Dtype {
 	case tensor.Float32:
 		pairBlock(op, c0, m, blockRows(rows, d.X32, lo, m, d.D), d.X32, op.out.Data().([]float32), cpukern.PairDist32)
@@ -308,19 +325,31 @@ func newOwned(dt tensor.Dtype, shape ...int) *tensor.Dense {
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
 }
 
-// ResidentBytes is the size of the images the op compares against.
-func (op *Pairwise) ResidentBytes() int64 { return op.Data.Bytes() }
+// ResidentBytes is the size of the images the op compares against (and
+// a formula's values of each image).
+func (op *Pairwise) ResidentBytes() int64 {
+	if op.Formula != nil {
+		return op.Data.Bytes() + op.Formula.Bytes()
+	}
+	return op.Data.Bytes()
+}
 
 // WriteHash writes every parameter of the op.
 func (op *Pairwise) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "pairwise(data=%d,N=%d,D=%d,metric=%v,dtype=%v,batch=%d,upper=%v,tf32=%v,fromdata=%v)", op.Data.id, op.Data.N,
 		op.Data.D, op.Metric, op.Data.Dtype, op.Batch, op.Upper, op.TF32, op.RowsFromData)
+	if op.Formula != nil {
+		fmt.Fprintf(h, "formula=%q", op.Formula.Formula.Canonical())
+	}
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *Pairwise) Hashcode() uint32 { return hashcode(op) }
 
 func (op *Pairwise) String() string {
+	if op.Formula != nil {
+		return fmt.Sprintf("f(a, b) = %s, N=%d, D=%d", op.Formula.Formula.Canonical(), op.Data.N, op.Data.D)
+	}
 	if op.Upper {
 		return fmt.Sprintf("Pairwise{%v, N=%d, D=%d, upper}", op.Metric, op.Data.N, op.Data.D)
 	}

@@ -18,6 +18,10 @@ var affinityFlags = []cli.Flag{
 	&cli.IntFlag{Name: "width", Category: catAffinity, Value: 100, Usage: "W, without --images"},
 	&cli.Uint64Flag{Name: "seed", Category: catAffinity, Value: 1, Usage: "random seed of the built-in images"},
 	&cli.StringFlag{Name: "metric", Category: catAffinity, Value: "dot", Usage: "dot, cosine, l1 (−Σ|xi−xj|) or l2 (−Σ(xi−xj)²)"},
+	&cli.StringFlag{Name: "formula", Category: catAffinity, Usage: "your own affinity of the flattened images a and b, reduced to one number, e.g. '-sum(abs(a-b))' or 'exp(-sum((a-b)^2)/(2*s^2))' (see docs/formulas.md)"},
+	paramFlag,
+	&cli.StringFlag{Name: "method", Category: catAffinity, Value: "auto", Usage: "with --formula: auto (run a formula of dot products, sums of squares and per-image values on the dot-product kernel) or direct (every sum over both images as written)"},
+	failNonFiniteFlag,
 	&cli.StringFlag{Name: "out", Category: catAffinity, Usage: "write the (N, N) matrix to an .npy `FILE` (top-k or a shard: an .npz)"},
 	&cli.BoolFlag{Name: "tf32", Category: catAffinity, Usage: "with --device cuda, dot and cosine: let the GPU use TF32 tensor cores (about 1e-3 relative per product)"},
 	&cli.IntFlag{Name: "topk", Category: catAffinity, Usage: "keep the K largest affinities per row, self excluded: OUT.npz with indices and values"},
@@ -43,8 +47,15 @@ standard-normal images of 100×100.`,
 func affinitySpec(c *cli.Context) graphs.AffinitySpec {
 	s := graphs.AffinitySpec{
 		Images: c.String("images"), N: c.Int("n"), Height: c.Int("height"), Width: c.Int("width"), Seed: c.Uint64("seed"),
-		Metric: c.String("metric"), TF32: c.Bool("tf32"), Out: c.String("out"),
+		TF32: c.Bool("tf32"), Out: c.String("out"),
 		TopK: intIfSet(c, "topk"), Block: intIfSet(c, "block"), Shards: intIfSet(c, "shards"),
+		Formula: c.String("formula"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
+	}
+	if c.IsSet("metric") || !c.IsSet("formula") {
+		s.Metric = c.String("metric")
+	}
+	if c.IsSet("method") {
+		s.Method = c.String("method")
 	}
 	if c.IsSet("shard") {
 		v := c.String("shard")
@@ -64,7 +75,12 @@ func intIfSet(c *cli.Context, name string) *int {
 }
 
 func runAffinity(c *cli.Context) error {
-	e, dev, t, err := openTask(c, affinitySpec(c), graphs.OpenAffinity)
+	spec := affinitySpec(c)
+	var err error
+	if spec.Params, err = params(c); err != nil {
+		return err
+	}
+	e, dev, t, err := openTask(c, spec, graphs.OpenAffinity)
 	if err != nil {
 		return err
 	}
@@ -77,8 +93,13 @@ func runAffinity(c *cli.Context) error {
 	if r.TopK > 0 {
 		what = fmt.Sprintf("the top %d per row", r.TopK)
 	}
+	metric := r.Metric
+	if r.Formula != "" {
+		metric = fmt.Sprintf("f(a, b) = %s", r.Formula)
+	}
 	fmt.Fprintf(os.Stdout, "affinity: %s over %d images of %d values, rows [%d, %d), %s: sum of %s %.17g\n",
-		r.Metric, r.N, r.D, r.Rows[0], r.Rows[1], dev.Dtype(), what, r.Checksum)
+		metric, r.N, r.D, r.Rows[0], r.Rows[1], dev.Dtype(), what, r.Checksum)
+	warnNonFinite(e, "--formula", r.NonFinite)
 	return nil
 }
 

@@ -17,6 +17,8 @@ intermediates never accumulate and time per batch stays flat. A memory planner
 picks the batch size under --mem-limit.`,
 		Version:              version(),
 		EnableBashCompletion: true,
+		// Repeated flags take whole values: a formula may hold commas.
+		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			demoCommand,
 			interpCommand,

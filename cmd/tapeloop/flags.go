@@ -39,6 +39,26 @@ var (
 	traceFlag   = &cli.StringFlag{Name: "trace", Category: catProfile, Usage: "write a runtime/trace execution trace to `FILE`"}
 )
 
+// Flags of the workloads' formulas.
+var (
+	paramFlag = &cli.StringSliceFlag{Name: "param", Category: "FORMULA",
+		Usage: "a formula's parameter, `name=value` (repeat for each)"}
+	failNonFiniteFlag = &cli.BoolFlag{Name: "fail-on-nonfinite", Category: "FORMULA",
+		Usage: "stop with an error when a formula gives NaN or ±Inf (else they are counted and reported)"}
+)
+
+// params reads --param name=value.
+func params(c *cli.Context) (map[string]float64, error) {
+	return graphs.ParseParams(c.StringSlice(paramFlag.Name))
+}
+
+// warnNonFinite says on stderr how many non-finite values a formula gave.
+func warnNonFinite(e engine, flag string, n int64) {
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "warning: %s gave %d non-finite values (NaN or ±Inf)\n", flag, n)
+	}
+}
+
 var engineFlags = []cli.Flag{memLimitFlag, batchFlag, deviceFlag, devicesFlag, dtypeFlag, reportFlag, quietFlag, verboseFlag, cpuProfFlag, memProfFlag, traceFlag}
 
 // engine is the engine configuration read from the flags, with the

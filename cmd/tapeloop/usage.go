@@ -47,6 +47,9 @@ func repeatedFlag(app *cli.App, args []string) error {
 		if _, isBool := f.(*cli.BoolFlag); isBool {
 			continue // saying it twice says the same
 		}
+		if _, isList := f.(*cli.StringSliceFlag); isList {
+			continue // repeatable: graphs.ParseParams refuses a name given twice
+		}
 		if !hasValue {
 			if i+1 >= len(rest) {
 				break // the parser says the value is missing
@@ -73,7 +76,10 @@ var ignoredWith = map[string][]struct {
 		{[]string{"interpolants", "grid"}, "f", "the table's shape gives M and G"},
 		{[]string{"points", "seed"}, "x", "its file gives the queries"},
 	},
-	"affinity": {{[]string{"n", "height", "width", "seed"}, "images", "its file gives the images"}},
+	"affinity": {
+		{[]string{"n", "height", "width", "seed"}, "images", "its file gives the images"},
+		{[]string{"metric", "tf32"}, "formula", "the formula is the affinity"},
+	},
 	"drr": {
 		{[]string{"size"}, "volume", "--size is the built-in phantom's"},
 		{[]string{"orbit", "sdd", "sid", "detector", "pixel"}, "geometry", "its file gives the poses"},

@@ -1,0 +1,161 @@
+// The vectorised evaluator of users' formulas (numexpr's design): a
+// program of simple instructions runs over the vector axis in chunks of
+// TL_FX_CHUNK elements, each instruction over a whole chunk with GCC
+// vector operators, so the cost of decoding an instruction is shared by
+// the chunk and the chunk's temporaries stay in L1. Reductions fold each
+// chunk into a double register. The evaluator is compiled for AVX-512,
+// AVX2 and SSE2 from one template, formula_impl.h, and the widest the CPU
+// has is chosen at run time (tl_cpu_isa, as the pairwise kernels do).
+#include "formula.h"
+#include "pairdist.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double tl_fx_scalar(int32_t op, double a, double b, double c) {
+  switch (op) {
+  case TL_FX_NEG: return -a;
+  case TL_FX_ADD: return a + b;
+  case TL_FX_SUB: return a - b;
+  case TL_FX_MUL: return a * b;
+  case TL_FX_DIV: return a / b;
+  case TL_FX_POW: return pow(a, b);
+  case TL_FX_ABS: return fabs(a);
+  case TL_FX_EXP: return exp(a);
+  case TL_FX_LOG: return log(a);
+  case TL_FX_LOG1P: return log1p(a);
+  case TL_FX_SQRT: return sqrt(a);
+  case TL_FX_SIN: return sin(a);
+  case TL_FX_COS: return cos(a);
+  case TL_FX_TANH: return tanh(a);
+  case TL_FX_SIGMOID: return 1 / (1 + exp(-a));
+  case TL_FX_MIN: return b < a ? b : a;
+  case TL_FX_MAX: return b > a ? b : a;
+  case TL_FX_LT: return a < b;
+  case TL_FX_LE: return a <= b;
+  case TL_FX_GT: return a > b;
+  case TL_FX_GE: return a >= b;
+  case TL_FX_EQ: return a == b;
+  case TL_FX_NE: return a != b;
+  case TL_FX_AND: return a != 0 && b != 0;
+  case TL_FX_OR: return a != 0 || b != 0;
+  case TL_FX_NOT: return a == 0;
+  case TL_FX_WHERE: return a != 0 ? b : c;
+  case TL_FX_ABSDIFF: return fabs(a - b);
+  case TL_FX_SQDIFF: return (a - b) * (a - b);
+  }
+  return NAN;
+}
+
+#define FN32(g) g##f
+#define FN64(g) g
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#define T float
+#define IT int32_t
+#define W 16
+#define FN FN32
+#define SFX(x) x##_f32_512
+#include "formula_impl.h"
+#undef T
+#undef IT
+#undef W
+#undef FN
+#undef SFX
+#define T double
+#define IT int64_t
+#define W 8
+#define FN FN64
+#define SFX(x) x##_f64_512
+#include "formula_impl.h"
+#undef T
+#undef IT
+#undef W
+#undef FN
+#undef SFX
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define T float
+#define IT int32_t
+#define W 8
+#define FN FN32
+#define SFX(x) x##_f32_256
+#include "formula_impl.h"
+#undef T
+#undef IT
+#undef W
+#undef FN
+#undef SFX
+#define T double
+#define IT int64_t
+#define W 4
+#define FN FN64
+#define SFX(x) x##_f64_256
+#include "formula_impl.h"
+#undef T
+#undef IT
+#undef W
+#undef FN
+#undef SFX
+#pragma GCC pop_options
+
+#define T float
+#define IT int32_t
+#define W 4
+#define FN FN32
+#define SFX(x) x##_f32_128
+#include "formula_impl.h"
+#undef T
+#undef IT
+#undef W
+#undef FN
+#undef SFX
+#define T double
+#define IT int64_t
+#define W 2
+#define FN FN64
+#define SFX(x) x##_f64_128
+#include "formula_impl.h"
+#undef T
+#undef IT
+#undef W
+#undef FN
+#undef SFX
+
+#define PICK(name, suf, args)                       \
+  switch (tl_cpu_isa()) {                           \
+  case 2: name##_##suf##_512 args; break;           \
+  case 1: name##_##suf##_256 args; break;           \
+  default: name##_##suf##_128 args;                 \
+  }
+
+void tl_fx_run_f32(const tl_fx_prog *p, int64_t n, const float *const *in, float *const *out, double *s,
+                   float *scratch) {
+  PICK(run, f32, (p, n, in, out, s, scratch))
+}
+void tl_fx_run_f64(const tl_fx_prog *p, int64_t n, const double *const *in, double *const *out, double *s,
+                   double *scratch) {
+  PICK(run, f64, (p, n, in, out, s, scratch))
+}
+void tl_fx_pairs_f32(const tl_fx_prog *p, int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float *out, int64_t ldo, const double *ra,
+                     const double *rb, int64_t nr, double *s, float *scratch) {
+  PICK(pairs, f32, (p, m, n, d, a, lda, b, ldb, out, ldo, ra, rb, nr, s, scratch))
+}
+void tl_fx_pairs_f64(const tl_fx_prog *p, int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
+                     const double *b, int64_t ldb, double *out, int64_t ldo, const double *ra,
+                     const double *rb, int64_t nr, double *s, double *scratch) {
+  PICK(pairs, f64, (p, m, n, d, a, lda, b, ldb, out, ldo, ra, rb, nr, s, scratch))
+}
+void tl_fx_interp_f32(const tl_fx_prog *p, int64_t nq, int64_t m, const int32_t *start, const double *w,
+                      const float *fpT, const float *x, float *out, double *s, float *vbuf, float *scratch) {
+  PICK(interp, f32, (p, nq, m, start, w, fpT, x, out, s, vbuf, scratch))
+}
+void tl_fx_interp_f64(const tl_fx_prog *p, int64_t nq, int64_t m, const int32_t *start, const double *w,
+                      const double *fpT, const double *x, double *out, double *s, double *vbuf,
+                      double *scratch) {
+  PICK(interp, f64, (p, nq, m, start, w, fpT, x, out, s, vbuf, scratch))
+}

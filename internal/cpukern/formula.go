@@ -1,0 +1,265 @@
+package cpukern
+
+// #include <stdlib.h>
+// #include "formula.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// FxOp is an instruction of the formula evaluator (formula.h).
+type FxOp int32
+
+// The evaluator's instructions. The elementwise ones (FxNeg … FxWhere)
+// apply to vector slots in a vector block and to registers in a scalar
+// block.
+const (
+	FxNeg FxOp = iota + 2
+	FxAdd
+	FxSub
+	FxMul
+	FxDiv
+	FxPow
+	FxAbs
+	FxExp
+	FxLog
+	FxLog1p
+	FxSqrt
+	FxSin
+	FxCos
+	FxTanh
+	FxSigmoid
+	FxMin
+	FxMax
+	FxLT
+	FxLE
+	FxGT
+	FxGE
+	FxEQ
+	FxNE
+	FxAnd
+	FxOr
+	FxNot
+	FxWhere
+	FxRSum // body: fold slot A into register Dst
+	FxRMax
+	FxRMin
+	FxAbsDiff // |A − B|
+	FxSqDiff  // (A − B)²
+	FxRSumOp  // fold op C (FxAdd, FxSub, FxMul, FxMin, FxMax, FxAbsDiff, FxSqDiff) of A and B into register Dst
+)
+
+// Prologue and output instructions of a vector block.
+const (
+	FxBcast   FxOp = 64 + iota // fill slot Dst with register A
+	FxInitSum                  // register Dst = 0
+	FxInitMax                  // −∞
+	FxInitMin                  // +∞
+	FxStore                    // write slot A to output Dst
+)
+
+// FxChunk is the evaluator's chunk length in elements.
+const FxChunk = C.TL_FX_CHUNK
+
+// FxIns is one instruction.
+type FxIns struct {
+	Op           FxOp
+	Dst, A, B, C int32
+}
+
+// FxBlock is a run of instructions: scalar (Body once, over registers) or
+// vector (Prologue once, then Body over every chunk of the vector axis).
+type FxBlock struct {
+	Vector         bool
+	Prologue, Body []FxIns
+}
+
+// FxProgram is a compiled formula for the evaluator. Vector slots
+// 0 … Inputs−1 are the inputs; registers hold the scalar values, Regs
+// their initial values (constants; inputs are set per evaluation).
+type FxProgram struct {
+	Blocks  []FxBlock
+	Inputs  int // vector inputs
+	Slots   int // vector slots, inputs included
+	Regs    []float64
+	Result  int32 // the register of a reducing program's result
+	Outputs int   // vector outputs
+
+	c *C.tl_fx_prog
+}
+
+// prog returns the program in C memory, made on first use.
+func (p *FxProgram) prog() *C.tl_fx_prog {
+	if p.c != nil {
+		return p.c
+	}
+	var ins []FxIns
+	var blocks []int32
+	for _, b := range p.Blocks {
+		v := int32(0)
+		if b.Vector {
+			v = 1
+		}
+		p0 := int32(len(ins))
+		ins = append(ins, b.Prologue...)
+		b0 := int32(len(ins))
+		ins = append(ins, b.Body...)
+		blocks = append(blocks, v, p0, b0, b0, int32(len(ins)))
+	}
+	for _, x := range ins {
+		regs := []int32{x.Dst, x.A, x.B, x.C}
+		if x.Op == FxRSumOp {
+			regs = regs[:3] // C is the operation folded
+		}
+		for _, r := range regs {
+			if r < 0 || int(r) >= max(p.Slots, len(p.Regs), p.Outputs) {
+				panic(fmt.Sprintf("cpukern: formula instruction %+v out of range", x))
+			}
+		}
+	}
+	c := (*C.tl_fx_prog)(C.calloc(1, C.size_t(unsafe.Sizeof(C.tl_fx_prog{}))))
+	c.nblocks = C.int32_t(len(p.Blocks))
+	c.blocks = (*C.int32_t)(cCopy(blocks))
+	c.ins = (*C.tl_fx_ins)(cCopy(ins))
+	c.nin, c.nslot, c.nreg, c.result = C.int32_t(p.Inputs), C.int32_t(p.Slots), C.int32_t(len(p.Regs)), C.int32_t(p.Result)
+	p.c = c
+	runtime.AddCleanup(p, func(c *C.tl_fx_prog) {
+		C.free(unsafe.Pointer(c.blocks))
+		C.free(unsafe.Pointer(c.ins))
+		C.free(unsafe.Pointer(c))
+	}, c)
+	return c
+}
+
+func cCopy[E any](s []E) unsafe.Pointer {
+	var e E
+	n := len(s) * int(unsafe.Sizeof(e))
+	m := C.malloc(C.size_t(max(n, 1)))
+	if n > 0 {
+		copy(unsafe.Slice((*byte)(m), n), unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), n))
+	}
+	return m
+}
+
+// FxState is one goroutine's working memory for a program: registers and
+// chunk slots. It must not be shared between goroutines.
+type FxState[T float32 | float64] struct {
+	p       *FxProgram
+	Regs    []float64
+	scratch []T
+	vbuf    []T
+}
+
+// NewFxState makes working memory for p.
+func NewFxState[T float32 | float64](p *FxProgram) *FxState[T] {
+	p.prog()
+	s := &FxState[T]{p: p, Regs: append([]float64(nil), p.Regs...)}
+	s.scratch = make([]T, max(p.Slots, 1)*FxChunk)
+	return s
+}
+
+// Reset sets the registers to their initial values.
+func (s *FxState[T]) Reset() { copy(s.Regs, s.p.Regs) }
+
+// Run evaluates the program over n elements of the inputs (each at least
+// n long), writing its outputs (each at least n long). The registers keep
+// what the program left (a reducing program's result in Result).
+func (s *FxState[T]) Run(n int, in, out [][]T) {
+	p := s.p
+	if len(in) != p.Inputs || len(out) != p.Outputs {
+		panic(fmt.Sprintf("cpukern: formula with %d inputs and %d outputs run with %d and %d", p.Inputs, p.Outputs, len(in), len(out)))
+	}
+	if n <= 0 {
+		return
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ip := make([]unsafe.Pointer, max(len(in), 1))
+	op := make([]unsafe.Pointer, max(len(out), 1))
+	for i, x := range in {
+		if len(x) < n {
+			panic("cpukern: formula input shorter than n")
+		}
+		pin.Pin(&x[0])
+		ip[i] = unsafe.Pointer(&x[0])
+	}
+	for i, x := range out {
+		if len(x) < n {
+			panic("cpukern: formula output shorter than n")
+		}
+		pin.Pin(&x[0])
+		op[i] = unsafe.Pointer(&x[0])
+	}
+	pin.Pin(&ip[0])
+	pin.Pin(&op[0])
+	switch sc := any(s.scratch).(type) {
+	case []float32:
+		C.tl_fx_run_f32(p.c, C.int64_t(n), (**C.float)(unsafe.Pointer(&ip[0])), (**C.float)(unsafe.Pointer(&op[0])),
+			(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
+	case []float64:
+		C.tl_fx_run_f64(p.c, C.int64_t(n), (**C.double)(unsafe.Pointer(&ip[0])), (**C.double)(unsafe.Pointer(&op[0])),
+			(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
+	}
+}
+
+// Pairs sets out[i·ldo+j] to the program over rows a[i·lda:] and
+// b[j·ldb:] (d elements each), i < m, j < n, with registers 0 … nr−1 set
+// from ra[i·nr:] and nr … 2nr−1 from rb[j·nr:].
+func (s *FxState[T]) Pairs(m, n, d int, a []T, lda int, b []T, ldb int, out []T, ldo int, ra, rb []float64, nr int) {
+	checkDims(m, n, d, len(a), lda, len(b), ldb, len(out), ldo)
+	if m == 0 || n == 0 {
+		return
+	}
+	if s.p.Inputs != 2 || len(ra) < m*nr || len(rb) < n*nr || len(s.Regs) < 2*nr {
+		panic("cpukern: formula pairs with mismatched inputs or row values")
+	}
+	var rap, rbp *C.double
+	if nr > 0 {
+		rap, rbp = (*C.double)(&ra[0]), (*C.double)(&rb[0])
+	}
+	switch sc := any(s.scratch).(type) {
+	case []float32:
+		a, b, out := any(a).([]float32), any(b).([]float32), any(out).([]float32)
+		C.tl_fx_pairs_f32(s.p.c, C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.float)(&a[0]), C.int64_t(lda),
+			(*C.float)(&b[0]), C.int64_t(ldb), (*C.float)(&out[0]), C.int64_t(ldo), rap, rbp, C.int64_t(nr),
+			(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
+	case []float64:
+		a, b, out := any(a).([]float64), any(b).([]float64), any(out).([]float64)
+		C.tl_fx_pairs_f64(s.p.c, C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.double)(&a[0]), C.int64_t(lda),
+			(*C.double)(&b[0]), C.int64_t(ldb), (*C.double)(&out[0]), C.int64_t(ldo), rap, rbp, C.int64_t(nr),
+			(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
+	}
+}
+
+// Interp sets out[q] to the program over the m values
+// Σ_k w[4q+k]·fpT[(start[q]+k)·m:], with register 0 set to x[q].
+func (s *FxState[T]) Interp(m int, start []int32, w []float64, fpT, x, out []T) {
+	nq := len(x)
+	if nq == 0 {
+		return
+	}
+	if len(start) < nq || len(w) < 4*nq || len(out) < nq || s.p.Inputs != 1 {
+		panic("cpukern: formula interp with short arguments")
+	}
+	for _, st := range start[:nq] {
+		if st < 0 || (int(st)+4)*m > len(fpT) {
+			panic("cpukern: formula interp start outside the table")
+		}
+	}
+	if len(s.vbuf) < m {
+		s.vbuf = make([]T, (m+FxChunk-1)/FxChunk*FxChunk)
+	}
+	switch sc := any(s.scratch).(type) {
+	case []float32:
+		fpT, x, out, vb := any(fpT).([]float32), any(x).([]float32), any(out).([]float32), any(s.vbuf).([]float32)
+		C.tl_fx_interp_f32(s.p.c, C.int64_t(nq), C.int64_t(m), (*C.int32_t)(&start[0]), (*C.double)(&w[0]),
+			(*C.float)(&fpT[0]), (*C.float)(&x[0]), (*C.float)(&out[0]), (*C.double)(&s.Regs[0]), (*C.float)(&vb[0]), (*C.float)(&sc[0]))
+	case []float64:
+		fpT, x, out, vb := any(fpT).([]float64), any(x).([]float64), any(out).([]float64), any(s.vbuf).([]float64)
+		C.tl_fx_interp_f64(s.p.c, C.int64_t(nq), C.int64_t(m), (*C.int32_t)(&start[0]), (*C.double)(&w[0]),
+			(*C.double)(&fpT[0]), (*C.double)(&x[0]), (*C.double)(&out[0]), (*C.double)(&s.Regs[0]), (*C.double)(&vb[0]), (*C.double)(&sc[0]))
+	}
+}

@@ -1,0 +1,66 @@
+// The vectorised evaluator of users' formulas, see formula.c.
+#ifndef TAPELOOP_FORMULA_H
+#define TAPELOOP_FORMULA_H
+#include <stdint.h>
+
+// The instruction set. Elementwise operations (NEG … WHERE) read vector
+// slots a, b, c and write slot dst in a vector block, or read and write
+// scalar registers in a scalar block. In a vector block's prologue, BCAST
+// fills slot dst with register a and RINIT_* start register dst for a
+// reduction; in its body RSUM, RMAX and RMIN fold slot a into register dst
+// and STORE writes slot a to output dst.
+enum {
+  TL_FX_NEG = 2, TL_FX_ADD, TL_FX_SUB, TL_FX_MUL, TL_FX_DIV, TL_FX_POW, TL_FX_ABS, TL_FX_EXP,
+  TL_FX_LOG, TL_FX_LOG1P, TL_FX_SQRT, TL_FX_SIN, TL_FX_COS, TL_FX_TANH, TL_FX_SIGMOID, TL_FX_MIN,
+  TL_FX_MAX, TL_FX_LT, TL_FX_LE, TL_FX_GT, TL_FX_GE, TL_FX_EQ, TL_FX_NE, TL_FX_AND, TL_FX_OR,
+  TL_FX_NOT, TL_FX_WHERE, TL_FX_RSUM, TL_FX_RMAX, TL_FX_RMIN,
+  TL_FX_ABSDIFF, // |a − b|
+  TL_FX_SQDIFF,  // (a − b)²
+  TL_FX_RSUMOP,  // fold op c (ADD, SUB, MUL, MIN, MAX, ABSDIFF, SQDIFF) of slots a and b into register dst
+  TL_FX_BCAST = 64, TL_FX_RINIT_SUM, TL_FX_RINIT_MAX, TL_FX_RINIT_MIN, TL_FX_STORE
+};
+
+typedef struct {
+  int32_t op, dst, a, b, c;
+} tl_fx_ins;
+
+// A program: blocks of instructions, each scalar (run once) or vector (a
+// prologue run once, then a body run over the vector axis in chunks of
+// TL_FX_CHUNK elements). Vector slots 0 … nin-1 are the inputs.
+typedef struct {
+  int32_t nblocks;
+  const int32_t *blocks; // per block: vector (0/1), prologue start, end, body start, end
+  const tl_fx_ins *ins;
+  int32_t nin, nslot, nreg;
+  int32_t result; // the register holding a reducing program's result
+} tl_fx_prog;
+
+// The chunk length, in elements; a scratch buffer holds nslot chunks.
+#define TL_FX_CHUNK 512
+
+// tl_fx_run_*: runs p over n elements of the inputs in[k], writing the
+// outputs out[k]; s holds the registers (inputs and constants set).
+void tl_fx_run_f32(const tl_fx_prog *p, int64_t n, const float *const *in, float *const *out, double *s,
+                   float *scratch);
+void tl_fx_run_f64(const tl_fx_prog *p, int64_t n, const double *const *in, double *const *out, double *s,
+                   double *scratch);
+
+// tl_fx_pairs_*: out[i*ldo + j] = p(a row i, b row j) over d elements, for
+// i < m, j < n; registers 0 … nr-1 hold ra[i*nr …] and nr … 2nr-1 hold
+// rb[j*nr …] (the rows' precomputed values); s holds the others.
+void tl_fx_pairs_f32(const tl_fx_prog *p, int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float *out, int64_t ldo, const double *ra,
+                     const double *rb, int64_t nr, double *s, float *scratch);
+void tl_fx_pairs_f64(const tl_fx_prog *p, int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
+                     const double *b, int64_t ldb, double *out, int64_t ldo, const double *ra,
+                     const double *rb, int64_t nr, double *s, double *scratch);
+
+// tl_fx_interp_*: for each query q < nq, v = the m values
+// sum_k w[4q+k] * fpT[(start[q]+k)*m …], register 0 = x[q], and
+// out[q] = p(v); vbuf holds m values rounded up to a chunk.
+void tl_fx_interp_f32(const tl_fx_prog *p, int64_t nq, int64_t m, const int32_t *start, const double *w,
+                      const float *fpT, const float *x, float *out, double *s, float *vbuf, float *scratch);
+void tl_fx_interp_f64(const tl_fx_prog *p, int64_t nq, int64_t m, const int32_t *start, const double *w,
+                      const double *fpT, const double *x, double *out, double *s, double *vbuf,
+                      double *scratch);
+#endif

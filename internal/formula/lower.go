@@ -1,0 +1,325 @@
+package formula
+
+import (
+	"fmt"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+)
+
+var fxOps = map[Op]cpukern.FxOp{OpNeg: cpukern.FxNeg, OpAdd: cpukern.FxAdd, OpSub: cpukern.FxSub,
+	OpMul: cpukern.FxMul, OpDiv: cpukern.FxDiv, OpPow: cpukern.FxPow, OpAbs: cpukern.FxAbs,
+	OpExp: cpukern.FxExp, OpLog: cpukern.FxLog, OpLog1p: cpukern.FxLog1p, OpSqrt: cpukern.FxSqrt,
+	OpSin: cpukern.FxSin, OpCos: cpukern.FxCos, OpTanh: cpukern.FxTanh, OpSigmoid: cpukern.FxSigmoid,
+	OpMin: cpukern.FxMin, OpMax: cpukern.FxMax, OpLT: cpukern.FxLT, OpLE: cpukern.FxLE, OpGT: cpukern.FxGT,
+	OpGE: cpukern.FxGE, OpEQ: cpukern.FxEQ, OpNE: cpukern.FxNE, OpAnd: cpukern.FxAnd, OpOr: cpukern.FxOr,
+	OpNot: cpukern.FxNot, OpWhere: cpukern.FxWhere, OpSum: cpukern.FxRSum, OpRMax: cpukern.FxRMax,
+	OpRMin: cpukern.FxRMin}
+
+// Lower compiles g for the evaluator. inputs lists variables by index:
+// the vector ones become the program's input slots and the scalar ones
+// its first registers, each in the order given. A graph whose result is a
+// vector stores it to output 0; one whose result is a number leaves it in
+// the program's Result register, or with store, fills output 0 with it.
+func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
+	p := &cpukern.FxProgram{}
+	reg := map[*Node]int32{}
+	slot := map[int]int32{} // vector variables
+	for _, v := range inputs {
+		if g.Vars[v].Vector {
+			slot[v] = int32(p.Inputs)
+			p.Inputs++
+		}
+	}
+	var scalarVars []int
+	for _, v := range inputs {
+		if !g.Vars[v].Vector {
+			scalarVars = append(scalarVars, v)
+			p.Regs = append(p.Regs, 0)
+		}
+	}
+	live := reachable(g.Root)
+	for _, n := range live {
+		if n.Op == OpVar {
+			found := false
+			for _, v := range inputs {
+				found = found || v == n.Var
+			}
+			if !found {
+				return nil, fmt.Errorf("formula: variable %s is not an input of the program", g.Vars[n.Var].Name)
+			}
+		}
+	}
+	for i, v := range scalarVars {
+		for _, n := range live {
+			if n.Op == OpVar && n.Var == v {
+				reg[n] = int32(i)
+			}
+		}
+	}
+	newReg := func(init float64) int32 {
+		p.Regs = append(p.Regs, init)
+		return int32(len(p.Regs) - 1)
+	}
+
+	// Levels: a scalar's level is the number of passes over the vector
+	// axis it waits for; a vector node's, the level of the scalars it
+	// uses (it runs in the pass after them).
+	level := map[*Node]int{}
+	maxLevel := 0
+	for _, n := range live {
+		l := 0
+		for _, a := range n.Args {
+			l = max(l, level[a])
+		}
+		if n.Op.IsReduction() {
+			l++
+		}
+		level[n] = l
+		maxLevel = max(maxLevel, l)
+	}
+	storeLevel := -1
+	if g.Root.Vec || store {
+		storeLevel = level[g.Root] + 1
+		maxLevel = max(maxLevel, storeLevel)
+	}
+	for _, n := range live {
+		if !n.Vec && n.Op == OpConst {
+			reg[n] = newReg(n.Val)
+		}
+	}
+	scalarBlock := func(l int) {
+		var body []cpukern.FxIns
+		for _, n := range live {
+			if n.Vec || n.Op.IsReduction() || n.Op == OpConst || n.Op == OpVar || level[n] != l {
+				continue
+			}
+			r := newReg(0)
+			reg[n] = r
+			body = append(body, ins(n, r, func(a *Node) int32 { return reg[a] }))
+		}
+		if len(body) > 0 {
+			p.Blocks = append(p.Blocks, cpukern.FxBlock{Body: body})
+		}
+	}
+	scalarBlock(0)
+	for l := 1; l <= maxLevel; l++ {
+		// The reductions of this level, and the vector nodes they need.
+		var roots []*Node
+		for _, n := range live {
+			if n.Op.IsReduction() && level[n] == l {
+				roots = append(roots, n)
+			}
+		}
+		if len(roots) > 0 || l == storeLevel {
+			p.Blocks = append(p.Blocks, vectorBlock(p, roots, l == storeLevel, reg, slot, g, newReg))
+		}
+		scalarBlock(l)
+	}
+	if storeLevel >= 0 {
+		p.Outputs = 1
+	} else {
+		p.Result = reg[g.Root]
+	}
+	return p, nil
+}
+
+// ins is the instruction computing n into dst, its arguments found by at.
+func ins(n *Node, dst int32, at func(*Node) int32) cpukern.FxIns {
+	x := cpukern.FxIns{Op: fxOps[n.Op], Dst: dst}
+	args := []*int32{&x.A, &x.B, &x.C}
+	for i, a := range n.Args {
+		*args[i] = at(a)
+	}
+	return x
+}
+
+// vectorBlock is one pass over the vector axis computing the reductions
+// roots into new registers and, with store, the graph's root into output 0.
+func vectorBlock(p *cpukern.FxProgram, roots []*Node, store bool, reg map[*Node]int32, inSlot map[int]int32, g *Graph,
+	newReg func(float64) int32) cpukern.FxBlock {
+	var blk cpukern.FxBlock
+	need := map[*Node]bool{}
+	var mark func(n *Node)
+	mark = func(n *Node) {
+		if need[n] {
+			return
+		}
+		need[n] = true
+		for _, a := range n.Args {
+			if a.Vec {
+				mark(a)
+			}
+		}
+	}
+	for _, r := range roots {
+		mark(r)
+	}
+	if store && g.Root.Vec {
+		mark(g.Root)
+	}
+	var body []*Node // the pass's nodes, arguments first
+	for _, n := range g.Nodes {
+		if need[n] {
+			body = append(body, n)
+		}
+	}
+	// Vector operands: input slots, broadcasts of scalars, temporaries.
+	nslot := int32(p.Inputs)
+	at := map[*Node]int32{}
+	bcast := func(n *Node) int32 {
+		if s, ok := at[n]; ok {
+			return s
+		}
+		s := nslot
+		nslot++
+		at[n] = s
+		blk.Prologue = append(blk.Prologue, cpukern.FxIns{Op: cpukern.FxBcast, Dst: s, A: reg[n]})
+		return s
+	}
+	operand := func(a *Node) int32 {
+		if a.Vec {
+			return at[a]
+		}
+		return bcast(a)
+	}
+	items := fuse(body, store, g.Root)
+	lastUse := map[*Node]int{}
+	for i, it := range items {
+		for _, a := range it.args {
+			lastUse[a] = i
+		}
+	}
+	if store {
+		lastUse[g.Root] = len(items)
+	}
+	var free []int32
+	release := func(it item, i int) {
+		for _, a := range it.args {
+			if a.Vec && a.Op != OpVar && lastUse[a] == i {
+				free = append(free, at[a])
+				lastUse[a] = -1
+			}
+		}
+	}
+	for i, it := range items {
+		n := it.n
+		x := cpukern.FxIns{Op: it.op, C: int32(it.c)}
+		ops := []*int32{&x.A, &x.B, &x.C}
+		for k, a := range it.args {
+			*ops[k] = operand(a)
+		}
+		switch {
+		case n.Op == OpVar:
+			at[n] = inSlot[n.Var]
+			continue
+		case n.Op.IsReduction():
+			r := newReg(0)
+			reg[n] = r
+			init := map[Op]cpukern.FxOp{OpSum: cpukern.FxInitSum, OpRMax: cpukern.FxInitMax, OpRMin: cpukern.FxInitMin}[n.Op]
+			blk.Prologue = append(blk.Prologue, cpukern.FxIns{Op: init, Dst: r})
+			x.Dst = r
+			release(it, i)
+		default:
+			release(it, i) // the result may take an argument's slot: elementwise, in place
+			if len(free) > 0 {
+				x.Dst, free = free[len(free)-1], free[:len(free)-1]
+			} else {
+				x.Dst = nslot
+				nslot++
+			}
+			at[n] = x.Dst
+		}
+		blk.Body = append(blk.Body, x)
+	}
+	if store {
+		blk.Body = append(blk.Body, cpukern.FxIns{Op: cpukern.FxStore, Dst: 0, A: operand(g.Root)})
+	}
+	blk.Vector = true
+	p.Slots = max(p.Slots, int(nslot))
+	return blk
+}
+
+// item is one instruction of a pass: node n computed by op over args
+// (for FxRSumOp, c is the operation folded).
+type item struct {
+	n    *Node
+	op   cpukern.FxOp
+	c    cpukern.FxOp
+	args []*Node
+}
+
+// fuse turns a pass's nodes into instructions, fusing a difference into
+// the abs or square of it (|a−b|, (a−b)²) and an elementwise operation of
+// two into the sum of it, when nothing else uses the inner value: one
+// instruction instead of two or three, and one trip through the chunk.
+func fuse(body []*Node, store bool, root *Node) []item {
+	uses := map[*Node]int{}
+	for _, n := range body {
+		for _, a := range n.Args {
+			uses[a]++
+		}
+	}
+	if store {
+		uses[root]++
+	}
+	items := make([]item, len(body))
+	index := map[*Node]int{}
+	skip := make([]bool, len(body))
+	for i, n := range body {
+		index[n] = i
+		items[i] = item{n: n, op: fxOps[n.Op], args: n.Args}
+		if n.Op == OpVar {
+			continue
+		}
+		a := n.Args[0]
+		only := func(k int) bool { return a.Vec && a.Op == OpSub && uses[a] == k }
+		switch {
+		case n.Op == OpAbs && only(1):
+			items[i].op, items[i].args = cpukern.FxAbsDiff, a.Args
+			skip[index[a]] = true
+		case n.Op == OpMul && n.Args[1] == a && only(2):
+			items[i].op, items[i].args = cpukern.FxSqDiff, a.Args
+			skip[index[a]] = true
+		}
+	}
+	foldable := map[cpukern.FxOp]bool{cpukern.FxAdd: true, cpukern.FxSub: true, cpukern.FxMul: true,
+		cpukern.FxMin: true, cpukern.FxMax: true, cpukern.FxAbsDiff: true, cpukern.FxSqDiff: true}
+	for i, n := range body {
+		if n.Op != OpSum {
+			continue
+		}
+		a := n.Args[0]
+		k, ok := index[a]
+		if !ok || a.Op == OpVar || uses[a] != 1 || !foldable[items[k].op] {
+			continue
+		}
+		items[i].op, items[i].c, items[i].args = cpukern.FxRSumOp, items[k].op, items[k].args
+		skip[k] = true
+	}
+	var out []item
+	for i, it := range items {
+		if !skip[i] {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// reachable lists the nodes root depends on, arguments first.
+func reachable(root *Node) []*Node {
+	seen := map[*Node]bool{}
+	var out []*Node
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		for _, a := range n.Args {
+			walk(a)
+		}
+		out = append(out, n)
+	}
+	walk(root)
+	return out
+}

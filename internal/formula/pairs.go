@@ -1,0 +1,506 @@
+package formula
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+)
+
+// PairVars are the variables of an affinity formula: the two flattened
+// images.
+var PairVars = []Var{
+	{Name: "a", Vector: true, About: "the first image, flattened"},
+	{Name: "b", Vector: true, About: "the second image, flattened"},
+}
+
+// PairPlan is an affinity formula compiled for the pairwise workload.
+//
+// The reductions that read one image only (norm(a), mean(b), …) are Rows:
+// programs over one image x, evaluated once per image, not once per pair.
+// When every reduction that reads both images is the sum of a polynomial
+// of degree two in them (sum((a-b)^2), dot(a, b), sum((a-mean(a))*b), …)
+// it expands into Σa·b, Σa², Σb², Σa, Σb and the length, and the pair's
+// value needs only the dot products: Product is then a program over one
+// row of a matrix of dot products (input slot 0, the columns' row values
+// in slots 1 … NRow, the row's own in registers 0 … NRow−1), run after
+// the dot-product kernel. Otherwise Pair evaluates the formula over both
+// images of every pair (inputs a and b; registers 0 … NRow−1 the first
+// image's row values, NRow … 2·NRow−1 the second's).
+type PairPlan struct {
+	Rows    []*cpukern.FxProgram
+	Pair    *cpukern.FxProgram // nil when Product is set
+	Product *cpukern.FxProgram
+	// Terms names what the pair's value is made of, for the graph's
+	// labels: the row reductions, and "a·b" for the dot products.
+	Terms []string
+}
+
+// NRow is the number of values computed per image.
+func (p *PairPlan) NRow() int { return len(p.Rows) }
+
+// CompilePair compiles an affinity formula (checked against PairVars) for
+// images of d values. direct keeps every reduction over both images as it
+// is written (no expansion into dot products).
+func CompilePair(f *Formula, d int, direct bool) (*PairPlan, error) {
+	g, err := f.Graph(d)
+	if err != nil {
+		return nil, err
+	}
+	c := &pairCompiler{d: d, rowKey: map[string]int{}}
+	pair, err := c.generic(g)
+	if err != nil {
+		return nil, err
+	}
+	plan := &PairPlan{}
+	if !direct {
+		if prod, ok := c.product(pair); ok {
+			plan.Product, err = Lower(prod, c.productInputs(prod), true)
+			if err != nil {
+				return nil, err
+			}
+			plan.Terms = append([]string{"a·b"}, c.rowText...)
+		}
+	}
+	if plan.Product == nil {
+		c.rows, c.rowText = c.rows[:c.nGeneric], c.rowText[:c.nGeneric]
+		ins := []int{0, 1}
+		for side := range 2 {
+			for k := range c.nGeneric {
+				ins = append(ins, c.rowVar[k][side])
+			}
+		}
+		if plan.Pair, err = Lower(pair, ins, false); err != nil {
+			return nil, err
+		}
+		plan.Terms = append([]string{"f(a, b)"}, c.rowText...)
+	}
+	for _, r := range c.rows {
+		p, err := Lower(r, []int{0}, false)
+		if err != nil {
+			return nil, err
+		}
+		plan.Rows = append(plan.Rows, p)
+	}
+	return plan, nil
+}
+
+type pairCompiler struct {
+	d        int
+	rows     []*Graph // functions of one image x
+	rowText  []string
+	rowKey   map[string]int
+	nGeneric int      // rows the generic program uses
+	rowVar   [][2]int // variable indices of row k for a and b in the pair graph
+	gb       *builder // the product graph's builder
+	gRow     map[[2]int]*Node
+}
+
+var rowVars = []Var{{Name: "x", Vector: true}}
+
+// row returns the index of the row function n, a reduction reading only
+// variable side (0: a, 1: b) of graph g, adding it when new.
+func (c *pairCompiler) row(n *Node, side int) int {
+	rb := newBuilder(rowVars)
+	r := copyGraph(n, rb, func(v *Node) *Node {
+		if v.Var == side {
+			return rb.variable(0)
+		}
+		panic("formula: row function reads the other image")
+	})
+	key := canon(r)
+	if k, ok := c.rowKey[key]; ok {
+		return k
+	}
+	c.rowKey[key] = len(c.rows)
+	c.rows = append(c.rows, &Graph{Root: r, Nodes: rb.nodes, Vars: rowVars})
+	c.rowText = append(c.rowText, key)
+	return len(c.rows) - 1
+}
+
+// generic rebuilds g with each reduction that reads one image replaced by
+// a row value: the graph evaluated per pair.
+func (c *pairCompiler) generic(g *Graph) (*Graph, error) {
+	vars := append([]Var(nil), PairVars...)
+	b := newBuilder(vars)
+	deps := sides(g)
+	memo := map[*Node]*Node{}
+	var walk func(n *Node) *Node
+	walk = func(n *Node) *Node {
+		if m, ok := memo[n]; ok {
+			return m
+		}
+		var m *Node
+		switch d := deps[n]; {
+		case n.Op.IsReduction() && (d == 1 || d == 2):
+			k := c.row(n, d-1)
+			for len(c.rowVar) <= k {
+				c.rowVar = append(c.rowVar, [2]int{-1, -1})
+			}
+			if c.rowVar[k][d-1] < 0 {
+				b.vars = append(b.vars, Var{Name: fmt.Sprintf("row%d%s", k, "ab"[d-1:d])})
+				c.rowVar[k][d-1] = len(b.vars) - 1
+			}
+			m = b.variable(c.rowVar[k][d-1])
+		case n.Op == OpVar:
+			m = b.variable(n.Var)
+		case n.Op == OpConst:
+			m = b.num(n.Val)
+		default:
+			args := make([]*Node, len(n.Args))
+			for i, a := range n.Args {
+				args[i] = walk(a)
+			}
+			m = b.op(n.Op, args...)
+		}
+		memo[n] = m
+		return m
+	}
+	root := walk(g.Root)
+	// Every row value is an input of the generic program, on both sides.
+	for k := range c.rowVar {
+		for side := range 2 {
+			if c.rowVar[k][side] < 0 {
+				b.vars = append(b.vars, Var{Name: fmt.Sprintf("row%d%s", k, "ab"[side:side+1])})
+				c.rowVar[k][side] = len(b.vars) - 1
+			}
+		}
+	}
+	c.nGeneric = len(c.rows)
+	return &Graph{Root: root, Nodes: b.nodes, Vars: b.vars}, nil
+}
+
+// sides tells, for each node of g, which images it reads: bit 1 a, bit 2 b.
+func sides(g *Graph) map[*Node]int {
+	d := map[*Node]int{}
+	for _, n := range g.Nodes {
+		if n.Op == OpVar {
+			d[n] = 1 << n.Var
+			continue
+		}
+		for _, a := range n.Args {
+			d[n] |= d[a]
+		}
+	}
+	return d
+}
+
+// The monomials of a polynomial of degree two in a and b.
+const (
+	mOne = iota
+	mA
+	mB
+	mAA
+	mAB
+	mBB
+	nMono
+)
+
+var monoMul = [3][3]int{ // of degree ≤ 1 monomials
+	mOne: {mOne, mA, mB},
+	mA:   {mA, mAA, mAB},
+	mB:   {mB, mAB, mBB},
+}
+
+type poly [nMono]*Node // coefficients in the product graph; nil is zero
+
+// product rebuilds the generic graph pair, whose reductions read both
+// images, into a graph over the dot products, or reports that one of its
+// reductions is not the sum of a polynomial of degree two.
+func (c *pairCompiler) product(pair *Graph) (g *Graph, ok bool) {
+	// Variables: dot (vector over the columns), then each row value: the
+	// row's own (a) a number, the columns' (b) a vector.
+	c.gb = newBuilder([]Var{{Name: "dot", Vector: true}})
+	c.gRow = map[[2]int]*Node{}
+	defer func() {
+		if !ok {
+			c.rows, c.rowText = c.rows[:c.nGeneric], c.rowText[:c.nGeneric]
+			for k, v := range c.rowKey {
+				if v >= c.nGeneric {
+					delete(c.rowKey, k)
+				}
+			}
+		}
+	}()
+	varRow := map[int][2]int{} // pair graph variable → (row, side)
+	for k, v := range c.rowVar {
+		varRow[v[0]] = [2]int{k, 0}
+		varRow[v[1]] = [2]int{k, 1}
+	}
+	memo := map[*Node]*Node{}
+	var walk func(n *Node) (*Node, bool)
+	var expand func(n *Node) (poly, bool)
+	walk = func(n *Node) (*Node, bool) {
+		if m, ok := memo[n]; ok {
+			return m, true
+		}
+		var m *Node
+		switch {
+		case n.Op == OpVar && n.Var >= 2:
+			r := varRow[n.Var]
+			m = c.rowNode(r[0], r[1])
+		case n.Op == OpConst:
+			m = c.gb.num(n.Val)
+		case n.Op == OpSum:
+			p, ok := expand(n.Args[0])
+			if !ok {
+				return nil, false
+			}
+			m = c.gb.num(0)
+			for mono, coef := range p {
+				if coef == nil {
+					continue
+				}
+				var s *Node
+				switch mono {
+				case mOne:
+					s = c.gb.num(float64(c.d))
+				case mA, mB:
+					s = c.rowNode(c.rowOf("sum(x)"), mono-mA)
+				case mAA, mBB:
+					s = c.rowNode(c.rowOf("sum(x*x)"), (mono-mAA)/2)
+				case mAB:
+					s = c.gb.variable(0)
+				}
+				m = c.gb.op(OpAdd, m, c.gb.op(OpMul, coef, s))
+			}
+		case n.Op.IsReduction() || n.Op == OpVar:
+			return nil, false // max or min of both images, or an image outside a reduction
+		default:
+			args := make([]*Node, len(n.Args))
+			for i, a := range n.Args {
+				var ok bool
+				if args[i], ok = walk(a); !ok {
+					return nil, false
+				}
+			}
+			m = c.gb.op(n.Op, args...)
+		}
+		memo[n] = m
+		return m, true
+	}
+	expand = func(n *Node) (poly, bool) {
+		var p poly
+		if !n.Vec {
+			m, ok := walk(n)
+			p[mOne] = m
+			return p, ok
+		}
+		switch n.Op {
+		case OpVar:
+			p[mA+n.Var] = c.gb.num(1)
+			return p, true
+		case OpNeg:
+			x, ok := expand(n.Args[0])
+			for i := range x {
+				if x[i] != nil {
+					p[i] = c.gb.op(OpNeg, x[i])
+				}
+			}
+			return p, ok
+		case OpAdd, OpSub:
+			x, ok1 := expand(n.Args[0])
+			y, ok2 := expand(n.Args[1])
+			for i := range p {
+				switch {
+				case y[i] == nil:
+					p[i] = x[i]
+				case n.Op == OpSub && x[i] == nil:
+					p[i] = c.gb.op(OpNeg, y[i])
+				case x[i] == nil:
+					p[i] = y[i]
+				default:
+					p[i] = c.gb.op(n.Op, x[i], y[i])
+				}
+			}
+			return p, ok1 && ok2
+		case OpMul:
+			x, ok1 := expand(n.Args[0])
+			y, ok2 := expand(n.Args[1])
+			if !ok1 || !ok2 {
+				return p, false
+			}
+			for i := range x {
+				for j := range y {
+					if x[i] == nil || y[j] == nil {
+						continue
+					}
+					if i > mB || j > mB {
+						return p, false // degree above two
+					}
+					k, t := monoMul[i][j], c.gb.op(OpMul, x[i], y[j])
+					if p[k] == nil {
+						p[k] = t
+					} else {
+						p[k] = c.gb.op(OpAdd, p[k], t)
+					}
+				}
+			}
+			return p, true
+		case OpDiv:
+			if n.Args[1].Vec {
+				return p, false
+			}
+			x, ok1 := expand(n.Args[0])
+			y, ok2 := walk(n.Args[1])
+			for i := range x {
+				if x[i] != nil {
+					p[i] = c.gb.op(OpDiv, x[i], y)
+				}
+			}
+			return p, ok1 && ok2
+		}
+		return p, false
+	}
+	root, ok := walk(pair.Root)
+	if !ok {
+		return nil, false
+	}
+	return &Graph{Root: root, Nodes: c.gb.nodes, Vars: c.gb.vars}, true
+}
+
+// rowOf is the index of the row function written src (over x), added
+// when new.
+func (c *pairCompiler) rowOf(src string) int {
+	f, err := Parse(src, Env{Flag: "row", Vars: rowVars, Reduce: true})
+	if err != nil {
+		panic(err)
+	}
+	g, err := f.Graph(c.d)
+	if err != nil {
+		panic(err)
+	}
+	key := canon(g.Root)
+	if k, ok := c.rowKey[key]; ok {
+		return k
+	}
+	c.rowKey[key] = len(c.rows)
+	c.rows = append(c.rows, g)
+	c.rowText = append(c.rowText, key)
+	return len(c.rows) - 1
+}
+
+// rowNode is the product graph's variable for row value k of side (0: the
+// row's own image, a number; 1: the columns', a vector).
+func (c *pairCompiler) rowNode(k, side int) *Node {
+	if n, ok := c.gRow[[2]int{k, side}]; ok {
+		return n
+	}
+	c.gb.vars = append(c.gb.vars, Var{Name: fmt.Sprintf("row%d%s", k, "ab"[side:side+1]), Vector: side == 1})
+	n := c.gb.variable(len(c.gb.vars) - 1)
+	c.gRow[[2]int{k, side}] = n
+	return n
+}
+
+// productInputs orders the product graph's variables as Product expects:
+// dot, the columns' row values by row, the row's own by row.
+func (c *pairCompiler) productInputs(g *Graph) []int {
+	ins := []int{0}
+	for side := 1; side >= 0; side-- {
+		for k := range c.rows {
+			n := c.rowNode(k, side)
+			ins = append(ins, n.Var)
+		}
+	}
+	g.Vars = c.gb.vars
+	return ins
+}
+
+// copyGraph copies the graph under n into b, replacing variables by
+// what leaf returns.
+func copyGraph(n *Node, b *builder, leaf func(*Node) *Node) *Node {
+	memo := map[*Node]*Node{}
+	var walk func(n *Node) *Node
+	walk = func(n *Node) *Node {
+		if m, ok := memo[n]; ok {
+			return m
+		}
+		var m *Node
+		switch n.Op {
+		case OpVar:
+			m = leaf(n)
+		case OpConst:
+			m = b.num(n.Val)
+		default:
+			args := make([]*Node, len(n.Args))
+			for i, a := range n.Args {
+				args[i] = walk(a)
+			}
+			m = b.op(n.Op, args...)
+		}
+		memo[n] = m
+		return m
+	}
+	return walk(n)
+}
+
+// canon writes n as a formula, for keys and labels.
+func canon(n *Node) string {
+	switch n.Op {
+	case OpConst:
+		return strconv.FormatFloat(n.Val, 'g', -1, 64)
+	case OpVar:
+		return "x"
+	}
+	args := make([]string, len(n.Args))
+	for i, a := range n.Args {
+		args[i] = canon(a)
+	}
+	switch n.Op {
+	case OpAdd, OpSub, OpMul, OpDiv, OpPow, OpLT, OpLE, OpGT, OpGE, OpEQ, OpNE, OpAnd, OpOr:
+		return "(" + args[0] + n.Op.String() + args[1] + ")"
+	case OpNeg:
+		return "-" + args[0]
+	case OpNot:
+		return "!" + args[0]
+	}
+	return n.Op.String() + "(" + strings.Join(args, ",") + ")"
+}
+
+// Symmetric tells whether an affinity formula is provably the same with
+// its images swapped: f(a, b) = f(b, a) term for term (up to the order of
+// the arguments of + * min max == != && ||). A formula not shown
+// symmetric is computed for every ordered pair.
+func Symmetric(f *Formula) (bool, error) {
+	g, err := f.Graph(1)
+	if err != nil {
+		return false, err
+	}
+	b := newBuilder(g.Vars)
+	swapped := copyGraph(g.Root, b, func(v *Node) *Node { return b.variable(1 - v.Var) })
+	return canonVars(g.Root, g.Vars) == canonVars(swapped, g.Vars), nil
+}
+
+// canonVars writes n with variable names, the arguments of commutative
+// operations sorted.
+func canonVars(n *Node, vars []Var) string {
+	switch n.Op {
+	case OpConst:
+		return strconv.FormatFloat(n.Val, 'g', -1, 64)
+	case OpVar:
+		return vars[n.Var].Name
+	}
+	args := make([]string, len(n.Args))
+	for i, a := range n.Args {
+		args[i] = canonVars(a, vars)
+	}
+	switch n.Op {
+	case OpAdd, OpMul, OpMin, OpMax, OpEQ, OpNE, OpAnd, OpOr:
+		if args[1] < args[0] {
+			args[0], args[1] = args[1], args[0]
+		}
+	}
+	// |x−y| = |y−x| and (x−y)·(x−y) = (y−x)·(y−x): a difference under abs
+	// or squared is written with its terms in order.
+	even := n.Op == OpAbs || n.Op == OpMul && n.Args[0] == n.Args[1]
+	if even && n.Args[0].Op == OpSub {
+		d := n.Args[0]
+		x, y := canonVars(d.Args[0], vars), canonVars(d.Args[1], vars)
+		if y < x {
+			x, y = y, x
+		}
+		return n.Op.String() + "(|" + x + "-" + y + "|)"
+	}
+	return n.Op.String() + "(" + strings.Join(args, ",") + ")"
+}

@@ -1,0 +1,524 @@
+package formula
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Var is a variable a workload offers its formulas.
+type Var struct {
+	Name string
+	// Vector: the variable has one value per element of the vector axis
+	// (an image's pixels, the M interpolants); otherwise one value per
+	// evaluation.
+	Vector bool
+	// About says what the variable is, for messages and help texts.
+	About string
+}
+
+// Env is what a formula may use and must give.
+type Env struct {
+	// Flag names the formula in messages, e.g. "--formula".
+	Flag string
+	Vars []Var
+	// Params are the named constants the user gave (--param name=value).
+	// Each must be used; a name the formula uses that is neither a
+	// variable nor a parameter is an error.
+	Params map[string]float64
+	// Reduce: the formula must give one number per evaluation (a formula
+	// over vectors must reduce them).
+	Reduce bool
+}
+
+// ErrFormula is wrapped by every error about a formula.
+var ErrFormula = errors.New("formula")
+
+// Error is a problem with a formula, at a column (1-based; 0: the
+// formula as a whole).
+type Error struct {
+	Flag, Src string
+	Column    int
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	if e.Column > 0 {
+		return fmt.Sprintf("%s %q: column %d: %s", e.Flag, e.Src, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("%s %q: %s", e.Flag, e.Src, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrFormula) true.
+func (e *Error) Unwrap() error { return ErrFormula }
+
+// Functions lists the functions of the language: name, arguments, meaning.
+var Functions = []struct{ Name, Args, About string }{
+	{"abs", "x", "|x|"},
+	{"exp", "x", "eˣ"},
+	{"log", "x", "natural logarithm"},
+	{"log1p", "x", "log(1 + x), accurate for small x"},
+	{"sqrt", "x", "√x"},
+	{"sin", "x", "sine (radians)"},
+	{"cos", "x", "cosine (radians)"},
+	{"tanh", "x", "hyperbolic tangent"},
+	{"sigmoid", "x", "1 / (1 + e⁻ˣ)"},
+	{"pow", "x, y", "xʸ, the same as x^y"},
+	{"min", "x, y", "the smaller, element by element"},
+	{"max", "x, y", "the larger, element by element"},
+	{"clamp", "x, lo, hi", "min(max(x, lo), hi)"},
+	{"where", "c, x, y", "x where c ≠ 0, else y"},
+	{"sum", "v", "Σ over the vector axis"},
+	{"mean", "v", "sum(v) / length"},
+	{"max", "v", "the largest element"},
+	{"min", "v", "the smallest element"},
+	{"dot", "u, v", "sum(u*v)"},
+	{"norm", "v", "sqrt(sum(v^2))"},
+}
+
+// Constants the language knows by name.
+var constants = map[string]float64{"pi": math.Pi}
+
+var unary = map[string]Op{"abs": OpAbs, "exp": OpExp, "log": OpLog, "log1p": OpLog1p, "sqrt": OpSqrt,
+	"sin": OpSin, "cos": OpCos, "tanh": OpTanh, "sigmoid": OpSigmoid}
+
+// Formula is a parsed, checked formula.
+type Formula struct {
+	Src  string
+	Env  Env
+	expr ast.Expr
+	fset *token.FileSet
+}
+
+// Parse reads src and checks it against env: syntax, names, arities, and
+// that it reduces where env needs one number. Nothing is evaluated.
+func Parse(src string, env Env) (*Formula, error) {
+	f := &Formula{Src: src, Env: env, fset: token.NewFileSet()}
+	if strings.TrimSpace(src) == "" {
+		return nil, f.errorf(0, "empty formula")
+	}
+	seen := map[string]bool{}
+	for _, v := range env.Vars {
+		seen[v.Name] = true
+	}
+	for p := range env.Params {
+		switch {
+		case seen[p]:
+			return nil, f.errorf(0, "parameter %s has the name of a variable", p)
+		case !token.IsIdentifier(p):
+			return nil, f.errorf(0, "parameter name %q is not a name (letters, digits, _)", p)
+		case isFunction(p) || constants[p] != 0:
+			return nil, f.errorf(0, "parameter %s has the name of a function or constant", p)
+		}
+	}
+	expr, err := parser.ParseExprFrom(f.fset, "", src, parser.SkipObjectResolution)
+	if err != nil {
+		var list scanner.ErrorList
+		if errors.As(err, &list) && len(list) > 0 {
+			return nil, f.errorf(list[0].Pos.Column, "%s", list[0].Msg)
+		}
+		return nil, f.errorf(0, "%v", err)
+	}
+	f.expr = reassociate(expr)
+	g, err := f.Graph(1)
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]bool{}
+	ast.Inspect(f.expr, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			used[id.Name] = true
+		}
+		return true
+	})
+	var unused []string
+	for p := range env.Params {
+		if !used[p] {
+			unused = append(unused, p)
+		}
+	}
+	if len(unused) > 0 {
+		sort.Strings(unused)
+		return nil, f.errorf(0, "parameter %s is not used", strings.Join(unused, ", "))
+	}
+	if env.Reduce && g.Root.Vec {
+		return nil, f.errorf(0, "gives one value per element of %s; it must reduce to one number: wrap it in sum, mean, max or min",
+			strings.Join(g.vectorNames(), " and "))
+	}
+	return f, nil
+}
+
+func isFunction(name string) bool {
+	for _, fn := range Functions {
+		if fn.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *Formula) errorf(col int, format string, args ...any) error {
+	return &Error{Flag: f.Env.Flag, Src: f.Src, Column: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (f *Formula) col(n ast.Node) int { return f.fset.Position(n.Pos()).Column }
+
+// String is the formula as written.
+func (f *Formula) String() string { return f.Src }
+
+// Canonical is the formula with its parameters' values, as one string: two
+// runs whose Canonical strings are equal compute the same function.
+func (f *Formula) Canonical() string {
+	names := make([]string, 0, len(f.Env.Params))
+	for p := range f.Env.Params {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	var sb strings.Builder
+	sb.WriteString(strings.Join(strings.Fields(f.Src), " "))
+	for _, p := range names {
+		fmt.Fprintf(&sb, "; %s=%s", p, strconv.FormatFloat(f.Env.Params[p], 'g', -1, 64))
+	}
+	return sb.String()
+}
+
+// Graph is a formula built into nodes for a vector axis of length n.
+type Graph struct {
+	Root  *Node
+	Nodes []*Node // every node, arguments before their users
+	Vars  []Var
+}
+
+func (g *Graph) vectorNames() []string {
+	var names []string
+	seen := map[int]bool{}
+	for _, n := range g.Nodes {
+		if n.Op == OpVar && n.Vec && !seen[n.Var] {
+			seen[n.Var] = true
+			names = append(names, g.Vars[n.Var].Name)
+		}
+	}
+	return names
+}
+
+// Graph builds the formula's nodes for a vector axis of n elements (mean
+// divides by n), parameters as constants, constants folded.
+func (f *Formula) Graph(n int) (*Graph, error) {
+	b := newBuilder(f.Env.Vars)
+	root, err := f.build(b, f.expr, n)
+	if err != nil {
+		return nil, err
+	}
+	return &Graph{Root: root, Nodes: b.nodes, Vars: f.Env.Vars}, nil
+}
+
+var binops = map[token.Token]Op{token.ADD: OpAdd, token.SUB: OpSub, token.MUL: OpMul, token.QUO: OpDiv,
+	token.XOR: OpPow, token.LSS: OpLT, token.LEQ: OpLE, token.GTR: OpGT, token.GEQ: OpGE, token.EQL: OpEQ,
+	token.NEQ: OpNE, token.LAND: OpAnd, token.LOR: OpOr}
+
+func (f *Formula) build(b *builder, e ast.Expr, n int) (*Node, error) {
+	switch e := e.(type) {
+	case *ast.ParenExpr:
+		return f.build(b, e.X, n)
+	case *ast.BasicLit:
+		if e.Kind != token.INT && e.Kind != token.FLOAT {
+			return nil, f.errorf(f.col(e), "%s is not a number", e.Value)
+		}
+		v, err := strconv.ParseFloat(strings.ReplaceAll(e.Value, "_", ""), 64)
+		if err != nil && e.Kind == token.INT { // 0x…, 0o…
+			var i int64
+			if i, err = strconv.ParseInt(e.Value, 0, 64); err == nil {
+				v = float64(i)
+			}
+		}
+		if err != nil {
+			return nil, f.errorf(f.col(e), "%s is not a number", e.Value)
+		}
+		return b.num(v), nil
+	case *ast.Ident:
+		for i, v := range f.Env.Vars {
+			if v.Name == e.Name {
+				return b.variable(i), nil
+			}
+		}
+		if v, ok := f.Env.Params[e.Name]; ok {
+			return b.num(v), nil
+		}
+		if v, ok := constants[e.Name]; ok {
+			return b.num(v), nil
+		}
+		if isFunction(e.Name) {
+			return nil, f.errorf(f.col(e), "%s is a function: call it, %s(…)", e.Name, e.Name)
+		}
+		return nil, f.errorf(f.col(e), "unknown name %s (variables: %s; a parameter is given with --param %s=VALUE)",
+			e.Name, f.varList(), e.Name)
+	case *ast.UnaryExpr:
+		x, err := f.build(b, e.X, n)
+		if err != nil {
+			return nil, err
+		}
+		switch e.Op {
+		case token.SUB:
+			return b.op(OpNeg, x), nil
+		case token.ADD:
+			return x, nil
+		case token.NOT:
+			return b.op(OpNot, x), nil
+		}
+		return nil, f.errorf(f.col(e), "operator %s is not part of the language", e.Op)
+	case *ast.StarExpr:
+		return nil, f.errorf(f.col(e), "unexpected *: write powers as x^y or pow(x, y)")
+	case *ast.BinaryExpr:
+		o, ok := binops[e.Op]
+		if !ok {
+			return nil, f.errorf(f.fset.Position(e.OpPos).Column, "operator %s is not part of the language", e.Op)
+		}
+		x, err := f.build(b, e.X, n)
+		if err != nil {
+			return nil, err
+		}
+		y, err := f.build(b, e.Y, n)
+		if err != nil {
+			return nil, err
+		}
+		return b.op(o, x, y), nil
+	case *ast.CallExpr:
+		return f.call(b, e, n)
+	}
+	return nil, f.errorf(f.col(e), "this is not part of the language (numbers, names, operators and function calls)")
+}
+
+func (f *Formula) varList() string {
+	var names []string
+	for _, v := range f.Env.Vars {
+		names = append(names, v.Name)
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (f *Formula) call(b *builder, e *ast.CallExpr, n int) (*Node, error) {
+	id, ok := e.Fun.(*ast.Ident)
+	if !ok {
+		return nil, f.errorf(f.col(e.Fun), "only a function's name can be called")
+	}
+	name, col := id.Name, f.col(id)
+	if e.Ellipsis.IsValid() {
+		return nil, f.errorf(f.fset.Position(e.Ellipsis).Column, "unexpected ...")
+	}
+	args := make([]*Node, len(e.Args))
+	for i, a := range e.Args {
+		var err error
+		if args[i], err = f.build(b, a, n); err != nil {
+			return nil, err
+		}
+	}
+	want := func(k ...int) error {
+		for _, w := range k {
+			if len(args) == w {
+				return nil
+			}
+		}
+		s := "s"
+		if k[0] == 1 {
+			s = ""
+		}
+		if len(k) == 2 {
+			return f.errorf(col, "%s takes %d or %d arguments, got %d", name, k[0], k[1], len(args))
+		}
+		return f.errorf(col, "%s takes %d argument%s, got %d", name, k[0], s, len(args))
+	}
+	reduce := func(o Op, x *Node) (*Node, error) {
+		if !x.Vec {
+			return nil, f.errorf(col, "%s reduces over the vector axis (%s), but its argument has no vector axis",
+				name, f.vectorList())
+		}
+		return b.op(o, x), nil
+	}
+	if o, ok := unary[name]; ok {
+		if err := want(1); err != nil {
+			return nil, err
+		}
+		return b.op(o, args[0]), nil
+	}
+	switch name {
+	case "pow":
+		if err := want(2); err != nil {
+			return nil, err
+		}
+		return b.op(OpPow, args...), nil
+	case "min", "max":
+		if err := want(1, 2); err != nil {
+			return nil, err
+		}
+		if len(args) == 2 {
+			return b.op(map[string]Op{"min": OpMin, "max": OpMax}[name], args...), nil
+		}
+		return reduce(map[string]Op{"min": OpRMin, "max": OpRMax}[name], args[0])
+	case "clamp":
+		if err := want(3); err != nil {
+			return nil, err
+		}
+		return b.op(OpMin, b.op(OpMax, args[0], args[1]), args[2]), nil
+	case "where":
+		if err := want(3); err != nil {
+			return nil, err
+		}
+		return b.op(OpWhere, args...), nil
+	case "sum":
+		if err := want(1); err != nil {
+			return nil, err
+		}
+		return reduce(OpSum, args[0])
+	case "mean":
+		if err := want(1); err != nil {
+			return nil, err
+		}
+		s, err := reduce(OpSum, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return b.op(OpDiv, s, b.num(float64(n))), nil
+	case "dot":
+		if err := want(2); err != nil {
+			return nil, err
+		}
+		return reduce(OpSum, b.op(OpMul, args[0], args[1]))
+	case "norm":
+		if err := want(1); err != nil {
+			return nil, err
+		}
+		s, err := reduce(OpSum, b.op(OpMul, args[0], args[0]))
+		if err != nil {
+			return nil, err
+		}
+		return b.op(OpSqrt, s), nil
+	}
+	return nil, f.errorf(col, "unknown function %s (functions: %s)", name, functionList())
+}
+
+func (f *Formula) vectorList() string {
+	var names []string
+	for _, v := range f.Env.Vars {
+		if v.Vector {
+			names = append(names, v.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "this formula has none"
+	}
+	return "vectors: " + strings.Join(names, ", ")
+}
+
+func functionList() string {
+	var names []string
+	seen := map[string]bool{}
+	for _, fn := range Functions {
+		if !seen[fn.Name] {
+			seen[fn.Name] = true
+			names = append(names, fn.Name)
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+// reassociate gives ^ its mathematical precedence. Go's parser reads ^ as
+// exclusive or, at the level of + and −, left to right: it reads 2*s^2 as
+// (2*s)^2 and -x^2 as (-x)^2. Each maximal chain of + − * / ^ (bounded by
+// parentheses, calls and the other operators) is flattened and rebuilt
+// with ^ above * and /, above + and −, ^ right-associative, and a unary
+// sign on a power's base moved outside the power.
+func reassociate(e ast.Expr) ast.Expr {
+	switch x := e.(type) {
+	case *ast.ParenExpr:
+		x.X = reassociate(x.X)
+		return x
+	case *ast.UnaryExpr:
+		x.X = reassociate(x.X)
+		return x
+	case *ast.CallExpr:
+		for i := range x.Args {
+			x.Args[i] = reassociate(x.Args[i])
+		}
+		return x
+	case *ast.BinaryExpr:
+		if !arith(x.Op) {
+			x.X, x.Y = reassociate(x.X), reassociate(x.Y)
+			return x
+		}
+		var operands []ast.Expr
+		var ops []*ast.BinaryExpr
+		var flatten func(e ast.Expr)
+		flatten = func(e ast.Expr) {
+			if b, ok := e.(*ast.BinaryExpr); ok && arith(b.Op) {
+				flatten(b.X)
+				ops = append(ops, b)
+				flatten(b.Y)
+				return
+			}
+			operands = append(operands, reassociate(e))
+		}
+		flatten(x)
+		p := &chain{operands: operands, ops: ops}
+		return p.parse(1)
+	}
+	return e
+}
+
+func arith(t token.Token) bool {
+	return t == token.ADD || t == token.SUB || t == token.MUL || t == token.QUO || t == token.XOR
+}
+
+func prec(t token.Token) int {
+	switch t {
+	case token.ADD, token.SUB:
+		return 1
+	case token.MUL, token.QUO:
+		return 2
+	}
+	return 3 // ^
+}
+
+// chain is a flattened run of operands and operators, parsed by
+// precedence climbing.
+type chain struct {
+	operands []ast.Expr
+	ops      []*ast.BinaryExpr
+	i        int // next operand; ops[i-1] is the operator before it
+}
+
+func (c *chain) parse(minPrec int) ast.Expr {
+	lhs := c.operands[c.i]
+	c.i++
+	for c.i-1 < len(c.ops) {
+		op := c.ops[c.i-1]
+		p := prec(op.Op)
+		if p < minPrec {
+			break
+		}
+		next := p + 1
+		if op.Op == token.XOR {
+			next = p // right-associative
+		}
+		rhs := c.parse(next)
+		if op.Op == token.XOR {
+			// -x^2 is −(x²): a sign on the base applies to the power.
+			if u, ok := lhs.(*ast.UnaryExpr); ok && (u.Op == token.SUB || u.Op == token.ADD) {
+				lhs = &ast.UnaryExpr{OpPos: u.OpPos, Op: u.Op,
+					X: &ast.BinaryExpr{X: u.X, OpPos: op.OpPos, Op: token.XOR, Y: rhs}}
+				continue
+			}
+		}
+		lhs = &ast.BinaryExpr{X: lhs, OpPos: op.OpPos, Op: op.Op, Y: rhs}
+	}
+	return lhs
+}
