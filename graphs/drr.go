@@ -17,6 +17,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
@@ -34,6 +35,14 @@ type DRRConfig struct {
 	Image func(pose int, img []float32, lo, hi float32) error
 	// Device runs the DRR op on a GPU (nil: the CPU).
 	Device ops.Device
+	// Mu names the formula that made the volume's attenuation (the volume
+	// holds its result), for the graph's label.
+	Mu string
+	// Post, when set, is the user's formula applied to every pixel of
+	// each image after rendering; FailOnNonFinite makes a NaN or infinite
+	// value of it an error.
+	Post            *ops.MapFormula
+	FailOnNonFinite bool
 }
 
 // DRR is the DRR workload as a Job: each batch is a set of poses rendered
@@ -85,7 +94,9 @@ func (w *DRR) MaxBatch() int { return 16 }
 // line integrals is added up in Consume, pixel by pixel in order.
 func (w *DRR) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	poses := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.PoseWidth), G.WithName("poses"))
-	op, err := ops.OnDevice(ops.NewDRR(w.cfg.Vol, w.rows, w.cs, w.cfg.Step, batch), w.cfg.Device)
+	drr := ops.NewDRR(w.cfg.Vol, w.rows, w.cs, w.cfg.Step, batch)
+	drr.Mu = w.cfg.Mu
+	op, err := ops.OnDevice(drr, w.cfg.Device)
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: %w", err)
 	}
@@ -93,11 +104,28 @@ func (w *DRR) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
 	}
-	stats, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cs), "stats", img)
+	if w.cfg.Post == nil {
+		stats, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cs), "stats", img)
+		if err != nil {
+			return nil, nil, fmt.Errorf("drr: build graph: %w", err)
+		}
+		return []*G.Node{poses}, []*G.Node{img, stats}, nil
+	}
+	// The user's formula per pixel: the statistics of its images, and of
+	// the line integrals (for the all-rays-missed check).
+	post, err := G.ApplyOpWithName(ops.NewMapImages(w.cfg.Post, batch, w.rows, w.cs), "post", img)
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
 	}
-	return []*G.Node{poses}, []*G.Node{img, stats}, nil
+	stats, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cs), "stats", post)
+	if err != nil {
+		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
+	}
+	raw, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cs), "ray stats", img)
+	if err != nil {
+		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
+	}
+	return []*G.Node{poses}, []*G.Node{post, stats, raw}, nil
 }
 
 // StagingBytes counts the output writer's buffers and a PNG's.
@@ -124,8 +152,15 @@ func (w *DRR) Feed(in []*tensor.Dense, off, n int) error {
 // Consume adds the batch's line integrals to Sum, takes Max and the
 // nonzero count from its statistics, and writes its images.
 func (w *DRR) Consume(out []*tensor.Dense, off, n int) error {
+	if f := w.cfg.Post; f != nil && w.cfg.FailOnNonFinite && f.NonFinite() > 0 {
+		return errNonFinite("--post", f.NonFinite())
+	}
 	imgs := out[0].Data().([]float32)
 	stats := out[1].Data().([]float64)
+	rays := stats
+	if len(out) > 2 {
+		rays = out[2].Data().([]float64)
+	}
 	per := w.rows * w.cs
 	for r := range n {
 		img := imgs[r*per : (r+1)*per]
@@ -134,7 +169,7 @@ func (w *DRR) Consume(out []*tensor.Dense, off, n int) error {
 		}
 		st := stats[r*ops.ImageStatsWidth : (r+1)*ops.ImageStatsWidth]
 		w.Max = max(w.Max, st[1])
-		w.nonzero += int(st[2])
+		w.nonzero += int(rays[r*ops.ImageStatsWidth+2])
 		if w.cfg.Image != nil {
 			if err := w.cfg.Image(off+r, img, float32(st[0]), float32(st[1])); err != nil {
 				return err
@@ -158,6 +193,11 @@ type DRRResult struct {
 	Method string  `json:"method"`
 	Sum    float64 `json:"sum"`
 	Max    float64 `json:"max"`
+	// Mu and Post are the user's formulas, and NonFinite the number of
+	// NaN or infinite pixels Post gave.
+	Mu        string `json:"mu,omitempty"`
+	Post      string `json:"post,omitempty"`
+	NonFinite int64  `json:"nonfinite,omitempty"`
 }
 
 // Result summarises the run.
@@ -166,7 +206,11 @@ func (w *DRR) Result() DRRResult {
 	if w.cfg.Step > 0 {
 		m = fmt.Sprintf("trilinear (step %g mm)", w.cfg.Step)
 	}
-	return DRRResult{Poses: len(w.cfg.Poses), Rows: w.rows, Cols: w.cs, Method: m, Sum: w.Sum, Max: w.Max}
+	r := DRRResult{Poses: len(w.cfg.Poses), Rows: w.rows, Cols: w.cs, Method: m, Sum: w.Sum, Max: w.Max, Mu: w.cfg.Mu}
+	if f := w.cfg.Post; f != nil {
+		r.Post, r.NonFinite = f.F.Canonical(), f.NonFinite()
+	}
+	return r
 }
 
 // SetDevice places the DRR op of the next Compile on dev (nil: the CPU).
@@ -201,6 +245,16 @@ type DRRSpec struct {
 	HU bool
 	// MuWater is the attenuation of water per mm, for HU and the phantom.
 	MuWater float64
+	// Mu is the user's formula over a voxel's value h giving its
+	// attenuation per mm, applied once to the volume before rendering,
+	// e.g. "where(h < -900, 0, 0.02*(1+h/1000))" (instead of HU). Post is
+	// one over a pixel's line integral p, applied to every image, e.g.
+	// "exp(-p)". A reduction in them (max(h), mean(p)) reduces over the
+	// whole volume or image. Params holds their parameters.
+	Mu, Post string
+	Params   map[string]float64
+	// FailOnNonFinite makes a NaN or infinite value of a formula an error.
+	FailOnNonFinite bool
 	// Size is the phantom's voxels per axis (2 to 1024), without Volume.
 	Size int
 	// Geometry is a JSON file of poses (ops.ReadGeometry); "": an orbit.
@@ -234,6 +288,7 @@ func DefaultDRRSpec() DRRSpec {
 
 // drrPlan is a DRRSpec's text fields parsed.
 type drrPlan struct {
+	mu, post        *formula.Formula
 	spacing, origin *[3]float64
 	frame           volume.Frame
 	shape           [3]int
@@ -255,6 +310,19 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 	}
 	if !(s.MuWater > 0) || math.IsInf(s.MuWater, 0) {
 		return p, fmt.Errorf("--mu-water %g: must be positive and finite", s.MuWater)
+	}
+	if s.Mu != "" && s.HU {
+		return p, errors.New("--mu and --hu: give one (--mu maps the volume's values to attenuation itself)")
+	}
+	fs, err := parseFormulas(s.Params,
+		formulaFlag{flag: "--mu", src: s.Mu, vars: ops.MuVars},
+		formulaFlag{flag: "--post", src: s.Post, vars: ops.PostVars})
+	if err != nil {
+		return p, err
+	}
+	p.mu, p.post = fs[0], fs[1]
+	if p.mu == nil && p.post == nil && s.FailOnNonFinite {
+		return p, errors.New("--fail-on-nonfinite: it is for --mu or --post, and neither is given")
 	}
 	if s.Volume != "" {
 		if s.RawShape != "" {
@@ -352,6 +420,9 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 			return nil, err
 		}
 	}
+	if (p.mu != nil || p.post != nil) && dev.GPU() {
+		return nil, errors.New("--mu and --post: formulas run on the CPU; use --device cpu")
+	}
 	v, err := s.loadVolume(p)
 	if err != nil {
 		return nil, err
@@ -359,6 +430,23 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 	poses, err := s.poses(p, v)
 	if err != nil {
 		return nil, err
+	}
+	cfg := DRRConfig{Vol: v, Poses: poses, FailOnNonFinite: s.FailOnNonFinite}
+	if p.mu != nil {
+		mu, err := ops.NewMapFormula(p.mu, len(v.V))
+		if err != nil {
+			return nil, err
+		}
+		mu.Apply32(v.V, v.V)
+		if n := mu.NonFinite(); n > 0 {
+			return nil, fmt.Errorf("--mu %q: gave %d non-finite attenuations (NaN or ±Inf); a volume must be finite", p.mu, n)
+		}
+		cfg.Mu = p.mu.Canonical()
+	}
+	if p.post != nil {
+		if cfg.Post, err = ops.NewMapFormula(p.post, poses[0].Rows*poses[0].Cols); err != nil {
+			return nil, err
+		}
 	}
 	step := 0.0
 	if p.trilinear {
@@ -376,7 +464,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 			t.Close()
 		}
 	}()
-	cfg := DRRConfig{Vol: v, Poses: poses, Step: step}
+	cfg.Step = step
 	if withOutput && s.Out != "" {
 		if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)

@@ -3,6 +3,7 @@ package graphs
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,47 @@ func parseFormula(flag, src string, vars []formula.Var, params map[string]float6
 	return formula.Parse(src, formula.Env{Flag: flag, Vars: vars, Params: params, Reduce: reduce})
 }
 
+// parseFormulas checks a workload's formulas, which share params: each
+// parameter must be used by one of them. Formulas not given are nil.
+func parseFormulas(params map[string]float64, fs ...formulaFlag) ([]*formula.Formula, error) {
+	out := make([]*formula.Formula, len(fs))
+	var flags []string
+	for i, f := range fs {
+		flags = append(flags, f.flag)
+		if f.src == "" {
+			continue
+		}
+		var err error
+		out[i], err = formula.Parse(f.src, formula.Env{Flag: f.flag, Vars: f.vars, Params: params, Reduce: f.reduce, Pointwise: f.pointwise, Shared: true})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var unused []string
+	for p := range params {
+		used := false
+		for _, f := range out {
+			used = used || f != nil && f.Uses(p)
+		}
+		if !used {
+			unused = append(unused, p)
+		}
+	}
+	if len(unused) > 0 {
+		sort.Strings(unused)
+		return nil, fmt.Errorf("--param %s: not used by any formula (%s)", strings.Join(unused, ", "), strings.Join(flags, ", "))
+	}
+	return out, nil
+}
+
+// formulaFlag is one formula of a workload: its flag, text and variables.
+type formulaFlag struct {
+	flag, src string
+	vars      []formula.Var
+	reduce    bool
+	pointwise bool
+}
+
 // noParams refuses parameters given to a run without formulas.
 func noParams(params map[string]float64, flags string) error {
 	if len(params) > 0 {
@@ -56,4 +98,15 @@ func noParams(params map[string]float64, flags string) error {
 // values of its formula.
 func errNonFinite(what string, n int64) error {
 	return fmt.Errorf("%s gave %d non-finite values (NaN or ±Inf) and --fail-on-nonfinite is set", what, n)
+}
+
+// countNonFinite counts the NaN and infinite values of v.
+func countNonFinite(v []float64) int64 {
+	var n int64
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			n++
+		}
+	}
+	return n
 }

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
@@ -122,6 +123,10 @@ type InterpConfig struct {
 	Out *npy.Writer
 	// Device runs the op on a GPU (nil: the CPU).
 	Device ops.Device
+	// Formula is the user's reduction, for ops.ReduceFormula;
+	// FailOnNonFinite makes a NaN or infinite result of it an error.
+	Formula         *ops.InterpFormula
+	FailOnNonFinite bool
 }
 
 // Interp is the interpolation workload as a Job.
@@ -164,7 +169,9 @@ func (w *Interp) MaxBatch() int { return 1 << 16 }
 // forms the M values.
 func (w *Interp) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	x := G.NewVector(g, w.cfg.Dtype, G.WithShape(batch), G.WithName("x"))
-	op, err := ops.OnDevice(ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch), w.cfg.Device)
+	i1 := ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch)
+	i1.Formula = w.cfg.Formula
+	op, err := ops.OnDevice(i1, w.cfg.Device)
 	if err != nil {
 		return nil, nil, fmt.Errorf("interp: %w", err)
 	}
@@ -212,6 +219,9 @@ func (w *Interp) Feed(in []*tensor.Dense, off, n int) error {
 
 // Consume adds the batch's total to Sum and writes its results to Out.
 func (w *Interp) Consume(out []*tensor.Dense, off, n int) error {
+	if f := w.cfg.Formula; f != nil && w.cfg.FailOnNonFinite && f.NonFinite() > 0 {
+		return errNonFinite("--reduce", f.NonFinite())
+	}
 	w.Sum += out[1].Data().([]float64)[0]
 	if w.cfg.Out == nil {
 		return nil
@@ -245,12 +255,18 @@ type InterpResult struct {
 	Queries      int     `json:"queries"`
 	Interpolants int     `json:"interpolants"`
 	Grid         int     `json:"grid"`
+	// NonFinite counts the NaN or infinite results of a formula.
+	NonFinite int64 `json:"nonfinite,omitempty"`
 }
 
 // Result summarises the run so far.
 func (w *Interp) Result() InterpResult {
-	return InterpResult{Sum: w.Sum, Reduce: w.cfg.Reduce.String(), Method: w.cfg.Method.String(),
+	r := InterpResult{Sum: w.Sum, Reduce: w.cfg.Reduce.String(), Method: w.cfg.Method.String(),
 		Queries: w.Items(), Interpolants: w.cfg.Table.M, Grid: w.cfg.Table.G}
+	if f := w.cfg.Formula; f != nil {
+		r.Reduce, r.NonFinite = f.F.Canonical(), f.NonFinite()
+	}
+	return r
 }
 
 // SetDevice places the op of the next Compile on dev (nil: the CPU).
@@ -264,8 +280,14 @@ type InterpSpec struct {
 	A float64
 	// DX is the grid spacing; nil means 1/(G−1).
 	DX     *float64
-	Reduce string // "sumsq" (default), "sum" or "none"
-	Method string // "auto" (default) or "direct"
+	// Reduce is "sumsq" (default), "sum", "none", or a formula over the M
+	// values v at a point x reducing to one number, e.g. "max(v)" or
+	// "mean(exp(-v))", with Params; "sum(v^2)" is sumsq, "sum(v)" sum.
+	Reduce string
+	Params map[string]float64
+	// FailOnNonFinite makes a NaN or infinite result of a formula an error.
+	FailOnNonFinite bool
+	Method          string // "auto" (default) or "direct"
 	Out    string // .npy for the per-query results; "": none written
 	// Without F: M interpolants of f = x² on G points over [0, 1].
 	Interpolants, Grid int
@@ -280,21 +302,41 @@ func DefaultInterpSpec() InterpSpec {
 	return InterpSpec{Interpolants: 300, Grid: 4096, Points: 1_000_000, Seed: 1, Reduce: "sumsq", Method: "auto"}
 }
 
-func (s InterpSpec) parse() (ops.Reduce, ops.Method, error) {
-	reduce, err := ops.ParseReduce(orDefault(s.Reduce, "sumsq"))
-	if err != nil {
-		return 0, 0, fmt.Errorf("--reduce: %w", err)
-	}
+// parse reads the reduction and the method: a formula that is a built-in
+// reduction runs as the built-in.
+func (s InterpSpec) parse() (ops.Reduce, ops.Method, *formula.Formula, error) {
 	method, err := ops.ParseMethod(orDefault(s.Method, "auto"))
 	if err != nil {
-		return 0, 0, fmt.Errorf("--method: %w", err)
+		return 0, 0, nil, fmt.Errorf("--method: %w", err)
 	}
-	return reduce, method, nil
+	reduce, err := ops.ParseReduce(orDefault(s.Reduce, "sumsq"))
+	if err == nil {
+		if err := noParams(s.Params, "--reduce"); err != nil {
+			return 0, 0, nil, err
+		}
+		if s.FailOnNonFinite {
+			return 0, 0, nil, errors.New("--fail-on-nonfinite: it is for a formula in --reduce, and there is none")
+		}
+		return reduce, method, nil, nil
+	}
+	f, err := parseFormula("--reduce", s.Reduce, ops.InterpVars, s.Params, true)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	for _, b := range []struct {
+		src    string
+		reduce ops.Reduce
+	}{{"sum(v^2)", ops.ReduceSumSq}, {"sum(v)", ops.ReduceSum}} {
+		if same, err := formula.Same(f, b.src); err == nil && same {
+			return b.reduce, method, nil, nil
+		}
+	}
+	return ops.ReduceFormula, method, f, nil
 }
 
 // Validate checks what can be checked before any file is read.
 func (s InterpSpec) Validate() error {
-	if _, _, err := s.parse(); err != nil {
+	if _, _, _, err := s.parse(); err != nil {
 		return err
 	}
 	if s.F == "" {
@@ -362,7 +404,10 @@ func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err 
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	reduce, method, _ := s.parse()
+	reduce, method, fx, _ := s.parse()
+	if fx != nil && dev.GPU() {
+		return nil, errors.New("--reduce: formulas run on the CPU; use --device cpu")
+	}
 	t := &InterpTask{}
 	defer func() {
 		if err != nil {
@@ -407,7 +452,12 @@ func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err 
 	} else {
 		q = &UniformQueries{N: s.Points, Lo: s.A, Hi: s.A + float64(g-1)*dx, Seed: s.Seed}
 	}
-	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: q}
+	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: q, FailOnNonFinite: s.FailOnNonFinite}
+	if fx != nil {
+		if cfg.Formula, err = ops.NewInterpFormula(fx, m); err != nil {
+			return nil, err
+		}
+	}
 	if s.Out != "" && withOutput {
 		shape := []int{q.Len()}
 		if reduce == ops.ReduceNone {

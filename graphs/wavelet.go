@@ -1,6 +1,7 @@
 package graphs
 
 import (
+	"go/token"
 	"bufio"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
@@ -56,6 +58,9 @@ type WaveletConfig struct {
 	CSV io.Writer
 	// Device runs the response op on a GPU (nil: the CPU).
 	Device ops.Device
+	// FailOnNonFinite makes a NaN or infinite statistic of a run with
+	// formulas an error.
+	FailOnNonFinite bool
 }
 
 // Wavelet is the wavelet sweep as a Job: each batch is a set of kernels.
@@ -65,8 +70,13 @@ type WaveletConfig struct {
 type Wavelet struct {
 	cfg   WaveletConfig
 	Stats [][4]float64 // energy, std, max, kernel energy, in Combos order
+	// Extra holds the values of the user's statistics, in Combos order
+	// (nil without any).
+	Extra [][]float64
 	order []int        // the order combinations run in
 	pad   [][3]int     // per combination: its group's padding
+	// nonFinite counts NaN or infinite statistics of a run with formulas.
+	nonFinite int64
 	row   []byte
 }
 
@@ -103,6 +113,12 @@ func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 		return nil, err
 	}
 	w := &Wavelet{cfg: cfg, Stats: make([][4]float64, len(cfg.Combos)), order: make([]int, len(cfg.Combos))}
+	if k := w.extra(); k > 0 {
+		w.Extra = make([][]float64, len(cfg.Combos))
+		for i := range w.Extra {
+			w.Extra[i] = make([]float64, k)
+		}
+	}
 	w.pad, _ = WaveletPads(cfg.Src.A, cfg.Combos)
 	for i := range w.order {
 		w.order[i] = i
@@ -156,7 +172,9 @@ func (w *Wavelet) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error
 	if err != nil {
 		return nil, nil, fmt.Errorf("wavelet: build graph: %w", err)
 	}
-	s, err := G.ApplyOpWithName(ops.NewWaveletMoments(w.cfg.Src.N, batch), "stats", sums)
+	mom := ops.NewWaveletMoments(w.cfg.Src.N, batch)
+	mom.Extra = w.extra()
+	s, err := G.ApplyOpWithName(mom, "stats", sums)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wavelet: build graph: %w", err)
 	}
@@ -179,10 +197,30 @@ func (w *Wavelet) Feed(in []*tensor.Dense, off, n int) error {
 // Consume records the batch's statistics in Combos order.
 func (w *Wavelet) Consume(out []*tensor.Dense, off, n int) error {
 	s := out[0].Data().([]float64)
+	k := w.extra()
+	wd := 4 + k
 	for r := range n {
-		w.Stats[w.order[off+r]] = [4]float64{s[4*r], s[4*r+1], s[4*r+2], s[4*r+3]}
+		i := w.order[off+r]
+		w.Stats[i] = [4]float64{s[wd*r], s[wd*r+1], s[wd*r+2], s[wd*r+3]}
+		if k > 0 {
+			copy(w.Extra[i], s[wd*r+4:wd*(r+1)])
+		}
+		if w.cfg.Src.Formulas != nil {
+			w.nonFinite += countNonFinite(s[wd*r : wd*(r+1)])
+		}
+	}
+	if w.cfg.FailOnNonFinite && w.nonFinite > 0 {
+		return errNonFinite("--kernel or --stat", w.nonFinite)
 	}
 	return nil
+}
+
+// extra is the number of the user's statistics.
+func (w *Wavelet) extra() int {
+	if f := w.cfg.Src.Formulas; f != nil {
+		return len(f.Stats)
+	}
+	return 0
 }
 
 // Finish writes the CSV, in Combos order.
@@ -190,13 +228,23 @@ func (w *Wavelet) Finish() error {
 	if w.cfg.CSV == nil {
 		return nil
 	}
-	if _, err := io.WriteString(w.cfg.CSV, "theta,phi,xi,energy,std,max,wavelet_energy\n"); err != nil {
+	header := "theta,phi,xi,energy,std,max,wavelet_energy"
+	if f := w.cfg.Src.Formulas; f != nil {
+		for _, st := range f.Stats {
+			header += "," + st.Name
+		}
+	}
+	if _, err := io.WriteString(w.cfg.CSV, header+"\n"); err != nil {
 		return err
 	}
 	for i, st := range w.Stats {
 		c := w.cfg.Combos[i]
 		b := w.row[:0]
-		for i, v := range []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]} {
+		vals := []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]}
+		if w.Extra != nil {
+			vals = append(vals, w.Extra[i]...)
+		}
+		for i, v := range vals {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -218,11 +266,14 @@ type WaveletResult struct {
 	Theta        float64 `json:"theta_of_max_energy"`
 	Phi          float64 `json:"phi_of_max_energy"`
 	Xi           float64 `json:"xi_of_max_energy"`
+	// NonFinite counts the NaN or infinite statistics of a run with
+	// formulas.
+	NonFinite int64 `json:"nonfinite,omitempty"`
 }
 
 // Result names the combination with the largest response energy.
 func (w *Wavelet) Result() WaveletResult {
-	r := WaveletResult{Combinations: len(w.cfg.Combos)}
+	r := WaveletResult{Combinations: len(w.cfg.Combos), NonFinite: w.nonFinite}
 	for i, s := range w.Stats {
 		if i == 0 || s[0] > r.MaxEnergy {
 			c := w.cfg.Combos[i]
@@ -257,6 +308,18 @@ type WaveletSpec struct {
 	A              float64 // the kernel scale, in voxels
 	// Boundary is "reflect" (the default when empty) or "wrap".
 	Boundary string
+	// Kernel is the user's kernel formula over the offset x, y, z from its
+	// centre, the offset u, v, w in the kernel's frame and theta, phi, xi,
+	// a, sampled over the Mexican hat's support box; "": the hat,
+	// (3 - q)*exp(-q/2) with q = (v/a)^2 + (u/(a*xi))^2 + (w/a)^2.
+	Kernel string
+	// Stats are the user's statistics of each response g, each
+	// "name=formula" reducing to one number, e.g. "l1=sum(abs(g))": extra
+	// CSV columns after the built-in ones.
+	Stats  []string
+	Params map[string]float64
+	// FailOnNonFinite makes a NaN or infinite value of a formula an error.
+	FailOnNonFinite bool
 	// Out is the file the CSV goes to; "": to Stdout.
 	Out    string
 	Stdout io.Writer // nil: the CSV goes nowhere without Out
@@ -271,7 +334,10 @@ func DefaultWaveletSpec() WaveletSpec {
 
 // waveletPlan is a WaveletSpec checked and parsed.
 type waveletPlan struct {
-	boundary ops.Boundary
+	kernel    *formula.Formula
+	stats     []*formula.Formula
+	statNames []string
+	boundary  ops.Boundary
 	combos   []Combo
 	size     [3]int // without a volume file
 }
@@ -298,6 +364,31 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 		if p.size, err = parseSize(s.Size); err != nil {
 			return p, err
 		}
+	}
+	fl := []formulaFlag{{flag: "--kernel", src: s.Kernel, vars: ops.KernelVars, pointwise: true}}
+	seen := map[string]bool{"theta": true, "phi": true, "xi": true, "energy": true, "std": true, "max": true, "wavelet_energy": true}
+	for _, st := range s.Stats {
+		name, src, ok := strings.Cut(st, "=")
+		name = strings.TrimSpace(name)
+		switch {
+		case !ok || strings.TrimSpace(src) == "":
+			return p, fmt.Errorf("--stat %q: want name=formula, e.g. l1=sum(abs(g))", st)
+		case !token.IsIdentifier(name):
+			return p, fmt.Errorf("--stat %q: the name %q is not a name (letters, digits, _)", st, name)
+		case seen[name]:
+			return p, fmt.Errorf("--stat %q: there is already a column %s", st, name)
+		}
+		seen[name] = true
+		p.statNames = append(p.statNames, name)
+		fl = append(fl, formulaFlag{flag: "--stat " + name, src: src, vars: ops.StatVars, reduce: true})
+	}
+	fs, err := parseFormulas(s.Params, fl...)
+	if err != nil {
+		return p, err
+	}
+	p.kernel, p.stats = fs[0], fs[1:]
+	if p.kernel == nil && len(p.stats) == 0 && s.FailOnNonFinite {
+		return p, errors.New("--fail-on-nonfinite: it is for --kernel or --stat, and neither is given")
 	}
 	return p, nil
 }
@@ -448,13 +539,32 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	if err != nil {
 		return nil, err
 	}
+	if p.kernel != nil || len(p.stats) > 0 {
+		if dev.GPU() {
+			return nil, errors.New("--kernel and --stat: formulas run on the CPU; use --device cpu")
+		}
+		f := &ops.WaveletFormulas{}
+		if p.kernel != nil {
+			if f.Kernel, err = ops.NewKernelFormula(p.kernel); err != nil {
+				return nil, err
+			}
+		}
+		for i, st := range p.stats {
+			ws, err := ops.NewWaveletStat(p.statNames[i], st, n[0]*n[1]*n[2])
+			if err != nil {
+				return nil, err
+			}
+			f.Stats = append(f.Stats, ws)
+		}
+		src.Formulas = f
+	}
 	t := &WaveletTask{}
 	defer func() {
 		if err != nil {
 			t.Close()
 		}
 	}()
-	cfg := WaveletConfig{Src: src, Combos: p.combos}
+	cfg := WaveletConfig{Src: src, Combos: p.combos, FailOnNonFinite: s.FailOnNonFinite}
 	if withOutput {
 		switch {
 		case s.Out != "":

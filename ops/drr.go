@@ -36,6 +36,9 @@ type DRR struct {
 	Rows, Cols int
 	Step       float64
 	Batch      int
+	// Mu names the formula that made the volume's attenuation from its
+	// values, for the graph's label ("": the values as they are).
+	Mu string
 
 	out   *tensor.Dense
 	fans  []cpukern.Fan  // this batch's work, reused
@@ -197,7 +200,7 @@ func (op *DRR) ResidentBytes() int64 {
 
 // WriteHash writes every parameter of the op.
 func (op *DRR) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "drr(vol=%p,N=%v,rows=%d,cols=%d,step=%g,batch=%d)", op.Vol, op.Vol.N, op.Rows, op.Cols, op.Step, op.Batch)
+	fmt.Fprintf(h, "drr(vol=%p,N=%v,rows=%d,cols=%d,step=%g,batch=%d,mu=%q)", op.Vol, op.Vol.N, op.Rows, op.Cols, op.Step, op.Batch, op.Mu)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
@@ -207,6 +210,9 @@ func (op *DRR) String() string {
 	method := "siddon"
 	if op.Step > 0 {
 		method = fmt.Sprintf("trilinear step=%gmm", op.Step)
+	}
+	if op.Mu != "" {
+		method += ", μ(h) = " + op.Mu
 	}
 	return fmt.Sprintf("DRR{%dx%dx%d volume, %dx%d detector, %s}", op.Vol.N[0], op.Vol.N[1], op.Vol.N[2], op.Rows, op.Cols, method)
 }

@@ -22,6 +22,9 @@ const (
 	ReduceSumSq Reduce = iota // Σ_j value_j²
 	ReduceSum                 // Σ_j value_j
 	ReduceNone                // all M values
+	// ReduceFormula is a user's formula over the M values (Interp1D's
+	// Formula).
+	ReduceFormula
 )
 
 func (r Reduce) String() string {
@@ -32,6 +35,8 @@ func (r Reduce) String() string {
 		return "sum"
 	case ReduceNone:
 		return "none"
+	case ReduceFormula:
+		return "formula"
 	}
 	return fmt.Sprintf("Reduce(%d)", int(r))
 }
@@ -133,7 +138,7 @@ func NewInterpTable(f []float64, m, g int, a, dx float64, reduce Reduce, method 
 	t := &InterpTable{M: m, G: g, A: a, Dx: dx, ub: a + float64(g+1)*dx, id: tableIDs.Add(1)}
 	p := g + 2
 	switch {
-	case reduce == ReduceNone || method == MethodDirect:
+	case reduce == ReduceNone || reduce == ReduceFormula || method == MethodDirect:
 		if dtype == tensor.Float32 {
 			t.fpT32 = make([]float32, p*m)
 			transposePadded(t.fpT32, f, m, g)
@@ -236,6 +241,8 @@ type Interp1D struct {
 	Method Method
 	Dtype  tensor.Dtype
 	Batch  int
+	// Formula is the user's reduction, for ReduceFormula.
+	Formula *InterpFormula
 
 	out *tensor.Dense
 }
@@ -315,6 +322,8 @@ const grain = 2048
 func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
 	t := op.Table
 	switch {
+	case op.Reduce == ReduceFormula:
+		formulaReduce(op.Formula, t, fpT, x, out)
 	case op.Reduce == ReduceSumSq && t.gram != nil:
 		parallel.For(len(x), grain, func(lo, hi int) { gramSumSq(t, x[lo:hi], out[lo:hi]) })
 	case op.Reduce == ReduceSum && t.colsum != nil:
@@ -396,11 +405,17 @@ func (op *Interp1D) ResidentBytes() int64 { return op.Table.Bytes() }
 func (op *Interp1D) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "interp1d(table=%d,M=%d,G=%d,reduce=%v,method=%v,dtype=%v,batch=%d)",
 		op.Table.id, op.Table.M, op.Table.G, op.Reduce, op.Method, op.Dtype, op.Batch)
+	if op.Formula != nil {
+		fmt.Fprintf(h, "formula=%q", op.Formula.F.Canonical())
+	}
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *Interp1D) Hashcode() uint32 { return hashcode(op) }
 
 func (op *Interp1D) String() string {
+	if op.Formula != nil {
+		return fmt.Sprintf("Interp1D{M=%d, G=%d, reduce=%s}", op.Table.M, op.Table.G, op.Formula.F.Canonical())
+	}
 	return fmt.Sprintf("Interp1D{M=%d, G=%d, reduce=%v, method=%v}", op.Table.M, op.Table.G, op.Reduce, op.Method)
 }

@@ -55,12 +55,16 @@ func (op *WaveletResponse) Type() hm.Type {
 	return hm.NewFnType(G.TensorType{Dims: 2, Of: tensor.Float64}, G.TensorType{Dims: 2, Of: tensor.Float64})
 }
 
-// InferShape is (Batch, WaveletSums).
+// Width is the width of an output row: WaveletSums, then the values of
+// the source's statistics formulas.
+func (op *WaveletResponse) Width() int { return WaveletSums + op.Src.Formulas.extra() }
+
+// InferShape is (Batch, Width).
 func (op *WaveletResponse) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	if len(in) != 1 {
 		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
 	}
-	return tensor.Shape{op.Batch, WaveletSums}, nil
+	return tensor.Shape{op.Batch, op.Width()}, nil
 }
 
 // Do convolves with every kernel of the batch and reduces the responses.
@@ -69,7 +73,7 @@ func (op *WaveletResponse) Do(in ...G.Value) (G.Value, error) {
 		op.scratch = op.Src.newScratch()
 		return nil
 	}, func(r []float64, pad [3]int, dst []float64) error {
-		op.Src.Volume(pad).sums(dst, r[0], r[1], r[2], op.scratch)
+		op.Src.Volume(pad).sums(dst, r[0], r[1], r[2], op.scratch, op.Src.Formulas)
 		return nil
 	})
 }
@@ -85,11 +89,12 @@ func (op *WaveletResponse) eachRow(in []G.Value, setup func() error, sums func(r
 	if !ok || params.Dtype() != tensor.Float64 || params.Shape().TotalSize() != WaveletParams*op.Batch {
 		return nil, fmt.Errorf("wavelet: parameters %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, WaveletParams)
 	}
+	width := op.Width()
 	if op.out == nil {
 		if err := setup(); err != nil {
 			return nil, err
 		}
-		op.out = tensor.New(tensor.WithShape(op.Batch, WaveletSums), tensor.Of(tensor.Float64))
+		op.out = tensor.New(tensor.WithShape(op.Batch, width), tensor.Of(tensor.Float64))
 	}
 	p, o := params.Float64s(), op.out.Float64s() // Data() would box a slice header per call
 	for b := range op.Batch {
@@ -97,7 +102,7 @@ func (op *WaveletResponse) eachRow(in []G.Value, setup func() error, sums func(r
 			return nil, ErrStopped
 		}
 		r := p[WaveletParams*b : WaveletParams*(b+1)]
-		dst := o[WaveletSums*b : WaveletSums*(b+1)]
+		dst := o[width*b : width*(b+1)]
 		if CheckHat(op.Src.A, r[0], r[1], r[2]) != nil {
 			for i := range dst {
 				dst[i] = math.NaN()
@@ -155,14 +160,19 @@ func (s *waveletScratch) kernelArray(w *WaveletVolume) []float32 {
 }
 
 // sums convolves with the kernel of valid parameters (CheckHat) and writes
-// to dst the response's Σ G, Σ G² and max G and the kernel's Σ ψ².
-func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletScratch) {
+// to dst the response's Σ G, Σ G² and max G and the kernel's Σ ψ², then
+// the statistics of f.
+func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) {
 	p := w.plan.Dims
 	k := s.kernelArray(w)
 	half := s.half[:w.plan.HalfLen()]
 	resp := s.resp[:w.plan.Len()]
 	var kernelEnergy float64
-	h := Hat(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
+	sample := Hat
+	if f != nil && f.Kernel != nil {
+		sample = f.Kernel.Sample
+	}
+	h := sample(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
 		kernelEnergy += psi * psi
 		i, j, l := mod(x, p[0]), mod(y, p[1]), mod(z, p[2])
 		t := (i*p[1]+j)*p[2] + l
@@ -204,6 +214,21 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 		sum, sum2, mx = sum+q[0], sum2+q[1], max(mx, q[2])
 	}
 	dst[0], dst[1], dst[2], dst[3] = sum, sum2, mx, kernelEnergy
+	if f == nil {
+		return
+	}
+	// The user's statistics, over the output block row by row.
+	rows := func(piece func(lo, hi int)) {
+		for i := range n[0] {
+			for j := range n[1] {
+				lo := ((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2] + w.Pad[2]
+				piece(lo, lo+n[2])
+			}
+		}
+	}
+	for k, st := range f.Stats {
+		dst[WaveletSums+k] = st.eval(resp, rows)
+	}
 }
 
 // ResidentBytes counts the source, its transform and the scratch.
@@ -212,11 +237,28 @@ func (op *WaveletResponse) ResidentBytes() int64 { return op.Src.Bytes() }
 // WriteHash writes every parameter of the op.
 func (op *WaveletResponse) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "wavelet(src=%p,N=%v,a=%g,%v,maxpad=%v,batch=%d)", op.Src, op.Src.N, op.Src.A, op.Src.Boundary, op.Src.MaxPad, op.Batch)
+	if f := op.Src.Formulas; f != nil {
+		if f.Kernel != nil {
+			fmt.Fprintf(h, "kernel=%q", f.Kernel.F.Canonical())
+		}
+		for _, s := range f.Stats {
+			fmt.Fprintf(h, "stat=%q:%q", s.Name, s.F.Canonical())
+		}
+	}
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *WaveletResponse) Hashcode() uint32 { return hashcode(op) }
 
 func (op *WaveletResponse) String() string {
-	return fmt.Sprintf("WaveletResponse{%v volume, a=%g, %v: Σ G, Σ G², max G, Σ ψ²}", op.Src.N, op.Src.A, op.Src.Boundary)
+	kernel, stats := "", ""
+	if f := op.Src.Formulas; f != nil {
+		if f.Kernel != nil {
+			kernel = ", ψ = " + f.Kernel.F.Canonical()
+		}
+		for _, s := range f.Stats {
+			stats += fmt.Sprintf(", %s = %s", s.Name, s.F.Canonical())
+		}
+	}
+	return fmt.Sprintf("WaveletResponse{%v volume, a=%g, %v%s: Σ G, Σ G², max G, Σ ψ²%s}", op.Src.N, op.Src.A, op.Src.Boundary, kernel, stats)
 }

@@ -116,6 +116,9 @@ type WaveletSource struct {
 	A        float64
 	Boundary Boundary
 	MaxPad   [3]int
+	// Formulas are the user's kernel and statistics (nil: the Mexican
+	// hat and the built-in statistics only).
+	Formulas *WaveletFormulas
 
 	cur  *WaveletVolume
 	ext  []float32
@@ -138,7 +141,7 @@ func NewWaveletSource(v []float32, n [3]int, a float64, b Boundary, maxPad [3]in
 // source transforms into its buffers, so ops running concurrently (on
 // several devices) each need one.
 func (s *WaveletSource) Clone() *WaveletSource {
-	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad}
+	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, Formulas: s.Formulas}
 }
 
 // Volume returns the volume transformed for pad (wrap: no padding).

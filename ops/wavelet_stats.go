@@ -21,6 +21,9 @@ type WaveletMoments struct {
 
 	N     [3]int // the volume's shape: the response has N[0]·N[1]·N[2] voxels
 	Batch int
+	// Extra is the number of the user's statistics after the sums in each
+	// input row, passed through after the four.
+	Extra int
 
 	out *tensor.Dense
 }
@@ -47,7 +50,7 @@ func (op *WaveletMoments) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	if len(in) != 1 {
 		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
 	}
-	return tensor.Shape{op.Batch, 4}, nil
+	return tensor.Shape{op.Batch, 4 + op.Extra}, nil
 }
 
 // Do computes every row's statistics into the op's own buffer.
@@ -56,25 +59,27 @@ func (op *WaveletMoments) Do(in ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("wavelet: want 1 input, got %d", len(in))
 	}
 	s, ok := in[0].(*tensor.Dense)
-	if !ok || s.Dtype() != tensor.Float64 || s.Shape().TotalSize() != WaveletSums*op.Batch {
-		return nil, fmt.Errorf("wavelet: sums %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, WaveletSums)
+	wi, wo := WaveletSums+op.Extra, 4+op.Extra
+	if !ok || s.Dtype() != tensor.Float64 || s.Shape().TotalSize() != wi*op.Batch {
+		return nil, fmt.Errorf("wavelet: sums %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, wi)
 	}
 	if op.out == nil {
-		op.out = tensor.New(tensor.WithShape(op.Batch, 4), tensor.Of(tensor.Float64))
+		op.out = tensor.New(tensor.WithShape(op.Batch, wo), tensor.Of(tensor.Float64))
 	}
 	x, o := s.Float64s(), op.out.Float64s() // Data() would box a slice header per call
 	cnt := float64(op.N[0] * op.N[1] * op.N[2])
 	for b := range op.Batch {
-		sum, sum2, mx, kernelEnergy := x[WaveletSums*b], x[WaveletSums*b+1], x[WaveletSums*b+2], x[WaveletSums*b+3]
+		sum, sum2, mx, kernelEnergy := x[wi*b], x[wi*b+1], x[wi*b+2], x[wi*b+3]
 		mean, mean2 := sum/cnt, sum2/cnt
-		o[4*b], o[4*b+1], o[4*b+2], o[4*b+3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
+		o[wo*b], o[wo*b+1], o[wo*b+2], o[wo*b+3] = sum2, math.Sqrt(max(0, mean2-mean*mean)), mx, kernelEnergy
+		copy(o[wo*b+4:wo*(b+1)], x[wi*b+WaveletSums:wi*(b+1)])
 	}
 	return op.out, nil
 }
 
 // WriteHash writes every parameter of the op.
 func (op *WaveletMoments) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "waveletmoments(N=%v,batch=%d)", op.N, op.Batch)
+	fmt.Fprintf(h, "waveletmoments(N=%v,batch=%d,extra=%d)", op.N, op.Batch, op.Extra)
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.

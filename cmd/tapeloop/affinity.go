@@ -44,7 +44,7 @@ standard-normal images of 100×100.`,
 }
 
 // affinitySpec reads the affinity flags.
-func affinitySpec(c *cli.Context) graphs.AffinitySpec {
+func affinitySpec(c *cli.Context) (graphs.AffinitySpec, error) {
 	s := graphs.AffinitySpec{
 		Images: c.String("images"), N: c.Int("n"), Height: c.Int("height"), Width: c.Int("width"), Seed: c.Uint64("seed"),
 		TF32: c.Bool("tf32"), Out: c.String("out"),
@@ -61,7 +61,9 @@ func affinitySpec(c *cli.Context) graphs.AffinitySpec {
 		v := c.String("shard")
 		s.Shard = &v
 	}
-	return s
+	var err error
+	s.Params, err = params(c)
+	return s, err
 }
 
 // intIfSet is the value of an integer flag given on the command line, or
@@ -75,9 +77,8 @@ func intIfSet(c *cli.Context, name string) *int {
 }
 
 func runAffinity(c *cli.Context) error {
-	spec := affinitySpec(c)
-	var err error
-	if spec.Params, err = params(c); err != nil {
+	spec, err := affinitySpec(c)
+	if err != nil {
 		return err
 	}
 	e, dev, t, err := openTask(c, spec, graphs.OpenAffinity)

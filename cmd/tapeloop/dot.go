@@ -27,7 +27,11 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				t, err := graphs.OpenInterp(interpSpec(c), dev, false)
+				spec, err := interpSpec(c)
+				if err != nil {
+					return err
+				}
+				t, err := graphs.OpenInterp(spec, dev, false)
 				if err != nil {
 					return err
 				}
@@ -44,7 +48,11 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				t, err := graphs.OpenDRR(drrSpec(c), dev, false)
+				spec, err := drrSpec(c)
+				if err != nil {
+					return err
+				}
+				t, err := graphs.OpenDRR(spec, dev, false)
 				if err != nil {
 					return err
 				}
@@ -61,7 +69,11 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				t, err := graphs.OpenWavelet(waveletSpec(c), dev, false)
+				spec, err := waveletSpec(c)
+				if err != nil {
+					return err
+				}
+				t, err := graphs.OpenWavelet(spec, dev, false)
 				if err != nil {
 					return err
 				}
@@ -78,7 +90,11 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				t, err := graphs.OpenAffinity(affinitySpec(c), dev, false)
+				spec, err := affinitySpec(c)
+				if err != nil {
+					return err
+				}
+				t, err := graphs.OpenAffinity(spec, dev, false)
 				if err != nil {
 					return err
 				}

@@ -22,6 +22,10 @@ var drrFlags = []cli.Flag{
 	&cli.StringFlag{Name: "dtype", Category: catDRR, Usage: "raw volumes: uint8, int8, uint16, int16, uint32, int32, float32 or float64, little endian"},
 	&cli.StringFlag{Name: "series", Category: catDRR, Usage: "DICOM: the SeriesInstanceUID to read when the directory holds several (`UID`)"},
 	&cli.BoolFlag{Name: "hu", Category: catDRR, Usage: "the volume is in Hounsfield units: μ = μ_water·max(0, 1 + HU/1000)"},
+	&cli.StringFlag{Name: "mu", Category: catDRR, Usage: "your own attenuation per mm of a voxel's value h, applied once before rendering, e.g. 'where(h < -900, 0, 0.02*(1+h/1000))' (see docs/formulas.md)"},
+	&cli.StringFlag{Name: "post", Category: catDRR, Usage: "your own formula applied to every pixel's line integral p, e.g. 'exp(-p)' (intensity) or '1-exp(-p)'"},
+	paramFlag,
+	failNonFiniteFlag,
 	&cli.Float64Flag{Name: "mu-water", Category: catDRR, Value: drrDefaults.MuWater, Usage: "attenuation of water per mm, for --hu and the phantom"},
 	&cli.IntFlag{Name: "size", Category: catDRR, Value: drrDefaults.Size, Usage: "the built-in Shepp–Logan phantom's size, without --volume"},
 	&cli.StringFlag{Name: "geometry", Category: catDRR, Usage: "poses from a JSON `FILE`: {\"poses\": [{\"source\", \"center\", \"u\", \"v\", \"rows\", \"cols\", \"pixel\"}, …]}"},
@@ -68,7 +72,7 @@ func withoutDtype(flags []cli.Flag) []cli.Flag {
 }
 
 // drrSpec reads the DRR flags.
-func drrSpec(c *cli.Context) graphs.DRRSpec {
+func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
 	s := graphs.DRRSpec{
 		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), Series: c.String("series"),
 		Spacing: c.String("spacing"), Origin: c.String("origin"), Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: c.Float64("mu-water"),
@@ -80,11 +84,18 @@ func drrSpec(c *cli.Context) graphs.DRRSpec {
 		step := c.Float64("step")
 		s.Step = &step
 	}
-	return s
+	s.Mu, s.Post, s.FailOnNonFinite = c.String("mu"), c.String("post"), c.Bool(failNonFiniteFlag.Name)
+	var err error
+	s.Params, err = params(c)
+	return s, err
 }
 
 func runDRR(c *cli.Context) error {
-	e, dev, t, err := openTask(c, drrSpec(c), graphs.OpenDRR)
+	spec, err := drrSpec(c)
+	if err != nil {
+		return err
+	}
+	e, dev, t, err := openTask(c, spec, graphs.OpenDRR)
 	if err != nil {
 		return err
 	}
@@ -96,6 +107,11 @@ func runDRR(c *cli.Context) error {
 		fmt.Fprintln(os.Stderr, "tapeloop: warning: every ray missed the volume: check the geometry against the volume's origin, spacing and direction, and --frame")
 	}
 	r := t.Summary()
-	fmt.Fprintf(os.Stdout, "drr: %d poses of %dx%d, %s: sum of line integrals %.9g, max %.6g\n", r.Poses, r.Rows, r.Cols, r.Method, r.Sum, r.Max)
+	what := "line integrals"
+	if r.Post != "" {
+		what = "post(p) = " + r.Post
+	}
+	fmt.Fprintf(os.Stdout, "drr: %d poses of %dx%d, %s: sum of %s %.9g, max %.6g\n", r.Poses, r.Rows, r.Cols, r.Method, what, r.Sum, r.Max)
+	warnNonFinite(e, "--post", r.NonFinite)
 	return nil
 }

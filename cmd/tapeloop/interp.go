@@ -16,7 +16,9 @@ var interpFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "a", Category: catInterp, Usage: "grid origin"},
 	&cli.Float64Flag{Name: "dx", Category: catInterp, Usage: "grid spacing (default 1/(G−1))"},
 	&cli.StringFlag{Name: "x", Category: catInterp, Usage: "query points, an (N,) .npy `FILE`"},
-	&cli.StringFlag{Name: "reduce", Category: catInterp, Value: "sumsq", Usage: "per query: sumsq (Σ value²), sum or none (all M values)"},
+	&cli.StringFlag{Name: "reduce", Category: catInterp, Value: "sumsq", Usage: "per query: sumsq (Σ value²), sum, none (all M values), or a formula over the M values v at the point x, e.g. 'max(v)' or 'mean(exp(-v))' (see docs/formulas.md)"},
+	paramFlag,
+	failNonFiniteFlag,
 	&cli.StringFlag{Name: "method", Category: catInterp, Value: "auto", Usage: "auto (per-cell Gram/column-sum tables for sumsq/sum) or direct"},
 	&cli.StringFlag{Name: "out", Category: catInterp, Usage: "write per-query results to an .npy `FILE`: (N,), or (N, M) for --reduce none"},
 	&cli.IntFlag{Name: "interpolants", Category: catInterp, Value: 300, Usage: "M, without --f"},
@@ -30,7 +32,8 @@ var interpCommand = &cli.Command{
 	Usage: "evaluate M cubic interpolants on a shared grid at N points",
 	Description: `M interpolants share the uniform grid a + i·dx, i = 0…G−1, with values f[j, i];
 each query is evaluated against all of them with a cubic scheme and
-reduced: sumsq (default), sum, or none. Without --f and --x it runs the
+reduced: sumsq (default), sum, none, or your own formula over the M values v
+at the point x (--reduce 'max(v)'; sum(v^2) is sumsq). Without --f and --x it runs the
 built-in case: M = 300, G = 4096 on [0, 1] with f = x², N = 1,000,000
 uniform queries. It prints the sum over all queries of the reduced value.`,
 	Flags:  append(append([]cli.Flag{}, interpFlags...), engineFlags...),
@@ -38,7 +41,7 @@ uniform queries. It prints the sum over all queries of the reduced value.`,
 }
 
 // interpSpec reads the interpolation flags.
-func interpSpec(c *cli.Context) graphs.InterpSpec {
+func interpSpec(c *cli.Context) (graphs.InterpSpec, error) {
 	s := graphs.InterpSpec{
 		F: c.String("f"), X: c.String("x"), A: c.Float64("a"), Reduce: c.String("reduce"), Method: c.String("method"),
 		Out: c.String("out"), Interpolants: c.Int("interpolants"), Grid: c.Int("grid"), Points: c.Int("points"), Seed: c.Uint64("seed"),
@@ -47,11 +50,18 @@ func interpSpec(c *cli.Context) graphs.InterpSpec {
 		dx := c.Float64("dx")
 		s.DX = &dx
 	}
-	return s
+	s.FailOnNonFinite = c.Bool(failNonFiniteFlag.Name)
+	var err error
+	s.Params, err = params(c)
+	return s, err
 }
 
 func runInterp(c *cli.Context) error {
-	e, dev, t, err := openTask(c, interpSpec(c), graphs.OpenInterp)
+	spec, err := interpSpec(c)
+	if err != nil {
+		return err
+	}
+	e, dev, t, err := openTask(c, spec, graphs.OpenInterp)
 	if err != nil {
 		return err
 	}
@@ -62,5 +72,6 @@ func runInterp(c *cli.Context) error {
 	r := t.Summary()
 	fmt.Fprintf(os.Stdout, "interp: sum of %s over %d queries (M = %d, G = %d, %s): %.17g\n",
 		r.Reduce, r.Queries, r.Interpolants, r.Grid, dev.Dtype(), r.Sum)
+	warnNonFinite(e, "--reduce", r.NonFinite)
 	return nil
 }

@@ -22,6 +22,10 @@ var waveletFlags = []cli.Flag{
 	&cli.StringFlag{Name: "phi", Category: catWavelet, Value: waveletDefaults.Phi, Usage: "φ values, as --theta"},
 	&cli.StringFlag{Name: "xi", Category: catWavelet, Value: waveletDefaults.Xi, Usage: "stretch ξ values (> 0), as --theta"},
 	&cli.StringFlag{Name: "boundary", Category: catWavelet, Value: waveletDefaults.Boundary, Usage: "reflect (half-sample symmetric) or wrap (periodic), as scipy.ndimage.convolve"},
+	&cli.StringFlag{Name: "kernel", Category: catWavelet, Usage: "your own kernel over the offset x, y, z, the rotated offset u, v, w and theta, phi, xi, a, sampled over the hat's support box (default: the hat, (3 - q)*exp(-q/2), q = (v/a)^2 + (u/(a*xi))^2 + (w/a)^2; see docs/formulas.md)"},
+	&cli.StringSliceFlag{Name: "stat", Category: catWavelet, Usage: "your own statistic of each response g, `name=formula` reducing to one number, e.g. l1=sum(abs(g)): a CSV column (repeat for each)"},
+	paramFlag,
+	failNonFiniteFlag,
 	&cli.StringFlag{Name: "out", Category: catWavelet, Usage: "write the statistics CSV to `FILE` (default: standard output)"},
 }
 
@@ -39,16 +43,24 @@ product and one inverse transform.`,
 }
 
 // waveletSpec reads the wavelet flags.
-func waveletSpec(c *cli.Context) graphs.WaveletSpec {
-	return graphs.WaveletSpec{
+func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
+	s := graphs.WaveletSpec{
 		Volume: c.String("volume"), Size: c.String("size"), Seed: c.Uint64("seed"),
 		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"), A: c.Float64("a"),
 		Boundary: c.String("boundary"), Out: c.String("out"), Stdout: os.Stdout, Warn: os.Stderr,
+		Kernel: c.String("kernel"), Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
 	}
+	var err error
+	s.Params, err = params(c)
+	return s, err
 }
 
 func runWavelet(c *cli.Context) error {
-	e, dev, t, err := openTask(c, waveletSpec(c), graphs.OpenWavelet)
+	spec, err := waveletSpec(c)
+	if err != nil {
+		return err
+	}
+	e, dev, t, err := openTask(c, spec, graphs.OpenWavelet)
 	if err != nil {
 		return err
 	}
@@ -61,5 +73,6 @@ func runWavelet(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "wavelet: %d combinations; largest energy %.6g at θ = %.4g, φ = %.4g, ξ = %.4g\n",
 			r.Combinations, r.MaxEnergy, r.Theta, r.Phi, r.Xi)
 	}
+	warnNonFinite(e, "--kernel or --stat", t.Summary().NonFinite)
 	return nil
 }

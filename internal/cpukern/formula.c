@@ -159,3 +159,17 @@ void tl_fx_interp_f64(const tl_fx_prog *p, int64_t nq, int64_t m, const int32_t 
                       double *scratch) {
   PICK(interp, f64, (p, nq, m, start, w, fpT, x, out, s, vbuf, scratch))
 }
+void tl_fx_stream_begin_f32(const tl_fx_prog *p, int32_t bi, double *s, float *scratch) {
+  PICK(stream_begin, f32, (p, bi, s, scratch))
+}
+void tl_fx_stream_feed_f32(const tl_fx_prog *p, int32_t bi, int64_t n, const float *const *in, double *s,
+                           float *scratch) {
+  PICK(stream_feed, f32, (p, bi, n, in, s, scratch))
+}
+void tl_fx_stream_begin_f64(const tl_fx_prog *p, int32_t bi, double *s, double *scratch) {
+  PICK(stream_begin, f64, (p, bi, s, scratch))
+}
+void tl_fx_stream_feed_f64(const tl_fx_prog *p, int32_t bi, int64_t n, const double *const *in, double *s,
+                           double *scratch) {
+  PICK(stream_feed, f64, (p, bi, n, in, s, scratch))
+}

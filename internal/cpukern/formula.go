@@ -6,6 +6,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"unsafe"
 )
@@ -156,7 +157,8 @@ type FxState[T float32 | float64] struct {
 // NewFxState makes working memory for p.
 func NewFxState[T float32 | float64](p *FxProgram) *FxState[T] {
 	p.prog()
-	s := &FxState[T]{p: p, Regs: append([]float64(nil), p.Regs...)}
+	s := &FxState[T]{p: p, Regs: make([]float64, max(len(p.Regs), 1))}
+	copy(s.Regs, p.Regs)
 	s.scratch = make([]T, max(p.Slots, 1)*FxChunk)
 	return s
 }
@@ -262,4 +264,51 @@ func (s *FxState[T]) Interp(m int, start []int32, w []float64, fpT, x, out []T) 
 		C.tl_fx_interp_f64(s.p.c, C.int64_t(nq), C.int64_t(m), (*C.int32_t)(&start[0]), (*C.double)(&w[0]),
 			(*C.double)(&fpT[0]), (*C.double)(&x[0]), (*C.double)(&out[0]), (*C.double)(&s.Regs[0]), (*C.double)(&vb[0]), (*C.double)(&sc[0]))
 	}
+}
+
+// Stream evaluates a reducing program of one vector input made of pieces
+// of x: each is called once per pass over the vector and must call piece
+// with every piece, x[lo:hi], in order. It returns the result.
+func (s *FxState[T]) Stream(x []T, each func(piece func(lo, hi int))) float64 {
+	p := s.p
+	if p.Inputs != 1 || p.Outputs != 0 {
+		panic("cpukern: formula streamed with other than one input and no output")
+	}
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	ip := make([]unsafe.Pointer, 1)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&ip[0])
+	pin.Pin(&x[0])
+	for bi, b := range p.Blocks {
+		switch sc := any(s.scratch).(type) {
+		case []float32:
+			C.tl_fx_stream_begin_f32(p.c, C.int32_t(bi), (*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
+		case []float64:
+			C.tl_fx_stream_begin_f64(p.c, C.int32_t(bi), (*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
+		}
+		if !b.Vector {
+			continue
+		}
+		each(func(lo, hi int) {
+			if lo < 0 || hi > len(x) || lo > hi {
+				panic("cpukern: formula piece outside its vector")
+			}
+			if lo == hi {
+				return
+			}
+			ip[0] = unsafe.Pointer(&x[lo])
+			switch sc := any(s.scratch).(type) {
+			case []float32:
+				C.tl_fx_stream_feed_f32(p.c, C.int32_t(bi), C.int64_t(hi-lo), (**C.float)(unsafe.Pointer(&ip[0])),
+					(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
+			case []float64:
+				C.tl_fx_stream_feed_f64(p.c, C.int32_t(bi), C.int64_t(hi-lo), (**C.double)(unsafe.Pointer(&ip[0])),
+					(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
+			}
+		})
+	}
+	return s.Regs[p.Result]
 }

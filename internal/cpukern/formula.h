@@ -45,6 +45,16 @@ void tl_fx_run_f32(const tl_fx_prog *p, int64_t n, const float *const *in, float
 void tl_fx_run_f64(const tl_fx_prog *p, int64_t n, const double *const *in, double *const *out, double *s,
                    double *scratch);
 
+// tl_fx_stream_*: a reducing program over a vector given in pieces: for
+// each block bi in order, tl_fx_stream_begin, then for a vector block
+// tl_fx_stream_feed with every piece in order.
+void tl_fx_stream_begin_f32(const tl_fx_prog *p, int32_t bi, double *s, float *scratch);
+void tl_fx_stream_feed_f32(const tl_fx_prog *p, int32_t bi, int64_t n, const float *const *in, double *s,
+                           float *scratch);
+void tl_fx_stream_begin_f64(const tl_fx_prog *p, int32_t bi, double *s, double *scratch);
+void tl_fx_stream_feed_f64(const tl_fx_prog *p, int32_t bi, int64_t n, const double *const *in, double *s,
+                           double *scratch);
+
 // tl_fx_pairs_*: out[i*ldo + j] = p(a row i, b row j) over d elements, for
 // i < m, j < n; registers 0 … nr-1 hold ra[i*nr …] and nr … 2nr-1 hold
 // rb[j*nr …] (the rows' precomputed values); s holds the others.

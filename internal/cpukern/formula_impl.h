@@ -133,30 +133,59 @@ static void SFX(prologue)(tl_fx_ins x, double *s, T *const *ptr) {
   }
 }
 
+// feed runs the body of vector block bi over n elements of the inputs
+// in[k], writing the outputs out[k] from element off on.
+static void SFX(feed)(const tl_fx_prog *p, int32_t bi, int64_t n, const T *const *in, T *const *out, int64_t off0,
+                      double *s, T *scratch, T **ptr) {
+  const int32_t *bk = p->blocks + 5 * bi;
+  for (int64_t off = 0; off < n; off += TL_FX_CHUNK) {
+    int64_t nn = n - off < TL_FX_CHUNK ? n - off : TL_FX_CHUNK;
+    for (int32_t k = 0; k < p->nin; k++) {
+      if (nn == TL_FX_CHUNK) {
+        ptr[k] = (T *)in[k] + off;
+      } else { // the last, short chunk: a padded copy, so whole vectors can be read
+        ptr[k] = scratch + (int64_t)k * TL_FX_CHUNK;
+        memcpy(ptr[k], in[k] + off, nn * sizeof(T));
+        memset(ptr[k] + nn, 0, (TL_FX_CHUNK - nn) * sizeof(T));
+      }
+    }
+    SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, nn, s, out, off0 + off);
+  }
+}
+
+// begin starts block bi: runs it if scalar, else its prologue.
+static void SFX(begin)(const tl_fx_prog *p, int32_t bi, double *s, T **ptr) {
+  const int32_t *bk = p->blocks + 5 * bi;
+  if (!bk[0]) {
+    SFX(scalars)(p, bi, bi + 1, s);
+    return;
+  }
+  for (int32_t q = bk[1]; q < bk[2]; q++) SFX(prologue)(p->ins[q], s, ptr);
+}
+
+static void SFX(slots)(const tl_fx_prog *p, T *scratch, T **ptr) {
+  for (int32_t k = 0; k < p->nslot; k++) ptr[k] = scratch + (int64_t)k * TL_FX_CHUNK;
+}
+
 void SFX(run)(const tl_fx_prog *p, int64_t n, const T *const *in, T *const *out, double *s, T *scratch) {
   T *ptr[p->nslot > 0 ? p->nslot : 1];
-  for (int32_t k = 0; k < p->nslot; k++) ptr[k] = scratch + (int64_t)k * TL_FX_CHUNK;
+  SFX(slots)(p, scratch, ptr);
   for (int32_t bi = 0; bi < p->nblocks; bi++) {
-    const int32_t *bk = p->blocks + 5 * bi;
-    if (!bk[0]) {
-      SFX(scalars)(p, bi, bi + 1, s);
-      continue;
-    }
-    for (int32_t q = bk[1]; q < bk[2]; q++) SFX(prologue)(p->ins[q], s, ptr);
-    for (int64_t off = 0; off < n; off += TL_FX_CHUNK) {
-      int64_t nn = n - off < TL_FX_CHUNK ? n - off : TL_FX_CHUNK;
-      for (int32_t k = 0; k < p->nin; k++) {
-        if (nn == TL_FX_CHUNK) {
-          ptr[k] = (T *)in[k] + off;
-        } else { // the last, short chunk: a padded copy, so whole vectors can be read
-          ptr[k] = scratch + (int64_t)k * TL_FX_CHUNK;
-          memcpy(ptr[k], in[k] + off, nn * sizeof(T));
-          memset(ptr[k] + nn, 0, (TL_FX_CHUNK - nn) * sizeof(T));
-        }
-      }
-      SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, nn, s, out, off);
-    }
+    SFX(begin)(p, bi, s, ptr);
+    if (p->blocks[5 * bi]) SFX(feed)(p, bi, n, in, out, 0, s, scratch, ptr);
   }
+}
+
+void SFX(stream_begin)(const tl_fx_prog *p, int32_t bi, double *s, T *scratch) {
+  T *ptr[p->nslot > 0 ? p->nslot : 1];
+  SFX(slots)(p, scratch, ptr);
+  SFX(begin)(p, bi, s, ptr);
+}
+
+void SFX(stream_feed)(const tl_fx_prog *p, int32_t bi, int64_t n, const T *const *in, double *s, T *scratch) {
+  T *ptr[p->nslot > 0 ? p->nslot : 1];
+  SFX(slots)(p, scratch, ptr);
+  SFX(feed)(p, bi, n, in, NULL, 0, s, scratch, ptr);
 }
 
 // pairs_tiled is pairs for a program with one vector block: a tile of

@@ -504,3 +504,21 @@ func canonVars(n *Node, vars []Var) string {
 	}
 	return n.Op.String() + "(" + strings.Join(args, ",") + ")"
 }
+
+// Same tells whether f computes the same as the formula src over the
+// same variables, term for term (as Symmetric compares).
+func Same(f *Formula, src string) (bool, error) {
+	other, err := Parse(src, Env{Flag: f.Env.Flag, Vars: f.Env.Vars, Reduce: f.Env.Reduce})
+	if err != nil {
+		return false, err
+	}
+	g1, err := f.Graph(1)
+	if err != nil {
+		return false, err
+	}
+	g2, err := other.Graph(1)
+	if err != nil {
+		return false, err
+	}
+	return canonVars(g1.Root, g1.Vars) == canonVars(g2.Root, g2.Vars), nil
+}

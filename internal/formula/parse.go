@@ -36,6 +36,13 @@ type Env struct {
 	// Reduce: the formula must give one number per evaluation (a formula
 	// over vectors must reduce them).
 	Reduce bool
+	// Pointwise: the formula is evaluated point by point, so it may not
+	// reduce (its vector variables are the points' coordinates).
+	Pointwise bool
+	// Shared: Params are shared with other formulas of the run, so one
+	// this formula does not use is not an error here (the caller checks
+	// that every one is used by some formula, with Uses).
+	Shared bool
 }
 
 // ErrFormula is wrapped by every error about a formula.
@@ -131,22 +138,22 @@ func Parse(src string, env Env) (*Formula, error) {
 	if err != nil {
 		return nil, err
 	}
-	used := map[string]bool{}
-	ast.Inspect(f.expr, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok {
-			used[id.Name] = true
-		}
-		return true
-	})
 	var unused []string
 	for p := range env.Params {
-		if !used[p] {
+		if !f.Uses(p) {
 			unused = append(unused, p)
 		}
 	}
-	if len(unused) > 0 {
+	if len(unused) > 0 && !env.Shared {
 		sort.Strings(unused)
 		return nil, f.errorf(0, "parameter %s is not used", strings.Join(unused, ", "))
+	}
+	if env.Pointwise {
+		for _, n := range g.Nodes {
+			if n.Op.IsReduction() {
+				return nil, f.errorf(0, "sum, mean, max or min of one argument, dot and norm reduce, and this formula is evaluated point by point: it cannot reduce")
+			}
+		}
 	}
 	if env.Reduce && g.Root.Vec {
 		return nil, f.errorf(0, "gives one value per element of %s; it must reduce to one number: wrap it in sum, mean, max or min",
@@ -169,6 +176,18 @@ func (f *Formula) errorf(col int, format string, args ...any) error {
 }
 
 func (f *Formula) col(n ast.Node) int { return f.fset.Position(n.Pos()).Column }
+
+// Uses tells whether the formula names name.
+func (f *Formula) Uses(name string) bool {
+	used := false
+	ast.Inspect(f.expr, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Name == name {
+			used = true
+		}
+		return !used
+	})
+	return used
+}
 
 // String is the formula as written.
 func (f *Formula) String() string { return f.Src }

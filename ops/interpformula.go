@@ -1,0 +1,78 @@
+package ops
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/internal/parallel"
+)
+
+// InterpVars are the variables of an interpolation's reduction: the M
+// interpolated values at one point, and the point.
+var InterpVars = []formula.Var{
+	{Name: "v", Vector: true, About: "the M interpolated values at the point"},
+	{Name: "x", About: "the point"},
+}
+
+// InterpFormula is a user's reduction over the M values of one query,
+// compiled for M.
+type InterpFormula struct {
+	F    *formula.Formula
+	Prog *cpukern.FxProgram
+
+	states sync.Pool
+	bad    atomic.Int64
+}
+
+// NewInterpFormula compiles f (checked against InterpVars) for m
+// interpolants.
+func NewInterpFormula(f *formula.Formula, m int) (*InterpFormula, error) {
+	g, err := f.Graph(m)
+	if err != nil {
+		return nil, err
+	}
+	p, err := formula.Lower(g, []int{0, 1}, false)
+	if err != nil {
+		return nil, err
+	}
+	return &InterpFormula{F: f, Prog: p}, nil
+}
+
+// NonFinite is the number of NaN or infinite results so far.
+func (f *InterpFormula) NonFinite() int64 { return f.bad.Load() }
+
+type interpState[T float32 | float64] struct {
+	st    *cpukern.FxState[T]
+	start []int32
+	w     []float64
+}
+
+// formulaReduce sets out[q] to the formula over the M values at x[q].
+func formulaReduce[T float32 | float64](f *InterpFormula, t *InterpTable, fpT, x, out []T) {
+	parallel.For(len(x), grain/16, func(lo, hi int) {
+		s, ok := f.states.Get().(*interpState[T])
+		if !ok {
+			s = &interpState[T]{st: cpukern.NewFxState[T](f.Prog)}
+		}
+		defer f.states.Put(s)
+		const chunk = 1024
+		if len(s.start) < chunk {
+			s.start, s.w = make([]int32, chunk), make([]float64, 4*chunk)
+		}
+		var bad int64
+		for c := lo; c < hi; c += chunk {
+			e := min(c+chunk, hi)
+			for q := c; q < e; q++ {
+				st, w := t.weights(float64(x[q]))
+				s.start[q-c] = int32(st)
+				copy(s.w[4*(q-c):], w[:])
+			}
+			s.st.Reset()
+			s.st.Interp(t.M, s.start, s.w, fpT, x[c:e], out[c:e])
+			bad += countBad(out[c:e])
+		}
+		f.bad.Add(bad)
+	})
+}
