@@ -40,8 +40,8 @@ type AffinitySpec struct {
 	Method string
 	// FailOnNonFinite makes a NaN or infinite affinity an error.
 	FailOnNonFinite bool
-	TopK             *int   // keep the K largest affinities per row, self excluded
-	Block            *int   // rows per block, the batch; nil: planned
+	TopK            *int // keep the K largest affinities per row, self excluded
+	Block           *int // rows per block, the batch; nil: planned
 	// Shard computes only shard "i/n" of the rows (0 ≤ i < n) into an
 	// .npz Out, for `tapeloop merge`; Shards splits into this many
 	// shards, this job's index read from Env. Give one or neither.

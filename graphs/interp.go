@@ -279,7 +279,7 @@ type InterpSpec struct {
 	X string // (N,) .npy of query points; "": Points uniform queries
 	A float64
 	// DX is the grid spacing; nil means 1/(G−1).
-	DX     *float64
+	DX *float64
 	// Reduce is "sumsq" (default), "sum", "none", or a formula over the M
 	// values v at a point x reducing to one number, e.g. "max(v)" or
 	// "mean(exp(-v))", with Params; "sum(v^2)" is sumsq, "sum(v)" sum.
@@ -288,7 +288,7 @@ type InterpSpec struct {
 	// FailOnNonFinite makes a NaN or infinite result of a formula an error.
 	FailOnNonFinite bool
 	Method          string // "auto" (default) or "direct"
-	Out    string // .npy for the per-query results; "": none written
+	Out             string // .npy for the per-query results; "": none written
 	// Without F: M interpolants of f = x² on G points over [0, 1].
 	Interpolants, Grid int
 	// Without X: N uniform queries over the grid from a fixed seed.

@@ -1,10 +1,10 @@
 package graphs
 
 import (
-	"go/token"
 	"bufio"
 	"errors"
 	"fmt"
+	"go/token"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -73,11 +73,11 @@ type Wavelet struct {
 	// Extra holds the values of the user's statistics, in Combos order
 	// (nil without any).
 	Extra [][]float64
-	order []int        // the order combinations run in
-	pad   [][3]int     // per combination: its group's padding
+	order []int    // the order combinations run in
+	pad   [][3]int // per combination: its group's padding
 	// nonFinite counts NaN or infinite statistics of a run with formulas.
 	nonFinite int64
-	row   []byte
+	row       []byte
 }
 
 // WaveletPads returns, for every combination, the largest kernel
@@ -338,8 +338,8 @@ type waveletPlan struct {
 	stats     []*formula.Formula
 	statNames []string
 	boundary  ops.Boundary
-	combos   []Combo
-	size     [3]int // without a volume file
+	combos    []Combo
+	size      [3]int // without a volume file
 }
 
 func (s WaveletSpec) parse() (p waveletPlan, err error) {

@@ -69,7 +69,7 @@ func NewKernelFormula(f *formula.Formula) (*KernelFormula, error) {
 }
 
 type kernelRows struct {
-	st                     *cpukern.FxState[float64]
+	st                       *cpukern.FxState[float64]
 	x, y, z, u, v, w, q, psi []float64
 }
 
