@@ -174,8 +174,8 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 	if len(in) != p.Inputs || len(out) != p.Outputs {
 		panic(fmt.Sprintf("cpukern: formula with %d inputs and %d outputs run with %d and %d", p.Inputs, p.Outputs, len(in), len(out)))
 	}
-	if n <= 0 {
-		return
+	if n < 0 {
+		panic("cpukern: formula run over a negative length")
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
@@ -185,15 +185,19 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 		if len(x) < n {
 			panic("cpukern: formula input shorter than n")
 		}
-		pin.Pin(&x[0])
-		ip[i] = unsafe.Pointer(&x[0])
+		if len(x) > 0 {
+			pin.Pin(&x[0])
+			ip[i] = unsafe.Pointer(&x[0])
+		}
 	}
 	for i, x := range out {
 		if len(x) < n {
 			panic("cpukern: formula output shorter than n")
 		}
-		pin.Pin(&x[0])
-		op[i] = unsafe.Pointer(&x[0])
+		if len(x) > 0 {
+			pin.Pin(&x[0])
+			op[i] = unsafe.Pointer(&x[0])
+		}
 	}
 	pin.Pin(&ip[0])
 	pin.Pin(&op[0])

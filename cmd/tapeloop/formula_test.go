@@ -1,0 +1,336 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/testutil"
+)
+
+// The users' formulas against NumPy evaluating the same expressions on
+// fresh random inputs of odd sizes: relative error at most 1e-5 in
+// float32 and 1e-12 in float64 (the norm of the difference over the norm
+// of the reference).
+
+// formulaScript writes the inputs and NumPy's results into a directory.
+const formulaScript = `
+import numpy as np, sys
+d = sys.argv[1]
+rng = np.random.default_rng(int(sys.argv[2]))
+s = 3.7
+
+# Affinity: (N, H, W) images, float32 and float64.
+x64 = rng.uniform(0.05, 1.0, size=(257, 5, 7))
+x32 = x64.astype(np.float32)
+np.save(d + "/img64.npy", x64)
+np.save(d + "/img32.npy", x32)
+def pairs(x, f):
+    x = x.reshape(len(x), -1)
+    return f(x[:, None, :], x[None, :, :])   # (N, N, D) → (N, N)
+S = lambda v: v.sum(-1)
+aff = {
+    "l1": lambda a, b: -S(np.abs(a - b)),
+    "gauss": lambda a, b: np.exp(-S((a - b) ** 2) / (2 * s ** 2)),
+    "ruzicka": lambda a, b: S(np.minimum(a, b)) / S(np.maximum(a, b)),
+    "pearson": lambda a, b: S((a - a.mean(-1, keepdims=True)) * (b - b.mean(-1, keepdims=True))) /
+        (np.linalg.norm(a - a.mean(-1, keepdims=True), axis=-1) * np.linalg.norm(b - b.mean(-1, keepdims=True), axis=-1)),
+    "asym": lambda a, b: S(a ** 2) - 2 * S(a * b) + b.max(-1),
+}
+for name, f in aff.items():
+    np.save(d + "/aff_%s_64.npy" % name, pairs(x64, f))
+    np.save(d + "/aff_%s_32.npy" % name, pairs(x32, f).astype(np.float64))
+
+# Interpolation: the cubic scheme of the original case, then the reductions.
+M, G, N = 29, 41, 5003
+a0, dx = -0.75, 0.0613
+f = rng.standard_normal((M, G)) + 0.2
+ub = a0 + (G + 1) * dx
+q = rng.uniform(a0 - 0.3, ub + 0.3, N)
+np.save(d + "/f.npy", f)
+np.save(d + "/x.npy", q)
+np.save(d + "/f32.npy", f.astype(np.float32))
+np.save(d + "/x32.npy", q.astype(np.float32))
+A = np.array([-1/16, 9/16, 9/16, -1/16]); B = np.array([1/24, -9/8, 9/8, -1/24])
+C = np.array([1/4, -1/4, -1/4, 1/4]);     D = np.array([-1/6, 1/2, -1/2, 1/6])
+def values(f, x):
+    fp = np.pad(f, ((0, 0), (1, 1)))
+    xc = np.clip(x, a0, ub) - a0
+    ix = np.floor(xc / dx)
+    t = (xc / dx - (ix + 0.5))[:, None]
+    w = A + t * (B + t * (C + t * D))
+    start = np.clip(ix.astype(np.int64), 0, G - 2)
+    return np.einsum("mnk,nk->nm", fp[:, start[:, None] + np.arange(4)], w)
+red = {
+    "max": lambda v, x: v.max(1),
+    "meanexp": lambda v, x: np.exp(-v).mean(1),
+    "dist": lambda v, x: np.sum((v - x[:, None]) ** 2, 1) / s,
+    "where": lambda v, x: np.sum(np.where(v > 0.5, v, 0), 1) + np.minimum(x, 0.1),
+}
+for tag, ff, xx in (("64", f, q), ("32", f.astype(np.float32), q.astype(np.float32))):
+    v = values(ff.astype(np.float64), xx.astype(np.float64))
+    if tag == "32":
+        v = v.astype(np.float32)
+    for name, r in red.items():
+        np.save(d + "/red_%s_%s.npy" % (name, tag), np.asarray(r(v, xx), dtype=np.float64))
+
+# DRR: a volume in HU and the attenuation the --mu formula gives.
+h = rng.uniform(-1000, 1500, size=(23, 19, 17)).astype(np.float32)
+np.save(d + "/hu.npy", h)
+mu = np.where(h < -900, 0, 0.02 * (1 + h.astype(np.float64) / 1000)).astype(np.float32)
+np.save(d + "/mu.npy", mu)
+`
+
+func formulaInputs(t *testing.T) string {
+	t.Helper()
+	py := testutil.Python(t, "numpy")
+	dir := t.TempDir()
+	if out, err := exec.Command(py, "-c", formulaScript, dir, "16001").CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// relErr is ‖got − want‖ / ‖want‖, with NaN when either has NaN.
+func relErr(got, want []float64) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range want {
+		num += (got[i] - want[i]) * (got[i] - want[i])
+		den += want[i] * want[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+func tolerance(dtype string) float64 {
+	if dtype == "float64" {
+		return 1e-12
+	}
+	return 1e-5
+}
+
+func TestAffinityFormulasMatchNumPy(t *testing.T) {
+	dir := formulaInputs(t)
+	p := func(n string) string { return filepath.Join(dir, n) }
+	formulas := map[string]string{
+		"l1":      "-sum(abs(a-b))",
+		"gauss":   "exp(-sum((a-b)^2)/(2*s^2))",
+		"ruzicka": "sum(min(a,b))/sum(max(a,b))",
+		"pearson": "sum((a-mean(a))*(b-mean(b)))/(norm(a-mean(a))*norm(b-mean(b)))",
+		"asym":    "sum(a^2) - 2*dot(a, b) + max(b)",
+	}
+	for name, src := range formulas {
+		for _, dt := range []struct{ dtype, tag string }{{"float32", "32"}, {"float64", "64"}} {
+			for _, method := range []string{"auto", "direct"} {
+				// The whole matrix in memory (symmetric formulas computed
+				// once per pair), and rows streamed with top-k beside.
+				for _, mode := range [][]string{{"--block", "29"}, {"--mem-limit", "300KiB", "--block", "17"}} {
+					t.Run(fmt.Sprintf("%s/%s/%s/%v", name, dt.dtype, method, mode), func(t *testing.T) {
+						out := p(fmt.Sprintf("A_%s_%s_%s_%d.npy", name, dt.tag, method, len(mode)))
+						args := append([]string{"affinity", "-q", "--images", p("img" + dt.tag + ".npy"), "--dtype", dt.dtype,
+							"--formula", src, "--method", method, "--out", out}, mode...)
+						if strings.Contains(src, "s^") {
+							args = append(args, "--param", "s=3.7")
+						}
+						args = append(args, "--report", out+".json")
+						if _, se, code := run(t, args...); code != 0 {
+							t.Fatalf("exit %d: %s", code, se)
+						}
+						var rep struct{ Result struct{ Symmetric bool } }
+						b, _ := os.ReadFile(out + ".json")
+						json.Unmarshal(b, &rep)
+						if sym := len(mode) == 2 && name != "asym"; rep.Result.Symmetric != sym {
+							t.Errorf("symmetric mode %v, want %v", rep.Result.Symmetric, sym)
+						}
+						_, got, err := npy.ReadAll64(out)
+						if err != nil {
+							t.Fatal(err)
+						}
+						_, want, _ := npy.ReadAll64(p("aff_" + name + "_" + dt.tag + ".npy"))
+						tol := tolerance(dt.dtype)
+						if method == "auto" && (name == "gauss" || name == "pearson" || name == "asym") {
+							// From dot products: Σa² + Σb² − 2a·b loses what the
+							// difference would have kept; in float64 that is
+							// still far below float32's precision.
+							tol = map[string]float64{"float32": 1e-5, "float64": 1e-10}[dt.dtype]
+						}
+						if e := relErr(got, want); !(e <= tol) {
+							t.Errorf("relative error %.3g > %g", e, tol)
+						}
+					})
+				}
+			}
+		}
+	}
+	// The built-in metric and the formula that writes it agree.
+	l1 := p("builtin_l1.npy")
+	if _, se, code := run(t, "affinity", "-q", "--images", p("img32.npy"), "--metric", "l1", "--out", l1); code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	_, b, _ := npy.ReadAll64(l1)
+	_, f, _ := npy.ReadAll64(p("A_l1_32_auto_2.npy"))
+	if e := relErr(f, b); e > 1e-6 {
+		t.Errorf("--formula -sum(abs(a-b)) and --metric l1 differ by %.3g", e)
+	}
+}
+
+func TestInterpFormulasMatchNumPy(t *testing.T) {
+	dir := formulaInputs(t)
+	p := func(n string) string { return filepath.Join(dir, n) }
+	reductions := map[string]string{
+		"max":     "max(v)",
+		"meanexp": "mean(exp(-v))",
+		"dist":    "sum((v-x)^2)/s",
+		"where":   "sum(where(v > 0.5, v, 0)) + min(x, 0.1)",
+	}
+	for name, src := range reductions {
+		for _, dt := range []struct{ dtype, tag string }{{"float32", "32"}, {"float64", "64"}} {
+			t.Run(name+"/"+dt.dtype, func(t *testing.T) {
+				out := p("R_" + name + "_" + dt.tag + ".npy")
+				args := []string{"interp", "-q", "--f", p("f" + strings.TrimPrefix(dt.tag, "64") + ".npy"),
+					"--x", p("x" + strings.TrimPrefix(dt.tag, "64") + ".npy"), "--a", "-0.75", "--dx", "0.0613",
+					"--reduce", src, "--dtype", dt.dtype, "--batch", "777", "--out", out}
+				if strings.Contains(src, "/s") {
+					args = append(args, "--param", "s=3.7")
+				}
+				if _, se, code := run(t, args...); code != 0 {
+					t.Fatalf("exit %d: %s", code, se)
+				}
+				_, got, err := npy.ReadAll64(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, want, _ := npy.ReadAll64(p("red_" + name + "_" + dt.tag + ".npy"))
+				if e := relErr(got, want); !(e <= tolerance(dt.dtype)) {
+					t.Errorf("relative error %.3g > %g", e, tolerance(dt.dtype))
+				}
+			})
+		}
+	}
+	// sum(v^2) is the built-in sumsq: the same numbers, bit for bit.
+	for _, r := range []string{"sumsq", "sum(v^2)"} {
+		if _, se, code := run(t, "interp", "-q", "--f", p("f.npy"), "--x", p("x.npy"), "--a", "-0.75", "--dx", "0.0613",
+			"--reduce", r, "--out", p("sq_"+r+".npy")); code != 0 {
+			t.Fatalf("exit %d: %s", code, se)
+		}
+	}
+	a, _ := os.ReadFile(p("sq_sumsq.npy"))
+	b, _ := os.ReadFile(p("sq_sum(v^2).npy"))
+	if string(a) != string(b) {
+		t.Error("--reduce 'sum(v^2)' differs from --reduce sumsq")
+	}
+}
+
+func TestDRRFormulasMatchNumPy(t *testing.T) {
+	dir := formulaInputs(t)
+	p := func(n string) string { return filepath.Join(dir, n) }
+	geo := []string{"--orbit", "5", "--detector", "31x27", "--pixel", "1.3", "--sdd", "300", "--sid", "150", "--spacing", "1.1,0.9,1.3"}
+	render := func(out string, args ...string) []float64 {
+		t.Helper()
+		a := append(append([]string{"drr", "-q", "--out", p(out)}, geo...), args...)
+		if _, se, code := run(t, a...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, se)
+		}
+		_, img, err := npy.ReadAll64(p(out + "/drr.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	// --mu maps the volume as NumPy does: the same images as the volume
+	// NumPy mapped.
+	want := render("ref", "--volume", p("mu.npy"))
+	got := render("mu", "--volume", p("hu.npy"), "--mu", "where(h < -900, 0, 0.02*(1+h/1000))")
+	if e := relErr(got, want); !(e <= 1e-5) {
+		t.Errorf("--mu: relative error %.3g > 1e-5", e)
+	}
+	// --post against NumPy's exp(-p) and 1 − exp(−p) of the line integrals.
+	for _, post := range []struct {
+		src string
+		f   func(float64) float64
+	}{{"exp(-p)", func(x float64) float64 { return math.Exp(-x) }}, {"1-exp(-p)", func(x float64) float64 { return 1 - math.Exp(-x) }}} {
+		img := render("post", "--volume", p("mu.npy"), "--post", post.src)
+		ref := make([]float64, len(want))
+		for i, x := range want {
+			ref[i] = float64(float32(post.f(float64(float32(x)))))
+		}
+		if e := relErr(img, ref); !(e <= 1e-5) {
+			t.Errorf("--post %s: relative error %.3g > 1e-5", post.src, e)
+		}
+	}
+}
+
+func TestWaveletFormulas(t *testing.T) {
+	py := testutil.Python(t, "numpy", "scipy.ndimage")
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	script := `
+import numpy as np, sys
+from scipy import ndimage
+d = sys.argv[1]
+rng = np.random.default_rng(16003)
+v = rng.standard_normal((11, 9, 13)).astype(np.float32)
+np.save(d + "/v.npy", v)
+a = 1.3
+rows = []
+for th in (0.0, 0.9):
+    for ph in (0.4,):
+        for xi in (1.0, 1.7):
+            c, s, cp, sp = np.cos(th), np.sin(th), np.cos(ph), np.sin(ph)
+            R = np.array([[cp * c, -s, sp * c], [cp * s, c, sp * s], [-sp, 0, cp]])
+            dd = np.array([(a * xi) ** 2, a * a, a * a])
+            h = [int(np.ceil(np.sqrt(36 * np.sum(R[:, i] ** 2 * dd)) - 1e-9)) for i in range(3)]
+            x, y, z = np.meshgrid(*[np.arange(-k, k + 1) for k in h], indexing="ij")
+            u = R[0, 0] * x + R[0, 1] * y + R[0, 2] * z
+            w = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z
+            psi = np.exp(-(x**2 + y**2 + z**2) / (2 * a * a)) * np.cos(u / xi) - 0.1 * (w > 0)
+            g = ndimage.convolve(v.astype(np.float64), psi, mode="reflect")
+            rows.append((th, ph, xi, (g**2).sum(), g.std(), g.max(), (psi**2).sum(), np.abs(g).sum(), g.mean(), ((g - g.mean())**4).mean()))
+np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("scipy: %v\n%s", err, out)
+	}
+	out := p("stats.csv")
+	_, se, code := run(t, "wavelet", "-q", "--volume", p("v.npy"), "--a", "1.3", "--theta", "0,0.9", "--phi", "0.4", "--xi", "1,1.7",
+		"--kernel", "exp(-(x^2+y^2+z^2)/(2*a^2))*cos(u/xi) - c*(w > 0)", "--param", "c=0.1",
+		"--stat", "l1=sum(abs(g))", "--stat", "m=mean(g)", "--stat", "k4=mean((g-mean(g))^4)", "--batch", "3", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	got := readCSV(t, out, true)
+	want := readCSV(t, p("ref.csv"), false)
+	if len(got) != 4 || len(want) != 4 || len(got[0]) != 10 {
+		t.Fatalf("%d rows of %d columns, reference %d rows", len(got), len(got[0]), len(want))
+	}
+	for i := range want {
+		for j := range 10 {
+			// float32 transforms against SciPy's float64 direct
+			// convolution: 1e-4, as the built-in statistics' test.
+			if d := math.Abs(got[i][j] - want[i][j]); d > 1e-4*math.Abs(want[i][j])+1e-6 {
+				t.Errorf("row %d column %d: %v, scipy %v", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+	// The hat written as a formula is the built-in kernel: the same CSV.
+	a, b := p("builtin.csv"), p("formula.csv")
+	for _, c := range [][]string{{"--out", a}, {"--out", b, "--kernel", "(3 - q)*exp(-q/2)"}} {
+		args := append([]string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0:pi:3", "--phi", "0.4", "--xi", "1,2"}, c...)
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, se)
+		}
+	}
+	x, _ := os.ReadFile(a)
+	y, _ := os.ReadFile(b)
+	if string(x) != string(y) {
+		t.Errorf("the hat as a formula differs from the built-in kernel:\n%s\n%s", x, y)
+	}
+}
