@@ -129,7 +129,14 @@ func Parse(src string, env Env) (*Formula, error) {
 	if err != nil {
 		var list scanner.ErrorList
 		if errors.As(err, &list) && len(list) > 0 {
-			return nil, f.errorf(list[0].Pos.Column, "%s", list[0].Msg)
+			msg := list[0].Msg
+			switch {
+			case strings.Contains(msg, "argument list") || strings.Contains(msg, "expected ')'"):
+				msg = "a parenthesis is not closed: missing )"
+			case strings.Contains(msg, "expected operand"):
+				msg = "expected a number, a name or ( here"
+			}
+			return nil, f.errorf(list[0].Pos.Column, "%s", msg)
 		}
 		return nil, f.errorf(0, "%v", err)
 	}
