@@ -147,7 +147,7 @@ func formulaBlock[T float32 | float64](op *Pairwise, c0, b int, idx []float64, r
 			st.pair.Reset()
 			st.pair.Pairs(m, nc, dd, rows[r*dd:], dd, xc, dd, out[r*n+c0:], n, st.ra, pf.rowVals[c0*nr:], nr)
 			for i := range m {
-				bad += countBad(out[(r+i)*n+c0 : (r+i+1)*n])
+				bad += countRow(out[(r+i)*n+c0:(r+i+1)*n], c0, int(idx[r+i]), op.Upper)
 			}
 		}
 		pf.bad.Add(bad)
@@ -156,7 +156,7 @@ func formulaBlock[T float32 | float64](op *Pairwise, c0, b int, idx []float64, r
 
 // productRows turns rows [0, b) of a block of dot products (columns
 // [c0, N)) into the formula's values in out, the rows images idx[0], ….
-func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float64, blk, out []T, cols [][]T) {
+func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float64, blk, out []T, cols [][]T, upper bool) {
 	nr := pf.Plan.NRow()
 	nc := n - c0
 	parallel.For(b, 16, func(lo, hi int) {
@@ -174,10 +174,25 @@ func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float
 			st.product.Reset()
 			copy(st.product.Regs, pf.rowVals[img*nr:(img+1)*nr])
 			st.product.Run(nc, in, [][]T{o})
-			bad += countBad(o)
+			bad += countRow(o, c0, img, upper)
 		}
 		pf.bad.Add(bad)
 	})
+}
+
+// countRow counts the non-finite values of a computed row o, columns
+// [c0, N) of image img's row: with upper, each off-diagonal value stands
+// for two entries of the matrix (it is mirrored).
+func countRow[T float32 | float64](o []T, c0, img int, upper bool) int64 {
+	c := countBad(o)
+	if !upper {
+		return c
+	}
+	c *= 2
+	if d := img - c0; d >= 0 && d < len(o) && countBad(o[d:d+1]) > 0 {
+		c--
+	}
+	return c
 }
 
 func countBad[T float32 | float64](v []T) int64 {
@@ -266,9 +281,9 @@ func (op *PairMap) Do(in ...G.Value) (G.Value, error) {
 	}
 	switch b := blk.Data().(type) {
 	case []float32:
-		productRows(op.F, c0, m, n, idx, b, op.out.Data().([]float32), op.F.cols32)
+		productRows(op.F, c0, m, n, idx, b, op.out.Data().([]float32), op.F.cols32, op.Upper)
 	case []float64:
-		productRows(op.F, c0, m, n, idx, b, op.out.Data().([]float64), op.F.cols64)
+		productRows(op.F, c0, m, n, idx, b, op.out.Data().([]float64), op.F.cols64, op.Upper)
 	}
 	return op.out, nil
 }

@@ -1008,5 +1008,54 @@ func hostileCases() []hostile {
 		hostile{name: "wavelet/volume is a raw", args: []string{"wavelet", "--quiet", "--volume", "v.raw"},
 			files: files("v.raw", make([]byte, 8)), want: "v.raw"},
 	)
+
+	// The users' formulas: every mistake named, with its column, before
+	// any work.
+	smallArgs := []string{"--n", "9", "--height", "2", "--width", "3"}
+	aff := func(name, want string, args ...string) hostile {
+		return hostile{name: "formula/affinity " + name, args: append(append([]string{"affinity", "--quiet"}, smallArgs...), args...), want: want}
+	}
+	add(
+		aff("unknown function", "column 5: unknown function abss", "--formula", "sum(abss(a-b))"),
+		aff("unknown name", "column 5: unknown name c", "--formula", "sum(c*a)"),
+		aff("missing parameter", "--param s=VALUE", "--formula", "exp(-sum((a-b)^2)/(2*s^2))"),
+		aff("parameter twice", "given twice", "--formula", "sum(a*b)*s", "--param", "s=1", "--param", "s=2"),
+		aff("parameter not a number", "not a finite number", "--formula", "sum(a*b)*s", "--param", "s=x"),
+		aff("parameter infinite", "not a finite number", "--formula", "sum(a*b)*s", "--param", "s=inf"),
+		aff("parameter without name", "name=value", "--formula", "sum(a*b)", "--param", "=3"),
+		aff("parameter unused", "parameter t is not used", "--formula", "sum(a*b)", "--param", "t=1"),
+		aff("parameter without formula", "--param", "--param", "t=1"),
+		aff("parameter named as a variable", "name of a variable", "--formula", "sum(a*b)", "--param", "a=1"),
+		aff("wrong arity", "where takes 3 arguments, got 2", "--formula", "sum(where(a > b, a))"),
+		aff("does not reduce", "must reduce to one number", "--formula", "abs(a-b)"),
+		aff("syntax error", "column 8: a parenthesis is not closed", "--formula", "sum(a-b"),
+		aff("python power", "write powers as x^y", "--formula", "sum((a-b)**2)"),
+		aff("empty formula", "empty formula", "--formula", " "),
+		aff("with metric", "--metric is not used with --formula", "--formula", "sum(a*b)", "--metric", "l1"),
+		aff("bad method", "--method", "--formula", "sum(a*b)", "--method", "fast"),
+		aff("method without formula", "--method", "--method", "direct"),
+		aff("nonfinite fails", "non-finite", "--formula", "sum(a*b)/0", "--fail-on-nonfinite"),
+		aff("nonfinite fails direct", "non-finite", "--formula", "log(sum(a-b))", "--method", "direct", "--fail-on-nonfinite"),
+		hostile{name: "formula/affinity formula on a GPU", args: append(append([]string{"affinity", "--quiet", "--device", "cuda"}, smallArgs...),
+			"--formula", "sum(a*b)"), want: ""},
+		hostile{name: "formula/interp reduce unknown", args: []string{"interp", "--quiet", "--points", "10", "--reduce", "maximum(v)"}, want: "unknown function maximum"},
+		hostile{name: "formula/interp reduce vector", args: []string{"interp", "--quiet", "--points", "10", "--reduce", "v^2"}, want: "must reduce"},
+		hostile{name: "formula/interp reduce of x", args: []string{"interp", "--quiet", "--points", "10", "--reduce", "sum(x)"}, want: "no vector axis"},
+		hostile{name: "formula/interp nonfinite", args: []string{"interp", "--quiet", "--points", "10", "--reduce", "log(sum(v)-1e9)", "--fail-on-nonfinite"}, want: "non-finite"},
+		hostile{name: "formula/interp param without formula", args: []string{"interp", "--quiet", "--points", "10", "--param", "s=1"}, want: "--param"},
+		hostile{name: "formula/drr mu with hu", args: []string{"drr", "--quiet", "--orbit", "1", "--detector", "4x4", "--mu", "h", "--hu", "--volume", "v.npy"},
+			files: files("v.npy", npyOf(npy.Float32, []int{2, 3, 4}, make([]float64, 24))), want: "--mu and --hu"},
+		hostile{name: "formula/drr mu unknown name", args: []string{"drr", "--quiet", "--size", "8", "--orbit", "1", "--detector", "4x4", "--mu", "hu*2"}, want: "unknown name hu"},
+		hostile{name: "formula/drr mu not finite", args: []string{"drr", "--quiet", "--size", "8", "--orbit", "1", "--detector", "4x4", "--mu", "1/h"}, want: "non-finite"},
+		hostile{name: "formula/drr post nonfinite", args: []string{"drr", "--quiet", "--size", "8", "--orbit", "1", "--detector", "4x4", "--post", "log(p-1e6)", "--fail-on-nonfinite"}, want: "non-finite"},
+		hostile{name: "formula/drr param unused by both", args: []string{"drr", "--quiet", "--size", "8", "--orbit", "1", "--detector", "4x4", "--post", "p*k", "--param", "k=1", "--param", "j=2"}, want: "--param j"},
+		hostile{name: "formula/wavelet kernel reduces", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--kernel", "q - mean(q)"}, want: "cannot reduce"},
+		hostile{name: "formula/wavelet stat without name", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "sum(g)"}, want: "name=formula"},
+		hostile{name: "formula/wavelet stat name taken", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "energy=sum(g^2)"}, want: "already a column energy"},
+		hostile{name: "formula/wavelet stat twice", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "e=sum(g)", "--stat", "e=max(g)"}, want: "already a column e"},
+		hostile{name: "formula/wavelet stat bad name", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "2x=sum(g)"}, want: "is not a name"},
+		hostile{name: "formula/wavelet stat not reducing", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "s=g^2"}, want: "must reduce"},
+		hostile{name: "formula/wavelet stat nonfinite", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "s=log(min(g)-1e9)", "--fail-on-nonfinite"}, want: "non-finite"},
+	)
 	return cs
 }
