@@ -115,7 +115,7 @@ func (c *pairCompiler) row(n *Node, side int) int {
 	}
 	c.rowKey[key] = len(c.rows)
 	c.rows = append(c.rows, &Graph{Root: r, Nodes: rb.nodes, Vars: rowVars})
-	c.rowText = append(c.rowText, key)
+	c.rowText = append(c.rowText, Pretty(r, rowVars))
 	return len(c.rows) - 1
 }
 
@@ -377,7 +377,7 @@ func (c *pairCompiler) rowOf(src string) int {
 	}
 	c.rowKey[key] = len(c.rows)
 	c.rows = append(c.rows, g)
-	c.rowText = append(c.rowText, key)
+	c.rowText = append(c.rowText, Pretty(g.Root, rowVars))
 	return len(c.rows) - 1
 }
 
@@ -521,4 +521,53 @@ func Same(f *Formula, src string) (bool, error) {
 		return false, err
 	}
 	return canonVars(g1.Root, g1.Vars) == canonVars(g2.Root, g2.Vars), nil
+}
+
+// Pretty writes n as a formula of the language, with the parentheses the
+// operators' precedence needs, for labels.
+func Pretty(n *Node, vars []Var) string {
+	s, _ := pretty(n, vars)
+	return s
+}
+
+// pretty returns n written out and the precedence of its outermost
+// operator (5 for an operand).
+func pretty(n *Node, vars []Var) (string, int) {
+	switch n.Op {
+	case OpConst:
+		return strconv.FormatFloat(n.Val, 'g', -1, 64), 5
+	case OpVar:
+		return vars[n.Var].Name, 5
+	}
+	arg := func(i, min int) string {
+		s, p := pretty(n.Args[i], vars)
+		if p < min {
+			return "(" + s + ")"
+		}
+		return s
+	}
+	prec := map[Op]int{OpOr: 0, OpAnd: 0, OpLT: 1, OpLE: 1, OpGT: 1, OpGE: 1, OpEQ: 1, OpNE: 1,
+		OpAdd: 2, OpSub: 2, OpMul: 3, OpDiv: 3}
+	switch {
+	case n.Op == OpMul && n.Args[0] == n.Args[1]:
+		return arg(0, 5) + "^2", 4
+	case n.Op == OpPow:
+		return arg(0, 5) + "^" + arg(1, 5), 4
+	case n.Op == OpNeg:
+		return "-" + arg(0, 4), 3
+	case n.Op == OpNot:
+		return "!" + arg(0, 5), 4
+	}
+	if p, ok := prec[n.Op]; ok {
+		right := p + 1 // left-associative
+		if n.Op == OpAdd || n.Op == OpMul {
+			right = p
+		}
+		return arg(0, p) + n.Op.String() + arg(1, right), p
+	}
+	args := make([]string, len(n.Args))
+	for i := range n.Args {
+		args[i], _ = pretty(n.Args[i], vars)
+	}
+	return n.Op.String() + "(" + strings.Join(args, ", ") + ")", 5
 }
