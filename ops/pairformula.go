@@ -89,8 +89,14 @@ func columns[T float32 | float64](vals []float64, n, nr int) [][]T {
 
 // Bytes is the memory of the images' values.
 func (pf *PairFormula) Bytes() int64 {
-	return int64(8*len(pf.rowVals)) + int64(len(pf.cols32)*len(pf.rowVals)/max(1, pf.Plan.NRow())*4) +
-		int64(len(pf.cols64)*len(pf.rowVals)/max(1, pf.Plan.NRow())*8)
+	b := int64(8 * len(pf.rowVals))
+	for _, c := range pf.cols32 {
+		b += int64(4 * len(c))
+	}
+	for _, c := range pf.cols64 {
+		b += int64(8 * len(c))
+	}
+	return b
 }
 
 // NonFinite is the number of NaN or infinite affinities computed so far.
