@@ -12,6 +12,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/shard"
+	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -306,10 +307,26 @@ func pairwiseRows(t *testing.T, data *ops.PairData, m ops.Metric) []float32 {
 // pool's bookkeeping, as TestProgramReplayDoesNotAllocate bounds it.
 func TestAffinityReplayDoesNotAllocate(t *testing.T) {
 	data := testImages(t, 300, 40, ops.MetricDot)
+	formula := func(src string) *ops.PairFormula {
+		f, err := formula.Parse(src, formula.Env{Flag: "--formula", Vars: formula.PairVars, Reduce: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := ops.NewPairFormula(f, data, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pf
+	}
+	perPair, product := formula("-sum(abs(a-b))"), formula("exp(-sum((a-b)^2)/8)")
 	for _, c := range []struct {
 		name string
 		cfg  AffinityConfig
-	}{{"streamed", AffinityConfig{}}, {"top-k", AffinityConfig{TopK: 5}}, {"symmetric", AffinityConfig{Symmetric: true}}} {
+	}{{"streamed", AffinityConfig{}}, {"top-k", AffinityConfig{TopK: 5}}, {"symmetric", AffinityConfig{Symmetric: true}},
+		{"formula per pair, streamed", AffinityConfig{Formula: perPair}},
+		{"formula per pair, symmetric", AffinityConfig{Formula: perPair, Symmetric: true}},
+		{"formula from dot products, streamed", AffinityConfig{Formula: product}},
+		{"formula from dot products, top-k", AffinityConfig{Formula: product, TopK: 5}}} {
 		c.cfg.Data, c.cfg.Metric = data, ops.MetricDot
 		job, err := NewAffinity(c.cfg)
 		if err != nil {

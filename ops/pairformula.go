@@ -168,7 +168,7 @@ func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float
 	parallel.For(b, 16, func(lo, hi int) {
 		st := getStates[T](pf)
 		defer pf.states.Put(st)
-		in := make([][]T, 1+nr)
+		in, outs := make([][]T, 1+nr), make([][]T, 1)
 		for k := range nr {
 			in[1+k] = cols[k][c0:]
 		}
@@ -179,7 +179,8 @@ func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float
 			img := int(idx[i])
 			st.product.Reset()
 			copy(st.product.Regs, pf.rowVals[img*nr:(img+1)*nr])
-			st.product.Run(nc, in, [][]T{o})
+			outs[0] = o
+			st.product.Run(nc, in, outs)
 			bad += countRow(o, c0, img, upper)
 		}
 		pf.bad.Add(bad)

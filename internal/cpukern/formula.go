@@ -152,6 +152,7 @@ type FxState[T float32 | float64] struct {
 	Regs    []float64
 	scratch []T
 	vbuf    []T
+	ip, op  []unsafe.Pointer // the inputs' and outputs' addresses, for C
 }
 
 // NewFxState makes working memory for p.
@@ -160,6 +161,7 @@ func NewFxState[T float32 | float64](p *FxProgram) *FxState[T] {
 	s := &FxState[T]{p: p, Regs: make([]float64, max(len(p.Regs), 1))}
 	copy(s.Regs, p.Regs)
 	s.scratch = make([]T, max(p.Slots, 1)*FxChunk)
+	s.ip, s.op = make([]unsafe.Pointer, max(p.Inputs, 1)), make([]unsafe.Pointer, max(p.Outputs, 1))
 	return s
 }
 
@@ -179,8 +181,7 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
-	ip := make([]unsafe.Pointer, max(len(in), 1))
-	op := make([]unsafe.Pointer, max(len(out), 1))
+	ip, op := s.ip, s.op
 	for i, x := range in {
 		if len(x) < n {
 			panic("cpukern: formula input shorter than n")
