@@ -11,8 +11,8 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
