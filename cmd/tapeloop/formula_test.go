@@ -334,3 +334,38 @@ np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
 		t.Errorf("the hat as a formula differs from the built-in kernel:\n%s\n%s", x, y)
 	}
 }
+
+// TestAffinityFormulaShards: a formula's shards merge into the matrix of
+// one run, and shards of two formulas (or of one formula with two
+// parameter values) are refused.
+func TestAffinityFormulaShards(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	base := []string{"affinity", "-q", "--n", "37", "--height", "3", "--width", "5", "--formula", "exp(-sum((a-b)^2)/(2*s^2))"}
+	shard := func(out, index, s string) {
+		t.Helper()
+		args := append(append([]string{}, base...), "--param", "s="+s, "--shard", index+"/2", "--out", p(out))
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, se)
+		}
+	}
+	shard("s0.npz", "0", "2")
+	shard("s1.npz", "1", "2")
+	shard("t1.npz", "1", "3")
+	if _, se, code := run(t, "merge", "--out", p("m.npy"), p("s0.npz"), p("s1.npz")); code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, se)
+	}
+	one := append(append([]string{}, base...), "--param", "s=2", "--out", p("one.npy"))
+	if _, se, code := run(t, one...); code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	_, m, _ := npy.ReadAll64(p("m.npy"))
+	_, o, _ := npy.ReadAll64(p("one.npy"))
+	if e := relErr(m, o); e != 0 {
+		t.Errorf("merged shards differ from one run by %.3g", e)
+	}
+	_, se, code := run(t, "merge", "--out", p("bad.npy"), p("s0.npz"), p("t1.npz"))
+	if code != 1 || !strings.Contains(se, "different run") || !strings.Contains(se, "s=3") {
+		t.Errorf("shards of two parameter values: exit %d: %s", code, se)
+	}
+}

@@ -12,10 +12,57 @@ typedef IT SFX(vi) __attribute__((vector_size(W * sizeof(T)), aligned(sizeof(T))
 static inline V SFX(bits)(VI m, V x) { return (V)(m & (VI)x); }
 static inline V SFX(select)(VI m, V x, V y) { return (V)((m & (VI)x) | (~m & (VI)y)); }
 
+// hsum adds the lanes of v pairwise, halving the vector each step.
+static inline T SFX(hsum)(V v) {
+  T t[W];
+  memcpy(t, &v, sizeof(t));
+  for (int w = W / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; l++) t[l] += t[l + w];
+  return t[0];
+}
+
+// FOLD4(expr) sets acc to the sum of expr over k < full, in four
+// accumulators (k, k+1, k+2, k+3 at once): one would wait on the latency
+// of each addition.
+#define FOLD4(expr)                                               \
+  {                                                               \
+    V f0 = zero, f1 = zero, f2 = zero, f3 = zero;                 \
+    int64_t k = 0;                                                \
+    for (; k + 4 <= full; k += 4) {                               \
+      f0 += (expr);                                               \
+      k++;                                                        \
+      f1 += (expr);                                               \
+      k++;                                                        \
+      f2 += (expr);                                               \
+      k++;                                                        \
+      f3 += (expr);                                               \
+      k -= 3;                                                     \
+    }                                                             \
+    for (; k < full; k++) f0 += (expr);                           \
+    acc = (f0 + f1) + (f2 + f3);                                  \
+  }
+
+// accumulate adds a chunk's sum, its lanes acc and its tail t, to
+// register r: at once (vacc NULL), or into the vector accumulator vacc[r],
+// whose lanes go to the register when flush is set (every few chunks, so
+// that a lane's float sum stays short).
+static inline void SFX(accumulate)(double *s, V *vacc, int32_t r, V acc, T t, int flush) {
+  if (!vacc) {
+    s[r] += SFX(hsum)(acc) + t;
+    return;
+  }
+  vacc[r] += acc;
+  s[r] += t;
+  if (flush) {
+    s[r] += SFX(hsum)(vacc[r]);
+    vacc[r] = (V){0};
+  }
+}
+
 // body runs the instructions of a vector block's body over one chunk of nn
 // elements (nv vectors; the slots' lanes past nn hold padding).
 static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int64_t nn, double *s,
-                      T *const *out, int64_t off) {
+                      T *const *out, int64_t off, V *vacc, int flush) {
   const int64_t nv = (nn + W - 1) / W, full = nn / W;
   const V one = (V){0} + (T)1, zero = (V){0};
   const VI absmask = (VI){0} + (IT)(~((IT)1 << (sizeof(IT) * 8 - 1)));
@@ -60,18 +107,17 @@ static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int64_t
 #undef EACH
 #undef LANES
     case TL_FX_RSUM: {
-      V acc = zero;
-      for (int64_t k = 0; k < full; k++) acc += u[k];
+      V acc;
+      FOLD4(u[k])
       T t = 0;
-      for (int l = 0; l < W; l++) t += acc[l];
       for (int64_t k = full * W; k < nn; k++) t += us[k];
-      s[x.dst] += t;
+      SFX(accumulate)(s, vacc, x.dst, acc, t, flush);
       break;
     }
     case TL_FX_RSUMOP: {
       V acc = zero;
       switch (x.c) {
-#define FOLD(expr) for (int64_t k = 0; k < full; k++) acc += (expr); break;
+#define FOLD(expr) FOLD4(expr) break;
       case TL_FX_ADD: FOLD(u[k] + v[k])
       case TL_FX_SUB: FOLD(u[k] - v[k])
       case TL_FX_MUL: FOLD(u[k] * v[k])
@@ -82,9 +128,8 @@ static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int64_t
 #undef FOLD
       }
       T t = 0;
-      for (int l = 0; l < W; l++) t += acc[l];
       for (int64_t k = full * W; k < nn; k++) t += (T)tl_fx_scalar(x.c, us[k], vs[k], 0);
-      s[x.dst] += t;
+      SFX(accumulate)(s, vacc, x.dst, acc, t, flush);
       break;
     }
     case TL_FX_RMAX:
@@ -149,7 +194,7 @@ static void SFX(feed)(const tl_fx_prog *p, int32_t bi, int64_t n, const T *const
         memset(ptr[k] + nn, 0, (TL_FX_CHUNK - nn) * sizeof(T));
       }
     }
-    SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, nn, s, out, off0 + off);
+    SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, nn, s, out, off0 + off, NULL, 1);
   }
 }
 
@@ -200,6 +245,7 @@ static void SFX(pairs_tiled)(const tl_fx_prog *p, int vb, int64_t m, int64_t n, 
   const int32_t nreg = p->nreg;
   const int32_t *bk = p->blocks + 5 * vb;
   double *sp = (double *)malloc(sizeof(double) * TI * TJ * (nreg > 0 ? nreg : 1));
+  V *vacc = (V *)aligned_alloc(64, sizeof(V) * TI * TJ * (nreg > 0 ? nreg : 1));
   T *ptr[p->nslot > 0 ? p->nslot : 1];
   for (int32_t k = 0; k < p->nslot; k++) ptr[k] = scratch + (int64_t)k * TL_FX_CHUNK;
   int bcast = 0;
@@ -212,6 +258,7 @@ static void SFX(pairs_tiled)(const tl_fx_prog *p, int vb, int64_t m, int64_t n, 
         for (int64_t ii = 0; ii < ni; ii++) {
           double *s = sp + (jj * TI + ii) * nreg;
           memcpy(s, s0, sizeof(double) * nreg);
+          memset(vacc + (jj * TI + ii) * nreg, 0, sizeof(V) * nreg);
           for (int64_t r = 0; r < nr; r++) {
             s[r] = ra[(ib + ii) * nr + r];
             s[nr + r] = rb[(jb + jj) * nr + r];
@@ -237,7 +284,8 @@ static void SFX(pairs_tiled)(const tl_fx_prog *p, int vb, int64_t m, int64_t n, 
             if (bcast)
               for (int32_t q = bk[1]; q < bk[2]; q++)
                 if (p->ins[q].op == TL_FX_BCAST) SFX(prologue)(p->ins[q], s, ptr);
-            SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, nn, s, NULL, off);
+            const int flush = (off / TL_FX_CHUNK) % 16 == 15 || off + TL_FX_CHUNK >= d;
+            SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, nn, s, NULL, off, vacc + (jj * TI + ii) * nreg, flush);
           }
       }
       for (int64_t jj = 0; jj < nj; jj++)
@@ -249,6 +297,7 @@ static void SFX(pairs_tiled)(const tl_fx_prog *p, int vb, int64_t m, int64_t n, 
     }
   }
   free(sp);
+  free(vacc);
 }
 #undef TI
 #undef TJ

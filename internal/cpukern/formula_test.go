@@ -190,3 +190,57 @@ func f32(v []float64) []float32 {
 	}
 	return o
 }
+
+// TestFormulaPairs: the per-pair evaluation (tiles of rows and columns
+// through the vector axis together) against loops, on every instruction
+// set, odd sizes, with row values in registers.
+func TestFormulaPairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 19))
+	top := tl()
+	defer limitISA(top)
+	// −Σ|a−b| + max(a·b)·ra − rb: two reductions in one pass, row values.
+	p := &FxProgram{Inputs: 2, Slots: 3, Regs: []float64{0, 0, 0, 0, 0, 0},
+		Blocks: []FxBlock{
+			{Vector: true, Prologue: []FxIns{{Op: FxInitSum, Dst: 2}, {Op: FxInitMax, Dst: 3}},
+				Body: []FxIns{{Op: FxRSumOp, Dst: 2, A: 0, B: 1, C: int32(FxAbsDiff)}, {Op: FxMul, Dst: 2, A: 0, B: 1}, {Op: FxRMax, Dst: 3, A: 2}}},
+			{Body: []FxIns{{Op: FxMul, Dst: 4, A: 3, B: 0}, {Op: FxSub, Dst: 4, A: 4, B: 2}, {Op: FxSub, Dst: 5, A: 4, B: 1}}},
+		}, Result: 5}
+	for isa := top; isa >= 0; isa-- {
+		limitISA(isa)
+		for _, d := range []int{3, 1037, 9001} {
+			m, n := 5, 19
+			a, x := make([]float32, m*d), make([]float32, n*d)
+			ra, rb := make([]float64, m), make([]float64, n)
+			for i := range a {
+				a[i] = rng.Float32()
+			}
+			for i := range x {
+				x[i] = rng.Float32()
+			}
+			for i := range ra {
+				ra[i] = rng.Float64()
+			}
+			for i := range rb {
+				rb[i] = rng.Float64()
+			}
+			out := make([]float32, m*n)
+			NewFxState[float32](p).Pairs(m, n, d, a, d, x, d, out, n, ra, rb, 1)
+			for i := range m {
+				for j := range n {
+					mx := math.Inf(-1)
+					for k := range d {
+						mx = math.Max(mx, float64(a[i*d+k]*x[j*d+k]))
+					}
+					sum := 0.0
+					for k := range d {
+						sum += math.Abs(float64(a[i*d+k]) - float64(x[j*d+k]))
+					}
+					exact := mx*ra[i] - sum - rb[j]
+					if got := float64(out[i*n+j]); math.Abs(got-exact) > 1e-5*math.Max(1, math.Abs(exact)) {
+						t.Fatalf("isa %d d %d pair (%d, %d): %v, want %v", isa, d, i, j, got, exact)
+					}
+				}
+			}
+		}
+	}
+}
