@@ -64,9 +64,9 @@ var formulaCases = []formulaCase{
 		small:   []string{"--size", "96"}, timeTarget: 1.05,
 	},
 	{
-		name:    "wavelet-kernel/200³",
-		builtin: []string{"wavelet", "--size", "200x200x200", "--theta", "0,0.5", "--phi", "0.3", "--xi", "2"},
-		formula: []string{"wavelet", "--size", "200x200x200", "--theta", "0,0.5", "--phi", "0.3", "--xi", "2", "--kernel", "exp(-q/2)*cos(u/xi)"},
+		name:    "wavelet-kernel/200³,a=3",
+		builtin: []string{"wavelet", "--size", "200x200x200", "--a", "3", "--theta", "0:pi:3", "--phi", "0.3", "--xi", "1,2"},
+		formula: []string{"wavelet", "--size", "200x200x200", "--a", "3", "--theta", "0:pi:3", "--phi", "0.3", "--xi", "1,2", "--kernel", "exp(-q/2)*cos(u/xi)"},
 		small:   []string{"--size", "64x64x64"}, timeTarget: 1.10,
 	},
 }
