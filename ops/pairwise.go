@@ -273,8 +273,13 @@ func blockRows[T float32 | float64](rows *tensor.Dense, x []T, lo, m, d int) []T
 	return x[lo*d : (lo+m)*d]
 }
 
-// rowChunk is the number of block rows one kernel call takes.
-const rowChunk = 64
+// rowChunk is the number of block rows one kernel call takes; dotChunk
+// for dot products, whose packed matrix product reads all the columns'
+// images once per call and so wants many rows per call.
+const (
+	rowChunk = 64
+	dotChunk = 512
+)
 
 // pairBlock fills columns [c0, N) of the block's first b rows.
 func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
@@ -291,11 +296,15 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 	}
 	cosine := op.Metric == MetricCosine
 	norm := op.Data.norm
+	chunk := rowChunk
+	if k == cpukern.Dot {
+		chunk = dotChunk
+	}
 	parallel.For(b, 4, func(lo, hi int) {
 		// Chunks of rows small enough that their k-block stays in L2
 		// beside the kernel's column block.
-		for r := lo; r < hi && !op.stopped(); r += rowChunk {
-			m := min(rowChunk, hi-r)
+		for r := lo; r < hi && !op.stopped(); r += chunk {
+			m := min(chunk, hi-r)
 			kernel(m, nc, dd, rows[r*dd:], dd, x, dd, out[r*n+c0:], n, k)
 		}
 		if !cosine {

@@ -8,6 +8,13 @@
 //     OpenBLAS picking a slow kernel family for an unrecognised CPU, and
 //     sums every pair in the same order wherever it sits in a block, so
 //     shards of a matrix merge bit for bit with a single run.
+//   - formula.c: the vectorised evaluator of users' formulas: a program
+//     of simple instructions, each over a chunk of 512 elements with GCC
+//     vector operators, built from formula_impl.h for each instruction
+//     set and element type.
+//   - gemm.c: the float32 dot products on AVX-512 as a packed,
+//     cache-blocked matrix product (BLIS's design: panels packed for the
+//     caches, an 8×32 register-blocked micro-kernel).
 //   - drr.c: line integrals of a voxel volume along rays, exact (Siddon's
 //     radiological path) or trilinearly sampled, behind the DRR workload;
 //     drr_fan.c: the same for fans of rays that share their x and y (a

@@ -1,5 +1,6 @@
 // Blocked pairwise kernels: negative L1 and squared-L2 distances and dot
-// products between the rows of two row-major matrices.
+// products between the rows of two row-major matrices. (Float32 dot
+// products on AVX-512 go to the packed matrix product of gemm.c instead.)
 //
 // The (m, n) output is computed in 4x4 register tiles: four rows of a
 // against four rows of b, sixteen vector accumulators, streaming the k axis
@@ -10,6 +11,7 @@
 // are accumulated in the element type per lane, and lanes are added at the
 // end of each k block into the output, which holds the running sum.
 #include "pairdist.h"
+#include "gemm.h"
 #include <string.h>
 
 #define KC 1024 // k block: 4 rows of a and 4 of b, 32 KiB of float32
@@ -146,6 +148,8 @@ const char *tl_pairdist_isa(void) {
 
 void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *out, int64_t ldo, int metric) {
+  // Dot products on AVX-512: the packed matrix product of gemm.c.
+  if (0 && metric == 2 && pick() == 2 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo) == 0) return;
   DISPATCH(float, f32)
 }
 
