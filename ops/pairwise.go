@@ -58,8 +58,30 @@ type PairData struct {
 	// Mapped says the images are a read-only file mapping (page cache),
 	// not process memory: Bytes leaves them out.
 	Mapped bool
-	norm   []float64 // ‖x_j‖, for cosine
-	id     uint64
+	// U8 holds 8-bit images computed on exactly, in integers (the built-in
+	// metrics on the CPU; X32 and X64 are then nil and Dtype is the
+	// output's).
+	U8   *cpukern.U8Rows
+	norm []float64 // ‖x_j‖, for cosine
+	id   uint64
+}
+
+// NewPairDataU8 wraps 8-bit images x (length n·d) for the built-in
+// metrics, computed exactly in integers, the results in dtype. For
+// cosine it rejects an all-zero image.
+func NewPairDataU8(x []uint8, n, d int, metric Metric, dtype tensor.Dtype) (*PairData, error) {
+	if n < 1 || d < 1 || len(x) != n*d {
+		return nil, fmt.Errorf("%w: need N ≥ 1 images of D ≥ 1 values, got N = %d, D = %d, %d values", ErrPairInput, n, d, len(x))
+	}
+	p := &PairData{N: n, D: d, Dtype: dtype, U8: cpukern.NewU8Rows(x, n, d), id: tableIDs.Add(1)}
+	if metric == MetricCosine {
+		for i, q := range p.U8.SumSq {
+			if q == 0 {
+				return nil, fmt.Errorf("%w: image %d is all zeros: its cosine affinity is undefined", ErrPairInput, i)
+			}
+		}
+	}
+	return p, nil
 }
 
 // NewPairData wraps x (float32 or float64, length n·d) for metric. It
@@ -100,6 +122,9 @@ func (p *PairData) Bytes() int64 {
 	b := int64(8 * len(p.norm))
 	if !p.Mapped {
 		b += int64(4*len(p.X32) + 8*len(p.X64))
+	}
+	if p.U8 != nil {
+		b += int64(len(p.U8.X)) + 16*int64(p.N)
 	}
 	return b
 }
@@ -144,7 +169,7 @@ func NewPairwise(data *PairData, metric Metric, batch int) *Pairwise {
 	if batch < 1 {
 		panic("ops: Pairwise batch < 1")
 	}
-	if metric == MetricCosine && data.norm == nil {
+	if metric == MetricCosine && data.norm == nil && data.U8 == nil {
 		panic("ops: Pairwise cosine over data prepared without norms")
 	}
 	return &Pairwise{Data: data, Metric: metric, Batch: batch}
@@ -229,6 +254,21 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	d := op.Data
 	if op.out == nil {
 		op.out = newOwned(d.Dtype, op.Batch, d.N)
+	}
+	if d.U8 != nil {
+		if rows != nil {
+			return nil, errors.New("pairwise: 8-bit images are read from the data, not given as rows")
+		}
+		switch o := op.out.Data().(type) {
+		case []float32:
+			pairU8Block(op, lo, c0, m, o)
+		case []float64:
+			pairU8Block(op, lo, c0, m, o)
+		}
+		if op.stopped() {
+			return nil, ErrStopped
+		}
+		return op.out, nil
 	}
 	if op.Formula != nil {
 		idx := in[len(in)-1].Data().([]float64)
@@ -320,6 +360,21 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 	})
 }
 
+// pairU8Block fills columns [c0, N) of the block's m rows, images lo,
+// lo+1, …, from 8-bit images, exactly.
+func pairU8Block[T float32 | float64](op *Pairwise, lo, c0, m int, out []T) {
+	d := op.Data
+	n := d.N
+	k := map[Metric]cpukern.U8Metric{MetricDot: cpukern.U8Dot, MetricCosine: cpukern.U8Cosine, MetricL1: cpukern.U8L1,
+		MetricL2: cpukern.U8L2}[op.Metric]
+	parallel.For(m, 4, func(r0, r1 int) {
+		for r := r0; r < r1 && !op.stopped(); r += rowChunk {
+			mr := min(rowChunk, r1-r)
+			cpukern.PairU8(d.U8, lo+r, mr, c0, n-c0, k, out[r*n+c0:], n)
+		}
+	})
+}
+
 // newOwned allocates an op's output buffer, backed by huge pages where the
 // kernel allows, so that its first fill does not fault 4 KiB at a time.
 func newOwned(dt tensor.Dtype, shape ...int) *tensor.Dense {
@@ -345,8 +400,8 @@ func (op *Pairwise) ResidentBytes() int64 {
 
 // WriteHash writes every parameter of the op.
 func (op *Pairwise) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "pairwise(data=%d,N=%d,D=%d,metric=%v,dtype=%v,batch=%d,upper=%v,tf32=%v,fromdata=%v)", op.Data.id, op.Data.N,
-		op.Data.D, op.Metric, op.Data.Dtype, op.Batch, op.Upper, op.TF32, op.RowsFromData)
+	fmt.Fprintf(h, "pairwise(data=%d,N=%d,D=%d,metric=%v,dtype=%v,batch=%d,upper=%v,tf32=%v,fromdata=%v,u8=%v)", op.Data.id, op.Data.N,
+		op.Data.D, op.Metric, op.Data.Dtype, op.Batch, op.Upper, op.TF32, op.RowsFromData, op.Data.U8 != nil)
 	if op.Formula != nil {
 		fmt.Fprintf(h, "formula=%q", op.Formula.Formula.Canonical())
 	}
@@ -359,8 +414,12 @@ func (op *Pairwise) String() string {
 	if op.Formula != nil {
 		return fmt.Sprintf("f(a, b) = %s, N=%d, D=%d", op.Formula.Formula.Canonical(), op.Data.N, op.Data.D)
 	}
-	if op.Upper {
-		return fmt.Sprintf("Pairwise{%v, N=%d, D=%d, upper}", op.Metric, op.Data.N, op.Data.D)
+	exact := ""
+	if op.Data.U8 != nil {
+		exact = ", 8-bit, exact"
 	}
-	return fmt.Sprintf("Pairwise{%v, N=%d, D=%d}", op.Metric, op.Data.N, op.Data.D)
+	if op.Upper {
+		return fmt.Sprintf("Pairwise{%v, N=%d, D=%d%s, upper}", op.Metric, op.Data.N, op.Data.D, exact)
+	}
+	return fmt.Sprintf("Pairwise{%v, N=%d, D=%d%s}", op.Metric, op.Data.N, op.Data.D, exact)
 }

@@ -344,3 +344,69 @@ func TestDotAffinityShowsThePipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestAffinityUint8Exact: 8-bit images (N odd, D not a multiple of 64)
+// are computed on exactly, in integers: every built-in metric equals
+// NumPy's int64 result converted to the output's type, bit for bit, in
+// float32 and float64, whole matrix and streamed rows, and shards of the
+// exact path merge into one run's matrix.
+func TestAffinityUint8Exact(t *testing.T) {
+	py := testutil.Python(t, "numpy")
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	script := `
+import numpy as np, sys
+d = sys.argv[1]
+rng = np.random.default_rng(8008)
+x = rng.integers(0, 256, size=(151, 9, 11), dtype=np.uint8)
+x[3] = 255
+np.save(d + "/u8.npy", x)
+a = x.reshape(len(x), -1).astype(np.int64)
+dot = a @ a.T
+sq = (a * a).sum(1)
+l1 = np.abs(a[:, None, :] - a[None, :, :]).sum(-1)
+np.save(d + "/dot.npy", dot.astype(np.float64))
+np.save(d + "/l2.npy", (-(sq[:, None] + sq[None, :] - 2 * dot)).astype(np.float64))
+np.save(d + "/l1.npy", (-l1).astype(np.float64))
+np.save(d + "/cosine.npy", dot / (np.sqrt(sq.astype(np.float64))[:, None] * np.sqrt(sq.astype(np.float64))[None, :]))
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+	for _, m := range []string{"dot", "l2", "l1", "cosine"} {
+		_, want, _ := npy.ReadAll64(p(m + ".npy"))
+		for _, dtype := range []string{"float32", "float64"} {
+			for _, mode := range [][]string{{"--block", "40"}, {"--mem-limit", "250KiB", "--block", "13"}} {
+				out := p(fmt.Sprintf("%s_%s_%d.npy", m, dtype, len(mode)))
+				args := append([]string{"affinity", "-q", "--images", p("u8.npy"), "--metric", m, "--dtype", dtype, "--out", out}, mode...)
+				if _, se, code := run(t, args...); code != 0 {
+					t.Fatalf("%s %s %v: exit %d: %s", m, dtype, mode, code, se)
+				}
+				_, got, _ := npy.ReadAll64(out)
+				for i := range want {
+					w := want[i]
+					if dtype == "float32" {
+						w = float64(float32(w))
+					}
+					if got[i] != w {
+						t.Fatalf("%s %s %v: entry %d is %v, want %v exactly", m, dtype, mode, i, got[i], w)
+					}
+				}
+			}
+		}
+	}
+	for i := range 2 {
+		if _, se, code := run(t, "affinity", "-q", "--images", p("u8.npy"), "--metric", "l2", "--shard", fmt.Sprintf("%d/2", i),
+			"--out", p(fmt.Sprintf("s%d.npz", i))); code != 0 {
+			t.Fatalf("shard %d: exit %d: %s", i, code, se)
+		}
+	}
+	if _, se, code := run(t, "merge", "--out", p("merged.npy"), p("s0.npz"), p("s1.npz")); code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, se)
+	}
+	a, _ := os.ReadFile(p("merged.npy"))
+	b, _ := os.ReadFile(p("l2_float32_2.npy"))
+	if string(a) != string(b) {
+		t.Error("merged shards differ from one run")
+	}
+}

@@ -53,6 +53,32 @@ func (r *Reader) Read32(dst []float32) (int, error) {
 	return readInto(r, dst)
 }
 
+// ReadU8 fills dst with the next len(dst) elements of uint8 data, as they
+// are, and returns how many it read (io.EOF as Read64). Data of another
+// dtype is an error.
+func (r *Reader) ReadU8(dst []uint8) (int, error) {
+	if r.Dtype.Kind != 'u' || r.Dtype.Size != 1 {
+		return 0, fmt.Errorf("%w: %s data read as uint8", ErrFormat, r.Dtype.Name())
+	}
+	if r.left == 0 {
+		if len(dst) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	if r.Transposed() && r.left == r.Len() {
+		if err := r.toC(); err != nil {
+			return 0, err
+		}
+	}
+	n := min(len(dst), r.left)
+	if _, err := io.ReadFull(r.r, dst[:n]); err != nil {
+		return 0, fmt.Errorf("%w: data truncated: %d of %d elements missing (%w)", ErrFormat, r.left, r.Len(), io.ErrUnexpectedEOF)
+	}
+	r.left -= n
+	return n, nil
+}
+
 func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
 	if r.left == 0 {
 		if len(dst) == 0 {
