@@ -5,7 +5,7 @@ PKG     := ./cmd/tapeloop
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
 
-.PHONY: all build run test test-emu test-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
+.PHONY: all build run test test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
@@ -71,10 +71,35 @@ bench: test-deps
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 3x .
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 3 ./ops/ ./internal/cpukern/
 
-## compare: tapeloop against the NumPy/SciPy peers on the same generated
-## inputs, one table (BENCHMARKS.md); about ten minutes on 2 cores.
-compare: build test-deps
+## compare: tapeloop against its peers, each at its best (NumPy/SciPy with
+## OpenBLAS set to the CPU's real kernels, FAISS for top-k, plastimatch for
+## DRRs), on the same generated inputs, three interleaved runs of each side
+## per row, one table (BENCHMARKS.md); tens of minutes on 2 cores.
+compare: build compare-deps
 	/usr/bin/python3 bench/compare.py $(BIN)
+
+# The peers bench/compare.py runs: NumPy and SciPy, FAISS (exact k-NN) and
+# plastimatch (DRRs), all from Debian. As root on Debian/Ubuntu, install
+# them when missing; elsewhere say which rows will be skipped. (ASTRA,
+# python3-astra-toolbox in Debian contrib, is not among them: its 3-D
+# cone-beam projectors need CUDA, which Debian's build lacks.)
+compare-deps:
+	@missing=""; \
+	/usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null || missing="$$missing python3-numpy python3-scipy"; \
+	/usr/bin/python3 -c 'import faiss' 2>/dev/null || missing="$$missing python3-faiss"; \
+	command -v plastimatch >/dev/null 2>&1 || missing="$$missing plastimatch"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing compare peers:$$missing"; \
+	    apt-get update -qq >/dev/null; \
+	    for p in $$missing; do \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$p >/dev/null \
+	        || echo "warning: could not install $$p; the rows needing it will be skipped"; \
+	    done; \
+	  else \
+	    echo "note:$$missing not installed; the rows needing them will be skipped"; \
+	  fi; \
+	fi
 
 ## fuzz: a short fuzzing session of every reader (FUZZTIME each, 10s by
 ## default): .npy, .npz, NIfTI, MetaImage, DICOM, geometry JSON and shard

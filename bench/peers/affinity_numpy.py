@@ -5,8 +5,15 @@ dot is `x @ x.T` (NumPy hands a product of a matrix with its own transpose to
 BLAS syrk, computing each pair once); l1 is SciPy's cdist(cityblock), negated;
 cosine and l2 as their definitions. The images are standard normal with a
 fixed seed (not the same stream as tapeloop's: compare times, and checksums
-only statistically), or read from --images, the same file tapeloop reads. Prints one JSON line: median seconds over --repeat runs,
-the checksum (sum of the matrix), peak RSS, versions.
+only statistically), or read from --images, the same file tapeloop reads.
+
+dot and cosine run on OpenBLAS, whose speed depends on the kernels it loaded:
+run this script with OPENBLAS_CORETYPE set to the CPU's real family and
+OPENBLAS_NUM_THREADS to its cores (bench/compare.py does). l1 and l2 run in
+SciPy's cdist, one thread. Prints one JSON line: median seconds over
+--repeat runs, the checksum (sum of the matrix), peak RSS, versions, and
+"config": the library, the OpenBLAS core and thread count this process
+actually loaded (asked from the library itself).
 """
 import argparse
 import json
@@ -14,6 +21,8 @@ import resource
 import time
 
 import numpy as np
+
+import peerinfo
 
 
 def affinity(x, metric):
@@ -26,6 +35,17 @@ def affinity(x, metric):
     if metric == "l1":
         return -cdist(x, x, "cityblock")
     return -cdist(x, x, "sqeuclidean")
+
+
+def config(metric):
+    """What computed the matrix, as loaded in this process."""
+    blas = peerinfo.openblas()
+    if metric in ("dot", "cosine"):
+        return {"library": f"NumPy {np.__version__}", "blas": blas, "threads": blas and blas["threads"],
+                "text": f"NumPy {np.__version__}, {peerinfo.describe_blas(blas)}"}
+    import scipy
+    return {"library": f"SciPy {scipy.__version__} cdist", "blas": None, "threads": 1,
+            "text": f"SciPy {scipy.__version__} cdist, 1 thread"}
 
 
 def main():
@@ -56,6 +76,7 @@ def main():
         "checksum": float(a.sum(dtype=np.float64)),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "numpy": np.__version__,
+        "config": config(args.metric),
     }))
 
 

@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""DRRs by trilinear ray sampling in NumPy, pose by pose.
+"""DRRs by trilinear ray sampling in NumPy, pose by pose: a NumPy
+reimplementation of tapeloop's own trilinear method, not a tool people use
+to render DRRs (that peer is plastimatch: drr_plastimatch.py). It stays as
+the check that matches tapeloop's sampling exactly, element by element, and
+as what the same computation costs in array code.
 
 The original case's JAX loop (raybyray, then image_process, per iteration) rendered
 one radiograph per call; its answer's fix fuses the two into one jitted
@@ -13,8 +17,9 @@ corner), inside the volume's box grown by half a voxel, each weighing
 step·len/L; voxel centres at o + i·s, o the centre of voxel 0 as
 tapeloop's --origin), so the images can be compared element by element.
 
-Prints one JSON line: median seconds per DRR, peak RSS, checksum; writes
-the (P, R, C) float32 images to --out when given.
+Prints one JSON line: median seconds per DRR, peak RSS, checksum and
+"config" (NumPy's version; one thread: element-wise arithmetic and gathers,
+no BLAS); writes the (P, R, C) float32 images to --out when given.
 """
 import argparse
 import json
@@ -121,6 +126,8 @@ def main():
         "checksum": float(out.sum(dtype=np.float64)),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "numpy": np.__version__,
+        "config": {"library": f"NumPy {np.__version__}", "threads": 1,
+                   "text": f"NumPy {np.__version__} reimplementation, pose by pose, 1 thread"},
     }))
 
 

@@ -4,8 +4,11 @@ at N query points, reduced per query by sum of squares.
 
 This is the usual recommended fix (evaluate in batches so that no
 (N, M) array exists) written in NumPy, with the original case's exact semantics. It
-prints one JSON line: median seconds per sweep over --repeat sweeps, peak RSS
-and the checksum (sum over all queries), for comparison with tapeloop.
+prints one JSON line: median seconds per sweep over --repeat sweeps, peak RSS,
+the checksum (sum over all queries), for comparison with tapeloop, and
+"config": NumPy's version and threads. The work is NumPy element-wise
+arithmetic and einsum contractions over 4 weights, which NumPy runs on one
+thread without BLAS, so there is no thread or BLAS setting to tune.
 """
 import argparse
 import json
@@ -80,6 +83,8 @@ def main():
         "checksum": s,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "numpy": np.__version__,
+        "config": {"library": f"NumPy {np.__version__}", "threads": 1,
+                   "text": f"NumPy {np.__version__}, chunks of {args.chunk}, 1 thread (no BLAS)"},
     }))
 
 

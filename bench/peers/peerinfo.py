@@ -1,0 +1,83 @@
+"""What this machine's CPU can do, and what a peer process actually runs on.
+
+Two halves, used by bench/compare.py and by the peer scripts next to this
+file (which import it as `peerinfo`):
+
+- cpu(): the CPU's model, its usable cores and its vector features, read
+  from /proc/cpuinfo, and the OpenBLAS kernel family ("core") those features
+  allow: SkylakeX with AVX-512 (avx512f, avx512bw, avx512vl and avx512dq),
+  Haswell with AVX2 and FMA, otherwise none (OpenBLAS's own choice stands).
+  Debian's OpenBLAS 0.3.21 picks "Prescott" (SSE3 kernels) on AVX-512 CPUs
+  it does not know, several times slower; OPENBLAS_CORETYPE, read when the
+  library loads, overrides that choice.
+- openblas(): the OpenBLAS loaded into the calling process, asked directly
+  (openblas_get_corename, openblas_get_config, openblas_get_num_threads
+  through ctypes, on the library file this process has mapped), so a peer
+  reports the kernels it really ran rather than the ones it was asked for.
+"""
+import ctypes
+import os
+
+
+def cores():
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def cpu():
+    """{'model', 'cores', 'flags', 'openblas_core'} of this machine."""
+    model, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model == "unknown CPU":
+                    model = value.strip()
+                elif key == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        core = "SkylakeX"
+    elif {"avx2", "fma"} <= flags:
+        core = "Haswell"
+    else:
+        core = None
+    return {"model": model, "cores": cores(), "flags": flags, "openblas_core": core}
+
+
+def openblas():
+    """The OpenBLAS mapped into this process, or None: {'library':
+    'OpenBLAS 0.3.21', 'core': 'SkylakeX', 'threads': 2, 'path': …}.
+    Call it after the library is loaded (after importing NumPy or FAISS)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f if ".so" in line and "/" in line})
+    except OSError:
+        return None
+    # Prefer the library file itself over the libblas.so.3 alternative link.
+    paths.sort(key=lambda p: "openblas" not in os.path.basename(p))
+    for path in paths:
+        if "blas" not in path and "lapack" not in path:
+            continue
+        try:
+            lib = ctypes.CDLL(path)  # the copy already loaded, not a second one
+            corename, config = lib.openblas_get_corename, lib.openblas_get_config
+        except (OSError, AttributeError):
+            continue
+        corename.restype = config.restype = ctypes.c_char_p
+        words = config().decode().split()  # "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH …"
+        return {"library": " ".join(words[:2]), "core": corename().decode(),
+                "threads": int(lib.openblas_get_num_threads()), "path": path}
+    return None
+
+
+def describe_blas(info):
+    """One phrase for a table: 'OpenBLAS 0.3.21 SkylakeX, 2 threads'."""
+    if not info:
+        return "no OpenBLAS loaded"
+    return f"{info['library']} {info['core']}, {info['threads']} thread{'s' if info['threads'] != 1 else ''}"
