@@ -47,7 +47,7 @@ var (
 		"sum((a-mean(a))*(b-mean(b)))/(norm(a-mean(a))*norm(b-mean(b)))",
 		"dot(a,b)/(norm(a)*norm(b))",
 		"max(a) - max(b)*sum(a*b)",
-		"sum(abs(a-b-mean(a-b)))",         // a reduction over both images inside another: two passes
+		"sum(abs(a-b-mean(a-b)))",          // a reduction over both images inside another: two passes
 		"max(abs(a-b-mean(a*b-max(a-b))))", // three passes
 		"max(abs(a-b)) + min(a*b)",
 		"sum(where(a > b, a-b, 0.5*(b-a)))",
