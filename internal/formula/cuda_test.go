@@ -12,9 +12,7 @@ package formula
 //   - the refusals: what the emitter cannot write comes back as an error.
 
 import (
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -22,10 +20,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/internal/nvrtc"
 )
 
@@ -423,22 +421,14 @@ func TestCUDASource(t *testing.T) {
 	}
 }
 
-// emulator is the test's CUDA emulator: every kernel of the cases in one
-// program, built once with g++ against cuda/kernels/emu/emu.h.
-type emulator struct{ bin string }
-
-var (
-	emuOnce sync.Once
-	emuBin  string
-	emuErr  error
-)
+// emulator runs the cases' kernels under the CUDA emulator.
+type emulator struct {
+	e   *kernelemu.Emulator
+	dir string
+}
 
 func newEmulator(t *testing.T, cases []kernelCase) *emulator {
 	t.Helper()
-	gxx, err := exec.LookPath("g++")
-	if err != nil {
-		t.Skip("g++ not installed: the emulated kernels need it")
-	}
 	emuDir, err := filepath.Abs(filepath.Join("..", "..", "cuda", "kernels", "emu"))
 	if err != nil {
 		t.Fatal(err)
@@ -446,146 +436,34 @@ func newEmulator(t *testing.T, cases []kernelCase) *emulator {
 	if _, err := os.ReadFile(filepath.Join(emuDir, "emu.h")); err != nil { // read here: go test's cache sees it
 		t.Fatal(err)
 	}
-	emuOnce.Do(func() {
-		var src strings.Builder
-		src.WriteString("#include \"emu.h\"\n#include <cstdio>\n#include <cstdlib>\n#include <cstdint>\n#include <string>\n")
-		seen := map[string]bool{}
-		for _, c := range cases {
-			if !seen[c.k.Name] {
-				seen[c.k.Name] = true
-				src.WriteString(c.k.Src)
-			}
-		}
-		src.WriteString(emuMain)
-		src.WriteString("static int dispatch(const std::string &k, unsigned gx, unsigned gy, unsigned block) {\n")
-		for name := range seen {
-			var k *CUDAKernel
-			for _, c := range cases {
-				if c.k.Name == name {
-					k = c.k
-				}
-			}
-			var args []string
-			for i, p := range k.Params {
-				switch p.Type {
-				case "long long":
-					args = append(args, fmt.Sprintf("La(%d)", i))
-				case "double":
-					args = append(args, fmt.Sprintf("Da(%d)", i))
-				default:
-					args = append(args, fmt.Sprintf("(%s)Pa(%d)", p.Type, i))
-				}
-			}
-			fmt.Fprintf(&src, "  if (k == %q) { emu_launch(gx, gy, block, [] { %s(%s); }); return 0; }\n", name, name, strings.Join(args, ", "))
-		}
-		src.WriteString("  return -1;\n}\n")
-		dir, err := os.MkdirTemp("", "tapeloop-fx-emu-")
-		if err != nil {
-			emuErr = err
-			return
-		}
-		main := filepath.Join(dir, "main.cc")
-		if emuErr = os.WriteFile(main, []byte(src.String()), 0o600); emuErr != nil {
-			return
-		}
-		emuBin = filepath.Join(dir, "emu")
-		if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-I", emuDir, "-o", emuBin, main, "-pthread").CombinedOutput(); err != nil {
-			emuErr = fmt.Errorf("compiling the emulated kernels: %v\n%s", err, out)
-		}
-	})
-	if emuErr != nil {
-		t.Fatal(emuErr)
-	}
-	return &emulator{bin: emuBin}
-}
-
-// emuMain reads a launch from the command line: KERNEL GX GY BLOCK ARG…,
-// each ARG p:FILE (a buffer, read from FILE and written back after the
-// kernel), l:INT or d:HEXFLOAT.
-const emuMain = `
-static std::vector<std::vector<char>> bufs;
-static std::vector<long long> longs;
-static std::vector<double> dbls;
-static void *Pa(int i) { return bufs[i].data(); }
-static long long La(int i) { return longs[i]; }
-static double Da(int i) { return dbls[i]; }
-static int dispatch(const std::string &k, unsigned gx, unsigned gy, unsigned block);
-int main(int argc, char **argv) {
-  if (argc < 5) return 2;
-  int n = argc - 5;
-  bufs.resize(n);
-  longs.resize(n);
-  dbls.resize(n);
-  for (int i = 0; i < n; i++) {
-    const char *a = argv[5 + i];
-    if (a[0] == 'p') {
-      FILE *f = fopen(a + 2, "rb");
-      if (!f) return 3;
-      fseek(f, 0, SEEK_END);
-      long sz = ftell(f);
-      fseek(f, 0, SEEK_SET);
-      bufs[i].resize(sz);
-      if (fread(bufs[i].data(), 1, sz, f) != (size_t)sz) return 4;
-      fclose(f);
-    } else if (a[0] == 'l') {
-      longs[i] = atoll(a + 2);
-    } else {
-      dbls[i] = strtod(a + 2, 0);
-    }
-  }
-  if (dispatch(argv[1], atoi(argv[2]), atoi(argv[3]), atoi(argv[4])) != 0) return 5;
-  for (int i = 0; i < n; i++) {
-    const char *a = argv[5 + i];
-    if (a[0] != 'p') continue;
-    FILE *f = fopen(a + 2, "wb");
-    if (!f || fwrite(bufs[i].data(), 1, bufs[i].size(), f) != bufs[i].size()) return 6;
-    fclose(f);
-  }
-  return 0;
-}
-`
-
-// run launches k over gx×gy blocks; buffers ([]float32, []float64,
-// []int32) are copied in and back out.
-func (e *emulator) run(t *testing.T, k *CUDAKernel, gx, gy int, args ...any) {
-	t.Helper()
-	if len(args) != len(k.Params) {
-		t.Fatalf("%s takes %d arguments, got %d", k.Name, len(k.Params), len(args))
+	var ks []kernelemu.Kernel
+	for _, c := range cases {
+		ks = append(ks, emuKernel(c.k))
 	}
 	dir := t.TempDir()
-	argv := []string{k.Name, fmt.Sprint(gx), fmt.Sprint(gy), fmt.Sprint(k.Block)}
-	files := map[int]string{}
-	for i, a := range args {
-		switch v := a.(type) {
-		case int64:
-			argv = append(argv, fmt.Sprintf("l:%d", v))
-		case float64:
-			argv = append(argv, "d:"+fmt.Sprintf("%x", v))
-		case []float32, []float64, []int32:
-			f := filepath.Join(dir, fmt.Sprintf("a%d", i))
-			b, err := binary.Append(nil, binary.LittleEndian, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(f, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			argv = append(argv, "p:"+f)
-			files[i] = f
-		default:
-			t.Fatalf("argument %d of %s is a %T", i, k.Name, a)
-		}
+	e, err := kernelemu.Build(emuDir, dir, ks)
+	if errors.Is(err, kernelemu.ErrNoCompiler) {
+		t.Skip("g++ not installed: the emulated kernels need it")
 	}
-	if out, err := exec.Command(e.bin, argv...).CombinedOutput(); err != nil {
-		t.Fatalf("emulating %s: %v\n%s", k.Name, err, out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := binary.Decode(b, binary.LittleEndian, args[i]); err != nil {
-			t.Fatal(err)
-		}
+	return &emulator{e: e, dir: dir}
+}
+
+// emuKernel is k for the emulator.
+func emuKernel(k *CUDAKernel) kernelemu.Kernel {
+	ek := kernelemu.Kernel{Name: k.Name, Src: k.Src, Block: k.Block}
+	for _, p := range k.Params {
+		ek.Params = append(ek.Params, p.Type)
+	}
+	return ek
+}
+
+// run launches k over gx×gy blocks; buffers are copied in and back out.
+func (e *emulator) run(t *testing.T, k *CUDAKernel, gx, gy int, args ...any) {
+	t.Helper()
+	if err := e.e.Run(e.dir, k.Name, gx, gy, args...); err != nil {
+		t.Fatal(err)
 	}
 }
