@@ -69,11 +69,11 @@ type CUDAParam struct{ Name, Type string }
 var CUDAOptions = []string{"--fmad=false", "--std=c++17"}
 
 const (
-	pairTJ = 32 // columns per block of the pair kernel
-	pairTI = 8  // rows per block
-	pairKC = 32 // elements staged per step
-	block  = 256
-	group  = 32 // threads per query of the reduce kernel
+	pairTJ    = 32  // columns per block of the pair kernel
+	pairTI    = 8   // rows per block
+	pairKC    = 32  // elements staged per step
+	cudaBlock = 256 // threads per block of every kernel
+	cudaGroup = 32  // threads per query of the reduce kernel
 )
 
 // cudaPrelude opens every source: the constants and helpers, guarded so
@@ -348,15 +348,15 @@ func (k *kernelGen) body(roots []*Node, store *Node, indent int) string {
 }
 
 // finish names the kernel by the hash of its source and returns it.
-func finish(kind, src string, params []CUDAParam, perBlock, rows int) *CUDAKernel {
+func finishKernel(kind, src string, params []CUDAParam, perBlock, rows int) *CUDAKernel {
 	const placeholder = "TL_FX_KERNEL_NAME"
 	sum := sha256.Sum256([]byte(src))
 	name := "tl_fx_" + kind + "_" + hex.EncodeToString(sum[:8])
-	return &CUDAKernel{Name: name, Src: strings.ReplaceAll(src, placeholder, name), Params: params, Block: block,
+	return &CUDAKernel{Name: name, Src: strings.ReplaceAll(src, placeholder, name), Params: params, Block: cudaBlock,
 		PerBlock: perBlock, RowsPerBlock: rows}
 }
 
-func signature(params []CUDAParam) string {
+func cSignature(params []CUDAParam) string {
 	var parts []string
 	for _, p := range params {
 		parts = append(parts, p.Type+" "+p.Name)
@@ -410,9 +410,9 @@ func CUDAPair(g *Graph, inputs []int) (*CUDAKernel, error) {
 	params := []CUDAParam{{"a", "const float *"}, {"b", "const float *"}, {"ra", "const double *"}, {"rb", "const double *"},
 		{"out", "float *"}, {"m", "long long"}, {"n", "long long"}, {"d", "long long"}, {"ldo", "long long"}}
 	k.w.WriteString(cudaPrelude)
-	k.line(0, "// One thread per pair (i, j): %d columns j by %d rows i per block of %d threads; the", pairTJ, pairTI, block)
+	k.line(0, "// One thread per pair (i, j): %d columns j by %d rows i per block of %d threads; the", pairTJ, pairTI, cudaBlock)
 	k.line(0, "// rows' and the columns' elements staged in shared memory %d at a time.", pairKC)
-	k.line(0, `extern "C" __global__ void __launch_bounds__(%d) TL_FX_KERNEL_NAME(%s) {`, block, signature(params))
+	k.line(0, `extern "C" __global__ void __launch_bounds__(%d) TL_FX_KERNEL_NAME(%s) {`, cudaBlock, cSignature(params))
 	k.line(1, "__shared__ float sA[%d][%d], sB[%d][%d];", pairTI, pairKC+1, pairTJ, pairKC+1)
 	k.line(1, "const int tj = threadIdx.x %% %d, ti = threadIdx.x / %d;", pairTJ, pairTJ)
 	k.line(1, "const long long i0 = (long long)blockIdx.y * %d, j0 = (long long)blockIdx.x * %d;", pairTI, pairTJ)
@@ -427,7 +427,7 @@ func CUDAPair(g *Graph, inputs []int) (*CUDAKernel, error) {
 			k.line(1, "// pass %d over the elements", l)
 			k.initAcc(roots, 1)
 			k.line(1, "for (long long k0 = 0; k0 < d; k0 += %d) {", pairKC)
-			k.line(2, "for (int e = threadIdx.x; e < %d; e += %d) {", pairTJ*pairKC, block)
+			k.line(2, "for (int e = threadIdx.x; e < %d; e += %d) {", pairTJ*pairKC, cudaBlock)
 			k.line(3, "const int c = e / %d, kk = e %% %d;", pairKC, pairKC)
 			k.line(3, "const long long gj = j0 + c, gk = k0 + kk;")
 			k.line(3, "sB[c][kk] = gj < n && gk < d ? b[gj * d + gk] : 0.0f;")
@@ -448,7 +448,7 @@ func CUDAPair(g *Graph, inputs []int) (*CUDAKernel, error) {
 	}
 	k.line(1, "if (i < m && j < n) out[i * ldo + j] = (float)%s;", k.scalar(g.Root))
 	k.line(0, "}")
-	return finish("pair", k.w.String(), params, pairTJ, pairTI), nil
+	return finishKernel("pair", k.w.String(), params, pairTJ, pairTI), nil
 }
 
 // CUDAMap writes an elementwise kernel for g, a graph without reductions
@@ -479,14 +479,14 @@ func CUDAMap(g *Graph, inputs []int) (*CUDAKernel, error) {
 	params = append(params, CUDAParam{"out", "float *"}, CUDAParam{"n", "long long"})
 	k.w.WriteString(cudaPrelude)
 	k.line(0, "// One thread per element, striding over the grid.")
-	k.line(0, `extern "C" __global__ void __launch_bounds__(%d) TL_FX_KERNEL_NAME(%s) {`, block, signature(params))
+	k.line(0, `extern "C" __global__ void __launch_bounds__(%d) TL_FX_KERNEL_NAME(%s) {`, cudaBlock, cSignature(params))
 	k.scalars(0, 1)
 	k.line(1, "for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {")
 	res := k.body(nil, g.Root, 2)
 	k.line(2, "out[k] = %s;", res)
 	k.line(1, "}")
 	k.line(0, "}")
-	return finish("map", k.w.String(), params, block, 1), nil
+	return finishKernel("map", k.w.String(), params, cudaBlock, 1), nil
 }
 
 // CUDAReduce writes the interpolation's per-query kernel for g, over one
@@ -527,14 +527,14 @@ func CUDAReduce(g *Graph, inputs []int) (*CUDAKernel, error) {
 		return nil, fmt.Errorf("formula: a reduce kernel takes one vector, got %d", nvec)
 	}
 	params = append(params, CUDAParam{"out", "float *"}, CUDAParam{"nq", "long long"}, CUDAParam{"m", "long long"})
-	per := block / group
+	per := cudaBlock / cudaGroup
 	k.w.WriteString(cudaPrelude)
-	k.line(0, "// %d threads per query, %d queries per block of %d threads.", group, per, block)
-	k.line(0, `extern "C" __global__ void __launch_bounds__(%d) TL_FX_KERNEL_NAME(%s) {`, block, signature(params))
-	k.line(1, "__shared__ double red[%d];", block)
+	k.line(0, "// %d threads per query, %d queries per block of %d threads.", cudaGroup, per, cudaBlock)
+	k.line(0, `extern "C" __global__ void __launch_bounds__(%d) TL_FX_KERNEL_NAME(%s) {`, cudaBlock, cSignature(params))
+	k.line(1, "__shared__ double red[%d];", cudaBlock)
 	k.line(1, "(void)red;")
-	k.line(1, "const int lane = threadIdx.x %% %d;", group)
-	k.line(1, "const long long q = (long long)blockIdx.x * %d + threadIdx.x / %d;", per, group)
+	k.line(1, "const int lane = threadIdx.x %% %d;", cudaGroup)
+	k.line(1, "const long long q = (long long)blockIdx.x * %d + threadIdx.x / %d;", per, cudaGroup)
 	k.line(1, "const long long qc = q < nq ? q : nq - 1; // in bounds: a thread past the end still meets the others")
 	k.line(1, "const float *r0 = fpT + (long long)start[qc] * m, *r1 = r0 + m, *r2 = r1 + m, *r3 = r2 + m;")
 	k.line(1, "const float w0 = (float)w[4 * qc], w1 = (float)w[4 * qc + 1], w2 = (float)w[4 * qc + 2], w3 = (float)w[4 * qc + 3];")
@@ -545,7 +545,7 @@ func CUDAReduce(g *Graph, inputs []int) (*CUDAKernel, error) {
 		if len(roots) > 0 {
 			k.line(1, "// pass %d over the values", l)
 			k.initAcc(roots, 1)
-			k.line(1, "for (long long j = lane; j < m; j += %d) {", group)
+			k.line(1, "for (long long j = lane; j < m; j += %d) {", cudaGroup)
 			k.line(2, "const float vk = w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j];")
 			k.body(roots, nil, 2)
 			k.line(1, "}")
@@ -558,7 +558,7 @@ func CUDAReduce(g *Graph, inputs []int) (*CUDAKernel, error) {
 	}
 	k.line(1, "if (q < nq && lane == 0) out[q] = (float)%s;", k.scalar(g.Root))
 	k.line(0, "}")
-	return finish("reduce", k.w.String(), params, per, 1), nil
+	return finishKernel("reduce", k.w.String(), params, per, 1), nil
 }
 
 // CUDAPair writes the plan's per-pair kernel (see the function CUDAPair);
