@@ -347,7 +347,7 @@ func (k *kernelGen) body(roots []*Node, store *Node, indent int) string {
 	return k.elem(store)
 }
 
-// finish names the kernel by the hash of its source and returns it.
+// finishKernel names the kernel by the hash of its source and returns it.
 func finishKernel(kind, src string, params []CUDAParam, perBlock, rows int) *CUDAKernel {
 	const placeholder = "TL_FX_KERNEL_NAME"
 	sum := sha256.Sum256([]byte(src))
