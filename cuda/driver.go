@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"sync"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -29,6 +30,10 @@ type driver struct {
 	ctx   *cu.Ctx
 	mods  []cu.Module
 	funcs map[string]cu.Function
+	cc    int // compute capability, as 10·major + minor
+
+	rtMu   sync.Mutex            // LoadKernels, one at a time
+	loaded map[[32]byte][]string // LoadKernels' sources on this device: their kernels
 }
 
 // A stream and an event of the driver; the zero stream is the context's
@@ -51,9 +56,18 @@ func Open(ordinal int) (d *Device, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: device %d: %v", ErrDevice, ordinal, err)
 	}
-	drv := &driver{funcs: map[string]cu.Function{}}
+	drv := &driver{funcs: map[string]cu.Function{}, loaded: map[[32]byte][]string{}}
 	d = &Device{Ordinal: ordinal, drv: drv}
 	d.Name, _ = dev.Name()
+	major, err := dev.Attribute(cu.ComputeCapabilityMajor)
+	if err != nil {
+		return nil, fmt.Errorf("%w: device %d: compute capability: %v", ErrDevice, ordinal, err)
+	}
+	minor, err := dev.Attribute(cu.ComputeCapabilityMinor)
+	if err != nil {
+		return nil, fmt.Errorf("%w: device %d: compute capability: %v", ErrDevice, ordinal, err)
+	}
+	drv.cc = 10*major + minor
 	defer func() { // cu.NewContext panics when the driver refuses
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: creating a context on device %d: %v", ErrDevice, ordinal, r)

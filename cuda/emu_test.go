@@ -6,6 +6,7 @@ package cuda
 // stand-ins follow the libraries' definitions (direct sums in the test).
 
 import (
+	"errors"
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
@@ -273,5 +274,15 @@ func TestEmulatedStreams(t *testing.T) {
 		if got := run(c.q, c.afterDefault, c.after, c.sync); got != c.want {
 			t.Errorf("%s (q = %v): the host sees %v, want %v", c.name, c.q, got, c.want)
 		}
+	}
+}
+
+// Kernels compiled at run time are not emulated: LoadKernels says so, in
+// a way ops can tell from a failure.
+func TestEmulatorRuntimeKernels(t *testing.T) {
+	d := openEmu(t)
+	_, err := d.LoadKernels(`extern "C" __global__ void k(float *x) { x[0] = 1; }`, nil)
+	if !errors.Is(err, ErrNotEmulated) || !errors.Is(err, ErrDevice) {
+		t.Errorf("LoadKernels: %v, want ErrNotEmulated", err)
 	}
 }

@@ -140,16 +140,26 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 		return n, nil
 	}
 	if f := a.cfg.Formula; f != nil {
-		// The user's formula: per pair, or after the dot products.
+		// The user's formula: per pair, or after the dot products (on a
+		// GPU, the dot products there and the formula over them on the
+		// host).
 		if f.Plan.Product == nil {
 			pw.Formula = f
-			blk, err := apply(pw, "formula", index)
+			op, err := ops.OnDevice(pw, a.cfg.Device)
+			if err != nil {
+				return nil, nil, fmt.Errorf("affinity: %w", err)
+			}
+			blk, err := apply(op, "formula", index)
 			if err != nil {
 				return nil, nil, err
 			}
 			return a.finishGraph(blk, index, batch, in)
 		}
-		dot, err := apply(pw, "a·b", index)
+		op, err := ops.OnDevice(pw, a.cfg.Device)
+		if err != nil {
+			return nil, nil, fmt.Errorf("affinity: %w", err)
+		}
+		dot, err := apply(op, "a·b", index)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -115,9 +115,6 @@ func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
 		if p.formula, err = parseFormula("--formula", s.Formula, formula.PairVars, s.Params, true); err != nil {
 			return p, err
 		}
-		if dev != nil && dev.GPU() {
-			return p, errors.New("--formula: formulas run on the CPU; use --device cpu")
-		}
 		if s.TF32 {
 			return p, errors.New("--tf32: not used with --formula")
 		}

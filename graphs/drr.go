@@ -90,8 +90,11 @@ func (w *DRR) MaxBatch() int { return 16 }
 // ImageStats → stats (batch, 3): each image's minimum, maximum and nonzero
 // pixel count, which give the run's maximum, its all-rays-missed check
 // and the PNG scaling. The DRR op runs on the configured device; the
-// statistics run on the CPU, on the images it copied back. The sum of the
-// line integrals is added up in Consume, pixel by pixel in order.
+// statistics run on the CPU, on the images it copied back. With Post, the
+// user's formula per pixel (MapImages) runs on the device too when it has
+// a kernel there (one that reduces over the whole image runs on the CPU).
+// The sum of the line integrals is added up in Consume, pixel by pixel in
+// order.
 func (w *DRR) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	poses := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.PoseWidth), G.WithName("poses"))
 	drr := ops.NewDRR(w.cfg.Vol, w.rows, w.cs, w.cfg.Step, batch)
@@ -113,7 +116,11 @@ func (w *DRR) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	}
 	// The user's formula per pixel: the statistics of its images, and of
 	// the line integrals (for the all-rays-missed check).
-	post, err := G.ApplyOpWithName(ops.NewMapImages(w.cfg.Post, batch, w.rows, w.cs), "post", img)
+	pop, err := ops.OnDevice(ops.NewMapImages(w.cfg.Post, batch, w.rows, w.cs), w.cfg.Device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("drr: %w", err)
+	}
+	post, err := G.ApplyOpWithName(pop, "post", img)
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
 	}
@@ -246,7 +253,8 @@ type DRRSpec struct {
 	// MuWater is the attenuation of water per mm, for HU and the phantom.
 	MuWater float64
 	// Mu is the user's formula over a voxel's value h giving its
-	// attenuation per mm, applied once to the volume before rendering,
+	// attenuation per mm, applied once to the volume before rendering (on
+	// the CPU, as the volume is read, whatever the device),
 	// e.g. "where(h < -900, 0, 0.02*(1+h/1000))" (instead of HU). Post is
 	// one over a pixel's line integral p, applied to every image, e.g.
 	// "exp(-p)". A reduction in them (max(h), mean(p)) reduces over the
@@ -419,9 +427,6 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		if err := checkVolumeFits("drr", s.Volume, volume.Options{Shape: p.shape, Dtype: s.RawDtype, Series: s.Series}, dev.MemLimit); err != nil {
 			return nil, err
 		}
-	}
-	if (p.mu != nil || p.post != nil) && dev.GPU() {
-		return nil, errors.New("--mu and --post: formulas run on the CPU; use --device cpu")
 	}
 	v, err := s.loadVolume(p)
 	if err != nil {

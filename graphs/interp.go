@@ -406,7 +406,7 @@ func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err 
 	}
 	reduce, method, fx, _ := s.parse()
 	if fx != nil && dev.GPU() {
-		return nil, errors.New("--reduce: formulas run on the CPU; use --device cpu")
+		return nil, errors.New("--reduce: a formula in interp runs on the CPU only; use --device cpu")
 	}
 	t := &InterpTask{}
 	defer func() {

@@ -541,7 +541,7 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	}
 	if p.kernel != nil || len(p.stats) > 0 {
 		if dev.GPU() {
-			return nil, errors.New("--kernel and --stat: formulas run on the CPU; use --device cpu")
+			return nil, errors.New("--kernel and --stat: formulas in wavelet run on the CPU only; use --device cpu")
 		}
 		f := &ops.WaveletFormulas{}
 		if p.kernel != nil {

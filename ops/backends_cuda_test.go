@@ -59,6 +59,14 @@ func poisonDevice(t *testing.T, op G.Op) {
 		err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Data.N))
 	case *waveletCUDA:
 		err = cuda.Poison(o.dev, o.dres, int64(2*WaveletSums*o.Batch))
+	case *pairFormulaCUDA:
+		if o.arena != nil {
+			err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Data.N))
+		}
+	case *mapImagesCUDA:
+		if o.arena != nil {
+			err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Rows*o.Cols))
+		}
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +88,10 @@ func releaseTwin(op G.Op) error {
 	case *pairwiseCUDA:
 		a = o.arena
 	case *waveletCUDA:
+		a = o.arena
+	case *pairFormulaCUDA:
+		a = o.arena
+	case *mapImagesCUDA:
 		a = o.arena
 	}
 	if a == nil {

@@ -26,6 +26,8 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newWaveletCUDA(o, d), nil
 	case *WaveletStats:
 		return newWaveletStatsCUDA(o, d), nil
+	case *MapImages:
+		return newMapImagesCUDA(o, d)
 	}
 	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
 }

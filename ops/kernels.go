@@ -7,7 +7,10 @@ package ops
 // through exactly the same argument lists. Integers are int64 and reals
 // float64: every kernel parameter is 8 bytes wide.
 
-import "github.com/tapeloop/tapeloop/internal/volume"
+import (
+	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/internal/volume"
+)
 
 // launch is one kernel launch: gx×gy blocks of block threads.
 type launch struct {
@@ -134,3 +137,19 @@ func topkLaunch[P any](blk P, ldb, m, n, k, self0 int, vals, idx P) launch {
 
 // topkMax is the largest k the GPU selects.
 const topkMax = 128
+
+// pairFormulaLaunch computes a user's formula per pair (formula.CUDAPair's
+// kernel k, compiled at run time): m rows at a (their values at ra)
+// against the n images at b (their values at rb), d elements each, into
+// out with rows ldo apart.
+func pairFormulaLaunch[P any](k *formula.CUDAKernel, m, n, d, ldo int, a, b, ra, rb, out P) launch {
+	return launch{k.Name, blocks(n, k.PerBlock), blocks(m, k.RowsPerBlock), k.Block,
+		[]any{a, b, ra, rb, out, int64(m), int64(n), int64(d), int64(ldo)}}
+}
+
+// mapFormulaLaunch applies a user's formula (formula.CUDAMap's kernel k,
+// compiled at run time, over one input) to the n values at x, into out.
+// The kernel strides over its grid: at most 4096 blocks.
+func mapFormulaLaunch[P any](k *formula.CUDAKernel, n int, x, out P) launch {
+	return launch{k.Name, max(1, min(blocks(n, k.Block), 4096)), 1, k.Block, []any{x, out, int64(n)}}
+}

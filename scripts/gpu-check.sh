@@ -9,7 +9,9 @@
 #   2. timings at the seed sizes (each launch synchronised before the
 #      clock is read);
 #   3. whole runs through tapeloop-cuda with --report: time per batch,
-#      drift over ≥ 1000 batches, device memory planned and in use;
+#      drift over ≥ 1000 batches, device memory planned and in use; and
+#      users' affinity formulas (kernels compiled at run time by NVRTC),
+#      their checksums against the CPU's;
 #   4. the JAX and CuPy peers (bench/peers) on the same inputs, if present.
 # Prints one table per step; exits non-zero if a check fails. Peers are
 # bounded (PEER_TIMEOUT seconds each, none started after BUDGET_S seconds),
@@ -44,13 +46,19 @@ if [ -z "${TAPELOOP_CUDA_LIBDIR:-}" ] && ! ldconfig -p 2>/dev/null | grep -q lib
 	blas=$(find / -name 'libcublas.so*' -not -path '/proc/*' 2>/dev/null | head -1)
 	[ -n "$blas" ] && export TAPELOOP_CUBLAS=$blas
 fi
+# NVRTC compiles users' formulas at run time; it sits in a directory of
+# its own in the Python packages.
+if [ -z "${TAPELOOP_NVRTC:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
+	nvrtc=$(find / -name 'libnvrtc.so*' -not -path '/proc/*' 2>/dev/null | sort -V -r | head -1)
+	[ -n "$nvrtc" ] && export TAPELOOP_NVRTC=$nvrtc
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
 "$BIN/tapeloop-cuda" info | grep -E '^(tapeloop|cuda|cpus)' || fail "tapeloop-cuda does not start"
 
 if [ "$SMALL" = 1 ]; then
-	POINTS=20000 IBATCH=20 SIZE=32 ORBIT=20 DBATCH=5 FLAT=40 WSIZE=12x12x12 WANG=0:pi:3 NIMG=300 HW=20
+	POINTS=20000 IBATCH=20 SIZE=32 ORBIT=20 DBATCH=5 FLAT=40 WSIZE=12x12x12 WANG=0:pi:3 NIMG=300 HW=20 FNIMG=300 FHW=20
 else
-	POINTS=1000000 IBATCH=1000 SIZE=256 ORBIT=1000 DBATCH=50 FLAT=1000 WSIZE=200x200x200 WANG=0:pi:10 NIMG=10000 HW=100
+	POINTS=1000000 IBATCH=1000 SIZE=256 ORBIT=1000 DBATCH=50 FLAT=1000 WSIZE=200x200x200 WANG=0:pi:10 NIMG=10000 HW=100 FNIMG=3000 FHW=64
 fi
 
 echo "== 1. ops on the GPU: conformance suites (cpu and cuda) and the twins' own tests"
@@ -95,6 +103,27 @@ whole "affinity dot tf32 N=$NIMG" "$OUT/aff.json" affinity -n $NIMG --height $HW
 whole "affinity l1 N=$NIMG" "$OUT/affl1.json" affinity -n $NIMG --height $HW --width $HW --metric l1 --mem-limit 8GiB
 whole "affinity dot tf32 top10 N=$NIMG" "$OUT/afftop.json" affinity -n $NIMG --height $HW --width $HW --metric dot --tf32 --topk 10 \
 	--mem-limit 8GiB
+# Users' formulas: the per-pair kernel compiled at run time (NVRTC), and a
+# formula rewritten over dot products (cuBLAS, then the formula on the
+# host); each run's checksum (the sum of all affinities) against the CPU's
+# run of the same command.
+same_checksum() { # name tolerance args…
+	local name=$1 tol=$2
+	shift 2
+	whole "$name" "$OUT/$name.json" "$@"
+	"$BIN/tapeloop-cuda" "$@" --device cpu --report "$OUT/$name-cpu.json" -q >"$OUT/$name-cpu.out" 2>&1 ||
+		{ cat "$OUT/$name-cpu.out"; fail "$name on the CPU"; return; }
+	"$PY" - "$OUT/$name.json" "$OUT/$name-cpu.json" "$tol" <<'PYEOF' || fail "$name: checksum"
+import json, sys
+g, c = (json.load(open(f))["result"]["checksum"] for f in sys.argv[1:3])
+rel = abs(g - c) / max(abs(c), 1e-300)
+print(f"  checksum cuda {g!r}, cpu {c!r}: relative difference {rel:.2e} (tolerance {sys.argv[3]})")
+sys.exit(0 if rel <= float(sys.argv[3]) else 1)
+PYEOF
+}
+same_checksum formula-l1 1e-5 affinity -n $FNIMG --height $FHW --width $FHW --formula '-sum(abs(a-b))' --mem-limit 8GiB
+same_checksum formula-gauss 1e-4 affinity -n $FNIMG --height $FHW --width $FHW --formula 'exp(-sum((a-b)^2)/(2*s^2))' \
+	--param s=$FHW --mem-limit 8GiB
 grep -h -E '^(drr|interp|wavelet|affinity):' "$OUT"/*.json.out | cut -c1-150
 if [ "$SMALL" != 1 ]; then # the demo, on the GPU: its results column should read as on the CPU
 	"$BIN/tapeloop-cuda" demo --device cuda || fail "demo --device cuda"

@@ -28,17 +28,27 @@ func TestEmulatedGPUMatchesCPU(t *testing.T) {
 		args []string // %s: the output
 		out  string   // output file (in the output directory for drr)
 		tol  float64
+		// onCPU: the emulator computes it on the CPU (a kernel compiled
+		// at run time), with no device memory or time to report.
+		onCPU bool
 	}{
-		{"interp sumsq", []string{"interp", "--points", "3000", "--grid", "64", "--interpolants", "20", "--batch", "700"}, "", 1e-5},
-		{"interp none", []string{"interp", "--points", "900", "--grid", "40", "--interpolants", "7", "--reduce", "none", "--batch", "200"}, "", 1e-5},
-		{"drr siddon", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2"}, "drr.npy", 1e-5},
+		{"interp sumsq", []string{"interp", "--points", "3000", "--grid", "64", "--interpolants", "20", "--batch", "700"}, "", 1e-5, false},
+		{"interp none", []string{"interp", "--points", "900", "--grid", "40", "--interpolants", "7", "--reduce", "none", "--batch", "200"}, "", 1e-5, false},
+		{"drr siddon", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2"}, "drr.npy", 1e-5, false},
 		{"drr trilinear", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2",
-			"--method", "trilinear", "--step", "2"}, "drr.npy", 1e-5},
-		{"affinity l1", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "l1", "--block", "20"}, "", 1e-5},
-		{"affinity l2", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "l2", "--block", "20"}, "", 1e-5},
-		{"affinity dot", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "dot", "--block", "20"}, "", 1e-5},
-		{"affinity cosine", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "cosine", "--block", "20"}, "", 1e-5},
-		{"affinity dot tf32", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "dot", "--block", "20", "--tf32"}, "", 3e-4},
+			"--method", "trilinear", "--step", "2"}, "drr.npy", 1e-5, false},
+		{"affinity l1", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "l1", "--block", "20"}, "", 1e-5, false},
+		{"affinity l2", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "l2", "--block", "20"}, "", 1e-5, false},
+		{"affinity dot", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "dot", "--block", "20"}, "", 1e-5, false},
+		{"affinity cosine", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "cosine", "--block", "20"}, "", 1e-5, false},
+		{"affinity dot tf32", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--metric", "dot", "--block", "20", "--tf32"}, "", 3e-4, false},
+		{"affinity formula", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--formula", "-sum(abs(a-b))", "--block", "20"}, "", 1e-5, true},
+		{"affinity formula products", []string{"affinity", "--n", "90", "--height", "6", "--width", "7", "--formula", "exp(-sum((a-b)^2)/(2*s^2))",
+			"--param", "s=3", "--block", "20"}, "", 1e-5, false},
+		{"drr post", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2",
+			"--post", "1-exp(-p)"}, "drr.npy", 1e-5, false},
+		{"drr mu and post over the image", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2",
+			"--mu", "where(h < 0.01, 0, h)", "--post", "p/max(p)"}, "drr.npy", 1e-5, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,7 +73,7 @@ func TestEmulatedGPUMatchesCPU(t *testing.T) {
 					t.Fatal(err)
 				}
 				outputs[strings.Join(dev, " ")] = v
-				if dev[1] == "cuda" {
+				if dev[1] == "cuda" && !c.onCPU {
 					checkDeviceBytes(t, p(name+".json"))
 				}
 			}
@@ -271,6 +281,19 @@ func TestEmulatedGPUDotAffinity(t *testing.T) {
 		}
 		if strings.Contains(out, c.absent) {
 			t.Errorf("%s: %q in\n%s", c.name, c.absent, out)
+		}
+	}
+}
+
+// The formulas with no GPU path are refused on the GPU, saying what to do.
+func TestEmulatedGPUFormulaRefusals(t *testing.T) {
+	for _, args := range [][]string{
+		{"interp", "--points", "100", "--grid", "16", "--interpolants", "5", "--reduce", "max(v)"},
+		{"wavelet", "--size", "8x8x8", "--stat", "l1=sum(abs(g))"},
+	} {
+		_, se, code := run(t, append(args, "--device", "cuda", "--quiet")...)
+		if code == 0 || !strings.Contains(se, "CPU only; use --device cpu") {
+			t.Errorf("%v: exit %d, %q; want a refusal naming --device cpu", args, code, se)
 		}
 	}
 }

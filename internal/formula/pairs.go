@@ -35,6 +35,16 @@ type PairPlan struct {
 	// Terms names what the pair's value is made of, for the graph's
 	// labels: the row reductions, and "a·b" for the dot products.
 	Terms []string
+	// The graphs the programs are compiled from, for the GPU's kernels
+	// (CUDAPair): Pair's, with its inputs in the program's order (a, b,
+	// the first image's row values, the second's); Product's, with its
+	// inputs (the dot products, the columns' row values, the row's own);
+	// and Rows', each over one image x.
+	PairGraph     *Graph
+	PairInputs    []int
+	ProductGraph  *Graph
+	ProductInputs []int
+	RowGraphs     []*Graph
 }
 
 // NRow is the number of values computed per image.
@@ -56,7 +66,8 @@ func CompilePair(f *Formula, d int, direct bool) (*PairPlan, error) {
 	plan := &PairPlan{}
 	if !direct {
 		if prod, ok := c.product(pair); ok {
-			plan.Product, err = Lower(prod, c.productInputs(prod), true)
+			plan.ProductGraph, plan.ProductInputs = prod, c.productInputs(prod)
+			plan.Product, err = Lower(prod, plan.ProductInputs, true)
 			if err != nil {
 				return nil, err
 			}
@@ -74,6 +85,7 @@ func CompilePair(f *Formula, d int, direct bool) (*PairPlan, error) {
 		if plan.Pair, err = Lower(pair, ins, false); err != nil {
 			return nil, err
 		}
+		plan.PairGraph, plan.PairInputs = pair, ins
 		plan.Terms = append([]string{"f(a, b)"}, c.rowText...)
 	}
 	for _, r := range c.rows {
@@ -82,6 +94,7 @@ func CompilePair(f *Formula, d int, direct bool) (*PairPlan, error) {
 			return nil, err
 		}
 		plan.Rows = append(plan.Rows, p)
+		plan.RowGraphs = append(plan.RowGraphs, r)
 	}
 	return plan, nil
 }
