@@ -134,11 +134,13 @@ static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int64_t
     }
     case TL_FX_RMAX:
     case TL_FX_RMIN: {
+      // NaN elements are skipped (as NumPy's nanmax, and the GPU
+      // kernels): every comparison with NaN is false.
       const int mx = x.op == TL_FX_RMAX;
-      T t = us[0];
+      T t = mx ? -INFINITY : INFINITY;
       if (full > 0) {
-        V acc = u[0];
-        for (int64_t k = 1; k < full; k++)
+        V acc = (V){0} + t;
+        for (int64_t k = 0; k < full; k++)
           acc = mx ? SFX(select)(u[k] > acc, u[k], acc) : SFX(select)(u[k] < acc, u[k], acc);
         t = acc[0];
         for (int l = 1; l < W; l++) t = mx ? (acc[l] > t ? acc[l] : t) : (acc[l] < t ? acc[l] : t);

@@ -171,6 +171,22 @@ func checkReductions(t *testing.T, isa int, a []float64) {
 	if math.Abs(s.Regs[0]-sum) > 1e-5*math.Abs(sum) || s.Regs[1] != float64(float32(mx)) || s.Regs[2] != float64(float32(mn)) {
 		t.Errorf("isa %d n %d: sum, max, min %v, want %v %v %v", isa, len(a), s.Regs, sum, mx, mn)
 	}
+	// NaN elements are skipped, wherever they sit in a chunk.
+	nan := append([]float32(nil), a32...)
+	for i := 0; i < len(nan); i += 17 {
+		nan[i] = float32(math.NaN())
+	}
+	sk := NewFxState[float32](p)
+	sk.Run(len(nan), [][]float32{nan}, nil)
+	wmx, wmn := math.Inf(-1), math.Inf(1)
+	for i, x := range nan {
+		if i%17 != 0 {
+			wmx, wmn = math.Max(wmx, float64(x)), math.Min(wmn, float64(x))
+		}
+	}
+	if sk.Regs[1] != wmx || sk.Regs[2] != wmn {
+		t.Errorf("isa %d n %d with NaN: max, min %v %v, want %v %v", isa, len(a), sk.Regs[1], sk.Regs[2], wmx, wmn)
+	}
 	// The same in pieces, as Stream feeds a response row by row.
 	st := NewFxState[float32](p)
 	got := st.Stream(a32, func(piece func(lo, hi int)) {
