@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -89,14 +90,19 @@ type FxProgram struct {
 	Result  int32 // the register of a reducing program's result
 	Outputs int   // vector outputs
 
-	c *C.tl_fx_prog
+	once sync.Once
+	c    *C.tl_fx_prog
 }
 
-// prog returns the program in C memory, made on first use.
+// prog returns the program in C memory, made on first use (by whichever
+// goroutine gets there first).
 func (p *FxProgram) prog() *C.tl_fx_prog {
-	if p.c != nil {
-		return p.c
-	}
+	p.once.Do(p.toC)
+	return p.c
+}
+
+// toC copies the program into C memory, freed with the program.
+func (p *FxProgram) toC() {
 	var ins []FxIns
 	var blocks []int32
 	for _, b := range p.Blocks {
@@ -132,7 +138,6 @@ func (p *FxProgram) prog() *C.tl_fx_prog {
 		C.free(unsafe.Pointer(c.ins))
 		C.free(unsafe.Pointer(c))
 	}, c)
-	return c
 }
 
 func cCopy[E any](s []E) unsafe.Pointer {
@@ -204,10 +209,10 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 	pin.Pin(&op[0])
 	switch sc := any(s.scratch).(type) {
 	case []float32:
-		C.tl_fx_run_f32(p.c, C.int64_t(n), (**C.float)(unsafe.Pointer(&ip[0])), (**C.float)(unsafe.Pointer(&op[0])),
+		C.tl_fx_run_f32(p.prog(), C.int64_t(n), (**C.float)(unsafe.Pointer(&ip[0])), (**C.float)(unsafe.Pointer(&op[0])),
 			(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
 	case []float64:
-		C.tl_fx_run_f64(p.c, C.int64_t(n), (**C.double)(unsafe.Pointer(&ip[0])), (**C.double)(unsafe.Pointer(&op[0])),
+		C.tl_fx_run_f64(p.prog(), C.int64_t(n), (**C.double)(unsafe.Pointer(&ip[0])), (**C.double)(unsafe.Pointer(&op[0])),
 			(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
 	}
 }
@@ -230,12 +235,12 @@ func (s *FxState[T]) Pairs(m, n, d int, a []T, lda int, b []T, ldb int, out []T,
 	switch sc := any(s.scratch).(type) {
 	case []float32:
 		a, b, out := any(a).([]float32), any(b).([]float32), any(out).([]float32)
-		C.tl_fx_pairs_f32(s.p.c, C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.float)(&a[0]), C.int64_t(lda),
+		C.tl_fx_pairs_f32(s.p.prog(), C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.float)(&a[0]), C.int64_t(lda),
 			(*C.float)(&b[0]), C.int64_t(ldb), (*C.float)(&out[0]), C.int64_t(ldo), rap, rbp, C.int64_t(nr),
 			(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
 	case []float64:
 		a, b, out := any(a).([]float64), any(b).([]float64), any(out).([]float64)
-		C.tl_fx_pairs_f64(s.p.c, C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.double)(&a[0]), C.int64_t(lda),
+		C.tl_fx_pairs_f64(s.p.prog(), C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.double)(&a[0]), C.int64_t(lda),
 			(*C.double)(&b[0]), C.int64_t(ldb), (*C.double)(&out[0]), C.int64_t(ldo), rap, rbp, C.int64_t(nr),
 			(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
 	}
@@ -262,11 +267,11 @@ func (s *FxState[T]) Interp(m int, start []int32, w []float64, fpT, x, out []T) 
 	switch sc := any(s.scratch).(type) {
 	case []float32:
 		fpT, x, out, vb := any(fpT).([]float32), any(x).([]float32), any(out).([]float32), any(s.vbuf).([]float32)
-		C.tl_fx_interp_f32(s.p.c, C.int64_t(nq), C.int64_t(m), (*C.int32_t)(&start[0]), (*C.double)(&w[0]),
+		C.tl_fx_interp_f32(s.p.prog(), C.int64_t(nq), C.int64_t(m), (*C.int32_t)(&start[0]), (*C.double)(&w[0]),
 			(*C.float)(&fpT[0]), (*C.float)(&x[0]), (*C.float)(&out[0]), (*C.double)(&s.Regs[0]), (*C.float)(&vb[0]), (*C.float)(&sc[0]))
 	case []float64:
 		fpT, x, out, vb := any(fpT).([]float64), any(x).([]float64), any(out).([]float64), any(s.vbuf).([]float64)
-		C.tl_fx_interp_f64(s.p.c, C.int64_t(nq), C.int64_t(m), (*C.int32_t)(&start[0]), (*C.double)(&w[0]),
+		C.tl_fx_interp_f64(s.p.prog(), C.int64_t(nq), C.int64_t(m), (*C.int32_t)(&start[0]), (*C.double)(&w[0]),
 			(*C.double)(&fpT[0]), (*C.double)(&x[0]), (*C.double)(&out[0]), (*C.double)(&s.Regs[0]), (*C.double)(&vb[0]), (*C.double)(&sc[0]))
 	}
 }
@@ -290,9 +295,9 @@ func (s *FxState[T]) Stream(x []T, each func(piece func(lo, hi int))) float64 {
 	for bi, b := range p.Blocks {
 		switch sc := any(s.scratch).(type) {
 		case []float32:
-			C.tl_fx_stream_begin_f32(p.c, C.int32_t(bi), (*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
+			C.tl_fx_stream_begin_f32(p.prog(), C.int32_t(bi), (*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
 		case []float64:
-			C.tl_fx_stream_begin_f64(p.c, C.int32_t(bi), (*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
+			C.tl_fx_stream_begin_f64(p.prog(), C.int32_t(bi), (*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
 		}
 		if !b.Vector {
 			continue
@@ -307,10 +312,10 @@ func (s *FxState[T]) Stream(x []T, each func(piece func(lo, hi int))) float64 {
 			ip[0] = unsafe.Pointer(&x[lo])
 			switch sc := any(s.scratch).(type) {
 			case []float32:
-				C.tl_fx_stream_feed_f32(p.c, C.int32_t(bi), C.int64_t(hi-lo), (**C.float)(unsafe.Pointer(&ip[0])),
+				C.tl_fx_stream_feed_f32(p.prog(), C.int32_t(bi), C.int64_t(hi-lo), (**C.float)(unsafe.Pointer(&ip[0])),
 					(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
 			case []float64:
-				C.tl_fx_stream_feed_f64(p.c, C.int32_t(bi), C.int64_t(hi-lo), (**C.double)(unsafe.Pointer(&ip[0])),
+				C.tl_fx_stream_feed_f64(p.prog(), C.int32_t(bi), C.int64_t(hi-lo), (**C.double)(unsafe.Pointer(&ip[0])),
 					(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
 			}
 		})
