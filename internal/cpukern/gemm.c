@@ -18,7 +18,7 @@
 #define MR 8
 #define NR 32
 #define KC 384
-#define NC 1024
+#define NC 512
 
 #pragma GCC push_options
 #pragma GCC target("avx512f")
@@ -109,8 +109,8 @@ int tl_gemm_nt_f32_avx512(int64_t m, int64_t n, int64_t d, const float *a, int64
       const int64_t nc = n - jc < NC ? n - jc : NC;
       for (int64_t j = 0; j < nc; j += NR)
         pack_b(b + (jc + j) * ldb, ldb, nc - j < NR ? nc - j : NR, k0, kc, bp + (j / NR) * NR * KC);
-      for (int64_t j = 0; j < nc; j += NR)
-        for (int64_t i = 0; i < m; i += MR)
+      for (int64_t i = 0; i < m; i += MR) // a's panel stays in L1, b's block in L2
+        for (int64_t j = 0; j < nc; j += NR)
           micro(kc, ap + (i / MR) * MR * KC, bp + (j / NR) * NR * KC, out + i * ldo + jc + j, ldo,
                 m - i < MR ? m - i : MR, nc - j < NR ? nc - j : NR, first);
     }
