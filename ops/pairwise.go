@@ -63,6 +63,7 @@ type PairData struct {
 	// output's).
 	U8   *cpukern.U8Rows
 	norm []float64 // ‖x_j‖, for cosine
+	sq   []float64 // ‖x_j‖², for l2
 	id   uint64
 }
 
@@ -107,6 +108,9 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 			}
 			ss += f * f
 		}
+		if metric == MetricL2 {
+			p.sq = append(p.sq, ss)
+		}
 		if metric == MetricCosine {
 			if ss == 0 {
 				return nil, fmt.Errorf("%w: image %d is all zeros: its cosine affinity is undefined", ErrPairInput, i)
@@ -119,7 +123,7 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 
 // Bytes is the process memory the images take (none for mapped images).
 func (p *PairData) Bytes() int64 {
-	b := int64(8 * len(p.norm))
+	b := int64(8*len(p.norm) + 8*len(p.sq))
 	if !p.Mapped {
 		b += int64(4*len(p.X32) + 8*len(p.X64))
 	}
@@ -336,6 +340,14 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 	}
 	cosine := op.Metric == MetricCosine
 	norm := op.Data.norm
+	// Float32 l2 on the packed matrix product, as FAISS and BLAS-based
+	// tools do: −(‖x_i‖² + ‖x_j‖² − 2·x_i·x_j), the norms in float64.
+	var zero T
+	_, f32 := any(zero).(float32)
+	l2 := k == cpukern.L2 && f32 && cpukern.GEMM() && op.Data.sq != nil
+	if l2 {
+		k = cpukern.Dot
+	}
 	chunk := rowChunk
 	if k == cpukern.Dot {
 		chunk = dotChunk
@@ -346,6 +358,20 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 		for r := lo; r < hi && !op.stopped(); r += chunk {
 			m := min(chunk, hi-r)
 			kernel(m, nc, dd, rows[r*dd:], dd, x, dd, out[r*n+c0:], n, k)
+		}
+		if l2 {
+			sq := op.Data.sq[c0:]
+			for i := lo; i < hi; i++ {
+				var si float64
+				for _, v := range rows[i*dd : (i+1)*dd] {
+					si += float64(v) * float64(v)
+				}
+				o := out[i*n+c0 : (i+1)*n]
+				for j := range o {
+					o[j] = T(-(si + sq[j] - 2*float64(o[j])))
+				}
+			}
+			return
 		}
 		if !cosine {
 			return
