@@ -352,10 +352,22 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 	if k == cpukern.Dot {
 		chunk = dotChunk
 	}
+	gemm := k == cpukern.Dot && f32 && cpukern.GEMM()
+	if gemm && !op.stopped() {
+		// The matrix product packs the columns' images it reads: each
+		// core takes a range of columns for all the rows, so that each
+		// column's image is packed once, not once per core.
+		parallel.For(nc, 256, func(clo, chi int) {
+			for r := 0; r < b && !op.stopped(); r += dotChunk * 2 {
+				m := min(dotChunk*2, b-r)
+				kernel(m, chi-clo, dd, rows[r*dd:], dd, x[clo*dd:], dd, out[r*n+c0+clo:], n, k)
+			}
+		})
+	}
 	parallel.For(b, 4, func(lo, hi int) {
 		// Chunks of rows small enough that their k-block stays in L2
 		// beside the kernel's column block.
-		for r := lo; r < hi && !op.stopped(); r += chunk {
+		for r := lo; r < hi && !gemm && !op.stopped(); r += chunk {
 			m := min(chunk, hi-r)
 			kernel(m, nc, dd, rows[r*dd:], dd, x, dd, out[r*n+c0:], n, k)
 		}
