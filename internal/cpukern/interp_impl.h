@@ -7,15 +7,16 @@
 // names this pair's copy. The queries are placed WD at a time in double
 // vectors VD (index vectors VX): D_SET1, D_MIN and D_MAX (the second
 // operand where the first is NaN or the two are equal, as MINPD and MAXPD),
-// D_FLOOR, D_FMA(a, b, c) (a*b + c), D_INDEX (an integer-valued VD in
+// D_FLOOR, D_FMA(a, b, c) (a*b + c), D_DIV(r, d, rd) (r/d correctly
+// rounded, rd = 1/d correctly rounded), D_INDEX (an integer-valued VD in
 // [0, 2^52) to a VX), D_STORE_INDEX(int64_t *, VX), D_LOAD_<TS>,
 // D_STORE_<TS> (WD elements of type T, widened or narrowed); D_GRAM(p,
 // off, e) sets e[k], k < 10, to p[off[l] + k] in lane l, D_COLS(p, off, c)
 // c[k], k < 4, the same (loads and shuffles, not gathers). The value
 // table is read along M in vectors of VB bytes, GCC vector types of T;
 // STREAM_<TS>(p, v) stores one with a non-temporal store at a 64-byte
-// aligned p, MSTORE_LO_<TS>(p, v, k) its first k lanes, MSTORE_HI_<TS>(p,
-// v, k) its last k (0 < k < lanes); ACC_<TS>(v, sumsq, lo, hi) adds its
+// aligned p, MSTORE_HI_<TS>(p, v, k) its last k lanes (0 < k < lanes);
+// ACC_<TS>(v, sumsq, lo, hi) adds its
 // lanes (or their squares) in double to the VDs lo and hi.
 
 #define WT ((int)(VB / sizeof(T)))
@@ -23,7 +24,7 @@
 #define D_LOADT CAT2(D_LOAD, TS)
 #define D_STORET CAT2(D_STORE, TS)
 #define STREAMT CAT2(STREAM, TS)
-#define MSTORE_LOT CAT2(MSTORE_LO, TS)
+#define NT_COPYT CAT2(nt_copy, TS)
 #define MSTORE_HIT CAT2(MSTORE_HI, TS)
 #define ACCT CAT2(ACC, TS)
 
@@ -31,15 +32,20 @@ typedef T SFX(vt) __attribute__((vector_size(VB)));
 typedef IT SFX(vi) __attribute__((vector_size(VB)));
 
 // cell places WD queries x: it returns their starts s (integers, as
-// doubles) and sets their weights w.
+// doubles) and sets their weights w. The weights are evaluated as
+// w_0,3 = (a_0 + c_0 t²) ± t (b_0 + d_0 t²) and w_1,2 likewise (the
+// polynomials of w_3 and w_2 are those of w_0 and w_1 at -t), which at
+// t = ±1/2, the grid points, gives the weights 0 and 1 exactly.
 static inline __attribute__((always_inline)) VD SFX(cell)(VD x, const tl_grid *g, VD w[4]) {
   const VD a = D_SET1(g->a);
   x = D_MIN(D_SET1(g->ub), D_MAX(a, x));
-  const VD u = (x - a) / D_SET1(g->dx);
+  const VD u = D_DIV(x - a, D_SET1(g->dx), D_SET1(g->rdx));
   const VD fi = D_FLOOR(u);
-  const VD t = u - (fi + D_SET1(0.5));
-  for (int k = 0; k < 4; k++)
-    w[k] = D_FMA(t, D_FMA(t, D_FMA(t, D_SET1(cub_d[k]), D_SET1(cub_c[k])), D_SET1(cub_b[k])), D_SET1(cub_a[k]));
+  const VD t = u - (fi + D_SET1(0.5)), t2 = t * t;
+  const VD e0 = D_FMA(t2, D_SET1(cub_c[0]), D_SET1(cub_a[0])), o0 = D_FMA(t2, D_SET1(cub_d[0]), D_SET1(cub_b[0]));
+  const VD e1 = D_FMA(t2, D_SET1(cub_c[1]), D_SET1(cub_a[1])), o1 = D_FMA(t2, D_SET1(cub_d[1]), D_SET1(cub_b[1]));
+  w[0] = D_FMA(t, o0, e0), w[3] = D_FMA(-t, o0, e0);
+  w[1] = D_FMA(t, o1, e1), w[2] = D_FMA(-t, o1, e1);
   return D_MIN(D_MAX(fi, D_SET1(0)), D_SET1(g->gm2));
 }
 
@@ -108,24 +114,35 @@ static inline __attribute__((always_inline)) SFX(vt) SFX(mix)(const T *r, int64_
   return w0 * SFX(ld)(r + j) + w1 * SFX(ld)(r + m + j) + w2 * SFX(ld)(r + 2 * m + j) + w3 * SFX(ld)(r + 3 * m + j);
 }
 
-// row writes the m values of a query to p (m ≥ WT), streaming whole
-// 64-byte lines when stream (m ≥ 2*LINE), the partial lines at either end
-// with ordinary stores.
+// row writes the m values of a query to p (m ≥ WT). With stream (m ≥
+// 2*LINE) every store is non-temporal: whole 64-byte lines in vectors, the
+// partial lines at either end, which the neighbouring rows share, in
+// smaller pieces (nt_copy). An ordinary store there would read the line
+// from memory first, and hold up all the stores after it until it came:
+// the rows are not written in order when the queries are sorted.
 static inline __attribute__((always_inline)) void SFX(row)(T *p, const T *r, int64_t m, T w0, T w1, T w2, T w3,
                                                            int stream) {
   int64_t j = 0;
   if (stream) {
+    T b[LINE] __attribute__((aligned(64)));
     const int64_t h = (int64_t)((-(uintptr_t)p) & 63) / (int64_t)sizeof(T);
-    for (; j + WT <= h; j += WT) {
-      const SFX(vt) v = SFX(mix)(r, m, j, w0, w1, w2, w3);
-      memcpy(p + j, &v, sizeof(v));
+    if (h > 0) {
+      for (int k = 0; k < LINE; k += WT) {
+        const SFX(vt) v = SFX(mix)(r, m, k, w0, w1, w2, w3);
+        memcpy(b + k, &v, sizeof(v));
+      }
+      NT_COPYT(p, b, h);
     }
-    if (j < h) {
-      MSTORE_LOT(p + j, SFX(mix)(r, m, j, w0, w1, w2, w3), h - j);
-      j = h;
-    }
-    for (; j + LINE <= m; j += LINE)
+    for (j = h; j + LINE <= m; j += LINE)
       for (int k = 0; k < LINE; k += WT) STREAMT(p + j + k, SFX(mix)(r, m, j + k, w0, w1, w2, w3));
+    if (j < m) {
+      for (int k = 0; k < LINE; k += WT) {
+        const SFX(vt) v = SFX(mix)(r, m, m - LINE + k, w0, w1, w2, w3);
+        memcpy(b + k, &v, sizeof(v));
+      }
+      NT_COPYT(p + j, b + LINE - (m - j), m - j);
+    }
+    return;
   }
   for (; j + WT <= m; j += WT) {
     const SFX(vt) v = SFX(mix)(r, m, j, w0, w1, w2, w3);
@@ -135,7 +152,7 @@ static inline __attribute__((always_inline)) void SFX(row)(T *p, const T *r, int
 }
 
 // sum_row is Σ_j v_j² (sumsq) or Σ_j v_j over a query's values, in double,
-// lane-wise, the lanes added in order (m ≥ WT).
+// lane-wise (m ≥ WT).
 static inline __attribute__((always_inline)) double SFX(sum_row)(const T *r, int64_t m, T w0, T w1, T w2, T w3,
                                                                  int sumsq) {
   VD lo = D_SET1(0), hi = D_SET1(0);
@@ -148,12 +165,12 @@ static inline __attribute__((always_inline)) double SFX(sum_row)(const T *r, int
     const SFX(vi) keep = lane >= (IT)(WT - (m - j));
     ACCT((SFX(vt))((SFX(vi))SFX(mix)(r, m, m - WT, w0, w1, w2, w3) & keep), sumsq, lo, hi);
   }
-  double b[2 * WD] __attribute__((aligned(64)));
-  D_STORE_f64(b, lo);
-  D_STORE_f64(b + WD, hi);
-  double sum = 0;
-  for (int l = 0; l < 2 * WD; l++) sum += b[l];
-  return sum;
+  // The lanes in a tree: a short chain of additions.
+  double b[WD] __attribute__((aligned(64)));
+  D_STORE_f64(b, lo + hi);
+  for (int h = WD / 2; h > 0; h /= 2)
+    for (int l = 0; l < h; l++) b[l] += b[l + h];
+  return b[0];
 }
 
 // order sorts the n ≤ NB queries x by their starts, shifted right by
@@ -225,6 +242,6 @@ static void SFX(direct)(int64_t n, const T *x, T *out, const tl_grid *g, const T
 #undef D_LOADT
 #undef D_STORET
 #undef STREAMT
-#undef MSTORE_LOT
+#undef NT_COPYT
 #undef MSTORE_HIT
 #undef ACCT

@@ -8,6 +8,7 @@
 #undef D_MAX
 #undef D_FLOOR
 #undef D_FMA
+#undef D_DIV
 #undef D_INDEX
 #undef D_STORE_INDEX
 #undef D_GRAM
@@ -19,8 +20,6 @@
 #undef VB
 #undef STREAM_f32
 #undef STREAM_f64
-#undef MSTORE_LO_f32
-#undef MSTORE_LO_f64
 #undef MSTORE_HI_f32
 #undef MSTORE_HI_f64
 #undef WIDEN_LO
