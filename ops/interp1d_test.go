@@ -144,7 +144,8 @@ func BenchmarkInterp1DNone(b *testing.B) {
 // the cpukern kernels (the op, as the workload runs it) beside the Go loops
 // it ran before ("go", split over the cores the same way), one after the
 // other so that -count interleaves them. ns/point is per query; GB/s is the
-// (N, M) output written by none.
+// (N, M) output written by none, beside the rate of clearing it
+// ("none/clear"), the most the memory takes.
 func BenchmarkInterp1DSeed(b *testing.B) {
 	const m, g, n = 300, 4096, 1_000_000
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -206,6 +207,17 @@ func BenchmarkInterp1DSeed(b *testing.B) {
 			}
 			report(b)
 		})
+		if c.r == ReduceNone {
+			// The bound: clearing the same bytes on the same cores (the
+			// runtime's memclr, non-temporal stores at this size).
+			b.Run(c.name+"/clear", func(b *testing.B) {
+				o := out[:size]
+				for b.Loop() {
+					parallel.For(n, grain/16, func(lo, hi int) { clear(o[lo*m : hi*m]) })
+				}
+				report(b)
+			})
+		}
 	}
 }
 

@@ -5,14 +5,21 @@
 // clamp, floor, the cell's start and the four cubic weights, in double as
 // ops.InterpTable defines them. The Gram kernel then reads the 10 entries
 // of each lane's 4×4 Gram matrix and forms wᵀ·G·w, the column-sum kernel
-// the 4 column sums and w·c: no per-interpolant work at all. They read
-// each lane's entries with contiguous loads and transpose them with
-// shuffles: on the machines measured, AVX-512 and AVX2 gathers took 3 to 4
-// times as long. The
-// values and reduce kernels go query by query along the M interpolants in
-// vectors of the element type; the values kernel can write its output with
-// non-temporal stores, for outputs far larger than the caches, which then
-// cost one pass over memory instead of two (read for ownership, write).
+// the 4 column sums and w·c: no per-interpolant work at all. Each lane's
+// entries are read with contiguous loads and transposed by shuffles: on
+// the machine measured (Xeon, Emerald Rapids, in a VM) ten gathers per
+// vector took half as long again.
+//
+// The values and reduce kernels go query by query along the M interpolants
+// in vectors of the element type. A table of values larger than the L2
+// cache would have each query read its four rows from L3 or memory, so
+// they take the queries NB at a time in the order of their cells (a
+// counting sort): neighbouring queries then share rows in L1 and L2, and
+// the table is read once per NB queries, in order. The values kernel can
+// write with non-temporal stores only, for outputs far larger than the
+// caches, which then cost one pass over memory instead of two (read for
+// ownership, write); rows written out of order must not mix in ordinary
+// stores, which wait on the read of their line and hold up the others.
 //
 // All are written once, in interp_impl.h, and compiled below for AVX-512
 // (8 doubles, 16 floats per vector), AVX2 (4, 8) and baseline SSE2 (2, 4),
@@ -116,8 +123,8 @@ static inline void nt_copy_f64(double *d, const double *s, int64_t k) {
 // div_avx512 is r/d correctly rounded, from rd = 1/d correctly rounded:
 // q = r·rd is within an ulp of r/d, so the remainder r - q·d is exact in an
 // FMA, and q + (r - q·d)·rd rounds to r/d (Markstein's theorem: P.
-// Markstein, IBM J. Res. Dev. 34(1), 1990). The division instruction costs
-// the Gram kernel a tenth of its time; these three, half that.
+// Markstein, IBM J. Res. Dev. 34(1), 1990). The division instruction took
+// a tenth of the Gram kernel's time; these three take about half that.
 static inline __m512d div_avx512(__m512d r, __m512d d, __m512d rd) {
   const __m512d q = r * rd;
   return _mm512_fmadd_pd(_mm512_fnmadd_pd(q, d, r), rd, q);

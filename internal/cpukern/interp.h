@@ -12,10 +12,13 @@
 //         g00 g01 g02 g03 g11 g12 g13 g22 g23 g33 at gram[10*s].
 // colsum: out[i] = sum_k w_k colsum[s+k].
 // values: out[i*m + j] = sum_k w_k fpT[(s+k)*m + j] (in the element type);
-//         stream: write with non-temporal stores (outputs far larger than
-//         the caches).
+//         stream: write with non-temporal stores only (outputs far larger
+//         than the caches).
 // reduce: out[i] = sum_j v_j^2 (sumsq) or sum_j v_j, v_j as in values,
 //         summed in double.
+// values and reduce visit the queries in the order of their cells when
+// the table of values is large (tl_interp_sort_bytes); the results do not
+// depend on the order.
 void tl_interp_gram_f32(int64_t n, const float *x, float *out, int64_t g, double a, double dx, double ub,
                         const double *gram);
 void tl_interp_gram_f64(int64_t n, const double *x, double *out, int64_t g, double a, double dx, double ub,

@@ -15,9 +15,9 @@
 // c[k], k < 4, the same (loads and shuffles, not gathers). The value
 // table is read along M in vectors of VB bytes, GCC vector types of T;
 // STREAM_<TS>(p, v) stores one with a non-temporal store at a 64-byte
-// aligned p, MSTORE_HI_<TS>(p, v, k) its last k lanes (0 < k < lanes);
-// ACC_<TS>(v, sumsq, lo, hi) adds its
-// lanes (or their squares) in double to the VDs lo and hi.
+// aligned p, MSTORE_HI_<TS>(p, v, k) its last k lanes (0 < k < lanes),
+// ACC_<TS>(v, sumsq, lo, hi) adds its lanes (or their squares) in double
+// to the VDs lo and hi, and nt_copy_<TS> copies with non-temporal stores.
 
 #define WT ((int)(VB / sizeof(T)))
 #define LINE ((int)(64 / sizeof(T)))
@@ -69,6 +69,7 @@ static inline __attribute__((always_inline)) void SFX(store_out)(T *out, int64_t
   for (int l = 0; l < n; l++) out[l] = b[l];
 }
 
+// gram and colsum: tl_interp_gram and tl_interp_colsum (interp.h).
 static void SFX(gram)(int64_t n, const T *x, T *out, const tl_grid *g, const double *gram) {
   int64_t off[WD] __attribute__((aligned(64)));
   for (int64_t i = 0; i < n; i += WD) {

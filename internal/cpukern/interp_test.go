@@ -143,7 +143,8 @@ func checkInterp64(t *testing.T, f *interpFixture, x []float64) {
 	checkInterpKernels(t, f, x, f.fpT, 0x1p-53)
 }
 
-const guard = 12345
+// interpGuard fills dst past the end: no kernel may change it.
+const interpGuard = 12345
 
 func checkInterpKernels[T float32 | float64](t *testing.T, f *interpFixture, x, fpT []T, eps float64) {
 	n, m, g := len(x), f.m, f.grid
@@ -184,11 +185,11 @@ func checkInterpKernels[T float32 | float64](t *testing.T, f *interpFixture, x, 
 		t.Helper()
 		dst := make([]T, len(want)+3)
 		for i := range dst {
-			dst[i] = guard
+			dst[i] = interpGuard
 		}
 		call(dst[:len(want)])
 		for i, v := range dst[len(want):] {
-			if v != guard {
+			if v != interpGuard {
 				t.Fatalf("%s: wrote dst[%d] past the end", name, len(want)+i)
 			}
 		}
@@ -221,8 +222,16 @@ func checkInterpKernels[T float32 | float64](t *testing.T, f *interpFixture, x, 
 		// Rows that start anywhere in a cache line, streamed.
 		for _, off := range []int{1, 5} {
 			run(fmt.Sprintf("values streamed at +%d%s", off, o), vals, valsB, m, tol, func(dst []T) {
-				d := make([]T, len(dst)+off)
+				d := make([]T, off+len(dst))
+				for i := range d {
+					d[i] = interpGuard
+				}
 				InterpValues(d[off:], x, g, fpT, m, true)
+				for i, v := range d[:off] {
+					if v != interpGuard {
+						t.Fatalf("values streamed at +%d: wrote %d before dst", off, off-i)
+					}
+				}
 				copy(dst, d[off:])
 			})
 		}
