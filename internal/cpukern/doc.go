@@ -21,4 +21,10 @@
 //     detector column along z), with AVX-512 and AVX2 paths that share the
 //     x-y work across the fan and read voxels with contiguous loads, both
 //     compiled from one template, drr_fan_impl.h.
+//   - interp.c: cubic interpolation of M interpolants on a shared uniform
+//     grid behind the interpolation workload: the sum of squares and the
+//     sum per query from per-cell tables (a 4×4 Gram matrix, column sums)
+//     with the queries across the vector lanes, and the M values, or their
+//     sum or sum of squares, along the interpolants; written once in
+//     interp_impl.h for AVX-512, AVX2 and SSE2, float and double.
 package cpukern

@@ -1,0 +1,26 @@
+// Ends one instruction set's instantiation of interp_impl.h (see interp.c).
+#undef ISA
+#undef WD
+#undef VD
+#undef VX
+#undef D_SET1
+#undef D_MIN
+#undef D_MAX
+#undef D_FLOOR
+#undef D_FMA
+#undef D_DIV
+#undef D_INDEX
+#undef D_STORE_INDEX
+#undef D_GRAM
+#undef D_COLS
+#undef D_LOAD_f32
+#undef D_LOAD_f64
+#undef D_STORE_f32
+#undef D_STORE_f64
+#undef VB
+#undef STREAM_f32
+#undef STREAM_f64
+#undef MSTORE_HI_f32
+#undef MSTORE_HI_f64
+#undef WIDEN_LO
+#undef WIDEN_HI
