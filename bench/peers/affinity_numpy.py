@@ -20,9 +20,12 @@ import json
 import resource
 import time
 
+import peerinfo
+
+peerinfo.use_best_core()  # before NumPy loads OpenBLAS
+
 import numpy as np
 
-import peerinfo
 
 
 def affinity(x, metric):

@@ -26,6 +26,10 @@ import json
 import resource
 import time
 
+import peerinfo
+
+peerinfo.use_best_core()  # before NumPy loads OpenBLAS
+
 import numpy as np
 
 

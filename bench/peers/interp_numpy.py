@@ -15,6 +15,10 @@ import json
 import resource
 import time
 
+import peerinfo
+
+peerinfo.use_best_core()  # before NumPy loads OpenBLAS
+
 import numpy as np
 
 A = np.array([-1 / 16, 9 / 16, 9 / 16, -1 / 16])

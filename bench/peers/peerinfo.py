@@ -81,3 +81,15 @@ def describe_blas(info):
     if not info:
         return "no OpenBLAS loaded"
     return f"{info['library']} {info['core']}, {info['threads']} thread{'s' if info['threads'] != 1 else ''}"
+
+
+def use_best_core():
+    """Sets OPENBLAS_CORETYPE (to the core cpu() finds) and the thread
+    counts (to the usable cores) where the environment does not already
+    set them: a peer run on its own, as `make bench` runs them, then loads
+    OpenBLAS at its best too. Call it before importing NumPy or FAISS."""
+    info = cpu()
+    if info["openblas_core"] and "OPENBLAS_CORETYPE" not in os.environ:
+        os.environ["OPENBLAS_CORETYPE"] = info["openblas_core"]
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(var, str(info["cores"]))

@@ -23,12 +23,15 @@ import json
 import resource
 import time
 
+import peerinfo
+
+peerinfo.use_best_core()  # before NumPy loads OpenBLAS
+
 import numpy as np
 import scipy
 import scipy.fft
 from scipy.signal import fftconvolve
 
-import peerinfo
 
 
 def hat(a, th, ph, xi):
