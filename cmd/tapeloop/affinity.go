@@ -34,7 +34,8 @@ var affinityCommand = &cli.Command{
 	Name:  "affinity",
 	Usage: "pairwise affinities of N images in blocks of rows",
 	Description: `A[i, j] between flattened images x_i and x_j: dot (Σ x_i·x_j), cosine
-(dot/(‖x_i‖·‖x_j‖)), l1 (−Σ|x_i − x_j|) or l2 (−Σ(x_i − x_j)²), computed in
+(dot/(‖x_i‖·‖x_j‖)), l1 (−Σ|x_i − x_j|), l2 (−Σ(x_i − x_j)²), or your own
+--formula over a and b (e.g. 'exp(-sum((a-b)^2)/(2*s^2))' --param s=40), computed in
 float32 (--dtype float64 for float64) one block of rows at a time against all N
 images, so memory is O(block·N + N·D), never (N, N, D). The (N, N) matrix goes
 to --out block by block. Without --images it makes the built-in case: N = 10,000
