@@ -228,21 +228,34 @@ func (w *Wavelet) Finish() error {
 	if w.cfg.CSV == nil {
 		return nil
 	}
-	header := "theta,phi,xi,energy,std,max,wavelet_energy"
+	// The built-in columns, a statistic of the user's named like one in
+	// its place, the others after them.
+	names := []string{"theta", "phi", "xi", "energy", "std", "max", "wavelet_energy"}
+	at := map[string]int{}
+	for i, n := range names {
+		at[n] = i
+	}
+	var place []int // per user statistic, its column
 	if f := w.cfg.Src.Formulas; f != nil {
 		for _, st := range f.Stats {
-			header += "," + st.Name
+			i, ok := at[st.Name]
+			if !ok {
+				i = len(names)
+				names = append(names, st.Name)
+			}
+			place = append(place, i)
 		}
 	}
-	if _, err := io.WriteString(w.cfg.CSV, header+"\n"); err != nil {
+	if _, err := io.WriteString(w.cfg.CSV, strings.Join(names, ",")+"\n"); err != nil {
 		return err
 	}
+	vals := make([]float64, len(names))
 	for i, st := range w.Stats {
 		c := w.cfg.Combos[i]
 		b := w.row[:0]
-		vals := []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]}
-		if w.Extra != nil {
-			vals = append(vals, w.Extra[i]...)
+		copy(vals, []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]})
+		for k, col := range place {
+			vals[col] = w.Extra[i][k]
 		}
 		for i, v := range vals {
 			if i > 0 {
@@ -366,7 +379,10 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 		}
 	}
 	fl := []formulaFlag{{flag: "--kernel", src: s.Kernel, vars: ops.KernelVars, pointwise: true}}
-	seen := map[string]bool{"theta": true, "phi": true, "xi": true, "energy": true, "std": true, "max": true, "wavelet_energy": true}
+	// A statistic may take the name of a built-in column (energy=sum(g^2)):
+	// its value then fills that column. Not a parameter's column, nor
+	// twice the same name.
+	seen := map[string]bool{"theta": true, "phi": true, "xi": true}
 	for _, st := range s.Stats {
 		name, src, ok := strings.Cut(st, "=")
 		name = strings.TrimSpace(name)

@@ -1051,7 +1051,7 @@ func hostileCases() []hostile {
 		hostile{name: "formula/drr param unused by both", args: []string{"drr", "--quiet", "--size", "8", "--orbit", "1", "--detector", "4x4", "--post", "p*k", "--param", "k=1", "--param", "j=2"}, want: "--param j"},
 		hostile{name: "formula/wavelet kernel reduces", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--kernel", "q - mean(q)"}, want: "cannot reduce"},
 		hostile{name: "formula/wavelet stat without name", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "sum(g)"}, want: "name=formula"},
-		hostile{name: "formula/wavelet stat name taken", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "energy=sum(g^2)"}, want: "already a column energy"},
+		hostile{name: "formula/wavelet stat name taken", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "theta=sum(g^2)"}, want: "already a column theta"},
 		hostile{name: "formula/wavelet stat twice", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "e=sum(g)", "--stat", "e=max(g)"}, want: "already a column e"},
 		hostile{name: "formula/wavelet stat bad name", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "2x=sum(g)"}, want: "is not a name"},
 		hostile{name: "formula/wavelet stat not reducing", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "s=g^2"}, want: "must reduce"},
