@@ -75,6 +75,7 @@ type Wavelet struct {
 	Extra [][]float64
 	order []int    // the order combinations run in
 	pad   [][3]int // per combination: its group's padding
+	same  [][]int  // per computed combination, the others with its kernel
 	// nonFinite counts NaN or infinite statistics of a run with formulas.
 	nonFinite int64
 	row       []byte
@@ -101,6 +102,28 @@ func WaveletPads(a float64, combos []Combo) (pads [][3]int, largest [3]int) {
 	return pads, largest
 }
 
+// kernelKey names the hat of c up to what does not change it: "" never
+// matches. With ξ = 1 the hat is round (the same for every θ and φ);
+// otherwise it depends on ξ and on its stretched axis n up to sign (ψ is
+// symmetric about n and ψ(r) = ψ(−r)), the first row of the rotation.
+func kernelKey(c Combo) string {
+	if c.Xi == 1 {
+		return "round"
+	}
+	ct, st, cp, sp := math.Cos(c.Theta), math.Sin(c.Theta), math.Cos(c.Phi), math.Sin(c.Phi)
+	n := [3]float64{cp * ct, -st, sp * ct}
+	for _, v := range n { // the sign: the first clearly nonzero component positive
+		if math.Abs(v) > 1e-9 {
+			if v < 0 {
+				n[0], n[1], n[2] = -n[0], -n[1], -n[2]
+			}
+			break
+		}
+	}
+	r := func(v float64) float64 { return math.Round(v*1e12) / 1e12 }
+	return fmt.Sprintf("%v|%v,%v,%v", c.Xi, r(n[0]), r(n[1]), r(n[2]))
+}
+
 // NewWavelet checks cfg and returns the Job.
 func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 	if cfg.Src == nil {
@@ -120,8 +143,24 @@ func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 		}
 	}
 	w.pad, _ = WaveletPads(cfg.Src.A, cfg.Combos)
-	for i := range w.order {
-		w.order[i] = i
+	// Combinations whose kernels are the same (the hat with ξ = 1 is
+	// round: every θ and φ; otherwise its stretched axis n and −n) are
+	// computed once, the first of each in Combos order; the others take
+	// its statistics.
+	w.order = w.order[:0]
+	w.same = make([][]int, len(cfg.Combos))
+	first := map[string]int{}
+	for i, c := range cfg.Combos {
+		key := kernelKey(c)
+		if cfg.Src.Formulas != nil && cfg.Src.Formulas.Kernel != nil {
+			key = "" // a formula may read θ, φ or the offsets themselves
+		}
+		if j, ok := first[key]; ok && key != "" {
+			w.same[j] = append(w.same[j], i)
+			continue
+		}
+		first[key] = i
+		w.order = append(w.order, i)
 	}
 	if cfg.Src.Boundary == ops.Reflect {
 		size := func(p [3]int) int { return (2*p[0] + 1) * (2*p[1] + 1) * (2*p[2] + 1) }
@@ -148,7 +187,7 @@ func (w *Wavelet) Name() string { return "wavelet" }
 func (w *Wavelet) Dtype() tensor.Dtype { return tensor.Float64 }
 
 // Items is the number of combinations.
-func (w *Wavelet) Items() int { return len(w.cfg.Combos) }
+func (w *Wavelet) Items() int { return len(w.order) }
 
 // MaxBatch is 8 kernels per replay.
 func (w *Wavelet) MaxBatch() int { return 8 }
@@ -207,6 +246,12 @@ func (w *Wavelet) Consume(out []*tensor.Dense, off, n int) error {
 		}
 		if w.cfg.Src.Formulas != nil {
 			w.nonFinite += countNonFinite(s[wd*r : wd*(r+1)])
+		}
+		for _, j := range w.same[i] {
+			w.Stats[j] = w.Stats[i]
+			if k > 0 {
+				copy(w.Extra[j], w.Extra[i])
+			}
 		}
 	}
 	if w.cfg.FailOnNonFinite && w.nonFinite > 0 {
@@ -279,6 +324,9 @@ type WaveletResult struct {
 	Theta        float64 `json:"theta_of_max_energy"`
 	Phi          float64 `json:"phi_of_max_energy"`
 	Xi           float64 `json:"xi_of_max_energy"`
+	// Computed is how many kernels were convolved: combinations with the
+	// same kernel are computed once.
+	Computed int `json:"computed"`
 	// NonFinite counts the NaN or infinite statistics of a run with
 	// formulas.
 	NonFinite int64 `json:"nonfinite,omitempty"`
@@ -286,7 +334,7 @@ type WaveletResult struct {
 
 // Result names the combination with the largest response energy.
 func (w *Wavelet) Result() WaveletResult {
-	r := WaveletResult{Combinations: len(w.cfg.Combos), NonFinite: w.nonFinite}
+	r := WaveletResult{Combinations: len(w.cfg.Combos), Computed: len(w.order), NonFinite: w.nonFinite}
 	for i, s := range w.Stats {
 		if i == 0 || s[0] > r.MaxEnergy {
 			c := w.cfg.Combos[i]

@@ -103,7 +103,7 @@ func TestWaveletGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	dot := b.String()
-	for _, want := range []string{`label="combinations\ninput\n(4, 6) float64`, `label="response\nWaveletResponse{`,
+	for _, want := range []string{`label="combinations\ninput\n(3, 6) float64`, `label="response\nWaveletResponse{`,
 		`label="stats\nWaveletMoments{`, "n0 -> n1;", "n1 -> n2;"} {
 		if !strings.Contains(dot, want) {
 			t.Errorf("graph lacks %q:\n%s", want, dot)
@@ -121,7 +121,7 @@ func TestWaveletReplayDoesNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bnd := range []string{"reflect", "wrap"} {
-		task, err := OpenWavelet(WaveletSpec{Size: "32x30x28", Seed: 2, A: 1, Theta: "0:pi:3", Phi: "0.4", Xi: "1", Boundary: bnd}, d, false)
+		task, err := OpenWavelet(WaveletSpec{Size: "32x30x28", Seed: 2, A: 1, Theta: "0:pi:3", Phi: "0.4", Xi: "2", Boundary: bnd}, d, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -320,10 +320,12 @@ np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
 			}
 		}
 	}
-	// The hat written as a formula is the built-in kernel: the same CSV.
+	// The hat written as a formula is the built-in kernel: the same CSV
+	// (combinations with distinct kernels; the built-in computes a kernel
+	// shared by several combinations once, a formula every time).
 	a, b := p("builtin.csv"), p("formula.csv")
 	for _, c := range [][]string{{"--out", a}, {"--out", b, "--kernel", "(3 - q)*exp(-q/2)"}} {
-		args := append([]string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0:pi:3", "--phi", "0.4", "--xi", "1,2"}, c...)
+		args := append([]string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0:pi:3", "--phi", "0.4", "--xi", "2"}, c...)
 		if _, se, code := run(t, args...); code != 0 {
 			t.Fatalf("exit %d: %s", code, se)
 		}
@@ -333,9 +335,36 @@ np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
 	if string(x) != string(y) {
 		t.Errorf("the hat as a formula differs from the built-in kernel:\n%s\n%s", x, y)
 	}
+	// Shared kernels: the round hat (ξ = 1) for every θ and φ, and θ and
+	// θ + π (the same stretched axis) computed once by the built-in, every
+	// time by the formula: the same statistics, to rounding.
+	a2, b2 := p("builtin2.csv"), p("formula2.csv")
+	for _, c := range [][]string{{"--out", a2}, {"--out", b2, "--kernel", "(3 - q)*exp(-q/2)"}} {
+		args := append([]string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0.3,0.9,3.4415926535897931", "--phi", "0,0.7",
+			"--xi", "1,2", "--report", c[1] + ".json"}, c...)
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, se)
+		}
+	}
+	var rep struct{ Result struct{ Combinations, Computed int } }
+	rb, _ := os.ReadFile(a2 + ".json")
+	json.Unmarshal(rb, &rep)
+	// 12 combinations: the 6 round ones share a kernel; θ = 0.3 and
+	// 0.3 + π share their axis for each φ: 1 + 4 kernels.
+	if rep.Result.Combinations != 12 || rep.Result.Computed != 5 {
+		t.Errorf("%d combinations, %d kernels computed; want 12 and 5", rep.Result.Combinations, rep.Result.Computed)
+	}
+	g2, w2 := readCSV(t, a2, true), readCSV(t, b2, true)
+	for i := range w2 {
+		for j := range 7 {
+			if d := math.Abs(g2[i][j] - w2[i][j]); d > 1e-6*math.Abs(w2[i][j])+1e-12 {
+				t.Errorf("row %d column %d: %v computed once, %v every time", i, j, g2[i][j], w2[i][j])
+			}
+		}
+	}
 	// A statistic named like a built-in column fills that column.
 	e := p("energy.csv")
-	args := []string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0:pi:3", "--phi", "0.4", "--xi", "1,2",
+	args := []string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0:pi:3", "--phi", "0.4", "--xi", "2",
 		"--stat", "energy=sum(g^2)", "--stat", "l1=sum(abs(g))", "--out", e}
 	if _, se, code := run(t, args...); code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
