@@ -346,7 +346,9 @@ np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
 			t.Fatalf("exit %d: %s", code, se)
 		}
 	}
-	var rep struct{ Result struct{ Combinations, Computed int } }
+	var rep struct {
+		Result struct{ Combinations, Computed int }
+	}
 	rb, _ := os.ReadFile(a2 + ".json")
 	json.Unmarshal(rb, &rep)
 	// 12 combinations: the 6 round ones share a kernel; θ = 0.3 and
