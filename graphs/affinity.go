@@ -352,8 +352,15 @@ func (a *Affinity) Result() AffinityResult {
 // as computed on (after conversion to the computation's dtype), so shards
 // of the same input agree and shards of different inputs do not.
 func Fingerprint[T float32 | float64](x []T, shape []int) string {
+	return fingerprint(x, fmt.Sprintf("%T", x[:0]), shape)
+}
+
+// fingerprint hashes the values of x as float64 under the name of the
+// type they are computed in (so that 8-bit images, computed in integers,
+// match their float32 conversion).
+func fingerprint[E float32 | float64 | uint8](x []E, typ string, shape []int) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%T%v", x[:0], shape)
+	fmt.Fprintf(h, "%s%v", typ, shape)
 	var buf [8 << 10]byte
 	for len(x) > 0 {
 		n := 0

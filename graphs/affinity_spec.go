@@ -1,12 +1,8 @@
 package graphs
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"unsafe"
@@ -190,21 +186,20 @@ func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask
 	var fp string
 	var n, d int
 	var mapped bool
-	exact := p.formula == nil && !dev.GPU() && s.Images != "" && isUint8(s.Images)
+	// 8-bit images with a built-in metric on the CPU: exactly, in integers.
+	var x8 []uint8
+	exact := false
+	if p.formula == nil && !dev.GPU() && s.Images != "" {
+		if x8, n, d, shape, exact, err = readImagesU8(s.Images, dev.MemLimit); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case exact:
-		var x []uint8
-		if x, n, d, shape, err = readImagesU8(s.Images, dev.MemLimit); err != nil {
+		if data, err = ops.NewPairDataU8(x8, n, d, p.metric, dt); err != nil {
 			return nil, err
 		}
-		if data, err = ops.NewPairDataU8(x, n, d, p.metric, dt); err != nil {
-			return nil, err
-		}
-		if dt == tensor.Float64 {
-			fp = fingerprintU8[float64](x, shape)
-		} else {
-			fp = fingerprintU8[float32](x, shape)
-		}
+		fp = fingerprint(x8, "[]"+dt.String(), shape)
 	case dt == tensor.Float64:
 		var x []float64
 		if x, n, d, shape, mapped, err = loadImages[float64](s, dev.MemLimit); err != nil {
@@ -308,59 +303,34 @@ func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask
 	return t, nil
 }
 
-// isUint8 tells an .npy file of uint8 values (which the built-in metrics
-// compute on exactly, in integers).
-func isUint8(path string) bool {
-	f, err := npy.Open(path)
-	if err != nil {
-		return false // reading it again says what is wrong
-	}
-	defer f.Close()
-	return f.Dtype.Kind == 'u' && f.Dtype.Size == 1
-}
-
 // readImagesU8 reads an (N, H, W) or (N, D) uint8 .npy file, flattened,
-// after checking it fits limit.
-func readImagesU8(path string, limit int64) (x []uint8, n, d int, shape []int, err error) {
+// after checking it fits limit. A file of another dtype is not read: ok
+// is false.
+func readImagesU8(path string, limit int64) (x []uint8, n, d int, shape []int, ok bool, err error) {
 	f, err := npy.Open(path)
 	if err != nil {
-		return nil, 0, 0, nil, fmt.Errorf("--images: %w", err)
+		return nil, 0, 0, nil, false, fmt.Errorf("--images: %w", err)
 	}
 	defer f.Close()
+	if f.Dtype.Kind != 'u' || f.Dtype.Size != 1 {
+		return nil, 0, 0, nil, false, nil
+	}
 	shape = f.Shape
 	if len(shape) != 2 && len(shape) != 3 {
-		return nil, 0, 0, shape, fmt.Errorf("--images: %s has shape %s, want (N, H, W) or (N, D)", path, npy.ShapeString(shape))
+		return nil, 0, 0, shape, true, fmt.Errorf("--images: %s has shape %s, want (N, H, W) or (N, D)", path, npy.ShapeString(shape))
 	}
 	if f.Len() == 0 {
-		return nil, 0, 0, shape, fmt.Errorf("--images: %s holds no images (shape %s)", path, npy.ShapeString(shape))
+		return nil, 0, 0, shape, true, fmt.Errorf("--images: %s holds no images (shape %s)", path, npy.ShapeString(shape))
 	}
 	n, d = shape[0], f.Len()/shape[0]
 	if need := int64(f.Len()); need > limit {
-		return nil, 0, 0, shape, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
+		return nil, 0, 0, shape, true, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
 	}
 	x = make([]uint8, f.Len())
 	if _, err := f.ReadU8(x); err != nil {
-		return nil, 0, 0, shape, fmt.Errorf("--images: %s: %w", path, err)
+		return nil, 0, 0, shape, true, fmt.Errorf("--images: %s: %w", path, err)
 	}
-	return x, n, d, shape, nil
-}
-
-// fingerprintU8 is Fingerprint of x converted to T, without converting
-// all of it at once.
-func fingerprintU8[T float32 | float64](x []uint8, shape []int) string {
-	h := sha256.New()
-	var zero []T
-	fmt.Fprintf(h, "%T%v", zero, shape)
-	var buf [8 << 10]byte
-	for len(x) > 0 {
-		n := 0
-		for ; n < len(x) && 8*(n+1) <= len(buf); n++ {
-			binary.LittleEndian.PutUint64(buf[8*n:], math.Float64bits(float64(x[n])))
-		}
-		h.Write(buf[:8*n])
-		x = x[n:]
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	return x, n, d, shape, true, nil
 }
 
 // loadImages reads or makes the images, flattened, in the computation's

@@ -116,9 +116,6 @@ type pairStates[T float32 | float64] struct {
 	ra            []float64
 }
 
-func (pf *PairFormula) state32() *pairStates[float32] { return getStates[float32](pf) }
-func (pf *PairFormula) state64() *pairStates[float64] { return getStates[float64](pf) }
-
 func getStates[T float32 | float64](pf *PairFormula) *pairStates[T] {
 	if s, ok := pf.states.Get().(*pairStates[T]); ok {
 		return s
@@ -294,6 +291,9 @@ func (op *PairMap) Do(in ...G.Value) (G.Value, error) {
 	}
 	return op.out, nil
 }
+
+// ResidentBytes is the size of the formula's per-image values.
+func (op *PairMap) ResidentBytes() int64 { return op.F.Bytes() }
 
 // WriteHash writes every parameter of the op.
 func (op *PairMap) WriteHash(h hash.Hash) {

@@ -25,9 +25,6 @@ var KernelVars = []formula.Var{
 	{Name: "a", About: "the kernel scale a"},
 }
 
-// HatFormula is the built-in kernel written as a formula.
-const HatFormula = "(3 - q)*exp(-q/2)"
-
 // StatVars are the variables of a wavelet statistic: the response.
 var StatVars = []formula.Var{{Name: "g", Vector: true, About: "the response at every voxel"}}
 

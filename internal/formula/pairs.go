@@ -122,7 +122,7 @@ func (c *pairCompiler) row(n *Node, side int) int {
 		}
 		panic("formula: row function reads the other image")
 	})
-	key := canon(r)
+	key := canonVars(r, rowVars)
 	if k, ok := c.rowKey[key]; ok {
 		return k
 	}
@@ -384,7 +384,7 @@ func (c *pairCompiler) rowOf(src string) int {
 	if err != nil {
 		panic(err)
 	}
-	key := canon(g.Root)
+	key := canonVars(g.Root, rowVars)
 	if k, ok := c.rowKey[key]; ok {
 		return k
 	}
@@ -446,29 +446,6 @@ func copyGraph(n *Node, b *builder, leaf func(*Node) *Node) *Node {
 		return m
 	}
 	return walk(n)
-}
-
-// canon writes n as a formula, for keys and labels.
-func canon(n *Node) string {
-	switch n.Op {
-	case OpConst:
-		return strconv.FormatFloat(n.Val, 'g', -1, 64)
-	case OpVar:
-		return "x"
-	}
-	args := make([]string, len(n.Args))
-	for i, a := range n.Args {
-		args[i] = canon(a)
-	}
-	switch n.Op {
-	case OpAdd, OpSub, OpMul, OpDiv, OpPow, OpLT, OpLE, OpGT, OpGE, OpEQ, OpNE, OpAnd, OpOr:
-		return "(" + args[0] + n.Op.String() + args[1] + ")"
-	case OpNeg:
-		return "-" + args[0]
-	case OpNot:
-		return "!" + args[0]
-	}
-	return n.Op.String() + "(" + strings.Join(args, ",") + ")"
 }
 
 // Symmetric tells whether an affinity formula is provably the same with
