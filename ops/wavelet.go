@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"runtime"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
 )
 
@@ -118,20 +120,28 @@ func (op *WaveletResponse) eachRow(in []G.Value, setup func() error, sums func(r
 
 // waveletScratch is one op's per-combination work arrays.
 type waveletScratch struct {
-	kernel []float32    // the kernel, wrapped around the origin; zero elsewhere
-	resp   []float32    // the response
-	half   []complex64  // the kernel's transform, then the response's
-	dims   [3]int       // the transform size the kernel array was last laid out for
-	taps   []int        // where the last kernel was written, to clear just those
-	parts  [][3]float64 // per-plane sums of the response
+	kernel   []float32      // the kernel, wrapped around the origin; zero elsewhere
+	resp     []float32      // the response
+	half     []complex64    // the kernel's transform, then the response's
+	dims     [3]int         // the transform size the kernel array was last laid out for
+	taps     []int          // where the last kernel was written, to clear just those
+	parts    [][3]float64   // per-plane sums of the response
+	energies []float64      // per-plane parts of the kernel's Σ ψ̂²
+	rows     chan []float64 // HatMul's row buffers, one per worker
 }
 
 func (s *WaveletSource) newScratch() *waveletScratch {
-	return &waveletScratch{kernel: make([]float32, s.maxLen()), resp: make([]float32, s.maxLen()), half: make([]complex64, s.maxHalf())}
+	return newWaveletScratch(s.maxLen(), s.maxHalf())
 }
 
 func (w *WaveletVolume) newScratch() *waveletScratch {
-	return &waveletScratch{kernel: make([]float32, w.plan.Len()), resp: make([]float32, w.plan.Len()), half: make([]complex64, w.plan.HalfLen())}
+	return newWaveletScratch(w.plan.Len(), w.plan.HalfLen())
+}
+
+func newWaveletScratch(n, half int) *waveletScratch {
+	s := &waveletScratch{kernel: make([]float32, n), resp: make([]float32, n), half: make([]complex64, half)}
+	s.rows = make(chan []float64, runtime.GOMAXPROCS(0))
+	return s
 }
 
 // part returns per-plane partial sums, reused.
@@ -140,6 +150,35 @@ func (s *waveletScratch) part(n int) [][3]float64 {
 		s.parts = make([][3]float64, n)
 	}
 	return s.parts[:n]
+}
+
+// energy returns per-plane partial sums, reused.
+func (s *waveletScratch) energy(n int) []float64 {
+	if cap(s.energies) < n {
+		s.energies = make([]float64, n)
+	}
+	return s.energies[:n]
+}
+
+// hatRows returns a row buffer of at least n values for one worker of
+// HatMul, kept from an earlier call where one is free; putRows keeps it.
+func (s *waveletScratch) hatRows(n int) []float64 {
+	var r []float64
+	select {
+	case r = <-s.rows:
+	default:
+	}
+	if len(r) < n {
+		r = make([]float64, n)
+	}
+	return r
+}
+
+func (s *waveletScratch) putRows(r []float64) {
+	select {
+	case s.rows <- r:
+	default:
+	}
 }
 
 // kernelArray returns the kernel array laid out for w's transform size,
@@ -162,56 +201,42 @@ func (s *waveletScratch) kernelArray(w *WaveletVolume) []float32 {
 // sums convolves with the kernel of valid parameters (CheckHat) and writes
 // to dst the response's Σ G, Σ G² and max G and the kernel's Σ ψ², then
 // the statistics of f.
+//
+// The built-in hat's transform is computed in closed form (cpukern.HatMul:
+// the hat sampled on the whole grid, where the sampled kernel stops at the
+// box of q ≤ 36, whose edge values are 5·10⁻⁷ of its peak), unless the box
+// is wider than the transform, where the kernel would overlap itself and Σ ψ²
+// would count the overlap. A user's kernel is sampled and transformed.
 func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) {
 	p := w.plan.Dims
-	k := s.kernelArray(w)
 	half := s.half[:w.plan.HalfLen()]
 	resp := s.resp[:w.plan.Len()]
-	var kernelEnergy float64
-	sample := Hat
-	if f != nil && f.Kernel != nil {
-		sample = f.Kernel.Sample
-	}
-	h := sample(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
-		kernelEnergy += psi * psi
-		i, j, l := mod(x, p[0]), mod(y, p[1]), mod(z, p[2])
-		t := (i*p[1]+j)*p[2] + l
-		k[t] += float32(psi)
-		s.taps = append(s.taps, t)
-	})
+	h := HatSupport(w.A, theta, phi, xi)
 	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
 		panic("ops: wavelet kernel wider than the volume's reflect padding")
 	}
-	w.plan.ForwardReal(half, k)
-	parallel.For(len(w.spec), 1<<16, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			half[i] *= w.spec[i]
-		}
-	})
+	var kernelEnergy float64
+	if (f == nil || f.Kernel == nil) && 2*h[0] < p[0] && 2*h[1] < p[1] && 2*h[2] < p[2] {
+		kernelEnergy = w.hatMul(half, theta, phi, xi, s)
+	} else {
+		kernelEnergy = w.sampledMul(half, theta, phi, xi, s, f)
+	}
 	w.plan.InverseRealCrop(resp, half, w.Pad, w.N) // only the output block
 	n := w.N
 	// Sums over the output block, per plane in parallel, added in order.
 	part := s.part(n[0])
 	parallel.Dynamic(n[0], 4, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			var sum, sum2 float64
-			mx := math.Inf(-1)
-			for j := range n[1] {
-				row := resp[((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2]+w.Pad[2]:][:n[2]]
-				for _, v := range row {
-					g := float64(v)
-					sum += g
-					sum2 += g * g
-					mx = max(mx, g)
-				}
-			}
-			part[i] = [3]float64{sum, sum2, mx}
+			cpukern.BlockSums(part[i][:], resp[((i+w.Pad[0])*p[1]+w.Pad[1])*p[2]+w.Pad[2]:], p[2], n[1], n[2])
 		}
 	})
 	var sum, sum2 float64
 	mx := math.Inf(-1)
 	for _, q := range part {
-		sum, sum2, mx = sum+q[0], sum2+q[1], max(mx, q[2])
+		sum, sum2 = sum+q[0], sum2+q[1]
+		if q[2] > mx || math.IsNaN(q[2]) {
+			mx = q[2]
+		}
 	}
 	dst[0], dst[1], dst[2], dst[3] = sum, sum2, mx, kernelEnergy
 	if f == nil {
@@ -229,6 +254,61 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	for k, st := range f.Stats {
 		dst[WaveletSums+k] = st.eval(resp, rows)
 	}
+}
+
+// hatMul sets half to the volume's spectrum times the hat's, computed in
+// closed form, plane by plane in parallel, and returns Σ ψ² (Parseval).
+func (w *WaveletVolume) hatMul(half []complex64, theta, phi, xi float64, s *waveletScratch) float64 {
+	p := w.plan.Dims
+	r := hatRotation(theta, phi)
+	d := [3]float64{(w.A * xi) * (w.A * xi), w.A * w.A, w.A * w.A}
+	var b [3][3]float64 // B = Rᵀ·diag(d)·R, the inverse of the hat's quadratic form
+	for i := range 3 {
+		for j := range 3 {
+			for k := range 3 {
+				b[i][j] += r[k][i] * d[k] * r[k][j]
+			}
+		}
+	}
+	bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
+	energy := s.energy(p[0])
+	parallel.Dynamic(p[0], 2, func(lo, hi int) {
+		rows := s.hatRows(p[2]/2 + 16)
+		defer s.putRows(rows)
+		cpukern.HatMul(half, w.spec, p, lo, hi, bb, rows, energy[lo:hi])
+	})
+	var e float64
+	for _, v := range energy {
+		e += v
+	}
+	return e / float64(w.plan.Len())
+}
+
+// sampledMul samples the kernel (the user's, or the hat), transforms it
+// and sets half to the product with the volume's spectrum; it returns
+// Σ ψ² over the samples.
+func (w *WaveletVolume) sampledMul(half []complex64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) float64 {
+	p := w.plan.Dims
+	k := s.kernelArray(w)
+	var kernelEnergy float64
+	sample := Hat
+	if f != nil && f.Kernel != nil {
+		sample = f.Kernel.Sample
+	}
+	sample(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
+		kernelEnergy += psi * psi
+		i, j, l := mod(x, p[0]), mod(y, p[1]), mod(z, p[2])
+		t := (i*p[1]+j)*p[2] + l
+		k[t] += float32(psi)
+		s.taps = append(s.taps, t)
+	})
+	w.plan.ForwardReal(half, k)
+	parallel.For(len(w.spec), 1<<16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			half[i] *= w.spec[i]
+		}
+	})
+	return kernelEnergy
 }
 
 // ResidentBytes counts the source, its transform and the scratch.

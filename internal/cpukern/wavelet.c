@@ -1,0 +1,65 @@
+// The wavelet sweep's kernels.
+//
+// tl_hat_mul multiplies the volume's spectrum by the Mexican hat's
+// spectrum, computed in closed form rather than by transforming the
+// sampled kernel: by Poisson's summation formula, the discrete transform
+// of the hat sampled on the whole grid is the sum, over the aliases
+// ω + 2πm, of its continuous transform, c·s·exp(−s/2) with s = ωᵀBω. The
+// aliases that matter are found per row (a line along the last axis): the
+// least s over the row, the Schur complement of b22, rules out a whole
+// (m0, m1), and the interval of z where s < thr bounds the rest, so a
+// coefficient costs about one exp per alias near it (one, away from the
+// edges of a wide kernel's spectrum). tl_block_sums reduces the response.
+//
+// Both are written once, in wavelet_impl.h, with GCC vector extensions, and
+// compiled for AVX-512, AVX2 and SSE2; tl_cpu_isa() picks.
+#include "wavelet.h"
+#include "pairdist.h"
+#include <math.h>
+#include <stdint.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#define W 8
+#define SFX(x) x##_512
+#include "wavelet_impl.h"
+#undef W
+#undef SFX
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define W 4
+#define SFX(x) x##_256
+#include "wavelet_impl.h"
+#undef W
+#undef SFX
+#pragma GCC pop_options
+
+#define W 2
+#define SFX(x) x##_128
+#include "wavelet_impl.h"
+#undef W
+#undef SFX
+
+void tl_hat_mul(const float *spec, float *dst, int64_t p0, int64_t p1, int64_t p2, int64_t i0, int64_t i1,
+                double b00, double b01, double b02, double b11, double b12, double b22, double c, double thr,
+                double *scratch, double *energy) {
+  const int64_t p[3] = {p0, p1, p2};
+  const double b[6] = {b00, b01, b02, b11, b12, b22};
+  for (int64_t i = i0; i < i1; i++) {
+    switch (tl_cpu_isa()) {
+    case 2: energy[i - i0] = hat_mul_512(spec, dst, p, i, i + 1, b, c, thr, scratch); break;
+    case 1: energy[i - i0] = hat_mul_256(spec, dst, p, i, i + 1, b, c, thr, scratch); break;
+    default: energy[i - i0] = hat_mul_128(spec, dst, p, i, i + 1, b, c, thr, scratch);
+    }
+  }
+}
+
+void tl_block_sums(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out) {
+  switch (tl_cpu_isa()) {
+  case 2: block_sums_512(x, ld, n1, n2, out); break;
+  case 1: block_sums_256(x, ld, n1, n2, out); break;
+  default: block_sums_128(x, ld, n1, n2, out);
+  }
+}

@@ -1,0 +1,59 @@
+package cpukern
+
+// The wavelet sweep's kernels of wavelet.c: the Mexican hat's spectrum in
+// closed form, multiplied into the volume's, and the sums of a response.
+
+// #include "wavelet.h"
+import "C"
+
+import (
+	"math"
+	"unsafe"
+)
+
+// HatThreshold is the s = ωᵀBω past which HatMul leaves a term out: its
+// c·s·exp(−s/2) is below 10⁻¹¹ of the transform's peak, c·2/e.
+const HatThreshold = 60
+
+// HatMul sets dst, for the planes [i0, i1) of the half spectrum of a real
+// array of dims p (p[0]·p[1]·(p[2]/2+1) coefficients, the last axis
+// halved), to spec times the discrete transform of the Mexican hat
+// ψ(u) = (3 − q)·exp(−q/2), q = uᵀB⁻¹u, sampled on the whole integer grid
+// and wrapped around the array: the sum over the aliases m ∈ ℤ³ of
+// (2π)^{3/2}·√det B·s·exp(−s/2), s = (ω+2πm)ᵀB(ω+2πm), computed in double
+// and rounded to float32 in the product. b holds the symmetric positive
+// definite B as b00 b01 b02 b11 b12 b22, scratch at least p[2]/2 + 16
+// values. It sets energy[i−i0] to plane i's part of Σ ψ̂² over the whole
+// spectrum; Σ ψ² over the periodised kernel is the total over all planes
+// divided by p[0]·p[1]·p[2] (Parseval).
+func HatMul(dst, spec []complex64, p [3]int, i0, i1 int, b [6]float64, scratch, energy []float64) {
+	h := p[2]/2 + 1
+	if len(spec) < p[0]*p[1]*h || len(dst) < len(spec) || len(scratch) < p[2]/2+16 || i0 < 0 || i1 > p[0] || len(energy) < i1-i0 {
+		panic("cpukern: HatMul: short buffers or planes outside the array")
+	}
+	if i0 >= i1 {
+		return
+	}
+	det := b[0]*(b[3]*b[5]-b[4]*b[4]) - b[1]*(b[1]*b[5]-b[2]*b[4]) + b[2]*(b[1]*b[4]-b[3]*b[2])
+	if !(det > 0) || !(b[5] > 0) {
+		panic("cpukern: HatMul: B is not positive definite")
+	}
+	c := math.Pow(2*math.Pi, 1.5) * math.Sqrt(det)
+	C.tl_hat_mul((*C.float)(unsafe.Pointer(&spec[0])), (*C.float)(unsafe.Pointer(&dst[0])),
+		C.int64_t(p[0]), C.int64_t(p[1]), C.int64_t(p[2]), C.int64_t(i0), C.int64_t(i1),
+		C.double(b[0]), C.double(b[1]), C.double(b[2]), C.double(b[3]), C.double(b[4]), C.double(b[5]),
+		C.double(c), HatThreshold, (*C.double)(&scratch[0]), (*C.double)(&energy[0]))
+}
+
+// BlockSums sets dst[0:3] to Σ g, Σ g² and max g, in float64, over the n1
+// rows of n2 values at x[j·ld:], j < n1 (max is NaN where a value is).
+func BlockSums(dst []float64, x []float32, ld, n1, n2 int) {
+	if n1 <= 0 || n2 <= 0 {
+		dst[0], dst[1], dst[2] = 0, 0, math.Inf(-1)
+		return
+	}
+	if len(dst) < 3 || n2 > ld || (n1-1)*ld+n2 > len(x) {
+		panic("cpukern: BlockSums: rows outside the array")
+	}
+	C.tl_block_sums((*C.float)(&x[0]), C.int64_t(ld), C.int64_t(n1), C.int64_t(n2), (*C.double)(&dst[0]))
+}

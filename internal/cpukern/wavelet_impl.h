@@ -1,0 +1,150 @@
+// The kernels of wavelet.c for one instruction set: wavelet.c includes
+// this file once per set, with its target pragma in force and W (doubles
+// per vector) and SFX(name) (the set's copy of a name) defined.
+
+typedef double SFX(vd) __attribute__((vector_size(W * sizeof(double)), aligned(sizeof(double))));
+typedef int64_t SFX(vl) __attribute__((vector_size(W * sizeof(double)), aligned(sizeof(double))));
+typedef float SFX(vf) __attribute__((vector_size(W * sizeof(float)), aligned(sizeof(float))));
+#define VD SFX(vd)
+#define VL SFX(vl)
+#define VF SFX(vf)
+
+// sel is m ? x : y lane by lane, m a comparison's mask.
+static inline VD SFX(sel)(VL m, VD x, VD y) { return (VD)((m & (VL)x) | (~m & (VL)y)); }
+
+// vexp is exp(x) for x in [−700, 0]: x = k·ln 2 + r with |r| ≤ ln 2 / 2,
+// exp(r) by its Taylor polynomial of degree 12 (error below 2⁻⁵³ there),
+// 2^k put into the exponent bits.
+static inline VD SFX(vexp)(VD x) {
+  const VD shifter = (VD){0} + 0x1.8p52; // adding it rounds to an integer
+  VD t = x * 1.4426950408889634 + shifter;
+  VL k = (VL)t - (VL)shifter;
+  t -= shifter;
+  VD r = x - t * 6.93147180369123816490e-01 - t * 1.90821492927058770002e-10;
+  VD q = (VD){0} + 1.0 / 479001600;
+  q = q * r + 1.0 / 39916800;
+  q = q * r + 1.0 / 3628800;
+  q = q * r + 1.0 / 362880;
+  q = q * r + 1.0 / 40320;
+  q = q * r + 1.0 / 5040;
+  q = q * r + 1.0 / 720;
+  q = q * r + 1.0 / 120;
+  q = q * r + 1.0 / 24;
+  q = q * r + 1.0 / 6;
+  q = q * r + 0.5;
+  q = q * r + 1;
+  q = q * r + 1;
+  return q * (VD)((k + 1023) << 52);
+}
+
+// hat_terms adds c·s·exp(−s/2) to acc[k] for k in [lo, hi) (multiples of
+// W), s = γ + z·(2β + b22·z), z = z0 + dz·k.
+static void SFX(hat_terms)(double *acc, int64_t lo, int64_t hi, double gamma, double beta, double b22,
+                           double z0, double dz) {
+  VD kk = (VD){0} + (double)lo;
+  for (int l = 0; l < W; l++) kk[l] += l;
+  for (int64_t k = lo; k < hi; k += W, kk += W) {
+    VD z = z0 + dz * kk;
+    VD s = gamma + z * (2 * beta + b22 * z);
+    VD x = -0.5 * s;
+    x = SFX(sel)(x < -700, (VD){0} - 700, x); // far tails, which stay negligible
+    *(VD *)(acc + k) += s * SFX(vexp)(x);
+  }
+}
+
+static double SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_t i0, int64_t i1,
+                           const double *b, double c, double thr, double *acc) {
+  const double tp = 2 * M_PI;
+  const int64_t p0 = p[0], p1 = p[1], p2 = p[2], h = p2 / 2 + 1, hw = (h + W - 1) / W * W;
+  const double b00 = b[0], b01 = b[1], b02 = b[2], b11 = b[3], b12 = b[4], b22 = b[5];
+  // The ellipsoid sᵀBs < thr lies in |ω_a| ≤ √(thr·M_aa), M = B⁻¹.
+  const double det = b00 * (b11 * b22 - b12 * b12) - b01 * (b01 * b22 - b02 * b12) + b02 * (b01 * b12 - b11 * b02);
+  const double e0 = sqrt(thr * (b11 * b22 - b12 * b12) / det), e1 = sqrt(thr * (b00 * b22 - b02 * b02) / det);
+  // The least s over z in a row: the Schur complement of b22.
+  const double s00 = b00 - b02 * b02 / b22, s01 = b01 - b02 * b12 / b22, s11 = b11 - b12 * b12 / b22;
+  const double zmax = tp * (double)(h - 1) / (double)p2, dz = tp / (double)p2;
+  VD energy = (VD){0};
+  for (int64_t i = i0; i < i1; i++) {
+    const double w0 = tp * (double)(i <= p0 / 2 ? i : i - p0) / (double)p0;
+    for (int64_t j = 0; j < p1; j++) {
+      const double w1 = tp * (double)(j <= p1 / 2 ? j : j - p1) / (double)p1;
+      for (int64_t k = 0; k < hw; k += W) *(VD *)(acc + k) = (VD){0};
+      for (int64_t m0 = (int64_t)ceil((-e0 - w0) / tp); m0 <= (int64_t)floor((e0 - w0) / tp); m0++) {
+        const double a0 = w0 + tp * (double)m0;
+        for (int64_t m1 = (int64_t)ceil((-e1 - w1) / tp); m1 <= (int64_t)floor((e1 - w1) / tp); m1++) {
+          const double a1 = w1 + tp * (double)m1;
+          const double smin = s00 * a0 * a0 + 2 * s01 * a0 * a1 + s11 * a1 * a1;
+          if (!(smin < thr)) continue;
+          // s(z) = γ + 2βz + b22·z² < thr for |z − zc| < r.
+          const double beta = b02 * a0 + b12 * a1, gamma = b00 * a0 * a0 + 2 * b01 * a0 * a1 + b11 * a1 * a1;
+          const double zc = -beta / b22, r = sqrt((thr - smin) / b22);
+          for (int64_t m2 = (int64_t)ceil((zc - r - zmax) / tp); m2 <= (int64_t)floor((zc + r) / tp); m2++) {
+            const double z0 = tp * (double)m2;
+            int64_t lo = (int64_t)ceil((zc - r - z0) / dz), hi = (int64_t)floor((zc + r - z0) / dz) + 1;
+            lo = lo < 0 ? 0 : lo / W * W;
+            hi = hi > h ? hw : (hi + W - 1) / W * W;
+            if (lo < hi) SFX(hat_terms)(acc, lo, hi, gamma, beta, b22, z0, dz);
+          }
+        }
+      }
+      for (int64_t k = h; k < hw; k++) acc[k] = 0; // lanes past the row
+      const int64_t row = (i * p1 + j) * h;
+      const float *sp = spec + 2 * row;
+      float *dp = dst + 2 * row;
+      for (int64_t k = 0; k < hw; k += W) {
+        VD v = c * *(VD *)(acc + k);
+        energy += v * v;
+        *(VD *)(acc + k) = v;
+      }
+      for (int64_t k = 0; k < h; k++) {
+        const float v = (float)acc[k];
+        dp[2 * k] = sp[2 * k] * v;
+        dp[2 * k + 1] = sp[2 * k + 1] * v;
+      }
+      // Each coefficient but the first and (p2 even) the last stands for
+      // itself and its mirror image.
+      energy[0] -= 0.5 * acc[0] * acc[0];
+      if (p2 % 2 == 0) energy[0] -= 0.5 * acc[h - 1] * acc[h - 1];
+    }
+  }
+  double e = 0;
+  for (int l = 0; l < W; l++) e += energy[l];
+  return 2 * e;
+}
+
+static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out) {
+  VD s0 = (VD){0}, s1 = (VD){0}, q0 = (VD){0}, q1 = (VD){0}, mx = (VD){0} - INFINITY;
+  double s = 0, q = 0, m = -INFINITY;
+  for (int64_t j = 0; j < n1; j++) {
+    const float *row = x + j * ld;
+    int64_t k = 0;
+    for (; k + 2 * W <= n2; k += 2 * W) {
+      VF f0 = *(const VF *)(row + k), f1 = *(const VF *)(row + k + W);
+      VD g0 = __builtin_convertvector(f0, VD), g1 = __builtin_convertvector(f1, VD);
+      s0 += g0;
+      s1 += g1;
+      q0 += g0 * g0;
+      q1 += g1 * g1;
+      mx = SFX(sel)((g0 > mx) | (g0 != g0), g0, mx);
+      mx = SFX(sel)((g1 > mx) | (g1 != g1), g1, mx);
+    }
+    for (; k < n2; k++) {
+      const double g = row[k];
+      s += g;
+      q += g * g;
+      m = (g > m || g != g) ? g : m;
+    }
+  }
+  s0 += s1;
+  q0 += q1;
+  for (int l = 0; l < W; l++) {
+    s += s0[l];
+    q += q0[l];
+    m = (mx[l] > m || mx[l] != mx[l]) ? mx[l] : m;
+  }
+  out[0] = s, out[1] = q, out[2] = m;
+}
+
+#undef VD
+#undef VL
+#undef VF

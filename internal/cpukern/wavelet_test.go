@@ -1,0 +1,178 @@
+package cpukern
+
+import (
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"testing"
+)
+
+// hatB returns B = Rᵀ·diag((a·ξ)², a², a²)·R for a random rotation R, and
+// M = B⁻¹.
+func hatB(rng *rand.Rand, a, xi float64) (b, m [3][3]float64) {
+	// A random rotation: Gram–Schmidt on a random matrix.
+	var r [3][3]float64
+	for i := range 3 {
+		for {
+			for k := range 3 {
+				r[i][k] = rng.NormFloat64()
+			}
+			for j := range i {
+				d := r[i][0]*r[j][0] + r[i][1]*r[j][1] + r[i][2]*r[j][2]
+				for k := range 3 {
+					r[i][k] -= d * r[j][k]
+				}
+			}
+			if n := math.Sqrt(r[i][0]*r[i][0] + r[i][1]*r[i][1] + r[i][2]*r[i][2]); n > 0.1 {
+				for k := range 3 {
+					r[i][k] /= n
+				}
+				break
+			}
+		}
+	}
+	d := [3]float64{a * a * xi * xi, a * a, a * a}
+	for i := range 3 {
+		for j := range 3 {
+			for k := range 3 {
+				b[i][j] += r[k][i] * d[k] * r[k][j]
+				m[i][j] += r[k][i] / d[k] * r[k][j]
+			}
+		}
+	}
+	return b, m
+}
+
+// TestHatMul compares HatMul's spectrum with a float64 discrete Fourier
+// transform of the hat sampled on the grid far past its support and
+// wrapped around the array, on odd and even sizes and scales small enough
+// (a = 0.7) that several aliases of each coefficient count.
+func TestHatMul(t *testing.T) {
+	top := tl()
+	defer limitISA(top)
+	for isa := top; isa >= 0; isa-- {
+		limitISA(isa)
+		testHatMul(t, isa)
+	}
+}
+
+func testHatMul(t *testing.T, isa int) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct {
+		p     [3]int
+		a, xi float64
+	}{
+		{[3]int{9, 10, 11}, 0.7, 2.5},
+		{[3]int{12, 7, 16}, 1.3, 0.6},
+		{[3]int{16, 16, 13}, 2.1, 1},
+	} {
+		b, m := hatB(rng, tc.a, tc.xi)
+		p := tc.p
+		// The kernel, sampled wherever q ≤ 400, wrapped.
+		ker := make([]float64, p[0]*p[1]*p[2])
+		var lim [3]int
+		for i := range 3 {
+			lim[i] = int(math.Ceil(math.Sqrt(400 * b[i][i])))
+		}
+		for x := -lim[0]; x <= lim[0]; x++ {
+			for y := -lim[1]; y <= lim[1]; y++ {
+				for z := -lim[2]; z <= lim[2]; z++ {
+					u := [3]float64{float64(x), float64(y), float64(z)}
+					var q float64
+					for i := range 3 {
+						for j := range 3 {
+							q += u[i] * m[i][j] * u[j]
+						}
+					}
+					ker[((x%p[0]+p[0])%p[0]*p[1]+(y%p[1]+p[1])%p[1])*p[2]+(z%p[2]+p[2])%p[2]] += (3 - q) * math.Exp(-q/2)
+				}
+			}
+		}
+		var energy float64
+		for _, v := range ker {
+			energy += v * v
+		}
+		h := p[2]/2 + 1
+		spec := make([]complex64, p[0]*p[1]*h)
+		for i := range spec {
+			spec[i] = complex(float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+		}
+		dst := make([]complex64, len(spec))
+		bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
+		scratch := make([]float64, p[2]/2+16)
+		parts := make([]float64, p[0])
+		HatMul(dst, spec, p, 0, 2, bb, scratch, parts)
+		HatMul(dst, spec, p, 2, p[0], bb, scratch, parts[2:])
+		var got float64
+		for _, e := range parts {
+			got += e
+		}
+		got /= float64(p[0] * p[1] * p[2])
+		var peak, worst float64
+		for k0 := range p[0] {
+			for k1 := range p[1] {
+				for k2 := range h {
+					var want complex128
+					for x := range p[0] {
+						for y := range p[1] {
+							for z := range p[2] {
+								ph := -2 * math.Pi * (float64(k0*x)/float64(p[0]) + float64(k1*y)/float64(p[1]) + float64(k2*z)/float64(p[2]))
+								want += complex(ker[(x*p[1]+y)*p[2]+z], 0) * cmplx.Exp(complex(0, ph))
+							}
+						}
+					}
+					i := (k0*p[1]+k1)*h + k2
+					want *= complex128(spec[i])
+					peak = max(peak, cmplx.Abs(want))
+					worst = max(worst, cmplx.Abs(complex128(dst[i])-want))
+				}
+			}
+		}
+		if worst > 1e-6*peak {
+			t.Errorf("isa %d, %v a=%g ξ=%g: spectrum off by %.3g of its peak %.3g", isa, p, tc.a, tc.xi, worst/peak, peak)
+		}
+		if math.Abs(got-energy) > 1e-9*energy {
+			t.Errorf("isa %d, %v a=%g ξ=%g: Σψ² %.12g, want %.12g", isa, p, tc.a, tc.xi, got, energy)
+		}
+		t.Logf("isa %d, %v a=%g ξ=%g: spectrum within %.2g of its peak, Σψ² within %.2g", isa, p, tc.a, tc.xi, worst/peak, math.Abs(got-energy)/energy)
+	}
+}
+
+// TestBlockSums compares BlockSums with plain loops, on rows of odd
+// lengths inside a wider array, and with a NaN.
+func TestBlockSums(t *testing.T) {
+	top := tl()
+	defer limitISA(top)
+	for isa := top; isa >= 0; isa-- {
+		limitISA(isa)
+		testBlockSums(t)
+	}
+}
+
+func testBlockSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n2 := range []int{1, 7, 16, 33, 101} {
+		ld, n1 := n2+5, 13
+		x := make([]float32, n1*ld)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * 3)
+		}
+		var s, q float64
+		m := math.Inf(-1)
+		for j := range n1 {
+			for _, v := range x[j*ld : j*ld+n2] {
+				g := float64(v)
+				s, q, m = s+g, q+g*g, max(m, g)
+			}
+		}
+		got := make([]float64, 3)
+		BlockSums(got, x, ld, n1, n2)
+		if math.Abs(got[0]-s) > 1e-12*q || math.Abs(got[1]-q) > 1e-12*q || got[2] != m {
+			t.Errorf("n2=%d: got %v, want %v %v %v", n2, got, s, q, m)
+		}
+		x[(n1/2)*ld+n2/2] = float32(math.NaN())
+		if BlockSums(got, x, ld, n1, n2); !math.IsNaN(got[0]) || !math.IsNaN(got[2]) {
+			t.Errorf("n2=%d: with a NaN got %v", n2, got)
+		}
+	}
+}
