@@ -21,7 +21,7 @@ func waveletJob(b *testing.B, n int, bnd ops.Boundary, combos []graphs.Combo) *g
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	_, pad := graphs.WaveletPads(1, combos)
+	_, pad := graphs.WaveletPads([3]int{n, n, n}, 1, combos)
 	src, err := ops.NewWaveletSource(x, [3]int{n, n, n}, 1, bnd, pad)
 	if err != nil {
 		b.Fatal(err)

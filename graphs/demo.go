@@ -56,8 +56,8 @@ func DemoCases() []DemoCase {
 		{
 			// 64 kernels over a 24³ random volume with periodic boundaries:
 			// every batch the same work (in reflect mode the kernels run
-			// grouped by ξ, and a group of wider kernels costs more per batch,
-			// which the drift column would show).
+			// grouped by the padding they need, and a group of wider kernels
+			// costs more per batch, which the drift column would show).
 			Workload: "wavelet", Size: "24³ wrap 8θ×4φ×2ξ", batch: 2,
 			open: func(dev *Device) (Task, error) {
 				s := WaveletSpec{Size: "24x24x24", Seed: 1, A: 1, Theta: "0:pi:8", Phi: "0:pi:4", Xi: "1,2", Boundary: "wrap"}

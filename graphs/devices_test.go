@@ -88,7 +88,7 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 			return j
 		}, func(j Job) []float64 { return []float64{j.(*DRR).Sum, j.(*DRR).Max} }},
 		"wavelet": {func() Job {
-			_, pad := WaveletPads(1, combos)
+			_, pad := WaveletPads([3]int{9, 8, 7}, 1, combos)
 			src, err := ops.NewWaveletSource(wv, [3]int{9, 8, 7}, 1, ops.Reflect, pad)
 			if err != nil {
 				t.Fatal(err)

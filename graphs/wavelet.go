@@ -64,9 +64,10 @@ type WaveletConfig struct {
 }
 
 // Wavelet is the wavelet sweep as a Job: each batch is a set of kernels.
-// In reflect mode the combinations run grouped by ξ, each group with the
-// volume extended by the group's largest kernel half-widths (one transform
-// of the volume per group), and the results are put back in order.
+// In reflect mode each combination runs on the volume extended by what its
+// own kernel needs (WaveletPads), the combinations grouped by extension
+// (one transform of the volume per group), and the results are put back in
+// order.
 type Wavelet struct {
 	cfg   WaveletConfig
 	Stats [][4]float64 // energy, std, max, kernel energy, in Combos order
@@ -74,30 +75,28 @@ type Wavelet struct {
 	// (nil without any).
 	Extra [][]float64
 	order []int    // the order combinations run in
-	pad   [][3]int // per combination: its group's padding
+	pad   [][3]int // per combination: its padding in reflect mode
 	same  [][]int  // per computed combination, the others with its kernel
 	// nonFinite counts NaN or infinite statistics of a run with formulas.
 	nonFinite int64
 	row       []byte
 }
 
-// WaveletPads returns, for every combination, the largest kernel
-// half-widths among the combinations with the same ξ (the padding its
-// group needs), and the largest over all.
-func WaveletPads(a float64, combos []Combo) (pads [][3]int, largest [3]int) {
-	group := map[float64][3]int{}
-	for _, c := range combos {
-		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
-		g := group[c.Xi]
-		for i := range 3 {
-			g[i] = max(g[i], h[i])
-			largest[i] = max(largest[i], h[i])
-		}
-		group[c.Xi] = g
-	}
+// WaveletPads returns, for every combination, the padding its kernel
+// needs in reflect mode for a volume of n, and the largest over all. A
+// kernel of half-widths h needs a transform of at least n + 2h along each
+// axis, rounded up to the next size the FFT handles fastest; its padding is
+// all that size leaves, (size − n)/2, so that combinations with kernels of
+// different widths share one transform of the volume wherever they round
+// to the same size.
+func WaveletPads(n [3]int, a float64, combos []Combo) (pads [][3]int, largest [3]int) {
 	pads = make([][3]int, len(combos))
 	for i, c := range combos {
-		pads[i] = group[c.Xi]
+		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+		for k := range 3 {
+			pads[i][k] = (ops.FFTSize(n[k]+2*h[k]) - n[k]) / 2
+			largest[k] = max(largest[k], pads[i][k])
+		}
 	}
 	return pads, largest
 }
@@ -142,7 +141,7 @@ func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 			w.Extra[i] = make([]float64, k)
 		}
 	}
-	w.pad, _ = WaveletPads(cfg.Src.A, cfg.Combos)
+	w.pad, _ = WaveletPads(cfg.Src.N, cfg.Src.A, cfg.Combos)
 	// Combinations whose kernels are the same (the hat with ξ = 1 is
 	// round: every θ and φ; otherwise its stretched axis n and −n) are
 	// computed once, the first of each in Combos order; the others take
@@ -588,7 +587,7 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	if err != nil {
 		return nil, err
 	}
-	_, pad := WaveletPads(s.A, p.combos)
+	_, pad := WaveletPads(n, s.A, p.combos)
 	// The volume extended by the largest kernel's half-widths is the least
 	// any transform of the sweep takes: refuse before building it when even
 	// that does not fit the limit.

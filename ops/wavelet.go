@@ -11,7 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
-	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/internal/fft3"
 )
 
 // WaveletParams is the width of a WaveletResponse input row: θ, φ, ξ and
@@ -144,7 +144,7 @@ func newWaveletScratch(n, half int) *waveletScratch {
 	return s
 }
 
-// part returns per-plane partial sums, reused.
+// part returns per-piece partial sums, reused.
 func (s *waveletScratch) part(n int) [][3]float64 {
 	if cap(s.parts) < n {
 		s.parts = make([][3]float64, n)
@@ -152,7 +152,7 @@ func (s *waveletScratch) part(n int) [][3]float64 {
 	return s.parts[:n]
 }
 
-// energy returns per-plane partial sums, reused.
+// energy returns per-row partial sums, reused.
 func (s *waveletScratch) energy(n int) []float64 {
 	if cap(s.energies) < n {
 		s.energies = make([]float64, n)
@@ -215,21 +215,27 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
 		panic("ops: wavelet kernel wider than the volume's reflect padding")
 	}
+	n := w.N
+	// The response's sums, per piece of the output block as the inverse
+	// transform writes it, added in order.
+	part := s.part(fft3.CropPieces(n))
+	done := func(t, i, j0, m int) {
+		cpukern.BlockSums(part[t][:], resp[(i*p[1]+j0)*p[2]+w.Pad[2]:], p[2], m, n[2])
+	}
 	var kernelEnergy float64
 	if (f == nil || f.Kernel == nil) && 2*h[0] < p[0] && 2*h[1] < p[1] && 2*h[2] < p[2] {
-		kernelEnergy = w.hatMul(half, theta, phi, xi, s)
-	} else {
-		kernelEnergy = w.sampledMul(half, theta, phi, xi, s, f)
-	}
-	w.plan.InverseRealCrop(resp, half, w.Pad, w.N) // only the output block
-	n := w.N
-	// Sums over the output block, per plane in parallel, added in order.
-	part := s.part(n[0])
-	parallel.Dynamic(n[0], 4, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			cpukern.BlockSums(part[i][:], resp[((i+w.Pad[0])*p[1]+w.Pad[1])*p[2]+w.Pad[2]:], p[2], n[1], n[2])
+		// The product is made row by row just before the inverse
+		// transform reads it.
+		fill, energy := w.hatFill(half, theta, phi, xi, s)
+		w.plan.InverseRealCropWith(resp, half, w.Pad, n, fill, done)
+		for _, e := range energy {
+			kernelEnergy += e
 		}
-	})
+		kernelEnergy /= float64(w.plan.Len())
+	} else {
+		kernelEnergy = w.sampledKernel(half, theta, phi, xi, s, f)
+		w.plan.InverseRealCropWith(resp, half, w.Pad, n, w.mulFill(half), done)
+	}
 	var sum, sum2 float64
 	mx := math.Inf(-1)
 	for _, q := range part {
@@ -256,9 +262,11 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	}
 }
 
-// hatMul sets half to the volume's spectrum times the hat's, computed in
-// closed form, plane by plane in parallel, and returns Σ ψ² (Parseval).
-func (w *WaveletVolume) hatMul(half []complex64, theta, phi, xi float64, s *waveletScratch) float64 {
+// hatFill returns the fill hook of InverseRealCropWith that sets rows of
+// half to the volume's spectrum times the hat's, computed in closed form,
+// and the per-row sums of ψ̂² it fills in (Parseval: their total over the
+// transform's size is Σ ψ²).
+func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *waveletScratch) (func(j0, j1 int), []float64) {
 	p := w.plan.Dims
 	r := hatRotation(theta, phi)
 	d := [3]float64{(w.A * xi) * (w.A * xi), w.A * w.A, w.A * w.A}
@@ -271,23 +279,17 @@ func (w *WaveletVolume) hatMul(half []complex64, theta, phi, xi float64, s *wave
 		}
 	}
 	bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
-	energy := s.energy(p[0])
-	parallel.Dynamic(p[0], 2, func(lo, hi int) {
+	energy := s.energy(p[1])
+	return func(j0, j1 int) {
 		rows := s.hatRows(p[2]/2 + 16)
 		defer s.putRows(rows)
-		cpukern.HatMul(half, w.spec, p, lo, hi, bb, rows, energy[lo:hi])
-	})
-	var e float64
-	for _, v := range energy {
-		e += v
-	}
-	return e / float64(w.plan.Len())
+		cpukern.HatMul(half, w.spec, p, 0, p[0], j0, j1, bb, rows, energy[j0:j1])
+	}, energy
 }
 
-// sampledMul samples the kernel (the user's, or the hat), transforms it
-// and sets half to the product with the volume's spectrum; it returns
-// Σ ψ² over the samples.
-func (w *WaveletVolume) sampledMul(half []complex64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) float64 {
+// sampledKernel samples the kernel (the user's, or the hat), transforms
+// it into half and returns Σ ψ² over the samples.
+func (w *WaveletVolume) sampledKernel(half []complex64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) float64 {
 	p := w.plan.Dims
 	k := s.kernelArray(w)
 	var kernelEnergy float64
@@ -303,12 +305,22 @@ func (w *WaveletVolume) sampledMul(half []complex64, theta, phi, xi float64, s *
 		s.taps = append(s.taps, t)
 	})
 	w.plan.ForwardReal(half, k)
-	parallel.For(len(w.spec), 1<<16, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			half[i] *= w.spec[i]
-		}
-	})
 	return kernelEnergy
+}
+
+// mulFill returns the fill hook of InverseRealCropWith that multiplies
+// rows of half by the volume's spectrum.
+func (w *WaveletVolume) mulFill(half []complex64) func(j0, j1 int) {
+	p := w.plan.Dims
+	h := p[2]/2 + 1
+	return func(j0, j1 int) {
+		for i := range p[0] {
+			lo, hi := (i*p[1]+j0)*h, (i*p[1]+j1)*h
+			for t, v := range w.spec[lo:hi] {
+				half[lo+t] *= v
+			}
+		}
+	}
 }
 
 // ResidentBytes counts the source, its transform and the scratch.

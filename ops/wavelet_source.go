@@ -56,7 +56,7 @@ func NewWaveletVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int) 
 	if err := checkVolume(v, n); err != nil {
 		return nil, err
 	}
-	w, _ := transformVolume(v, n, a, b, pad, nil, nil)
+	w, _ := transformVolume(v, n, a, b, pad, nil, nil, nil)
 	return w, nil
 }
 
@@ -73,16 +73,26 @@ func checkVolume(v []float32, n [3]int) error {
 }
 
 // transformVolume extends and transforms v, into the buffers ext and spec
-// when they are large enough; it returns the volume and the extension
-// buffer, for reuse.
-func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, ext []float32, spec []complex64) (*WaveletVolume, []float32) {
+// when they are large enough, with the plan of plans for its size when
+// there is one (plans, when not nil, keeps the one it makes); it returns
+// the volume and the extension buffer, for reuse.
+func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, ext []float32, spec []complex64, plans map[[3]int]*fft3.Plan) (*WaveletVolume, []float32) {
 	w := &WaveletVolume{N: n, A: a, Boundary: b, id: tableIDs.Add(1)}
 	p := n
 	if b == Reflect {
 		w.Pad = pad
 		p = reflectDims(n, pad)
 	}
-	w.plan = fft3.New(p[0], p[1], p[2])
+	w.plan = plans[p]
+	if w.plan == nil {
+		w.plan = fft3.New(p[0], p[1], p[2])
+		if plans != nil {
+			if len(plans) >= 8 { // a sweep runs its sizes in turn: keep a few
+				clear(plans)
+			}
+			plans[p] = w.plan
+		}
+	}
 	if cap(ext) < w.plan.Len() {
 		ext = make([]float32, w.plan.Len())
 	}
@@ -120,9 +130,10 @@ type WaveletSource struct {
 	// hat and the built-in statistics only).
 	Formulas *WaveletFormulas
 
-	cur  *WaveletVolume
-	ext  []float32
-	spec []complex64
+	cur   *WaveletVolume
+	ext   []float32
+	spec  []complex64
+	plans map[[3]int]*fft3.Plan // by transform size
 }
 
 // NewWaveletSource checks v (n0·n1·n2 values, C order, kept, not copied)
@@ -154,7 +165,10 @@ func (s *WaveletSource) Volume(pad [3]int) *WaveletVolume {
 		s.spec = make([]complex64, s.maxHalf())
 	}
 	if s.cur == nil || s.cur.Pad != pad {
-		s.cur, s.ext = transformVolume(s.V, s.N, s.A, s.Boundary, pad, s.ext, s.spec)
+		if s.plans == nil {
+			s.plans = map[[3]int]*fft3.Plan{}
+		}
+		s.cur, s.ext = transformVolume(s.V, s.N, s.A, s.Boundary, pad, s.ext, s.spec, s.plans)
 		s.spec = s.cur.spec
 	}
 	return s.cur
@@ -199,6 +213,10 @@ func reflectDims(n, pad [3]int) [3]int {
 	}
 	return p
 }
+
+// FFTSize is the transform length used for at least m values: the
+// smallest m' ≥ m whose only prime factors are 2, 3 and 5.
+func FFTSize(m int) int { return smooth(m) }
 
 // smooth is the smallest m' ≥ m whose only prime factors are 2, 3 and 5.
 func smooth(m int) int {

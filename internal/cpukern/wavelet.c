@@ -22,37 +22,41 @@
 #pragma GCC target("avx512f,fma")
 #define W 8
 #define SFX(x) x##_512
+#define DUP ((SFX(vi2)){0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7})
 #include "wavelet_impl.h"
 #undef W
 #undef SFX
+#undef DUP
 #pragma GCC pop_options
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #define W 4
 #define SFX(x) x##_256
+#define DUP ((SFX(vi2)){0, 0, 1, 1, 2, 2, 3, 3})
 #include "wavelet_impl.h"
 #undef W
 #undef SFX
+#undef DUP
 #pragma GCC pop_options
 
 #define W 2
 #define SFX(x) x##_128
+#define DUP ((SFX(vi2)){0, 0, 1, 1})
 #include "wavelet_impl.h"
 #undef W
 #undef SFX
+#undef DUP
 
-void tl_hat_mul(const float *spec, float *dst, int64_t p0, int64_t p1, int64_t p2, int64_t i0, int64_t i1,
-                double b00, double b01, double b02, double b11, double b12, double b22, double c, double thr,
-                double *scratch, double *energy) {
+void tl_hat_mul(const float *spec, float *dst, int64_t p0, int64_t p1, int64_t p2, int64_t i0, int64_t i1, int64_t j0,
+                int64_t j1, double b00, double b01, double b02, double b11, double b12, double b22, double c,
+                double thr, double *scratch, double *energy) {
   const int64_t p[3] = {p0, p1, p2};
   const double b[6] = {b00, b01, b02, b11, b12, b22};
-  for (int64_t i = i0; i < i1; i++) {
-    switch (tl_cpu_isa()) {
-    case 2: energy[i - i0] = hat_mul_512(spec, dst, p, i, i + 1, b, c, thr, scratch); break;
-    case 1: energy[i - i0] = hat_mul_256(spec, dst, p, i, i + 1, b, c, thr, scratch); break;
-    default: energy[i - i0] = hat_mul_128(spec, dst, p, i, i + 1, b, c, thr, scratch);
-    }
+  switch (tl_cpu_isa()) {
+  case 2: hat_mul_512(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
+  case 1: hat_mul_256(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
+  default: hat_mul_128(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy);
   }
 }
 

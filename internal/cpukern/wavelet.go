@@ -12,26 +12,28 @@ import (
 )
 
 // HatThreshold is the s = ωᵀBω past which HatMul leaves a term out: its
-// c·s·exp(−s/2) is below 10⁻¹¹ of the transform's peak, c·2/e.
-const HatThreshold = 60
+// c·s·exp(−s/2) is below 1.1·10⁻⁷ of the transform's peak, float32's rounding, c·2/e.
+const HatThreshold = 40
 
-// HatMul sets dst, for the planes [i0, i1) of the half spectrum of a real
-// array of dims p (p[0]·p[1]·(p[2]/2+1) coefficients, the last axis
-// halved), to spec times the discrete transform of the Mexican hat
-// ψ(u) = (3 − q)·exp(−q/2), q = uᵀB⁻¹u, sampled on the whole integer grid
-// and wrapped around the array: the sum over the aliases m ∈ ℤ³ of
-// (2π)^{3/2}·√det B·s·exp(−s/2), s = (ω+2πm)ᵀB(ω+2πm), computed in double
-// and rounded to float32 in the product. b holds the symmetric positive
-// definite B as b00 b01 b02 b11 b12 b22, scratch at least p[2]/2 + 16
-// values. It sets energy[i−i0] to plane i's part of Σ ψ̂² over the whole
-// spectrum; Σ ψ² over the periodised kernel is the total over all planes
+// HatMul sets dst, for the rows (i, j) with i in [i0, i1) and j in [j0, j1)
+// of the half spectrum of a real array of dims p (p[0]·p[1]·(p[2]/2+1)
+// coefficients, the last axis halved), to spec times the discrete
+// transform of the Mexican hat ψ(u) = (3 − q)·exp(−q/2), q = uᵀB⁻¹u,
+// sampled on the whole integer grid and wrapped around the array: the sum
+// over the aliases m ∈ ℤ³ of (2π)^{3/2}·√det B·s·exp(−s/2),
+// s = (ω+2πm)ᵀB(ω+2πm), computed in double and rounded to float32 in the
+// product. b holds the symmetric positive definite B as b00 b01 b02 b11
+// b12 b22, scratch at least p[2]/2 + 16 values. It sets energy[j−j0] to
+// the rows' part of Σ ψ̂² over the whole spectrum (added over i in
+// order); Σ ψ² over the periodised kernel is the total over all rows
 // divided by p[0]·p[1]·p[2] (Parseval).
-func HatMul(dst, spec []complex64, p [3]int, i0, i1 int, b [6]float64, scratch, energy []float64) {
+func HatMul(dst, spec []complex64, p [3]int, i0, i1, j0, j1 int, b [6]float64, scratch, energy []float64) {
 	h := p[2]/2 + 1
-	if len(spec) < p[0]*p[1]*h || len(dst) < len(spec) || len(scratch) < p[2]/2+16 || i0 < 0 || i1 > p[0] || len(energy) < i1-i0 {
-		panic("cpukern: HatMul: short buffers or planes outside the array")
+	if len(spec) < p[0]*p[1]*h || len(dst) < len(spec) || len(scratch) < p[2]/2+16 ||
+		i0 < 0 || i1 > p[0] || j0 < 0 || j1 > p[1] || len(energy) < j1-j0 {
+		panic("cpukern: HatMul: short buffers or rows outside the array")
 	}
-	if i0 >= i1 {
+	if i0 >= i1 || j0 >= j1 {
 		return
 	}
 	det := b[0]*(b[3]*b[5]-b[4]*b[4]) - b[1]*(b[1]*b[5]-b[2]*b[4]) + b[2]*(b[1]*b[4]-b[3]*b[2])
@@ -40,7 +42,7 @@ func HatMul(dst, spec []complex64, p [3]int, i0, i1 int, b [6]float64, scratch, 
 	}
 	c := math.Pow(2*math.Pi, 1.5) * math.Sqrt(det)
 	C.tl_hat_mul((*C.float)(unsafe.Pointer(&spec[0])), (*C.float)(unsafe.Pointer(&dst[0])),
-		C.int64_t(p[0]), C.int64_t(p[1]), C.int64_t(p[2]), C.int64_t(i0), C.int64_t(i1),
+		C.int64_t(p[0]), C.int64_t(p[1]), C.int64_t(p[2]), C.int64_t(i0), C.int64_t(i1), C.int64_t(j0), C.int64_t(j1),
 		C.double(b[0]), C.double(b[1]), C.double(b[2]), C.double(b[3]), C.double(b[4]), C.double(b[5]),
 		C.double(c), HatThreshold, (*C.double)(&scratch[0]), (*C.double)(&energy[0]))
 }

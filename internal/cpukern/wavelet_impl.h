@@ -5,9 +5,13 @@
 typedef double SFX(vd) __attribute__((vector_size(W * sizeof(double)), aligned(sizeof(double))));
 typedef int64_t SFX(vl) __attribute__((vector_size(W * sizeof(double)), aligned(sizeof(double))));
 typedef float SFX(vf) __attribute__((vector_size(W * sizeof(float)), aligned(sizeof(float))));
+typedef float SFX(vf2) __attribute__((vector_size(2 * W * sizeof(float)), aligned(sizeof(float))));
+typedef int32_t SFX(vi2) __attribute__((vector_size(2 * W * sizeof(float))));
 #define VD SFX(vd)
 #define VL SFX(vl)
 #define VF SFX(vf)
+#define VF2 SFX(vf2)
+#define VI2 SFX(vi2)
 
 // sel is m ? x : y lane by lane, m a comparison's mask.
 static inline VD SFX(sel)(VL m, VD x, VD y) { return (VD)((m & (VL)x) | (~m & (VL)y)); }
@@ -38,22 +42,32 @@ static inline VD SFX(vexp)(VD x) {
 }
 
 // hat_terms adds c·s·exp(−s/2) to acc[k] for k in [lo, hi) (multiples of
-// W), s = γ + z·(2β + b22·z), z = z0 + dz·k.
-static void SFX(hat_terms)(double *acc, int64_t lo, int64_t hi, double gamma, double beta, double b22,
-                           double z0, double dz) {
+// W), s = γ + z·(2β + b22·z), z = z0 + dz·k. Along the row exp(−s/2) is a
+// Gaussian in k: one vexp gives it for the first W lanes and one its ratio
+// W lanes on, which itself changes by a constant factor, so each further
+// vector costs two multiplies instead of an exp.
+// q is exp(−b22·(W·dz)²), the same for every row.
+static inline void SFX(hat_terms)(double *acc, int64_t lo, int64_t hi, double gamma, double beta, double b22,
+                                  double z0, double dz, double q) {
   VD kk = (VD){0} + (double)lo;
   for (int l = 0; l < W; l++) kk[l] += l;
-  for (int64_t k = lo; k < hi; k += W, kk += W) {
-    VD z = z0 + dz * kk;
-    VD s = gamma + z * (2 * beta + b22 * z);
-    VD x = -0.5 * s;
-    x = SFX(sel)(x < -700, (VD){0} - 700, x); // far tails, which stay negligible
-    *(VD *)(acc + k) += s * SFX(vexp)(x);
+  const double wdz = W * dz;
+  VD z = z0 + dz * kk;
+  VD s = gamma + z * (2 * beta + b22 * z);
+  VD e = SFX(vexp)(SFX(sel)(s > 1400, (VD){0} - 700, -0.5 * s));
+  VD r = SFX(vexp)(SFX(sel)(-0.5 * wdz * (2 * beta + b22 * (2 * z + wdz)) < -700, (VD){0} - 700,
+                            -0.5 * wdz * (2 * beta + b22 * (2 * z + wdz))));
+  for (int64_t k = lo; k < hi; k += W) {
+    *(VD *)(acc + k) += s * e;
+    z += wdz;
+    s = gamma + z * (2 * beta + b22 * z);
+    e *= r;
+    r *= q;
   }
 }
 
-static double SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_t i0, int64_t i1,
-                           const double *b, double c, double thr, double *acc) {
+static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_t i0, int64_t i1, int64_t j0,
+                         int64_t j1, const double *b, double c, double thr, double *acc, double *rowenergy) {
   const double tp = 2 * M_PI;
   const int64_t p0 = p[0], p1 = p[1], p2 = p[2], h = p2 / 2 + 1, hw = (h + W - 1) / W * W;
   const double b00 = b[0], b01 = b[1], b02 = b[2], b11 = b[3], b12 = b[4], b22 = b[5];
@@ -63,27 +77,31 @@ static double SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int6
   // The least s over z in a row: the Schur complement of b22.
   const double s00 = b00 - b02 * b02 / b22, s01 = b01 - b02 * b12 / b22, s11 = b11 - b12 * b12 / b22;
   const double zmax = tp * (double)(h - 1) / (double)p2, dz = tp / (double)p2;
-  VD energy = (VD){0};
+  const double itp = 1 / tp, idz = 1 / dz, ib22 = 1 / b22, q = exp(-b22 * (W * dz) * (W * dz));
+  for (int64_t j = j0; j < j1; j++) rowenergy[j - j0] = 0;
   for (int64_t i = i0; i < i1; i++) {
     const double w0 = tp * (double)(i <= p0 / 2 ? i : i - p0) / (double)p0;
-    for (int64_t j = 0; j < p1; j++) {
+    const int64_t m0lo = (int64_t)ceil((-e0 - w0) * itp), m0hi = (int64_t)floor((e0 - w0) * itp);
+    for (int64_t j = j0; j < j1; j++) {
+      VD energy = (VD){0};
       const double w1 = tp * (double)(j <= p1 / 2 ? j : j - p1) / (double)p1;
+      const int64_t m1lo = (int64_t)ceil((-e1 - w1) * itp), m1hi = (int64_t)floor((e1 - w1) * itp);
       for (int64_t k = 0; k < hw; k += W) *(VD *)(acc + k) = (VD){0};
-      for (int64_t m0 = (int64_t)ceil((-e0 - w0) / tp); m0 <= (int64_t)floor((e0 - w0) / tp); m0++) {
+      for (int64_t m0 = m0lo; m0 <= m0hi; m0++) {
         const double a0 = w0 + tp * (double)m0;
-        for (int64_t m1 = (int64_t)ceil((-e1 - w1) / tp); m1 <= (int64_t)floor((e1 - w1) / tp); m1++) {
+        for (int64_t m1 = m1lo; m1 <= m1hi; m1++) {
           const double a1 = w1 + tp * (double)m1;
           const double smin = s00 * a0 * a0 + 2 * s01 * a0 * a1 + s11 * a1 * a1;
           if (!(smin < thr)) continue;
           // s(z) = γ + 2βz + b22·z² < thr for |z − zc| < r.
           const double beta = b02 * a0 + b12 * a1, gamma = b00 * a0 * a0 + 2 * b01 * a0 * a1 + b11 * a1 * a1;
-          const double zc = -beta / b22, r = sqrt((thr - smin) / b22);
-          for (int64_t m2 = (int64_t)ceil((zc - r - zmax) / tp); m2 <= (int64_t)floor((zc + r) / tp); m2++) {
+          const double zc = -beta * ib22, r = sqrt((thr - smin) * ib22);
+          for (int64_t m2 = (int64_t)ceil((zc - r - zmax) * itp); m2 <= (int64_t)floor((zc + r) * itp); m2++) {
             const double z0 = tp * (double)m2;
-            int64_t lo = (int64_t)ceil((zc - r - z0) / dz), hi = (int64_t)floor((zc + r - z0) / dz) + 1;
+            int64_t lo = (int64_t)ceil((zc - r - z0) * idz), hi = (int64_t)floor((zc + r - z0) * idz) + 1;
             lo = lo < 0 ? 0 : lo / W * W;
             hi = hi > h ? hw : (hi + W - 1) / W * W;
-            if (lo < hi) SFX(hat_terms)(acc, lo, hi, gamma, beta, b22, z0, dz);
+            if (lo < hi) SFX(hat_terms)(acc, lo, hi, gamma, beta, b22, z0, dz, q);
           }
         }
       }
@@ -91,25 +109,37 @@ static double SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int6
       const int64_t row = (i * p1 + j) * h;
       const float *sp = spec + 2 * row;
       float *dp = dst + 2 * row;
-      for (int64_t k = 0; k < hw; k += W) {
+      int64_t k = 0;
+      for (; k + W <= h; k += W) {
         VD v = c * *(VD *)(acc + k);
         energy += v * v;
         *(VD *)(acc + k) = v;
+        // Each value twice, for the real and imaginary parts.
+        union {
+          VF2 two;
+          VF one[2];
+        } u = {0};
+        u.one[0] = __builtin_convertvector(v, VF);
+        *(VF2 *)(dp + 2 * k) = *(const VF2 *)(sp + 2 * k) * __builtin_shuffle(u.two, DUP);
       }
-      for (int64_t k = 0; k < h; k++) {
-        const float v = (float)acc[k];
-        dp[2 * k] = sp[2 * k] * v;
-        dp[2 * k + 1] = sp[2 * k + 1] * v;
+      if (k < hw) { // the last lanes, zero past the row
+        VD v = c * *(VD *)(acc + k);
+        energy += v * v;
+        *(VD *)(acc + k) = v;
+        for (; k < h; k++) {
+          const float f = (float)acc[k];
+          dp[2 * k] = sp[2 * k] * f;
+          dp[2 * k + 1] = sp[2 * k + 1] * f;
+        }
       }
       // Each coefficient but the first and (p2 even) the last stands for
       // itself and its mirror image.
-      energy[0] -= 0.5 * acc[0] * acc[0];
-      if (p2 % 2 == 0) energy[0] -= 0.5 * acc[h - 1] * acc[h - 1];
+      double e = -0.5 * acc[0] * acc[0];
+      if (p2 % 2 == 0) e -= 0.5 * acc[h - 1] * acc[h - 1];
+      for (int l = 0; l < W; l++) e += energy[l];
+      rowenergy[j - j0] += 2 * e;
     }
   }
-  double e = 0;
-  for (int l = 0; l < W; l++) e += energy[l];
-  return 2 * e;
 }
 
 static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out) {
@@ -148,3 +178,5 @@ static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, 
 #undef VD
 #undef VL
 #undef VF
+#undef VF2
+#undef VI2

@@ -1,6 +1,7 @@
 package cpukern
 
 import (
+	"fmt"
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
@@ -100,9 +101,12 @@ func testHatMul(t *testing.T, isa int) {
 		dst := make([]complex64, len(spec))
 		bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
 		scratch := make([]float64, p[2]/2+16)
-		parts := make([]float64, p[0])
-		HatMul(dst, spec, p, 0, 2, bb, scratch, parts)
-		HatMul(dst, spec, p, 2, p[0], bb, scratch, parts[2:])
+		// In two pieces along each of the first two axes.
+		parts := make([]float64, 2*p[1])
+		for q, i := range [][2]int{{0, 2}, {2, p[0]}} {
+			HatMul(dst, spec, p, i[0], i[1], 0, 3, bb, scratch, parts[q*p[1]:])
+			HatMul(dst, spec, p, i[0], i[1], 3, p[1], bb, scratch, parts[q*p[1]+3:])
+		}
 		var got float64
 		for _, e := range parts {
 			got += e
@@ -131,7 +135,7 @@ func testHatMul(t *testing.T, isa int) {
 		if worst > 1e-6*peak {
 			t.Errorf("isa %d, %v a=%g ξ=%g: spectrum off by %.3g of its peak %.3g", isa, p, tc.a, tc.xi, worst/peak, peak)
 		}
-		if math.Abs(got-energy) > 1e-9*energy {
+		if math.Abs(got-energy) > 1e-7*energy {
 			t.Errorf("isa %d, %v a=%g ξ=%g: Σψ² %.12g, want %.12g", isa, p, tc.a, tc.xi, got, energy)
 		}
 		t.Logf("isa %d, %v a=%g ξ=%g: spectrum within %.2g of its peak, Σψ² within %.2g", isa, p, tc.a, tc.xi, worst/peak, math.Abs(got-energy)/energy)
@@ -174,5 +178,29 @@ func testBlockSums(t *testing.T) {
 		if BlockSums(got, x, ld, n1, n2); !math.IsNaN(got[0]) || !math.IsNaN(got[2]) {
 			t.Errorf("n2=%d: with a NaN got %v", n2, got)
 		}
+	}
+}
+
+// BenchmarkHatMul times the hat's spectrum times a volume's, one thread,
+// for a 200³ transform at the scales of the wavelet benchmark (a = 1:
+// several aliases near the edges of each row; a = 4: the first only).
+func BenchmarkHatMul(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	p := [3]int{200, 200, 200}
+	spec := make([]complex64, p[0]*p[1]*(p[2]/2+1))
+	for i := range spec {
+		spec[i] = complex(float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+	}
+	dst := make([]complex64, len(spec))
+	scratch, energy := make([]float64, p[2]/2+16), make([]float64, p[1])
+	for _, a := range []float64{1, 4} {
+		bm, _ := hatB(rng, a, 2)
+		bb := [6]float64{bm[0][0], bm[0][1], bm[0][2], bm[1][1], bm[1][2], bm[2][2]}
+		b.Run(fmt.Sprintf("a=%g", a), func(b *testing.B) {
+			for b.Loop() {
+				HatMul(dst, spec, p, 0, p[0], 0, p[1], bb, scratch, energy)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(spec)), "ns/coefficient")
+		})
 	}
 }

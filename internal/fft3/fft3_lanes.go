@@ -164,6 +164,21 @@ func (p *Plan) InverseReal(dst []float32, c []complex64) {
 // [lo, lo+n) along each axis (the rest of dst is unspecified): the
 // transforms along axes 1 and 2 run only where that block needs them.
 func (p *Plan) InverseRealCrop(dst []float32, c []complex64, lo, n [3]int) {
+	p.InverseRealCropWith(dst, c, lo, n, nil, nil)
+}
+
+// CropPieces is the number of pieces InverseRealCropWith writes a block
+// of n in: done is called once for each.
+func CropPieces(n [3]int) int { return n[0] * ((n[1] + chunkLines - 1) / chunkLines) }
+
+// InverseRealCropWith is InverseRealCrop with two hooks that let a caller
+// work on the data while a worker has it in cache. fill(j0, j1), when not
+// nil, must write the coefficients of c in rows j0 … j1−1 of every plane
+// (axis 1), which the transform then reads first; done(t, i, j0, m), when
+// not nil, is called after dst's rows (i, j0 … j0+m−1) of the block are
+// written, t numbering these pieces in order, 0 … CropPieces(n)−1. Both
+// are called from several goroutines at once, on disjoint rows.
+func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, fill func(j0, j1 int), done func(t, i, j0, m int)) {
 	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]
 	h := n2/2 + 1
 	if len(dst) != p.Len() || len(c) != p.HalfLen() {
@@ -174,7 +189,22 @@ func (p *Plan) InverseRealCrop(dst []float32, c []complex64, lo, n [3]int) {
 			panic("fft3: crop outside the array")
 		}
 	}
-	p.strided(c, 0, n1*h, 1, 0, true, 1, nil)
+	if fill == nil {
+		p.strided(c, 0, n1*h, 1, 0, true, 1, nil)
+	} else {
+		// Whole rows at a time, about chunkLines lines or more: filled,
+		// then transformed along axis 0 while they are in cache.
+		rows := max(1, chunkLines/h)
+		parallel.Dynamic(n1, rows, func(j0, j1 int) {
+			fill(j0, j1)
+			s := <-p.scratch
+			defer func() { p.scratch <- s }()
+			for t := j0 * h; t < j1*h; t += chunkLines {
+				C.tl_lanes_strided(p.isa, p.c[0], cf(c), C.int64_t(t), C.int64_t(min(chunkLines, j1*h-t)),
+					C.int64_t(n1*h), 1, 1, rf(s))
+			}
+		})
+	}
 	skip := p.flags
 	for i := range skip {
 		skip[i] = i < lo[0] || i >= lo[0]+n[0]
@@ -191,6 +221,9 @@ func (p *Plan) InverseRealCrop(dst []float32, c []complex64, lo, n [3]int) {
 			m := min(chunkLines, lo[1]+n[1]-j0)
 			l := i*n1 + j0
 			C.tl_lanes_c2r(p.isa, p.r, cf(c[l*h:]), C.int64_t(h), rf(dst[l*n2:]), C.int64_t(n2), C.int64_t(m), C.float(scale), rf(s))
+			if done != nil {
+				done(t, i, j0, m)
+			}
 		}
 	})
 }
