@@ -82,23 +82,98 @@ type Wavelet struct {
 	row       []byte
 }
 
-// WaveletPads returns, for every combination, the padding its kernel
-// needs in reflect mode for a volume of n, and the largest over all. A
-// kernel of half-widths h needs a transform of at least n + 2h along each
-// axis, rounded up to the next size the FFT handles fastest; its padding is
-// all that size leaves, (size − n)/2, so that combinations with kernels of
-// different widths share one transform of the volume wherever they round
-// to the same size.
+// WaveletPads returns, for every combination, the padding it runs with
+// in reflect mode for a volume of n, and the largest over all. A kernel of
+// half-widths h needs a transform of at least n + 2h along each axis,
+// rounded up to the next size the FFT handles fastest; its padding is all
+// that size leaves, (size − n)/2. Combinations that share a transform size
+// share one transform of the volume, so a size needed by few combinations is
+// merged into a larger one where the extra cost of the larger transforms is
+// less than the volume's transform it saves (reflectGroups).
 func WaveletPads(n [3]int, a float64, combos []Combo) (pads [][3]int, largest [3]int) {
-	pads = make([][3]int, len(combos))
+	dims := make([][3]int, len(combos))
 	for i, c := range combos {
 		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
 		for k := range 3 {
-			pads[i][k] = (ops.FFTSize(n[k]+2*h[k]) - n[k]) / 2
+			dims[i][k] = ops.FFTSize(n[k] + 2*h[k])
+		}
+	}
+	dims = reflectGroups(dims)
+	pads = make([][3]int, len(combos))
+	for i, d := range dims {
+		for k := range 3 {
+			pads[i][k] = (d[k] - n[k]) / 2
 			largest[k] = max(largest[k], pads[i][k])
 		}
 	}
 	return pads, largest
+}
+
+// volumeCost is what transforming the extended volume costs in units of
+// one combination on a transform of the same size: a forward transform and
+// the extension, against a product of spectra and an inverse transform.
+const volumeCost = 2
+
+// reflectGroups maps each combination's transform size to the one it runs
+// with: sizes needed by few combinations are merged, smallest groups first,
+// each into the group (or the elementwise larger size of the two) where the
+// merge saves most, counting a combination's cost as its transform's
+// volume and a group's as volumeCost more.
+func reflectGroups(need [][3]int) [][3]int {
+	type group struct {
+		dims [3]int
+		n    int
+		into int // the group it was merged into, or -1
+	}
+	index := map[[3]int]int{}
+	var gs []*group
+	for _, d := range need {
+		if _, ok := index[d]; !ok {
+			index[d] = len(gs)
+			gs = append(gs, &group{dims: d, into: -1})
+		}
+		gs[index[d]].n++
+	}
+	vol := func(d [3]int) float64 { return float64(d[0]) * float64(d[1]) * float64(d[2]) }
+	cost := func(d [3]int, n int) float64 { return (float64(n) + volumeCost) * vol(d) }
+	order := make([]int, len(gs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return gs[order[a]].n < gs[order[b]].n })
+	for _, a := range order {
+		ga := gs[a]
+		best, save := -1, 0.0
+		for b, gb := range gs {
+			if b == a || gb.into >= 0 {
+				continue
+			}
+			var m [3]int
+			for k := range 3 {
+				m[k] = max(ga.dims[k], gb.dims[k])
+			}
+			if d := cost(ga.dims, ga.n) + cost(gb.dims, gb.n) - cost(m, ga.n+gb.n); d > save {
+				best, save = b, d
+			}
+		}
+		if best >= 0 {
+			gb := gs[best]
+			for k := range 3 {
+				gb.dims[k] = max(gb.dims[k], ga.dims[k])
+			}
+			gb.n += ga.n
+			ga.into = best
+		}
+	}
+	out := make([][3]int, len(need))
+	for i, d := range need {
+		g := index[d]
+		for gs[g].into >= 0 {
+			g = gs[g].into
+		}
+		out[i] = gs[g].dims
+	}
+	return out
 }
 
 // kernelKey names the hat of c up to what does not change it: "" never

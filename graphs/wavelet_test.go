@@ -3,11 +3,14 @@ package graphs
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 func TestParseList(t *testing.T) {
@@ -220,5 +223,49 @@ func TestWaveletTaskOutput(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("%d files in the output directory, want 1", len(entries))
+	}
+}
+
+// TestWaveletPadsCoverEachKernel checks every combination's reflect
+// padding against its own kernel's half-widths, on random sweeps, and that
+// sizes are shared: a lone narrow kernel joins a large group, two large
+// groups keep their own sizes.
+func TestWaveletPadsCoverEachKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	for range 20 {
+		n := [3]int{20 + rng.IntN(60), 20 + rng.IntN(60), 20 + rng.IntN(60)}
+		a := 0.5 + rng.Float64()*2
+		var combos []Combo
+		for range 1 + rng.IntN(40) {
+			combos = append(combos, Combo{Theta: rng.Float64() * math.Pi, Phi: rng.Float64() * math.Pi, Xi: []float64{0.5, 1, 2, 4}[rng.IntN(4)]})
+		}
+		pads, largest := WaveletPads(n, a, combos)
+		for i, c := range combos {
+			h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+			for k := range 3 {
+				if pads[i][k] < h[k] || pads[i][k] > largest[k] {
+					t.Fatalf("n=%v a=%g %+v: padding %v for half-widths %v (largest %v)", n, a, c, pads[i], h, largest)
+				}
+			}
+		}
+	}
+	need := [][3]int{}
+	for range 50 {
+		need = append(need, [3]int{250, 250, 250})
+	}
+	for range 50 {
+		need = append(need, [3]int{216, 216, 216})
+	}
+	need = append(need, [3]int{225, 216, 216}) // alone: joins the 250s' or 216s' size
+	got := reflectGroups(need)
+	sizes := map[[3]int]int{}
+	for _, d := range got {
+		sizes[d]++
+	}
+	if len(sizes) != 2 || sizes[[3]int{250, 250, 250}] < 50 || (sizes[[3]int{216, 216, 216}] != 50 && sizes[[3]int{225, 216, 216}] != 51) {
+		t.Errorf("groups %v, want the 250s and the 216s kept, the lone size merged", sizes)
+	}
+	if got[len(got)-1][0] < 225 {
+		t.Errorf("the lone combination runs on %v, smaller than it needs", got[len(got)-1])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/tapeloop/tapeloop/internal/fft3"
+	"github.com/tapeloop/tapeloop/internal/parallel"
 )
 
 // The volume a wavelet sweep convolves: its boundary extension and its
@@ -97,16 +98,22 @@ func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, e
 		ext = make([]float32, w.plan.Len())
 	}
 	ext = ext[:w.plan.Len()]
-	for i := range p[0] {
-		si := reflectIndex(i-w.Pad[0], n[0])
-		for j := range p[1] {
-			sj := reflectIndex(j-w.Pad[1], n[1])
-			for k := range p[2] {
-				sk := reflectIndex(k-w.Pad[2], n[2])
-				ext[(i*p[1]+j)*p[2]+k] = v[(si*n[1]+sj)*n[2]+sk]
+	sk := make([]int, p[2]) // the source of each position along the last axis
+	for k := range sk {
+		sk[k] = reflectIndex(k-w.Pad[2], n[2])
+	}
+	parallel.For(p[0], 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			si := reflectIndex(i-w.Pad[0], n[0])
+			for j := range p[1] {
+				src := v[(si*n[1]+reflectIndex(j-w.Pad[1], n[1]))*n[2]:][:n[2]]
+				row := ext[(i*p[1]+j)*p[2]:][:p[2]]
+				for k, s := range sk {
+					row[k] = src[s]
+				}
 			}
 		}
-	}
+	})
 	if cap(spec) < w.plan.HalfLen() {
 		spec = make([]complex64, w.plan.HalfLen())
 	}
