@@ -179,7 +179,7 @@ func CropPieces(n [3]int) int { return n[0] * ((n[1] + chunkLines - 1) / chunkLi
 // written, t numbering these pieces in order, 0 … CropPieces(n)−1. Both
 // are called from several goroutines at once, on disjoint rows.
 func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, fill func(j0, j1 int), done func(t, i, j0, m int)) {
-	n0, n1, n2 := p.Dims[0], p.Dims[1], p.Dims[2]
+	n1, n2 := p.Dims[1], p.Dims[2]
 	h := n2/2 + 1
 	if len(dst) != p.Len() || len(c) != p.HalfLen() {
 		panic("fft3: array lengths do not match the plan")
@@ -205,24 +205,28 @@ func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, f
 			}
 		})
 	}
-	skip := p.flags
-	for i := range skip {
-		skip[i] = i < lo[0] || i >= lo[0]+n[0]
-	}
-	p.strided(c, 1, h, n0, n1*h, true, 1, skip)
+	// Plane by plane of the block, while the plane is in cache: the
+	// transforms along axis 1, then rows (i, lo[1] … lo[1]+n[1]) back to
+	// real values, in chunks.
 	scale := 1 / float32(p.Len())
-	// Rows (i, lo[1] … lo[1]+n[1]) of each plane in the block, in chunks.
 	per := (n[1] + chunkLines - 1) / chunkLines
-	parallel.Dynamic(n[0]*per, 1, func(a, b int) {
+	parallel.Dynamic(n[0], 1, func(a, b int) {
 		s := <-p.scratch
 		defer func() { p.scratch <- s }()
-		for t := a; t < b; t++ {
-			i, j0 := lo[0]+t/per, lo[1]+t%per*chunkLines
-			m := min(chunkLines, lo[1]+n[1]-j0)
-			l := i*n1 + j0
-			C.tl_lanes_c2r(p.isa, p.r, cf(c[l*h:]), C.int64_t(h), rf(dst[l*n2:]), C.int64_t(n2), C.int64_t(m), C.float(scale), rf(s))
-			if done != nil {
-				done(t, i, j0, m)
+		for pi := a; pi < b; pi++ {
+			i := lo[0] + pi
+			for k0 := 0; k0 < h; k0 += chunkLines {
+				C.tl_lanes_strided(p.isa, p.c[1], cf(c), C.int64_t(i*n1*h+k0), C.int64_t(min(chunkLines, h-k0)),
+					C.int64_t(h), 1, 1, rf(s))
+			}
+			for q := range per {
+				j0 := lo[1] + q*chunkLines
+				m := min(chunkLines, lo[1]+n[1]-j0)
+				l := i*n1 + j0
+				C.tl_lanes_c2r(p.isa, p.r, cf(c[l*h:]), C.int64_t(h), rf(dst[l*n2:]), C.int64_t(n2), C.int64_t(m), C.float(scale), rf(s))
+				if done != nil {
+					done(pi*per+q, i, j0, m)
+				}
 			}
 		}
 	})
