@@ -459,6 +459,17 @@ func pairU8Block[T float32 | float64](op *Pairwise, lo, c0, m int, out []T) {
 	n := d.N
 	k := map[Metric]cpukern.U8Metric{MetricDot: cpukern.U8Dot, MetricCosine: cpukern.U8Cosine, MetricL1: cpukern.U8L1,
 		MetricL2: cpukern.U8L2}[op.Metric]
+	if k != cpukern.U8L1 {
+		// The dot products pack the columns' images they read: each core
+		// takes a range of columns for all the rows, as pairBlock does.
+		parallel.For(n-c0, 256, func(clo, chi int) {
+			for r := 0; r < m && !op.stopped(); r += dotChunk * 2 {
+				mr := min(dotChunk*2, m-r)
+				cpukern.PairU8(d.U8, lo+r, mr, c0+clo, chi-clo, k, out[r*n+c0+clo:], n)
+			}
+		})
+		return
+	}
 	parallel.For(m, 4, func(r0, r1 int) {
 		for r := r0; r < r1 && !op.stopped(); r += rowChunk {
 			mr := min(rowChunk, r1-r)
