@@ -12,7 +12,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
-	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -80,10 +79,8 @@ func NewAffinity(cfg AffinityConfig) (*Affinity, error) {
 	if cfg.Symmetric {
 		if cfg.Data.Dtype == tensor.Float32 {
 			a.full32 = make([]float32, n*n)
-			sysmem.AdviseHugePagesOf(a.full32)
 		} else {
 			a.full64 = make([]float64, n*n)
-			sysmem.AdviseHugePagesOf(a.full64)
 		}
 	}
 	if cfg.TopK > 0 {

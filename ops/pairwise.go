@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"runtime"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -287,11 +288,14 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 		}
 		return op.out, nil
 	}
+	// With the rows read from the images, an upper block is the images
+	// c0, c0+1, …: symmetric about its diagonal.
+	upper := op.Upper && rows == nil
 	switch d.Dtype {
 	case tensor.Float32:
-		pairBlock(op, c0, m, blockRows(rows, d.X32, lo, m, d.D), d.X32, op.out.Data().([]float32), cpukern.PairDist32)
+		pairBlock(op, c0, m, upper, blockRows(rows, d.X32, lo, m, d.D), d.X32, op.out.Data().([]float32), cpukern.PairDist32)
 	case tensor.Float64:
-		pairBlock(op, c0, m, blockRows(rows, d.X64, lo, m, d.D), d.X64, op.out.Data().([]float64), cpukern.PairDist64)
+		pairBlock(op, c0, m, upper, blockRows(rows, d.X64, lo, m, d.D), d.X64, op.out.Data().([]float64), cpukern.PairDist64)
 	}
 	if op.stopped() {
 		return nil, ErrStopped
@@ -325,8 +329,11 @@ const (
 	dotChunk = 512
 )
 
-// pairBlock fills columns [c0, N) of the block's first b rows.
-func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
+// pairBlock fills columns [c0, N) of the block's first b rows. With
+// upper, the rows are images c0, c0+1, … (the upper block of a symmetric
+// matrix), and a pair below the diagonal, (c0+r, c0+j) with j < r, is
+// (c0+j, c0+r) of an earlier row of the block.
+func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x, out []T,
 	kernel func(m, n, d int, a []T, lda int, b []T, ldb int, out []T, ldo int, k cpukern.Kernel)) {
 	n, dd := op.Data.N, op.Data.D
 	nc := n - c0
@@ -353,7 +360,31 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 		chunk = dotChunk
 	}
 	gemm := k == cpukern.Dot && f32 && cpukern.GEMM()
-	if gemm && !op.stopped() {
+	switch {
+	case gemm && upper && !op.stopped():
+		// The upper triangle only, each core a range of columns holding
+		// an equal share of its pairs, then the pairs below the diagonal
+		// copied from their mirror images.
+		r32, x32, o32 := any(rows).([]float32), any(x).([]float32), any(out).([]float32)
+		cut := upperSplit(nc, b, runtime.GOMAXPROCS(0))
+		parallel.For(len(cut)-1, 1, func(w0, w1 int) {
+			for w := w0; w < w1; w++ {
+				for r := 0; r < min(b, cut[w+1]) && !op.stopped(); r += dotChunk * 2 {
+					clo, chi := max(cut[w], r), cut[w+1]
+					m := min(dotChunk*2, b-r, chi-r)
+					cpukern.DotUpper32(m, chi-clo, dd, r32[r*dd:], dd, x32[clo*dd:], dd, o32[r*n+c0+clo:], n, clo-r)
+				}
+			}
+		})
+		parallel.For(b, 64, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				o := out[r*n+c0 : r*n+c0+r]
+				for j := range o {
+					o[j] = out[j*n+c0+r]
+				}
+			}
+		})
+	case gemm && !op.stopped():
 		// The matrix product packs the columns' images it reads: each
 		// core takes a range of columns for all the rows, so that each
 		// column's image is packed once, not once per core.
@@ -398,6 +429,29 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, rows, x, out []T,
 	})
 }
 
+// upperSplit cuts columns [0, nc) of an upper block of b rows (column j
+// holds the pairs of rows 0…min(j, b−1)) into w ranges of about equal
+// pairs, at multiples of 32 (the matrix product's panel): cut[i] to
+// cut[i+1] for i < w, cut[0] = 0, cut[w] = nc; ranges may be empty.
+func upperSplit(nc, b, w int) []int {
+	pairs := func(c int) float64 { // Σ_{j<c} min(j+1, b)
+		t := min(c, b)
+		return float64(t)*float64(t+1)/2 + float64(c-t)*float64(b)
+	}
+	total := pairs(nc)
+	cut := make([]int, w+1)
+	c := 0
+	for i := 1; i < w; i++ {
+		for c < nc && pairs(c) < total*float64(i)/float64(w) {
+			c++
+		}
+		cut[i] = min(c+16, nc) / 32 * 32
+		cut[i] = max(cut[i], cut[i-1])
+	}
+	cut[w] = nc
+	return cut
+}
+
 // pairU8Block fills columns [c0, N) of the block's m rows, images lo,
 // lo+1, …, from 8-bit images, exactly.
 func pairU8Block[T float32 | float64](op *Pairwise, lo, c0, m int, out []T) {
@@ -405,6 +459,17 @@ func pairU8Block[T float32 | float64](op *Pairwise, lo, c0, m int, out []T) {
 	n := d.N
 	k := map[Metric]cpukern.U8Metric{MetricDot: cpukern.U8Dot, MetricCosine: cpukern.U8Cosine, MetricL1: cpukern.U8L1,
 		MetricL2: cpukern.U8L2}[op.Metric]
+	if k != cpukern.U8L1 {
+		// The dot products pack the columns' images they read: each core
+		// takes a range of columns for all the rows, as pairBlock does.
+		parallel.For(n-c0, 256, func(clo, chi int) {
+			for r := 0; r < m && !op.stopped(); r += dotChunk * 2 {
+				mr := min(dotChunk*2, m-r)
+				cpukern.PairU8(d.U8, lo+r, mr, c0+clo, chi-clo, k, out[r*n+c0+clo:], n)
+			}
+		})
+		return
+	}
 	parallel.For(m, 4, func(r0, r1 int) {
 		for r := r0; r < r1 && !op.stopped(); r += rowChunk {
 			mr := min(rowChunk, r1-r)

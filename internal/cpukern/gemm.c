@@ -92,7 +92,7 @@ static void micro(int64_t kc, const float *ap, const float *bp, float *out, int6
 }
 
 int tl_gemm_nt_f32_avx512(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
-                          float *out, int64_t ldo) {
+                          float *out, int64_t ldo, int64_t lower) {
   const int64_t mp = (m + MR - 1) / MR;
   float *ap = (float *)aligned_alloc(64, sizeof(float) * MR * KC * mp);
   float *bp = (float *)aligned_alloc(64, sizeof(float) * NR * KC * (NC / NR));
@@ -109,10 +109,15 @@ int tl_gemm_nt_f32_avx512(int64_t m, int64_t n, int64_t d, const float *a, int64
       const int64_t nc = n - jc < NC ? n - jc : NC;
       for (int64_t j = 0; j < nc; j += NR)
         pack_b(b + (jc + j) * ldb, ldb, nc - j < NR ? nc - j : NR, k0, kc, bp + (j / NR) * NR * KC);
-      for (int64_t i = 0; i < m; i += MR) // a's panel stays in L1, b's block in L2
-        for (int64_t j = 0; j < nc; j += NR)
+      for (int64_t i = 0; i < m; i += MR) { // a's panel stays in L1, b's block in L2
+        // With lower set, the first tile that has a pair at or above the
+        // diagonal: the tile holding column i − lower.
+        int64_t j = 0;
+        if (lower >= 0 && i - lower - jc > 0) j = (i - lower - jc) / NR * NR;
+        for (; j < nc; j += NR)
           micro(kc, ap + (i / MR) * MR * KC, bp + (j / NR) * NR * KC, out + i * ldo + jc + j, ldo,
                 m - i < MR ? m - i : MR, nc - j < NR ? nc - j : NR, first);
+      }
     }
   }
   free(ap);

@@ -149,7 +149,14 @@ const char *tl_pairdist_isa(void) {
 void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *out, int64_t ldo, int metric) {
   // Dot products on AVX-512: the packed matrix product of gemm.c.
-  if (0 && metric == 2 && pick() == 2 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo) == 0) return;
+  if (metric == 2 && pick() == 2 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, -1) == 0) return;
+  DISPATCH(float, f32)
+}
+
+void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
+                      float *out, int64_t ldo, int64_t lower) {
+  if (pick() == 2 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, lower) == 0) return;
+  const int metric = 2;
   DISPATCH(float, f32)
 }
 

@@ -30,6 +30,22 @@ func PairDist32(m, n, d int, a []float32, lda int, b []float32, ldb int, out []f
 		(*C.float)(unsafe.Pointer(&b[0])), C.int64_t(ldb), (*C.float)(unsafe.Pointer(&out[0])), C.int64_t(ldo), C.int(k))
 }
 
+// DotUpper32 is PairDist32 with Dot for the pairs with j+lower ≥ i only
+// (lower ≥ 0), the upper triangle of a symmetric product whose columns
+// start lower rows after its rows: the other entries of out either keep
+// what they held or get their values. A pair's value is PairDist32's.
+func DotUpper32(m, n, d int, a []float32, lda int, b []float32, ldb int, out []float32, ldo, lower int) {
+	checkDims(m, n, d, len(a), lda, len(b), ldb, len(out), ldo)
+	if lower < 0 {
+		panic("cpukern: DotUpper32 with lower < 0")
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	C.tl_dot_upper_f32(C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.float)(unsafe.Pointer(&a[0])), C.int64_t(lda),
+		(*C.float)(unsafe.Pointer(&b[0])), C.int64_t(ldb), (*C.float)(unsafe.Pointer(&out[0])), C.int64_t(ldo), C.int64_t(lower))
+}
+
 // PairDist64 is PairDist32 for float64.
 func PairDist64(m, n, d int, a []float64, lda int, b []float64, ldb int, out []float64, ldo int, k Kernel) {
 	checkDims(m, n, d, len(a), lda, len(b), ldb, len(out), ldo)

@@ -10,6 +10,10 @@
 // order wherever it sits, so results do not depend on the blocking.
 void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *out, int64_t ldo, int metric);
+// tl_dot_upper_f32 is tl_pairdist_f32's metric 2 for the pairs with
+// j + lower ≥ i (lower ≥ 0): others may be left as they were, or written.
+void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
+                      float *out, int64_t ldo, int64_t lower);
 void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
                      const double *b, int64_t ldb, double *out, int64_t ldo, int metric);
 // Which instruction set the kernels dispatch to: "avx512f", "avx2" or "sse2".

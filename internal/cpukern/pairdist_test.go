@@ -156,3 +156,47 @@ func benchmarkPairDist(b *testing.B, kern Kernel) {
 func BenchmarkPairDistL1(b *testing.B)  { benchmarkPairDist(b, L1) }
 func BenchmarkPairDistL2(b *testing.B)  { benchmarkPairDist(b, L2) }
 func BenchmarkPairDistDot(b *testing.B) { benchmarkPairDist(b, Dot) }
+
+// TestDotUpper: DotUpper32 gives PairDist32's values, bit for bit, for
+// every pair on or above the shifted diagonal (j+lower ≥ i), and leaves or
+// sets the others, on every instruction set, for shapes with tails in m,
+// n and the k blocks and diagonals that cut tiles.
+func TestDotUpper(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	top := limitISA(2)
+	defer limitISA(top)
+	for isa := top; isa >= 0; isa-- {
+		limitISA(isa)
+		for _, sz := range [][4]int{{1, 1, 1, 0}, {37, 45, 777, 0}, {37, 45, 777, 5}, {70, 600, 400, 33}, {9, 20, 385, 100}, {64, 64, 64, 0}} {
+			m, n, d, lower := sz[0], sz[1], sz[2], sz[3]
+			a, b := make([]float32, m*d), make([]float32, n*d)
+			for i := range a {
+				a[i] = float32(rng.NormFloat64())
+			}
+			for i := range b {
+				b[i] = float32(rng.NormFloat64())
+			}
+			const guard = 3
+			ldo := n + guard
+			want, got := make([]float32, m*ldo), make([]float32, m*ldo)
+			for i := range got {
+				got[i] = 12345
+			}
+			PairDist32(m, n, d, a, d, b, d, want, ldo, Dot)
+			DotUpper32(m, n, d, a, d, b, d, got, ldo, lower)
+			for i := range m {
+				for j := range ldo {
+					g := got[i*ldo+j]
+					switch {
+					case j >= n && g != 12345:
+						t.Fatalf("isa %d %v: guard at (%d, %d) overwritten", isa, sz, i, j)
+					case j < n && j+lower >= i && g != want[i*ldo+j]:
+						t.Fatalf("isa %d %v: pair (%d, %d) is %v, want %v", isa, sz, i, j, g, want[i*ldo+j])
+					case j < n && g != 12345 && g != want[i*ldo+j]:
+						t.Fatalf("isa %d %v: pair (%d, %d) below the diagonal is %v, want %v or untouched", isa, sz, i, j, g, want[i*ldo+j])
+					}
+				}
+			}
+		}
+	}
+}

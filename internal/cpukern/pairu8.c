@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 // The largest k block whose int32 lane sums cannot overflow: a lane adds
 // at most 4·255·128 per 64 bytes.
@@ -44,7 +45,161 @@ static int64_t l1_scalar(const uint8_t *a, const uint8_t *b, int64_t d) {
 }
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vnni")
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+
+// The dot products (dot, l2, cosine) run as a register-blocked matrix
+// product: the NR columns of a block of b are packed in groups of 4 bytes,
+// column after column (bp[g*NR*4 + c*4 + t] = b[c, 4g+t] − 128, as signed
+// bytes), so that one vpdpbusd multiplies 4 bytes of a row of a, broadcast,
+// with 4 bytes of each of 16 columns, summing into their 16 int32 lanes.
+// The micro-kernel holds an MR×NR tile of sums in 2·MR registers over the
+// whole k axis, reading a's rows in place. A lane adds at most
+// 4·255·128 per group, so the int32 sums are moved to int64 every KG
+// groups.
+#define MR 12
+#define NR 32
+#define NC 128 // columns per packed block of b: NC·d bytes, in L2 for d up to ~12k
+#define KG 16384
+
+// pack_b packs columns [0, nc) of b (nc ≤ NC, d bytes each) into bp as
+// ceil(nc/NR) panels of ceil(d/4) groups; missing columns and the bytes
+// past d are −128 (b = 0; a's bytes there are 0 anyway).
+static void pack_b(const uint8_t *b, int64_t ldb, int64_t nc, int64_t d, uint8_t *bp) {
+  const int64_t g = (d + 3) / 4, full = d / 4;
+  for (int64_t j = 0; j < nc; j += NR) {
+    uint8_t *p = bp + (j / NR) * g * NR * 4;
+    for (int64_t c = 0; c < NR; c++) {
+      if (j + c >= nc) {
+        for (int64_t q = 0; q < g; q++) *(uint32_t *)(p + q * NR * 4 + c * 4) = 0x80808080u;
+        continue;
+      }
+      const uint8_t *col = b + (j + c) * ldb;
+      int64_t q = 0;
+      // Sixteen groups at a time: 64 bytes of the column, flipped, then
+      // scattered 4 bytes to each group.
+      for (; q + 16 <= full; q += 16) {
+        const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(col + q * 4), _mm512_set1_epi8((char)0x80));
+        const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                               _mm512_set1_epi32(NR * 4));
+        _mm512_i32scatter_epi32(p + q * NR * 4 + c * 4, idx, v, 1);
+      }
+      for (; q < g; q++) {
+        uint32_t w = 0;
+        for (int t = 0; t < 4; t++) w |= (uint32_t)(4 * q + t < d ? col[4 * q + t] ^ 0x80 : 0x80) << (8 * t);
+        *(uint32_t *)(p + q * NR * 4 + c * 4) = w;
+      }
+    }
+  }
+}
+
+// emit stores the metric of row i's sums s (16 columns j..j+15 as int64 in
+// two halves, only the first nv valid) at out[i*ldo + j …].
+static inline void emit(int metric, __m512i s0, __m512i s1, int64_t sa, const int64_t *sqb, int nv, float *out32,
+                        double *out64) {
+  __m512i h[2] = {s0, s1};
+  for (int q = 0; q < 2 && q * 8 < nv; q++) {
+    const int nq = nv - q * 8 < 8 ? nv - q * 8 : 8;
+    const __mmask8 k = (__mmask8)((1u << nq) - 1);
+    const __m512i sb = _mm512_maskz_loadu_epi64(k, sqb + q * 8);
+    __m512d v;
+    switch (metric) {
+    case TL_U8_L2: // −(sa + sb − 2s), exact in int64
+      v = _mm512_cvtepi64_pd(_mm512_sub_epi64(_mm512_slli_epi64(h[q], 1), _mm512_add_epi64(_mm512_set1_epi64(sa), sb)));
+      break;
+    case TL_U8_COSINE:
+      v = _mm512_div_pd(_mm512_cvtepi64_pd(h[q]), _mm512_mul_pd(_mm512_set1_pd(sqrt((double)sa)),
+                                                                _mm512_sqrt_pd(_mm512_cvtepi64_pd(sb))));
+      break;
+    default: v = _mm512_cvtepi64_pd(h[q]);
+    }
+    if (out32)
+      _mm256_mask_storeu_ps(out32 + q * 8, k, _mm512_cvtpd_ps(v));
+    else
+      _mm512_mask_storeu_pd(out64 + q * 8, k, v);
+  }
+}
+
+// group_sums adds to acc (MR×NR int32, row-major) the sums over groups
+// [q0, q1) of MR rows of a (each from row[r], all groups whole) with the
+// packed panel p (at group q0). The accumulators are 24 named registers.
+static void group_sums(const uint8_t *const row[MR], const uint8_t *p, int64_t q0, int64_t q1, int32_t *acc) {
+#define ACC(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = _mm512_setzero_si512();
+  ACC(0) ACC(1) ACC(2) ACC(3) ACC(4) ACC(5) ACC(6) ACC(7) ACC(8) ACC(9) ACC(10) ACC(11)
+#undef ACC
+  const uint8_t *a0 = row[0], *a1 = row[1], *a2 = row[2], *a3 = row[3], *a4 = row[4], *a5 = row[5], *a6 = row[6],
+                *a7 = row[7], *a8 = row[8], *a9 = row[9], *a10 = row[10], *a11 = row[11];
+  for (int64_t q = q0; q < q1; q++, p += NR * 4) {
+    const __m512i b0 = _mm512_load_si512(p), b1 = _mm512_load_si512(p + 64);
+    __m512i x;
+#define ROW(r)                                                                                                        \
+  x = _mm512_set1_epi32(*(const int32_t *)(a##r + 4 * q));                                                            \
+  c##r##0 = _mm512_dpbusd_epi32(c##r##0, x, b0), c##r##1 = _mm512_dpbusd_epi32(c##r##1, x, b1);
+    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7) ROW(8) ROW(9) ROW(10) ROW(11)
+#undef ROW
+  }
+#define OUT(r)                                                                                                        \
+  _mm512_storeu_si512(acc + r * NR, _mm512_add_epi32(_mm512_loadu_si512(acc + r * NR), c##r##0));                     \
+  _mm512_storeu_si512(acc + r * NR + 16, _mm512_add_epi32(_mm512_loadu_si512(acc + r * NR + 16), c##r##1));
+  OUT(0) OUT(1) OUT(2) OUT(3) OUT(4) OUT(5) OUT(6) OUT(7) OUT(8) OUT(9) OUT(10) OUT(11)
+#undef OUT
+}
+
+// micro computes the sums of rows a (mr ≤ MR, d bytes each, lda apart)
+// with the NR packed columns bp (nc ≤ NR valid) and stores their metric.
+static void micro(const uint8_t *a, int64_t lda, int64_t mr, const uint8_t *bp, int64_t nc, int64_t d, int metric,
+                  const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32, double *out64,
+                  int64_t ldo) {
+  const int64_t g = (d + 3) / 4, full = d / 4;
+  const uint8_t *row[MR];
+  for (int r = 0; r < MR; r++) row[r] = a + (r < mr ? r : 0) * lda; // rows past mr: any row, not stored
+  int64_t t[MR][NR];                                                // exact sums
+  for (int r = 0; r < MR; r++)
+    for (int c = 0; c < NR; c++) t[r][c] = 128 * suma[r < mr ? r : 0];
+  for (int64_t g0 = 0; g0 < g; g0 += KG) {
+    const int64_t g1 = g - g0 < KG ? g : g0 + KG, q1 = g1 < full ? g1 : full;
+    int32_t acc[MR][NR] __attribute__((aligned(64))) = {{0}};
+    group_sums(row, bp + g0 * NR * 4, g0, q1, &acc[0][0]);
+    if (q1 < g1) { // the last, partial group: a's bytes past d are 0
+      const __m512i b0 = _mm512_load_si512(bp + q1 * NR * 4), b1 = _mm512_load_si512(bp + q1 * NR * 4 + 64);
+      for (int r = 0; r < MR; r++) {
+        uint32_t w = 0;
+        for (int64_t k = 4 * q1; k < d; k++) w |= (uint32_t)row[r][k] << (8 * (k - 4 * q1));
+        const __m512i x = _mm512_set1_epi32((int32_t)w);
+        _mm512_store_si512(acc[r], _mm512_dpbusd_epi32(_mm512_load_si512(acc[r]), x, b0));
+        _mm512_store_si512(acc[r] + 16, _mm512_dpbusd_epi32(_mm512_load_si512(acc[r] + 16), x, b1));
+      }
+    }
+    for (int r = 0; r < MR; r++)
+      for (int c = 0; c < NR; c++) t[r][c] += acc[r][c];
+  }
+  for (int64_t r = 0; r < mr; r++)
+    for (int h = 0; h < 2 && h * 16 < nc; h++) {
+      const int nv = nc - h * 16 < 16 ? (int)(nc - h * 16) : 16;
+      emit(metric, _mm512_loadu_si512(t[r] + h * 16), _mm512_loadu_si512(t[r] + h * 16 + 8), sqa[r], sqb + h * 16, nv,
+           out32 ? out32 + r * ldo + h * 16 : 0, out64 ? out64 + r * ldo + h * 16 : 0);
+    }
+}
+
+// dots_vnni: the dot-product metrics of rows a (m) against b (n), with b
+// packed NC columns at a time; -1 when the packing buffer cannot be had.
+static int dots_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
+                     int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32,
+                     double *out64, int64_t ldo) {
+  const int64_t g = (d + 3) / 4;
+  uint8_t *bp = (uint8_t *)aligned_alloc(64, (size_t)(NC / NR) * g * NR * 4);
+  if (!bp) return -1;
+  for (int64_t jb = 0; jb < n; jb += NC) {
+    const int64_t nc = n - jb < NC ? n - jb : NC;
+    pack_b(b + jb * ldb, ldb, nc, d, bp);
+    for (int64_t i = 0; i < m; i += MR)
+      for (int64_t j = 0; j < nc; j += NR)
+        micro(a + i * lda, lda, m - i < MR ? m - i : MR, bp + (j / NR) * g * NR * 4, nc - j < NR ? nc - j : NR, d,
+              metric, suma + i, sqa + i, sqb + jb + j, out32 ? out32 + i * ldo + jb + j : 0,
+              out64 ? out64 + i * ldo + jb + j : 0, ldo);
+  }
+  free(bp);
+  return 0;
+}
 
 // lanes64 adds the sixteen int32 lanes of x in int64 (their sum may not
 // fit an int32).
@@ -108,7 +263,8 @@ static int has_vnni = -1;
 const char *tl_pair_u8_isa(void) {
   if (has_vnni < 0) {
     __builtin_cpu_init();
-    has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+    has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   }
   return has_vnni ? "avx512vnni" : "scalar";
 }
@@ -117,6 +273,9 @@ void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, 
                 int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32, double *out64,
                 int64_t ldo) {
   tl_pair_u8_isa();
+  if (has_vnni && metric != TL_U8_L1 &&
+      dots_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, out32, out64, ldo) == 0)
+    return;
   if (has_vnni) {
     pairs_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, out32, out64, ldo);
     return;

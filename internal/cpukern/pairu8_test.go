@@ -14,7 +14,7 @@ func TestPairU8Exact(t *testing.T) {
 	defer limitU8(true)
 	for _, vnni := range []bool{true, false} {
 		limitU8(vnni)
-		for _, sz := range [][2]int{{1, 1}, {7, 63}, {13, 65}, {9, 1000}, {5, 700_001}} {
+		for _, sz := range [][2]int{{1, 1}, {7, 63}, {13, 65}, {9, 1000}, {150, 1002}, {5, 700_001}} {
 			n, d := sz[0], sz[1]
 			x := make([]uint8, n*d)
 			for i := range x {
