@@ -22,31 +22,37 @@
 #pragma GCC target("avx512f,fma")
 #define W 8
 #define SFX(x) x##_512
-#define DUP ((SFX(vi2)){0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7})
+#define DUPLO ((SFX(vl)){0, 0, 1, 1, 2, 2, 3, 3})
+#define DUPHI ((SFX(vl)){4, 4, 5, 5, 6, 6, 7, 7})
 #include "wavelet_impl.h"
 #undef W
 #undef SFX
-#undef DUP
+#undef DUPLO
+#undef DUPHI
 #pragma GCC pop_options
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #define W 4
 #define SFX(x) x##_256
-#define DUP ((SFX(vi2)){0, 0, 1, 1, 2, 2, 3, 3})
+#define DUPLO ((SFX(vl)){0, 0, 1, 1})
+#define DUPHI ((SFX(vl)){2, 2, 3, 3})
 #include "wavelet_impl.h"
 #undef W
 #undef SFX
-#undef DUP
+#undef DUPLO
+#undef DUPHI
 #pragma GCC pop_options
 
 #define W 2
 #define SFX(x) x##_128
-#define DUP ((SFX(vi2)){0, 0, 1, 1})
+#define DUPLO ((SFX(vl)){0, 0})
+#define DUPHI ((SFX(vl)){1, 1})
 #include "wavelet_impl.h"
 #undef W
 #undef SFX
-#undef DUP
+#undef DUPLO
+#undef DUPHI
 
 void tl_hat_mul(const float *spec, float *dst, int64_t p0, int64_t p1, int64_t p2, int64_t i0, int64_t i1, int64_t j0,
                 int64_t j1, double b00, double b01, double b02, double b11, double b12, double b22, double c,

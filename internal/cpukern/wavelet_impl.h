@@ -5,13 +5,9 @@
 typedef double SFX(vd) __attribute__((vector_size(W * sizeof(double)), aligned(sizeof(double))));
 typedef int64_t SFX(vl) __attribute__((vector_size(W * sizeof(double)), aligned(sizeof(double))));
 typedef float SFX(vf) __attribute__((vector_size(W * sizeof(float)), aligned(sizeof(float))));
-typedef float SFX(vf2) __attribute__((vector_size(2 * W * sizeof(float)), aligned(sizeof(float))));
-typedef int32_t SFX(vi2) __attribute__((vector_size(2 * W * sizeof(float))));
 #define VD SFX(vd)
 #define VL SFX(vl)
 #define VF SFX(vf)
-#define VF2 SFX(vf2)
-#define VI2 SFX(vi2)
 
 // sel is m ? x : y lane by lane, m a comparison's mask.
 static inline VD SFX(sel)(VL m, VD x, VD y) { return (VD)((m & (VL)x) | (~m & (VL)y)); }
@@ -79,6 +75,14 @@ static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_
   const double zmax = tp * (double)(h - 1) / (double)p2, dz = tp / (double)p2;
   const double itp = 1 / tp, idz = 1 / dz, ib22 = 1 / b22, q = exp(-b22 * (W * dz) * (W * dz));
   for (int64_t j = j0; j < j1; j++) rowenergy[j - j0] = 0;
+  // The rows' coefficients lie a plane apart: asked for all at once, up to
+  // half the L2 cache, they arrive together rather than one after another.
+  if ((i1 - i0) * (j1 - j0) * h * 8 <= (1 << 20))
+    for (int64_t i = i0; i < i1; i++)
+      for (int64_t j = j0; j < j1; j++) {
+        const char *row = (const char *)(spec + 2 * (i * p1 + j) * h);
+        for (int64_t o = 0; o < 8 * h; o += 64) __builtin_prefetch(row + o, 0, 2);
+      }
   for (int64_t i = i0; i < i1; i++) {
     const double w0 = tp * (double)(i <= p0 / 2 ? i : i - p0) / (double)p0;
     const int64_t m0lo = (int64_t)ceil((-e0 - w0) * itp), m0hi = (int64_t)floor((e0 - w0) * itp);
@@ -114,13 +118,11 @@ static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_
         VD v = c * *(VD *)(acc + k);
         energy += v * v;
         *(VD *)(acc + k) = v;
-        // Each value twice, for the real and imaginary parts.
-        union {
-          VF2 two;
-          VF one[2];
-        } u = {0};
-        u.one[0] = __builtin_convertvector(v, VF);
-        *(VF2 *)(dp + 2 * k) = *(const VF2 *)(sp + 2 * k) * __builtin_shuffle(u.two, DUP);
+        // Each value twice, for the real and imaginary parts, in registers.
+        const VF lo = __builtin_convertvector(__builtin_shuffle(v, DUPLO), VF);
+        const VF hi = __builtin_convertvector(__builtin_shuffle(v, DUPHI), VF);
+        *(VF *)(dp + 2 * k) = *(const VF *)(sp + 2 * k) * lo;
+        *(VF *)(dp + 2 * k + W) = *(const VF *)(sp + 2 * k + W) * hi;
       }
       if (k < hw) { // the last lanes, zero past the row
         VD v = c * *(VD *)(acc + k);
@@ -178,5 +180,3 @@ static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, 
 #undef VD
 #undef VL
 #undef VF
-#undef VF2
-#undef VI2
