@@ -219,8 +219,11 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	// The response's sums, per piece of the output block as the inverse
 	// transform writes it, added in order.
 	part := s.part(fft3.CropPieces(n))
-	done := func(t, i, j0, m int) {
-		cpukern.BlockSums(part[t][:], resp[(i*p[1]+j0)*p[2]+w.Pad[2]:], p[2], m, n[2])
+	done := func(t, i, j0 int, rows []float32, m int) {
+		cpukern.BlockSums(part[t][:], rows[w.Pad[2]:], p[2], m, n[2])
+	}
+	if f == nil || len(f.Stats) == 0 {
+		resp = nil // only the user's statistics read the response after the sums
 	}
 	var kernelEnergy float64
 	if (f == nil || f.Kernel == nil) && 2*h[0] < p[0] && 2*h[1] < p[1] && 2*h[2] < p[2] {

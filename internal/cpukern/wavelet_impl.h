@@ -75,14 +75,6 @@ static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_
   const double zmax = tp * (double)(h - 1) / (double)p2, dz = tp / (double)p2;
   const double itp = 1 / tp, idz = 1 / dz, ib22 = 1 / b22, q = exp(-b22 * (W * dz) * (W * dz));
   for (int64_t j = j0; j < j1; j++) rowenergy[j - j0] = 0;
-  // The rows' coefficients lie a plane apart: asked for all at once, up to
-  // half the L2 cache, they arrive together rather than one after another.
-  if ((i1 - i0) * (j1 - j0) * h * 8 <= (1 << 20))
-    for (int64_t i = i0; i < i1; i++)
-      for (int64_t j = j0; j < j1; j++) {
-        const char *row = (const char *)(spec + 2 * (i * p1 + j) * h);
-        for (int64_t o = 0; o < 8 * h; o += 64) __builtin_prefetch(row + o, 0, 2);
-      }
   for (int64_t i = i0; i < i1; i++) {
     const double w0 = tp * (double)(i <= p0 / 2 ? i : i - p0) / (double)p0;
     const int64_t m0lo = (int64_t)ceil((-e0 - w0) * itp), m0hi = (int64_t)floor((e0 - w0) * itp);

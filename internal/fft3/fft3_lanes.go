@@ -30,7 +30,8 @@ type Plan struct {
 	c       [3]*C.tl_fft1 // complex lines along each axis
 	r       *C.tl_fft1    // real lines along the last axis
 	scratch chan []float32
-	flags   []bool // per plane of axis 0: all zero, or outside a crop
+	planes  chan []complex64 // InverseRealCropWith's plane and row buffers, kept between calls
+	flags   []bool           // per plane of axis 0: all zero, or outside a crop
 }
 
 // New returns a plan for n0×n1×n2 arrays.
@@ -55,6 +56,7 @@ func New(n0, n1, n2 int) *Plan {
 	}, [4]*C.tl_fft1{p.c[0], p.c[1], p.c[2], p.r})
 	procs := runtime.GOMAXPROCS(0)
 	p.scratch = make(chan []float32, procs)
+	p.planes = make(chan []complex64, procs)
 	size := int(C.tl_lanes_scratch(C.int(max(n0, n1, n2))))
 	for range procs {
 		p.scratch <- make([]float32, size)
@@ -174,14 +176,18 @@ func CropPieces(n [3]int) int { return n[0] * ((n[1] + chunkLines - 1) / chunkLi
 // InverseRealCropWith is InverseRealCrop with two hooks that let a caller
 // work on the data while a worker has it in cache. fill(j0, j1), when not
 // nil, must write the coefficients of c in rows j0 … j1−1 of every plane
-// (axis 1), which the transform then reads first; done(t, i, j0, m), when
-// not nil, is called after dst's rows (i, j0 … j0+m−1) of the block are
-// written, t numbering these pieces in order, 0 … CropPieces(n)−1. Both
-// are called from several goroutines at once, on disjoint rows.
-func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, fill func(j0, j1 int), done func(t, i, j0, m int)) {
+// (axis 1), which the transform then reads first. done(t, i, j0, rows, m)
+// is called for each piece of the block as it is written: rows holds the
+// m rows (i, j0 … j0+m−1), row r at rows[r·n2:][:n2] (the block's columns
+// from lo[2]), t numbers the pieces in order, 0 … CropPieces(n)−1. With
+// dst nil the rows are written only to a buffer of the worker's, and done
+// is where they can be read; otherwise rows is dst's. Both hooks are
+// called from several goroutines at once, on disjoint rows. c's planes in
+// the block are left as they were after the transform along axis 0.
+func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, fill func(j0, j1 int), done func(t, i, j0 int, rows []float32, m int)) {
 	n1, n2 := p.Dims[1], p.Dims[2]
 	h := n2/2 + 1
-	if len(dst) != p.Len() || len(c) != p.HalfLen() {
+	if (dst != nil && len(dst) != p.Len()) || len(c) != p.HalfLen() {
 		panic("fft3: array lengths do not match the plan")
 	}
 	for a := range 3 {
@@ -205,29 +211,59 @@ func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, f
 			}
 		})
 	}
-	// Plane by plane of the block, while the plane is in cache: the
-	// transforms along axis 1, then rows (i, lo[1] … lo[1]+n[1]) back to
-	// real values, in chunks.
+	// Plane by plane of the block, in a buffer of the worker's that stays
+	// in cache: the transforms along axis 1 (only of the rows' block along
+	// axis 1 is needed, but every line along it is), then rows
+	// (i, lo[1] … lo[1]+n[1]) back to real values, in chunks.
 	scale := 1 / float32(p.Len())
 	per := (n[1] + chunkLines - 1) / chunkLines
 	parallel.Dynamic(n[0], 1, func(a, b int) {
 		s := <-p.scratch
 		defer func() { p.scratch <- s }()
+		buf := p.planeBuffer(n1*h + (chunkLines*n2+1)/2)
+		defer p.keepPlaneBuffer(buf)
+		plane := buf[:n1*h]
+		out := unsafe.Slice((*float32)(unsafe.Pointer(&buf[n1*h])), chunkLines*n2)
 		for pi := a; pi < b; pi++ {
 			i := lo[0] + pi
+			copy(plane, c[i*n1*h:(i+1)*n1*h])
 			for k0 := 0; k0 < h; k0 += chunkLines {
-				C.tl_lanes_strided(p.isa, p.c[1], cf(c), C.int64_t(i*n1*h+k0), C.int64_t(min(chunkLines, h-k0)),
+				C.tl_lanes_strided(p.isa, p.c[1], cf(plane), C.int64_t(k0), C.int64_t(min(chunkLines, h-k0)),
 					C.int64_t(h), 1, 1, rf(s))
 			}
 			for q := range per {
 				j0 := lo[1] + q*chunkLines
 				m := min(chunkLines, lo[1]+n[1]-j0)
-				l := i*n1 + j0
-				C.tl_lanes_c2r(p.isa, p.r, cf(c[l*h:]), C.int64_t(h), rf(dst[l*n2:]), C.int64_t(n2), C.int64_t(m), C.float(scale), rf(s))
+				rows := out[:m*n2]
+				if dst != nil {
+					rows = dst[(i*n1+j0)*n2:][:m*n2]
+				}
+				C.tl_lanes_c2r(p.isa, p.r, cf(plane[j0*h:]), C.int64_t(h), rf(rows), C.int64_t(n2), C.int64_t(m), C.float(scale), rf(s))
 				if done != nil {
-					done(pi*per+q, i, j0, m)
+					done(pi*per+q, i, j0, rows, m)
 				}
 			}
 		}
 	})
+}
+
+// planeBuffer returns a buffer of at least n values, one kept from an
+// earlier call where there is one.
+func (p *Plan) planeBuffer(n int) []complex64 {
+	var b []complex64
+	select {
+	case b = <-p.planes:
+	default:
+	}
+	if len(b) < n {
+		b = make([]complex64, n)
+	}
+	return b
+}
+
+func (p *Plan) keepPlaneBuffer(b []complex64) {
+	select {
+	case p.planes <- b:
+	default:
+	}
 }
