@@ -50,13 +50,13 @@ func BenchmarkWaveletSteadyState(b *testing.B) {
 	benchmarkSteadyState(b, 4, func() graphs.Job { return waveletJob(b, 48, ops.Wrap, combos) })
 }
 
-// benchmarkWavelet times a sweep of 12 combinations at 200³ (ξ ∈ {1, 2, 4},
+// benchmarkWavelet times a sweep of 48 combinations at 200³ (ξ ∈ {1, 2, 4},
 // random orientations, a = 1) and SciPy's fftconvolve of one combination
 // beside. It reports the steady-state cost per combination (the median
 // batch of one combination) and the cost with the sweep's one-time work
-// (buffers, the volume's transform per ξ group) spread over 12.
+// (buffers, the volume's transform per padding) spread over 48.
 func benchmarkWavelet(b *testing.B, bnd ops.Boundary) {
-	const n, k = 200, 12
+	const n, k = 200, 48
 	combos := randomCombos(k, []float64{1, 2, 4})
 	var steady, total []float64
 	for b.Loop() {
@@ -69,7 +69,7 @@ func benchmarkWavelet(b *testing.B, bnd ops.Boundary) {
 		total = append(total, time.Since(t0).Seconds()/k)
 		// One combination per batch: the median batch is the steady-state
 		// cost per combination that a long sweep sees, without the
-		// one-time work (buffers, the volume's transform per ξ group).
+		// one-time work (buffers, the volume's transform per padding).
 		secs := make([]float64, len(out.Iterations))
 		for i, it := range out.Iterations {
 			secs[i] = it.Seconds
