@@ -677,6 +677,12 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range p.combos {
+		h := ops.HatSupport(s.A, c.Theta, c.Phi, c.Xi)
+		for k := range 3 {
+			src.MaxSupport[k] = max(src.MaxSupport[k], h[k])
+		}
+	}
 	if p.kernel != nil || len(p.stats) > 0 {
 		if dev.GPU() {
 			return nil, errors.New("--kernel and --stat: formulas in wavelet run on the CPU only; use --device cpu")

@@ -120,13 +120,14 @@ func (op *WaveletResponse) eachRow(in []G.Value, setup func() error, sums func(r
 
 // waveletScratch is one op's per-combination work arrays.
 type waveletScratch struct {
-	kernel   []float32      // the kernel, wrapped around the origin; zero elsewhere
-	resp     []float32      // the response
-	half     []complex64    // the kernel's transform, then the response's
+	n        int            // the length of the largest transform
+	kernel   []float32      // the kernel, wrapped around the origin, zero elsewhere (made when first sampled)
+	resp     []float32      // the response (made when statistics formulas read it)
+	half     []complex64    // the product of spectra, then the inverse transform's first pass
 	dims     [3]int         // the transform size the kernel array was last laid out for
 	taps     []int          // where the last kernel was written, to clear just those
-	parts    [][3]float64   // per-plane sums of the response
-	energies []float64      // per-plane parts of the kernel's Σ ψ̂²
+	parts    [][3]float64   // sums of the response, per piece of the inverse transform
+	energies []float64      // per-row parts of the kernel's Σ ψ̂²
 	rows     chan []float64 // HatMul's row buffers, one per worker
 }
 
@@ -139,7 +140,7 @@ func (w *WaveletVolume) newScratch() *waveletScratch {
 }
 
 func newWaveletScratch(n, half int) *waveletScratch {
-	s := &waveletScratch{kernel: make([]float32, n), resp: make([]float32, n), half: make([]complex64, half)}
+	s := &waveletScratch{n: n, half: make([]complex64, half)}
 	s.rows = make(chan []float64, runtime.GOMAXPROCS(0))
 	return s
 }
@@ -185,6 +186,9 @@ func (s *waveletScratch) putRows(r []float64) {
 // zero everywhere: it clears only what the previous kernel wrote, unless
 // the size changed.
 func (s *waveletScratch) kernelArray(w *WaveletVolume) []float32 {
+	if s.kernel == nil {
+		s.kernel = make([]float32, s.n)
+	}
 	k := s.kernel[:w.plan.Len()]
 	if s.dims != w.plan.Dims {
 		clear(s.kernel)
@@ -210,7 +214,13 @@ func (s *waveletScratch) kernelArray(w *WaveletVolume) []float32 {
 func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) {
 	p := w.plan.Dims
 	half := s.half[:w.plan.HalfLen()]
-	resp := s.resp[:w.plan.Len()]
+	var resp []float32 // only the user's statistics read the response after the sums
+	if f != nil && len(f.Stats) > 0 {
+		if s.resp == nil {
+			s.resp = make([]float32, s.n)
+		}
+		resp = s.resp[:w.plan.Len()]
+	}
 	h := HatSupport(w.A, theta, phi, xi)
 	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
 		panic("ops: wavelet kernel wider than the volume's reflect padding")
@@ -221,9 +231,6 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	part := s.part(fft3.CropPieces(n))
 	done := func(t, i, j0 int, rows []float32, m int) {
 		cpukern.BlockSums(part[t][:], rows[w.Pad[2]:], p[2], m, n[2])
-	}
-	if f == nil || len(f.Stats) == 0 {
-		resp = nil // only the user's statistics read the response after the sums
 	}
 	var kernelEnergy float64
 	if (f == nil || f.Kernel == nil) && 2*h[0] < p[0] && 2*h[1] < p[1] && 2*h[2] < p[2] {

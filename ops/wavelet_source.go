@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/parallel"
@@ -94,6 +95,14 @@ func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, e
 			plans[p] = w.plan
 		}
 	}
+	if cap(spec) < w.plan.HalfLen() {
+		spec = make([]complex64, w.plan.HalfLen())
+	}
+	w.spec = spec[:w.plan.HalfLen()]
+	if b == Wrap { // the volume as it is: no copy
+		w.plan.ForwardReal(w.spec, v)
+		return w, ext
+	}
 	if cap(ext) < w.plan.Len() {
 		ext = make([]float32, w.plan.Len())
 	}
@@ -114,10 +123,6 @@ func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, e
 			}
 		}
 	})
-	if cap(spec) < w.plan.HalfLen() {
-		spec = make([]complex64, w.plan.HalfLen())
-	}
-	w.spec = spec[:w.plan.HalfLen()]
 	w.plan.ForwardReal(w.spec, ext)
 	return w, ext
 }
@@ -133,6 +138,9 @@ type WaveletSource struct {
 	A        float64
 	Boundary Boundary
 	MaxPad   [3]int
+	// MaxSupport is the largest kernel half-widths of the sweep
+	// (HatSupport), for the memory count; zero: unknown.
+	MaxSupport [3]int
 	// Formulas are the user's kernel and statistics (nil: the Mexican
 	// hat and the built-in statistics only).
 	Formulas *WaveletFormulas
@@ -159,7 +167,7 @@ func NewWaveletSource(v []float32, n [3]int, a float64, b Boundary, maxPad [3]in
 // source transforms into its buffers, so ops running concurrently (on
 // several devices) each need one.
 func (s *WaveletSource) Clone() *WaveletSource {
-	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, Formulas: s.Formulas}
+	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Formulas: s.Formulas}
 }
 
 // Volume returns the volume transformed for pad (wrap: no padding).
@@ -167,8 +175,10 @@ func (s *WaveletSource) Volume(pad [3]int) *WaveletVolume {
 	if s.Boundary == Wrap {
 		pad = [3]int{}
 	}
-	if s.ext == nil { // buffers for the largest padding, allocated once
-		s.ext = make([]float32, s.maxLen())
+	if s.spec == nil { // buffers for the largest padding, allocated once
+		if s.Boundary == Reflect {
+			s.ext = make([]float32, s.maxLen())
+		}
 		s.spec = make([]complex64, s.maxHalf())
 	}
 	if s.cur == nil || s.cur.Pad != pad {
@@ -202,12 +212,47 @@ func (s *WaveletSource) maxHalf() int {
 	return d[0] * d[1] * (d[2]/2 + 1)
 }
 
-// Bytes counts the source volume and, for the largest padding, the
-// extension and spectrum buffers and one op's scratch (kernel, response,
-// spectrum).
+// Bytes counts what a sweep of the source holds, for the largest padding:
+// the volume, its extension (reflect mode), its spectrum, and one op's
+// scratch (ScratchBytes).
 func (s *WaveletSource) Bytes() int64 {
-	return 4*int64(len(s.V)) + 3*4*int64(s.maxLen()) + 2*8*int64(s.maxHalf())
+	b := 4*int64(len(s.V)) + 8*int64(s.maxHalf()) + s.ScratchBytes()
+	if s.Boundary == Reflect {
+		b += 4 * int64(s.maxLen())
+	}
+	return b
 }
+
+// ScratchBytes counts one op's scratch for the largest padding: the
+// product of spectra, the inverse transform's plane and row buffers (one
+// per core), and where they are needed the sampled kernel's array and the
+// whole response (statistics formulas).
+func (s *WaveletSource) ScratchBytes() int64 {
+	d := s.maxDims()
+	h := int64(d[2]/2 + 1)
+	b := 8*int64(s.maxHalf()) + int64(runtime.GOMAXPROCS(0))*8*(int64(d[1])*h+int64(planeRows)*int64(d[2]+1)/2)
+	if s.sampled() {
+		b += 4 * int64(s.maxLen())
+	}
+	if s.Formulas != nil && len(s.Formulas.Stats) > 0 {
+		b += 4 * int64(s.maxLen())
+	}
+	return b
+}
+
+// sampled reports whether some kernel of the sweep may be sampled rather
+// than computed in closed form: a --kernel formula, or in wrap mode a hat
+// whose support box is wider than the volume (MaxSupport unset: maybe).
+func (s *WaveletSource) sampled() bool {
+	if s.Formulas != nil && s.Formulas.Kernel != nil || s.MaxSupport == [3]int{} {
+		return true
+	}
+	d := s.maxDims()
+	return 2*s.MaxSupport[0] >= d[0] || 2*s.MaxSupport[1] >= d[1] || 2*s.MaxSupport[2] >= d[2]
+}
+
+// planeRows is the inverse transform's rows per piece (fft3's chunkLines).
+const planeRows = 64
 
 // reflectDims is the transform size for a volume of n extended by at least
 // pad on each side: n + 2·pad rounded up to a product of 2, 3 and 5, which
