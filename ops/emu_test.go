@@ -20,6 +20,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
@@ -269,6 +270,46 @@ func TestEmuWaveletKernels(t *testing.T) {
 		if d := relErr(k, want); !(d <= 1e-6) {
 			t.Errorf("%v: kernel array relative error %.3g", c, d)
 		}
+	}
+	// hat_spectrum against the CPU's closed form, on odd and even sizes and
+	// a scale small enough (a = 0.8) that several aliases count.
+	for _, c := range []struct {
+		p         [3]int
+		a         float64
+		th, ph, ξ float64
+	}{{[3]int{9, 10, 11}, 0.8, 0.4, 1.2, 2.5}, {[3]int{12, 7, 16}, 1.5, 2.2, 0.3, 0.7}} {
+		q := c.p
+		h := q[2]/2 + 1
+		n := q[0] * q[1] * h
+		spec := normals32(rng, 2*n)
+		got := make([]float32, 2*n)
+		part := make([]float64, wvBlocks)
+		l := hatSpectrumLaunch(c.a, c.th, c.ph, c.ξ, q, emuBuf{&got}, emuBuf{&spec}, emuBuf{&part})
+		l.GX = 2 // fewer blocks than coefficients/256: each thread strides over several
+		l.emulate(t)
+		want := make([]complex64, n)
+		sc := unsafe.Slice((*complex64)(unsafe.Pointer(&spec[0])), n)
+		b := hatB(c.a, c.th, c.ph, c.ξ)
+		energy := make([]float64, q[1])
+		cpukern.HatMul(want, sc, q, 0, q[0], 0, q[1], [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]},
+			make([]float64, q[2]/2+16), energy)
+		var e, we float64
+		for _, v := range part[:l.GX] {
+			e += v
+		}
+		for _, v := range energy {
+			we += v
+		}
+		we /= float64(q[0] * q[1] * q[2])
+		if math.Abs(e-we) > 1e-6*we {
+			t.Errorf("hat_spectrum %v: Σψ² %v, want %v", c, e, we)
+		}
+		ws := unsafe.Slice((*float32)(unsafe.Pointer(&want[0])), 2*n)
+		d := relErr(got, ws)
+		if !(d <= 1e-6) {
+			t.Errorf("hat_spectrum %v: relative error %.3g", c, d)
+		}
+		t.Logf("hat_spectrum %v: relative error %.2g, Σψ² %.9g against %.9g", c.p, d, e, we)
 	}
 	// cmul over interleaved complex64.
 	a, b := make([]float32, 2*301), make([]float32, 2*301)

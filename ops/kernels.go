@@ -8,6 +8,9 @@ package ops
 // float64: every kernel parameter is 8 bytes wide.
 
 import (
+	"math"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
@@ -87,6 +90,22 @@ func hatLaunch[P any](a, theta, phi, xi float64, p [3]int, k, part P) launch {
 	return launch{"hat_scatter", min(blocks(taps, 256), wvBlocks), 1, 256, []any{k, int64(p[0]), int64(p[1]), int64(p[2]),
 		int64(h[0]), int64(h[1]), int64(h[2]), a, xi, r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2], r[2][0],
 		r[2][1], r[2][2], part}}
+}
+
+// hatSpectrumLaunch sets half, the half spectrum of a real array of dims p,
+// to spec times the hat's spectrum in closed form (HatMul's), and writes
+// per block its part of Σ ψ² to part.
+func hatSpectrumLaunch[P any](a, theta, phi, xi float64, p [3]int, half, spec, part P) launch {
+	b := hatB(a, theta, phi, xi)
+	det := b[0][0]*(b[1][1]*b[2][2]-b[1][2]*b[1][2]) - b[0][1]*(b[0][1]*b[2][2]-b[0][2]*b[1][2]) + b[0][2]*(b[0][1]*b[1][2]-b[1][1]*b[0][2])
+	c := math.Pow(2*math.Pi, 1.5) * math.Sqrt(det)
+	thr := float64(cpukern.HatThreshold)
+	// The ellipsoid ωᵀBω < thr lies in |ω_a| ≤ √(thr·M_aa), M = B⁻¹.
+	m := [3]float64{b[1][1]*b[2][2] - b[1][2]*b[1][2], b[0][0]*b[2][2] - b[0][2]*b[0][2], b[0][0]*b[1][1] - b[0][1]*b[0][1]}
+	n := p[0] * p[1] * (p[2]/2 + 1)
+	return launch{"hat_spectrum", min(blocks(n, 256), wvBlocks), 1, 256, []any{half, spec, int64(p[0]), int64(p[1]), int64(p[2]),
+		b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2], c, thr,
+		math.Sqrt(thr * m[0] / det), math.Sqrt(thr * m[1] / det), math.Sqrt(thr * m[2] / det), 1 / float64(p[0]*p[1]*p[2]), part}}
 }
 
 // cmulLaunch multiplies n complex64 at a by those at b, in place.

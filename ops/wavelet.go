@@ -278,16 +278,7 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 // transform's size is Σ ψ²).
 func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *waveletScratch) (func(j0, j1 int), []float64) {
 	p := w.plan.Dims
-	r := hatRotation(theta, phi)
-	d := [3]float64{(w.A * xi) * (w.A * xi), w.A * w.A, w.A * w.A}
-	var b [3][3]float64 // B = Rᵀ·diag(d)·R, the inverse of the hat's quadratic form
-	for i := range 3 {
-		for j := range 3 {
-			for k := range 3 {
-				b[i][j] += r[k][i] * d[k] * r[k][j]
-			}
-		}
-	}
+	b := hatB(w.A, theta, phi, xi)
 	bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
 	energy := s.energy(p[1])
 	return func(j0, j1 int) {

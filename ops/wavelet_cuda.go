@@ -11,9 +11,10 @@ import (
 	"github.com/tapeloop/tapeloop/cuda"
 )
 
-// waveletCUDA is WaveletResponse on a GPU: per combination the kernel is
-// evaluated and wrapped into a zeroed array on the device, transformed
-// (cuFFT R2C), multiplied by the volume's spectrum, transformed back (C2R)
+// waveletCUDA is WaveletResponse on a GPU: per combination the volume's
+// spectrum is multiplied by the hat's, computed in closed form (or, for a
+// hat wider than the volume, the kernel is evaluated and wrapped into a
+// zeroed array, transformed (cuFFT R2C) and multiplied), transformed back (C2R)
 // and reduced over the output block, the partial sums finished, all on the
 // device. A batch's combinations are queued back to back on the device's
 // stream (in order, so they share the arrays) and waited for once; the
@@ -214,19 +215,28 @@ func (op *waveletCUDA) queue(w *deviceVolume, slot int, theta, phi, xi float64) 
 	// The statistics' partial sums at dparts, the kernel's ψ² sums after
 	// them: reused by every combination, in stream order.
 	hatParts := op.dparts + cuda.DevicePtr(8*3*wvBlocks)
-	hl := hatLaunch(a, theta, phi, xi, d, op.kern, hatParts)
 	sl := statsLaunch(op.resp, d, w.pad, n, 1/float64(w.len()), op.dparts)
-	for _, step := range []func() error{
-		func() error { return cuda.Zero(op.dev, op.kern, p0*p1*p2) },
-		func() error { return enqueue(op.dev, hl) },
-		func() error { return op.fft.Forward(op.kern, op.half) },
-		func() error { return enqueue(op.dev, cmulLaunch(op.half, op.spec, w.halfLen())) },
+	// The hat's spectrum in closed form, as on the CPU, unless its support
+	// box is wider than the transform (the kernel would overlap itself):
+	// then sampled, transformed and multiplied.
+	hl := hatSpectrumLaunch(a, theta, phi, xi, d, op.half, op.spec, hatParts)
+	steps := []func() error{func() error { return enqueue(op.dev, hl) }}
+	if 2*h[0] >= d[0] || 2*h[1] >= d[1] || 2*h[2] >= d[2] {
+		hl = hatLaunch(a, theta, phi, xi, d, op.kern, hatParts)
+		steps = []func() error{
+			func() error { return cuda.Zero(op.dev, op.kern, p0*p1*p2) },
+			func() error { return enqueue(op.dev, hl) },
+			func() error { return op.fft.Forward(op.kern, op.half) },
+			func() error { return enqueue(op.dev, cmulLaunch(op.half, op.spec, w.halfLen())) },
+		}
+	}
+	for _, step := range append(steps, []func() error{
 		func() error { return op.fft.Inverse(op.half, op.resp) },
 		func() error { return enqueue(op.dev, sl) },
 		func() error {
 			return enqueue(op.dev, finishLaunch(op.dparts, sl.GX, hatParts, hl.GX, op.dres+cuda.DevicePtr(8*4*slot)))
 		},
-	} {
+	}...) {
 		if err := step(); err != nil {
 			return err
 		}

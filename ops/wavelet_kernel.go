@@ -75,3 +75,19 @@ func Hat(a, theta, phi, xi float64, fn func(x, y, z int, psi float64)) [3]int {
 	}
 	return h
 }
+
+// hatB is B = M⁻¹, the inverse of the quadratic form q = uᵀMu of the hat
+// of scale a, angles theta, phi and stretch xi: Rᵀ·diag((aξ)², a², a²)·R.
+func hatB(a, theta, phi, xi float64) [3][3]float64 {
+	r := hatRotation(theta, phi)
+	d := [3]float64{(a * xi) * (a * xi), a * a, a * a}
+	var b [3][3]float64
+	for i := range 3 {
+		for j := range 3 {
+			for k := range 3 {
+				b[i][j] += r[k][i] * d[k] * r[k][j]
+			}
+		}
+	}
+	return b
+}

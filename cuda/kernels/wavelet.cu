@@ -1,7 +1,9 @@
-// The wavelet sweep on the GPU, beside cuFFT: the kernel of one
-// combination evaluated on its support box and added into the (zeroed)
-// transform-sized array, wrapped around the origin (hat_scatter, which also
-// sums ψ² per block); the product of two half spectra (cmul); and the
+// The wavelet sweep on the GPU, beside cuFFT: the hat's spectrum in closed
+// form times the volume's (hat_spectrum, which also sums ψ² per block), or,
+// where the hat is wider than the volume, the kernel of one combination
+// evaluated on its support box and added into the (zeroed) transform-sized
+// array, wrapped around the origin (hat_scatter, which also sums ψ² per
+// block), then the product of two half spectra (cmul); and the
 // response's sum, sum of squares and maximum over the output block
 // (crop_stats), per block of threads, finished on the host. Definitions as
 // ops.Hat and ops.WaveletVolume. Scalar parameters are 8 bytes wide:
@@ -29,6 +31,54 @@ extern "C" __global__ void hat_scatter(float *k, long p0, long p1, long p2, long
     atomicAdd(&k[(wrapi((long)x, p0) * p1 + wrapi((long)y, p1)) * p2 + wrapi((long)z, p2)], (float)psi);
   }
   sh[threadIdx.x] = e;
+  __syncthreads();
+  for (int s = NT / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[blockIdx.x] = sh[0];
+}
+
+// hat_spectrum sets half, the n = p0·p1·(p2/2+1) coefficients of a real
+// array's half spectrum, to spec times the discrete transform of the
+// Mexican hat sampled on the whole grid: the sum over the aliases m of
+// c·s·exp(−s/2), s = (ω+2πm)ᵀB(ω+2πm) < thr, B = (b00 b01 b02; b01 b11
+// b12; b02 b12 b22), ω the coefficient's frequency (ops.HatMul's closed
+// form). The aliases of a coefficient lie in |ω_a + 2πm_a| ≤ e_a. Per
+// block it writes the sum of the squared transform over the whole spectrum
+// (the coefficients the half spectrum leaves out counted), times scale, to
+// part: with scale 1/(p0·p1·p2), Σ ψ² by Parseval.
+extern "C" __global__ void hat_spectrum(float2 *half, const float2 *spec, long p0, long p1, long p2, double b00,
+                                        double b01, double b02, double b11, double b12, double b22, double c,
+                                        double thr, double e0, double e1, double e2, double scale, double *part) {
+  __shared__ double sh[NT];
+  const double tp = 6.283185307179586;
+  const long h = p2 / 2 + 1, n = p0 * p1 * h;
+  double e = 0;
+  for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (long)gridDim.x * blockDim.x) {
+    const long i = t / (p1 * h), j = (t / h) % p1, k = t % h;
+    const double w0 = tp * (double)(i <= p0 / 2 ? i : i - p0) / (double)p0;
+    const double w1 = tp * (double)(j <= p1 / 2 ? j : j - p1) / (double)p1;
+    const double w2 = tp * (double)k / (double)p2;
+    double acc = 0;
+    for (long m0 = (long)ceil((-e0 - w0) / tp); m0 <= (long)floor((e0 - w0) / tp); m0++) {
+      const double a0 = w0 + tp * (double)m0;
+      for (long m1 = (long)ceil((-e1 - w1) / tp); m1 <= (long)floor((e1 - w1) / tp); m1++) {
+        const double a1 = w1 + tp * (double)m1;
+        for (long m2 = (long)ceil((-e2 - w2) / tp); m2 <= (long)floor((e2 - w2) / tp); m2++) {
+          const double a2 = w2 + tp * (double)m2;
+          const double s = b00 * a0 * a0 + b11 * a1 * a1 + b22 * a2 * a2 + 2 * (b01 * a0 * a1 + b02 * a0 * a2 + b12 * a1 * a2);
+          if (s < thr) acc += s * exp(-s / 2);
+        }
+      }
+    }
+    const double v = c * acc;
+    const float f = (float)v;
+    const float2 x = spec[t];
+    half[t] = make_float2(x.x * f, x.y * f);
+    e += (k == 0 || (p2 % 2 == 0 && k == h - 1) ? 1 : 2) * v * v;
+  }
+  sh[threadIdx.x] = e * scale;
   __syncthreads();
   for (int s = NT / 2; s > 0; s >>= 1) {
     if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];

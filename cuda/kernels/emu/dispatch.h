@@ -40,6 +40,11 @@ static int emu_dispatch(const std::string &k, unsigned gx, unsigned gy, unsigned
       hat_scatter((float *)Pa(0), La(1), La(2), La(3), La(4), La(5), La(6), Da(7), Da(8), Da(9), Da(10), Da(11), Da(12), Da(13),
                   Da(14), Da(15), Da(16), Da(17), (double *)Pa(18));
     });
+  if (k == "hat_spectrum")
+    return run(18, [] {
+      hat_spectrum((float2 *)Pa(0), (const float2 *)Pa(1), La(2), La(3), La(4), Da(5), Da(6), Da(7), Da(8), Da(9), Da(10),
+                   Da(11), Da(12), Da(13), Da(14), Da(15), Da(16), (double *)Pa(17));
+    });
   if (k == "cmul") return run(3, [] { cmul((float2 *)Pa(0), (const float2 *)Pa(1), La(2)); });
   if (k == "crop_stats")
     return run(11, [] {
