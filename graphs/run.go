@@ -121,6 +121,7 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	rec := telemetry.NewRecorder(plan.Batches)
 	rec.DeviceBytes, rec.DeviceSeconds = cfg.DeviceBytes, cfg.DeviceSeconds
 	var bar *progressbar.ProgressBar
+	var probe *sysmem.Probe
 	began := time.Now()
 	items := plan.Items
 	for off := 0; off < items; off += plan.Batch {
@@ -150,11 +151,18 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 				progressbar.OptionSetWriter(log),
 				progressbar.OptionSetDescription(job.Name()),
 				progressbar.OptionShowCount(),
+				progressbar.OptionShowIts(),
+				progressbar.OptionSetItsString(itemUnit(job.Name())),
+				progressbar.OptionSetPredictTime(true),
 				progressbar.OptionThrottle(200*time.Millisecond),
 				progressbar.OptionClearOnFinish(),
 			)
+			probe = sysmem.NewProbe()
+			defer probe.Close()
 		}
 		if bar != nil {
+			// done/total, the rate and [elapsed:remaining], and the memory in use
+			bar.Describe(fmt.Sprintf("%s, RSS %s", job.Name(), sysmem.Format(probe.RSS())))
 			bar.Set(off + n)
 		}
 	}
@@ -168,6 +176,21 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	}
 	s := rec.Close()
 	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil
+}
+
+// itemUnit names what a workload's items are, for the progress bar's rate.
+func itemUnit(workload string) string {
+	switch workload {
+	case "affinity":
+		return "rows"
+	case "drr":
+		return "poses"
+	case "interp":
+		return "points"
+	case "wavelet":
+		return "combinations"
+	}
+	return "items"
 }
 
 // runDevices is Run over one Program per device: batch k runs on program

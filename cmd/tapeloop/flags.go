@@ -191,7 +191,11 @@ func runTask(ctx context.Context, e engine, dev *graphs.Device, t graphs.Task) (
 			Workload: job.Name(), Device: dev.Kind(), Dtype: job.Dtype().String(),
 			Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
 			PeakRSSBytes: out.Summary.PeakRSSBytes, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
-			Plan: out.Plan, Iterations: out.Iterations, Result: t.Result(),
+			Items: out.Plan.Items,
+			Plan:  out.Plan, Iterations: out.Iterations, Result: t.Result(),
+		}
+		if rep.TotalSeconds > 0 {
+			rep.ItemsPerSecond = float64(rep.Items) / rep.TotalSeconds
 		}
 		if err := rep.WriteFile(e.report); err != nil {
 			return nil, fmt.Errorf("--report: %w", err)

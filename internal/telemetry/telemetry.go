@@ -164,19 +164,23 @@ func (s Summary) String() string {
 
 // Report is the JSON document written by --report.
 type Report struct {
-	Workload      string      `json:"workload"`
-	Device        string      `json:"device"`
-	Dtype         string      `json:"dtype"`
-	Batch         int         `json:"batch"`
-	Batches       int         `json:"batches"`
-	MemLimitBytes int64       `json:"mem_limit_bytes"`
-	PlannedBytes  int64       `json:"planned_bytes"`
-	PeakRSSBytes  int64       `json:"peak_rss_bytes"`
-	TotalSeconds  float64     `json:"total_seconds"`
-	Summary       Summary     `json:"summary"`
-	Plan          any         `json:"plan,omitempty"`
-	Iterations    []Iteration `json:"iterations"`
-	Result        any         `json:"result"`
+	Workload      string  `json:"workload"`
+	Device        string  `json:"device"`
+	Dtype         string  `json:"dtype"`
+	Batch         int     `json:"batch"`
+	Batches       int     `json:"batches"`
+	MemLimitBytes int64   `json:"mem_limit_bytes"`
+	PlannedBytes  int64   `json:"planned_bytes"`
+	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
+	TotalSeconds  float64 `json:"total_seconds"`
+	// Items is the number of items the run computed (rows, points, poses,
+	// combinations) and ItemsPerSecond their rate over the whole run.
+	Items          int         `json:"items"`
+	ItemsPerSecond float64     `json:"items_per_second"`
+	Summary        Summary     `json:"summary"`
+	Plan           any         `json:"plan,omitempty"`
+	Iterations     []Iteration `json:"iterations"`
+	Result         any         `json:"result"`
 }
 
 // Encode writes the report as indented JSON.
