@@ -200,7 +200,7 @@ func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, f
 	} else {
 		// Whole rows at a time, about chunkLines lines or more: filled,
 		// then transformed along axis 0 while they are in cache.
-		rows := max(1, chunkLines/h)
+		rows := max(1, chunkLines/h, (256<<10)/(8*h*p.Dims[0]))
 		parallel.Dynamic(n1, rows, func(j0, j1 int) {
 			fill(j0, j1)
 			s := <-p.scratch
