@@ -443,14 +443,14 @@ type WaveletResult struct {
 	// formulas.
 	NonFinite int64 `json:"nonfinite,omitempty"`
 	// Range is a shard's combinations [lo, hi) and the sweep's count.
-	Range []int `json:"range,omitempty"`
+	Range [3]int `json:"range,omitzero"`
 }
 
 // Result names the combination with the largest response energy.
 func (w *Wavelet) Result() WaveletResult {
 	r := WaveletResult{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: len(w.order), NonFinite: w.nonFinite}
 	if w.cfg.Hi-w.cfg.Lo < len(w.cfg.Combos) {
-		r.Range = []int{w.cfg.Lo, w.cfg.Hi, len(w.cfg.Combos)}
+		r.Range = [3]int{w.cfg.Lo, w.cfg.Hi, len(w.cfg.Combos)}
 	}
 	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
 		if s := w.Stats[i]; i == w.cfg.Lo || s[0] > r.MaxEnergy {

@@ -82,7 +82,7 @@ func runWavelet(c *cli.Context) error {
 	if !e.quiet {
 		r := t.Summary()
 		what := fmt.Sprintf("%d combinations", r.Combinations)
-		if r.Range != nil {
+		if r.Range != [3]int{} {
 			what = fmt.Sprintf("combinations [%d, %d) of %d", r.Range[0], r.Range[1], r.Range[2])
 		}
 		fmt.Fprintf(os.Stderr, "wavelet: %s; largest energy %.6g at θ = %.4g, φ = %.4g, ξ = %.4g\n",
