@@ -134,22 +134,11 @@ func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
 			return p, fmt.Errorf("--n %d --height %d --width %d: too many values for the built-in images", s.N, s.Height, s.Width)
 		}
 	}
-	p.count = 1
-	switch {
-	case s.Shard != nil && s.Shards != nil:
-		return p, errors.New("--shard and --shards: give one")
-	case s.Shard != nil:
-		if p.index, p.count, err = shard.Parse(*s.Shard); err != nil {
-			return p, fmt.Errorf("--shard: %w", err)
-		}
-		p.sharded = true
-	case s.Shards != nil:
-		p.count = *s.Shards
-		if p.index, err = shard.FromEnv(p.count, s.Env); err != nil {
-			return p, fmt.Errorf("--shards: %w", err)
-		}
-		p.sharded = true
+	sc, err := parseShard(s.Shard, s.Shards, s.Env, s.Out)
+	if err != nil {
+		return p, err
 	}
+	p.index, p.count, p.sharded = sc.index, sc.count, sc.sharded
 	if (p.sharded || p.topk > 0) && s.Out != "" && !strings.HasSuffix(strings.ToLower(s.Out), ".npz") {
 		what := "--topk's indices and values are"
 		if p.sharded {
@@ -456,38 +445,4 @@ func (t *AffinityTask) Close() error {
 		t.out = nil
 	}
 	return nil
-}
-
-// MergeSpec is a `tapeloop merge`: the shard files of one affinity run
-// and the file to assemble them into.
-type MergeSpec struct {
-	Out    string   // the (N, N) .npy, or for top-k shards an .npz
-	Shards []string // the shards' .npz files, in any order
-}
-
-// Validate checks that there is an output and at least one shard.
-func (s MergeSpec) Validate() error {
-	if s.Out == "" {
-		return errors.New("merge: --out: name the merged file")
-	}
-	if len(s.Shards) == 0 {
-		return fmt.Errorf("%w: no shard files given", shard.ErrShards)
-	}
-	for _, p := range s.Shards {
-		if !strings.HasSuffix(strings.ToLower(p), ".npz") {
-			return fmt.Errorf("%w: %s: shard files are .npz archives (tapeloop affinity --shard i/n --out FILE.npz)", shard.ErrShards, p)
-		}
-	}
-	return nil
-}
-
-// Merge checks that the shards cover every row exactly once and come from
-// the same images, metric, dtype and top-k, and writes the whole matrix
-// to Out: an (N, N) .npy, or for top-k an .npz of indices and values. Out
-// appears only when everything succeeded.
-func Merge(s MergeSpec) error {
-	if err := s.Validate(); err != nil {
-		return err
-	}
-	return shard.Merge(s.Out, s.Shards)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
@@ -53,6 +54,9 @@ type DRR struct {
 	Max      float64 // the largest line integral, or 0 if none is positive
 	nonzero  int
 	rows, cs int
+	// first and total place a shard's poses in the run's: poses
+	// [first, first + len(Poses)) of total (0, 0: not a shard).
+	first, total int
 }
 
 // NewDRR checks cfg and returns the Job.
@@ -205,6 +209,8 @@ type DRRResult struct {
 	Mu        string `json:"mu,omitempty"`
 	Post      string `json:"post,omitempty"`
 	NonFinite int64  `json:"nonfinite,omitempty"`
+	// Range is a shard's poses [lo, hi) and the run's count.
+	Range [3]int `json:"range,omitzero"`
 }
 
 // Result summarises the run.
@@ -214,6 +220,9 @@ func (w *DRR) Result() DRRResult {
 		m = fmt.Sprintf("trilinear (step %g mm)", w.cfg.Step)
 	}
 	r := DRRResult{Poses: len(w.cfg.Poses), Rows: w.rows, Cols: w.cs, Method: m, Sum: w.Sum, Max: w.Max, Mu: w.cfg.Mu}
+	if w.total > 0 {
+		r.Range = [3]int{w.first, w.first + len(w.cfg.Poses), w.total}
+	}
 	if f := w.cfg.Post; f != nil {
 		r.Post, r.NonFinite = f.F.Canonical(), f.NonFinite()
 	}
@@ -281,8 +290,17 @@ type DRRSpec struct {
 	Step *float64
 	// Out is a directory for drr.npy, (P, R, C) float32 line integrals;
 	// "": nothing written. PNG adds one 16-bit PNG per pose, drr_0000.png …
+	// A shard goes to an .npz Out instead, its PNGs written by the merge.
 	Out string
 	PNG bool
+	// Shard renders only shard "i/n" of the poses (0 ≤ i < n, a
+	// contiguous range) into an .npz Out, for `tapeloop merge`; Shards
+	// splits into this many shards, this job's index read from Env (nil:
+	// the process's environment: SLURM_ARRAY_TASK_ID or
+	// JOB_COMPLETION_INDEX). Give one or neither.
+	Shard  *string
+	Shards *int
+	Env    func(string) (string, bool)
 	// Warn receives warnings about the inputs (a NIfTI file without an
 	// sform or qform); nil: discarded.
 	Warn io.Writer
@@ -302,6 +320,7 @@ type drrPlan struct {
 	shape           [3]int
 	rows, cols      int
 	trilinear       bool
+	shard           shardChoice
 }
 
 // parse checks the spec without reading any file: the volume's fields,
@@ -375,6 +394,9 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 	if s.PNG && s.Out == "" {
 		return p, fmt.Errorf("--png: needs --out DIR")
 	}
+	if p.shard, err = parseShard(s.Shard, s.Shards, s.Env, s.Out); err != nil {
+		return p, err
+	}
 	return p, nil
 }
 
@@ -408,8 +430,9 @@ func parseTriple(name, s string) (*[3]float64, error) {
 type DRRTask struct {
 	job    *DRR
 	dir    string
-	dirs   []string // directories Open created for Out, outermost first
-	npyOut *atomicfile.File
+	dirs   []string         // directories Open created for Out, outermost first
+	npyOut *atomicfile.File // drr.npy, or a shard's archive
+	npz    *npy.NPZWriter   // a shard's archive
 	writer *npy.Writer
 	pngs   []*atomicfile.File // written and closed, renamed on Commit
 }
@@ -433,6 +456,10 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		return nil, err
 	}
 	poses, err := s.poses(p, v)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi, err := p.shard.items(len(poses), "poses", s.Out, withOutput)
 	if err != nil {
 		return nil, err
 	}
@@ -470,6 +497,36 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		}
 	}()
 	cfg.Step = step
+	// A shard renders its poses and writes their images, with what they
+	// depend on, to an archive; the merge writes drr.npy and the PNGs.
+	if p.shard.sharded {
+		fp := s.fingerprint(v, poses, cfg, dev)
+		cfg.Poses = poses[lo:hi]
+		if withOutput {
+			r, c := poses[0].Rows, poses[0].Cols
+			if err := atomicfile.CheckSpace(s.Out, sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4)); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			if t.npyOut, err = atomicfile.Create(s.Out); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			t.npz = npy.NewNPZWriter(t.npyOut)
+			meta := shard.RangeMeta{Workload: shard.DRR, Items: len(poses), Lo: lo, Hi: hi, Index: p.shard.index, Count: p.shard.count,
+				Fingerprint: fp, Rows: r, Cols: c, PNG: s.PNG}
+			if err = shard.WriteRangeMeta(t.npz, meta); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			if t.writer, err = t.npz.Create("drr", npy.Float32, []int{hi - lo, r, c}); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			cfg.Out = t.writer
+		}
+		if t.job, err = NewDRR(cfg); err != nil {
+			return nil, err
+		}
+		t.job.first, t.job.total = lo, len(poses)
+		return t, nil
+	}
 	if withOutput && s.Out != "" {
 		if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
@@ -497,6 +554,38 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// fingerprint identifies what a shard's images depend on: the volume as
+// rendered (its values after --hu or --mu, its grid and placement), every
+// pose of the run, the method and step, the formulas with their
+// parameters, the PNG choice and the kind of device (a GPU rounds
+// otherwise than the CPU).
+func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, cfg DRRConfig, dev *Device) string {
+	f := newRunPrint(shard.DRR)
+	f.ints(int(v.N[0]), int(v.N[1]), int(v.N[2]))
+	f.f32s(v.V)
+	f.f64s(v.Origin[:]...)
+	f.f64s(v.Spacing[:]...)
+	for _, r := range v.Direction {
+		f.f64s(r[:]...)
+	}
+	f.ints(len(poses))
+	enc := make([]float64, ops.PoseWidth)
+	for _, p := range poses {
+		p.Encode(enc)
+		f.f64s(enc...)
+		f.ints(p.Rows, p.Cols)
+	}
+	f.f64s(cfg.Step)
+	f.str(cfg.Mu)
+	if cfg.Post != nil {
+		f.str(cfg.Post.F.Canonical())
+	}
+	f.params(s.Params)
+	f.str(fmt.Sprint(s.PNG))
+	f.str(dev.Kind())
+	return f.sum()
 }
 
 // loadVolume reads Volume, or makes the phantom, and applies the spec's
@@ -584,12 +673,17 @@ func (t *DRRTask) Summary() DRRResult { return t.job.Result() }
 // AllMissed reports whether every ray of the run missed the volume.
 func (t *DRRTask) AllMissed() bool { return t.job.AllMissed() }
 
-// Commit flushes drr.npy and renames it and the PNGs into place.
+// Commit flushes drr.npy (or closes a shard's archive) and renames it and
+// the PNGs into place.
 func (t *DRRTask) Commit() error {
 	if t.npyOut == nil {
 		return nil
 	}
-	if err := t.writer.Flush(); err != nil {
+	flush := t.writer.Flush
+	if t.npz != nil {
+		flush = t.npz.Close
+	}
+	if err := flush(); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	if err := t.npyOut.Commit(); err != nil {

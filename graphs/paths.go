@@ -126,10 +126,14 @@ func (s DRRSpec) InputPaths() []Path {
 	return []Path{{Flag: "volume", Path: s.Volume}, {Flag: "geometry", Path: s.Geometry}}
 }
 
-// OutputPaths is the output directory and the stack written into it.
+// OutputPaths is the output directory and the stack written into it, or
+// a shard's file.
 func (s DRRSpec) OutputPaths() []Path {
 	if s.Out == "" {
 		return nil
+	}
+	if s.Shard != nil || s.Shards != nil {
+		return []Path{{Flag: "out", Path: s.Out}} // a shard's archive
 	}
 	return []Path{{Flag: "out", Path: s.Out, Dir: true}, {Flag: "out", Path: filepath.Join(s.Out, "drr.npy")}}
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
@@ -61,6 +63,13 @@ type WaveletConfig struct {
 	// FailOnNonFinite makes a NaN or infinite statistic of a run with
 	// formulas an error.
 	FailOnNonFinite bool
+	// Lo and Hi restrict the run to the combinations [Lo, Hi) of Combos
+	// (a shard; Hi = 0: all of them). Every combination gets the numbers
+	// the whole sweep gives it: its padding and the combination whose
+	// kernel it shares are found over all of Combos.
+	Lo, Hi int
+	// NoHeader leaves the header line out of CSV (a shard's rows).
+	NoHeader bool
 }
 
 // Wavelet is the wavelet sweep as a Job: each batch is a set of kernels.
@@ -209,6 +218,12 @@ func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 	if err := checkCombos(cfg.Src.A, cfg.Combos); err != nil {
 		return nil, err
 	}
+	if cfg.Hi == 0 {
+		cfg.Lo, cfg.Hi = 0, len(cfg.Combos)
+	}
+	if cfg.Lo < 0 || cfg.Hi > len(cfg.Combos) || cfg.Lo >= cfg.Hi {
+		return nil, fmt.Errorf("%w: combinations [%d, %d) of %d", ops.ErrWavelet, cfg.Lo, cfg.Hi, len(cfg.Combos))
+	}
 	w := &Wavelet{cfg: cfg, Stats: make([][4]float64, len(cfg.Combos)), order: make([]int, len(cfg.Combos))}
 	if k := w.extra(); k > 0 {
 		w.Extra = make([][]float64, len(cfg.Combos))
@@ -219,23 +234,33 @@ func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 	w.pad, _ = WaveletPads(cfg.Src.N, cfg.Src.A, cfg.Combos)
 	// Combinations whose kernels are the same (the hat with ξ = 1 is
 	// round: every θ and φ; otherwise its stretched axis n and −n) are
-	// computed once, the first of each in Combos order; the others take
-	// its statistics.
+	// computed once, the first of each in Combos order (which may come
+	// before Lo); the others of [Lo, Hi) take its statistics.
 	w.order = w.order[:0]
 	w.same = make([][]int, len(cfg.Combos))
 	first := map[string]int{}
-	for i, c := range cfg.Combos {
+	computed := make([]bool, len(cfg.Combos))
+	for i, c := range cfg.Combos[:cfg.Hi] {
 		key := kernelKey(c)
 		if cfg.Src.Formulas != nil && cfg.Src.Formulas.Kernel != nil {
 			key = "" // a formula may read θ, φ or the offsets themselves
 		}
-		if j, ok := first[key]; ok && key != "" {
-			w.same[j] = append(w.same[j], i)
+		j, ok := first[key]
+		if !ok || key == "" {
+			first[key], j = i, i
+		}
+		if i < cfg.Lo {
 			continue
 		}
-		first[key] = i
-		w.order = append(w.order, i)
+		if j != i {
+			w.same[j] = append(w.same[j], i)
+		}
+		if !computed[j] {
+			computed[j] = true
+			w.order = append(w.order, j)
+		}
 	}
+	sort.Ints(w.order)
 	if cfg.Src.Boundary == ops.Reflect {
 		size := func(p [3]int) int { return (2*p[0] + 1) * (2*p[1] + 1) * (2*p[2] + 1) }
 		sort.SliceStable(w.order, func(a, b int) bool {
@@ -347,30 +372,15 @@ func (w *Wavelet) Finish() error {
 	if w.cfg.CSV == nil {
 		return nil
 	}
-	// The built-in columns, a statistic of the user's named like one in
-	// its place, the others after them.
-	names := []string{"theta", "phi", "xi", "energy", "std", "max", "wavelet_energy"}
-	at := map[string]int{}
-	for i, n := range names {
-		at[n] = i
-	}
-	var place []int // per user statistic, its column
-	if f := w.cfg.Src.Formulas; f != nil {
-		for _, st := range f.Stats {
-			i, ok := at[st.Name]
-			if !ok {
-				i = len(names)
-				names = append(names, st.Name)
-			}
-			place = append(place, i)
+	names, place := w.columns()
+	if !w.cfg.NoHeader {
+		if _, err := io.WriteString(w.cfg.CSV, strings.Join(names, ",")+"\n"); err != nil {
+			return err
 		}
 	}
-	if _, err := io.WriteString(w.cfg.CSV, strings.Join(names, ",")+"\n"); err != nil {
-		return err
-	}
 	vals := make([]float64, len(names))
-	for i, st := range w.Stats {
-		c := w.cfg.Combos[i]
+	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
+		st, c := w.Stats[i], w.cfg.Combos[i]
 		b := w.row[:0]
 		copy(vals, []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]})
 		for k, col := range place {
@@ -391,6 +401,34 @@ func (w *Wavelet) Finish() error {
 	return nil
 }
 
+// Header is the CSV's header line, without its newline.
+func (w *Wavelet) Header() string {
+	names, _ := w.columns()
+	return strings.Join(names, ",")
+}
+
+// columns names the CSV's columns and, per statistic of the user's, its
+// column: the built-in columns, a statistic named like one in its place,
+// the others after them.
+func (w *Wavelet) columns() (names []string, place []int) {
+	names = []string{"theta", "phi", "xi", "energy", "std", "max", "wavelet_energy"}
+	at := map[string]int{}
+	for i, n := range names {
+		at[n] = i
+	}
+	if f := w.cfg.Src.Formulas; f != nil {
+		for _, st := range f.Stats {
+			i, ok := at[st.Name]
+			if !ok {
+				i = len(names)
+				names = append(names, st.Name)
+			}
+			place = append(place, i)
+		}
+	}
+	return names, place
+}
+
 // WaveletResult is the result block of a wavelet report.
 type WaveletResult struct {
 	Combinations int     `json:"combinations"`
@@ -404,13 +442,18 @@ type WaveletResult struct {
 	// NonFinite counts the NaN or infinite statistics of a run with
 	// formulas.
 	NonFinite int64 `json:"nonfinite,omitempty"`
+	// Range is a shard's combinations [lo, hi) and the sweep's count.
+	Range [3]int `json:"range,omitzero"`
 }
 
 // Result names the combination with the largest response energy.
 func (w *Wavelet) Result() WaveletResult {
-	r := WaveletResult{Combinations: len(w.cfg.Combos), Computed: len(w.order), NonFinite: w.nonFinite}
-	for i, s := range w.Stats {
-		if i == 0 || s[0] > r.MaxEnergy {
+	r := WaveletResult{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: len(w.order), NonFinite: w.nonFinite}
+	if w.cfg.Hi-w.cfg.Lo < len(w.cfg.Combos) {
+		r.Range = [3]int{w.cfg.Lo, w.cfg.Hi, len(w.cfg.Combos)}
+	}
+	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
+		if s := w.Stats[i]; i == w.cfg.Lo || s[0] > r.MaxEnergy {
 			c := w.cfg.Combos[i]
 			r.MaxEnergy, r.Theta, r.Phi, r.Xi = s[0], c.Theta, c.Phi, c.Xi
 		}
@@ -455,9 +498,18 @@ type WaveletSpec struct {
 	Params map[string]float64
 	// FailOnNonFinite makes a NaN or infinite value of a formula an error.
 	FailOnNonFinite bool
-	// Out is the file the CSV goes to; "": to Stdout.
+	// Out is the file the CSV goes to; "": to Stdout. A shard goes to an
+	// .npz Out.
 	Out    string
 	Stdout io.Writer // nil: the CSV goes nowhere without Out
+	// Shard computes only shard "i/n" of the combinations (0 ≤ i < n, a
+	// contiguous range in CSV order) into an .npz Out, for `tapeloop
+	// merge`; Shards splits into this many shards, this job's index read
+	// from Env (nil: the process's environment: SLURM_ARRAY_TASK_ID or
+	// JOB_COMPLETION_INDEX). Give one or neither.
+	Shard  *string
+	Shards *int
+	Env    func(string) (string, bool)
 	Warn   io.Writer // the volume reader's warnings; nil: discarded
 }
 
@@ -475,6 +527,7 @@ type waveletPlan struct {
 	boundary  ops.Boundary
 	combos    []Combo
 	size      [3]int // without a volume file
+	shard     shardChoice
 }
 
 func (s WaveletSpec) parse() (p waveletPlan, err error) {
@@ -527,6 +580,9 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 	p.kernel, p.stats = fs[0], fs[1:]
 	if p.kernel == nil && len(p.stats) == 0 && s.FailOnNonFinite {
 		return p, errors.New("--fail-on-nonfinite: it is for --kernel or --stat, and neither is given")
+	}
+	if p.shard, err = parseShard(s.Shard, s.Shards, s.Env, s.Out); err != nil {
+		return p, err
 	}
 	return p, nil
 }
@@ -642,6 +698,7 @@ func parseList(name, s string) ([]float64, error) {
 type WaveletTask struct {
 	job *Wavelet
 	out *atomicfile.File
+	npz *npy.NPZWriter // a shard's archive
 	csv *bufio.Writer
 }
 
@@ -658,10 +715,16 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 			return nil, err
 		}
 	}
+	lo, hi, err := p.shard.items(len(p.combos), "combinations", s.Out, withOutput)
+	if err != nil {
+		return nil, err
+	}
 	v, n, err := s.volume(p)
 	if err != nil {
 		return nil, err
 	}
+	// A shard pads for the whole sweep: the paddings depend on which
+	// combinations run together (WaveletPads).
 	_, pad := WaveletPads(n, s.A, p.combos)
 	// The volume extended by the largest kernel's half-widths is the least
 	// any transform of the sweep takes: refuse before building it when even
@@ -708,9 +771,29 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 			t.Close()
 		}
 	}()
-	cfg := WaveletConfig{Src: src, Combos: p.combos, FailOnNonFinite: s.FailOnNonFinite}
+	cfg := WaveletConfig{Src: src, Combos: p.combos, FailOnNonFinite: s.FailOnNonFinite, Lo: lo, Hi: hi}
+	if t.job, err = NewWavelet(cfg); err != nil {
+		return nil, err
+	}
 	if withOutput {
 		switch {
+		case p.shard.sharded:
+			if t.out, err = atomicfile.Create(s.Out); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			t.npz = npy.NewNPZWriter(t.out)
+			meta := shard.RangeMeta{Workload: shard.Wavelet, Items: len(p.combos), Lo: lo, Hi: hi,
+				Index: p.shard.index, Count: p.shard.count, Header: t.job.Header(),
+				Fingerprint: s.fingerprint(p, v, n, t.job.Header(), dev)}
+			if err = shard.WriteRangeMeta(t.npz, meta); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			rows, err := t.npz.CreateRaw("rows.csv")
+			if err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			t.csv = bufio.NewWriter(rows)
+			cfg.NoHeader = true
 		case s.Out != "":
 			if t.out, err = atomicfile.Create(s.Out); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
@@ -722,11 +805,34 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 		if t.csv != nil {
 			cfg.CSV = t.csv
 		}
-	}
-	if t.job, err = NewWavelet(cfg); err != nil {
-		return nil, err
+		t.job.cfg.CSV, t.job.cfg.NoHeader = cfg.CSV, cfg.NoHeader
 	}
 	return t, nil
+}
+
+// fingerprint identifies what a shard's statistics depend on: the volume's
+// values as computed on, the whole sweep, the kernel scale, the boundary,
+// the formulas with their parameters, the CSV's columns and the kind of
+// device (a GPU rounds otherwise than the CPU).
+func (s WaveletSpec) fingerprint(p waveletPlan, v []float32, n [3]int, header string, dev *Device) string {
+	f := newRunPrint(shard.Wavelet)
+	f.ints(n[0], n[1], n[2])
+	f.f32s(v)
+	f.f64s(s.A)
+	f.str(p.boundary.String())
+	for _, c := range p.combos {
+		f.f64s(c.Theta, c.Phi, c.Xi)
+	}
+	if p.kernel != nil {
+		f.str(p.kernel.Canonical())
+	}
+	for i, st := range p.stats {
+		f.str(p.statNames[i] + "=" + st.Canonical())
+	}
+	f.params(s.Params)
+	f.str(header)
+	f.str(dev.Kind())
+	return f.sum()
 }
 
 // volume reads the volume file, float32 as the reader gives it, or makes
@@ -757,10 +863,16 @@ func (t *WaveletTask) Result() any { return t.job.Result() }
 // Summary is the run's WaveletResult.
 func (t *WaveletTask) Summary() WaveletResult { return t.job.Result() }
 
-// Commit flushes the CSV and renames the output file into place.
+// Commit flushes the CSV, closes a shard's archive and renames the
+// output file into place.
 func (t *WaveletTask) Commit() error {
 	if t.csv != nil {
 		if err := t.csv.Flush(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if t.npz != nil {
+		if err := t.npz.Close(); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}

@@ -104,23 +104,3 @@ func runAffinity(c *cli.Context) error {
 	warnNonFinite(e, "--formula", r.NonFinite)
 	return nil
 }
-
-var mergeCommand = &cli.Command{
-	Name:      "merge",
-	Usage:     "assemble affinity shards into one matrix",
-	ArgsUsage: "SHARD.npz…",
-	Description: `Checks that the shards cover every row exactly once and come from the same
-images, metric, dtype and top-k, then writes the (N, N) matrix to --out (.npy), or
-for top-k shards the indices and values (.npz).`,
-	Flags: []cli.Flag{&cli.StringFlag{Name: "out", Required: true, Usage: "the merged `FILE`"}},
-	Action: func(c *cli.Context) error {
-		spec := graphs.MergeSpec{Out: c.String("out"), Shards: c.Args().Slice()}
-		if err := spec.Validate(); err != nil {
-			return err
-		}
-		if err := checkPaths(engine{}, spec); err != nil {
-			return fmt.Errorf("merge: %w", err)
-		}
-		return graphs.Merge(spec)
-	},
-}

@@ -36,8 +36,10 @@ var drrFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "pixel", Category: catDRR, Value: drrDefaults.Pixel, Usage: "orbit: pixel size, mm"},
 	&cli.StringFlag{Name: "method", Category: catDRR, Value: drrDefaults.Method, Usage: "siddon (exact radiological path) or trilinear"},
 	&cli.Float64Flag{Name: "step", Category: catDRR, Usage: "trilinear: sample spacing in mm on each pose's longest ray, closer on shorter ones (default half the smallest voxel size)"},
-	&cli.StringFlag{Name: "out", Category: catDRR, Usage: "write drr.npy (P, R, C) float32 line integrals into `DIR`"},
-	&cli.BoolFlag{Name: "png", Category: catDRR, Usage: "with --out: also one 16-bit PNG per pose, drr_0000.png …"},
+	&cli.StringFlag{Name: "out", Category: catDRR, Usage: "write drr.npy (P, R, C) float32 line integrals into `DIR` (a shard: to FILE.npz)"},
+	&cli.BoolFlag{Name: "png", Category: catDRR, Usage: "with --out: also one 16-bit PNG per pose, drr_0000.png … (shards: written by tapeloop merge)"},
+	&cli.StringFlag{Name: "shard", Category: catDRR, Usage: "render only shard `i/n` of the poses (0 ≤ i < n, a contiguous range) into --out FILE.npz (merge with tapeloop merge)"},
+	&cli.IntFlag{Name: "shards", Category: catDRR, Usage: "split into `n` shards, this job's index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"},
 }
 
 var drrCommand = &cli.Command{
@@ -54,7 +56,12 @@ Geometry is in world mm, patient LPS by default (DICOM, ITK, plastimatch) or
 nibabel's RAS with --frame ras. NIfTI and MetaImage volumes are placed by
 their headers (origin, spacing and direction cosines; the origin is the centre
 of voxel 0); .npy and raw volumes by --origin and --spacing, their index axes
-along x, y and z.`,
+along x, y and z.
+
+--shard i/n (or --shards n under a SLURM array or a Kubernetes Indexed Job)
+renders a contiguous range of the poses into a shard file; tapeloop merge
+assembles the shards into the drr.npy (and PNGs) one run writes, byte for
+byte.`,
 	Flags:  append(append([]cli.Flag{}, drrFlags...), withoutDtype(engineFlags)...),
 	Action: runDRR,
 }
@@ -78,7 +85,11 @@ func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
 		Spacing: c.String("spacing"), Origin: c.String("origin"), Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: c.Float64("mu-water"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"), Method: c.String("method"),
-		Out: c.String("out"), PNG: c.Bool("png"), Warn: os.Stderr,
+		Out: c.String("out"), PNG: c.Bool("png"), Warn: os.Stderr, Shards: intIfSet(c, "shards"),
+	}
+	if c.IsSet("shard") {
+		v := c.String("shard")
+		s.Shard = &v
 	}
 	if c.IsSet("step") {
 		step := c.Float64("step")
@@ -111,7 +122,11 @@ func runDRR(c *cli.Context) error {
 	if r.Post != "" {
 		what = "post(p) = " + r.Post
 	}
-	fmt.Fprintf(os.Stdout, "drr: %d poses of %dx%d, %s: sum of %s %.9g, max %.6g\n", r.Poses, r.Rows, r.Cols, r.Method, what, r.Sum, r.Max)
+	poses := fmt.Sprintf("%d poses of %dx%d", r.Poses, r.Rows, r.Cols)
+	if r.Range != [3]int{} {
+		poses = fmt.Sprintf("poses [%d, %d) of %d, %dx%d", r.Range[0], r.Range[1], r.Range[2], r.Rows, r.Cols)
+	}
+	fmt.Fprintf(os.Stdout, "drr: %s, %s: sum of %s %.9g, max %.6g\n", poses, r.Method, what, r.Sum, r.Max)
 	warnNonFinite(e, "--post", r.NonFinite)
 	return nil
 }

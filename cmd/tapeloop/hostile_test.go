@@ -387,6 +387,31 @@ func topkShard(lo, hi, index int, i uint64) []byte {
 		member{"values.npy", npyOf(npy.Float32, []int{hi - lo, 1}, make([]float64, hi-lo)), false})
 }
 
+// rangeMeta is a wavelet or drr shard's meta.json for 2 items, with edits.
+func rangeMeta(workload string, lo, hi, index, count int, edits ...string) string {
+	extra := `"header":"theta,phi,xi,energy,std,max,wavelet_energy"`
+	if workload == "drr" {
+		extra = `"rows":2,"cols":3`
+	}
+	m := fmt.Sprintf(`{"format":"tapeloop-shard/1","workload":%q,"items":2,"lo":%d,"hi":%d,"index":%d,"count":%d,"fingerprint":"fp",%s}`,
+		workload, lo, hi, index, count, extra)
+	for i := 0; i+1 < len(edits); i += 2 {
+		m = strings.Replace(m, edits[i], edits[i+1], 1)
+	}
+	return m
+}
+
+// waveletShard is a wavelet shard: meta, and rows as its CSV lines.
+func waveletShard(metaJSON, rows string) []byte {
+	return zipOf(member{"meta.json", []byte(metaJSON), false}, member{"rows.csv", []byte(rows), false})
+}
+
+// drrShard is a drr shard of poses images of 2×3 pixels.
+func drrShard(metaJSON string, poses int) []byte {
+	return zipOf(member{"meta.json", []byte(metaJSON), false},
+		member{"drr.npy", npyOf(npy.Float32, []int{poses, 2, 3}, make([]float64, poses*6)), false})
+}
+
 // pose is a valid geometry pose over the small phantom, with edits.
 func pose(edits ...string) string {
 	p := `{"source": [8,8,500], "center": [8,8,-500], "u": [1,0,0], "v": [0,1,0], "rows": 4, "cols": 5, "pixel": [1,1]}`
@@ -1007,6 +1032,82 @@ func hostileCases() []hostile {
 			files: files("v.npy", v3), want: "--out"},
 		hostile{name: "wavelet/volume is a raw", args: []string{"wavelet", "--quiet", "--volume", "v.raw"},
 			files: files("v.raw", make([]byte, 8)), want: "v.raw"},
+	)
+
+	// wavelet and drr: --shard and --shards.
+	for _, w := range []struct {
+		name string
+		hf   func(name, want string, args ...string) hostile
+	}{{"wavelet", wv}, {"drr", dr}} {
+		sh := func(name, want string, args ...string) hostile {
+			c := w.hf("shard "+name, want, args...)
+			c.name = w.name + "/shard " + name
+			return c
+		}
+		add(
+			sh("i=n", "3/3", "--shard", "3/3", "--out", "s.npz"),
+			sh("negative", "-1/2", "--shard", "-1/2", "--out", "s.npz"),
+			sh("n=0", "1/0", "--shard", "1/0", "--out", "s.npz"),
+			sh("letters", "a/b", "--shard", "a/b", "--out", "s.npz"),
+			sh("no slash", "--shard", "--shard", "1", "--out", "s.npz"),
+			sh("empty", "--shard", "--shard", "", "--out", "s.npz"),
+			sh("more than items", "no ", "--shard", "5/99", "--out", "s.npz"),
+			sh("without out", "--out", "--shard", "0/2"),
+			sh("under a csv name", ".npz", "--shard", "0/2", "--out", "s.csv"),
+			sh("and shards", "give one", "--shard", "0/2", "--shards", "2", "--out", "s.npz"),
+			sh("shards without env", "SLURM_ARRAY_TASK_ID", "--shards", "2", "--out", "s.npz"),
+			sh("shards 0", "--shards", "--shards", "0", "--out", "s.npz"),
+		)
+		c := sh("env outside", "outside", "--shards", "2", "--out", "s.npz")
+		c.env = []string{"SLURM_ARRAY_TASK_ID=5"}
+		add(c)
+		c = sh("env not a number", "JOB_COMPLETION_INDEX", "--shards", "2", "--out", "s.npz")
+		c.env = []string{"JOB_COMPLETION_INDEX=abc"}
+		add(c)
+	}
+
+	// merge: wavelet and drr shards and their metadata.
+	w0 := waveletShard(rangeMeta("wavelet", 0, 1, 0, 2), "0,0,1,1,2,3,4\n")
+	w1 := waveletShard(rangeMeta("wavelet", 1, 2, 1, 2), "0,0,2,1,2,3,4\n")
+	d0, d1 := drrShard(rangeMeta("drr", 0, 1, 0, 2), 1), drrShard(rangeMeta("drr", 1, 2, 1, 2), 1)
+	rm := func(name, want string, fs map[string][]byte, args ...string) hostile {
+		for k, v := range map[string][]byte{"w0.npz": w0, "w1.npz": w1, "d0.npz": d0, "d1.npz": d1, "s0.npz": s0} {
+			if _, ok := fs[k]; !ok {
+				fs[k] = v
+			}
+		}
+		return hostile{name: "merge/" + name, args: append([]string{"merge"}, args...), files: fs, want: want}
+	}
+	wlie := func(edits ...string) map[string][]byte {
+		return files("w1.npz", waveletShard(rangeMeta("wavelet", 1, 2, 1, 2, edits...), "0,0,2,1,2,3,4\n"))
+	}
+	add(
+		rm("wavelet missing", "missing", files(), "--out", "m.csv", "w0.npz"),
+		rm("wavelet duplicate", "same combinations", files(), "--out", "m.csv", "w0.npz", "w1.npz", "w1.npz"),
+		rm("wavelet overlap", "overlaps", wlie(`"lo":1`, `"lo":0`), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet foreign", "different run", wlie(`"fp"`, `"other"`), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet other header", "different run", wlie(`wavelet_energy`, `l1`), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet and affinity", "affinity", files(), "--out", "m.csv", "w0.npz", "s0.npz"),
+		rm("wavelet and drr", "drr", files(), "--out", "m.csv", "w0.npz", "d1.npz"),
+		rm("unknown workload", "workload", wlie(`"workload":"wavelet"`, `"workload":"interp"`), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet items 0", "make no sense", wlie(`"items":2`, `"items":0`), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet index past count", "makes no sense", wlie(`"index":1`, `"index":5`), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet no header", "header", wlie(`,"header":"theta,phi,xi,energy,std,max,wavelet_energy"`, ``), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet no rows", "rows.csv", files("w1.npz", zipOf(member{"meta.json", []byte(rangeMeta("wavelet", 1, 2, 1, 2)), false})), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet rows short", "lines", files("w1.npz", waveletShard(rangeMeta("wavelet", 1, 2, 1, 2), "")), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet rows long", "lines", files("w1.npz", waveletShard(rangeMeta("wavelet", 1, 2, 1, 2), "0,0,2,1,2,3,4\n0,0,2,1,2,3,4\n")), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet rows columns", "columns", files("w1.npz", waveletShard(rangeMeta("wavelet", 1, 2, 1, 2), "0,0,2\n")), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet rows unterminated", "lines", files("w1.npz", waveletShard(rangeMeta("wavelet", 1, 2, 1, 2), "0,0,2,1,2,3,4")), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet out is a shard", "--out", files(), "--out", "w0.npz", "w0.npz", "w1.npz"),
+		rm("drr missing", "missing", files(), "--out", "m", "d1.npz"),
+		rm("drr detector 0", "detector", files("d1.npz", drrShard(rangeMeta("drr", 1, 2, 1, 2, `"rows":2`, `"rows":0`), 1)), "--out", "m", "d0.npz", "d1.npz"),
+		rm("drr member shape", "want little-endian float32", files("d1.npz", drrShard(rangeMeta("drr", 1, 2, 1, 2), 2)), "--out", "m", "d0.npz", "d1.npz"),
+		rm("drr member missing", "drr", files("d1.npz", zipOf(member{"meta.json", []byte(rangeMeta("drr", 1, 2, 1, 2)), false})), "--out", "m", "d0.npz", "d1.npz"),
+		rm("drr member float64", "float32", files("d1.npz", zipOf(member{"meta.json", []byte(rangeMeta("drr", 1, 2, 1, 2)), false},
+			member{"drr.npy", npyOf(npy.Float64, []int{1, 2, 3}, make([]float64, 6)), false})), "--out", "m", "d0.npz", "d1.npz"),
+		rm("drr member truncated", "truncated", files("d1.npz", zipOf(member{"meta.json", []byte(rangeMeta("drr", 1, 2, 1, 2)), false},
+			member{"drr.npy", rawNpy(npyDict("<f4", "(1, 2, 3)", false), make([]byte, 10)), false})), "--out", "m", "d0.npz", "d1.npz"),
+		rm("drr out is a file", "is a file", files("m", "x"), "--out", "m", "d0.npz", "d1.npz"),
 	)
 
 	// The users' formulas: every mistake named, with its column, before

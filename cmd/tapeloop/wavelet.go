@@ -26,7 +26,9 @@ var waveletFlags = []cli.Flag{
 	&cli.StringSliceFlag{Name: "stat", Category: catWavelet, Usage: "your own statistic of each response g, `name=formula` reducing to one number, e.g. l1=sum(abs(g)): a CSV column (repeat for each)"},
 	paramFlag,
 	failNonFiniteFlag,
-	&cli.StringFlag{Name: "out", Category: catWavelet, Usage: "write the statistics CSV to `FILE` (default: standard output)"},
+	&cli.StringFlag{Name: "out", Category: catWavelet, Usage: "write the statistics CSV to `FILE` (default: standard output; a shard: an .npz)"},
+	&cli.StringFlag{Name: "shard", Category: catWavelet, Usage: "compute only shard `i/n` of the combinations (0 ≤ i < n, in CSV order) into --out FILE.npz (merge with tapeloop merge)"},
+	&cli.IntFlag{Name: "shards", Category: catWavelet, Usage: "split into `n` shards, this job's index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"},
 }
 
 var waveletCommand = &cli.Command{
@@ -37,7 +39,11 @@ volume) with the kernel ψ = (3 − q)·exp(−q/2) of every (θ, φ, ξ) combin
 writes, per combination, the response's energy Σ G², its standard deviation, its
 maximum and the kernel's energy Σ ψ², as CSV (θ outermost, then φ, then ξ). The
 volume is transformed once; each combination costs one kernel transform, one
-product and one inverse transform.`,
+product and one inverse transform.
+
+--shard i/n (or --shards n under a SLURM array or a Kubernetes Indexed Job)
+computes a contiguous range of the combinations into a shard file; tapeloop
+merge assembles the shards into the CSV one run writes, byte for byte.`,
 	Flags:  append(append([]cli.Flag{}, waveletFlags...), withoutDtype(engineFlags)...),
 	Action: runWavelet,
 }
@@ -49,6 +55,11 @@ func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
 		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"), A: c.Float64("a"),
 		Boundary: c.String("boundary"), Out: c.String("out"), Stdout: os.Stdout, Warn: os.Stderr,
 		Kernel: c.String("kernel"), Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
+		Shards: intIfSet(c, "shards"),
+	}
+	if c.IsSet("shard") {
+		v := c.String("shard")
+		s.Shard = &v
 	}
 	var err error
 	s.Params, err = params(c)
@@ -70,8 +81,12 @@ func runWavelet(c *cli.Context) error {
 	}
 	if !e.quiet {
 		r := t.Summary()
-		fmt.Fprintf(os.Stderr, "wavelet: %d combinations; largest energy %.6g at θ = %.4g, φ = %.4g, ξ = %.4g\n",
-			r.Combinations, r.MaxEnergy, r.Theta, r.Phi, r.Xi)
+		what := fmt.Sprintf("%d combinations", r.Combinations)
+		if r.Range != [3]int{} {
+			what = fmt.Sprintf("combinations [%d, %d) of %d", r.Range[0], r.Range[1], r.Range[2])
+		}
+		fmt.Fprintf(os.Stderr, "wavelet: %s; largest energy %.6g at θ = %.4g, φ = %.4g, ξ = %.4g\n",
+			what, r.MaxEnergy, r.Theta, r.Phi, r.Xi)
 	}
 	warnNonFinite(e, "--kernel or --stat", t.Summary().NonFinite)
 	return nil

@@ -136,6 +136,20 @@ func (z *NPZ) Open(name string) (*Reader, io.Closer, error) {
 	return r, rc, nil
 }
 
+// OpenRaw streams the bytes of member name and returns its size; close
+// the reader when done.
+func (z *NPZ) OpenRaw(name string) (io.ReadCloser, int64, error) {
+	f, err := z.member(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %s: %w", z.path, name, err)
+	}
+	return rc, int64(f.UncompressedSize64), nil
+}
+
 // ReadRaw returns the bytes of member name, at most limit of them.
 func (z *NPZ) ReadRaw(name string, limit int64) ([]byte, error) {
 	f, err := z.member(name)

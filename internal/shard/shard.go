@@ -1,11 +1,15 @@
-// Package shard splits the rows of a pairwise-affinity matrix into shards
-// computed independently (one job of a SLURM array or Kubernetes Indexed
-// Job each), records in every shard what it was computed from, and merges
-// shards back into one matrix, refusing a set that is incomplete,
-// overlapping, duplicated or mixed from different inputs.
+// Package shard splits a run into shards computed independently (one job
+// of a SLURM array or Kubernetes Indexed Job each): the rows of a
+// pairwise-affinity matrix, the combinations of a wavelet sweep or the
+// poses of a DRR run. It records in every shard what it was computed
+// from, and checks a set of shards before they are merged, refusing one
+// that is incomplete, overlapping, duplicated, mixed from different inputs
+// or of two workloads; it merges affinity shards itself.
 //
-// A shard file is an .npz archive: meta.json (Meta), and either
-// affinity.npy (rows, N) or indices.npy and values.npy (rows, K).
+// A shard file is an .npz archive with meta.json: an affinity shard's
+// (Meta) holds either affinity.npy (rows, N) or indices.npy and values.npy
+// (rows, K); a wavelet shard's (RangeMeta) rows.csv, its lines of the CSV;
+// a DRR shard's (RangeMeta) drr.npy (poses, R, C) float32.
 package shard
 
 import (
