@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/fft3"
+	"github.com/tapeloop/tapeloop/internal/parallel"
 )
 
 // WaveletParams is the width of a WaveletResponse input row: θ, φ, ξ and
@@ -120,15 +121,15 @@ func (op *WaveletResponse) eachRow(in []G.Value, setup func() error, sums func(r
 
 // waveletScratch is one op's per-combination work arrays.
 type waveletScratch struct {
-	n        int            // the length of the largest transform
-	kernel   []float32      // the kernel, wrapped around the origin, zero elsewhere (made when first sampled)
-	resp     []float32      // the response (made when statistics formulas read it)
-	half     []complex64    // the product of spectra, then the inverse transform's first pass
-	dims     [3]int         // the transform size the kernel array was last laid out for
-	taps     []int          // where the last kernel was written, to clear just those
-	parts    [][3]float64   // sums of the response, per piece of the inverse transform
-	energies []float64      // per-row parts of the kernel's Σ ψ̂²
-	rows     chan []float64 // HatMul's row buffers, one per worker
+	n        int                        // the length of the largest transform
+	kernel   []float32                  // the kernel, wrapped around the origin, zero elsewhere (made when first sampled)
+	resp     []float32                  // the response (made when statistics formulas read it)
+	half     []complex64                // the product of spectra, then the inverse transform's first pass
+	dims     [3]int                     // the transform size the kernel array was last laid out for
+	taps     []int                      // where the last kernel was written, to clear just those
+	parts    [][3]float64               // sums of the response, per piece of the inverse transform
+	energies []float64                  // per-row parts of the kernel's Σ ψ̂²
+	rows     *parallel.Buffers[float64] // HatMul's row buffers, one per worker
 }
 
 func (s *WaveletSource) newScratch() *waveletScratch {
@@ -141,7 +142,7 @@ func (w *WaveletVolume) newScratch() *waveletScratch {
 
 func newWaveletScratch(n, half int) *waveletScratch {
 	s := &waveletScratch{n: n, half: make([]complex64, half)}
-	s.rows = make(chan []float64, runtime.GOMAXPROCS(0))
+	s.rows = parallel.NewBuffers[float64](runtime.GOMAXPROCS(0))
 	return s
 }
 
@@ -159,27 +160,6 @@ func (s *waveletScratch) energy(n int) []float64 {
 		s.energies = make([]float64, n)
 	}
 	return s.energies[:n]
-}
-
-// hatRows returns a row buffer of at least n values for one worker of
-// HatMul, kept from an earlier call where one is free; putRows keeps it.
-func (s *waveletScratch) hatRows(n int) []float64 {
-	var r []float64
-	select {
-	case r = <-s.rows:
-	default:
-	}
-	if len(r) < n {
-		r = make([]float64, n)
-	}
-	return r
-}
-
-func (s *waveletScratch) putRows(r []float64) {
-	select {
-	case s.rows <- r:
-	default:
-	}
 }
 
 // kernelArray returns the kernel array laid out for w's transform size,
@@ -282,8 +262,8 @@ func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *wav
 	bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
 	energy := s.energy(p[1])
 	return func(j0, j1 int) {
-		rows := s.hatRows(p[2]/2 + 16)
-		defer s.putRows(rows)
+		rows := s.rows.Get(p[2]/2 + 16)
+		defer s.rows.Put(rows)
 		cpukern.HatMul(half, w.spec, p, 0, p[0], j0, j1, bb, rows, energy[j0:j1])
 	}, energy
 }

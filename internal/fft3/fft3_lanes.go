@@ -30,8 +30,8 @@ type Plan struct {
 	c       [3]*C.tl_fft1 // complex lines along each axis
 	r       *C.tl_fft1    // real lines along the last axis
 	scratch chan []float32
-	planes  chan []complex64 // InverseRealCropWith's plane and row buffers, kept between calls
-	flags   []bool           // per plane of axis 0: all zero, or outside a crop
+	planes  *parallel.Buffers[complex64] // InverseRealCropWith's plane and row buffers
+	flags   []bool                       // per plane of axis 0: all zero, or outside a crop
 }
 
 // New returns a plan for n0×n1×n2 arrays.
@@ -56,7 +56,7 @@ func New(n0, n1, n2 int) *Plan {
 	}, [4]*C.tl_fft1{p.c[0], p.c[1], p.c[2], p.r})
 	procs := runtime.GOMAXPROCS(0)
 	p.scratch = make(chan []float32, procs)
-	p.planes = make(chan []complex64, procs)
+	p.planes = parallel.NewBuffers[complex64](procs)
 	size := int(C.tl_lanes_scratch(C.int(max(n0, n1, n2))))
 	for range procs {
 		p.scratch <- make([]float32, size)
@@ -220,8 +220,8 @@ func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, f
 	parallel.Dynamic(n[0], 1, func(a, b int) {
 		s := <-p.scratch
 		defer func() { p.scratch <- s }()
-		buf := p.planeBuffer(n1*h + (chunkLines*n2+1)/2)
-		defer p.keepPlaneBuffer(buf)
+		buf := p.planes.Get(n1*h + (chunkLines*n2+1)/2)
+		defer p.planes.Put(buf)
 		plane := buf[:n1*h]
 		out := unsafe.Slice((*float32)(unsafe.Pointer(&buf[n1*h])), chunkLines*n2)
 		for pi := a; pi < b; pi++ {
@@ -245,25 +245,4 @@ func (p *Plan) InverseRealCropWith(dst []float32, c []complex64, lo, n [3]int, f
 			}
 		}
 	})
-}
-
-// planeBuffer returns a buffer of at least n values, one kept from an
-// earlier call where there is one.
-func (p *Plan) planeBuffer(n int) []complex64 {
-	var b []complex64
-	select {
-	case b = <-p.planes:
-	default:
-	}
-	if len(b) < n {
-		b = make([]complex64, n)
-	}
-	return b
-}
-
-func (p *Plan) keepPlaneBuffer(b []complex64) {
-	select {
-	case p.planes <- b:
-	default:
-	}
 }

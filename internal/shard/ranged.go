@@ -43,11 +43,7 @@ type RangeMeta struct {
 // WriteRangeMeta writes meta.json into z.
 func WriteRangeMeta(z *npy.NPZWriter, m RangeMeta) error {
 	m.Format = RangeFormat
-	w, err := z.CreateRaw("meta.json")
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(w).Encode(m)
+	return writeJSON(z, "meta.json", m)
 }
 
 // metaLimit is the largest meta.json read.

@@ -116,11 +116,16 @@ func FromEnv(count int, lookup func(string) (string, bool)) (int, error) {
 // WriteMeta writes meta.json into z.
 func WriteMeta(z *npy.NPZWriter, m Meta) error {
 	m.Format = Format
-	w, err := z.CreateRaw("meta.json")
+	return writeJSON(z, "meta.json", m)
+}
+
+// writeJSON writes v as JSON to the member name of z.
+func writeJSON(z *npy.NPZWriter, name string, v any) error {
+	w, err := z.CreateRaw(name)
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(w).Encode(m)
+	return json.NewEncoder(w).Encode(v)
 }
 
 // ReadMeta reads meta.json from an open shard.
