@@ -26,11 +26,12 @@ const WaveletSums = 4
 
 // WaveletResponse is the Gorgonia op that convolves the volume with one
 // kernel per row of its input, (Batch, WaveletParams) float64, and reduces
-// each response: (Batch, WaveletSums) float64. Per kernel it samples ψ
-// into an array of the transform's size, transforms it, multiplies by the
-// volume's spectrum, transforms back only the output block and sums it
-// (float64 sums, per plane, added in order). Rows whose parameters are not
-// a kernel (CheckHat: the padding rows of a short batch) get NaN.
+// each response: (Batch, WaveletSums) float64. Per kernel it multiplies
+// the volume's spectrum by the kernel's (the hat's in closed form; a
+// formula's sampled and transformed), transforms back only the output
+// block and sums it (float64 sums, per piece, added in order). Rows whose
+// parameters are not a kernel (CheckHat: the padding rows of a short
+// batch) get NaN.
 type WaveletResponse struct {
 	owned
 	stoppable
