@@ -47,6 +47,11 @@ var (
 		Usage: "stop with an error when a formula gives NaN or ±Inf (else they are counted and reported)"}
 )
 
+// resumeFlag continues a wavelet or DRR run from the checkpoint beside its
+// output.
+var resumeFlag = &cli.BoolFlag{Name: "resume", Category: catEngine,
+	Usage: "continue a stopped run from the checkpoint beside --out (OUT.ckpt): give the same command and flags again, with --resume"}
+
 // params reads --param name=value.
 func params(c *cli.Context) (map[string]float64, error) {
 	return graphs.ParseParams(c.StringSlice(paramFlag.Name))

@@ -17,7 +17,8 @@ import (
 
 // stopGrace is how long a run has, after SIGINT or SIGTERM, to stop by
 // itself (between batches, or inside an op's next block of work) before
-// the process removes its pending outputs and exits.
+// the process removes its pending outputs, closes its checkpoints (their
+// finished batches are on disk already) and exits.
 const stopGrace = 800 * time.Millisecond
 
 func main() {
@@ -36,7 +37,11 @@ func main() {
 		if s == os.Interrupt {
 			name = "SIGINT"
 		}
-		fmt.Fprintf(os.Stderr, "tapeloop: stopped by %s; nothing was written\n", name)
+		saved := "nothing was written"
+		if notes := graphs.StopNotes(); len(notes) > 0 {
+			saved = strings.Join(notes, "; ")
+		}
+		fmt.Fprintf(os.Stderr, "tapeloop: stopped by %s; %s\n", name, saved)
 		os.Exit(1)
 	}()
 	if err := newApp().RunContext(ctx, os.Args); err != nil {

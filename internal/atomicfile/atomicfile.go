@@ -3,6 +3,11 @@
 // over it only on Commit. The temporary files and the directories made for
 // outputs that are still pending are tracked, so that a process stopped by
 // a signal can remove them (RemovePending) before it exits.
+//
+// A temporary file is named .NAME.tmp-HOST-PID-RANDOM, after the host and
+// process writing it: one left by a killed process is removed by the next
+// Create of the same destination on the same host once that process is
+// gone.
 package atomicfile
 
 import (
@@ -11,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -99,18 +106,64 @@ type File struct {
 	done bool
 }
 
-// Create opens a temporary file in the directory of path.
+// Create opens a temporary file in the directory of path, first removing
+// those that killed processes of this host left for path.
 func Create(path string) (*File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	host := hostname()
+	removeStale(dir, base, host)
+	f, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%s-%d-*", base, host, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	track(f.Name())
 	return &File{File: f, Path: path}, nil
+}
+
+// hostname is the host's name as it may appear in a file name.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == 0 {
+			return '_'
+		}
+		return r
+	}, h)
+}
+
+// removeStale removes the temporary files for dir/base written on host by
+// processes no longer running.
+func removeStale(dir, base, host string) {
+	prefix := "." + base + ".tmp-" + host + "-"
+	names, _ := filepath.Glob(filepath.Join(dir, globEscape(prefix)+"*"))
+	for _, name := range names {
+		pidStr, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(name), prefix), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.Remove(name)
+		}
+	}
+}
+
+// globEscape quotes the characters filepath.Match treats specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Commit syncs and closes the temporary file and renames it to Path.
