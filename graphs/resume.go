@@ -11,29 +11,29 @@ import (
 // openCheckpoint opens the checkpoint of the output out for a run with
 // header h whose finished work takes total records of what. With resume it
 // reads the checkpoint there, refusing a missing one or one of another
-// run, and returns its records; without, it refuses to replace a
-// checkpoint holding finished work, and starts a new one.
-func openCheckpoint(out string, h checkpoint.Header, resume bool, total int, what string) (*checkpoint.File, [][]byte, error) {
+// run, and passes its records to restore; without, it refuses to replace
+// a checkpoint holding finished work, and starts a new one.
+func openCheckpoint(out string, h checkpoint.Header, resume bool, total int, what string, restore func([]byte) error) (*checkpoint.File, error) {
 	path := checkpoint.Path(out)
 	if resume {
-		c, recs, err := checkpoint.Resume(path, h, total, what)
+		c, err := checkpoint.Resume(path, h, total, what, restore)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--resume: %w", err)
+			return nil, fmt.Errorf("--resume: %w", err)
 		}
-		return c, recs, nil
+		return c, nil
 	}
 	n, err := checkpoint.Count(path)
 	switch {
 	case err == nil && n > 0:
-		return nil, nil, fmt.Errorf("--out %s: %s holds %d finished %s of an earlier run: continue it with --resume, or remove it to start over", out, path, n, what)
+		return nil, fmt.Errorf("--out %s: %s holds %d finished %s of an earlier run: continue it with --resume, or remove it to start over", out, path, n, what)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, nil, fmt.Errorf("--out %s: %w: remove it to start over", out, err)
+		return nil, fmt.Errorf("--out %s: %w: remove it to start over", out, err)
 	}
 	c, err := checkpoint.Create(path, h, total, what)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--out: %w", err)
+		return nil, fmt.Errorf("--out: %w", err)
 	}
-	return c, nil, nil
+	return c, nil
 }
 
 // removeCheckpoint removes *c, if any, once its run's outputs are in place.

@@ -395,10 +395,11 @@ func (w *Wavelet) extraOf(i int) []float64 {
 	return w.Extra[i]
 }
 
-// restore takes the combinations of a checkpoint's records as computed:
-// their statistics, and those of the combinations sharing their kernels,
-// are set, and they are taken out of the order still to run.
-func (w *Wavelet) restore(recs [][]byte) error {
+// restorer returns restore, which takes the combination of a checkpoint's
+// record as computed: its statistics, and those of the combinations
+// sharing its kernel, are set; and drop, which takes the combinations
+// restored out of the order still to run.
+func (w *Wavelet) restorer() (restore func([]byte) error, drop func()) {
 	todo := map[int]bool{}
 	for _, i := range w.order {
 		todo[i] = true
@@ -406,9 +407,9 @@ func (w *Wavelet) restore(recs [][]byte) error {
 	done := map[int]bool{}
 	k := w.extra()
 	vals := make([]float64, 4+k)
-	for _, b := range recs {
+	restore = func(b []byte) error {
 		i := int(binary.LittleEndian.Uint64(b))
-		if !todo[i] {
+		if !todo[i] || done[i] {
 			return fmt.Errorf("combination %d is not one this run computes: the checkpoint is corrupt", i)
 		}
 		for j := range vals {
@@ -428,9 +429,10 @@ func (w *Wavelet) restore(recs [][]byte) error {
 			}
 		}
 		done[i] = true
+		return nil
 	}
-	w.order = slices.DeleteFunc(w.order, func(i int) bool { return done[i] })
-	return nil
+	drop = func() { w.order = slices.DeleteFunc(w.order, func(i int) bool { return done[i] }) }
+	return restore, drop
 }
 
 // extra is the number of the user's statistics.
@@ -860,13 +862,11 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	if withOutput && s.Out != "" {
 		fp = s.fingerprint(p, v, n, t.job.Header(), dev)
 		h := checkpoint.Header{Workload: shard.Wavelet, Fingerprint: fp, Lo: lo, Hi: hi, Record: t.job.recordBytes()}
-		var recs [][]byte
-		if t.ckp, recs, err = openCheckpoint(s.Out, h, s.Resume, t.job.computed, "kernels"); err != nil {
+		restore, drop := t.job.restorer()
+		if t.ckp, err = openCheckpoint(s.Out, h, s.Resume, t.job.computed, "kernels", restore); err != nil {
 			return nil, err
 		}
-		if err := t.job.restore(recs); err != nil {
-			return nil, fmt.Errorf("--resume: %s: %w", t.ckp.Path(), err)
-		}
+		drop()
 		t.job.ckpt = t.ckp
 	}
 	if withOutput {

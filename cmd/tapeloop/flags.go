@@ -50,7 +50,7 @@ var (
 // resumeFlag continues a wavelet or DRR run from the checkpoint beside its
 // output.
 var resumeFlag = &cli.BoolFlag{Name: "resume", Category: catEngine,
-	Usage: "continue a stopped run from the checkpoint beside --out (OUT.ckpt): give the same command and flags again, with --resume"}
+	Usage: "continue a stopped run from its checkpoint (wavelet: OUT.ckpt; drr: DIR/drr.npy.ckpt; a shard: FILE.npz.ckpt): the same command and flags, plus --resume"}
 
 // params reads --param name=value.
 func params(c *cli.Context) (map[string]float64, error) {

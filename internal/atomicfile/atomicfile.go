@@ -11,6 +11,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -148,10 +149,25 @@ func removeStale(dir, base, host string) {
 		if !ok || err != nil || pid <= 0 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if gone(pid) {
 			os.Remove(name)
 		}
 	}
+}
+
+// gone reports whether process pid has ended: it does not exist, or it is
+// a zombie (ended, not yet reaped by its parent; Linux's /proc tells).
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state …: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // globEscape quotes the characters filepath.Match treats specially.

@@ -10,6 +10,7 @@
 package checkpoint
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -80,8 +81,8 @@ func Create(path string, h Header, total int, what string) (*File, error) {
 	return openAppend(path, h.Record, 0, total, what)
 }
 
-// Count reads the header at path and returns how many whole records
-// follow it; fs.ErrNotExist when there is no file.
+// Count reads the header at path and returns how many records follow it,
+// counting a torn last one; fs.ErrNotExist when there is no file.
 func Count(path string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -92,39 +93,41 @@ func Count(path string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
-	recs, err := readRecords(f, off, h.Record)
-	return len(recs), err
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return int((fi.Size() - off + int64(h.Record) + 3) / int64(h.Record+4)), nil
 }
 
 // Resume opens the checkpoint at path, checks that its header is want,
-// and returns its whole records' payloads, in the order written; a torn
-// record at the end, and anything after it, is cut off. Records appended
-// later follow them.
-func Resume(path string, want Header, total int, what string) (*File, [][]byte, error) {
+// and passes each whole record's payload, in the order written, to each
+// (the slice is reused); a torn record at the end, and anything after it,
+// is cut off. Records appended later follow them.
+func Resume(path string, want Header, total int, what string, each func([]byte) error) (*File, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("no checkpoint at %s", path)
+		return nil, fmt.Errorf("no checkpoint at %s", path)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
 	h, off, err := readHeader(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if h != want {
-		return nil, nil, fmt.Errorf("%s: %w (its inputs, flags or shard differ from this run's): remove it to start over", path, ErrMismatch)
+		return nil, fmt.Errorf("%s: %w (its inputs, flags or shard differ from this run's): remove it to start over", path, ErrMismatch)
 	}
-	recs, err := readRecords(f, off, h.Record)
+	n, err := readRecords(bufio.NewReaderSize(f, 1<<20), h.Record, each)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := os.Truncate(path, off+int64(len(recs)*(h.Record+4))); err != nil {
-		return nil, nil, fmt.Errorf("checkpoint: %w", err)
+	if err := os.Truncate(path, off+int64(n)*int64(h.Record+4)); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	c, err := openAppend(path, h.Record, len(recs), total, what)
-	return c, recs, err
+	return openAppend(path, h.Record, n, total, what)
 }
 
 func readHeader(r io.Reader) (h Header, off int64, err error) {
@@ -147,21 +150,22 @@ func readHeader(r io.Reader) (h Header, off int64, err error) {
 	return h, int64(len(m)) + int64(n), nil
 }
 
-// readRecords reads the whole records after the header; r is positioned at
-// off.
-func readRecords(r io.Reader, off int64, size int) ([][]byte, error) {
-	var recs [][]byte
-	for {
-		b := make([]byte, size+4)
+// readRecords passes the whole records after the header to each and
+// returns their number; r is positioned after the header.
+func readRecords(r io.Reader, size int, each func([]byte) error) (int, error) {
+	b := make([]byte, size+4)
+	for n := 0; ; n++ {
 		if _, err := io.ReadFull(r, b); err == io.EOF || err == io.ErrUnexpectedEOF {
-			return recs, nil
+			return n, nil
 		} else if err != nil {
-			return nil, err
+			return n, err
 		}
 		if crc32.ChecksumIEEE(b[:size]) != binary.LittleEndian.Uint32(b[size:]) {
-			return recs, nil
+			return n, nil
 		}
-		recs = append(recs, b[:size])
+		if err := each(b[:size]); err != nil {
+			return n, err
+		}
 	}
 }
 
