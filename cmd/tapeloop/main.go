@@ -32,14 +32,14 @@ func main() {
 		case <-time.After(stopGrace):
 		case <-sigs:
 		}
+		saved := "nothing was written"
+		if notes := graphs.StopNotes(); len(notes) > 0 { // before RemovePending: an empty checkpoint goes, and its directory with it
+			saved = strings.Join(notes, "; ")
+		}
 		graphs.RemovePending()
 		name := "SIGTERM"
 		if s == os.Interrupt {
 			name = "SIGINT"
-		}
-		saved := "nothing was written"
-		if notes := graphs.StopNotes(); len(notes) > 0 {
-			saved = strings.Join(notes, "; ")
 		}
 		fmt.Fprintf(os.Stderr, "tapeloop: stopped by %s; %s\n", name, saved)
 		os.Exit(1)

@@ -5,9 +5,8 @@
 // a signal can remove them (RemovePending) before it exits.
 //
 // A temporary file is named .NAME.tmp-HOST-PID-RANDOM, after the host and
-// process writing it: one left by a killed process is removed by the next
-// Create of the same destination on the same host once that process is
-// gone.
+// process writing it: those left by killed processes are removed by the
+// next process of the same host to Create a file in their directory.
 package atomicfile
 
 import (
@@ -107,15 +106,16 @@ type File struct {
 	done bool
 }
 
-// Create opens a temporary file in the directory of path, first removing
-// those that killed processes of this host left for path.
+// Create opens a temporary file in the directory of path. The first Create
+// of a process in a directory removes the temporary files there that
+// killed processes of this host left.
 func Create(path string) (*File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	host := hostname()
-	removeStale(dir, base, host)
+	removeStale(dir, host)
 	f, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%s-%d-*", base, host, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
@@ -138,19 +138,30 @@ func hostname() string {
 	}, h)
 }
 
-// removeStale removes the temporary files for dir/base written on host by
-// processes no longer running.
-func removeStale(dir, base, host string) {
-	prefix := "." + base + ".tmp-" + host + "-"
-	names, _ := filepath.Glob(filepath.Join(dir, globEscape(prefix)+"*"))
-	for _, name := range names {
-		pidStr, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(name), prefix), "-")
-		pid, err := strconv.Atoi(pidStr)
-		if !ok || err != nil || pid <= 0 {
+// swept holds the directories removeStale has cleaned.
+var swept sync.Map
+
+// removeStale removes, once per directory and process, the temporary files
+// in dir written on host by processes no longer running.
+func removeStale(dir, host string) {
+	if _, done := swept.LoadOrStore(filepath.Clean(dir), true); done {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	mark := ".tmp-" + host + "-"
+	for _, e := range entries {
+		name := e.Name()
+		i := strings.LastIndex(name, mark)
+		if !strings.HasPrefix(name, ".") || i < 0 {
 			continue
 		}
-		if gone(pid) {
-			os.Remove(name)
+		pidStr, _, ok := strings.Cut(name[i+len(mark):], "-")
+		pid, err := strconv.Atoi(pidStr)
+		if ok && err == nil && pid > 0 && gone(pid) {
+			os.Remove(filepath.Join(dir, name))
 		}
 	}
 }

@@ -67,9 +67,9 @@ func TestRemovePending(t *testing.T) {
 	}
 }
 
-// TestCreateRemovesStale: Create removes the temporary files of its
-// destination left by a process of this host that is gone, and keeps those
-// of a live process and of other destinations.
+// TestCreateRemovesStale: Create removes the temporary files in its
+// directory left by processes of this host that are gone, and keeps those
+// of a live process and of other hosts.
 func TestCreateRemovesStale(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("true")
@@ -82,7 +82,8 @@ func TestCreateRemovesStale(t *testing.T) {
 		fmt.Sprintf(".out.csv.tmp-%s-%d-123", host, dead):        false,
 		fmt.Sprintf(".out.csv.tmp-%s-%d-456", host, os.Getpid()): true,
 		fmt.Sprintf(".out.csv.tmp-otherhost-%d-789", dead):       true,
-		fmt.Sprintf(".other.csv.tmp-%s-%d-123", host, dead):      true,
+		fmt.Sprintf(".other.csv.tmp-%s-%d-123", host, dead):      false,
+		"other.csv": true,
 	}
 	for n := range names {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("half"), 0o600); err != nil {
