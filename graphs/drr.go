@@ -258,6 +258,12 @@ func (w *DRR) restorer() func([]byte) error {
 	}
 }
 
+// checkpointBytes is the most a checkpoint of n poses of rows × cols
+// takes: a record per pose and its checksum.
+func checkpointBytes(n, rows, cols int) int64 {
+	return sysmem.Mul(int64(n), 4*int64(rows)*int64(cols)+8+4)
+}
+
 // countNonFinite32 counts the NaN and infinite values of v.
 func countNonFinite32(v []float32) int64 {
 	var n int64
@@ -587,7 +593,8 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		cfg.Poses = poses[lo:hi]
 		if withOutput {
 			r, c := poses[0].Rows, poses[0].Cols
-			if err := atomicfile.CheckSpace(s.Out, sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4)); err != nil {
+			size := addBytes(sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4), checkpointBytes(hi-lo, r, c))
+			if err := atomicfile.CheckSpace(s.Out, size); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
 			if t.npyOut, err = atomicfile.Create(s.Out); err != nil {
@@ -623,6 +630,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		if s.PNG {
 			size = sysmem.Mul(int64(len(poses)), int64(poses[0].Rows), int64(poses[0].Cols), 6)
 		}
+		size = addBytes(size, checkpointBytes(len(poses), poses[0].Rows, poses[0].Cols))
 		if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), size); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}

@@ -1,7 +1,10 @@
 // Package checkpoint keeps the finished part of a long run on disk, so that
 // a run stopped by a signal or killed can be continued: a file beside the
 // run's output holding a header (the run's fingerprint and item range) and
-// fixed-size records appended as batches finish, each synced to disk.
+// fixed-size records appended as batches finish. A record is written as
+// soon as its batch finishes (a killed process loses nothing written) and
+// synced to disk within SyncEvery (a crash of the machine loses at most
+// that much), and on Close.
 //
 // The header is written to a temporary file renamed into place, so it is
 // whole or absent. Each record ends with the CRC-32 of its payload: a
@@ -21,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 )
@@ -43,6 +47,9 @@ type Header struct {
 // ErrMismatch is wrapped by Resume's error for a checkpoint of another run.
 var ErrMismatch = errors.New("the checkpoint is from a different run")
 
+// SyncEvery is how long appended records may wait to be synced to disk.
+const SyncEvery = time.Second
+
 // Path is the checkpoint file of the output out.
 func Path(out string) string { return out + ".ckpt" }
 
@@ -55,6 +62,11 @@ type File struct {
 	count int // records on disk
 	total int // records the whole run takes
 	what  string
+	// synced is when the file was last synced; dirty, whether records
+	// were written since; timer, the sync to come.
+	synced time.Time
+	dirty  bool
+	timer  *time.Timer
 }
 
 // open holds the checkpoints open in this process, for Note.
@@ -185,7 +197,7 @@ func openAppend(path string, rec, count, total int, what string) (*File, error) 
 }
 
 // Append writes records (each of the header's Record bytes), each with its
-// CRC, and syncs the file.
+// CRC, and syncs the file when it was last synced SyncEvery ago.
 func (c *File) Append(recs [][]byte) error {
 	b := make([]byte, 0, len(recs)*(c.rec+4))
 	for _, r := range recs {
@@ -203,10 +215,32 @@ func (c *File) Append(recs [][]byte) error {
 	if _, err := c.f.Write(b); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.path, err)
 	}
+	c.count += len(recs)
+	c.dirty = true
+	if wait := SyncEvery - time.Since(c.synced); wait > 0 {
+		if c.timer == nil {
+			c.timer = time.AfterFunc(wait, c.syncLater)
+		}
+		return nil
+	}
+	return c.sync()
+}
+
+// syncLater syncs records written within SyncEvery of the last sync.
+func (c *File) syncLater() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timer = nil
+	if c.f != nil && c.dirty {
+		c.sync() // an error shows on the next Append's or Close's sync
+	}
+}
+
+func (c *File) sync() error {
 	if err := c.f.Sync(); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.path, err)
 	}
-	c.count += len(recs)
+	c.synced, c.dirty = time.Now(), false
 	return nil
 }
 
@@ -250,7 +284,17 @@ func (c *File) close() error {
 	open.Lock()
 	delete(open.files, c)
 	open.Unlock()
-	err := c.f.Close()
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	var err error
+	if c.dirty {
+		err = c.sync()
+	}
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
 	c.f = nil
 	if c.count == 0 {
 		os.Remove(c.path)
