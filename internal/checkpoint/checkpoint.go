@@ -69,7 +69,7 @@ type File struct {
 	timer  *time.Timer
 }
 
-// open holds the checkpoints open in this process, for Note.
+// open holds the checkpoints open in this process, for CloseAll.
 var open struct {
 	sync.Mutex
 	files map[*File]bool
