@@ -2,6 +2,7 @@ package graphs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -17,6 +18,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
@@ -57,6 +59,12 @@ type DRR struct {
 	// first and total place a shard's poses in the run's: poses
 	// [first, first + len(Poses)) of total (0, 0: not a shard).
 	first, total int
+	// done is the number of poses, from the first, a resumed run took
+	// from its checkpoint, and restoredNonFinite the NaN or infinite
+	// pixels among them.
+	done              int
+	restoredNonFinite int64
+	ckpt              *checkpoint.File // nil: no checkpoint
 }
 
 // NewDRR checks cfg and returns the Job.
@@ -85,7 +93,7 @@ func (w *DRR) Name() string { return "drr" }
 func (w *DRR) Dtype() tensor.Dtype { return tensor.Float32 }
 
 // Items is the number of poses.
-func (w *DRR) Items() int { return len(w.cfg.Poses) }
+func (w *DRR) Items() int { return len(w.cfg.Poses) - w.done }
 
 // MaxBatch is 16 poses: enough rays to keep every core busy.
 func (w *DRR) MaxBatch() int { return 16 }
@@ -155,7 +163,7 @@ func (w *DRR) StagingBytes(int) int64 {
 func (w *DRR) Feed(in []*tensor.Dense, off, n int) error {
 	d := in[0].Data().([]float64)
 	for r := range n {
-		w.cfg.Poses[off+r].Encode(d[r*ops.PoseWidth : (r+1)*ops.PoseWidth])
+		w.cfg.Poses[w.done+off+r].Encode(d[r*ops.PoseWidth : (r+1)*ops.PoseWidth])
 	}
 	return nil
 }
@@ -182,15 +190,89 @@ func (w *DRR) Consume(out []*tensor.Dense, off, n int) error {
 		w.Max = max(w.Max, st[1])
 		w.nonzero += int(rays[r*ops.ImageStatsWidth+2])
 		if w.cfg.Image != nil {
-			if err := w.cfg.Image(off+r, img, float32(st[0]), float32(st[1])); err != nil {
+			if err := w.cfg.Image(w.done+off+r, img, float32(st[0]), float32(st[1])); err != nil {
 				return err
 			}
 		}
 	}
 	if w.cfg.Out != nil {
-		return w.cfg.Out.Write32(imgs[:n*per])
+		if err := w.cfg.Out.Write32(imgs[:n*per]); err != nil {
+			return err
+		}
 	}
-	return nil
+	return w.save(imgs[:n*per], rays, n)
+}
+
+// recordBytes is the size of a checkpoint record: a pose's count of rays
+// that hit the volume, then its image.
+func (w *DRR) recordBytes() int { return 8 + 4*w.rows*w.cs }
+
+// save appends the batch's n images and their rays' statistics to the
+// checkpoint.
+func (w *DRR) save(imgs []float32, rays []float64, n int) error {
+	if w.ckpt == nil {
+		return nil
+	}
+	per := w.rows * w.cs
+	recs := make([][]byte, n)
+	for r := range recs {
+		b := binary.LittleEndian.AppendUint64(make([]byte, 0, w.recordBytes()), uint64(rays[r*ops.ImageStatsWidth+2]))
+		for _, v := range imgs[r*per : (r+1)*per] {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+		recs[r] = b
+	}
+	return w.ckpt.Append(recs)
+}
+
+// restorer returns a function that takes the next pose from a checkpoint
+// record as rendered: its image is counted and written as Consume does.
+func (w *DRR) restorer() func([]byte) error {
+	img := make([]float32, w.rows*w.cs)
+	return func(b []byte) error {
+		if w.done == len(w.cfg.Poses) {
+			return errors.New("more poses than the run has: the checkpoint is corrupt")
+		}
+		w.nonzero += int(binary.LittleEndian.Uint64(b))
+		for k := range img {
+			img[k] = math.Float32frombits(binary.LittleEndian.Uint32(b[8+4*k:]))
+			w.Sum += float64(img[k])
+		}
+		lo, hi := imageRange(img)
+		w.Max = max(w.Max, float64(hi))
+		if w.cfg.Post != nil {
+			w.restoredNonFinite += countNonFinite32(img)
+		}
+		if w.cfg.Image != nil {
+			if err := w.cfg.Image(w.done, img, lo, hi); err != nil {
+				return err
+			}
+		}
+		if w.cfg.Out != nil {
+			if err := w.cfg.Out.Write32(img); err != nil {
+				return err
+			}
+		}
+		w.done++
+		return nil
+	}
+}
+
+// checkpointBytes is the most a checkpoint of n poses of rows × cols
+// takes: a record per pose and its checksum.
+func checkpointBytes(n, rows, cols int) int64 {
+	return sysmem.Mul(int64(n), 4*int64(rows)*int64(cols)+8+4)
+}
+
+// countNonFinite32 counts the NaN and infinite values of v.
+func countNonFinite32(v []float32) int64 {
+	var n int64
+	for _, x := range v {
+		if x != x || math.IsInf(float64(x), 0) {
+			n++
+		}
+	}
+	return n
 }
 
 // AllMissed reports whether every ray of the run missed the volume.
@@ -224,7 +306,7 @@ func (w *DRR) Result() DRRResult {
 		r.Range = [3]int{w.first, w.first + len(w.cfg.Poses), w.total}
 	}
 	if f := w.cfg.Post; f != nil {
-		r.Post, r.NonFinite = f.F.Canonical(), f.NonFinite()
+		r.Post, r.NonFinite = f.F.Canonical(), f.NonFinite()+w.restoredNonFinite
 	}
 	return r
 }
@@ -304,6 +386,9 @@ type DRRSpec struct {
 	// Warn receives warnings about the inputs (a NIfTI file without an
 	// sform or qform); nil: discarded.
 	Warn io.Writer
+	// Resume continues the run whose checkpoint is beside its output (see
+	// openCheckpoint); without it, a checkpoint there is refused.
+	Resume bool
 }
 
 // DefaultDRRSpec is the built-in case: the 128³ Shepp–Logan phantom over
@@ -397,6 +482,9 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 	if p.shard, err = parseShard(s.Shard, s.Shards, s.Env, s.Out); err != nil {
 		return p, err
 	}
+	if s.Resume && s.Out == "" {
+		return p, errors.New("--resume: it needs --out: a run without output keeps no checkpoint")
+	}
 	return p, nil
 }
 
@@ -429,6 +517,7 @@ func parseTriple(name, s string) (*[3]float64, error) {
 // DRRTask is an opened DRR run.
 type DRRTask struct {
 	job    *DRR
+	ckp    *checkpoint.File
 	dir    string
 	dirs   []string         // directories Open created for Out, outermost first
 	npyOut *atomicfile.File // drr.npy, or a shard's archive
@@ -504,7 +593,8 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		cfg.Poses = poses[lo:hi]
 		if withOutput {
 			r, c := poses[0].Rows, poses[0].Cols
-			if err := atomicfile.CheckSpace(s.Out, sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4)); err != nil {
+			size := addBytes(sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4), checkpointBytes(hi-lo, r, c))
+			if err := atomicfile.CheckSpace(s.Out, size); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
 			if t.npyOut, err = atomicfile.Create(s.Out); err != nil {
@@ -525,6 +615,11 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 			return nil, err
 		}
 		t.job.first, t.job.total = lo, len(poses)
+		if withOutput {
+			if err := t.resume(s, s.Out, fp, lo, hi); err != nil {
+				return nil, err
+			}
+		}
 		return t, nil
 	}
 	if withOutput && s.Out != "" {
@@ -535,6 +630,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		if s.PNG {
 			size = sysmem.Mul(int64(len(poses)), int64(poses[0].Rows), int64(poses[0].Cols), 6)
 		}
+		size = addBytes(size, checkpointBytes(len(poses), poses[0].Rows, poses[0].Cols))
 		if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), size); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
@@ -553,7 +649,23 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 	if t.job, err = NewDRR(cfg); err != nil {
 		return nil, err
 	}
+	if withOutput && s.Out != "" {
+		if err := t.resume(s, filepath.Join(s.Out, "drr.npy"), s.fingerprint(v, poses, cfg, dev), 0, len(poses)); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// resume opens the checkpoint of the output out, poses [lo, hi) of a run
+// of fingerprint fp, and with s.Resume writes the poses it holds.
+func (t *DRRTask) resume(s DRRSpec, out, fp string, lo, hi int) (err error) {
+	h := checkpoint.Header{Workload: shard.DRR, Fingerprint: fp, Lo: lo, Hi: hi, Record: t.job.recordBytes()}
+	if t.ckp, err = openCheckpoint(out, h, s.Resume, hi-lo, "poses", t.job.restorer()); err != nil {
+		return err
+	}
+	t.job.ckpt = t.ckp
+	return nil
 }
 
 // fingerprint identifies what a shard's images depend on: the volume as
@@ -696,7 +808,7 @@ func (t *DRRTask) Commit() error {
 			return fmt.Errorf("--png: %w", err)
 		}
 	}
-	return nil
+	return removeCheckpoint(&t.ckp)
 }
 
 // Close removes the outputs not committed, and the directories OpenDRR
@@ -710,7 +822,12 @@ func (t *DRRTask) Close() error {
 		p.Abort() // a no-op on those renamed
 	}
 	t.pngs = nil
+	closeCheckpoint(&t.ckp)
 	atomicfile.RemoveDirs(t.dirs)
 	t.dirs = nil
 	return nil
 }
+
+// Unfinished is err, the error that ended the run, saying what the
+// checkpoint holds and how to continue.
+func (t *DRRTask) Unfinished(err error) error { return unfinished(t.job.Name(), err, t.ckp) }

@@ -98,6 +98,9 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if job.Items() == 0 { // resumed with every item already done
+		return finishOnly(job, limit)
+	}
 	if len(cfg.Devices) > 1 {
 		limit /= int64(len(cfg.Devices))
 	}
@@ -176,6 +179,16 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	}
 	s := rec.Close()
 	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil
+}
+
+// finishOnly finishes a job with no batches to run.
+func finishOnly(job Job, limit int64) (*Outcome, error) {
+	if f, ok := job.(Finisher); ok {
+		if err := f.Finish(); err != nil {
+			return nil, fmt.Errorf("%s: %w", job.Name(), err)
+		}
+	}
+	return &Outcome{Plan: Plan{Workload: job.Name(), Limit: limit}, Summary: telemetry.NewRecorder(0).Close()}, nil
 }
 
 // itemUnit names what a workload's items are, for the progress bar's rate.

@@ -2,12 +2,14 @@ package graphs
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"go/token"
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
@@ -89,6 +92,8 @@ type Wavelet struct {
 	// nonFinite counts NaN or infinite statistics of a run with formulas.
 	nonFinite int64
 	row       []byte
+	computed  int              // kernels the whole run convolves, resumed or not
+	ckpt      *checkpoint.File // nil: no checkpoint
 }
 
 // WaveletPads returns, for every combination, the padding it runs with
@@ -261,6 +266,7 @@ func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 		}
 	}
 	sort.Ints(w.order)
+	w.computed = len(w.order)
 	if cfg.Src.Boundary == ops.Reflect {
 		size := func(p [3]int) int { return (2*p[0] + 1) * (2*p[1] + 1) * (2*p[2] + 1) }
 		sort.SliceStable(w.order, func(a, b int) bool {
@@ -356,7 +362,77 @@ func (w *Wavelet) Consume(out []*tensor.Dense, off, n int) error {
 	if w.cfg.FailOnNonFinite && w.nonFinite > 0 {
 		return errNonFinite("--kernel or --stat", w.nonFinite)
 	}
-	return nil
+	return w.save(off, n)
+}
+
+// recordBytes is the size of a checkpoint record: a computed combination's
+// index and its statistics.
+func (w *Wavelet) recordBytes() int { return 8 * (1 + 4 + w.extra()) }
+
+// save appends the combinations run in places [off, off+n) to the
+// checkpoint.
+func (w *Wavelet) save(off, n int) error {
+	if w.ckpt == nil {
+		return nil
+	}
+	recs := make([][]byte, n)
+	for r := range recs {
+		i := w.order[off+r]
+		b := binary.LittleEndian.AppendUint64(make([]byte, 0, w.recordBytes()), uint64(i))
+		for _, v := range append(w.Stats[i][:], w.extraOf(i)...) {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		recs[r] = b
+	}
+	return w.ckpt.Append(recs)
+}
+
+// extraOf is combination i's values of the user's statistics.
+func (w *Wavelet) extraOf(i int) []float64 {
+	if w.Extra == nil {
+		return nil
+	}
+	return w.Extra[i]
+}
+
+// restorer returns restore, which takes the combination of a checkpoint's
+// record as computed: its statistics, and those of the combinations
+// sharing its kernel, are set; and drop, which takes the combinations
+// restored out of the order still to run.
+func (w *Wavelet) restorer() (restore func([]byte) error, drop func()) {
+	todo := map[int]bool{}
+	for _, i := range w.order {
+		todo[i] = true
+	}
+	done := map[int]bool{}
+	k := w.extra()
+	vals := make([]float64, 4+k)
+	restore = func(b []byte) error {
+		i := int(binary.LittleEndian.Uint64(b))
+		if !todo[i] || done[i] {
+			return fmt.Errorf("combination %d is not one this run computes: the checkpoint is corrupt", i)
+		}
+		for j := range vals {
+			vals[j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*(1+j):]))
+		}
+		w.Stats[i] = [4]float64(vals[:4])
+		if k > 0 {
+			copy(w.Extra[i], vals[4:])
+		}
+		if w.cfg.Src.Formulas != nil {
+			w.nonFinite += countNonFinite(vals)
+		}
+		for _, j := range w.same[i] {
+			w.Stats[j] = w.Stats[i]
+			if k > 0 {
+				copy(w.Extra[j], w.Extra[i])
+			}
+		}
+		done[i] = true
+		return nil
+	}
+	drop = func() { w.order = slices.DeleteFunc(w.order, func(i int) bool { return done[i] }) }
+	return restore, drop
 }
 
 // extra is the number of the user's statistics.
@@ -448,7 +524,7 @@ type WaveletResult struct {
 
 // Result names the combination with the largest response energy.
 func (w *Wavelet) Result() WaveletResult {
-	r := WaveletResult{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: len(w.order), NonFinite: w.nonFinite}
+	r := WaveletResult{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: w.computed, NonFinite: w.nonFinite}
 	if w.cfg.Hi-w.cfg.Lo < len(w.cfg.Combos) {
 		r.Range = [3]int{w.cfg.Lo, w.cfg.Hi, len(w.cfg.Combos)}
 	}
@@ -511,6 +587,9 @@ type WaveletSpec struct {
 	Shards *int
 	Env    func(string) (string, bool)
 	Warn   io.Writer // the volume reader's warnings; nil: discarded
+	// Resume continues the run whose checkpoint is beside Out (see
+	// openCheckpoint); without it, a checkpoint there is refused.
+	Resume bool
 }
 
 // DefaultWaveletSpec is the built-in sweep: a random 32³ volume, θ over
@@ -583,6 +662,9 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 	}
 	if p.shard, err = parseShard(s.Shard, s.Shards, s.Env, s.Out); err != nil {
 		return p, err
+	}
+	if s.Resume && s.Out == "" {
+		return p, errors.New("--resume: it needs --out: a run to standard output keeps no checkpoint")
 	}
 	return p, nil
 }
@@ -697,6 +779,7 @@ func parseList(name, s string) ([]float64, error) {
 // WaveletTask is an opened wavelet sweep.
 type WaveletTask struct {
 	job *Wavelet
+	ckp *checkpoint.File
 	out *atomicfile.File
 	npz *npy.NPZWriter // a shard's archive
 	csv *bufio.Writer
@@ -775,6 +858,17 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	if t.job, err = NewWavelet(cfg); err != nil {
 		return nil, err
 	}
+	var fp string
+	if withOutput && s.Out != "" {
+		fp = s.fingerprint(p, v, n, t.job.Header(), dev)
+		h := checkpoint.Header{Workload: shard.Wavelet, Fingerprint: fp, Lo: lo, Hi: hi, Record: t.job.recordBytes()}
+		restore, drop := t.job.restorer()
+		if t.ckp, err = openCheckpoint(s.Out, h, s.Resume, t.job.computed, "kernels", restore); err != nil {
+			return nil, err
+		}
+		drop()
+		t.job.ckpt = t.ckp
+	}
 	if withOutput {
 		switch {
 		case p.shard.sharded:
@@ -784,7 +878,7 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 			t.npz = npy.NewNPZWriter(t.out)
 			meta := shard.RangeMeta{Workload: shard.Wavelet, Items: len(p.combos), Lo: lo, Hi: hi,
 				Index: p.shard.index, Count: p.shard.count, Header: t.job.Header(),
-				Fingerprint: s.fingerprint(p, v, n, t.job.Header(), dev)}
+				Fingerprint: fp}
 			if err = shard.WriteRangeMeta(t.npz, meta); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
@@ -882,14 +976,19 @@ func (t *WaveletTask) Commit() error {
 		}
 		t.out = nil
 	}
-	return nil
+	return removeCheckpoint(&t.ckp)
 }
 
-// Close removes an uncommitted output file.
+// Close removes an uncommitted output file and closes the checkpoint,
+// which stays when it holds finished work.
 func (t *WaveletTask) Close() error {
 	if t.out != nil {
 		t.out.Abort()
 		t.out = nil
 	}
-	return nil
+	return closeCheckpoint(&t.ckp)
 }
+
+// Unfinished is err, the error that ended the run, saying what the
+// checkpoint holds and how to continue.
+func (t *WaveletTask) Unfinished(err error) error { return unfinished(t.job.Name(), err, t.ckp) }

@@ -164,7 +164,8 @@ func TestWaveletReplayDoesNotAllocate(t *testing.T) {
 }
 
 // The CSV goes to Stdout without Out, to Out (renamed into place on
-// Commit) with it, and nowhere before Commit or after Close.
+// Commit) with it, and nowhere before Commit or after Close; a run closed
+// before Commit leaves only its checkpoint.
 func TestWaveletTaskOutput(t *testing.T) {
 	d, err := CPU(1 << 30)
 	if err != nil {
@@ -196,6 +197,7 @@ func TestWaveletTaskOutput(t *testing.T) {
 	dir := t.TempDir()
 	spec.Out = filepath.Join(dir, "stats.csv")
 	for _, commit := range []bool{false, true} {
+		spec.Resume = commit // the run not committed left its checkpoint
 		task, err := OpenWavelet(spec, d, true)
 		if err != nil {
 			t.Fatal(err)
@@ -213,6 +215,9 @@ func TestWaveletTaskOutput(t *testing.T) {
 		if !commit {
 			if err == nil {
 				t.Error("an output not committed was left behind")
+			}
+			if _, err := os.Stat(spec.Out + ".ckpt"); err != nil {
+				t.Errorf("no checkpoint kept: %v", err)
 			}
 			continue
 		}

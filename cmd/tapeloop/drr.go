@@ -40,6 +40,7 @@ var drrFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "png", Category: catDRR, Usage: "with --out: also one 16-bit PNG per pose, drr_0000.png … (shards: written by tapeloop merge)"},
 	&cli.StringFlag{Name: "shard", Category: catDRR, Usage: "render only shard `i/n` of the poses (0 ≤ i < n, a contiguous range) into --out FILE.npz (merge with tapeloop merge)"},
 	&cli.IntFlag{Name: "shards", Category: catDRR, Usage: "split into `n` shards, this job's index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"},
+	resumeFlag,
 }
 
 var drrCommand = &cli.Command{
@@ -86,6 +87,7 @@ func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"), Method: c.String("method"),
 		Out: c.String("out"), PNG: c.Bool("png"), Warn: os.Stderr, Shards: intIfSet(c, "shards"),
+		Resume: c.Bool(resumeFlag.Name),
 	}
 	if c.IsSet("shard") {
 		v := c.String("shard")
@@ -112,7 +114,7 @@ func runDRR(c *cli.Context) error {
 	}
 	defer t.Close()
 	if _, err := runTask(c.Context, e, dev, t); err != nil {
-		return err
+		return t.Unfinished(err)
 	}
 	if t.AllMissed() {
 		fmt.Fprintln(os.Stderr, "tapeloop: warning: every ray missed the volume: check the geometry against the volume's origin, spacing and direction, and --frame")

@@ -47,6 +47,11 @@ var (
 		Usage: "stop with an error when a formula gives NaN or ±Inf (else they are counted and reported)"}
 )
 
+// resumeFlag continues a wavelet or DRR run from the checkpoint beside its
+// output.
+var resumeFlag = &cli.BoolFlag{Name: "resume", Category: catEngine,
+	Usage: "continue a stopped run from its checkpoint (wavelet: OUT.ckpt; drr: DIR/drr.npy.ckpt; a shard: FILE.npz.ckpt): the same command and flags, plus --resume"}
+
 // params reads --param name=value.
 func params(c *cli.Context) (map[string]float64, error) {
 	return graphs.ParseParams(c.StringSlice(paramFlag.Name))

@@ -17,7 +17,8 @@ import (
 
 // stopGrace is how long a run has, after SIGINT or SIGTERM, to stop by
 // itself (between batches, or inside an op's next block of work) before
-// the process removes its pending outputs and exits.
+// the process removes its pending outputs, closes its checkpoints (their
+// finished batches are on disk already) and exits.
 const stopGrace = 800 * time.Millisecond
 
 func main() {
@@ -31,12 +32,16 @@ func main() {
 		case <-time.After(stopGrace):
 		case <-sigs:
 		}
+		saved := "nothing was written"
+		if notes := graphs.StopNotes(); len(notes) > 0 { // before RemovePending: an empty checkpoint goes, and its directory with it
+			saved = strings.Join(notes, "; ")
+		}
 		graphs.RemovePending()
 		name := "SIGTERM"
 		if s == os.Interrupt {
 			name = "SIGINT"
 		}
-		fmt.Fprintf(os.Stderr, "tapeloop: stopped by %s; nothing was written\n", name)
+		fmt.Fprintf(os.Stderr, "tapeloop: stopped by %s; %s\n", name, saved)
 		os.Exit(1)
 	}()
 	if err := newApp().RunContext(ctx, os.Args); err != nil {

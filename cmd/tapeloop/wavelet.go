@@ -29,6 +29,7 @@ var waveletFlags = []cli.Flag{
 	&cli.StringFlag{Name: "out", Category: catWavelet, Usage: "write the statistics CSV to `FILE` (default: standard output; a shard: an .npz)"},
 	&cli.StringFlag{Name: "shard", Category: catWavelet, Usage: "compute only shard `i/n` of the combinations (0 ≤ i < n, in CSV order) into --out FILE.npz (merge with tapeloop merge)"},
 	&cli.IntFlag{Name: "shards", Category: catWavelet, Usage: "split into `n` shards, this job's index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"},
+	resumeFlag,
 }
 
 var waveletCommand = &cli.Command{
@@ -55,7 +56,7 @@ func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
 		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"), A: c.Float64("a"),
 		Boundary: c.String("boundary"), Out: c.String("out"), Stdout: os.Stdout, Warn: os.Stderr,
 		Kernel: c.String("kernel"), Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
-		Shards: intIfSet(c, "shards"),
+		Shards: intIfSet(c, "shards"), Resume: c.Bool(resumeFlag.Name),
 	}
 	if c.IsSet("shard") {
 		v := c.String("shard")
@@ -77,7 +78,7 @@ func runWavelet(c *cli.Context) error {
 	}
 	defer t.Close()
 	if _, err := runTask(c.Context, e, dev, t); err != nil {
-		return err
+		return t.Unfinished(err)
 	}
 	if !e.quiet {
 		r := t.Summary()

@@ -3,14 +3,21 @@
 // over it only on Commit. The temporary files and the directories made for
 // outputs that are still pending are tracked, so that a process stopped by
 // a signal can remove them (RemovePending) before it exits.
+//
+// A temporary file is named .NAME.tmp-HOST-PID-RANDOM, after the host and
+// process writing it: those left by killed processes are removed by the
+// next process of the same host to Create a file in their directory.
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -99,18 +106,91 @@ type File struct {
 	done bool
 }
 
-// Create opens a temporary file in the directory of path.
+// Create opens a temporary file in the directory of path. The first Create
+// of a process in a directory removes the temporary files there that
+// killed processes of this host left.
 func Create(path string) (*File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	host := hostname()
+	removeStale(dir, host)
+	f, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%s-%d-*", base, host, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	track(f.Name())
 	return &File{File: f, Path: path}, nil
+}
+
+// hostname is the host's name as it may appear in a file name.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == 0 {
+			return '_'
+		}
+		return r
+	}, h)
+}
+
+// swept holds the directories removeStale has cleaned.
+var swept sync.Map
+
+// removeStale removes, once per directory and process, the temporary files
+// in dir written on host by processes no longer running.
+func removeStale(dir, host string) {
+	if _, done := swept.LoadOrStore(filepath.Clean(dir), true); done {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	mark := ".tmp-" + host + "-"
+	for _, e := range entries {
+		name := e.Name()
+		i := strings.LastIndex(name, mark)
+		if !strings.HasPrefix(name, ".") || i < 0 {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(name[i+len(mark):], "-")
+		pid, err := strconv.Atoi(pidStr)
+		if ok && err == nil && pid > 0 && gone(pid) {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+}
+
+// gone reports whether process pid has ended: it does not exist, or it is
+// a zombie (ended, not yet reaped by its parent; Linux's /proc tells).
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state …: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// globEscape quotes the characters filepath.Match treats specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Commit syncs and closes the temporary file and renames it to Path.

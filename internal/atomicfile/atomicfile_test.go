@@ -1,7 +1,9 @@
 package atomicfile
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -62,5 +64,40 @@ func TestRemovePending(t *testing.T) {
 	}
 	if len(names) != 2 || names[0] != "done.npy" || names[1] != "kept" {
 		t.Fatalf("after RemovePending: %v, want [done.npy kept]", names)
+	}
+}
+
+// TestCreateRemovesStale: Create removes the temporary files in its
+// directory left by processes of this host that are gone, and keeps those
+// of a live process and of other hosts.
+func TestCreateRemovesStale(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true(1) to take a dead process's id from")
+	}
+	dead := cmd.Process.Pid
+	host := hostname()
+	names := map[string]bool{ // name: kept
+		fmt.Sprintf(".out.csv.tmp-%s-%d-123", host, dead):        false,
+		fmt.Sprintf(".out.csv.tmp-%s-%d-456", host, os.Getpid()): true,
+		fmt.Sprintf(".out.csv.tmp-otherhost-%d-789", dead):       true,
+		fmt.Sprintf(".other.csv.tmp-%s-%d-123", host, dead):      false,
+		"other.csv": true,
+	}
+	for n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Create(filepath.Join(dir, "out.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Abort()
+	for n, kept := range names {
+		if _, err := os.Stat(filepath.Join(dir, n)); (err == nil) != kept {
+			t.Errorf("%s: exists %v, want %v", n, err == nil, kept)
+		}
 	}
 }
