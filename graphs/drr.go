@@ -65,6 +65,8 @@ type DRR struct {
 	done              int
 	restoredNonFinite int64
 	ckpt              *checkpoint.File // nil: no checkpoint
+	recBuf            []byte           // the checkpoint records of a batch, reused
+	recs              [][]byte
 }
 
 // NewDRR checks cfg and returns the Job.
@@ -147,11 +149,15 @@ func (w *DRR) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	return []*G.Node{poses}, []*G.Node{post, stats, raw}, nil
 }
 
-// StagingBytes counts the output writer's buffers and a PNG's.
-func (w *DRR) StagingBytes(int) int64 {
+// StagingBytes counts the output writer's buffers, a PNG's, and a batch's
+// checkpoint records (encoded, then with their checksums).
+func (w *DRR) StagingBytes(batch int) int64 {
 	var b int64
 	if w.cfg.Out != nil {
 		b += 1<<16 + 8192*8
+	}
+	if w.ckpt != nil {
+		b += 2 * int64(batch) * int64(w.recordBytes()+4)
 	}
 	if w.cfg.Image != nil {
 		b += int64(w.rows*w.cs) * 2 * 2
@@ -213,10 +219,13 @@ func (w *DRR) save(imgs []float32, rays []float64, n int) error {
 	if w.ckpt == nil {
 		return nil
 	}
-	per := w.rows * w.cs
-	recs := make([][]byte, n)
+	per, size := w.rows*w.cs, w.recordBytes()
+	if cap(w.recBuf) < n*size { // kept between batches: no garbage per batch
+		w.recBuf, w.recs = make([]byte, n*size), make([][]byte, n)
+	}
+	recs := w.recs[:n]
 	for r := range recs {
-		b := binary.LittleEndian.AppendUint64(make([]byte, 0, w.recordBytes()), uint64(rays[r*ops.ImageStatsWidth+2]))
+		b := binary.LittleEndian.AppendUint64(w.recBuf[r*size:r*size], uint64(rays[r*ops.ImageStatsWidth+2]))
 		for _, v := range imgs[r*per : (r+1)*per] {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 		}

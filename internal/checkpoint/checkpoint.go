@@ -67,6 +67,7 @@ type File struct {
 	synced time.Time
 	dirty  bool
 	timer  *time.Timer
+	buf    []byte // the records of the last Append with their CRCs, reused
 }
 
 // open holds the checkpoints open in this process, for CloseAll.
@@ -199,7 +200,12 @@ func openAppend(path string, rec, count, total int, what string) (*File, error) 
 // Append writes records (each of the header's Record bytes), each with its
 // CRC, and syncs the file when it was last synced SyncEvery ago.
 func (c *File) Append(recs [][]byte) error {
-	b := make([]byte, 0, len(recs)*(c.rec+4))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f == nil {
+		return errors.New("checkpoint: closed")
+	}
+	b := c.buf[:0] // kept between batches: a run's records are written without garbage
 	for _, r := range recs {
 		if len(r) != c.rec {
 			panic("checkpoint: record of the wrong size")
@@ -207,11 +213,7 @@ func (c *File) Append(recs [][]byte) error {
 		b = append(b, r...)
 		b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(r))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.f == nil {
-		return errors.New("checkpoint: closed")
-	}
+	c.buf = b
 	if _, err := c.f.Write(b); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.path, err)
 	}
