@@ -151,21 +151,12 @@ func OpenRange(workload string, paths []string) (_ []RangeShard, err error) {
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Meta.Lo < all[j].Meta.Lo })
-	next := 0
+	spans := make([]span, len(all))
 	for i, o := range all {
-		m := o.Meta
-		switch {
-		case i > 0 && m.Lo == all[i-1].Meta.Lo && m.Hi == all[i-1].Meta.Hi:
-			return nil, fmt.Errorf("%w: %s and %s hold the same %s [%d, %d)", ErrShards, all[i-1].Path, o.Path, what, m.Lo, m.Hi)
-		case m.Lo < next:
-			return nil, fmt.Errorf("%w: %s (%s [%d, %d)) overlaps %s (%s up to %d)", ErrShards, o.Path, what, m.Lo, m.Hi, all[i-1].Path, what, next)
-		case m.Lo > next:
-			return nil, fmt.Errorf("%w: %s [%d, %d) are missing: no shard holds them", ErrShards, what, next, m.Lo)
-		}
-		next = m.Hi
+		spans[i] = span{o.Path, o.Meta.Lo, o.Meta.Hi}
 	}
-	if next != ref.Items {
-		return nil, fmt.Errorf("%w: %s [%d, %d) are missing: no shard holds them", ErrShards, what, next, ref.Items)
+	if err := checkCover(spans, ref.Items, what); err != nil {
+		return nil, err
 	}
 	return all, nil
 }

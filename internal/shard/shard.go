@@ -196,21 +196,12 @@ func Merge(out string, paths []string) error {
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].meta.Lo < all[j].meta.Lo })
-	next := 0
+	spans := make([]span, len(all))
 	for i, o := range all {
-		m := o.meta
-		switch {
-		case i > 0 && m.Lo == all[i-1].meta.Lo && m.Hi == all[i-1].meta.Hi:
-			return fmt.Errorf("%w: %s and %s hold the same rows [%d, %d)", ErrShards, all[i-1].path, o.path, m.Lo, m.Hi)
-		case m.Lo < next:
-			return fmt.Errorf("%w: %s (rows [%d, %d)) overlaps %s (rows up to %d)", ErrShards, o.path, m.Lo, m.Hi, all[i-1].path, next)
-		case m.Lo > next:
-			return fmt.Errorf("%w: rows [%d, %d) are missing: no shard holds them", ErrShards, next, m.Lo)
-		}
-		next = m.Hi
+		spans[i] = span{o.path, o.meta.Lo, o.meta.Hi}
 	}
-	if next != ref.N {
-		return fmt.Errorf("%w: rows [%d, %d) are missing: no shard holds them", ErrShards, next, ref.N)
+	if err := checkCover(spans, ref.N, "rows"); err != nil {
+		return err
 	}
 
 	if ref.TopK > 0 && !strings.HasSuffix(strings.ToLower(out), ".npz") {
@@ -354,6 +345,33 @@ func copyRows(o opened, member string, shape []int, buf []float64, write func([]
 		if err := write(buf[:n]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// span is the range [lo, hi) of items one shard file holds.
+type span struct {
+	path   string
+	lo, hi int
+}
+
+// checkCover checks that spans, sorted by lo, cover [0, total) once each:
+// no range held twice, no overlap, none missing. what names the items.
+func checkCover(spans []span, total int, what string) error {
+	next := 0
+	for i, s := range spans {
+		switch {
+		case i > 0 && s.lo == spans[i-1].lo && s.hi == spans[i-1].hi:
+			return fmt.Errorf("%w: %s and %s hold the same %s [%d, %d)", ErrShards, spans[i-1].path, s.path, what, s.lo, s.hi)
+		case s.lo < next:
+			return fmt.Errorf("%w: %s (%s [%d, %d)) overlaps %s (%s up to %d)", ErrShards, s.path, what, s.lo, s.hi, spans[i-1].path, what, next)
+		case s.lo > next:
+			return fmt.Errorf("%w: %s [%d, %d) are missing: no shard holds them", ErrShards, what, next, s.lo)
+		}
+		next = s.hi
+	}
+	if next != total {
+		return fmt.Errorf("%w: %s [%d, %d) are missing: no shard holds them", ErrShards, what, next, total)
 	}
 	return nil
 }
