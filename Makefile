@@ -5,7 +5,7 @@ PKG     := ./cmd/tapeloop
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
 
-.PHONY: all build run test test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
+.PHONY: all build run test python test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
@@ -65,6 +65,21 @@ test-deps:
 
 vet:
 	$(GO) vet ./...
+
+## python: the C ABI (./capi) as python/tapeloop/libtapeloop.so, next to the
+## pure-Python package: PYTHONPATH=python python3 -c "import tapeloop".
+PYLIB := python/tapeloop/libtapeloop.so
+python:
+	$(GO) build -buildmode=c-shared -o $(PYLIB) ./capi
+
+## test-python: the Python package's tests (pytest, with /usr/bin/python3 and
+## Debian's python3-numpy and python3-pytest) against NumPy and bin/tapeloop;
+## skipped with one note where those are missing.
+test-python:
+	@if /usr/bin/python3 -c 'import numpy, pytest' 2>/dev/null; then \
+	  $(MAKE) --no-print-directory build python && \
+	  cd python && /usr/bin/python3 -m pytest -q tests; \
+	else echo "note: /usr/bin/python3 with numpy and pytest (python3-numpy, python3-pytest) not found; the Python tests are skipped"; fi
 
 ## bench: the op and full-size benchmarks, with the NumPy peer side by side.
 bench: test-deps
@@ -161,4 +176,4 @@ generate:
 	done
 
 clean:
-	rm -rf bin
+	rm -rf bin $(PYLIB) python/tapeloop/libtapeloop.h
