@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"unsafe"
 
@@ -68,7 +67,7 @@ func lookup(h int64) (*object, error) {
 func guard(f func() error) (msg *C.char) {
 	defer func() {
 		if r := recover(); r != nil {
-			msg = C.CString(fmt.Sprintf("internal error: %v\n%s", r, debug.Stack()))
+			msg = C.CString(fmt.Sprintf("internal error (a bug in tapeloop): %v", r))
 		}
 	}()
 	if err := f(); err != nil {

@@ -71,8 +71,6 @@ def _input(name, arr, dtype, shape):
     if a.shape != shape:
         raise Error(f"{name}: shape {a.shape}, the compiled shape is {shape}")
     if a.dtype != dtype:
-        if not np.can_cast(a.dtype, dtype, casting="same_kind"):
-            raise Error(f"{name}: dtype {a.dtype}, the compiled dtype is {dtype}")
         raise Error(f"{name}: dtype {a.dtype}, the compiled dtype is {dtype} (convert with .astype)")
     return np.ascontiguousarray(a)
 
