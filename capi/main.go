@@ -33,9 +33,10 @@ func main() {}
 
 // object is one compiled workload behind a handle; mu serializes its runs.
 type object struct {
-	mu     sync.Mutex
-	closed bool
-	interp *graphs.InterpProgram
+	mu       sync.Mutex
+	closed   bool
+	interp   *graphs.InterpProgram
+	affinity *graphs.AffinityProgram
 }
 
 var (
@@ -135,8 +136,11 @@ func tl_close(h C.int64_t) *C.char {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		o.closed = true
-		if o.interp != nil {
+		switch {
+		case o.interp != nil:
 			return o.interp.Close()
+		case o.affinity != nil:
+			return o.affinity.Close()
 		}
 		return nil
 	})
