@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Error", "Interp", "interp", "version"]
+__all__ = ["Error", "Interp", "interp", "Affinity", "affinity", "version"]
 
 _ABI = "tapeloop-capi 1"
 
@@ -38,6 +38,9 @@ def _load():
     lib.tl_interp_shape.argtypes, lib.tl_interp_shape.restype = [i64, p64, p64, p64], err
     lib.tl_interp_run.argtypes = [i64, ctypes.c_void_p, i64, ctypes.c_void_p, i64, i64]
     lib.tl_interp_run.restype = err
+    lib.tl_affinity_create.argtypes, lib.tl_affinity_create.restype = [ctypes.c_char_p, p64], err
+    lib.tl_affinity_run.argtypes = [i64, ctypes.c_void_p, i64, ctypes.c_void_p, i64, i64]
+    lib.tl_affinity_run.restype = err
     return lib
 
 
@@ -157,3 +160,63 @@ def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", m
         raise Error(f"x: shape {x.shape}, want (N,)")
     with Interp(f, a, dx, batch=x.shape[0], reduce=reduce, params=params, dtype=dtype, method=method) as r:
         return r(x)
+
+
+class Affinity:
+    """The (B, B) affinity matrix of a batch of B flattened images of D values
+    against itself, compiled once for shape=(B, D) and dtype.
+
+    metric: "dot" (default), "cosine", "l1" (−Σ|xi−xj|) or "l2" (−Σ(xi−xj)²);
+    or formula: your own affinity of images a and b, e.g.
+    "exp(-sum((a-b)^2)/(2*s^2))", with params={"s": 40}, and method "auto" or
+    "direct" — the CLI's --metric, --formula, --param and --method. dtype:
+    "float32" (default) or "float64".
+
+    Call with X, a (B, D) array of dtype: it returns the (B, B) matrix. A
+    C-contiguous X of the compiled dtype is read in place (no copy); a
+    non-contiguous one of that dtype is copied once (numpy.ascontiguousarray);
+    another dtype or shape raises Error. out= takes a C-contiguous (B, B)
+    array of dtype, written in place.
+    """
+
+    def __init__(self, metric=None, formula=None, params=None, *, shape, dtype="float32", method=None):
+        b, d = (int(v) for v in shape)
+        cfg = {"n": b, "d": d, "dtype": str(np.dtype(dtype))}
+        if metric is not None or formula is None:
+            cfg["metric"] = metric or "dot"
+        if formula is not None:
+            cfg["formula"] = formula
+        if params:
+            cfg["params"] = {str(k): float(v) for k, v in params.items()}
+        if method is not None:
+            cfg["method"] = method
+        h = ctypes.c_int64(0)
+        _check(_lib.tl_affinity_create(json.dumps(cfg).encode(), ctypes.byref(h)))
+        self._h = h.value
+        self.shape, self.dtype = (b, d), np.dtype(cfg["dtype"])
+
+    def __call__(self, X, out=None):
+        if not self._h:
+            raise Error("affinity: the object is closed")
+        X = _input("X", X, self.dtype, self.shape)
+        b = self.shape[0]
+        y = _output(out, self.dtype, (b, b))
+        _check(_lib.tl_affinity_run(self._h, X.ctypes.data, X.size, y.ctypes.data, y.size, self.dtype.itemsize))
+        return y
+
+    close = Interp.close
+    __enter__ = Interp.__enter__
+    __exit__ = Interp.__exit__
+    __del__ = Interp.__del__
+
+
+def affinity(X, metric=None, formula=None, params=None, dtype="float32", method=None):
+    """One-shot Affinity: the (N, N) matrix of X, (N, D) or (N, H, W) images
+    (flattened); X is converted to dtype once when it is not already a
+    C-contiguous array of it."""
+    X = np.ascontiguousarray(X, dtype=dtype)
+    if X.ndim < 2:
+        raise Error(f"X: shape {X.shape}, want (N, D) or (N, H, W)")
+    X = X.reshape(X.shape[0], -1)
+    with Affinity(metric, formula, params, shape=X.shape, dtype=dtype, method=method) as r:
+        return r(X)

@@ -1,0 +1,136 @@
+"""tapeloop.Affinity against NumPy, the CLI, and itself over 1,000 calls."""
+import os
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import tapeloop
+from test_interp import CLI, rss_bytes
+
+
+def reference(x, metric=None, s=None):
+    x = x.astype(np.float64)
+    if metric == "dot":
+        return x @ x.T
+    if metric == "cosine":
+        n = np.linalg.norm(x, axis=1)
+        return (x @ x.T) / np.outer(n, n)
+    diff = x[:, None, :] - x[None, :, :]
+    if metric == "l1":
+        return -np.abs(diff).sum(-1)
+    if metric == "l2":
+        return -(diff * diff).sum(-1)
+    return np.exp(-(diff * diff).sum(-1) / (2 * s * s))  # the formula below
+
+
+FORMULA = "exp(-sum((a-b)^2)/(2*s^2))"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("metric", ["dot", "cosine", "l1", "l2", "formula"])
+def test_numpy_reference(metric, dtype):
+    rng = np.random.default_rng()
+    b, d = 37, 53
+    x = rng.standard_normal((b, d)).astype(dtype)
+    s = 7.5
+    if metric == "formula":
+        r = tapeloop.Affinity(formula=FORMULA, params={"s": s}, shape=(b, d), dtype=dtype)
+    else:
+        r = tapeloop.Affinity(metric, shape=(b, d), dtype=dtype)
+    with r:
+        for _ in range(2):  # a second batch replaces the first
+            x = rng.standard_normal((b, d)).astype(dtype)
+            got = r(x)
+            want = reference(x, metric, s)
+            assert got.shape == (b, b) and got.dtype == np.dtype(dtype)
+            tol = 1e-4 if dtype == "float32" else 1e-10
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_one_shot_out_and_strided():
+    x = np.random.default_rng().standard_normal((29, 8, 5)).astype(np.float32)
+    want = tapeloop.affinity(x)
+    np.testing.assert_allclose(want, reference(x.reshape(29, 40), "dot"), rtol=1e-4, atol=1e-3)
+    with tapeloop.Affinity(shape=(29, 40)) as r:
+        out = np.empty((29, 29), np.float32)
+        assert r(x.reshape(29, 40), out=out) is out
+        np.testing.assert_array_equal(out, want)
+        fortran = np.asfortranarray(x.reshape(29, 40))
+        np.testing.assert_array_equal(r(fortran), want)  # copied once
+
+
+@pytest.mark.skipif(not os.access(CLI, os.X_OK), reason="bin/tapeloop not built")
+@pytest.mark.parametrize("metric", ["dot", "l2", "formula"])
+def test_same_as_cli(tmp_path, metric):
+    x = np.random.default_rng().standard_normal((71, 33)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    args = ["--formula", FORMULA, "--param", "s=6"] if metric == "formula" else ["--metric", metric]
+    subprocess.run([CLI, "affinity", "--images", str(tmp_path / "x.npy"), "--block", "71",
+                    "--out", str(tmp_path / "out.npy")] + args, check=True, capture_output=True)
+    want = np.load(tmp_path / "out.npy")
+    if metric == "formula":
+        got = tapeloop.affinity(x, formula=FORMULA, params={"s": 6})
+    else:
+        got = tapeloop.affinity(x, metric)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # bit-identical: the same kernels
+
+
+def test_wrong_shape_dtype_and_values():
+    x = np.random.default_rng().standard_normal((16, 9)).astype(np.float32)
+    with tapeloop.Affinity("cosine", shape=(16, 9)) as r:
+        with pytest.raises(tapeloop.Error, match=r"X: shape \(16, 8\), the compiled shape is \(16, 9\)"):
+            r(x[:, :8])
+        with pytest.raises(tapeloop.Error, match=r"X: dtype float64, the compiled dtype is float32"):
+            r(x.astype(np.float64))
+        bad = x.copy()
+        bad[3, 4] = np.nan
+        with pytest.raises(tapeloop.Error, match="image 3, value 4 is NaN"):
+            r(bad)
+        bad = x.copy()
+        bad[5] = 0
+        with pytest.raises(tapeloop.Error, match="image 5 is all zeros"):
+            r(bad)
+        np.testing.assert_allclose(r(x), reference(x, "cosine"), rtol=1e-4, atol=1e-5)  # still usable
+
+
+def test_bad_formula_is_the_cli_message():
+    with pytest.raises(tapeloop.Error) as e:
+        tapeloop.Affinity(formula="-sum(abs(a-c))", shape=(4, 4))
+    msg = str(e.value)
+    assert msg.startswith("--formula") and "\n" not in msg
+    if os.access(CLI, os.X_OK):
+        cli = subprocess.run([CLI, "affinity", "--n", "4", "--height", "2", "--width", "2",
+                              "--formula", "-sum(abs(a-c))"], capture_output=True, text=True)
+        assert cli.returncode != 0 and msg in cli.stderr
+    with pytest.raises(tapeloop.Error, match="--metric"):
+        tapeloop.Affinity("manhattan", shape=(4, 4))
+    with pytest.raises(tapeloop.Error, match="--metric and --formula: give one"):
+        tapeloop.Affinity("dot", formula="sum(a*b)", shape=(4, 4))
+
+
+def test_thousand_calls_flat_time_and_memory():
+    x = np.random.default_rng().standard_normal((64, 1024)).astype(np.float32)
+    with tapeloop.Affinity(shape=x.shape) as r:
+        out = np.empty((64, 64), np.float32)
+        for _ in range(300):
+            r(x, out=out)
+        first = out.copy()
+        for attempt in range(2):  # one re-measure, as in test_interp
+            rss0 = rss_bytes()
+            times = []
+            for _ in range(1000):
+                t0 = time.perf_counter()
+                r(x, out=out)
+                times.append(time.perf_counter() - t0)
+            rss1 = rss_bytes()
+            early, late = np.median(times[:100]), np.median(times[-100:])
+            print(f"\naffinity (64, 1024) per call: first 100 median {early * 1e6:.1f} µs, "
+                  f"last 100 {late * 1e6:.1f} µs; RSS {rss0 / 2**20:.1f} → {rss1 / 2**20:.1f} MiB")
+            if late <= 1.5 * early:
+                break
+    np.testing.assert_array_equal(out, first)
+    assert late <= 1.5 * early
+    assert rss1 - rss0 <= 4 << 20
