@@ -98,8 +98,9 @@ class Interp:
     "float32" (default) or "float64". method: "auto" or "direct".
 
     Call with x, a (batch,) array of dtype: it returns a (batch,) array, or
-    (batch, M) for reduce="none". A C-contiguous x of the compiled dtype is read
-    in place (no copy); a non-contiguous x of that dtype is copied once
+    (batch, M) for reduce="none". A C-contiguous x of the compiled dtype is passed
+    by pointer (no copy here; the library copies it into the compiled program's
+    input buffer during the call); a non-contiguous x of that dtype is copied once
     (numpy.ascontiguousarray); another dtype or shape raises Error. out= takes a
     C-contiguous array of the result's shape and dtype, written in place.
     """
@@ -173,7 +174,8 @@ class Affinity:
     "float32" (default) or "float64".
 
     Call with X, a (B, D) array of dtype: it returns the (B, B) matrix. A
-    C-contiguous X of the compiled dtype is read in place (no copy); a
+    C-contiguous X of the compiled dtype is passed by pointer (no copy here; the
+    library copies it into the compiled program's buffers during the call); a
     non-contiguous one of that dtype is copied once (numpy.ascontiguousarray);
     another dtype or shape raises Error. out= takes a C-contiguous (B, B)
     array of dtype, written in place.
