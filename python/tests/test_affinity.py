@@ -115,7 +115,7 @@ def test_thousand_calls_flat_time_and_memory():
     x = np.random.default_rng().standard_normal((64, 1024)).astype(np.float32)
     with tapeloop.Affinity(shape=x.shape) as r:
         out = np.empty((64, 64), np.float32)
-        for _ in range(300):
+        for _ in range(2000):  # to a steady state: the Go heap grows to its GC target first
             r(x, out=out)
         first = out.copy()
         for attempt in range(2):  # one re-measure, as in test_interp
@@ -133,4 +133,4 @@ def test_thousand_calls_flat_time_and_memory():
                 break
     np.testing.assert_array_equal(out, first)
     assert late <= 1.5 * early
-    assert rss1 - rss0 <= 4 << 20
+    assert rss1 - rss0 <= 4 << 20  # a copy of X kept per call would be 256 MiB
