@@ -13,19 +13,25 @@ import (
 )
 
 // affinityConfig is the JSON config of tl_affinity_create: the CLI's
-// affinity flags (without the files) and the images' shape and dtype.
+// affinity flags (without the files), the images' shape and dtype, and
+// the column images' count (cols, 0: the batch against itself).
 type affinityConfig struct {
-	Metric  string             `json:"metric"`
-	Formula string             `json:"formula"`
-	Params  map[string]float64 `json:"params"`
-	Method  string             `json:"method"`
-	N       int                `json:"n"`
-	D       int                `json:"d"`
-	Dtype   string             `json:"dtype"`
+	Metric   string             `json:"metric"`
+	Formula  string             `json:"formula"`
+	Params   map[string]float64 `json:"params"`
+	Method   string             `json:"method"`
+	N        int                `json:"n"`
+	D        int                `json:"d"`
+	Cols     int                `json:"cols"`
+	TopK     int                `json:"topk"`
+	Block    int                `json:"block"`
+	MemLimit string             `json:"mem_limit"`
+	Dtype    string             `json:"dtype"`
 }
 
-// tl_affinity_create compiles the (n, n) affinity of n images of d values
-// against themselves; *handle receives the object.
+// tl_affinity_create compiles the affinity of n images of d values
+// against themselves (or against cols others); *handle receives the
+// object.
 //
 //export tl_affinity_create
 func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
@@ -38,48 +44,75 @@ func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
 		if err != nil {
 			return err
 		}
+		limit, err := memLimit(c.MemLimit)
+		if err != nil {
+			return err
+		}
 		if handle == nil {
 			return fmt.Errorf("affinity: NULL handle")
 		}
 		s := graphs.AffinitySpec{Metric: c.Metric, Formula: c.Formula, Params: c.Params, Method: c.Method}
-		p, err := graphs.CompileAffinity(s, c.N, c.D, dt)
+		opt := graphs.AffinityOptions{TopK: c.TopK, Block: c.Block, MemLimit: limit, Cols: c.Cols}
+		p, err := graphs.CompileAffinity(s, c.N, c.D, dt, opt)
 		if err != nil {
 			return err
 		}
-		*handle = C.int64_t(register(&object{affinity: p}))
+		*handle = C.int64_t(register(p))
 		return nil
 	})
 }
 
-// tl_affinity_run computes the (n, n) affinities of the images x (n·d
-// values) into out (n·n values), both of element size size (4: float32,
-// 8: float64). Both are used only during the call.
+// tl_affinity_run computes the affinities of the images x (xLen values)
+// against themselves, or against y (yLen values; NULL and 0 without
+// cols), of element size size (4: float32, 8: float64). Without top-k out
+// (outLen values, the same element size) receives them; with top-k idx
+// (int64) and vals (float64), outLen values each, receive each row's
+// best columns and affinities. All are used only during the call.
 //
 //export tl_affinity_run
-func tl_affinity_run(h C.int64_t, x unsafe.Pointer, xLen C.int64_t, out unsafe.Pointer, outLen C.int64_t, size C.int64_t) *C.char {
+func tl_affinity_run(h C.int64_t, x unsafe.Pointer, xLen C.int64_t, y unsafe.Pointer, yLen C.int64_t,
+	out unsafe.Pointer, idx *C.int64_t, vals *C.double, outLen C.int64_t, size C.int64_t, interruptible C.int) *C.char {
 	return guard(func() error {
-		o, err := lookup(int64(h))
-		if err != nil {
-			return err
-		}
-		p := o.affinity
-		if p == nil {
-			return fmt.Errorf("handle %d: not an affinity", h)
-		}
-		if int(size) != int(p.Dtype.Size()) {
-			return fmt.Errorf("affinity: x has %d-byte values, the program is %v", size, p.Dtype)
-		}
-		if int(xLen) != p.N*p.D || int(outLen) != p.N*p.N || x == nil || out == nil {
-			return fmt.Errorf("affinity: x has %d values and out %d, the program wants %d and %d", xLen, outLen, p.N*p.D, p.N*p.N)
-		}
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if o.closed {
-			return fmt.Errorf("handle %d: closed", h)
-		}
-		if size == 4 {
-			return p.Run(unsafe.Slice((*float32)(x), int(xLen)), unsafe.Slice((*float32)(out), int(outLen)))
-		}
-		return p.Run(unsafe.Slice((*float64)(x), int(xLen)), unsafe.Slice((*float64)(out), int(outLen)))
+		return call(h, "an affinity", interruptible, func(p *graphs.AffinityProgram) error {
+			if int(size) != int(p.Dtype.Size()) {
+				return fmt.Errorf("affinity: x has %d-byte values, the program is %v", size, p.Dtype)
+			}
+			if x == nil || xLen < 0 || yLen < 0 || outLen < 0 || (y == nil) != (yLen == 0) {
+				return fmt.Errorf("affinity: NULL or negative arrays")
+			}
+			var iv []int64
+			var vv []float64
+			if p.TopK() > 0 {
+				if idx == nil || vals == nil {
+					return fmt.Errorf("affinity: top-k needs idx and vals")
+				}
+				iv = unsafe.Slice((*int64)(unsafe.Pointer(idx)), int(outLen))
+				vv = unsafe.Slice((*float64)(unsafe.Pointer(vals)), int(outLen))
+			} else if out == nil {
+				return fmt.Errorf("affinity: NULL out")
+			}
+			if size == 4 {
+				return p.Run(slice[float32](x, xLen), sliceOrNil[float32](y, yLen), outSlice[float32](out, outLen), iv, vv)
+			}
+			return p.Run(slice[float64](x, xLen), sliceOrNil[float64](y, yLen), outSlice[float64](out, outLen), iv, vv)
+		})
 	})
+}
+
+func slice[T any](p unsafe.Pointer, n C.int64_t) []T { return unsafe.Slice((*T)(p), int(n)) }
+
+// sliceOrNil is nil (no array) for a NULL p.
+func sliceOrNil[T any](p unsafe.Pointer, n C.int64_t) any {
+	if p == nil {
+		return nil
+	}
+	return slice[T](p, n)
+}
+
+// outSlice is like sliceOrNil, typed nil for no array.
+func outSlice[T any](p unsafe.Pointer, n C.int64_t) any {
+	if p == nil {
+		return []T(nil)
+	}
+	return slice[T](p, n)
 }

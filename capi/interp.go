@@ -13,7 +13,8 @@ import (
 )
 
 // interpConfig is the JSON config of tl_interp_create: the CLI's interp
-// flags (without the files) and the batch size and dtype.
+// flags (without the files), the block size (0: planned under mem_limit)
+// and the dtype.
 type interpConfig struct {
 	A               float64            `json:"a"`
 	DX              *float64           `json:"dx"`
@@ -22,11 +23,12 @@ type interpConfig struct {
 	Method          string             `json:"method"`
 	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
 	Batch           int                `json:"batch"`
+	MemLimit        string             `json:"mem_limit"`
 	Dtype           string             `json:"dtype"`
 }
 
 // tl_interp_create compiles an interpolation of the (m, g) float64 table f
-// (copied) for the config's batch; *handle receives the object.
+// (copied); *handle receives the object.
 //
 //export tl_interp_create
 func tl_interp_create(config *C.char, f *C.double, m, g C.int64_t, handle *C.int64_t) *C.char {
@@ -39,67 +41,55 @@ func tl_interp_create(config *C.char, f *C.double, m, g C.int64_t, handle *C.int
 		if err != nil {
 			return err
 		}
+		limit, err := memLimit(c.MemLimit)
+		if err != nil {
+			return err
+		}
 		if f == nil || m < 1 || g < 1 || handle == nil {
 			return fmt.Errorf("--f: need an (M, G) table, got M = %d, G = %d", m, g)
 		}
 		tab := unsafe.Slice((*float64)(unsafe.Pointer(f)), int(m)*int(g)) // copied by CompileInterp
 		s := graphs.InterpSpec{A: c.A, DX: c.DX, Reduce: c.Reduce, Params: c.Params, Method: c.Method, FailOnNonFinite: c.FailOnNonFinite}
-		p, err := graphs.CompileInterp(s, tab, int(m), int(g), c.Batch, dt)
+		p, err := graphs.CompileInterp(s, tab, int(m), int(g), c.Batch, limit, dt)
 		if err != nil {
 			return err
 		}
-		*handle = C.int64_t(register(&object{interp: p}))
+		*handle = C.int64_t(register(p))
 		return nil
 	})
 }
 
-// tl_interp_shape reports the compiled batch, the result's columns (M for
-// the reduction "none", else 0) and the element size (4 or 8).
+// tl_interp_shape reports the compiled block, the result's columns (M
+// for the reduction "none", else 0) and the element size (4 or 8).
 //
 //export tl_interp_shape
 func tl_interp_shape(h C.int64_t, batch, cols, size *C.int64_t) *C.char {
 	return guard(func() error {
-		o, err := lookup(int64(h))
-		if err != nil {
-			return err
-		}
-		if o.interp == nil {
-			return fmt.Errorf("handle %d: not an interpolation", h)
-		}
-		*batch, *cols, *size = C.int64_t(o.interp.Batch), C.int64_t(o.interp.Cols), C.int64_t(o.interp.Dtype.Size())
-		return nil
+		return call(h, "an interpolation", 0, func(p *graphs.InterpProgram) error {
+			*batch, *cols, *size = C.int64_t(p.Batch), C.int64_t(p.Cols), C.int64_t(p.Dtype.Size())
+			return nil
+		})
 	})
 }
 
-// tl_interp_run evaluates n queries x into out (outLen values), both of the
-// element size size (4: float32, 8: float64). Both are used only during
-// the call.
+// tl_interp_run evaluates n queries x into out (outLen values), both of
+// the element size size (4: float32, 8: float64). Both are used only
+// during the call.
 //
 //export tl_interp_run
-func tl_interp_run(h C.int64_t, x unsafe.Pointer, n C.int64_t, out unsafe.Pointer, outLen C.int64_t, size C.int64_t) *C.char {
+func tl_interp_run(h C.int64_t, x unsafe.Pointer, n C.int64_t, out unsafe.Pointer, outLen C.int64_t, size C.int64_t, interruptible C.int) *C.char {
 	return guard(func() error {
-		o, err := lookup(int64(h))
-		if err != nil {
-			return err
-		}
-		p := o.interp
-		if p == nil {
-			return fmt.Errorf("handle %d: not an interpolation", h)
-		}
-		if int(size) != int(p.Dtype.Size()) {
-			return fmt.Errorf("interp: x has %d-byte values, the program is %v", size, p.Dtype)
-		}
-		if int(n) != p.Batch || int(outLen) != p.OutLen() || x == nil || out == nil {
-			return fmt.Errorf("interp: x has %d queries and out %d values, the program wants %d and %d", n, outLen, p.Batch, p.OutLen())
-		}
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if o.closed {
-			return fmt.Errorf("handle %d: closed", h)
-		}
-		if size == 4 {
-			return p.Run(unsafe.Slice((*float32)(x), int(n)), unsafe.Slice((*float32)(out), int(outLen)))
-		}
-		return p.Run(unsafe.Slice((*float64)(x), int(n)), unsafe.Slice((*float64)(out), int(outLen)))
+		return call(h, "an interpolation", interruptible, func(p *graphs.InterpProgram) error {
+			if int(size) != int(p.Dtype.Size()) {
+				return fmt.Errorf("interp: x has %d-byte values, the program is %v", size, p.Dtype)
+			}
+			if n < 1 || int(outLen) != p.OutLen(int(n)) || x == nil || out == nil {
+				return fmt.Errorf("interp: x has %d queries and out %d values: want at least one query and %d values", n, outLen, p.OutLen(int(n)))
+			}
+			if size == 4 {
+				return p.Run(unsafe.Slice((*float32)(x), int(n)), unsafe.Slice((*float32)(out), int(outLen)))
+			}
+			return p.Run(unsafe.Slice((*float64)(x), int(n)), unsafe.Slice((*float64)(out), int(outLen)))
+		})
 	})
 }

@@ -3,9 +3,11 @@
 // python/tapeloop/libtapeloop.so ./capi).
 //
 // Every function returns NULL on success or an error message the caller
-// frees with tl_free; handles are positive integers. A caller's buffers are
-// read and written only during the call that receives them and are never
-// kept. A Go panic becomes an error; nothing exits the process.
+// frees with tl_free; a message that begins "interrupted: " says the call
+// was stopped by SIGINT (see watch). Handles are positive integers. A
+// caller's buffers are read and written only during the call that receives
+// them and are never kept. A Go panic becomes an error; nothing exits the
+// process.
 package main
 
 /*
@@ -17,6 +19,7 @@ import "C"
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -27,16 +30,23 @@ import (
 )
 
 // Version is the ABI's version: the Python package checks it.
-const Version = "tapeloop-capi 1"
+const Version = "tapeloop-capi 2"
 
 func main() {}
 
-// object is one compiled workload behind a handle; mu serializes its runs.
+// program is what every compiled workload offers besides its own Run.
+type program interface {
+	Close() error
+	Interrupt()
+	DOT() (string, error)
+	Report() graphs.Report
+}
+
+// object is one compiled workload behind a handle; mu serializes its calls.
 type object struct {
-	mu       sync.Mutex
-	closed   bool
-	interp   *graphs.InterpProgram
-	affinity *graphs.AffinityProgram
+	mu     sync.Mutex
+	closed bool
+	prog   program
 }
 
 var (
@@ -45,22 +55,44 @@ var (
 	nextID  int64
 )
 
-func register(o *object) int64 {
+func register(p program) int64 {
 	objMu.Lock()
 	defer objMu.Unlock()
 	nextID++
-	objects[nextID] = o
+	objects[nextID] = &object{prog: p}
 	return nextID
 }
 
-func lookup(h int64) (*object, error) {
+func lookup(h C.int64_t) (*object, error) {
 	objMu.Lock()
 	defer objMu.Unlock()
-	o, ok := objects[h]
+	o, ok := objects[int64(h)]
 	if !ok {
 		return nil, fmt.Errorf("handle %d: no such object (closed?)", h)
 	}
 	return o, nil
+}
+
+// call runs f on the program behind h, of type P, holding its lock; with
+// interruptible, SIGINT during f stops it (see watch).
+func call[P program](h C.int64_t, what string, interruptible C.int, f func(P) error) error {
+	o, err := lookup(h)
+	if err != nil {
+		return err
+	}
+	p, ok := o.prog.(P)
+	if !ok {
+		return fmt.Errorf("handle %d: not %s", h, what)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return fmt.Errorf("handle %d: closed", h)
+	}
+	if interruptible != 0 {
+		defer watch(o)()
+	}
+	return f(p)
 }
 
 // guard runs f, turning its error or panic into a C string for the caller
@@ -72,6 +104,9 @@ func guard(f func() error) (msg *C.char) {
 		}
 	}()
 	if err := f(); err != nil {
+		if errors.Is(err, graphs.ErrInterrupted) {
+			return C.CString("interrupted: " + err.Error())
+		}
 		return C.CString(err.Error())
 	}
 	return nil
@@ -100,6 +135,19 @@ func parseDtype(s string) (tensor.Dtype, error) {
 	return tensor.Dtype{}, fmt.Errorf("--dtype %q: want float32 or float64", s)
 }
 
+// memLimit parses the config's mem_limit ("" or 0: the default, half of
+// the memory available).
+func memLimit(s string) (int64, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	b, err := graphs.ParseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("--mem-limit %q: %w", s, err)
+	}
+	return b, nil
+}
+
 // tl_version writes the ABI version into buf (at most n bytes with the
 // terminating NUL).
 //
@@ -116,12 +164,29 @@ func tl_version(buf *C.char, n C.int64_t) *C.char {
 	})
 }
 
-// tl_free frees an error message returned by any tl_ function.
+// tl_build writes the build's GPU backend ("none" for a CPU-only build)
+// into buf, as tl_version.
+//
+//export tl_build
+func tl_build(buf *C.char, n C.int64_t) *C.char {
+	return guard(func() error {
+		s := graphs.GPUBackend
+		if buf == nil || int(n) < len(s)+1 {
+			return fmt.Errorf("build: buffer of %d bytes, need %d", n, len(s)+1)
+		}
+		b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+		copy(b, s)
+		b[len(s)] = 0
+		return nil
+	})
+}
+
+// tl_free frees an error message or text returned by any tl_ function.
 //
 //export tl_free
 func tl_free(p *C.char) { C.free(unsafe.Pointer(p)) }
 
-// tl_close releases the object behind h.
+// tl_close releases the object behind h, waiting for a call in progress.
 //
 //export tl_close
 func tl_close(h C.int64_t) *C.char {
@@ -136,12 +201,56 @@ func tl_close(h C.int64_t) *C.char {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		o.closed = true
-		switch {
-		case o.interp != nil:
-			return o.interp.Close()
-		case o.affinity != nil:
-			return o.affinity.Close()
+		return o.prog.Close()
+	})
+}
+
+// tl_interrupt stops the call in progress on h, if any, as soon as its
+// work reaches a check (between blocks); that call then fails with an
+// "interrupted: " message. It does not wait for the call.
+//
+//export tl_interrupt
+func tl_interrupt(h C.int64_t) *C.char {
+	return guard(func() error {
+		o, err := lookup(h)
+		if err != nil {
+			return err
 		}
+		o.prog.Interrupt()
 		return nil
+	})
+}
+
+// tl_dot sets *text to the compiled graph as Graphviz DOT, for the caller
+// to free with tl_free.
+//
+//export tl_dot
+func tl_dot(h C.int64_t, text **C.char) *C.char {
+	return guard(func() error {
+		return call(h, "a workload", 0, func(p program) error {
+			s, err := p.DOT()
+			if err != nil {
+				return err
+			}
+			*text = C.CString(s)
+			return nil
+		})
+	})
+}
+
+// tl_report sets *text to the calls' telemetry as JSON (graphs.Report),
+// for the caller to free with tl_free.
+//
+//export tl_report
+func tl_report(h C.int64_t, text **C.char) *C.char {
+	return guard(func() error {
+		return call(h, "a workload", 0, func(p program) error {
+			b, err := json.Marshal(p.Report())
+			if err != nil {
+				return err
+			}
+			*text = C.CString(string(b))
+			return nil
+		})
 	})
 }

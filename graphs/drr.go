@@ -562,29 +562,11 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		return nil, err
 	}
 	cfg := DRRConfig{Vol: v, Poses: poses, FailOnNonFinite: s.FailOnNonFinite}
-	if p.mu != nil {
-		mu, err := ops.NewMapFormula(p.mu, len(v.V))
-		if err != nil {
-			return nil, err
-		}
-		mu.Apply32(v.V, v.V)
-		if n := mu.NonFinite(); n > 0 {
-			return nil, fmt.Errorf("--mu %q: gave %d non-finite attenuations (NaN or ±Inf); a volume must be finite", p.mu, n)
-		}
-		cfg.Mu = p.mu.Canonical()
+	if err := s.prepare(p, &cfg, poses[0].Rows, poses[0].Cols); err != nil {
+		return nil, err
 	}
-	if p.post != nil {
-		if cfg.Post, err = ops.NewMapFormula(p.post, poses[0].Rows*poses[0].Cols); err != nil {
-			return nil, err
-		}
-	}
-	step := 0.0
 	if p.trilinear {
-		step = 0.5 * min(v.Spacing[0], v.Spacing[1], v.Spacing[2])
-		if s.Step != nil {
-			step = *s.Step
-		}
-		if err := checkSamples(v, poses, step, s.Step != nil); err != nil {
+		if err := checkSamples(v, poses, cfg.Step, s.Step != nil); err != nil {
 			return nil, err
 		}
 	}
@@ -594,7 +576,6 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 			t.Close()
 		}
 	}()
-	cfg.Step = step
 	// A shard renders its poses and writes their images, with what they
 	// depend on, to an archive; the merge writes drr.npy and the PNGs.
 	if p.shard.sharded {
@@ -664,6 +645,37 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		}
 	}
 	return t, nil
+}
+
+// prepare applies --mu to cfg.Vol (the volume holds attenuation after
+// it), compiles --post for rows×cols images and sets the trilinear step.
+func (s DRRSpec) prepare(p drrPlan, cfg *DRRConfig, rows, cols int) error {
+	v := cfg.Vol
+	if p.mu != nil {
+		mu, err := ops.NewMapFormula(p.mu, len(v.V))
+		if err != nil {
+			return err
+		}
+		mu.Apply32(v.V, v.V)
+		if n := mu.NonFinite(); n > 0 {
+			return fmt.Errorf("--mu %q: gave %d non-finite attenuations (NaN or ±Inf); a volume must be finite", p.mu, n)
+		}
+		cfg.Mu = p.mu.Canonical()
+	}
+	if p.post != nil {
+		var err error
+		if cfg.Post, err = ops.NewMapFormula(p.post, rows*cols); err != nil {
+			return err
+		}
+	}
+	cfg.Step = 0
+	if p.trilinear {
+		cfg.Step = 0.5 * min(v.Spacing[0], v.Spacing[1], v.Spacing[2])
+		if s.Step != nil {
+			cfg.Step = *s.Step
+		}
+	}
+	return nil
 }
 
 // resume opens the checkpoint of the output out, poses [lo, hi) of a run

@@ -1,245 +1,166 @@
 package graphs
 
 import (
+	"bytes"
 	"fmt"
+	"time"
 
-	"gorgonia.org/tensor"
-
-	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
 
-// InterpProgram is an interpolation compiled once for a fixed batch of
-// in-memory queries, for callers in the same process (the C ABI): the
-// table is prepared at compile time and each Run replays the same program
-// over the same buffers.
-type InterpProgram struct {
-	job   *Interp
+// This file is the in-process side of the engine, for callers in the same
+// process (the C ABI and the Python package over it): a workload compiled
+// once, then called again and again on the caller's arrays, each call
+// replaying the same Program over the same buffers.
+
+// session runs Jobs over one Program compiled once, call after call, and
+// keeps each call's time for Report.
+type session struct {
 	prog  *Program
-	Batch int
-	M     int // interpolants
-	// Cols is M for the reduction "none" (an (Batch, M) result), else 0
-	// (a (Batch,) result).
-	Cols  int
-	Dtype tensor.Dtype
+	plan  Plan
+	calls int
+	// secs holds the time of the latest calls (a ring of maxCalls).
+	secs      []float64
+	items     int     // the last call's items
+	batches   int     // the last call's batches
+	last      float64 // the last call's seconds
+	total     float64 // seconds in every call
+	totalItem int
 }
 
-// fixedQueries only counts: InterpProgram feeds its input itself.
-type fixedQueries int
+// maxCalls is how many calls' times a Report summarises.
+const maxCalls = 1 << 16
 
-func (q fixedQueries) Len() int                          { return int(q) }
-func (q fixedQueries) Read32(dst []float32, _ int) error { return nil }
-func (q fixedQueries) Read64(dst []float64, _ int) error { return nil }
-
-// CompileInterp validates s as the CLI does (its F, X, Out, Points and
-// Seed are not used: the table is f, (m, g) row-major, and the queries
-// come with each Run) and compiles the program for batch queries at dt.
-func CompileInterp(s InterpSpec, f []float64, m, g, batch int, dt tensor.Dtype) (_ *InterpProgram, err error) {
-	s.F, s.X, s.Out = "(array)", "(array)", ""
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	if batch < 1 {
-		return nil, fmt.Errorf("batch %d: must be at least 1", batch)
-	}
-	if dt != tensor.Float32 && dt != tensor.Float64 {
-		return nil, fmt.Errorf("--dtype %v: want float32 or float64", dt)
-	}
-	if m < 1 || g < 4 || len(f) != m*g {
-		return nil, fmt.Errorf("--f: need an (M, G) table with M ≥ 1 and G ≥ 4, got M = %d, G = %d and %d values", m, g, len(f))
-	}
-	reduce, method, fx, _ := s.parse()
-	dx := 1 / float64(g-1)
-	if s.DX != nil {
-		dx = *s.DX
-	}
-	if err := checkGridEnd(s.A, dx, g); err != nil {
-		return nil, err
-	}
-	tab, err := ops.NewInterpTable(append([]float64(nil), f...), m, g, s.A, dx, reduce, method, dt)
-	if err != nil {
-		return nil, err
-	}
-	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: fixedQueries(batch), FailOnNonFinite: s.FailOnNonFinite}
-	if fx != nil {
-		if cfg.Formula, err = ops.NewInterpFormula(fx, m); err != nil {
+// newSession compiles w for batch items (planned under limit by NewPlan
+// when batch is 0: limit ≤ 0 is DefaultMemLimit).
+func newSession(w Workload, batch int, limit int64) (*session, error) {
+	if limit <= 0 {
+		var err error
+		if limit, err = DefaultMemLimit(); err != nil {
 			return nil, err
 		}
 	}
-	job, err := NewInterp(cfg)
+	plan, err := NewPlan(w, limit, batch)
 	if err != nil {
 		return nil, err
 	}
-	prog, err := Compile(job, batch)
+	prog, err := Compile(w, plan.Batch)
 	if err != nil {
 		return nil, err
 	}
-	p := &InterpProgram{job: job, prog: prog, Batch: batch, M: m, Dtype: dt}
-	if reduce == ops.ReduceNone {
-		p.Cols = m
-	}
-	return p, nil
+	return &session{prog: prog, plan: plan}, nil
 }
 
-// OutLen is the number of values a Run writes: Batch, or Batch·M for the
-// reduction "none".
-func (p *InterpProgram) OutLen() int {
-	if p.Cols > 0 {
-		return p.Batch * p.Cols
-	}
-	return p.Batch
-}
-
-// Run evaluates the batch x (Batch queries) into dst (OutLen values),
-// both of the program's dtype ([]float32 or []float64). Neither is kept
-// after Run returns.
-func (p *InterpProgram) Run(x, dst any) error {
-	switch xv := x.(type) {
-	case []float32:
-		d, ok := dst.([]float32)
-		if !ok || p.Dtype != tensor.Float32 {
-			return fmt.Errorf("%w: the program is %v, x is float32 and out is %T", ErrBatch, p.Dtype, dst)
+// run feeds, runs and consumes every batch of job, whose graph is the
+// compiled one's, then finishes it. Interrupt stops it between batches or
+// inside a long op, with an error wrapping ErrInterrupted; a later call
+// runs normally.
+func (s *session) run(job Job) error {
+	began := time.Now()
+	p := s.prog
+	defer p.stop.Store(false) // an interrupt ends this call only
+	items, b := job.Items(), p.Batch
+	batches := 0
+	for off := 0; off < items; off += b {
+		if p.stop.Load() {
+			return fmt.Errorf("%s: %w after %d of %d items", job.Name(), ErrInterrupted, off, items)
 		}
-		return runInterp(p, xv, d)
-	case []float64:
-		d, ok := dst.([]float64)
-		if !ok || p.Dtype != tensor.Float64 {
-			return fmt.Errorf("%w: the program is %v, x is float64 and out is %T", ErrBatch, p.Dtype, dst)
+		n := min(b, items-off)
+		if err := job.Feed(p.Inputs(), off, n); err != nil {
+			return err
 		}
-		return runInterp(p, xv, d)
+		if err := p.Pad(n); err != nil {
+			return err
+		}
+		if _, err := p.Run(); err != nil {
+			if p.stop.Load() {
+				return fmt.Errorf("%s: %w during the batch at item %d of %d", job.Name(), ErrInterrupted, off, items)
+			}
+			return err
+		}
+		if err := job.Consume(p.Outputs(), off, n); err != nil {
+			return err
+		}
+		batches++
 	}
-	return fmt.Errorf("%w: x is %T, want []float32 or []float64", ErrBatch, x)
-}
-
-func runInterp[T float32 | float64](p *InterpProgram, x, dst []T) error {
-	if len(x) != p.Batch {
-		return fmt.Errorf("%w: x has %d queries, the program's batch is %d", ErrBatch, len(x), p.Batch)
+	if f, ok := job.(Finisher); ok {
+		if err := f.Finish(); err != nil {
+			return fmt.Errorf("%s: %w", job.Name(), err)
+		}
 	}
-	if len(dst) != p.OutLen() {
-		return fmt.Errorf("%w: out has %d values, want %d", ErrBatch, len(dst), p.OutLen())
+	d := time.Since(began).Seconds()
+	if len(s.secs) < maxCalls {
+		s.secs = append(s.secs, d)
+	} else {
+		s.secs[s.calls%maxCalls] = d
 	}
-	copy(p.prog.Inputs()[0].Data().([]T), x)
-	if _, err := p.prog.Run(); err != nil {
-		return err
-	}
-	if f := p.job.cfg.Formula; f != nil && p.job.cfg.FailOnNonFinite && f.NonFinite() > 0 {
-		return errNonFinite("--reduce", f.NonFinite())
-	}
-	copy(dst, p.prog.Outputs()[0].Data().([]T))
+	s.calls++
+	s.items, s.batches, s.last = items, batches, d
+	s.total += d
+	s.totalItem += items
 	return nil
 }
 
-// Close releases the program.
-func (p *InterpProgram) Close() error { return p.prog.Close() }
+// Interrupt stops the call in progress as soon as its op checks (between
+// blocks of work); it may be called from any goroutine, but only while a
+// call is in progress: one made between calls stops the next.
+func (s *session) Interrupt() { s.prog.Stop() }
 
-// AffinityProgram is the affinity of a batch of N images against itself,
-// compiled once for a fixed (N, D) in memory: each Run replaces the images
-// in the buffers the program holds and replays it.
-type AffinityProgram struct {
-	job   *Affinity
-	prog  *Program
-	data  *ops.PairData
-	N, D  int
-	Dtype tensor.Dtype
+// Report is what the calls of a compiled workload measured so far.
+type Report struct {
+	Workload string `json:"workload"`
+	// Plan is the compiled batch and the buffers planned for it.
+	Plan Plan `json:"plan"`
+	// Calls is the number of calls that finished; LastItems,
+	// LastBatches and LastSeconds describe the latest.
+	Calls       int     `json:"calls"`
+	LastItems   int     `json:"last_items"`
+	LastBatches int     `json:"last_batches"`
+	LastSeconds float64 `json:"last_seconds"`
+	// Summary condenses the latest calls (up to 65,536) as the CLI's report
+	// condenses batches: each call is one entry, so median_ms is the
+	// median call and drift the last decile's median over the first's.
+	Summary        telemetry.Summary `json:"summary"`
+	Items          int               `json:"items"`
+	ItemsPerSecond float64           `json:"items_per_second"`
+	// RSSBytes and PeakRSSBytes are the process's resident set now and
+	// at its peak.
+	RSSBytes     int64 `json:"rss_bytes"`
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 }
 
-// CompileAffinity validates s as the CLI does (its Images, Out, TopK,
-// Block and shard settings are not used: the images come with each Run)
-// and compiles the (N, N) affinity of n images of d values at dt.
-func CompileAffinity(s AffinitySpec, n, d int, dt tensor.Dtype) (_ *AffinityProgram, err error) {
-	s.Images, s.Out, s.TopK, s.Block, s.Shard, s.Shards = "(array)", "", nil, nil, nil, nil
-	s.FailOnNonFinite = false
-	p, err := s.check(nil)
-	if err != nil {
-		return nil, err
+// Report is what the calls so far measured, and the process's memory.
+func (s *session) Report() Report {
+	order := s.secs
+	if s.calls > maxCalls { // oldest first
+		k := s.calls % maxCalls
+		order = append(append([]float64(nil), s.secs[k:]...), s.secs[:k]...)
 	}
-	if n < 1 || d < 1 {
-		return nil, fmt.Errorf("shape (%d, %d): need N ≥ 1 images of D ≥ 1 values", n, d)
+	it := make([]telemetry.Iteration, len(order))
+	for i, d := range order {
+		it[i].Seconds = d
 	}
-	var data *ops.PairData
-	switch dt {
-	case tensor.Float32:
-		data, err = ops.NewPairData(ones[float32](n*d), n, d, p.metric)
-	case tensor.Float64:
-		data, err = ops.NewPairData(ones[float64](n*d), n, d, p.metric)
-	default:
-		return nil, fmt.Errorf("--dtype %v: want float32 or float64", dt)
+	r := Report{Workload: s.prog.Name, Plan: s.plan, Calls: s.calls, LastItems: s.items, LastBatches: s.batches,
+		LastSeconds: s.last, Summary: telemetry.Summarize(it), Items: s.totalItem}
+	r.Summary.TotalSeconds = s.total
+	if s.total > 0 {
+		r.ItemsPerSecond = float64(s.totalItem) / s.total
 	}
-	if err != nil {
-		return nil, err
-	}
-	cfg := AffinityConfig{Data: data, Metric: p.metric, Lo: 0, Hi: n}
-	if p.formula != nil {
-		if cfg.Formula, err = ops.NewPairFormula(p.formula, data, p.direct); err != nil {
-			return nil, err
-		}
-	}
-	cfg.Symmetric = cfg.Formula == nil || cfg.Formula.Symmetric
-	job, err := NewAffinity(cfg)
-	if err != nil {
-		return nil, err
-	}
-	prog, err := Compile(job, n)
-	if err != nil {
-		return nil, err
-	}
-	return &AffinityProgram{job: job, prog: prog, data: data, N: n, D: d, Dtype: dt}, nil
+	probe := sysmem.NewProbe()
+	r.RSSBytes, r.PeakRSSBytes = probe.RSS(), probe.PeakRSS()
+	probe.Close()
+	return r
 }
 
-func ones[T float32 | float64](n int) []T {
-	x := make([]T, n)
-	for i := range x {
-		x[i] = 1
+// DOT is the compiled graph as Graphviz DOT.
+func (s *session) DOT() (string, error) {
+	var b bytes.Buffer
+	if err := WriteDOT(&b, s.prog.Name, s.prog.Graph()); err != nil {
+		return "", err
 	}
-	return x
+	return b.String(), nil
 }
 
-// Run computes the (N, N) affinities of the images x (N·D values, row
-// major) into dst (N·N values), both of the program's dtype. Neither is
-// kept after Run returns.
-func (p *AffinityProgram) Run(x, dst any) error {
-	switch xv := x.(type) {
-	case []float32:
-		d, ok := dst.([]float32)
-		if !ok || p.Dtype != tensor.Float32 {
-			return fmt.Errorf("%w: the program is %v, x is float32 and out is %T", ErrBatch, p.Dtype, dst)
-		}
-		return runAffinity(p, xv, d, p.job.full32)
-	case []float64:
-		d, ok := dst.([]float64)
-		if !ok || p.Dtype != tensor.Float64 {
-			return fmt.Errorf("%w: the program is %v, x is float64 and out is %T", ErrBatch, p.Dtype, dst)
-		}
-		return runAffinity(p, xv, d, p.job.full64)
-	}
-	return fmt.Errorf("%w: x is %T, want []float32 or []float64", ErrBatch, x)
-}
-
-func runAffinity[T float32 | float64](p *AffinityProgram, x, dst, full []T) error {
-	if len(x) != p.N*p.D {
-		return fmt.Errorf("%w: x has %d values, the program's images are (%d, %d)", ErrBatch, len(x), p.N, p.D)
-	}
-	if len(dst) != p.N*p.N {
-		return fmt.Errorf("%w: out has %d values, want %d·%d", ErrBatch, len(dst), p.N, p.N)
-	}
-	if err := p.data.Reload(x); err != nil {
-		return err
-	}
-	if f := p.job.cfg.Formula; f != nil {
-		f.Reload(p.data)
-	}
-	if err := p.job.Feed(p.prog.Inputs(), 0, p.N); err != nil {
-		return err
-	}
-	if _, err := p.prog.Run(); err != nil {
-		return err
-	}
-	if full != nil { // symmetric: the graph filled the matrix
-		copy(dst, full)
-		return nil
-	}
-	copy(dst, p.prog.Outputs()[0].Data().([]T))
-	return nil
-}
-
-// Close releases the program.
-func (p *AffinityProgram) Close() error { return p.prog.Close() }
+// close releases the program.
+func (s *session) close() error { return s.prog.Close() }

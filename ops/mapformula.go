@@ -58,6 +58,9 @@ func NewMapFormula(f *formula.Formula, n int) (*MapFormula, error) {
 // NonFinite is the number of NaN or infinite values made so far.
 func (m *MapFormula) NonFinite() int64 { return m.bad.Load() }
 
+// ResetNonFinite sets the count of non-finite values back to zero.
+func (m *MapFormula) ResetNonFinite() { m.bad.Store(0) }
+
 // Apply32 sets out to the formula of x (both N long; they may be the
 // same slice), on every core when the formula has no reduction.
 func (m *MapFormula) Apply32(x, out []float32) {

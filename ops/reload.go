@@ -11,29 +11,53 @@ import (
 // an all-zero image, as NewPairData does. Only for images in process
 // memory on the CPU (not 8-bit, not mapped, not uploaded to a GPU).
 func (p *PairData) Reload(x any) error {
+	if n := lenOf(x); n != p.N*p.D {
+		return fmt.Errorf("%w: %d values, the images are %d %v values", ErrPairInput, n, p.N*p.D, p.Dtype)
+	}
+	return p.ReloadRows(x, 0)
+}
+
+// ReloadRows replaces images [lo, lo + len(x)/D) with x as Reload does;
+// len(x) must be a multiple of D.
+func (p *PairData) ReloadRows(x any, lo int) error {
 	if p.U8 != nil || p.Mapped {
 		return fmt.Errorf("%w: these images cannot be replaced", ErrPairInput)
 	}
+	n := lenOf(x)
+	if n%p.D != 0 || lo < 0 || lo+n/p.D > p.N {
+		return fmt.Errorf("%w: %d values from image %d: not whole images of %d values within the %d held", ErrPairInput, n, lo, p.D, p.N)
+	}
 	switch v := x.(type) {
 	case []float32:
-		if p.X32 == nil || len(v) != len(p.X32) {
-			return fmt.Errorf("%w: %d float32 values, the images are %d %v values", ErrPairInput, len(v), p.N*p.D, p.Dtype)
+		if p.X32 == nil {
+			return fmt.Errorf("%w: float32 values, the images are %v", ErrPairInput, p.Dtype)
 		}
-		return reload(p, v, p.X32)
+		return reload(p, v, p.X32, lo)
 	case []float64:
-		if p.X64 == nil || len(v) != len(p.X64) {
-			return fmt.Errorf("%w: %d float64 values, the images are %d %v values", ErrPairInput, len(v), p.N*p.D, p.Dtype)
+		if p.X64 == nil {
+			return fmt.Errorf("%w: float64 values, the images are %v", ErrPairInput, p.Dtype)
 		}
-		return reload(p, v, p.X64)
+		return reload(p, v, p.X64, lo)
 	}
 	return fmt.Errorf("%w: images of type %T", ErrPairInput, x)
 }
 
-func reload[T float32 | float64](p *PairData, src, dst []T) error {
+func lenOf(x any) int {
+	switch v := x.(type) {
+	case []float32:
+		return len(v)
+	case []float64:
+		return len(v)
+	}
+	return -1
+}
+
+func reload[T float32 | float64](p *PairData, src, dst []T, lo int) error {
 	d := p.D
-	for i := range p.N {
+	for r := range len(src) / d {
+		i := lo + r
 		var ss float64
-		for k, v := range src[i*d : (i+1)*d] {
+		for k, v := range src[r*d : (r+1)*d] {
 			f := float64(v)
 			if math.IsNaN(f) || math.IsInf(f, 0) {
 				return fmt.Errorf("%w: image %d, value %d is %g", ErrPairInput, i, k, f)
@@ -50,7 +74,7 @@ func reload[T float32 | float64](p *PairData, src, dst []T) error {
 			p.norm[i] = math.Sqrt(ss)
 		}
 	}
-	copy(dst, src)
+	copy(dst[lo*d:], src)
 	return nil
 }
 

@@ -1,0 +1,234 @@
+package graphs
+
+import (
+	"fmt"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// AffinityOptions shape an AffinityProgram beyond its spec.
+type AffinityOptions struct {
+	// TopK > 0 keeps the K largest affinities of each row, self excluded.
+	TopK int
+	// Block is the rows per replay; 0: planned under MemLimit (≤ 0: the
+	// default limit).
+	Block    int
+	MemLimit int64
+	// Cols > 0 compiles rows against Cols other images: each Run takes N
+	// rows and Cols column images and gives the (N, Cols) affinities. The
+	// rows are computed against their own batch too (N·(N+Cols) pairs).
+	Cols int
+}
+
+// AffinityProgram is the affinity of a batch of N images of D values,
+// against itself or against Cols other images, compiled once in memory:
+// each Run replaces the images in the buffers the program holds and
+// replays it block by block.
+type AffinityProgram struct {
+	*session
+	job   *Affinity
+	data  *ops.PairData
+	opt   AffinityOptions
+	N, D  int
+	Dtype tensor.Dtype
+}
+
+// CompileAffinity validates s as the CLI does (its Images, Out, TopK,
+// Block and shard settings are not used: the images come with each Run,
+// the rest with opt) and compiles the affinity of n images of d values at
+// dt.
+func CompileAffinity(s AffinitySpec, n, d int, dt tensor.Dtype, opt AffinityOptions) (_ *AffinityProgram, err error) {
+	s.Images, s.Out, s.TopK, s.Block, s.Shard, s.Shards = "(array)", "", nil, nil, nil, nil
+	s.FailOnNonFinite = false
+	p, err := s.check(nil)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 || d < 1 {
+		return nil, fmt.Errorf("shape (%d, %d): need N ≥ 1 images of D ≥ 1 values", n, d)
+	}
+	if opt.Cols < 0 {
+		return nil, fmt.Errorf("cols %d: want at least 1 column image", opt.Cols)
+	}
+	if opt.TopK != 0 && opt.Cols > 0 {
+		return nil, fmt.Errorf("--topk with cols: top-k is of a batch against itself")
+	}
+	if opt.TopK < 0 || (opt.TopK > 0 && opt.TopK >= n) {
+		return nil, fmt.Errorf("--topk %d: must be between 1 and N−1 = %d (self is excluded)", opt.TopK, n-1)
+	}
+	if opt.Block < 0 {
+		return nil, fmt.Errorf("--block %d: must be at least 1 (0: planned)", opt.Block)
+	}
+	all := n + opt.Cols
+	var data *ops.PairData
+	switch dt {
+	case tensor.Float32:
+		data, err = ops.NewPairData(ones[float32](all*d), all, d, p.metric)
+	case tensor.Float64:
+		data, err = ops.NewPairData(ones[float64](all*d), all, d, p.metric)
+	default:
+		return nil, fmt.Errorf("--dtype %v: want float32 or float64", dt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg := AffinityConfig{Data: data, Metric: p.metric, Lo: 0, Hi: n, TopK: opt.TopK}
+	if p.formula != nil {
+		if cfg.Formula, err = ops.NewPairFormula(p.formula, data, p.direct); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Symmetric = (cfg.Formula == nil || cfg.Formula.Symmetric) && opt.TopK == 0 && opt.Cols == 0
+	job, err := NewAffinity(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ses, err := newSession(job, opt.Block, opt.MemLimit)
+	if err != nil {
+		return nil, err
+	}
+	return &AffinityProgram{session: ses, job: job, data: data, opt: opt, N: n, D: d, Dtype: dt}, nil
+}
+
+func ones[T float32 | float64](n int) []T {
+	x := make([]T, n)
+	for i := range x {
+		x[i] = 1
+	}
+	return x
+}
+
+// Cols is the number of column images (0: the batch against itself).
+func (p *AffinityProgram) Cols() int { return p.opt.Cols }
+
+// TopK is the number of affinities kept per row (0: all).
+func (p *AffinityProgram) TopK() int { return p.opt.TopK }
+
+// OutLen is the number of values Run writes: N·N, N·Cols or N·TopK.
+func (p *AffinityProgram) OutLen() int {
+	switch {
+	case p.opt.TopK > 0:
+		return p.N * p.opt.TopK
+	case p.opt.Cols > 0:
+		return p.N * p.opt.Cols
+	}
+	return p.N * p.N
+}
+
+// Run computes the affinities of the images x (N·D values, row major)
+// against themselves, or against y (Cols·D values) when the program has
+// Cols, into dst (OutLen values), all of the program's dtype; y is nil
+// without Cols. Without top-k dst is the matrix; with it, idx and vals
+// (N·TopK each) receive each row's columns and affinities, best first,
+// and dst is nil. Nothing is kept after Run returns.
+func (p *AffinityProgram) Run(x, y, dst any, idx []int64, vals []float64) error {
+	switch xv := x.(type) {
+	case []float32:
+		return runAffinity(p, xv, y, dst, idx, vals)
+	case []float64:
+		return runAffinity(p, xv, y, dst, idx, vals)
+	}
+	return fmt.Errorf("%w: x is %T, want []float32 or []float64", ErrBatch, x)
+}
+
+func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx []int64, vals []float64) error {
+	var zero T
+	if _, f32 := any(zero).(float32); f32 != (p.Dtype == tensor.Float32) {
+		return fmt.Errorf("%w: the program is %v, x is %T", ErrBatch, p.Dtype, x)
+	}
+	if len(x) != p.N*p.D {
+		return fmt.Errorf("%w: x has %d values, the program's images are (%d, %d)", ErrBatch, len(x), p.N, p.D)
+	}
+	c := &affinityCall[T]{Affinity: p.job, p: p}
+	if p.opt.TopK > 0 {
+		if len(idx) != p.OutLen() || len(vals) != p.OutLen() {
+			return fmt.Errorf("%w: top-k outputs of %d and %d values, want %d·%d", ErrBatch, len(idx), len(vals), p.N, p.opt.TopK)
+		}
+		c.idx, c.vals = idx, vals
+	} else {
+		d, ok := dst.([]T)
+		if !ok || len(d) != p.OutLen() {
+			return fmt.Errorf("%w: out is %T of %d values, want %d %v values", ErrBatch, dst, lenOf(dst), p.OutLen(), p.Dtype)
+		}
+		c.dst = d
+	}
+	if err := p.data.ReloadRows(x, 0); err != nil {
+		return err
+	}
+	if p.opt.Cols > 0 {
+		yv, ok := y.([]T)
+		if !ok || len(yv) != p.opt.Cols*p.D {
+			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", ErrBatch, y, lenOf(y), p.opt.Cols, p.D, p.Dtype)
+		}
+		if err := p.data.ReloadRows(yv, p.N); err != nil {
+			return err
+		}
+	} else if y != nil {
+		return fmt.Errorf("%w: column images given, the program is a batch against itself", ErrBatch)
+	}
+	if f := p.job.cfg.Formula; f != nil {
+		f.Reload(p.data)
+	}
+	p.job.Checksum = 0
+	return p.run(c)
+}
+
+func lenOf(x any) int {
+	switch v := x.(type) {
+	case []float32:
+		return len(v)
+	case []float64:
+		return len(v)
+	}
+	return 0
+}
+
+// affinityCall is one Run as a Job: the blocks' results copied into the
+// caller's arrays.
+type affinityCall[T float32 | float64] struct {
+	*Affinity
+	p    *AffinityProgram
+	dst  []T
+	idx  []int64
+	vals []float64
+}
+
+func (c *affinityCall[T]) Consume(out []*tensor.Dense, off, n int) error {
+	a := c.Affinity
+	switch {
+	case a.cfg.Symmetric:
+		return nil
+	case a.cfg.TopK > 0:
+		return a.Consume(out, off, n)
+	}
+	blk := out[0].Data().([]T)
+	all, c0 := a.cfg.Data.N, c.p.N
+	if c.p.opt.Cols == 0 {
+		c0 = 0
+	}
+	w := all - c0
+	for r := range n {
+		copy(c.dst[(off+r)*w:(off+r+1)*w], blk[r*all+c0:(r+1)*all])
+	}
+	return nil
+}
+
+// Finish copies the whole matrix (symmetric) or the top-k results.
+func (c *affinityCall[T]) Finish() error {
+	a := c.Affinity
+	switch {
+	case a.cfg.Symmetric && a.full32 != nil:
+		copy(c.dst, any(a.full32).([]T))
+	case a.cfg.Symmetric:
+		copy(c.dst, any(a.full64).([]T))
+	case a.cfg.TopK > 0:
+		copy(c.idx, a.Indices)
+		copy(c.vals, a.Values)
+	}
+	return nil
+}
+
+// Close releases the program.
+func (p *AffinityProgram) Close() error { return p.close() }

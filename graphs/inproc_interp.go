@@ -1,0 +1,168 @@
+package graphs
+
+import (
+	"fmt"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// InterpProgram is an interpolation compiled once for blocks of Batch
+// in-memory queries: the table is prepared at compile time, and each Run
+// evaluates any number of queries block by block, replaying the same
+// program over the same buffers.
+type InterpProgram struct {
+	*session
+	job   *Interp
+	Batch int
+	M     int // interpolants
+	// Cols is M for the reduction "none" (an (n, M) result), else 0
+	// (an (n,) result).
+	Cols  int
+	Dtype tensor.Dtype
+}
+
+// fixedQueries only counts: InterpProgram feeds its input itself.
+type fixedQueries int
+
+func (q fixedQueries) Len() int                          { return int(q) }
+func (q fixedQueries) Read32(dst []float32, _ int) error { return nil }
+func (q fixedQueries) Read64(dst []float64, _ int) error { return nil }
+
+// CompileInterp validates s as the CLI does (its F, X, Out, Points and
+// Seed are not used: the table is f, (m, g) row-major, and the queries
+// come with each Run) and compiles the program for blocks of batch
+// queries at dt (batch 0: planned under limit, ≤ 0 the default limit).
+func CompileInterp(s InterpSpec, f []float64, m, g, batch int, limit int64, dt tensor.Dtype) (_ *InterpProgram, err error) {
+	s.F, s.X, s.Out = "(array)", "(array)", ""
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if batch < 0 {
+		return nil, fmt.Errorf("batch %d: must be at least 1 (0: planned)", batch)
+	}
+	if dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil, fmt.Errorf("--dtype %v: want float32 or float64", dt)
+	}
+	if m < 1 || g < 4 || len(f) != m*g {
+		return nil, fmt.Errorf("--f: need an (M, G) table with M ≥ 1 and G ≥ 4, got M = %d, G = %d and %d values", m, g, len(f))
+	}
+	reduce, method, fx, _ := s.parse()
+	dx := 1 / float64(g-1)
+	if s.DX != nil {
+		dx = *s.DX
+	}
+	if err := checkGridEnd(s.A, dx, g); err != nil {
+		return nil, err
+	}
+	tab, err := ops.NewInterpTable(append([]float64(nil), f...), m, g, s.A, dx, reduce, method, dt)
+	if err != nil {
+		return nil, err
+	}
+	items := batch
+	if items == 0 {
+		items = 1 << 16 // plan for the workload's largest useful block
+	}
+	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: fixedQueries(items), FailOnNonFinite: s.FailOnNonFinite}
+	if fx != nil {
+		if cfg.Formula, err = ops.NewInterpFormula(fx, m); err != nil {
+			return nil, err
+		}
+	}
+	job, err := NewInterp(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ses, err := newSession(job, batch, limit)
+	if err != nil {
+		return nil, err
+	}
+	p := &InterpProgram{session: ses, job: job, Batch: ses.prog.Batch, M: m, Dtype: dt}
+	if reduce == ops.ReduceNone {
+		p.Cols = m
+	}
+	return p, nil
+}
+
+// OutLen is the number of values a Run of n queries writes: n, or n·M
+// for the reduction "none".
+func (p *InterpProgram) OutLen(n int) int {
+	if p.Cols > 0 {
+		return n * p.Cols
+	}
+	return n
+}
+
+// Run evaluates the queries x (any number, at least one) into dst
+// (OutLen(len(x)) values), both of the program's dtype ([]float32 or
+// []float64). Neither is kept after Run returns.
+func (p *InterpProgram) Run(x, dst any) error {
+	switch xv := x.(type) {
+	case []float32:
+		d, ok := dst.([]float32)
+		if !ok || p.Dtype != tensor.Float32 {
+			return fmt.Errorf("%w: the program is %v, x is float32 and out is %T", ErrBatch, p.Dtype, dst)
+		}
+		return p.run(&interpCall[float32]{p: p, x: xv, dst: d})
+	case []float64:
+		d, ok := dst.([]float64)
+		if !ok || p.Dtype != tensor.Float64 {
+			return fmt.Errorf("%w: the program is %v, x is float64 and out is %T", ErrBatch, p.Dtype, dst)
+		}
+		return p.run(&interpCall[float64]{p: p, x: xv, dst: d})
+	}
+	return fmt.Errorf("%w: x is %T, want []float32 or []float64", ErrBatch, x)
+}
+
+func (p *InterpProgram) run(c interface {
+	Job
+	check() error
+}) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return p.session.run(c)
+}
+
+// interpCall is one Run as a Job: its queries fed block by block from x,
+// the results copied into dst.
+type interpCall[T float32 | float64] struct {
+	*Interp
+	p      *InterpProgram
+	x, dst []T
+	bad    int64 // the formula's non-finite count before the call
+}
+
+func (c *interpCall[T]) check() error {
+	c.Interp = c.p.job
+	if len(c.x) < 1 {
+		return fmt.Errorf("%w: x has no queries", ErrBatch)
+	}
+	if len(c.dst) != c.p.OutLen(len(c.x)) {
+		return fmt.Errorf("%w: out has %d values, want %d", ErrBatch, len(c.dst), c.p.OutLen(len(c.x)))
+	}
+	if f := c.p.job.cfg.Formula; f != nil {
+		c.bad = f.NonFinite()
+	}
+	return nil
+}
+
+func (c *interpCall[T]) Items() int { return len(c.x) }
+
+func (c *interpCall[T]) Feed(in []*tensor.Dense, off, n int) error {
+	copy(in[0].Data().([]T), c.x[off:off+n])
+	return nil
+}
+
+func (c *interpCall[T]) Consume(out []*tensor.Dense, off, n int) error {
+	if f := c.p.job.cfg.Formula; f != nil && c.p.job.cfg.FailOnNonFinite && f.NonFinite() > c.bad {
+		return errNonFinite("--reduce", f.NonFinite()-c.bad)
+	}
+	w := max(c.p.Cols, 1)
+	copy(c.dst[off*w:(off+n)*w], out[0].Data().([]T)[:n*w])
+	return nil
+}
+
+// Close releases the program.
+func (p *InterpProgram) Close() error { return p.close() }
