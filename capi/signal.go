@@ -8,16 +8,19 @@ import (
 )
 
 // SIGINT during a call. A Go library inside another program (here
-// Python) leaves SIGINT to that program's handler, which for Python only
-// raises KeyboardInterrupt once the call returns to it. So for the length
-// of an interruptible call, watch takes SIGINT (signal.Notify) and stops
-// the call's program; when the last such call ends, signal.Reset gives
-// SIGINT back to the program's own handler. A SIGINT taken after the last
-// call ended is sent again, to that handler.
+// Python) leaves SIGINT to that program's handler, and Python's only
+// raises KeyboardInterrupt once the call has returned to it. So the first
+// interruptible call takes SIGINT (signal.Notify), and each SIGINT then
+// stops every interruptible call in progress. A SIGINT that finds none in
+// progress is handed back: signal.Reset restores the program's own handler
+// and the signal is raised again for it; the next interruptible call takes
+// SIGINT again. Taking it once, not per call, keeps sigaction out of every
+// call.
 var sig struct {
 	once   sync.Once
 	mu     sync.Mutex
 	ch     chan os.Signal
+	taken  bool
 	active map[*object]int
 }
 
@@ -29,24 +32,23 @@ func watch(o *object) (done func()) {
 		go forward()
 	})
 	sig.mu.Lock()
-	if len(sig.active) == 0 {
+	if !sig.taken {
 		signal.Notify(sig.ch, os.Interrupt)
+		sig.taken = true
 	}
 	sig.active[o]++
 	sig.mu.Unlock()
 	return func() {
 		sig.mu.Lock()
-		defer sig.mu.Unlock()
 		if sig.active[o]--; sig.active[o] == 0 {
 			delete(sig.active, o)
 		}
-		if len(sig.active) == 0 {
-			signal.Reset(os.Interrupt)
-		}
+		sig.mu.Unlock()
 	}
 }
 
-// forward stops every watched call on each SIGINT.
+// forward stops every watched call on each SIGINT, or hands the signal
+// back when there is none.
 func forward() {
 	for range sig.ch {
 		sig.mu.Lock()
@@ -54,6 +56,10 @@ func forward() {
 			o.prog.Interrupt()
 		}
 		none := len(sig.active) == 0
+		if none {
+			signal.Reset(os.Interrupt)
+			sig.taken = false
+		}
 		sig.mu.Unlock()
 		if none {
 			syscall.Kill(os.Getpid(), syscall.SIGINT)

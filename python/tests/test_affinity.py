@@ -134,3 +134,63 @@ def test_thousand_calls_flat_time_and_memory():
     np.testing.assert_array_equal(out, first)
     assert late <= 1.5 * early
     assert rss1 - rss0 <= 4 << 20  # a copy of X kept per call would be 256 MiB
+
+
+def topk_reference(x, metric, k):
+    a = reference(x, metric)
+    np.fill_diagonal(a, -np.inf)  # self excluded
+    idx = np.argsort(-a, axis=1, kind="stable")[:, :k]
+    return idx, np.take_along_axis(a, idx, 1)
+
+
+@pytest.mark.parametrize("metric", ["dot", "l2"])
+def test_topk_numpy_and_cli(tmp_path, metric):
+    rng = np.random.default_rng()
+    x = rng.standard_normal((83, 29))  # float64: ties are unlikely, the order is the reference's
+    want_i, want_v = topk_reference(x, metric, 7)
+    got_i, got_v = tapeloop.affinity(x, metric, topk=7, block=10, dtype="float64")
+    assert got_i.dtype == np.int64 and got_v.dtype == np.float64 and got_i.shape == (83, 7)
+    np.testing.assert_array_equal(got_i, want_i)
+    np.testing.assert_allclose(got_v, want_v, rtol=1e-12, atol=1e-12 * np.abs(want_v).max())
+    if os.access(CLI, os.X_OK):
+        np.save(tmp_path / "x.npy", x)
+        subprocess.run([CLI, "affinity", "--images", str(tmp_path / "x.npy"), "--dtype", "float64", "--metric", metric,
+                        "--topk", "7", "--out", str(tmp_path / "top.npz")], check=True, capture_output=True)
+        cli = np.load(tmp_path / "top.npz")
+        np.testing.assert_array_equal(got_i, cli["indices"])
+        np.testing.assert_array_equal(got_v, cli["values"])
+
+
+@pytest.mark.parametrize("metric", ["cosine", "l1", "formula"])
+def test_rows_against_columns(metric):
+    rng = np.random.default_rng()
+    xr, yc = rng.standard_normal((19, 41)), rng.standard_normal((27, 41))
+    kw = {"formula": FORMULA, "params": {"s": 9.0}} if metric == "formula" else {"metric": metric}
+    with tapeloop.Affinity(**kw, shape=xr.shape, cols=27, dtype="float64", block=8) as r:
+        for _ in range(2):
+            xr, yc = rng.standard_normal((19, 41)), rng.standard_normal((27, 41))
+            both = reference(np.concatenate([xr, yc]), metric, 9.0)
+            got = r(xr, yc)
+            assert got.shape == (19, 27)
+            np.testing.assert_allclose(got, both[:19, 19:], rtol=1e-10, atol=1e-10 * np.abs(both).max())
+        with pytest.raises(tapeloop.Error, match=r"Y: shape \(26, 41\), the compiled shape is \(27, 41\)"):
+            r(xr, yc[:26])
+        with pytest.raises(tapeloop.Error, match="call it with"):
+            r(xr)
+    with pytest.raises(tapeloop.Error, match="--topk with cols"):
+        tapeloop.Affinity("dot", shape=(4, 4), cols=3, topk=2)
+
+
+def test_block_and_memory_limit_give_the_same_matrix():
+    x = np.random.default_rng().standard_normal((101, 57)).astype(np.float32)
+    want = tapeloop.affinity(x, "l2")
+    for kw in [{"block": 1}, {"block": 13}, {"mem_limit": "1MiB"}, {"mem_limit": 1 << 30}]:
+        with tapeloop.Affinity("l2", shape=x.shape, **kw) as r:
+            np.testing.assert_array_equal(r(x), want)
+            plan = r.report()["plan"]
+            if "block" in kw:
+                assert plan["batch"] == kw["block"] and plan["forced"]
+            else:
+                assert plan["planned_bytes"] <= plan["mem_limit_bytes"]
+    with pytest.raises(tapeloop.Error, match="over the memory limit"):
+        tapeloop.Affinity("l2", shape=(5000, 64), mem_limit="1KiB")

@@ -87,14 +87,74 @@ def test_same_as_cli(tmp_path, reduce):
 def test_wrong_shape_and_dtype():
     f, a, dx, x = case(np.random.default_rng(), n=64)
     with tapeloop.Interp(f, a, dx, batch=64) as r:
-        with pytest.raises(tapeloop.Error, match=r"x: shape \(63,\), the compiled shape is \(64,\)"):
-            r(x[:63])
+        with pytest.raises(tapeloop.Error, match=r"x: shape \(8, 8\), want 1 dimension"):
+            r(x.reshape(8, 8))
         with pytest.raises(tapeloop.Error, match=r"x: dtype float64, the compiled dtype is float32"):
             r(x.astype(np.float64))
         with pytest.raises(tapeloop.Error, match=r"out: want a writeable C-contiguous float32 array of shape \(64,\)"):
             r(x, out=np.empty(64, np.float64))
+        with pytest.raises(tapeloop.Error, match=r"out: .* shape \(63,\)"):
+            r(x[:63], out=np.empty(64, np.float32))
+        with pytest.raises(tapeloop.Error, match="no query points"):
+            r(x[:0])
     with pytest.raises(tapeloop.Error, match="closed"):
         r(x)
+
+
+@pytest.mark.parametrize("reduce", ["sumsq", "none"])
+def test_any_number_of_points_in_blocks(reduce):
+    """A call of n points runs in blocks of the compiled batch, the last one
+    short; every point's value is the one it has alone in a full block."""
+    rng = np.random.default_rng()
+    f, a, dx, x = case(rng, n=3 * 97 + 41)
+    want = tapeloop.interp(f, x, a, dx, reduce=reduce)  # one block of all the points
+    with tapeloop.Interp(f, a, dx, batch=97, reduce=reduce) as r:
+        got = r(x)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(r(x[:5]), want[:5])
+        rep = r.report()
+        assert rep["calls"] == 2 and rep["last_items"] == 5 and rep["last_batches"] == 1
+        assert rep["plan"]["batch"] == 97 and rep["items"] == len(x) + 5
+    with tapeloop.Interp(f, a, dx, mem_limit="64MiB", reduce=reduce) as r:  # the batch planned
+        np.testing.assert_array_equal(r(x), want)
+        assert 1 <= r.report()["plan"]["batch"] and r.report()["plan"]["planned_bytes"] <= 64 << 20
+
+
+def test_dot_and_report():
+    f, a, dx, x = case(np.random.default_rng(), n=100)
+    with tapeloop.Interp(f, a, dx, batch=50, reduce="max(v)") as r:
+        dot = r.dot()
+        assert dot.startswith('digraph "interp"') and "(50) float32" in dot
+        r(x)
+        rep = r.report()
+        assert rep["workload"] == "interp" and rep["calls"] == 1 and rep["last_batches"] == 2
+        assert rep["summary"]["batches"] == 1 and rep["rss_bytes"] > 0 and rep["peak_rss_bytes"] >= rep["rss_bytes"]
+
+
+def test_gpu_array_names_the_build():
+    class DeviceArray:  # what CuPy, JAX and PyTorch GPU arrays answer
+        def __dlpack_device__(self):
+            return (2, 0)  # kDLCUDA, device 0
+
+        def __dlpack__(self, stream=None):
+            raise AssertionError("must not be read")
+
+    f, a, dx, x = case(np.random.default_rng(), n=8)
+    with tapeloop.Interp(f, a, dx, batch=8) as r:
+        with pytest.raises(tapeloop.Error, match=r"x: a GPU array .*GPU backend: " + tapeloop.build()[:10]):
+            r(DeviceArray())
+
+
+def test_buffer_protocol_and_array_interface():
+    f, a, dx, x = case(np.random.default_rng(), n=16, dtype=np.float64)
+    want = tapeloop.interp(f, x, a, dx, dtype="float64")
+
+    class Iface:
+        __array_interface__ = x.__array_interface__
+
+    with tapeloop.Interp(f, a, dx, batch=16, dtype="float64") as r:
+        np.testing.assert_array_equal(r(memoryview(x)), want)
+        np.testing.assert_array_equal(r(Iface()), want)
 
 
 def test_bad_formula_is_the_cli_message():

@@ -1,0 +1,201 @@
+"""The shared library, its errors, and what every compiled object shares."""
+import ctypes
+import json
+import os
+import signal
+import threading
+
+import numpy as np
+
+ABI = "tapeloop-capi 2"
+
+
+class Error(ValueError):
+    """An error from tapeloop: its message is the CLI's for the same mistake."""
+
+
+def _load():
+    path = os.environ.get("TAPELOOP_LIB") or os.path.join(os.path.dirname(__file__), "libtapeloop.so")
+    try:
+        lib = ctypes.CDLL(path)  # CDLL: the GIL is released during each call
+    except OSError as e:
+        raise ImportError(f"tapeloop: cannot load {path} ({e}); build it with `make python` or set TAPELOOP_LIB") from e
+    err, i64 = ctypes.c_void_p, ctypes.c_int64  # err: a C string the caller frees with tl_free
+    p64, ptr, txt = ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
+    protos = {
+        "tl_free": ([ptr], None),
+        "tl_version": ([ctypes.c_char_p, i64], err),
+        "tl_build": ([ctypes.c_char_p, i64], err),
+        "tl_close": ([i64], err),
+        "tl_interrupt": ([i64], err),
+        "tl_dot": ([i64, txt], err),
+        "tl_report": ([i64, txt], err),
+        "tl_interp_create": ([ctypes.c_char_p, ptr, i64, i64, p64], err),
+        "tl_interp_shape": ([i64, p64, p64, p64], err),
+        "tl_interp_run": ([i64, ptr, i64, ptr, i64, i64, ctypes.c_int], err),
+        "tl_affinity_create": ([ctypes.c_char_p, p64], err),
+        "tl_affinity_run": ([i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i64, i64, ctypes.c_int], err),
+        "tl_drr_create": ([ctypes.c_char_p, ptr, i64, i64, i64, p64], err),
+        "tl_drr_orbit": ([i64, i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, ptr, i64], err),
+        "tl_drr_run": ([i64, ptr, i64, ptr, i64, ctypes.POINTER(ctypes.c_int), ctypes.c_int], err),
+        "tl_wavelet_create": ([ctypes.c_char_p, ptr, i64, i64, i64, p64], err),
+        "tl_wavelet_columns": ([i64, txt], err),
+        "tl_wavelet_run": ([i64, ptr, i64, ptr, i64, ptr, i64, ptr, i64, ctypes.c_int], err),
+    }
+    for name, (args, res) in protos.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.argtypes, fn.restype = args, res
+    return lib
+
+
+lib = _load()
+
+
+def check(ptr):
+    """Raise Error with the message behind ptr (NULL: success), then free it.
+    A message that begins "interrupted: " raises KeyboardInterrupt."""
+    if ptr:
+        msg = ctypes.string_at(ptr).decode("utf-8", "replace")
+        lib.tl_free(ptr)
+        if msg.startswith("interrupted: "):
+            raise KeyboardInterrupt(msg[len("interrupted: "):])
+        raise Error(msg)
+
+
+def _text(fn, *args):
+    """The string a tl_ function returns through its last argument."""
+    out = ctypes.c_void_p()
+    check(fn(*args, ctypes.byref(out)))
+    try:
+        return ctypes.string_at(out).decode("utf-8")
+    finally:
+        lib.tl_free(out)
+
+
+def _string(fn):
+    buf = ctypes.create_string_buffer(256)
+    check(fn(buf, len(buf)))
+    return buf.value.decode()
+
+
+def version():
+    """The C ABI's version string."""
+    return _string(lib.tl_version)
+
+
+def build():
+    """The library's GPU backend, as `tapeloop info` prints it."""
+    return _string(lib.tl_build)
+
+
+if version() != ABI:
+    raise ImportError(f"tapeloop: library ABI {version()!r}, this package wants {ABI!r}; rebuild it with `make python`")
+
+
+def interruptible():
+    """1 when Ctrl-C should stop the call: made from the main thread while
+    Python's own SIGINT handler (KeyboardInterrupt) is installed."""
+    return int(threading.current_thread() is threading.main_thread()
+               and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+
+
+def as_array(name, x):
+    """x as a NumPy array without a copy where it can be: an ndarray, an
+    object with __array_interface__ or the buffer protocol, or a CPU DLPack
+    tensor. A GPU array raises Error: the library runs on the host."""
+    if isinstance(x, np.ndarray):
+        return x
+    dev = getattr(x, "__dlpack_device__", None)
+    if dev is not None:
+        kind = dev()[0]
+        if kind != 1:  # kDLCPU
+            raise Error(f"{name}: a GPU array (DLPack device type {kind}); this tapeloop library runs on the CPU "
+                        f"(GPU backend: {build()}): copy it to the host first, e.g. numpy.asarray(x.get()) for CuPy "
+                        f"or numpy.asarray(x) for JAX")
+        if not hasattr(x, "__array_interface__") and not hasattr(x, "__array__"):
+            return np.from_dlpack(x)
+    return np.asarray(x)
+
+
+def compiled_input(name, x, dtype, shape=None, ndim=None):
+    """x for a compiled object: an array of its dtype (and shape, or number
+    of dimensions), passed by pointer when C-contiguous, else copied once
+    (numpy.ascontiguousarray). Another dtype or shape raises Error."""
+    a = as_array(name, x)
+    if shape is not None and a.shape != tuple(shape):
+        raise Error(f"{name}: shape {a.shape}, the compiled shape is {tuple(shape)}")
+    if ndim is not None and a.ndim != ndim:
+        raise Error(f"{name}: shape {a.shape}, want {ndim} dimension{'s' if ndim > 1 else ''}")
+    if a.dtype != dtype:
+        raise Error(f"{name}: dtype {a.dtype}, the compiled dtype is {dtype} (convert with .astype)")
+    return np.ascontiguousarray(a)
+
+
+def output(out, dtype, shape):
+    """A new array, or the caller's out= when it is a writeable C-contiguous
+    array of dtype and shape."""
+    if out is None:
+        return np.empty(shape, dtype)
+    if not isinstance(out, np.ndarray) or out.shape != tuple(shape) or out.dtype != dtype \
+            or not out.flags.c_contiguous or not out.flags.writeable:
+        got = f"{getattr(out, 'shape', None)} {getattr(out, 'dtype', type(out).__name__)}"
+        raise Error(f"out: want a writeable C-contiguous {np.dtype(dtype)} array of shape {tuple(shape)}, got {got}")
+    return out
+
+
+def config(**kw):
+    """The JSON config of a create call, leaving out unset (None) values."""
+    return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
+
+
+def params_of(params):
+    return {str(k): float(v) for k, v in params.items()} if params else None
+
+
+def mem_limit_of(mem_limit):
+    """mem_limit as the library takes it: bytes (int) or a size ("2GiB")."""
+    if mem_limit is None:
+        return None
+    return str(int(mem_limit)) if isinstance(mem_limit, (int, np.integer)) else str(mem_limit)
+
+
+class Compiled:
+    """What every compiled object shares: its handle, close, dot, report."""
+
+    _h = 0
+    _what = "object"
+
+    def _handle(self):
+        if not self._h:
+            raise Error(f"{self._what}: the object is closed")
+        return self._h
+
+    def dot(self):
+        """The compiled graph as Graphviz DOT text (as `tapeloop … --dot`)."""
+        return _text(lib.tl_dot, self._handle())
+
+    def report(self):
+        """The calls so far as a dict: the plan (batch, planned bytes), the
+        number of calls, the last call's items, batches and seconds, a summary
+        over the calls (median_ms, drift: the last tenth's median over the
+        first's), items per second, and the process's RSS and peak RSS."""
+        return json.loads(_text(lib.tl_report, self._handle()))
+
+    def close(self):
+        """Release the compiled program; closing twice does nothing."""
+        if self._h:
+            h, self._h = self._h, 0
+            check(lib.tl_close(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,87 @@
+"""Pairwise affinities of flattened images."""
+import ctypes
+
+import numpy as np
+
+from ._lib import (Compiled, Error, as_array, check, compiled_input, config, interruptible, lib, mem_limit_of,
+                   output, params_of)
+
+
+class Affinity(Compiled):
+    """The affinities of a batch of B flattened images of D values, against
+    itself or against C other images, compiled once for shape=(B, D) and dtype.
+
+    metric: "dot" (default), "cosine", "l1" (−Σ|xi−xj|) or "l2" (−Σ(xi−xj)²);
+    or formula: your own affinity of images a and b, e.g.
+    "exp(-sum((a-b)^2)/(2*s^2))", with params={"s": 40}, and method "auto" or
+    "direct" — the CLI's --metric, --formula, --param and --method. dtype:
+    "float32" (default) or "float64". topk=K keeps each row's K largest
+    affinities, self excluded (the CLI's --topk). cols=C compiles rows against
+    C column images. block: rows per replay (the CLI's --block; default
+    planned under mem_limit, bytes or a size such as "2GiB").
+
+    Call with X, a (B, D) array of dtype: it returns the (B, B) matrix, or with
+    topk the pair (indices, values), int64 and float64 (B, K), best first.
+    With cols=C call with (X, Y), Y a (C, D) array: it returns the (B, C)
+    matrix; each row is computed against its own batch too (B·(B+C) pairs).
+    A C-contiguous X of the compiled dtype is passed by pointer (no copy here;
+    the library copies it into the compiled program's buffers during the
+    call); any other X of that dtype is copied once
+    (numpy.ascontiguousarray); another dtype or shape raises Error. out=
+    takes a C-contiguous output array (without topk), written in place.
+    """
+
+    _what = "affinity"
+
+    def __init__(self, metric=None, formula=None, params=None, *, shape, dtype="float32", method=None,
+                 cols=None, topk=None, block=None, mem_limit=None):
+        b, d = (int(v) for v in shape)
+        cfg = config(n=b, d=d, dtype=str(np.dtype(dtype)), metric=(metric or "dot") if (metric or not formula) else None,
+                     formula=formula, params=params_of(params), method=method, cols=cols and int(cols),
+                     topk=topk and int(topk), block=block and int(block), mem_limit=mem_limit_of(mem_limit))
+        h = ctypes.c_int64(0)
+        check(lib.tl_affinity_create(cfg, ctypes.byref(h)))
+        self._h = h.value
+        self.shape, self.dtype = (b, d), np.dtype(dtype)
+        self.cols, self.topk = int(cols or 0), int(topk or 0)
+
+    def __call__(self, X, Y=None, out=None):
+        h = self._handle()
+        X = compiled_input("X", X, self.dtype, shape=self.shape)
+        b, d = self.shape
+        if self.cols:
+            if Y is None:
+                raise Error(f"Y: the object was compiled for {self.cols} column images: call it with (X, Y)")
+            Y = compiled_input("Y", Y, self.dtype, shape=(self.cols, d))
+            y, ylen = Y.ctypes.data, Y.size
+        elif Y is not None:
+            raise Error("Y: the object computes a batch against itself: compile it with cols=C for column images")
+        else:
+            y, ylen = None, 0
+        it = interruptible()
+        if self.topk:
+            if out is not None:
+                raise Error("out: not taken with topk")
+            idx, vals = np.empty((b, self.topk), np.int64), np.empty((b, self.topk), np.float64)
+            check(lib.tl_affinity_run(h, X.ctypes.data, X.size, y, ylen, None, idx.ctypes.data, vals.ctypes.data,
+                                      idx.size, self.dtype.itemsize, it))
+            return idx, vals
+        res = output(out, self.dtype, (b, self.cols or b))
+        check(lib.tl_affinity_run(h, X.ctypes.data, X.size, y, ylen, res.ctypes.data, None, None, res.size,
+                                  self.dtype.itemsize, it))
+        return res
+
+
+def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, mem_limit=None,
+             dtype="float32", method=None):
+    """One-shot Affinity: the (N, N) matrix of X, (N, D) or (N, H, W) images
+    (flattened), or with topk=K the pair (indices, values), each (N, K); X is
+    converted to dtype once when it is not already a C-contiguous array of it.
+    block and mem_limit: as the CLI's --block and --mem-limit."""
+    X = np.ascontiguousarray(as_array("X", X), dtype=dtype)
+    if X.ndim < 2:
+        raise Error(f"X: shape {X.shape}, want (N, D) or (N, H, W)")
+    X = X.reshape(X.shape[0], -1)
+    with Affinity(metric, formula, params, shape=X.shape, dtype=dtype, method=method, topk=topk, block=block,
+                  mem_limit=mem_limit) as r:
+        return r(X)

@@ -1,0 +1,117 @@
+"""DRRs: X-ray line integrals through a volume, pose after pose."""
+import ctypes
+import warnings
+
+import numpy as np
+
+from ._lib import (Compiled, Error, as_array, check, compiled_input, config, interruptible, lib, mem_limit_of,
+                   output, params_of)
+
+POSE_KEYS = ("source", "center", "u", "v", "pixel")
+
+MISSED = ("every ray missed the volume: check the geometry against the volume's origin, spacing and direction")
+
+
+def poses_array(poses):
+    """poses as a C-contiguous (P, 14) float64 array: one pose (a dict of the
+    geometry file's source, center, u, v and pixel), a list of them, a
+    geometry document {"poses": [...]}, or an array of 14 numbers per pose."""
+    if isinstance(poses, dict):
+        poses = poses["poses"] if "poses" in poses else [poses]
+    if isinstance(poses, (list, tuple)) and poses and isinstance(poses[0], dict):
+        rows = []
+        for i, p in enumerate(poses):
+            missing = [k for k in POSE_KEYS if k not in p]
+            if missing:
+                raise Error(f"geometry: pose {i} lacks {', '.join(missing)}")
+            row = []
+            for k, n in zip(POSE_KEYS, (3, 3, 3, 3, 2)):
+                v = np.asarray(p[k], dtype=np.float64).ravel()
+                if v.size != n:
+                    raise Error(f'geometry: pose {i}: "{k}" must be {n} numbers, got {v.size}')
+                row.extend(v)
+            rows.append(row)
+        return np.array(rows, dtype=np.float64)
+    a = np.asarray(as_array("poses", poses), dtype=np.float64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] != 14 or a.shape[0] == 0:
+        raise Error(f"poses: shape {a.shape}, want (P, 14): source, center, u, v (3 each) and pixel (2) per pose")
+    return np.ascontiguousarray(a)
+
+
+class DRR(Compiled):
+    """DRRs of one volume onto a detector of R×C pixels, compiled once; each
+    call renders a set of poses, block by block, over the same buffers.
+
+    volume: an (X, Y, Z) array, voxel (i, j, k) at volume[i, j, k], copied once
+    (as float32) at creation. spacing (mm) and origin (the centre of voxel
+    (0, 0, 0), world mm) place it; direction (3×3, columns the world
+    directions of the index axes) rotates it (default identity). The world
+    frame is the poses' (LPS for DICOM and plastimatch geometry). detector:
+    (R, C). method: "siddon" (exact path lengths, the default) or "trilinear"
+    (samples step mm apart; default half the smallest voxel size). hu=True:
+    the volume is in Hounsfield units (μ = mu_water·max(0, 1 + HU/1000));
+    mu: your formula over a voxel's value h giving μ per mm, applied once;
+    post: your formula over a pixel's line integral p, e.g. "exp(-p)";
+    params: their parameters. batch: poses per block (default planned under
+    mem_limit). The CLI's drr flags of the same names.
+
+    Call with poses — a list of dicts with the geometry file's "source",
+    "center", "u", "v" (3 numbers each) and "pixel" (2), or a (P, 14) array of
+    those numbers — and it returns the (P, R, C) float32 images (out= takes a
+    C-contiguous one). A (P, 14) float64 C-contiguous array is passed by
+    pointer; other forms are converted once. orbit() gives the CLI's orbit.
+    """
+
+    _what = "drr"
+
+    def __init__(self, volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), *, detector=(200, 200),
+                 direction=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
+                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False):
+        v = np.ascontiguousarray(as_array("volume", volume), dtype=np.float32)
+        if v.ndim != 3:
+            raise Error(f"--volume: shape {v.shape}, want (X, Y, Z)")
+        rows, cols = (int(n) for n in detector)
+        dirn = None if direction is None else np.asarray(direction, dtype=np.float64).reshape(3, 3).tolist()
+        cfg = config(spacing=[float(s) for s in spacing], origin=[float(o) for o in origin], direction=dirn,
+                     rows=rows, cols=cols, method=method, step=None if step is None else float(step), hu=bool(hu),
+                     mu_water=None if mu_water is None else float(mu_water), mu=mu, post=post,
+                     params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), batch=int(batch or 0),
+                     mem_limit=mem_limit_of(mem_limit))
+        h = ctypes.c_int64(0)
+        check(lib.tl_drr_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
+        self._h = h.value
+        self.detector = (rows, cols)
+
+    def orbit(self, n, sdd=1020.0, sid=510.0, pixel=2.0):
+        """The CLI's --orbit n: n poses over 360° about the z axis through the
+        volume's centre, source–detector distance sdd and source–isocentre
+        distance sid (mm), square pixels of pixel mm; an (n, 14) array."""
+        if int(n) < 1:
+            raise Error(f"geometry: --orbit {n}: need at least one pose")
+        p = np.empty((int(n), 14), np.float64)
+        check(lib.tl_drr_orbit(self._handle(), int(n), float(sdd), float(sid), float(pixel), p.ctypes.data, p.size))
+        return p
+
+    def __call__(self, poses, out=None):
+        h = self._handle()
+        p = poses_array(poses)
+        img = output(out, np.float32, (p.shape[0],) + self.detector)
+        missed = ctypes.c_int(0)
+        check(lib.tl_drr_run(h, p.ctypes.data, p.size, img.ctypes.data, img.size, ctypes.byref(missed),
+                             interruptible()))
+        if missed.value:
+            warnings.warn(MISSED, stacklevel=2)
+        return img
+
+
+def drr(volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), poses=None, *, orbit=None, detector=(200, 200),
+        sdd=1020.0, sid=510.0, pixel=2.0, **kw):
+    """One-shot DRR: the (P, R, C) images of poses, or of the CLI's orbit of
+    `orbit` poses (with sdd, sid, pixel) about the volume's centre. Other
+    keywords are DRR's (method, step, hu, mu, post, params, direction, …)."""
+    if (poses is None) == (orbit is None):
+        raise Error("drr: give poses or orbit=N, not both")
+    with DRR(volume, spacing, origin, detector=detector, **kw) as r:
+        return r(r.orbit(orbit, sdd, sid, pixel) if orbit is not None else poses)

@@ -1,0 +1,67 @@
+"""Interpolation: M cubic interpolants on a shared grid."""
+import ctypes
+
+import numpy as np
+
+from ._lib import Compiled, Error, check, compiled_input, config, interruptible, lib, mem_limit_of, output, params_of
+
+
+class Interp(Compiled):
+    """M cubic interpolants on the shared grid a + i·dx (i = 0…G−1), values
+    f[j, i], compiled once and evaluated in blocks of `batch` query points.
+
+    f: (M, G) table, copied once at creation (as float64). dx: the grid spacing
+    (default 1/(G−1)). reduce: "sumsq" (Σ v², the default), "sum", "none" (all
+    M values) or a formula over the M values v at x, e.g. "max(v)", with
+    params={...}. dtype: "float32" (default) or "float64". method: "auto" or
+    "direct". batch: the points per block (default: planned under mem_limit,
+    bytes or a size such as "2GiB"; by default half the memory available).
+
+    Call with x, a 1-D array of any length n: it returns an (n,) array, or
+    (n, M) for reduce="none", computed block by block over the same buffers. A
+    C-contiguous x of the compiled dtype is passed by pointer (no copy here;
+    the library copies each block into the compiled program's input); any
+    other x of that dtype (strided, or through __array_interface__ or the
+    buffer protocol) is copied once (numpy.ascontiguousarray); another dtype
+    raises Error. out= takes a C-contiguous array of the result's shape and
+    dtype, written in place.
+    """
+
+    _what = "interp"
+
+    def __init__(self, f, a=0.0, dx=None, *, batch=None, reduce="sumsq", params=None,
+                 dtype="float32", method="auto", fail_on_nonfinite=False, mem_limit=None):
+        f = np.ascontiguousarray(f, dtype=np.float64)
+        if f.ndim != 2:
+            raise Error(f"--f: the table has shape {f.shape}, want (M, G)")
+        cfg = config(a=float(a), dx=None if dx is None else float(dx), reduce=reduce, method=method,
+                     batch=int(batch or 0), dtype=str(np.dtype(dtype)), fail_on_nonfinite=bool(fail_on_nonfinite),
+                     params=params_of(params), mem_limit=mem_limit_of(mem_limit))
+        h = ctypes.c_int64(0)
+        check(lib.tl_interp_create(cfg, f.ctypes.data, f.shape[0], f.shape[1], ctypes.byref(h)))
+        self._h = h.value
+        b, c, s = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        check(lib.tl_interp_shape(self._h, ctypes.byref(b), ctypes.byref(c), ctypes.byref(s)))
+        self.batch, self.cols, self.dtype = b.value, c.value, np.dtype(dtype)
+
+    def __call__(self, x, out=None):
+        h = self._handle()
+        x = compiled_input("x", x, self.dtype, ndim=1)
+        if x.size == 0:
+            raise Error("x: no query points")
+        y = output(out, self.dtype, (x.size, self.cols) if self.cols else (x.size,))
+        check(lib.tl_interp_run(h, x.ctypes.data, x.size, y.ctypes.data, y.size, self.dtype.itemsize, interruptible()))
+        return y
+
+
+def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", method="auto",
+           batch=None, mem_limit=None):
+    """One-shot Interp: f (M, G) evaluated at every point of x (N,); x is
+    converted to dtype once when it is not already a C-contiguous array of it."""
+    from ._lib import as_array
+    x = np.ascontiguousarray(as_array("x", x), dtype=dtype)
+    if x.ndim != 1:
+        raise Error(f"x: shape {x.shape}, want (N,)")
+    with Interp(f, a, dx, batch=batch, reduce=reduce, params=params, dtype=dtype, method=method,
+                mem_limit=mem_limit) as r:
+        return r(x)
