@@ -16,13 +16,14 @@ build:
 run: build
 	./$(BIN) demo
 
-## test: vet, the whole test suite, the engine under the race detector, and
-## the GPU flavour on the CUDA emulator.
+## test: vet, the whole test suite, the engine under the race detector, the
+## GPU flavour on the CUDA emulator, and the Python package.
 test: test-deps
 	$(GO) vet ./...
 	$(GO) test ./...
 	$(GO) test -race -short $(RACE)
 	$(MAKE) --no-print-directory test-emu
+	$(MAKE) --no-print-directory test-python
 
 ## test-emu: the GPU twins and `--device cuda` through the CLI on the CUDA
 ## emulator (build tag tapeloop_cudaemu: the kernels run on the CPU, cuBLAS
@@ -36,6 +37,7 @@ test-emu:
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
+# run the Python package's tests with pytest,
 # write NIfTI files with nibabel and render DRRs with plastimatch as a peer,
 # check DOT with Graphviz and run the
 # GPU kernels under the CPU emulator (g++) where those are installed (and
@@ -50,6 +52,7 @@ test-deps:
 	command -v plastimatch >/dev/null 2>&1 || missing="$$missing plastimatch"; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test peers:$$missing"; \
@@ -73,8 +76,8 @@ python:
 	$(GO) build -buildmode=c-shared -o $(PYLIB) ./capi
 
 ## test-python: the Python package's tests (pytest, with /usr/bin/python3 and
-## Debian's python3-numpy and python3-pytest) against NumPy and bin/tapeloop;
-## skipped with one note where those are missing.
+## Debian's python3-numpy and python3-pytest) against NumPy, SciPy and
+## bin/tapeloop; skipped with one note where those are missing.
 test-python:
 	@if /usr/bin/python3 -c 'import numpy, pytest' 2>/dev/null; then \
 	  $(MAKE) --no-print-directory build python && \

@@ -254,3 +254,18 @@ func tl_report(h C.int64_t, text **C.char) *C.char {
 		})
 	})
 }
+
+// tl_selftest checks the error boundary, for the package's tests: kind 1
+// panics inside it as a bug in the engine would, and must come back as an
+// "internal error" message with the process alive.
+//
+//export tl_selftest
+func tl_selftest(kind C.int) *C.char {
+	return guard(func() error {
+		if kind == 1 {
+			var m map[string]int
+			m["boundary"]++ // a nil map: a runtime panic
+		}
+		return nil
+	})
+}

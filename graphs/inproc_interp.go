@@ -2,6 +2,7 @@ package graphs
 
 import (
 	"fmt"
+	"math"
 
 	"gorgonia.org/tensor"
 
@@ -150,8 +151,16 @@ func (c *interpCall[T]) check() error {
 
 func (c *interpCall[T]) Items() int { return len(c.x) }
 
+// Feed copies the block's queries, refusing NaN and ±Inf as the CLI's
+// reader does.
 func (c *interpCall[T]) Feed(in []*tensor.Dense, off, n int) error {
-	copy(in[0].Data().([]T), c.x[off:off+n])
+	x := c.x[off : off+n]
+	for i, v := range x {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%w: x[%d] is %g", ErrQuery, off+i, f)
+		}
+	}
+	copy(in[0].Data().([]T), x)
 	return nil
 }
 

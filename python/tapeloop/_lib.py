@@ -28,6 +28,7 @@ def _load():
         "tl_build": ([ctypes.c_char_p, i64], err),
         "tl_close": ([i64], err),
         "tl_interrupt": ([i64], err),
+        "tl_selftest": ([ctypes.c_int], err),
         "tl_dot": ([i64, txt], err),
         "tl_report": ([i64, txt], err),
         "tl_interp_create": ([ctypes.c_char_p, ptr, i64, i64, p64], err),

@@ -97,6 +97,14 @@ def test_wrong_shape_and_dtype():
             r(x[:63], out=np.empty(64, np.float32))
         with pytest.raises(tapeloop.Error, match="no query points"):
             r(x[:0])
+        bad = x.copy()
+        bad[40] = np.nan
+        with pytest.raises(tapeloop.Error, match=r"^interp: bad query: x\[40\] is NaN$"):
+            r(bad)  # as the CLI: "interp: bad query: FILE: x[40] is NaN"
+        bad[40] = -np.inf
+        with pytest.raises(tapeloop.Error, match=r"x\[40\] is -Inf"):
+            r(bad)
+        np.testing.assert_array_equal(r(x), tapeloop.interp(f, x, a, dx))  # still usable
     with pytest.raises(tapeloop.Error, match="closed"):
         r(x)
 

@@ -7,7 +7,10 @@ import threading
 
 import numpy as np
 
+import pytest
+
 import tapeloop
+from tapeloop import _lib
 
 SCRIPT = textwrap.dedent(r"""
     import os, signal, sys, threading, time
@@ -86,3 +89,10 @@ def test_threads_share_and_split_objects():
     for o in objs + [drr]:
         o.close()
     assert not bad
+
+
+def test_a_panic_in_the_library_is_an_error():
+    with pytest.raises(tapeloop.Error, match=r"^internal error \(a bug in tapeloop\): assignment to entry in nil map"):
+        _lib.check(_lib.lib.tl_selftest(1))
+    _lib.check(_lib.lib.tl_selftest(0))
+    assert tapeloop.interp(np.ones((2, 5)), np.array([0.5], np.float32)).shape == (1,)  # the process is fine
