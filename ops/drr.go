@@ -41,6 +41,7 @@ type DRR struct {
 	Mu string
 
 	out   *tensor.Dense
+	valid int            // poses of the next batch to render (0: all)
 	fans  []cpukern.Fan  // this batch's work, reused
 	kvol  *volume.Volume // Vol in its own frame, padded for trilinear
 	local []float64      // the batch's poses in that frame, for an oblique volume
@@ -96,7 +97,11 @@ func alongZ(d []float64) bool {
 func (op *DRR) plan(pd []float64) {
 	op.fans = op.fans[:0]
 	per := op.Rows * op.Cols
-	for b := range op.Batch {
+	n := op.Batch
+	if op.valid > 0 {
+		n = min(op.valid, op.Batch)
+	}
+	for b := range n {
 		p := pd[b*PoseWidth:][:PoseWidth]
 		f := cpukern.Fan{LRef: LongestRay(p, op.Rows, op.Cols)}
 		copy(f.Src[:], p[:3])
@@ -127,6 +132,10 @@ func (op *DRR) plan(pd []float64) {
 		}
 	}
 }
+
+// SetValidRows sets how many leading poses of the next batch are real:
+// only those are rendered (the other images keep what they held).
+func (op *DRR) SetValidRows(n int) { op.valid = n }
 
 // NewDRR returns the op for batches of batch poses.
 func NewDRR(vol *volume.Volume, rows, cols int, step float64, batch int) *DRR {

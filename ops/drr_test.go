@@ -72,3 +72,53 @@ func BenchmarkDRRTrilinear(b *testing.B) { benchmarkDRR(b, 0.5, false) }
 // than on the fan paths.
 func BenchmarkDRRTiltedSiddon(b *testing.B)    { benchmarkDRR(b, 0, true) }
 func BenchmarkDRRTiltedTrilinear(b *testing.B) { benchmarkDRR(b, 0.5, true) }
+
+// TestDRRValidRows: with SetValidRows(k) only the first k poses are
+// rendered, each as in a full batch, and the other images keep what they
+// held; the image statistics reduce only those k.
+func TestDRRValidRows(t *testing.T) {
+	const n, rows, cols, batch = 21, 9, 11, 3
+	rng := rand.New(rand.NewPCG(7, 8))
+	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-10, -10, -10}, Spacing: [3]float64{1, 1, 1}}
+	vol.V = uniform32(rng, n*n*n)
+	op := NewDRR(vol, rows, cols, 0, batch)
+	st := NewImageStats(batch, rows, cols)
+	var poses []float64
+	for k := range batch {
+		poses = append(poses, orbitPose([3]float64{}, float64(k)*0.9, 1020, 510, rows, cols, 2)...)
+	}
+	in := tensor.New(tensor.WithShape(batch, PoseWidth), tensor.WithBacking(poses))
+	out, err := op.Do(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := append([]float32(nil), out.Data().([]float32)...)
+	s, err := st.Do(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullStats := append([]float64(nil), s.Data().([]float64)...)
+	// Poses 0 and 1 again, a different pose 2 that must not be rendered.
+	copy(poses[2*PoseWidth:], orbitPose([3]float64{}, 2.5, 1020, 510, rows, cols, 2))
+	op.SetValidRows(2)
+	st.SetValidRows(2)
+	out, err = op.Do(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range out.Data().([]float32) {
+		if v != full[i] {
+			t.Fatalf("pixel %d of the batch (pose %d): %g, want %g", i, i/(rows*cols), v, full[i])
+		}
+	}
+	out.Data().([]float32)[2*rows*cols] = -1 // a padded image's values are not reduced
+	s, err = st.Do(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range s.Data().([]float64) {
+		if v != fullStats[i] {
+			t.Fatalf("statistic %d: %g, want %g", i, v, fullStats[i])
+		}
+	}
+}

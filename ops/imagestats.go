@@ -20,8 +20,13 @@ type ImageStats struct {
 	owned
 
 	Batch, Rows, Cols int
+	valid             int // images of the next batch to reduce (0: all)
 	out               *tensor.Dense
 }
+
+// SetValidRows sets how many leading images of the next batch are real:
+// the rows of the others keep what they held.
+func (op *ImageStats) SetValidRows(n int) { op.valid = n }
 
 // ImageStatsWidth is the length of an image's row of ImageStats: minimum,
 // maximum, nonzero pixels.
@@ -69,7 +74,11 @@ func (op *ImageStats) Do(in ...G.Value) (G.Value, error) {
 	}
 	imgs := x.Data().([]float32)
 	dst := op.out.Data().([]float64)
-	for b := range op.Batch {
+	n := op.Batch
+	if op.valid > 0 {
+		n = min(op.valid, op.Batch)
+	}
+	for b := range n {
 		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
 		nonzero := 0
 		for _, v := range imgs[b*per : (b+1)*per] {
