@@ -456,12 +456,8 @@ func (w *Wavelet) Finish() error {
 	}
 	vals := make([]float64, len(names))
 	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
-		st, c := w.Stats[i], w.cfg.Combos[i]
 		b := w.row[:0]
-		copy(vals, []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]})
-		for k, col := range place {
-			vals[col] = w.Extra[i][k]
-		}
+		w.values(vals, i, place)
 		for i, v := range vals {
 			if i > 0 {
 				b = append(b, ',')
@@ -475,6 +471,17 @@ func (w *Wavelet) Finish() error {
 		}
 	}
 	return nil
+}
+
+// values writes combination i's CSV row into vals (one per column):
+// θ, φ, ξ, the built-in statistics, then the user's, each in the column
+// place gives it (columns).
+func (w *Wavelet) values(vals []float64, i int, place []int) {
+	st, c := w.Stats[i], w.cfg.Combos[i]
+	copy(vals, []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]})
+	for k, col := range place {
+		vals[col] = w.Extra[i][k]
+	}
 }
 
 // Header is the CSV's header line, without its newline.
@@ -809,44 +816,16 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	// A shard pads for the whole sweep: the paddings depend on which
 	// combinations run together (WaveletPads).
 	_, pad := WaveletPads(n, s.A, p.combos)
-	// The volume extended by the largest kernel's half-widths is the least
-	// any transform of the sweep takes: refuse before building it when even
-	// that does not fit the limit.
-	padded := sysmem.Mul(int64(n[0]+2*pad[0]), int64(n[1]+2*pad[1]), int64(n[2]+2*pad[2]), 4)
-	if padded < 0 || padded > dev.MemLimit {
-		if padded < 0 {
-			padded = math.MaxInt64
-		}
-		return nil, &BudgetError{Workload: "wavelet's padded volume", Need: padded, Limit: dev.MemLimit}
+	if err := checkWaveletPadding(n, pad, dev.MemLimit); err != nil {
+		return nil, err
 	}
 	src, err := ops.NewWaveletSource(v, n, s.A, p.boundary, pad)
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range p.combos {
-		h := ops.HatSupport(s.A, c.Theta, c.Phi, c.Xi)
-		for k := range 3 {
-			src.MaxSupport[k] = max(src.MaxSupport[k], h[k])
-		}
-	}
-	if p.kernel != nil || len(p.stats) > 0 {
-		if dev.GPU() {
-			return nil, errors.New("--kernel and --stat: formulas in wavelet run on the CPU only; use --device cpu")
-		}
-		f := &ops.WaveletFormulas{}
-		if p.kernel != nil {
-			if f.Kernel, err = ops.NewKernelFormula(p.kernel); err != nil {
-				return nil, err
-			}
-		}
-		for i, st := range p.stats {
-			ws, err := ops.NewWaveletStat(p.statNames[i], st, n[0]*n[1]*n[2])
-			if err != nil {
-				return nil, err
-			}
-			f.Stats = append(f.Stats, ws)
-		}
-		src.Formulas = f
+	src.MaxSupport = maxSupport(s.A, p.combos)
+	if src.Formulas, err = p.formulas(n, dev.GPU()); err != nil {
+		return nil, err
 	}
 	t := &WaveletTask{}
 	defer func() {
@@ -902,6 +881,60 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 		t.job.cfg.CSV, t.job.cfg.NoHeader = cfg.CSV, cfg.NoHeader
 	}
 	return t, nil
+}
+
+// checkWaveletPadding refuses a sweep over a volume of n whose largest
+// padding is pad when the volume extended by pad on every side, the least
+// any transform of the sweep takes, does not fit limit by itself.
+func checkWaveletPadding(n, pad [3]int, limit int64) error {
+	padded := sysmem.Mul(int64(n[0]+2*pad[0]), int64(n[1]+2*pad[1]), int64(n[2]+2*pad[2]), 4)
+	if padded < 0 || padded > limit {
+		if padded < 0 {
+			padded = math.MaxInt64
+		}
+		return &BudgetError{Workload: "wavelet's padded volume", Need: padded, Limit: limit}
+	}
+	return nil
+}
+
+// maxSupport is the largest half-widths of the hats of scale a over
+// combos, along each axis (WaveletSource.MaxSupport).
+func maxSupport(a float64, combos []Combo) [3]int {
+	var m [3]int
+	for _, c := range combos {
+		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+		for k := range 3 {
+			m[k] = max(m[k], h[k])
+		}
+	}
+	return m
+}
+
+// formulas compiles the plan's kernel and statistics for responses over
+// a volume of n (nil: neither given); they run on the CPU only, so gpu
+// refuses them.
+func (p waveletPlan) formulas(n [3]int, gpu bool) (*ops.WaveletFormulas, error) {
+	if p.kernel == nil && len(p.stats) == 0 {
+		return nil, nil
+	}
+	if gpu {
+		return nil, errors.New("--kernel and --stat: formulas in wavelet run on the CPU only; use --device cpu")
+	}
+	f := &ops.WaveletFormulas{}
+	if p.kernel != nil {
+		var err error
+		if f.Kernel, err = ops.NewKernelFormula(p.kernel); err != nil {
+			return nil, err
+		}
+	}
+	for i, st := range p.stats {
+		ws, err := ops.NewWaveletStat(p.statNames[i], st, n[0]*n[1]*n[2])
+		if err != nil {
+			return nil, err
+		}
+		f.Stats = append(f.Stats, ws)
+	}
+	return f, nil
 }
 
 // fingerprint identifies what a shard's statistics depend on: the volume's

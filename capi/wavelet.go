@@ -1,0 +1,108 @@
+package main
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/tapeloop/tapeloop/graphs"
+)
+
+// waveletConfig is the JSON config of tl_wavelet_create: the CLI's wavelet
+// flags (without the volume file, the sweep and the output), the batch
+// (0: planned under mem_limit) and the memory limit.
+type waveletConfig struct {
+	A               *float64           `json:"a"`
+	Boundary        string             `json:"boundary"`
+	Kernel          string             `json:"kernel"`
+	Stats           []string           `json:"stats"`
+	Params          map[string]float64 `json:"params"`
+	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
+	Batch           int                `json:"batch"`
+	MemLimit        string             `json:"mem_limit"`
+}
+
+// tl_wavelet_create compiles the wavelet sweep of the (nx, ny, nz) float32
+// volume v (C order, copied); *handle receives the object.
+//
+//export tl_wavelet_create
+func tl_wavelet_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.int64_t) *C.char {
+	return guard(func() error {
+		var c waveletConfig
+		if err := decode(config, &c); err != nil {
+			return err
+		}
+		limit, err := memLimit(c.MemLimit)
+		if err != nil {
+			return err
+		}
+		if v == nil || nx < 1 || ny < 1 || nz < 1 || handle == nil {
+			return fmt.Errorf("--volume: need an (X, Y, Z) array, got (%d, %d, %d)", nx, ny, nz)
+		}
+		n := int64(nx) * int64(ny) * int64(nz)
+		if n/int64(nx)/int64(ny) != int64(nz) || n > 1<<40 {
+			return fmt.Errorf("--volume: shape (%d, %d, %d) is too large", nx, ny, nz)
+		}
+		s := graphs.DefaultWaveletSpec()
+		if c.A != nil {
+			s.A = *c.A
+		}
+		s.Boundary, s.Kernel, s.Stats, s.Params, s.FailOnNonFinite = orDefault(c.Boundary, s.Boundary), c.Kernel, c.Stats, c.Params, c.FailOnNonFinite
+		vol := unsafe.Slice((*float32)(unsafe.Pointer(v)), n) // copied by CompileWavelet
+		p, err := graphs.CompileWavelet(s, vol, [3]int{int(nx), int(ny), int(nz)}, c.Batch, limit)
+		if err != nil {
+			return err
+		}
+		*handle = C.int64_t(register(p))
+		return nil
+	})
+}
+
+// tl_wavelet_columns sets *text to the names of a result row's columns,
+// comma-separated (the CLI's CSV header), for the caller to free with
+// tl_free.
+//
+//export tl_wavelet_columns
+func tl_wavelet_columns(h C.int64_t, text **C.char) *C.char {
+	return guard(func() error {
+		return call(h, "a wavelet sweep", 0, func(p *graphs.WaveletProgram) error {
+			if text == nil {
+				return fmt.Errorf("wavelet: NULL text")
+			}
+			*text = C.CString(strings.Join(p.Columns(), ","))
+			return nil
+		})
+	})
+}
+
+// tl_wavelet_run sweeps every combination of the nt values of theta, the
+// np of phi and the nxi of xi (θ outermost, then φ, then ξ) into out:
+// outLen = nt·np·nxi·columns values, a row per combination, the columns of
+// tl_wavelet_columns. The arrays are used only during the call.
+//
+//export tl_wavelet_run
+func tl_wavelet_run(h C.int64_t, theta *C.double, nt C.int64_t, phi *C.double, np C.int64_t, xi *C.double, nxi C.int64_t,
+	out *C.double, outLen C.int64_t, interruptible C.int) *C.char {
+	return guard(func() error {
+		return call(h, "a wavelet sweep", interruptible, func(p *graphs.WaveletProgram) error {
+			if nt < 0 || np < 0 || nxi < 0 || outLen < 0 || (theta == nil && nt > 0) || (phi == nil && np > 0) ||
+				(xi == nil && nxi > 0) || (out == nil && outLen > 0) {
+				return fmt.Errorf("wavelet: NULL or negative arrays")
+			}
+			return p.Run(doubles(theta, nt), doubles(phi, np), doubles(xi, nxi), doubles(out, outLen))
+		})
+	})
+}
+
+// doubles is the caller's n values at x (nil when n is 0).
+func doubles(x *C.double, n C.int64_t) []float64 {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(x)), int(n))
+}

@@ -1,0 +1,82 @@
+"""Wavelet sweeps: a volume convolved with a stretched, rotated Mexican hat per (θ, φ, ξ)."""
+import ctypes
+
+import numpy as np
+
+from ._lib import Compiled, Error, _text, as_array, check, config, interruptible, lib, mem_limit_of, params_of
+
+
+def _values(name, x):
+    """x, a number or a 1-D sequence, as a C-contiguous float64 array."""
+    a = np.ascontiguousarray(as_array(name, x), dtype=np.float64)
+    if a.ndim > 1:
+        raise Error(f"--{name}: shape {a.shape}, want a number or a 1-D list")
+    return a.reshape(-1)
+
+
+class Wavelet(Compiled):
+    """The wavelet sweep of one volume, compiled once; each call sweeps a
+    (θ, φ, ξ) grid, batch by batch, over the same buffers and the volume's
+    transform, made once per padding.
+
+    volume: an (X, Y, Z) array of any real dtype, converted once to float32
+    (numpy.ascontiguousarray; no copy here when it is already a C-contiguous
+    float32 array) and copied by the library at creation. a: the kernel scale
+    in voxels (default 1). boundary: "reflect" (half-sample symmetric, the
+    default) or "wrap" (periodic), as scipy.ndimage.convolve. kernel: your own
+    kernel formula over x, y, z, u, v, w, q and theta, phi, xi, a (default:
+    the hat, (3 - q)*exp(-q/2)); stats: your own statistics of each response
+    g, a dict name → formula, e.g. {"l1": "sum(abs(g))"} (or the CLI's
+    "name=formula" strings), each an extra column (named like a built-in one,
+    it fills that column); params: their
+    parameters. The CLI's wavelet flags of the same names (docs/wavelet.md).
+    batch: combinations per replay (default planned under mem_limit, bytes or
+    a size such as "2GiB").
+
+    Call with theta, phi and xi, each a number or a 1-D sequence or array: it
+    returns a dict mapping each column of the CLI's CSV (theta, phi, xi,
+    energy, std, max, wavelet_energy, then your statistics; see columns) to a
+    1-D float64 array of one value per combination, θ outermost, then φ, then
+    ξ, as the CLI's rows: the same numbers, bit for bit. In reflect mode a
+    sweep with a wider kernel than any before it recompiles the object once
+    for the larger padding, which it then keeps.
+    """
+
+    _what = "wavelet"
+
+    def __init__(self, volume, *, a=1.0, boundary="reflect", kernel=None, stats=None, params=None, batch=None,
+                 mem_limit=None, fail_on_nonfinite=False):
+        v = np.ascontiguousarray(as_array("volume", volume), dtype=np.float32)
+        if v.ndim != 3:
+            raise Error(f"--volume: the array has shape {v.shape}, want a 3-D volume")
+        if isinstance(stats, dict):
+            stats = [f"{name}={formula}" for name, formula in stats.items()]
+        cfg = config(a=float(a), boundary=boundary, kernel=kernel, stats=list(stats) if stats else None, params=params_of(params),
+                     fail_on_nonfinite=bool(fail_on_nonfinite), batch=int(batch or 0),
+                     mem_limit=mem_limit_of(mem_limit))
+        h = ctypes.c_int64(0)
+        check(lib.tl_wavelet_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
+        self._h = h.value
+        self.shape = v.shape
+        self.columns = tuple(_text(lib.tl_wavelet_columns, self._h).split(","))
+
+    def __call__(self, theta, phi, xi):
+        h = self._handle()
+        t, p, x = _values("theta", theta), _values("phi", phi), _values("xi", xi)
+        if t.size * p.size * x.size > 1 << 24:  # refused with the CLI's message, before the output is made
+            check(lib.tl_wavelet_run(h, t.ctypes.data, t.size, p.ctypes.data, p.size, x.ctypes.data, x.size,
+                                     None, 0, 0))
+        out = np.empty((t.size * p.size * x.size, len(self.columns)), np.float64)
+        check(lib.tl_wavelet_run(h, t.ctypes.data, t.size, p.ctypes.data, p.size, x.ctypes.data, x.size,
+                                 out.ctypes.data, out.size, interruptible()))
+        return {name: np.ascontiguousarray(out[:, i]) for i, name in enumerate(self.columns)}
+
+
+def wavelet(volume, theta, phi, xi, a=1.0, boundary="reflect", kernel=None, stats=None, params=None, batch=None,
+            mem_limit=None):
+    """One-shot Wavelet: the statistics of volume, (X, Y, Z), for every
+    combination of theta, phi and xi, as a dict of column → 1-D float64
+    array (see Wavelet); the volume is converted to float32 once."""
+    with Wavelet(volume, a=a, boundary=boundary, kernel=kernel, stats=stats, params=params, batch=batch,
+                 mem_limit=mem_limit) as w:
+        return w(theta, phi, xi)
