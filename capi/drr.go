@@ -48,15 +48,14 @@ func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.i
 		if err != nil {
 			return err
 		}
-		if v == nil || nx < 1 || ny < 1 || nz < 1 || handle == nil {
-			return fmt.Errorf("--volume: need an (X, Y, Z) array, got (%d, %d, %d)", nx, ny, nz)
+		vals, err := volumeOf(v, nx, ny, nz)
+		if err != nil {
+			return err
 		}
-		n := int64(nx) * int64(ny) * int64(nz)
-		if n/int64(nx)/int64(ny) != int64(nz) || n > 1<<40 {
-			return fmt.Errorf("--volume: shape (%d, %d, %d) is too large", nx, ny, nz)
+		if handle == nil {
+			return fmt.Errorf("drr: NULL handle")
 		}
-		vol := &volume.Volume{V: unsafe.Slice((*float32)(unsafe.Pointer(v)), n), N: [3]int64{int64(nx), int64(ny), int64(nz)},
-			Spacing: c.Spacing, Origin: c.Origin} // V copied by CompileDRR
+		vol := &volume.Volume{V: vals, N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: c.Spacing, Origin: c.Origin} // V copied by CompileDRR
 		if c.Direction != nil {
 			vol.Direction = *c.Direction
 		}

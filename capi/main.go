@@ -148,6 +148,19 @@ func memLimit(s string) (int64, error) {
 	return b, nil
 }
 
+// volumeOf is the caller's (nx, ny, nz) float32 volume at v, C order, for
+// the length of the call.
+func volumeOf(v *C.float, nx, ny, nz C.int64_t) ([]float32, error) {
+	if v == nil || nx < 1 || ny < 1 || nz < 1 {
+		return nil, fmt.Errorf("--volume: need an (X, Y, Z) array, got (%d, %d, %d)", nx, ny, nz)
+	}
+	n := int64(nx) * int64(ny) * int64(nz)
+	if n/int64(nx)/int64(ny) != int64(nz) || n > 1<<40 {
+		return nil, fmt.Errorf("--volume: shape (%d, %d, %d) is too large", nx, ny, nz)
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(v)), n), nil
+}
+
 // tl_version writes the ABI version into buf (at most n bytes with the
 // terminating NUL).
 //

@@ -41,20 +41,20 @@ func tl_wavelet_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle 
 		if err != nil {
 			return err
 		}
-		if v == nil || nx < 1 || ny < 1 || nz < 1 || handle == nil {
-			return fmt.Errorf("--volume: need an (X, Y, Z) array, got (%d, %d, %d)", nx, ny, nz)
+		vol, err := volumeOf(v, nx, ny, nz)
+		if err != nil {
+			return err
 		}
-		n := int64(nx) * int64(ny) * int64(nz)
-		if n/int64(nx)/int64(ny) != int64(nz) || n > 1<<40 {
-			return fmt.Errorf("--volume: shape (%d, %d, %d) is too large", nx, ny, nz)
+		if handle == nil {
+			return fmt.Errorf("wavelet: NULL handle")
 		}
 		s := graphs.DefaultWaveletSpec()
 		if c.A != nil {
 			s.A = *c.A
 		}
 		s.Boundary, s.Kernel, s.Stats, s.Params, s.FailOnNonFinite = orDefault(c.Boundary, s.Boundary), c.Kernel, c.Stats, c.Params, c.FailOnNonFinite
-		vol := unsafe.Slice((*float32)(unsafe.Pointer(v)), n) // copied by CompileWavelet
-		p, err := graphs.CompileWavelet(s, vol, [3]int{int(nx), int(ny), int(nz)}, c.Batch, limit)
+		p, err := graphs.CompileWavelet(s, vol, // copied by CompileWavelet
+			[3]int{int(nx), int(ny), int(nz)}, c.Batch, limit)
 		if err != nil {
 			return err
 		}

@@ -1,13 +1,12 @@
 """tapeloop.Affinity against NumPy, the CLI, and itself over 1,000 calls."""
 import os
 import subprocess
-import time
 
 import numpy as np
 import pytest
 
 import tapeloop
-from test_interp import CLI, rss_bytes
+from helpers import CLI, calls_over_time
 
 
 def reference(x, metric=None, s=None):
@@ -115,22 +114,8 @@ def test_thousand_calls_flat_time_and_memory():
     x = np.random.default_rng().standard_normal((64, 1024)).astype(np.float32)
     with tapeloop.Affinity(shape=x.shape) as r:
         out = np.empty((64, 64), np.float32)
-        for _ in range(2000):  # to a steady state: the Go heap grows to its GC target first
-            r(x, out=out)
-        first = out.copy()
-        for attempt in range(2):  # one re-measure, as in test_interp
-            rss0 = rss_bytes()
-            times = []
-            for _ in range(1000):
-                t0 = time.perf_counter()
-                r(x, out=out)
-                times.append(time.perf_counter() - t0)
-            rss1 = rss_bytes()
-            early, late = np.median(times[:100]), np.median(times[-100:])
-            print(f"\naffinity (64, 1024) per call: first 100 median {early * 1e6:.1f} µs, "
-                  f"last 100 {late * 1e6:.1f} µs; RSS {rss0 / 2**20:.1f} → {rss1 / 2**20:.1f} MiB")
-            if late <= 1.5 * early:
-                break
+        first = r(x).copy()
+        early, late, rss0, rss1 = calls_over_time(lambda i: r(x, out=out), "affinity (64, 1024)", warm=2000)
     np.testing.assert_array_equal(out, first)
     assert late <= 1.5 * early
     assert rss1 - rss0 <= 4 << 20  # a copy of X kept per call would be 256 MiB

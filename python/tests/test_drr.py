@@ -2,14 +2,13 @@
 import json
 import os
 import subprocess
-import time
 import warnings
 
 import numpy as np
 import pytest
 
 import tapeloop
-from test_interp import CLI, rss_bytes
+from helpers import CLI, calls_over_time
 
 needs_cli = pytest.mark.skipif(not os.access(CLI, os.X_OK), reason="bin/tapeloop not built")
 
@@ -154,21 +153,7 @@ def test_thousand_poses_one_per_call_flat_time_and_memory():
     with tapeloop.DRR(vol, detector=(32, 32)) as r:
         poses = r.orbit(1000, pixel=1.5)
         out = np.empty((1, 32, 32), np.float32)
-        for i in range(200):
-            r(poses[i], out=out)
-        for attempt in range(2):  # the machine is shared: a failing ratio is measured once more
-            rss0 = rss_bytes()
-            times = []
-            for p in poses:
-                t0 = time.perf_counter()
-                r(p, out=out)
-                times.append(time.perf_counter() - t0)
-            rss1 = rss_bytes()
-            early, late = np.median(times[:100]), np.median(times[-100:])
-            print(f"\ndrr 48³ → 32² per call: first 100 median {early * 1e6:.1f} µs, last 100 {late * 1e6:.1f} µs; "
-                  f"RSS {rss0 / 2**20:.1f} → {rss1 / 2**20:.1f} MiB")
-            if late <= 1.5 * early:
-                break
+        early, late, rss0, rss1 = calls_over_time(lambda i: r(poses[i], out=out), "drr 48³ → 32², one pose")
         assert late <= 1.5 * early
         assert rss1 - rss0 <= 4 << 20
         np.testing.assert_array_equal(out[0], r(poses[-1])[0])

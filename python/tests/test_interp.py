@@ -2,15 +2,12 @@
 import os
 import subprocess
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import tapeloop
-
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-CLI = os.environ.get("TAPELOOP_CLI", os.path.join(ROOT, "bin", "tapeloop"))
+from helpers import CLI, calls_over_time
 
 # The cubic weights of docs/interp.md, as in bench/peers/interp_numpy.py.
 WA = np.array([-1 / 16, 9 / 16, 9 / 16, -1 / 16])
@@ -181,34 +178,12 @@ def test_bad_formula_is_the_cli_message():
         tapeloop.Interp(f, batch=4, dtype="int16")
 
 
-def rss_bytes():
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 def test_thousand_calls_flat_time_and_memory():
     f, a, dx, x = case(np.random.default_rng(), m=128, g=257, n=16384)
     with tapeloop.Interp(f, a, dx, batch=len(x), reduce="sumsq") as r:
         out = np.empty(len(x), np.float32)
-        for _ in range(300):  # to a steady state, the Go GC's included
-            r(x, out=out)
-        first = out.copy()
-        # The machine is shared: a slow stretch can hit the last 100 calls
-        # by chance. A real growth persists, so a failing ratio is measured
-        # once more before it counts.
-        for attempt in range(2):
-            rss0 = rss_bytes()
-            times = []
-            for _ in range(1000):
-                t0 = time.perf_counter()
-                r(x, out=out)
-                times.append(time.perf_counter() - t0)
-            rss1 = rss_bytes()
-            early, late = np.median(times[:100]), np.median(times[-100:])
-            print(f"\ninterp per call: first 100 median {early * 1e6:.1f} µs, last 100 {late * 1e6:.1f} µs; "
-                  f"RSS {rss0 / 2**20:.1f} → {rss1 / 2**20:.1f} MiB")
-            if late <= 1.5 * early:
-                break
+        first = r(x).copy()
+        early, late, rss0, rss1 = calls_over_time(lambda i: r(x, out=out), "interp (16384 points)", warm=300)
     np.testing.assert_array_equal(out, first)
     assert late <= 1.5 * early
     assert rss1 - rss0 <= 4 << 20
