@@ -150,7 +150,7 @@ func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx
 	} else {
 		d, ok := dst.([]T)
 		if !ok || len(d) != p.OutLen() {
-			return fmt.Errorf("%w: out is %T of %d values, want %d %v values", ErrBatch, dst, lenOf(dst), p.OutLen(), p.Dtype)
+			return fmt.Errorf("%w: out is %T of %d values, want %d %v values", ErrBatch, dst, ops.SliceLen(dst), p.OutLen(), p.Dtype)
 		}
 		c.dst = d
 	}
@@ -160,7 +160,7 @@ func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx
 	if p.opt.Cols > 0 {
 		yv, ok := y.([]T)
 		if !ok || len(yv) != p.opt.Cols*p.D {
-			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", ErrBatch, y, lenOf(y), p.opt.Cols, p.D, p.Dtype)
+			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", ErrBatch, y, ops.SliceLen(y), p.opt.Cols, p.D, p.Dtype)
 		}
 		if err := p.data.ReloadRows(yv, p.N); err != nil {
 			return err
@@ -173,16 +173,6 @@ func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx
 	}
 	p.job.Checksum = 0
 	return p.run(c)
-}
-
-func lenOf(x any) int {
-	switch v := x.(type) {
-	case []float32:
-		return len(v)
-	case []float64:
-		return len(v)
-	}
-	return 0
 }
 
 // affinityCall is one Run as a Job: the blocks' results copied into the

@@ -11,7 +11,7 @@ import (
 // an all-zero image, as NewPairData does. Only for images in process
 // memory on the CPU (not 8-bit, not mapped, not uploaded to a GPU).
 func (p *PairData) Reload(x any) error {
-	if n := lenOf(x); n != p.N*p.D {
+	if n := SliceLen(x); n != p.N*p.D {
 		return fmt.Errorf("%w: %d values, the images are %d %v values", ErrPairInput, n, p.N*p.D, p.Dtype)
 	}
 	return p.ReloadRows(x, 0)
@@ -23,7 +23,7 @@ func (p *PairData) ReloadRows(x any, lo int) error {
 	if p.U8 != nil || p.Mapped {
 		return fmt.Errorf("%w: these images cannot be replaced", ErrPairInput)
 	}
-	n := lenOf(x)
+	n := SliceLen(x)
 	if n%p.D != 0 || lo < 0 || lo+n/p.D > p.N {
 		return fmt.Errorf("%w: %d values from image %d: not whole images of %d values within the %d held", ErrPairInput, n, lo, p.D, p.N)
 	}
@@ -42,7 +42,9 @@ func (p *PairData) ReloadRows(x any, lo int) error {
 	return fmt.Errorf("%w: images of type %T", ErrPairInput, x)
 }
 
-func lenOf(x any) int {
+// SliceLen is the length of x, a []float32 or []float64, or −1 for
+// anything else.
+func SliceLen(x any) int {
 	switch v := x.(type) {
 	case []float32:
 		return len(v)
