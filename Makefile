@@ -29,11 +29,12 @@ test: test-deps
 ## emulator (build tag tapeloop_cudaemu: the kernels run on the CPU, cuBLAS
 ## and cuFFT are reference loops; no GPU or CUDA toolkit needed, g++ is):
 ## the ops' conformance suites on the CPU and the emulated GPU, the twins'
-## own tests, the emulator's, and the CLI's.
+## own tests, the emulator's, the compiled in-process objects' and the
+## CLI's.
 test-emu:
 	@if command -v g++ >/dev/null 2>&1; then \
 	  set -x; $(GO) vet -tags tapeloop_cudaemu ./... && \
-	  $(GO) test -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/ ./cmd/tapeloop/; \
+	  $(GO) test -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/ ./graphs/ ./cmd/tapeloop/; \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),

@@ -13,20 +13,19 @@ import (
 )
 
 // affinityConfig is the JSON config of tl_affinity_create: the CLI's
-// affinity flags (without the files), the images' shape and dtype, and
-// the column images' count (cols, 0: the batch against itself).
+// affinity flags (without the files; --block is the engine's batch), its
+// engine flags, the images' shape and the column images' count (cols, 0:
+// the batch against itself).
 type affinityConfig struct {
-	Metric   string             `json:"metric"`
-	Formula  string             `json:"formula"`
-	Params   map[string]float64 `json:"params"`
-	Method   string             `json:"method"`
-	N        int                `json:"n"`
-	D        int                `json:"d"`
-	Cols     int                `json:"cols"`
-	TopK     int                `json:"topk"`
-	Block    int                `json:"block"`
-	MemLimit string             `json:"mem_limit"`
-	Dtype    string             `json:"dtype"`
+	engine
+	Metric  string             `json:"metric"`
+	Formula string             `json:"formula"`
+	Params  map[string]float64 `json:"params"`
+	Method  string             `json:"method"`
+	N       int                `json:"n"`
+	D       int                `json:"d"`
+	Cols    int                `json:"cols"`
+	TopK    int                `json:"topk"`
 }
 
 // tl_affinity_create compiles the affinity of n images of d values
@@ -40,11 +39,7 @@ func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
 		if err := decode(config, &c); err != nil {
 			return err
 		}
-		dt, err := parseDtype(c.Dtype)
-		if err != nil {
-			return err
-		}
-		limit, err := memLimit(c.MemLimit)
+		dev, err := c.open()
 		if err != nil {
 			return err
 		}
@@ -52,8 +47,7 @@ func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
 			return fmt.Errorf("affinity: NULL handle")
 		}
 		s := graphs.AffinitySpec{Metric: c.Metric, Formula: c.Formula, Params: c.Params, Method: c.Method}
-		opt := graphs.AffinityOptions{TopK: c.TopK, Block: c.Block, MemLimit: limit, Cols: c.Cols}
-		p, err := graphs.CompileAffinity(s, c.N, c.D, dt, opt)
+		p, err := graphs.CompileAffinity(s, c.N, c.D, dev, graphs.AffinityOptions{TopK: c.TopK, Cols: c.Cols})
 		if err != nil {
 			return err
 		}

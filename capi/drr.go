@@ -14,9 +14,10 @@ import (
 )
 
 // drrConfig is the JSON config of tl_drr_create: the CLI's drr flags
-// (without the files and the poses), the detector, the volume's placement
-// and the block size (0: planned under mem_limit).
+// (without the files and the poses), its engine flags, the detector and
+// the volume's placement.
 type drrConfig struct {
+	engine
 	Spacing         [3]float64         `json:"spacing"`
 	Origin          [3]float64         `json:"origin"`
 	Direction       *[3][3]float64     `json:"direction"`
@@ -30,8 +31,6 @@ type drrConfig struct {
 	Post            string             `json:"post"`
 	Params          map[string]float64 `json:"params"`
 	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
-	Batch           int                `json:"batch"`
-	MemLimit        string             `json:"mem_limit"`
 }
 
 // tl_drr_create compiles the DRR of the (nx, ny, nz) float32 volume v (C
@@ -44,7 +43,7 @@ func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.i
 		if err := decode(config, &c); err != nil {
 			return err
 		}
-		limit, err := memLimit(c.MemLimit)
+		dev, err := c.open()
 		if err != nil {
 			return err
 		}
@@ -64,7 +63,7 @@ func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.i
 		if c.MuWater != nil {
 			s.MuWater = *c.MuWater
 		}
-		p, err := graphs.CompileDRR(s, vol, c.Rows, c.Cols, c.Batch, limit)
+		p, err := graphs.CompileDRR(s, vol, c.Rows, c.Cols, dev)
 		if err != nil {
 			return err
 		}

@@ -13,18 +13,15 @@ import (
 )
 
 // interpConfig is the JSON config of tl_interp_create: the CLI's interp
-// flags (without the files), the block size (0: planned under mem_limit)
-// and the dtype.
+// flags (without the files) and its engine flags.
 type interpConfig struct {
+	engine
 	A               float64            `json:"a"`
 	DX              *float64           `json:"dx"`
 	Reduce          string             `json:"reduce"`
 	Params          map[string]float64 `json:"params"`
 	Method          string             `json:"method"`
 	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
-	Batch           int                `json:"batch"`
-	MemLimit        string             `json:"mem_limit"`
-	Dtype           string             `json:"dtype"`
 }
 
 // tl_interp_create compiles an interpolation of the (m, g) float64 table f
@@ -37,11 +34,7 @@ func tl_interp_create(config *C.char, f *C.double, m, g C.int64_t, handle *C.int
 		if err := decode(config, &c); err != nil {
 			return err
 		}
-		dt, err := parseDtype(c.Dtype)
-		if err != nil {
-			return err
-		}
-		limit, err := memLimit(c.MemLimit)
+		dev, err := c.open()
 		if err != nil {
 			return err
 		}
@@ -50,7 +43,7 @@ func tl_interp_create(config *C.char, f *C.double, m, g C.int64_t, handle *C.int
 		}
 		tab := unsafe.Slice((*float64)(unsafe.Pointer(f)), int(m)*int(g)) // copied by CompileInterp
 		s := graphs.InterpSpec{A: c.A, DX: c.DX, Reduce: c.Reduce, Params: c.Params, Method: c.Method, FailOnNonFinite: c.FailOnNonFinite}
-		p, err := graphs.CompileInterp(s, tab, int(m), int(g), c.Batch, limit, dt)
+		p, err := graphs.CompileInterp(s, tab, int(m), int(g), dev)
 		if err != nil {
 			return err
 		}

@@ -24,8 +24,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"gorgonia.org/tensor"
-
 	"github.com/tapeloop/tapeloop/graphs"
 )
 
@@ -125,27 +123,36 @@ func decode(cfg *C.char, v any) error {
 	return nil
 }
 
-func parseDtype(s string) (tensor.Dtype, error) {
-	switch s {
-	case "", "float32":
-		return tensor.Float32, nil
-	case "float64":
-		return tensor.Float64, nil
-	}
-	return tensor.Dtype{}, fmt.Errorf("--dtype %q: want float32 or float64", s)
+// engine is the part of every create config that the CLI's engine flags
+// hold: where to run, the batch, the memory limit and the dtype.
+type engine struct {
+	// Device is "cpu" (the default) or "cuda", GPU its ordinal (default 0).
+	Device string `json:"device"`
+	GPU    *int   `json:"gpu"`
+	// Batch is the items per replay (0: planned under MemLimit).
+	Batch int `json:"batch"`
+	// MemLimit is bytes or a size such as "2GiB" ("" or "0": half of the
+	// memory available).
+	MemLimit string `json:"mem_limit"`
+	// Dtype is "float32" (the default) or "float64", where the workload
+	// has a choice.
+	Dtype string `json:"dtype"`
 }
 
-// memLimit parses the config's mem_limit ("" or 0: the default, half of
-// the memory available).
-func memLimit(s string) (int64, error) {
-	if s == "" || s == "0" {
-		return 0, nil
+// open opens the device the config names, as the CLI's flags would.
+func (e engine) open() (*graphs.Device, error) {
+	eng := graphs.Engine{Device: e.Device, Batch: e.Batch, Dtype: e.Dtype}
+	if e.MemLimit != "" && e.MemLimit != "0" {
+		b, err := graphs.ParseSize(e.MemLimit)
+		if err != nil {
+			return nil, fmt.Errorf("--mem-limit %q: %w", e.MemLimit, err)
+		}
+		eng.MemLimit = b
 	}
-	b, err := graphs.ParseSize(s)
-	if err != nil {
-		return 0, fmt.Errorf("--mem-limit %q: %w", s, err)
+	if e.GPU != nil {
+		eng.GPUs = []int{*e.GPU}
 	}
-	return b, nil
+	return graphs.Open(eng)
 }
 
 // volumeOf is the caller's (nx, ny, nz) float32 volume at v, C order, for

@@ -14,17 +14,16 @@ import (
 )
 
 // waveletConfig is the JSON config of tl_wavelet_create: the CLI's wavelet
-// flags (without the volume file, the sweep and the output), the batch
-// (0: planned under mem_limit) and the memory limit.
+// flags (without the volume file, the sweep and the output) and its
+// engine flags.
 type waveletConfig struct {
+	engine
 	A               *float64           `json:"a"`
 	Boundary        string             `json:"boundary"`
 	Kernel          string             `json:"kernel"`
 	Stats           []string           `json:"stats"`
 	Params          map[string]float64 `json:"params"`
 	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
-	Batch           int                `json:"batch"`
-	MemLimit        string             `json:"mem_limit"`
 }
 
 // tl_wavelet_create compiles the wavelet sweep of the (nx, ny, nz) float32
@@ -37,7 +36,7 @@ func tl_wavelet_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle 
 		if err := decode(config, &c); err != nil {
 			return err
 		}
-		limit, err := memLimit(c.MemLimit)
+		dev, err := c.open()
 		if err != nil {
 			return err
 		}
@@ -53,8 +52,7 @@ func tl_wavelet_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle 
 			s.A = *c.A
 		}
 		s.Boundary, s.Kernel, s.Stats, s.Params, s.FailOnNonFinite = orDefault(c.Boundary, s.Boundary), c.Kernel, c.Stats, c.Params, c.FailOnNonFinite
-		p, err := graphs.CompileWavelet(s, vol, // copied by CompileWavelet
-			[3]int{int(nx), int(ny), int(nz)}, c.Batch, limit)
+		p, err := graphs.CompileWavelet(s, vol, [3]int{int(nx), int(ny), int(nz)}, dev) // vol copied
 		if err != nil {
 			return err
 		}

@@ -32,16 +32,25 @@ type session struct {
 // maxCalls is how many calls' times a Report summarises.
 const maxCalls = 1 << 16
 
-// newSession compiles w for batch items (planned under limit by NewPlan
-// when batch is 0: limit ≤ 0 is DefaultMemLimit).
-func newSession(w Workload, batch int, limit int64) (*session, error) {
-	if limit <= 0 {
-		var err error
-		if limit, err = DefaultMemLimit(); err != nil {
-			return nil, err
-		}
+// inprocDevice is dev, or the CPU under the default limit when dev is
+// nil. An in-process program runs on one device.
+func inprocDevice(dev *Device) (*Device, error) {
+	if dev == nil {
+		return CPU(0)
 	}
-	plan, err := NewPlan(w, limit, batch)
+	if len(dev.gpus) > 1 {
+		return nil, engineErrorf("--devices: a compiled object runs on one GPU, not %d", len(dev.gpus))
+	}
+	return dev, nil
+}
+
+// newSession places w on dev (when it is a DeviceJob) and compiles it for
+// dev's batch, or the batch NewPlan picks under dev's memory limit.
+func newSession(w Workload, dev *Device) (*session, error) {
+	if dj, ok := w.(DeviceJob); ok {
+		dj.SetDevice(dev.op())
+	}
+	plan, err := NewPlan(w, dev.run.MemLimit, dev.run.Batch)
 	if err != nil {
 		return nil, err
 	}

@@ -8,14 +8,10 @@ import (
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// AffinityOptions shape an AffinityProgram beyond its spec.
+// AffinityOptions shape an AffinityProgram beyond its spec and device.
 type AffinityOptions struct {
 	// TopK > 0 keeps the K largest affinities of each row, self excluded.
 	TopK int
-	// Block is the rows per replay; 0: planned under MemLimit (≤ 0: the
-	// default limit).
-	Block    int
-	MemLimit int64
 	// Cols > 0 compiles rows against Cols other images: each Run takes N
 	// rows and Cols column images and gives the (N, Cols) affinities. The
 	// rows are computed against their own batch too (N·(N+Cols) pairs).
@@ -37,9 +33,14 @@ type AffinityProgram struct {
 
 // CompileAffinity validates s as the CLI does (its Images, Out, TopK,
 // Block and shard settings are not used: the images come with each Run,
-// the rest with opt) and compiles the affinity of n images of d values at
-// dt.
-func CompileAffinity(s AffinitySpec, n, d int, dt tensor.Dtype, opt AffinityOptions) (_ *AffinityProgram, err error) {
+// the rest with opt) and compiles the affinity of n images of d values on
+// dev (nil: the CPU) in its dtype, in blocks of its batch of rows (0:
+// planned under its memory limit).
+func CompileAffinity(s AffinitySpec, n, d int, dev *Device, opt AffinityOptions) (_ *AffinityProgram, err error) {
+	if dev, err = inprocDevice(dev); err != nil {
+		return nil, err
+	}
+	dt := dev.Dtype()
 	s.Images, s.Out, s.TopK, s.Block, s.Shard, s.Shards = "(array)", "", nil, nil, nil, nil
 	s.FailOnNonFinite = false
 	p, err := s.check(nil)
@@ -57,9 +58,6 @@ func CompileAffinity(s AffinitySpec, n, d int, dt tensor.Dtype, opt AffinityOpti
 	}
 	if opt.TopK < 0 || (opt.TopK > 0 && opt.TopK >= n) {
 		return nil, fmt.Errorf("--topk %d: must be between 1 and N−1 = %d (self is excluded)", opt.TopK, n-1)
-	}
-	if opt.Block < 0 {
-		return nil, fmt.Errorf("--block %d: must be at least 1 (0: planned)", opt.Block)
 	}
 	all := n + opt.Cols
 	var data *ops.PairData
@@ -85,7 +83,7 @@ func CompileAffinity(s AffinitySpec, n, d int, dt tensor.Dtype, opt AffinityOpti
 	if err != nil {
 		return nil, err
 	}
-	ses, err := newSession(job, opt.Block, opt.MemLimit)
+	ses, err := newSession(job, dev)
 	if err != nil {
 		return nil, err
 	}

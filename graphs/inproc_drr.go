@@ -28,9 +28,13 @@ const PoseValues = 14
 // CompileDRR validates s as the CLI does (its Volume, Geometry, Orbit,
 // Out, PNG and shard settings are not used: the volume is v, copied, and
 // the poses come with each Run), applies --hu or --mu to the copy, and
-// compiles the DRR onto rows×cols pixels for blocks of batch poses (0:
-// planned under limit, ≤ 0 the default limit).
-func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols, batch int, limit int64) (_ *DRRProgram, err error) {
+// compiles the DRR onto rows×cols pixels on dev (nil: the CPU) for blocks
+// of its batch of poses (0: planned under its memory limit).
+func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *Device) (_ *DRRProgram, err error) {
+	if dev, err = inprocDevice(dev); err != nil {
+		return nil, err
+	}
+	batch := dev.run.Batch
 	s.Volume, s.Geometry, s.Out, s.PNG, s.Shard, s.Shards, s.Resume = "(array)", "(array)", "", false, nil, nil, false
 	s.Series, s.RawShape, s.RawDtype = "", "", ""
 	p, err := s.parse()
@@ -39,9 +43,6 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols, batch int, limit int64)
 	}
 	if rows < 1 || cols < 1 {
 		return nil, fmt.Errorf("--detector %dx%d: want R, C ≥ 1", rows, cols)
-	}
-	if batch < 0 {
-		return nil, fmt.Errorf("batch %d: must be at least 1 (0: planned)", batch)
 	}
 	if v == nil || int64(len(v.V)) != v.N[0]*v.N[1]*v.N[2] {
 		return nil, fmt.Errorf("--volume: need an (X, Y, Z) array")
@@ -70,7 +71,7 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols, batch int, limit int64)
 		items = job.MaxBatch()
 	}
 	job.cfg.Poses = make([]ops.Pose, items) // for the plan: only counted
-	ses, err := newSession(job, batch, limit)
+	ses, err := newSession(job, dev)
 	if err != nil {
 		return nil, err
 	}

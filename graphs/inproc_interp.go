@@ -33,18 +33,17 @@ func (q fixedQueries) Read64(dst []float64, _ int) error { return nil }
 
 // CompileInterp validates s as the CLI does (its F, X, Out, Points and
 // Seed are not used: the table is f, (m, g) row-major, and the queries
-// come with each Run) and compiles the program for blocks of batch
-// queries at dt (batch 0: planned under limit, ≤ 0 the default limit).
-func CompileInterp(s InterpSpec, f []float64, m, g, batch int, limit int64, dt tensor.Dtype) (_ *InterpProgram, err error) {
+// come with each Run) and compiles the program on dev (nil: the CPU) in
+// its dtype, for blocks of its batch of queries (0: planned under its
+// memory limit).
+func CompileInterp(s InterpSpec, f []float64, m, g int, dev *Device) (_ *InterpProgram, err error) {
+	if dev, err = inprocDevice(dev); err != nil {
+		return nil, err
+	}
+	dt, batch := dev.Dtype(), dev.run.Batch
 	s.F, s.X, s.Out = "(array)", "(array)", ""
 	if err := s.Validate(); err != nil {
 		return nil, err
-	}
-	if batch < 0 {
-		return nil, fmt.Errorf("batch %d: must be at least 1 (0: planned)", batch)
-	}
-	if dt != tensor.Float32 && dt != tensor.Float64 {
-		return nil, fmt.Errorf("--dtype %v: want float32 or float64", dt)
 	}
 	if m < 1 || g < 4 || len(f) != m*g {
 		return nil, fmt.Errorf("--f: need an (M, G) table with M ≥ 1 and G ≥ 4, got M = %d, G = %d and %d values", m, g, len(f))
@@ -75,7 +74,7 @@ func CompileInterp(s InterpSpec, f []float64, m, g, batch int, limit int64, dt t
 	if err != nil {
 		return nil, err
 	}
-	ses, err := newSession(job, batch, limit)
+	ses, err := newSession(job, dev)
 	if err != nil {
 		return nil, err
 	}

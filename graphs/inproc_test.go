@@ -8,10 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"gorgonia.org/tensor"
-
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
+
+// inprocDev is the CPU with batch items per batch (0: planned) under
+// 1 GiB, in dtype.
+func inprocDev(t testing.TB, batch int, dtype string) *Device {
+	t.Helper()
+	d, err := Open(Engine{MemLimit: 1 << 30, Batch: batch, Dtype: dtype})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
 
 func TestCompileInterp(t *testing.T) {
 	const m, g, batch = 7, 33, 1001
@@ -19,7 +28,7 @@ func TestCompileInterp(t *testing.T) {
 	for i := range f {
 		f[i] = float64(i%g) * 0.25
 	}
-	p, err := CompileInterp(InterpSpec{Reduce: "sum"}, f, m, g, batch, 0, tensor.Float64)
+	p, err := CompileInterp(InterpSpec{Reduce: "sum"}, f, m, g, inprocDev(t, batch, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +91,7 @@ func TestCompileInterp(t *testing.T) {
 	if err := p.Run(make([]float32, batch), make([]float32, batch)); !errors.Is(err, ErrBatch) {
 		t.Errorf("float32 batch of a float64 program: %v, want ErrBatch", err)
 	}
-	if _, err := CompileInterp(InterpSpec{Reduce: "max(w)"}, f, m, g, batch, 0, tensor.Float64); err == nil || !strings.HasPrefix(err.Error(), `--reduce "max(w)"`) {
+	if _, err := CompileInterp(InterpSpec{Reduce: "max(w)"}, f, m, g, inprocDev(t, batch, "float64")); err == nil || !strings.HasPrefix(err.Error(), `--reduce "max(w)"`) {
 		t.Errorf("bad formula: %v", err)
 	}
 }
@@ -90,7 +99,7 @@ func TestCompileInterp(t *testing.T) {
 func TestCompileAffinity(t *testing.T) {
 	const n, d = 13, 7
 	for _, metric := range []string{"dot", "cosine", "l1", "l2"} {
-		p, err := CompileAffinity(AffinitySpec{Metric: metric}, n, d, tensor.Float64, AffinityOptions{Block: 5})
+		p, err := CompileAffinity(AffinitySpec{Metric: metric}, n, d, inprocDev(t, 5, "float64"), AffinityOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +129,7 @@ func TestCompileAffinity(t *testing.T) {
 		}
 		p.Close()
 	}
-	if _, err := CompileAffinity(AffinitySpec{Formula: "-sum(abs(a-c))"}, n, d, tensor.Float32, AffinityOptions{}); err == nil || !strings.HasPrefix(err.Error(), "--formula") {
+	if _, err := CompileAffinity(AffinitySpec{Formula: "-sum(abs(a-c))"}, n, d, nil, AffinityOptions{}); err == nil || !strings.HasPrefix(err.Error(), "--formula") {
 		t.Errorf("bad formula: %v", err)
 	}
 }
@@ -144,7 +153,7 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 	for i := range y {
 		y[i] = rng(1000 + i)
 	}
-	cross, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, tensor.Float64, AffinityOptions{Cols: c, Block: 4})
+	cross, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 4, "float64"), AffinityOptions{Cols: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +172,7 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 	if err := cross.Run(x, nil, dst, nil, nil); !errors.Is(err, ErrBatch) {
 		t.Errorf("no column images: %v, want ErrBatch", err)
 	}
-	top, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, tensor.Float64, AffinityOptions{TopK: k, Block: 4})
+	top, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 4, "float64"), AffinityOptions{TopK: k})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +197,7 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 			}
 		}
 	}
-	if _, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, tensor.Float64, AffinityOptions{TopK: n}); err == nil || !strings.HasPrefix(err.Error(), "--topk") {
+	if _, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 0, "float64"), AffinityOptions{TopK: n}); err == nil || !strings.HasPrefix(err.Error(), "--topk") {
 		t.Errorf("top-k of N: %v", err)
 	}
 }
@@ -211,7 +220,7 @@ func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
 
 		s.Post = "exp(-p)"
 		v := volume.Phantom(23, 192, s.MuWater)
-		p, err := CompileDRR(s, v, 17, 13, 2, 0)
+		p, err := CompileDRR(s, v, 17, 13, inprocDev(t, 2, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +253,7 @@ func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
 
 func TestInterruptEndsOnlyTheCall(t *testing.T) {
 	const n, d = 3000, 512
-	p, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, tensor.Float32, AffinityOptions{Block: 8})
+	p, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 8, "float32"), AffinityOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,45 +28,40 @@ type WaveletProgram struct {
 	n     [3]int
 	a     float64
 	fail  bool
-	batch int
-	limit int64
+	dev   *Device
 	names []string
 	place []int
 }
 
 // CompileWavelet validates s as the CLI does (its Volume, Size, Out and
 // shard settings are not used: the volume is v, copied, of shape n, and
-// the sweep comes with each Run) and compiles the sweep for batches of
-// batch combinations (0: planned under limit, ≤ 0 the default limit). In
+// the sweep comes with each Run) and compiles the sweep on dev (nil: the
+// CPU) for batches of its batch of combinations (0: planned under its
+// memory limit). In
 // reflect mode the volume's source starts with the padding of the round
 // hat (θ = φ = 0, ξ = 1) and grows with the sweeps (WaveletProgram).
-func CompileWavelet(s WaveletSpec, v []float32, n [3]int, batch int, limit int64) (_ *WaveletProgram, err error) {
+func CompileWavelet(s WaveletSpec, v []float32, n [3]int, dev *Device) (_ *WaveletProgram, err error) {
+	if dev, err = inprocDevice(dev); err != nil {
+		return nil, err
+	}
 	s.Volume, s.Size, s.Out, s.Stdout, s.Shard, s.Shards, s.Env, s.Resume = "(array)", "", "", nil, nil, nil, nil, false
 	s.Theta, s.Phi, s.Xi = "0", "0", "1" // the sweeps come with each Run
 	p, err := s.parse()
 	if err != nil {
 		return nil, err
 	}
-	if batch < 0 {
-		return nil, fmt.Errorf("batch %d: must be at least 1 (0: planned)", batch)
-	}
 	if n[0] < 1 || n[1] < 1 || n[2] < 1 || sysmem.Mul(int64(n[0]), int64(n[1]), int64(n[2])) != int64(len(v)) {
 		return nil, fmt.Errorf("--volume: need an (X, Y, Z) array, got %d values for shape %v", len(v), n)
 	}
-	if limit <= 0 {
-		if limit, err = DefaultMemLimit(); err != nil {
-			return nil, err
-		}
-	}
 	_, pad := WaveletPads(n, s.A, p.combos)
-	if err := checkWaveletPadding(n, pad, limit); err != nil {
+	if err := checkWaveletPadding(n, pad, dev.MemLimit); err != nil {
 		return nil, err
 	}
-	prog := &WaveletProgram{v: append([]float32(nil), v...), n: n, a: s.A, fail: s.FailOnNonFinite, batch: batch, limit: limit}
+	prog := &WaveletProgram{v: append([]float32(nil), v...), n: n, a: s.A, fail: s.FailOnNonFinite, dev: dev}
 	if prog.src, err = ops.NewWaveletSource(prog.v, n, s.A, p.boundary, pad); err != nil {
 		return nil, err
 	}
-	if prog.src.Formulas, err = p.formulas(n, false); err != nil {
+	if prog.src.Formulas, err = p.formulas(n, dev.GPU()); err != nil {
 		return nil, err
 	}
 	var job *Wavelet
@@ -84,12 +79,12 @@ func (p *WaveletProgram) compile(src *ops.WaveletSource) (*session, *Wavelet, er
 	if err != nil {
 		return nil, nil, err
 	}
-	items := p.batch
+	items := p.dev.run.Batch
 	if items == 0 {
 		items = job.MaxBatch()
 	}
 	job.order = make([]int, items) // for the plan: only counted
-	ses, err := newSession(job, p.batch, p.limit)
+	ses, err := newSession(job, p.dev)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,7 +125,7 @@ func (p *WaveletProgram) Run(theta, phi, xi []float64, dst []float64) error {
 		return fmt.Errorf("%w: out has %d values, want %d combinations × %d columns", ErrBatch, len(dst), len(combos), w)
 	}
 	_, pad := WaveletPads(p.n, p.a, combos)
-	if err := checkWaveletPadding(p.n, pad, p.limit); err != nil {
+	if err := checkWaveletPadding(p.n, pad, p.dev.MemLimit); err != nil {
 		return err
 	}
 	if err := p.grow(pad); err != nil {

@@ -92,7 +92,7 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 				header, want, v, n := waveletCLIRun(t, s)
 				if p == nil {
 					var err error
-					if p, err = CompileWavelet(s, v, n, c.batch, 0); err != nil {
+					if p, err = CompileWavelet(s, v, n, inprocDev(t, c.batch, "")); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -154,13 +154,13 @@ func TestCompileWaveletErrors(t *testing.T) {
 	bad := s
 	bad.Stats = []string{"l1=sum(abs(h))"}
 	_, cliErr := OpenWavelet(bad, cpuDevice(t, 1<<30, ""), false)
-	if _, err := CompileWavelet(bad, v, n, 0, 0); err == nil || cliErr == nil || err.Error() != cliErr.Error() {
+	if _, err := CompileWavelet(bad, v, n, inprocDev(t, 0, "")); err == nil || cliErr == nil || err.Error() != cliErr.Error() {
 		t.Errorf("bad formula: %v, the CLI's %v", err, cliErr)
 	}
-	if _, err := CompileWavelet(s, v[:10], n, 0, 0); err == nil || !strings.HasPrefix(err.Error(), "--volume") {
+	if _, err := CompileWavelet(s, v[:10], n, inprocDev(t, 0, "")); err == nil || !strings.HasPrefix(err.Error(), "--volume") {
 		t.Errorf("a volume of the wrong size: %v", err)
 	}
-	p, err := CompileWavelet(s, v, n, 0, 0)
+	p, err := CompileWavelet(s, v, n, inprocDev(t, 0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestWaveletInterruptEndsOnlyTheCall(t *testing.T) {
 	for i := range v {
 		v[i] = float32(i%7) - 3
 	}
-	p, err := CompileWavelet(s, v, n, 4, 0)
+	p, err := CompileWavelet(s, v, n, inprocDev(t, 4, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ type pairFormulaCUDA struct {
 	arena                   *cuda.Arena
 	x, vals, rows, rv, dout cuda.DevicePtr
 	rvHost                  []float64
+	uploaded                uint64 // the Data.Version() on the device
 }
 
 func newPairFormulaCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
@@ -90,18 +91,25 @@ func (op *pairFormulaCUDA) setup() error {
 			}
 		}
 	}
-	if err := cuda.Upload(op.dev, op.x, op.Data.X32); err != nil {
-		return err
-	}
-	if err := cuda.Upload(op.dev, op.vals, op.Formula.rowVals); err != nil {
-		return err
-	}
 	host, err := cuda.HostFloat32(op.dev, op.Batch*op.Data.N) // pinned: fast copies back
 	if err != nil {
 		return err
 	}
 	op.out = tensor.New(tensor.WithShape(op.Batch, op.Data.N), tensor.WithBacking(host))
 	op.rvHost = make([]float64, op.Batch*op.Formula.Plan.NRow())
+	return op.upload()
+}
+
+// upload copies the images and the formula's values of each image to the
+// device: at setup, and again after each Reload of the images.
+func (op *pairFormulaCUDA) upload() error {
+	if err := cuda.Upload(op.dev, op.x, op.Data.X32); err != nil {
+		return err
+	}
+	if err := cuda.Upload(op.dev, op.vals, op.Formula.rowVals); err != nil {
+		return err
+	}
+	op.uploaded = op.Data.Version()
 	return nil
 }
 
@@ -116,6 +124,11 @@ func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 	}
 	if op.arena == nil {
 		if err := op.setup(); err != nil {
+			return nil, err
+		}
+	}
+	if op.uploaded != op.Data.Version() { // the images were replaced
+		if err := op.upload(); err != nil {
 			return nil, err
 		}
 	}

@@ -52,10 +52,13 @@ var ErrPairInput = errors.New("affinity")
 // PairData is the (N, D) matrix of flattened images every row block is
 // compared against, held once, in the computation's dtype.
 type PairData struct {
-	N, D  int
-	Dtype tensor.Dtype
-	X32   []float32 // row-major (N, D) when Dtype is Float32
-	X64   []float64 // when Float64
+	// version counts the Reloads, so that a copy on a device knows to
+	// refresh itself.
+	version uint64
+	N, D    int
+	Dtype   tensor.Dtype
+	X32     []float32 // row-major (N, D) when Dtype is Float32
+	X64     []float64 // when Float64
 	// Mapped says the images are a read-only file mapping (page cache),
 	// not process memory: Bytes leaves them out.
 	Mapped bool

@@ -46,6 +46,7 @@ type pairwiseCUDA struct {
 	top                       *tensor.Dense // with topK: (Batch, k) columns, as TopK's output
 	rinvHost                  []float64
 	pinned                    cuda.Pinned
+	uploaded                  uint64 // the Data.Version() on the device
 }
 
 // SelectTopK makes the twin select the top k of each row on the device
@@ -137,7 +138,6 @@ func (op *pairwiseCUDA) setup() error {
 		return err
 	}
 	op.arena = a
-	d := op.Data
 	sizes := op.buffers()
 	for i, p := range []*cuda.DevicePtr{&op.x, &op.norm, &op.rows, &op.rinv, &op.dout, &op.ws, &op.dT, &op.dvals, &op.didx} {
 		if b := sizes[i]; b > 0 {
@@ -146,15 +146,23 @@ func (op *pairwiseCUDA) setup() error {
 			}
 		}
 	}
-	if err := cuda.Upload(op.dev, op.x, d.X32); err != nil {
-		return err
-	}
 	if op.full != nil {
 		cuda.Register(op.dev, &op.pinned, op.full) // the copies go straight into it
 	}
 	if op.topK > 0 {
 		op.vals = make([]float64, op.Batch*op.topK)
 		op.top = tensor.New(tensor.WithShape(op.Batch, op.topK), tensor.Of(tensor.Float64))
+	}
+	op.rinvHost = make([]float64, op.Batch)
+	return op.upload()
+}
+
+// upload copies the images, and what the metric keeps of them, to the
+// device: at setup, and again after each Reload of the images.
+func (op *pairwiseCUDA) upload() error {
+	d := op.Data
+	if err := cuda.Upload(op.dev, op.x, d.X32); err != nil {
+		return err
 	}
 	if err := cuda.Upload(op.dev, op.norm, d.norm); err != nil {
 		return err
@@ -164,9 +172,11 @@ func (op *pairwiseCUDA) setup() error {
 		for i, v := range d.norm {
 			rn[i] = 1 / v
 		}
-		return cuda.Upload(op.dev, op.rinv, rn)
+		if err := cuda.Upload(op.dev, op.rinv, rn); err != nil {
+			return err
+		}
 	}
-	op.rinvHost = make([]float64, op.Batch)
+	op.uploaded = d.Version()
 	return nil
 }
 
@@ -186,6 +196,11 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 			return nil, err
 		}
 		op.out = tensor.New(tensor.WithShape(op.Batch, d.N), tensor.WithBacking(host))
+	}
+	if op.uploaded != d.Version() { // the images were replaced
+		if err := op.upload(); err != nil {
+			return nil, err
+		}
 	}
 	a, rinv := op.rows, op.rinv // the block's rows and their reciprocal norms
 	if op.RowsFromData {

@@ -77,8 +77,13 @@ func reload[T float32 | float64](p *PairData, src, dst []T, lo int) error {
 		}
 	}
 	copy(dst[lo*d:], src)
+	p.version++
 	return nil
 }
+
+// Version counts the Reloads of p: a device's copy of the images is
+// current while it holds the same count.
+func (p *PairData) Version() uint64 { return p.version }
 
 // Reload recomputes the per-image values of the formula after
 // data.Reload, in place.

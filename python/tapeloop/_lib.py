@@ -111,9 +111,9 @@ def as_array(name, x):
     if dev is not None:
         kind = dev()[0]
         if kind != 1:  # kDLCPU
-            raise Error(f"{name}: a GPU array (DLPack device type {kind}); this tapeloop library runs on the CPU "
-                        f"(GPU backend: {build()}): copy it to the host first, e.g. numpy.asarray(x.get()) for CuPy "
-                        f"or numpy.asarray(x) for JAX")
+            raise Error(f"{name}: a GPU array (DLPack device type {kind}); tapeloop takes host arrays (GPU backend: "
+                        f"{build()}; with device=\"cuda\" it computes on the GPU from host arrays): copy it to the "
+                        f"host first, e.g. x.get() for CuPy, numpy.asarray(x) for JAX, x.cpu().numpy() for PyTorch")
         if not hasattr(x, "__array_interface__") and not hasattr(x, "__array__"):
             return np.from_dlpack(x)
     return np.asarray(x)
@@ -145,8 +145,11 @@ def output(out, dtype, shape):
     return out
 
 
-def config(**kw):
-    """The JSON config of a create call, leaving out unset (None) values."""
+def config(device="cpu", gpu=None, **kw):
+    """The JSON config of a create call, leaving out unset (None) values:
+    the workload's settings and the engine's (device: "cpu" or "cuda", gpu:
+    its number, batch, mem_limit, dtype)."""
+    kw.update(device=device, gpu=None if gpu is None else int(gpu))
     return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
 
 

@@ -18,7 +18,9 @@ class Affinity(Compiled):
     "float32" (default) or "float64". topk=K keeps each row's K largest
     affinities, self excluded (the CLI's --topk). cols=C compiles rows against
     C column images. block: rows per replay (the CLI's --block; default
-    planned under mem_limit, bytes or a size such as "2GiB").
+    planned under mem_limit, bytes or a size such as "2GiB"). device: "cpu"
+    (default) or "cuda" (a library built with CUDA; gpu: its number), as the
+    CLI's --device.
 
     Call with X, a (B, D) array of dtype: it returns the (B, B) matrix, or with
     topk the pair (indices, values), int64 and float64 (B, K), best first.
@@ -34,11 +36,12 @@ class Affinity(Compiled):
     _what = "affinity"
 
     def __init__(self, metric=None, formula=None, params=None, *, shape, dtype="float32", method=None,
-                 cols=None, topk=None, block=None, mem_limit=None):
+                 cols=None, topk=None, block=None, mem_limit=None, device="cpu", gpu=None):
         b, d = (int(v) for v in shape)
         cfg = config(n=b, d=d, dtype=str(np.dtype(dtype)), metric=(metric or "dot") if (metric or not formula) else None,
                      formula=formula, params=params_of(params), method=method, cols=cols and int(cols),
-                     topk=topk and int(topk), block=block and int(block), mem_limit=mem_limit_of(mem_limit))
+                     topk=topk and int(topk), batch=int(block or 0), mem_limit=mem_limit_of(mem_limit),
+                     device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_affinity_create(cfg, ctypes.byref(h)))
         self._h = h.value
@@ -73,7 +76,7 @@ class Affinity(Compiled):
 
 
 def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, mem_limit=None,
-             dtype="float32", method=None):
+             dtype="float32", method=None, device="cpu", gpu=None):
     """One-shot Affinity: the (N, N) matrix of X, (N, D) or (N, H, W) images
     (flattened), or with topk=K the pair (indices, values), each (N, K); X is
     converted to dtype once when it is not already a C-contiguous array of it.
@@ -83,5 +86,5 @@ def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, m
         raise Error(f"X: shape {X.shape}, want (N, D) or (N, H, W)")
     X = X.reshape(X.shape[0], -1)
     with Affinity(metric, formula, params, shape=X.shape, dtype=dtype, method=method, topk=topk, block=block,
-                  mem_limit=mem_limit) as r:
+                  mem_limit=mem_limit, device=device, gpu=gpu) as r:
         return r(X)

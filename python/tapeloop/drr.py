@@ -55,7 +55,8 @@ class DRR(Compiled):
     mu: your formula over a voxel's value h giving μ per mm, applied once;
     post: your formula over a pixel's line integral p, e.g. "exp(-p)";
     params: their parameters. batch: poses per block (default planned under
-    mem_limit). The CLI's drr flags of the same names.
+    mem_limit). device: "cpu" (default) or "cuda" (a library built with
+    CUDA; gpu: its number). The CLI's drr flags of the same names.
 
     Call with poses — a list of dicts with the geometry file's "source",
     "center", "u", "v" (3 numbers each) and "pixel" (2), or a (P, 14) array of
@@ -68,7 +69,7 @@ class DRR(Compiled):
 
     def __init__(self, volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), *, detector=(200, 200),
                  direction=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
-                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False):
+                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
         v = np.ascontiguousarray(as_array("volume", volume), dtype=np.float32)
         if v.ndim != 3:
             raise Error(f"--volume: shape {v.shape}, want (X, Y, Z)")
@@ -78,7 +79,7 @@ class DRR(Compiled):
                      rows=rows, cols=cols, method=method, step=None if step is None else float(step), hu=bool(hu),
                      mu_water=None if mu_water is None else float(mu_water), mu=mu, post=post,
                      params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), batch=int(batch or 0),
-                     mem_limit=mem_limit_of(mem_limit))
+                     mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_drr_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
         self._h = h.value

@@ -16,6 +16,8 @@ class Interp(Compiled):
     params={...}. dtype: "float32" (default) or "float64". method: "auto" or
     "direct". batch: the points per block (default: planned under mem_limit,
     bytes or a size such as "2GiB"; by default half the memory available).
+    device: "cpu" (default) or "cuda" (a library built with CUDA; gpu: its
+    number), as the CLI's --device.
 
     Call with x, a 1-D array of any length n: it returns an (n,) array, or
     (n, M) for reduce="none", computed block by block over the same buffers. A
@@ -30,13 +32,13 @@ class Interp(Compiled):
     _what = "interp"
 
     def __init__(self, f, a=0.0, dx=None, *, batch=None, reduce="sumsq", params=None,
-                 dtype="float32", method="auto", fail_on_nonfinite=False, mem_limit=None):
+                 dtype="float32", method="auto", fail_on_nonfinite=False, mem_limit=None, device="cpu", gpu=None):
         f = np.ascontiguousarray(f, dtype=np.float64)
         if f.ndim != 2:
             raise Error(f"--f: the table has shape {f.shape}, want (M, G)")
         cfg = config(a=float(a), dx=None if dx is None else float(dx), reduce=reduce, method=method,
                      batch=int(batch or 0), dtype=str(np.dtype(dtype)), fail_on_nonfinite=bool(fail_on_nonfinite),
-                     params=params_of(params), mem_limit=mem_limit_of(mem_limit))
+                     params=params_of(params), mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_interp_create(cfg, f.ctypes.data, f.shape[0], f.shape[1], ctypes.byref(h)))
         self._h = h.value
@@ -55,7 +57,7 @@ class Interp(Compiled):
 
 
 def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", method="auto",
-           batch=None, mem_limit=None):
+           batch=None, mem_limit=None, device="cpu", gpu=None):
     """One-shot Interp: f (M, G) evaluated at every point of x (N,); x is
     converted to dtype once when it is not already a C-contiguous array of it."""
     from ._lib import as_array
@@ -63,5 +65,5 @@ def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", m
     if x.ndim != 1:
         raise Error(f"x: shape {x.shape}, want (N,)")
     with Interp(f, a, dx, batch=batch, reduce=reduce, params=params, dtype=dtype, method=method,
-                mem_limit=mem_limit) as r:
+                mem_limit=mem_limit, device=device, gpu=gpu) as r:
         return r(x)

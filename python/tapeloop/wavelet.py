@@ -31,7 +31,8 @@ class Wavelet(Compiled):
     it fills that column); params: their
     parameters. The CLI's wavelet flags of the same names (docs/wavelet.md).
     batch: combinations per replay (default planned under mem_limit, bytes or
-    a size such as "2GiB").
+    a size such as "2GiB"). device: "cpu" (default) or "cuda" (a library
+    built with CUDA; gpu: its number; the formulas run on the CPU only).
 
     Call with theta, phi and xi, each a number or a 1-D sequence or array: it
     returns a dict mapping each column of the CLI's CSV (theta, phi, xi,
@@ -45,7 +46,7 @@ class Wavelet(Compiled):
     _what = "wavelet"
 
     def __init__(self, volume, *, a=1.0, boundary="reflect", kernel=None, stats=None, params=None, batch=None,
-                 mem_limit=None, fail_on_nonfinite=False):
+                 mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
         v = np.ascontiguousarray(as_array("volume", volume), dtype=np.float32)
         if v.ndim != 3:
             raise Error(f"--volume: the array has shape {v.shape}, want a 3-D volume")
@@ -53,7 +54,7 @@ class Wavelet(Compiled):
             stats = [f"{name}={formula}" for name, formula in stats.items()]
         cfg = config(a=float(a), boundary=boundary, kernel=kernel, stats=list(stats) if stats else None, params=params_of(params),
                      fail_on_nonfinite=bool(fail_on_nonfinite), batch=int(batch or 0),
-                     mem_limit=mem_limit_of(mem_limit))
+                     mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_wavelet_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
         self._h = h.value
@@ -73,10 +74,10 @@ class Wavelet(Compiled):
 
 
 def wavelet(volume, theta, phi, xi, a=1.0, boundary="reflect", kernel=None, stats=None, params=None, batch=None,
-            mem_limit=None):
+            mem_limit=None, device="cpu", gpu=None):
     """One-shot Wavelet: the statistics of volume, (X, Y, Z), for every
     combination of theta, phi and xi, as a dict of column → 1-D float64
     array (see Wavelet); the volume is converted to float32 once."""
     with Wavelet(volume, a=a, boundary=boundary, kernel=kernel, stats=stats, params=params, batch=batch,
-                 mem_limit=mem_limit) as w:
+                 mem_limit=mem_limit, device=device, gpu=gpu) as w:
         return w(theta, phi, xi)

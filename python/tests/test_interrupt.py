@@ -96,3 +96,13 @@ def test_a_panic_in_the_library_is_an_error():
         _lib.check(_lib.lib.tl_selftest(1))
     _lib.check(_lib.lib.tl_selftest(0))
     assert tapeloop.interp(np.ones((2, 5)), np.array([0.5], np.float32)).shape == (1,)  # the process is fine
+
+
+def test_device_is_the_cli_flag():
+    if "not in this build" in tapeloop.build():
+        with pytest.raises(tapeloop.Error, match=r"^--device cuda: this tapeloop was built without CUDA"):
+            tapeloop.Affinity("dot", shape=(4, 4), device="cuda")
+    with pytest.raises(tapeloop.Error, match=r'^--device "tpu": want cpu or cuda$'):
+        tapeloop.DRR(np.ones((3, 3, 3), np.float32), detector=(2, 2), device="tpu")
+    with pytest.raises(tapeloop.Error, match=r"^--mem-limit"):
+        tapeloop.Interp(np.ones((2, 5)), mem_limit="lots")
