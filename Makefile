@@ -5,7 +5,7 @@ PKG     := ./cmd/tapeloop
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
 
-.PHONY: all build run test python test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
+.PHONY: all build run test python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
@@ -144,11 +144,19 @@ build-cuda:
 	$(CUDA_ENV) $(GO) build -tags $(CUDA_TAG) -o bin/tapeloop-cuda $(PKG)
 
 ## gpu-bin: everything scripts/gpu-check.sh runs on a GPU machine (which has
-## no Go toolchain): the GPU binary and the GPU test binary of ops.
-## Both are stripped (-s -w), to travel light to the GPU machine.
+## no Go toolchain): the GPU binary, the GPU test binary of ops and the GPU
+## build of the Python package's library. All are stripped (-s -w), to
+## travel light to the GPU machine.
 gpu-bin:
 	$(CUDA_ENV) $(GO) build -ldflags='-s -w' -tags $(CUDA_TAG) -o bin/tapeloop-cuda $(PKG)
 	$(CUDA_ENV) $(GO) test -c -ldflags='-s -w' -tags $(CUDA_TAG) -o bin/ops-cuda.test ./ops
+	$(CUDA_ENV) $(GO) build -ldflags='-s -w' -tags $(CUDA_TAG) -buildmode=c-shared -o bin/libtapeloop-cuda.so ./capi
+
+## python-cuda: the Python package's library from the GPU flavour, in place
+## of the CPU one (needs the CUDA toolkit headers; device="cuda" then runs
+## where a GPU and its driver are).
+python-cuda:
+	$(CUDA_ENV) $(GO) build -tags $(CUDA_TAG) -buildmode=c-shared -o $(PYLIB) ./capi
 
 ## gpu-bin-emu: the same two binaries from the CUDA emulator build, in
 ## bin/emu/, and gpu-check-dry: scripts/gpu-check.sh rehearsed with them at
@@ -156,6 +164,7 @@ gpu-bin:
 gpu-bin-emu:
 	$(GO) build -tags tapeloop_cudaemu -o bin/emu/tapeloop-cuda $(PKG)
 	$(GO) test -c -tags tapeloop_cudaemu -o bin/emu/ops-cuda.test ./ops
+	$(GO) build -tags tapeloop_cudaemu -buildmode=c-shared -o bin/emu/libtapeloop-cuda.so ./capi
 
 gpu-check-dry: gpu-bin-emu
 	BIN=bin/emu GPU_CHECK_SMALL=1 PYTHON=/usr/bin/python3 scripts/gpu-check.sh

@@ -12,12 +12,15 @@
 #      drift over ≥ 1000 batches, device memory planned and in use; and
 #      users' affinity formulas (kernels compiled at run time by NVRTC),
 #      their checksums against the CPU's;
-#   4. the JAX and CuPy peers (bench/peers) on the same inputs, if present.
+#   4. the JAX and CuPy peers (bench/peers) on the same inputs, if present;
+#   5. the Python package over the GPU build of the library
+#      (bin/libtapeloop-cuda.so, if NumPy is there): each object with
+#      device="cuda" against device="cpu" (scripts/gpu_python_check.py).
 # Prints one table per step; exits non-zero if a check fails. Peers are
 # bounded (PEER_TIMEOUT seconds each, none started after BUDGET_S seconds),
 # so the whole script fits a lent GPU's few minutes.
 #
-# GPU_CHECK_SMALL=1 runs steps 1 and 3 at small sizes and skips 2 and 4:
+# GPU_CHECK_SMALL=1 runs steps 1, 3 and 5 at small sizes and skips 2 and 4:
 # with binaries of the CUDA emulator build (`make gpu-bin-emu`) it
 # rehearses this script on a machine without a GPU (`make gpu-check-dry`).
 set -uo pipefail
@@ -151,6 +154,15 @@ PYEOF
 		peer bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0:3.14159:4 --phi 0:3.14159:2 --xi 1,2 --boundary wrap --variant fix
 		peer bench/peers/wavelet_cupy.py --volume "$OUT/w.npy" --theta 0.3 --phi 0.5 --xi 1 --boundary wrap --variant original
 	fi
+fi
+echo "== 5. the Python package on the GPU: device=cuda against device=cpu"
+if [ -f "$BIN/libtapeloop-cuda.so" ] && "$PY" -c 'import numpy' 2>/dev/null; then
+	small=""
+	[ "$SMALL" = 1 ] && small=SMALL=1
+	TAPELOOP_LIB="$BIN/libtapeloop-cuda.so" PYTHONPATH=python timeout 300 "$PY" scripts/gpu_python_check.py $small ||
+		fail "python on the GPU"
+else
+	echo "skipped: no $BIN/libtapeloop-cuda.so (make gpu-bin) or no NumPy"
 fi
 [ $status = 0 ] && echo "gpu-check: all checks passed" || echo "gpu-check: some checks FAILED"
 exit $status
