@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs"
@@ -40,11 +41,13 @@ type program interface {
 	Report() graphs.Report
 }
 
-// object is one compiled workload behind a handle; mu serializes its calls.
+// object is one compiled workload behind a handle; mu serializes its
+// calls, watched counts its calls in progress that SIGINT stops (watch).
 type object struct {
-	mu     sync.Mutex
-	closed bool
-	prog   program
+	mu      sync.Mutex
+	closed  bool
+	prog    program
+	watched atomic.Int32
 }
 
 var (
@@ -88,7 +91,8 @@ func call[P program](h C.int64_t, what string, interruptible C.int, f func(P) er
 		return fmt.Errorf("handle %d: closed", h)
 	}
 	if interruptible != 0 {
-		defer watch(o)()
+		watch(o)
+		defer unwatch(o)
 	}
 	return f(p)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -15,53 +16,51 @@ import (
 // progress is handed back: signal.Reset restores the program's own handler
 // and the signal is raised again for it; the next interruptible call takes
 // SIGINT again. Taking it once, not per call, keeps sigaction out of every
-// call.
+// call, and a call only counts itself in and out (object.watched).
 var sig struct {
-	once   sync.Once
-	mu     sync.Mutex
-	ch     chan os.Signal
-	taken  bool
-	active map[*object]int
+	once  sync.Once
+	mu    sync.Mutex // guards taken's changes and the hand-back
+	ch    chan os.Signal
+	taken atomic.Bool
 }
 
-// watch makes SIGINT interrupt o's call until the returned func is called.
-func watch(o *object) (done func()) {
+// watch makes SIGINT interrupt o's call until unwatch(o).
+func watch(o *object) {
 	sig.once.Do(func() {
 		sig.ch = make(chan os.Signal, 1)
-		sig.active = map[*object]int{}
 		go forward()
 	})
-	sig.mu.Lock()
-	if !sig.taken {
-		signal.Notify(sig.ch, os.Interrupt)
-		sig.taken = true
-	}
-	sig.active[o]++
-	sig.mu.Unlock()
-	return func() {
+	o.watched.Add(1)
+	if !sig.taken.Load() {
 		sig.mu.Lock()
-		if sig.active[o]--; sig.active[o] == 0 {
-			delete(sig.active, o)
+		if !sig.taken.Load() {
+			signal.Notify(sig.ch, os.Interrupt)
+			sig.taken.Store(true)
 		}
 		sig.mu.Unlock()
 	}
 }
+
+func unwatch(o *object) { o.watched.Add(-1) }
 
 // forward stops every watched call on each SIGINT, or hands the signal
 // back when there is none.
 func forward() {
 	for range sig.ch {
-		sig.mu.Lock()
-		for o := range sig.active {
-			o.prog.Interrupt()
+		objMu.Lock()
+		none := true
+		for _, o := range objects {
+			if o.watched.Load() > 0 {
+				o.prog.Interrupt()
+				none = false
+			}
 		}
-		none := len(sig.active) == 0
+		objMu.Unlock()
 		if none {
+			sig.mu.Lock()
 			signal.Reset(os.Interrupt)
-			sig.taken = false
-		}
-		sig.mu.Unlock()
-		if none {
+			sig.taken.Store(false)
+			sig.mu.Unlock()
 			syscall.Kill(os.Getpid(), syscall.SIGINT)
 		}
 	}

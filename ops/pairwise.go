@@ -332,6 +332,12 @@ const (
 	dotChunk = 512
 )
 
+// minParallel is the work, in pair-dimensions, below which an upper block's
+// matrix product runs on one core: about 0.1 ms there, less than what
+// waking idle cores costs a caller that calls block after block from
+// outside Go.
+const minParallel = 1 << 22
+
 // pairBlock fills columns [c0, N) of the block's first b rows. With
 // upper, the rows are images c0, c0+1, … (the upper block of a symmetric
 // matrix), and a pair below the diagonal, (c0+r, c0+j) with j < r, is
@@ -369,7 +375,11 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 		// an equal share of its pairs, then the pairs below the diagonal
 		// copied from their mirror images.
 		r32, x32, o32 := any(rows).([]float32), any(x).([]float32), any(out).([]float32)
-		cut := upperSplit(nc, b, runtime.GOMAXPROCS(0))
+		workers := runtime.GOMAXPROCS(0)
+		if float64(b)*float64(nc)*float64(dd)/2 < minParallel {
+			workers = 1 // waking the other cores would cost more than it saves
+		}
+		cut := upperSplit(nc, b, workers)
 		parallel.For(len(cut)-1, 1, func(w0, w1 int) {
 			for w := w0; w < w1; w++ {
 				for r := 0; r < min(b, cut[w+1]) && !op.stopped(); r += dotChunk * 2 {
@@ -397,6 +407,9 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 				kernel(m, chi-clo, dd, rows[r*dd:], dd, x[clo*dd:], dd, out[r*n+c0+clo:], n, k)
 			}
 		})
+	}
+	if gemm && !l2 && !cosine {
+		return // the matrix product did it all
 	}
 	parallel.For(b, 4, func(lo, hi int) {
 		// Chunks of rows small enough that their k-block stays in L2

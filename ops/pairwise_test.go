@@ -1,9 +1,11 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -103,4 +105,35 @@ func BenchmarkTopKSeed(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1e3, "ms/matrix")
+}
+
+// TestReloadRefusesNonFinite: Reload finds a NaN or ±Inf anywhere (every
+// position of a block, with and without the norms cosine and l2 keep) and
+// names its image and value; the images are then left as they were.
+func TestReloadRefusesNonFinite(t *testing.T) {
+	const n, d = 5, 77 // 385 values: a whole block of the check and a part
+	for _, metric := range []Metric{MetricDot, MetricCosine, MetricL2} {
+		x := make([]float32, n*d)
+		for i := range x {
+			x[i] = float32(i%13) - 6.5
+		}
+		p, err := NewPairData(append([]float32(nil), x...), n, d, metric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+			for _, at := range []int{0, 3, 255, 256, 300, n*d - 1} {
+				y := append([]float32(nil), x...)
+				y[at] = bad
+				err := p.Reload(y)
+				want := fmt.Sprintf("image %d, value %d is %g", at/d, at%d, bad)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("%v, %g at %d: %v, want %q", metric, bad, at, err, want)
+				}
+			}
+		}
+		if err := p.Reload(x); err != nil {
+			t.Fatalf("%v: finite images: %v", metric, err)
+		}
+	}
 }

@@ -56,29 +56,65 @@ func SliceLen(x any) int {
 
 func reload[T float32 | float64](p *PairData, src, dst []T, lo int) error {
 	d := p.D
-	for r := range len(src) / d {
-		i := lo + r
-		var ss float64
-		for k, v := range src[r*d : (r+1)*d] {
-			f := float64(v)
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return fmt.Errorf("%w: image %d, value %d is %g", ErrPairInput, i, k, f)
+	if p.norm == nil && p.sq == nil { // no norms to keep: only the check
+		if i := firstNonFinite(src); i >= 0 {
+			return fmt.Errorf("%w: image %d, value %d is %g", ErrPairInput, lo+i/d, i%d, float64(src[i]))
+		}
+	} else {
+		for r := range len(src) / d {
+			i := lo + r
+			var ss float64
+			for k, v := range src[r*d : (r+1)*d] {
+				f := float64(v)
+				if math.IsNaN(f) || math.IsInf(f, 0) {
+					return fmt.Errorf("%w: image %d, value %d is %g", ErrPairInput, i, k, f)
+				}
+				ss += f * f
 			}
-			ss += f * f
-		}
-		if p.norm != nil && ss == 0 {
-			return fmt.Errorf("%w: image %d is all zeros: its cosine affinity is undefined", ErrPairInput, i)
-		}
-		if p.sq != nil {
-			p.sq[i] = ss
-		}
-		if p.norm != nil {
-			p.norm[i] = math.Sqrt(ss)
+			if p.norm != nil && ss == 0 {
+				return fmt.Errorf("%w: image %d is all zeros: its cosine affinity is undefined", ErrPairInput, i)
+			}
+			if p.sq != nil {
+				p.sq[i] = ss
+			}
+			if p.norm != nil {
+				p.norm[i] = math.Sqrt(ss)
+			}
 		}
 	}
 	copy(dst[lo*d:], src)
 	p.version++
 	return nil
+}
+
+// firstNonFinite is the index of the first NaN or ±Inf in x, or −1. It
+// adds v − v over blocks (0 for a finite v, NaN otherwise), four sums at a
+// time, and looks for the value only in a block whose sum is not 0.
+func firstNonFinite[T float32 | float64](x []T) int {
+	const block = 256
+	for b := 0; b < len(x); b += block {
+		blk := x[b:min(b+block, len(x))]
+		var s0, s1, s2, s3 T
+		i := 0
+		for ; i+4 <= len(blk); i += 4 {
+			s0 += blk[i] - blk[i]
+			s1 += blk[i+1] - blk[i+1]
+			s2 += blk[i+2] - blk[i+2]
+			s3 += blk[i+3] - blk[i+3]
+		}
+		for ; i < len(blk); i++ {
+			s0 += blk[i] - blk[i]
+		}
+		if s0+s1+s2+s3 == 0 {
+			continue
+		}
+		for i, v := range blk {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				return b + i
+			}
+		}
+	}
+	return -1
 }
 
 // Version counts the Reloads of p: a device's copy of the images is

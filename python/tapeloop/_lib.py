@@ -1,4 +1,5 @@
 """The shared library, its errors, and what every compiled object shares."""
+import _thread
 import ctypes
 import json
 import os
@@ -94,11 +95,14 @@ if version() != ABI:
     raise ImportError(f"tapeloop: library ABI {version()!r}, this package wants {ABI!r}; rebuild it with `make python`")
 
 
+MAIN_THREAD = threading.main_thread().ident
+get_ident, getsignal, SIGINT, DEFAULT_INT = _thread.get_ident, signal.getsignal, signal.SIGINT, signal.default_int_handler
+
+
 def interruptible():
     """1 when Ctrl-C should stop the call: made from the main thread while
     Python's own SIGINT handler (KeyboardInterrupt) is installed."""
-    return int(threading.current_thread() is threading.main_thread()
-               and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    return 1 if get_ident() == MAIN_THREAD and getsignal(SIGINT) is DEFAULT_INT else 0
 
 
 def as_array(name, x):

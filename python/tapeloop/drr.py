@@ -4,8 +4,8 @@ import warnings
 
 import numpy as np
 
-from ._lib import (Compiled, Error, as_array, check, compiled_input, config, interruptible, lib, mem_limit_of,
-                   output, params_of)
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, as_array, check, config, get_ident,
+                   getsignal, lib, mem_limit_of, output, params_of)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
 
@@ -84,6 +84,7 @@ class DRR(Compiled):
         check(lib.tl_drr_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
         self._h = h.value
         self.detector = (rows, cols)
+        self._run = lib.tl_drr_run
 
     def orbit(self, n, sdd=1020.0, sid=510.0, pixel=2.0):
         """The CLI's --orbit n: n poses over 360° about the z axis through the
@@ -97,11 +98,22 @@ class DRR(Compiled):
 
     def __call__(self, poses, out=None):
         h = self._handle()
-        p = poses_array(poses)
-        img = output(out, np.float32, (p.shape[0],) + self.detector)
+        if type(poses) is np.ndarray and poses.dtype == np.float64 and poses.flags.c_contiguous and \
+                poses.ndim in (1, 2) and poses.shape[-1] == 14 and poses.size:  # the fast path: as orbit() gives them
+            p = poses
+        else:
+            p = poses_array(poses)
+        n = p.size // 14
+        if type(out) is np.ndarray and out.dtype == np.float32 and out.shape == (n,) + self.detector \
+                and out.flags.c_contiguous and out.flags.writeable:
+            img = out
+        else:
+            img = output(out, np.float32, (n,) + self.detector)
+        it = 1 if get_ident() == MAIN_THREAD and getsignal(SIGINT) is DEFAULT_INT else 0
         missed = ctypes.c_int(0)
-        check(lib.tl_drr_run(h, p.ctypes.data, p.size, img.ctypes.data, img.size, ctypes.byref(missed),
-                             interruptible()))
+        err = self._run(h, p.ctypes.data, p.size, img.ctypes.data, img.size, ctypes.byref(missed), it)
+        if err:
+            check(err)
         if missed.value:
             warnings.warn(MISSED, stacklevel=2)
         return img
