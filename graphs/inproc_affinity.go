@@ -2,9 +2,11 @@ package graphs
 
 import (
 	"fmt"
+	"math"
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -60,6 +62,18 @@ func CompileAffinity(s AffinitySpec, n, d int, dev *Device, opt AffinityOptions)
 		return nil, fmt.Errorf("--topk %d: must be between 1 and N−1 = %d (self is excluded)", opt.TopK, n-1)
 	}
 	all := n + opt.Cols
+	// The images (and the whole matrix of a batch against itself) are made
+	// here, before the plan: refuse what the limit cannot hold first.
+	need := sysmem.Mul(int64(all), int64(d), int64(dt.Size()))
+	if opt.TopK == 0 && opt.Cols == 0 {
+		need = addBytes(need, sysmem.Mul(int64(n), int64(n), int64(dt.Size())))
+	}
+	if need < 0 || need > dev.MemLimit {
+		if need < 0 {
+			need = math.MaxInt64
+		}
+		return nil, &BudgetError{Workload: "affinity's images and matrix", Need: need, Limit: dev.MemLimit}
+	}
 	var data *ops.PairData
 	switch dt {
 	case tensor.Float32:

@@ -47,6 +47,9 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *Device) (_ *DR
 	if v == nil || int64(len(v.V)) != v.N[0]*v.N[1]*v.N[2] {
 		return nil, fmt.Errorf("--volume: need an (X, Y, Z) array")
 	}
+	if need := 4 * int64(len(v.V)); need > dev.MemLimit { // the copy made here, before the plan
+		return nil, &BudgetError{Workload: "drr's volume", Need: need, Limit: dev.MemLimit}
+	}
 	c := *v
 	c.V = append([]float32(nil), v.V...)
 	if p.spacing != nil {

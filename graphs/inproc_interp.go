@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -47,6 +48,13 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *Device) (_ *InterpP
 	}
 	if m < 1 || g < 4 || len(f) != m*g {
 		return nil, fmt.Errorf("--f: need an (M, G) table with M ≥ 1 and G ≥ 4, got M = %d, G = %d and %d values", m, g, len(f))
+	}
+	need := sysmem.Mul(int64(m), int64(g), 8) // the copy made here, before the plan
+	if need < 0 {
+		need = math.MaxInt64
+	}
+	if need > dev.MemLimit {
+		return nil, &BudgetError{Workload: "interp's table", Need: need, Limit: dev.MemLimit}
 	}
 	reduce, method, fx, _ := s.parse()
 	dx := 1 / float64(g-1)

@@ -106,3 +106,31 @@ def test_device_is_the_cli_flag():
         tapeloop.DRR(np.ones((3, 3, 3), np.float32), detector=(2, 2), device="tpu")
     with pytest.raises(tapeloop.Error, match=r"^--mem-limit"):
         tapeloop.Interp(np.ones((2, 5)), mem_limit="lots")
+
+
+def test_sizes_over_the_memory_limit_are_refused_before_allocating():
+    with pytest.raises(tapeloop.Error, match=r"^plan: affinity's images and matrix needs more than 8 EiB, over the memory limit"):
+        tapeloop.Affinity("dot", shape=(2**40, 2**40))
+    with pytest.raises(tapeloop.Error, match=r"^plan: affinity's images and matrix needs 2\.2 GiB .* over the memory limit of 1\.0 GiB"):
+        tapeloop.Affinity("dot", shape=(20000, 10000), mem_limit="1GiB")
+    with pytest.raises(tapeloop.Error, match=r"^plan: drr's volume needs 128 KiB .* over the memory limit of 64 KiB"):
+        tapeloop.DRR(np.ones((32, 32, 32), np.float32), detector=(4, 4), mem_limit="64KiB")
+    with pytest.raises(tapeloop.Error, match=r"^plan: interp's table needs"):
+        tapeloop.Interp(np.ones((64, 1024)), mem_limit="100KiB")
+
+
+def test_byte_order_and_dtype_are_taken_as_numpy_says():
+    """A big-endian array is converted by the one-shot functions and the
+    creators (as NumPy reads it, not as its bytes), and refused by a compiled
+    object's call, which converts nothing."""
+    rng = np.random.default_rng()
+    x = rng.standard_normal((17, 9))
+    want = tapeloop.affinity(x, "l2", dtype="float64")
+    np.testing.assert_array_equal(tapeloop.affinity(x.astype(">f8"), "l2", dtype="float64"), want)
+    with tapeloop.Affinity("l2", shape=x.shape, dtype="float64") as r:
+        with pytest.raises(tapeloop.Error, match=r"X: dtype >f8, the compiled dtype is float64"):
+            r(x.astype(">f8"))
+    vol = rng.uniform(0, 0.02, (9, 10, 11))
+    with tapeloop.DRR(vol.astype(">f4"), detector=(5, 6)) as a, tapeloop.DRR(vol.astype(np.float32), detector=(5, 6)) as b:
+        p = a.orbit(3)
+        np.testing.assert_array_equal(a(p), b(p))
