@@ -1,4 +1,5 @@
 """The shared library, its errors, and what every compiled object shares."""
+import _signal
 import _thread
 import ctypes
 import json
@@ -96,7 +97,9 @@ if version() != ABI:
 
 
 MAIN_THREAD = threading.main_thread().ident
-get_ident, getsignal, SIGINT, DEFAULT_INT = _thread.get_ident, signal.getsignal, signal.SIGINT, signal.default_int_handler
+# _signal.getsignal, not signal.getsignal: the latter maps the handler to an
+# enum through a ValueError, tens of µs on caches a call has just used.
+get_ident, getsignal, SIGINT, DEFAULT_INT = _thread.get_ident, _signal.getsignal, int(signal.SIGINT), signal.default_int_handler
 
 
 def interruptible():

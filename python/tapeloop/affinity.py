@@ -59,8 +59,8 @@ class Affinity(Compiled):
                 and out.dtype == self.dtype and out.shape == self._oshape and out.strides == self._ostrides
                 and out.flags.writeable):
             it = 1 if get_ident() == MAIN_THREAD and getsignal(SIGINT) is DEFAULT_INT else 0
-            err = self._run(self._h, X.ctypes.data, self._size, None, 0, out.ctypes.data, None, None, out.size,
-                            self.dtype.itemsize, it)
+            err = self._run(self._h, X.__array_interface__["data"][0], self._size, None, 0,
+                            out.__array_interface__["data"][0], None, None, out.size, self.dtype.itemsize, it)
             if err:
                 check(err)
             return out
