@@ -50,20 +50,22 @@ class Affinity(Compiled):
         self._run, self._size = lib.tl_affinity_run, b * d
         # the call's fast path: X and out exactly as compiled
         self._plain = not self.cols and not self.topk
-        self._strides, self._oshape = (d * self.dtype.itemsize, self.dtype.itemsize), (b, b)
-        self._ostrides = (b * self.dtype.itemsize, self.dtype.itemsize)
+        self._typestr, self._oshape = self.dtype.str, (b, b)
 
     def __call__(self, X, Y=None, out=None):
-        if (self._plain and type(X) is np.ndarray and type(out) is np.ndarray and Y is None and self._h
-                and X.dtype == self.dtype and X.shape == self.shape and X.strides == self._strides
-                and out.dtype == self.dtype and out.shape == self._oshape and out.strides == self._ostrides
-                and out.flags.writeable):
-            it = 1 if get_ident() == MAIN_THREAD and getsignal(SIGINT) is DEFAULT_INT else 0
-            err = self._run(self._h, X.__array_interface__["data"][0], self._size, None, 0,
-                            out.__array_interface__["data"][0], None, None, out.size, self.dtype.itemsize, it)
-            if err:
-                check(err)
-            return out
+        # The fast path: X and out C-contiguous arrays exactly as compiled,
+        # read from one __array_interface__ each (strides None: C order).
+        if self._plain and type(X) is np.ndarray and type(out) is np.ndarray and Y is None and self._h:
+            xi, oi = X.__array_interface__, out.__array_interface__
+            if (xi["strides"] is None and oi["strides"] is None and xi["typestr"] == self._typestr
+                    and oi["typestr"] == self._typestr and xi["shape"] == self.shape and oi["shape"] == self._oshape
+                    and not oi["data"][1]):
+                it = 1 if get_ident() == MAIN_THREAD and getsignal(SIGINT) is DEFAULT_INT else 0
+                err = self._run(self._h, xi["data"][0], self._size, None, 0, oi["data"][0], None, None,
+                                self._oshape[0] * self._oshape[1], self.dtype.itemsize, it)
+                if err:
+                    check(err)
+                return out
         h = self._handle()
         X = compiled_input("X", X, self.dtype, shape=self.shape)
         b, d = self.shape
