@@ -65,6 +65,9 @@ type DRR struct {
 	done              int
 	restoredNonFinite int64
 	ckpt              *checkpoint.File // nil: no checkpoint
+	// noSum leaves Sum out (a caller in process keeps the images, not the
+	// run's totals).
+	noSum bool
 	recBuf            []byte           // the checkpoint records of a batch, reused
 	recs              [][]byte
 }
@@ -189,8 +192,10 @@ func (w *DRR) Consume(out []*tensor.Dense, off, n int) error {
 	per := w.rows * w.cs
 	for r := range n {
 		img := imgs[r*per : (r+1)*per]
-		for _, v := range img {
-			w.Sum += float64(v)
+		if !w.noSum {
+			for _, v := range img {
+				w.Sum += float64(v)
+			}
 		}
 		st := stats[r*ops.ImageStatsWidth : (r+1)*ops.ImageStatsWidth]
 		w.Max = max(w.Max, st[1])

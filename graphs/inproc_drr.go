@@ -68,7 +68,7 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *Device) (_ *DR
 	if err := s.prepare(p, &cfg, rows, cols); err != nil {
 		return nil, err
 	}
-	job := &DRR{cfg: cfg, rows: rows, cs: cols}
+	job := &DRR{cfg: cfg, rows: rows, cs: cols, noSum: true}
 	items := batch
 	if items == 0 {
 		items = job.MaxBatch()
