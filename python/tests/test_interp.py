@@ -150,16 +150,27 @@ def test_gpu_array_names_the_build():
             r(DeviceArray())
 
 
-def test_buffer_protocol_and_array_interface():
+def test_buffer_protocol_array_interface_and_dlpack():
     f, a, dx, x = case(np.random.default_rng(), n=16, dtype=np.float64)
     want = tapeloop.interp(f, x, a, dx, dtype="float64")
 
     class Iface:
         __array_interface__ = x.__array_interface__
 
+    class CPUDLPack:  # a CPU tensor known only through DLPack
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
     with tapeloop.Interp(f, a, dx, batch=16, dtype="float64") as r:
         np.testing.assert_array_equal(r(memoryview(x)), want)
         np.testing.assert_array_equal(r(Iface()), want)
+        np.testing.assert_array_equal(r(CPUDLPack(x)), want)
 
 
 def test_bad_formula_is_the_cli_message():
