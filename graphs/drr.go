@@ -67,9 +67,9 @@ type DRR struct {
 	ckpt              *checkpoint.File // nil: no checkpoint
 	// noSum leaves Sum out (a caller in process keeps the images, not the
 	// run's totals).
-	noSum bool
-	recBuf            []byte           // the checkpoint records of a batch, reused
-	recs              [][]byte
+	noSum  bool
+	recBuf []byte // the checkpoint records of a batch, reused
+	recs   [][]byte
 }
 
 // NewDRR checks cfg and returns the Job.
