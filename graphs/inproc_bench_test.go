@@ -18,17 +18,7 @@ import (
 // call as median-ns/call, each call timed on its own: on a shared machine
 // the median is the figure other tenants' bursts move least.
 func BenchmarkAffinityProgram64x1024(b *testing.B) {
-	const n, d = 64, 1024
-	p, err := CompileAffinity(AffinitySpec{Metric: "dot"}, n, d, inprocDev(b, 0, "float32"), AffinityOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	p, x := affinity64x1024(b)
 	dst := make([]float32, p.OutLen())
 	if err := p.Run(x, nil, dst, nil, nil); err != nil { // what the first call pays, outside the loop
 		b.Fatal(err)
@@ -55,21 +45,28 @@ func BenchmarkAffinityProgram64x1024(b *testing.B) {
 // which Run does before the timed replay. bench/python_inproc.py quotes it
 // beside the Report's per-call median.
 func BenchmarkAffinityReload64x1024(b *testing.B) {
-	const n, d = 64, 1024
-	p, err := CompileAffinity(AffinitySpec{Metric: "dot"}, n, d, inprocDev(b, 0, "float32"), AffinityOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	p, x := affinity64x1024(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := p.data.ReloadRows(x, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// affinity64x1024 compiles the benchmarks' affinity, closed when b ends,
+// and makes its standard-normal images.
+func affinity64x1024(b *testing.B) (*AffinityProgram, []float32) {
+	const n, d = 64, 1024
+	p, err := CompileAffinity(AffinitySpec{Metric: "dot"}, n, d, inprocDev(b, 0, "float32"), AffinityOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return p, x
 }

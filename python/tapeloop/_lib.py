@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import threading
+import weakref
 
 import numpy as np
 
@@ -152,10 +153,31 @@ def output(out, dtype, shape):
     return out
 
 
+FORKED = ("tapeloop: this process was forked after it loaded tapeloop, and the library's runtime does not "
+          "survive a fork; start worker processes with multiprocessing's \"spawn\" or \"forkserver\" method, "
+          "or import tapeloop only in the workers")
+forked = False
+live = weakref.WeakSet()  # the compiled objects, for a forked child to disown
+
+
+def _after_fork_in_child():
+    """In a forked child the Go runtime's threads are gone: a call would hang.
+    Every object and creator refuses from now on, with FORKED."""
+    global forked
+    forked = True
+    for obj in list(live):
+        obj._h = 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def config(device="cpu", gpu=None, **kw):
     """The JSON config of a create call, leaving out unset (None) values:
     the workload's settings and the engine's (device: "cpu" or "cuda", gpu:
     its number, batch, mem_limit, dtype)."""
+    if forked:
+        raise Error(FORKED)
     kw.update(device=device, gpu=None if gpu is None else int(gpu))
     return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
 
@@ -177,9 +199,14 @@ class Compiled:
     _h = 0
     _what = "object"
 
+    def _own(self, h):
+        """Take the handle h the library made."""
+        self._h = h
+        live.add(self)
+
     def _handle(self):
         if not self._h:
-            raise Error(f"{self._what}: the object is closed")
+            raise Error(FORKED if forked else f"{self._what}: the object is closed")
         return self._h
 
     def dot(self):

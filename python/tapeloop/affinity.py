@@ -44,7 +44,7 @@ class Affinity(Compiled):
                      device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_affinity_create(cfg, ctypes.byref(h)))
-        self._h = h.value
+        self._own(h.value)
         self.shape, self.dtype = (b, d), np.dtype(dtype)
         self.cols, self.topk = int(cols or 0), int(topk or 0)
         self._run, self._size = lib.tl_affinity_run, b * d

@@ -82,7 +82,7 @@ class DRR(Compiled):
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_drr_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
-        self._h = h.value
+        self._own(h.value)
         self.detector = (rows, cols)
         self._run = lib.tl_drr_run
 

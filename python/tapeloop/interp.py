@@ -41,7 +41,7 @@ class Interp(Compiled):
                      params=params_of(params), mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_interp_create(cfg, f.ctypes.data, f.shape[0], f.shape[1], ctypes.byref(h)))
-        self._h = h.value
+        self._own(h.value)
         b, c, s = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
         check(lib.tl_interp_shape(self._h, ctypes.byref(b), ctypes.byref(c), ctypes.byref(s)))
         self.batch, self.cols, self.dtype = b.value, c.value, np.dtype(dtype)

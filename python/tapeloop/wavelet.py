@@ -57,7 +57,7 @@ class Wavelet(Compiled):
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_wavelet_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
-        self._h = h.value
+        self._own(h.value)
         self.shape = v.shape
         self.columns = tuple(_text(lib.tl_wavelet_columns, self._h).split(","))
 

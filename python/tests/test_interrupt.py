@@ -134,3 +134,39 @@ def test_byte_order_and_dtype_are_taken_as_numpy_says():
     with tapeloop.DRR(vol.astype(">f4"), detector=(5, 6)) as a, tapeloop.DRR(vol.astype(np.float32), detector=(5, 6)) as b:
         p = a.orbit(3)
         np.testing.assert_array_equal(a(p), b(p))
+
+
+FORK_SCRIPT = textwrap.dedent(r"""
+    import os, sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import tapeloop
+
+    x = np.random.default_rng(3).standard_normal((16, 8)).astype(np.float32)
+    r = tapeloop.Affinity("l2", shape=x.shape)
+    want = r(x)
+    pid = os.fork()
+    if pid == 0:  # the child: every use refused at once, none hangs
+        code = 0
+        for what, f in [("call", lambda: r(x)), ("create", lambda: tapeloop.Affinity("l2", shape=x.shape)),
+                        ("one-shot", lambda: tapeloop.interp(np.ones((2, 5)), np.zeros(3, np.float32)))]:
+            try:
+                f()
+                print("FAIL:", what, "was not refused", flush=True)
+                code = 1
+            except tapeloop.Error as e:
+                if "forked after it loaded tapeloop" not in str(e):
+                    print("FAIL:", what, e, flush=True)
+                    code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0, "the child"
+    assert (r(x) == want).all(), "the parent's object after the fork"
+    print("fork ok")
+""")
+
+
+def test_a_forked_child_is_refused_not_hung():
+    pkg = os.path.join(os.path.dirname(__file__), "..")
+    p = subprocess.run([sys.executable, "-c", FORK_SCRIPT, pkg], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "fork ok" in p.stdout, p.stdout + p.stderr
