@@ -183,7 +183,38 @@ def config(device="cpu", gpu=None, **kw):
 
 
 def params_of(params):
-    return {str(k): float(v) for k, v in params.items()} if params else None
+    """params as the library takes them: names to numbers (--param k=v)."""
+    if not params:
+        return None
+    out = {}
+    for k, v in dict(params).items():
+        try:
+            out[str(k)] = float(v)
+        except (TypeError, ValueError):
+            raise Error(f"--param {k}={v!r}: not a number") from None
+    return out
+
+
+def converted(name, x, dtype):
+    """x as a C-contiguous array of dtype: x itself when it already is one,
+    else one converted copy; what cannot be read as numbers raises Error."""
+    try:
+        return np.ascontiguousarray(as_array(name, x), dtype=dtype)
+    except (TypeError, ValueError) as e:
+        if isinstance(e, Error):
+            raise
+        raise Error(f"{name}: cannot be read as {np.dtype(dtype)} values ({e})") from None
+
+
+def numbers(name, v, n, kind=float):
+    """v as n numbers of kind (float or int), or Error naming the argument."""
+    try:
+        t = tuple(kind(x) for x in v)
+    except (TypeError, ValueError):
+        t = ()
+    if len(t) != n or (kind is int and any(float(x) != y for x, y in zip(v, t))):
+        raise Error(f"{name}: want {n} {'integers' if kind is int else 'numbers'}, got {v!r}")
+    return t
 
 
 def mem_limit_of(mem_limit):

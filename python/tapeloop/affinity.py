@@ -3,8 +3,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, as_array, check, compiled_input, config,
-                   get_ident, getsignal, interruptible, lib, mem_limit_of, output, params_of)
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, check, compiled_input, config, converted,
+                   get_ident, getsignal, interruptible, lib, mem_limit_of, numbers, output, params_of)
 
 
 class Affinity(Compiled):
@@ -37,7 +37,9 @@ class Affinity(Compiled):
 
     def __init__(self, metric=None, formula=None, params=None, *, shape, dtype="float32", method=None,
                  cols=None, topk=None, block=None, mem_limit=None, device="cpu", gpu=None):
-        b, d = (int(v) for v in shape)
+        b, d = numbers("shape", shape, 2, int)
+        if block is not None and int(block) < 1:
+            raise Error(f"--block {block}: must be at least 1")
         cfg = config(n=b, d=d, dtype=str(np.dtype(dtype)), metric=(metric or "dot") if (metric or not formula) else None,
                      formula=formula, params=params_of(params), method=method, cols=cols and int(cols),
                      topk=topk and int(topk), batch=int(block or 0), mem_limit=mem_limit_of(mem_limit),
@@ -98,7 +100,7 @@ def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, m
     (flattened), or with topk=K the pair (indices, values), each (N, K); X is
     converted to dtype once when it is not already a C-contiguous array of it.
     block and mem_limit: as the CLI's --block and --mem-limit."""
-    X = np.ascontiguousarray(as_array("X", X), dtype=dtype)
+    X = converted("X", X, dtype)
     if X.ndim < 2:
         raise Error(f"X: shape {X.shape}, want (N, D) or (N, H, W)")
     X = X.reshape(X.shape[0], -1)

@@ -4,8 +4,8 @@ import warnings
 
 import numpy as np
 
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, as_array, check, config, get_ident,
-                   getsignal, lib, mem_limit_of, output, params_of)
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, check, config, converted, get_ident,
+                   getsignal, lib, mem_limit_of, numbers, output, params_of)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
 
@@ -26,13 +26,13 @@ def poses_array(poses):
                 raise Error(f"geometry: pose {i} lacks {', '.join(missing)}")
             row = []
             for k, n in zip(POSE_KEYS, (3, 3, 3, 3, 2)):
-                v = np.asarray(p[k], dtype=np.float64).ravel()
+                v = converted(f"pose {i}: {k}", p[k], np.float64).ravel()
                 if v.size != n:
                     raise Error(f'geometry: pose {i}: "{k}" must be {n} numbers, got {v.size}')
                 row.extend(v)
             rows.append(row)
         return np.array(rows, dtype=np.float64)
-    a = np.asarray(as_array("poses", poses), dtype=np.float64)
+    a = converted("poses", poses, np.float64)
     if a.ndim == 1:
         a = a[None, :]
     if a.ndim != 2 or a.shape[1] != 14 or a.shape[0] == 0:
@@ -70,12 +70,17 @@ class DRR(Compiled):
     def __init__(self, volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), *, detector=(200, 200),
                  direction=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
                  params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
-        v = np.ascontiguousarray(as_array("volume", volume), dtype=np.float32)
+        v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"--volume: shape {v.shape}, want (X, Y, Z)")
-        rows, cols = (int(n) for n in detector)
-        dirn = None if direction is None else np.asarray(direction, dtype=np.float64).reshape(3, 3).tolist()
-        cfg = config(spacing=[float(s) for s in spacing], origin=[float(o) for o in origin], direction=dirn,
+        rows, cols = numbers("detector", detector, 2, int)
+        dirn = None
+        if direction is not None:
+            dirn = converted("direction", direction, np.float64)
+            if dirn.shape != (3, 3):
+                raise Error(f"direction: shape {dirn.shape}, want (3, 3): the world directions of the index axes as columns")
+            dirn = dirn.tolist()
+        cfg = config(spacing=numbers("spacing", spacing, 3), origin=numbers("origin", origin, 3), direction=dirn,
                      rows=rows, cols=cols, method=method, step=None if step is None else float(step), hu=bool(hu),
                      mu_water=None if mu_water is None else float(mu_water), mu=mu, post=post,
                      params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), batch=int(batch or 0),

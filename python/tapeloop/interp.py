@@ -3,7 +3,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import Compiled, Error, check, compiled_input, config, interruptible, lib, mem_limit_of, output, params_of
+from ._lib import (Compiled, Error, check, compiled_input, config, converted, interruptible, lib, mem_limit_of, output,
+                   params_of)
 
 
 class Interp(Compiled):
@@ -33,7 +34,7 @@ class Interp(Compiled):
 
     def __init__(self, f, a=0.0, dx=None, *, batch=None, reduce="sumsq", params=None,
                  dtype="float32", method="auto", fail_on_nonfinite=False, mem_limit=None, device="cpu", gpu=None):
-        f = np.ascontiguousarray(f, dtype=np.float64)
+        f = converted("f", f, np.float64)
         if f.ndim != 2:
             raise Error(f"--f: the table has shape {f.shape}, want (M, G)")
         cfg = config(a=float(a), dx=None if dx is None else float(dx), reduce=reduce, method=method,
@@ -60,8 +61,7 @@ def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", m
            batch=None, mem_limit=None, device="cpu", gpu=None):
     """One-shot Interp: f (M, G) evaluated at every point of x (N,); x is
     converted to dtype once when it is not already a C-contiguous array of it."""
-    from ._lib import as_array
-    x = np.ascontiguousarray(as_array("x", x), dtype=dtype)
+    x = converted("x", x, dtype)
     if x.ndim != 1:
         raise Error(f"x: shape {x.shape}, want (N,)")
     with Interp(f, a, dx, batch=batch, reduce=reduce, params=params, dtype=dtype, method=method,

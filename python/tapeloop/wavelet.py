@@ -3,12 +3,12 @@ import ctypes
 
 import numpy as np
 
-from ._lib import Compiled, Error, _text, as_array, check, config, interruptible, lib, mem_limit_of, params_of
+from ._lib import Compiled, Error, _text, check, config, converted, interruptible, lib, mem_limit_of, params_of
 
 
 def _values(name, x):
     """x, a number or a 1-D sequence, as a C-contiguous float64 array."""
-    a = np.ascontiguousarray(as_array(name, x), dtype=np.float64)
+    a = converted(name, x, np.float64)
     if a.ndim > 1:
         raise Error(f"--{name}: shape {a.shape}, want a number or a 1-D list")
     return a.reshape(-1)
@@ -47,7 +47,7 @@ class Wavelet(Compiled):
 
     def __init__(self, volume, *, a=1.0, boundary="reflect", kernel=None, stats=None, params=None, batch=None,
                  mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
-        v = np.ascontiguousarray(as_array("volume", volume), dtype=np.float32)
+        v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"--volume: the array has shape {v.shape}, want a 3-D volume")
         if isinstance(stats, dict):

@@ -1,0 +1,47 @@
+"""Arguments a user can get wrong: each raises tapeloop.Error with one line
+naming the argument, never a bare ValueError or TypeError from inside."""
+import numpy as np
+import pytest
+
+import tapeloop
+
+V = np.ones((4, 5, 6), np.float32)
+
+CASES = [
+    ("spacing of two", lambda: tapeloop.DRR(V, (1, 1), detector=(3, 3)), r"^spacing: want 3 numbers, got \(1, 1\)$"),
+    ("spacing as text", lambda: tapeloop.DRR(V, "1,1,1", detector=(3, 3)), r"^spacing: want 3 numbers"),
+    ("origin of None", lambda: tapeloop.DRR(V, origin=None, detector=(3, 3)), r"^origin: want 3 numbers"),
+    ("detector of one", lambda: tapeloop.DRR(V, detector=(3,)), r"^detector: want 2 integers"),
+    ("detector of halves", lambda: tapeloop.DRR(V, detector=(3.5, 3)), r"^detector: want 2 integers"),
+    ("detector below 1", lambda: tapeloop.DRR(V, detector=(-3, 3)), r"^--detector -3x3: want R, C ≥ 1$"),
+    ("direction 2×2", lambda: tapeloop.DRR(V, detector=(3, 3), direction=np.eye(2)), r"^direction: shape \(2, 2\)"),
+    ("direction not a rotation", lambda: tapeloop.DRR(V, detector=(3, 3), direction=np.ones((3, 3))),
+     r"direction of index axis 0 is not a unit vector"),
+    ("pose of text", lambda: tapeloop.DRR(V, detector=(3, 3))([{"source": "far", "center": [0, 0, 0], "u": [1, 0, 0],
+                                                                 "v": [0, 1, 0], "pixel": [1, 1]}]),
+     r"^pose 0: source: cannot be read as float64 values"),
+    ("orbit of none", lambda: tapeloop.drr(V, orbit=0, detector=(3, 3)), r"^geometry: --orbit 0: need at least one pose$"),
+    ("poses and orbit", lambda: tapeloop.drr(V, poses=np.zeros((1, 14)), orbit=3, detector=(3, 3)), r"give poses or orbit"),
+    ("volume 2-D", lambda: tapeloop.DRR(V[0], detector=(3, 3)), r"^--volume: shape \(5, 6\), want \(X, Y, Z\)$"),
+    ("volume of text", lambda: tapeloop.DRR(np.array([["a"]]), detector=(3, 3)), r"^volume: cannot be read as float32"),
+    ("shape of three", lambda: tapeloop.Affinity(shape=(1, 2, 3)), r"^shape: want 2 integers"),
+    ("shape below 1", lambda: tapeloop.Affinity(shape=(-1, 4)), r"^shape \(-1, 4\): need N ≥ 1 images of D ≥ 1 values$"),
+    ("block below 1", lambda: tapeloop.affinity(np.ones((5, 3)), block=-2), r"^--block -2: must be at least 1$"),
+    ("param of text", lambda: tapeloop.Affinity(formula="sum(a*b)*s", params={"s": "x"}, shape=(3, 3)),
+     r"^--param s='x': not a number$"),
+    ("images of text", lambda: tapeloop.affinity([["a", "b"]]), r"^X: cannot be read as float32"),
+    ("queries of text", lambda: tapeloop.interp(np.ones((2, 8)), ["a", "b"]), r"^x: cannot be read as float32"),
+    ("table 1-D", lambda: tapeloop.interp(np.ones(5), np.zeros(3)), r"^--f: the table has shape \(5,\), want \(M, G\)$"),
+    ("theta NaN", lambda: tapeloop.wavelet(V, [np.nan], 0, 1), r"wavelet: angles θ = NaN, φ = 0 must be finite"),
+    ("theta 2-D", lambda: tapeloop.wavelet(V, np.zeros((2, 2)), 0, 1), r"^--theta: shape \(2, 2\)"),
+    ("boundary", lambda: tapeloop.Wavelet(V, boundary="mirror"), r'^--boundary: unknown boundary "mirror"'),
+    ("mem_limit", lambda: tapeloop.affinity(np.ones((5, 3)), mem_limit="-5"), r'^--mem-limit "-5": bad size'),
+    ("dtype", lambda: tapeloop.Affinity(shape=(3, 3), dtype="int8"), r"dtype"),
+]
+
+
+@pytest.mark.parametrize("name,call,message", CASES, ids=[c[0] for c in CASES])
+def test_bad_argument(name, call, message):
+    with pytest.raises(tapeloop.Error, match=message) as e:
+        call()
+    assert "\n" not in str(e.value)
