@@ -12,10 +12,11 @@ POSE_KEYS = ("source", "center", "u", "v", "pixel")
 MISSED = ("every ray missed the volume: check the geometry against the volume's origin, spacing and direction")
 
 
-def poses_array(poses):
+def poses_array(poses, detector):
     """poses as a C-contiguous (P, 14) float64 array: one pose (a dict of the
-    geometry file's source, center, u, v and pixel), a list of them, a
-    geometry document {"poses": [...]}, or an array of 14 numbers per pose."""
+    geometry file's source, center, u, v and pixel, and rows and cols if
+    given, which must be the detector's), a list of them, a geometry document
+    {"poses": [...]}, or an array of 14 numbers per pose."""
     if isinstance(poses, dict):
         poses = poses["poses"] if "poses" in poses else [poses]
     if isinstance(poses, (list, tuple)) and poses and isinstance(poses[0], dict):
@@ -24,6 +25,9 @@ def poses_array(poses):
             missing = [k for k in POSE_KEYS if k not in p]
             if missing:
                 raise Error(f"geometry: pose {i} lacks {', '.join(missing)}")
+            for k, want in zip(("rows", "cols"), detector):
+                if k in p and p[k] != want:
+                    raise Error(f"geometry: pose {i} has {k} {p[k]!r}, the object's detector is {detector[0]}x{detector[1]}")
             row = []
             for k, n in zip(POSE_KEYS, (3, 3, 3, 3, 2)):
                 v = converted(f"pose {i}: {k}", p[k], np.float64).ravel()
@@ -107,7 +111,7 @@ class DRR(Compiled):
                 poses.ndim in (1, 2) and poses.shape[-1] == 14 and poses.size:  # the fast path: as orbit() gives them
             p = poses
         else:
-            p = poses_array(poses)
+            p = poses_array(poses, self.detector)
         n = p.size // 14
         if type(out) is np.ndarray and out.dtype == np.float32 and out.shape == (n,) + self.detector \
                 and out.flags.c_contiguous and out.flags.writeable:
