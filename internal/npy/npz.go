@@ -4,7 +4,9 @@ import (
 	"archive/zip"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // NPZWriter writes a NumPy .npz archive (a zip of .npy members, stored
@@ -121,17 +123,17 @@ func (z *NPZ) Open(name string) (*Reader, io.Closer, error) {
 	}
 	rc, err := f.Open()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %s: %w", z.path, name, err)
+		return nil, nil, fmt.Errorf("%s: %s: %w", z.path, shown(name), err)
 	}
 	r, err := NewReader(rc)
 	if err != nil {
 		rc.Close()
-		return nil, nil, fmt.Errorf("%s: %s: %w", z.path, name, err)
+		return nil, nil, fmt.Errorf("%s: %s: %w", z.path, shown(name), err)
 	}
 	if need := uint64(r.hlen) + uint64(r.Len())*uint64(r.Dtype.Size); f.UncompressedSize64 < need {
 		rc.Close()
 		return nil, nil, fmt.Errorf("%s: %s: %w: data truncated: the header promises %d bytes of %s, the member holds %d",
-			z.path, name, ErrFormat, need-uint64(r.hlen), r.Dtype.Name(), f.UncompressedSize64-min(f.UncompressedSize64, uint64(r.hlen)))
+			z.path, shown(name), ErrFormat, need-uint64(r.hlen), r.Dtype.Name(), f.UncompressedSize64-min(f.UncompressedSize64, uint64(r.hlen)))
 	}
 	return r, rc, nil
 }
@@ -145,7 +147,7 @@ func (z *NPZ) OpenRaw(name string) (io.ReadCloser, int64, error) {
 	}
 	rc, err := f.Open()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %s: %w", z.path, name, err)
+		return nil, 0, fmt.Errorf("%s: %s: %w", z.path, shown(name), err)
 	}
 	return rc, int64(f.UncompressedSize64), nil
 }
@@ -163,10 +165,21 @@ func (z *NPZ) ReadRaw(name string, limit int64) ([]byte, error) {
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", z.path, name, err)
+		return nil, fmt.Errorf("%s: %s: %w", z.path, shown(name), err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: %s: %w: member larger than %d bytes", z.path, name, ErrFormat, limit)
+		return nil, fmt.Errorf("%s: %s: %w: member larger than %d bytes", z.path, shown(name), ErrFormat, limit)
 	}
 	return b, nil
+}
+
+// shown is a member's name for a message: quoted when it holds anything
+// that would not print on one line (the names come from the archive).
+func shown(name string) string {
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
