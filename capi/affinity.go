@@ -34,25 +34,9 @@ type affinityConfig struct {
 //
 //export tl_affinity_create
 func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
-	return guard(func() error {
-		var c affinityConfig
-		if err := decode(config, &c); err != nil {
-			return err
-		}
-		dev, err := c.open()
-		if err != nil {
-			return err
-		}
-		if handle == nil {
-			return fmt.Errorf("affinity: NULL handle")
-		}
+	return create(config, handle, func(c affinityConfig, dev *graphs.Device) (program, error) {
 		s := graphs.AffinitySpec{Metric: c.Metric, Formula: c.Formula, Params: c.Params, Method: c.Method}
-		p, err := graphs.CompileAffinity(s, c.N, c.D, dev, graphs.AffinityOptions{TopK: c.TopK, Cols: c.Cols})
-		if err != nil {
-			return err
-		}
-		*handle = C.int64_t(register(p))
-		return nil
+		return graphs.CompileAffinity(s, c.N, c.D, dev, graphs.AffinityOptions{TopK: c.TopK, Cols: c.Cols})
 	})
 }
 

@@ -38,21 +38,10 @@ type drrConfig struct {
 //
 //export tl_drr_create
 func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.int64_t) *C.char {
-	return guard(func() error {
-		var c drrConfig
-		if err := decode(config, &c); err != nil {
-			return err
-		}
-		dev, err := c.open()
-		if err != nil {
-			return err
-		}
+	return create(config, handle, func(c drrConfig, dev *graphs.Device) (program, error) {
 		vals, err := volumeOf(v, nx, ny, nz)
 		if err != nil {
-			return err
-		}
-		if handle == nil {
-			return fmt.Errorf("drr: NULL handle")
+			return nil, err
 		}
 		vol := &volume.Volume{V: vals, N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: c.Spacing, Origin: c.Origin} // V copied by CompileDRR
 		if c.Direction != nil {
@@ -63,12 +52,7 @@ func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.i
 		if c.MuWater != nil {
 			s.MuWater = *c.MuWater
 		}
-		p, err := graphs.CompileDRR(s, vol, c.Rows, c.Cols, dev)
-		if err != nil {
-			return err
-		}
-		*handle = C.int64_t(register(p))
-		return nil
+		return graphs.CompileDRR(s, vol, c.Rows, c.Cols, dev)
 	})
 }
 

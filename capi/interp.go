@@ -29,26 +29,13 @@ type interpConfig struct {
 //
 //export tl_interp_create
 func tl_interp_create(config *C.char, f *C.double, m, g C.int64_t, handle *C.int64_t) *C.char {
-	return guard(func() error {
-		var c interpConfig
-		if err := decode(config, &c); err != nil {
-			return err
-		}
-		dev, err := c.open()
-		if err != nil {
-			return err
-		}
-		if f == nil || m < 1 || g < 1 || handle == nil {
-			return fmt.Errorf("--f: need an (M, G) table, got M = %d, G = %d", m, g)
+	return create(config, handle, func(c interpConfig, dev *graphs.Device) (program, error) {
+		if f == nil || m < 1 || g < 1 {
+			return nil, fmt.Errorf("--f: need an (M, G) table, got M = %d, G = %d", m, g)
 		}
 		tab := unsafe.Slice((*float64)(unsafe.Pointer(f)), int(m)*int(g)) // copied by CompileInterp
 		s := graphs.InterpSpec{A: c.A, DX: c.DX, Reduce: c.Reduce, Params: c.Params, Method: c.Method, FailOnNonFinite: c.FailOnNonFinite}
-		p, err := graphs.CompileInterp(s, tab, int(m), int(g), dev)
-		if err != nil {
-			return err
-		}
-		*handle = C.int64_t(register(p))
-		return nil
+		return graphs.CompileInterp(s, tab, int(m), int(g), dev)
 	})
 }
 

@@ -143,6 +143,35 @@ type engine struct {
 	Dtype string `json:"dtype"`
 }
 
+// create decodes config into a T (a workload's config, the engine's
+// fields in it), opens the device it names, compiles the program with
+// compile and registers it in *handle. It is the body of every
+// tl_<workload>_create.
+func create[T interface {
+	open() (*graphs.Device, error)
+}](config *C.char, handle *C.int64_t,
+	compile func(c T, dev *graphs.Device) (program, error)) *C.char {
+	return guard(func() error {
+		if handle == nil {
+			return fmt.Errorf("config: NULL handle")
+		}
+		var c T
+		if err := decode(config, &c); err != nil {
+			return err
+		}
+		dev, err := c.open()
+		if err != nil {
+			return err
+		}
+		p, err := compile(c, dev)
+		if err != nil {
+			return err
+		}
+		*handle = C.int64_t(register(p))
+		return nil
+	})
+}
+
 // open opens the device the config names, as the CLI's flags would.
 func (e engine) open() (*graphs.Device, error) {
 	eng := graphs.Engine{Device: e.Device, Batch: e.Batch, Dtype: e.Dtype}

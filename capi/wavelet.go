@@ -31,33 +31,17 @@ type waveletConfig struct {
 //
 //export tl_wavelet_create
 func tl_wavelet_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.int64_t) *C.char {
-	return guard(func() error {
-		var c waveletConfig
-		if err := decode(config, &c); err != nil {
-			return err
-		}
-		dev, err := c.open()
-		if err != nil {
-			return err
-		}
+	return create(config, handle, func(c waveletConfig, dev *graphs.Device) (program, error) {
 		vol, err := volumeOf(v, nx, ny, nz)
 		if err != nil {
-			return err
-		}
-		if handle == nil {
-			return fmt.Errorf("wavelet: NULL handle")
+			return nil, err
 		}
 		s := graphs.DefaultWaveletSpec()
 		if c.A != nil {
 			s.A = *c.A
 		}
 		s.Boundary, s.Kernel, s.Stats, s.Params, s.FailOnNonFinite = orDefault(c.Boundary, s.Boundary), c.Kernel, c.Stats, c.Params, c.FailOnNonFinite
-		p, err := graphs.CompileWavelet(s, vol, [3]int{int(nx), int(ny), int(nz)}, dev) // vol copied
-		if err != nil {
-			return err
-		}
-		*handle = C.int64_t(register(p))
-		return nil
+		return graphs.CompileWavelet(s, vol, [3]int{int(nx), int(ny), int(nz)}, dev) // vol copied
 	})
 }
 

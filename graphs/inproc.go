@@ -45,12 +45,21 @@ func inprocDevice(dev *Device) (*Device, error) {
 }
 
 // newSession places w on dev (when it is a DeviceJob) and compiles it for
-// dev's batch, or the batch NewPlan picks under dev's memory limit.
-func newSession(w Workload, dev *Device) (*session, error) {
+// dev's batch, or the batch NewPlan picks under dev's memory limit. With
+// perCall the items come with each call: the plan counts a full batch
+// (dev's, else w.MaxBatch), not w.Items.
+func newSession(w Workload, dev *Device, perCall bool) (*session, error) {
 	if dj, ok := w.(DeviceJob); ok {
 		dj.SetDevice(dev.op())
 	}
-	plan, err := NewPlan(w, dev.run.MemLimit, dev.run.Batch)
+	items := w.Items()
+	if perCall {
+		items = dev.run.Batch
+		if items == 0 {
+			items = max(w.MaxBatch(), 1)
+		}
+	}
+	plan, err := planFor(w, items, dev.run.MemLimit, dev.run.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -75,28 +84,16 @@ func (s *session) run(job Job) error {
 		if p.stop.Load() {
 			return fmt.Errorf("%s: %w after %d of %d items", job.Name(), ErrInterrupted, off, items)
 		}
-		n := min(b, items-off)
-		if err := job.Feed(p.Inputs(), off, n); err != nil {
-			return err
-		}
-		if err := p.Pad(n); err != nil {
-			return err
-		}
-		if _, err := p.Run(); err != nil {
+		if err := replayBatch(p, job, off, min(b, items-off)); err != nil {
 			if p.stop.Load() {
 				return fmt.Errorf("%s: %w during the batch at item %d of %d", job.Name(), ErrInterrupted, off, items)
 			}
 			return err
 		}
-		if err := job.Consume(p.Outputs(), off, n); err != nil {
-			return err
-		}
 		batches++
 	}
-	if f, ok := job.(Finisher); ok {
-		if err := f.Finish(); err != nil {
-			return fmt.Errorf("%s: %w", job.Name(), err)
-		}
+	if err := finish(job); err != nil {
+		return err
 	}
 	d := time.Since(began).Seconds()
 	if len(s.secs) < maxCalls {

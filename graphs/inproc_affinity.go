@@ -97,7 +97,7 @@ func CompileAffinity(s AffinitySpec, n, d int, dev *Device, opt AffinityOptions)
 	if err != nil {
 		return nil, err
 	}
-	ses, err := newSession(job, dev)
+	ses, err := newSession(job, dev, false)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,6 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *Device) (_ *DR
 	if dev, err = inprocDevice(dev); err != nil {
 		return nil, err
 	}
-	batch := dev.run.Batch
 	s.Volume, s.Geometry, s.Out, s.PNG, s.Shard, s.Shards, s.Resume = "(array)", "(array)", "", false, nil, nil, false
 	s.Series, s.RawShape, s.RawDtype = "", "", ""
 	p, err := s.parse()
@@ -69,16 +68,10 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *Device) (_ *DR
 		return nil, err
 	}
 	job := &DRR{cfg: cfg, rows: rows, cs: cols, noSum: true}
-	items := batch
-	if items == 0 {
-		items = job.MaxBatch()
-	}
-	job.cfg.Poses = make([]ops.Pose, items) // for the plan: only counted
-	ses, err := newSession(job, dev)
+	ses, err := newSession(job, dev, true)
 	if err != nil {
 		return nil, err
 	}
-	job.cfg.Poses = nil
 	return &DRRProgram{session: ses, job: job, spec: s, Rows: rows, Cols: cols}, nil
 }
 

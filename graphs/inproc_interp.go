@@ -25,7 +25,8 @@ type InterpProgram struct {
 	Dtype tensor.Dtype
 }
 
-// fixedQueries only counts: InterpProgram feeds its input itself.
+// fixedQueries only counts: InterpProgram feeds its input itself, the
+// queries of each call.
 type fixedQueries int
 
 func (q fixedQueries) Len() int                          { return int(q) }
@@ -41,7 +42,7 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *Device) (_ *InterpP
 	if dev, err = inprocDevice(dev); err != nil {
 		return nil, err
 	}
-	dt, batch := dev.Dtype(), dev.run.Batch
+	dt := dev.Dtype()
 	s.F, s.X, s.Out = "(array)", "(array)", ""
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -68,11 +69,7 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *Device) (_ *InterpP
 	if err != nil {
 		return nil, err
 	}
-	items := batch
-	if items == 0 {
-		items = 1 << 16 // plan for the workload's largest useful block
-	}
-	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: fixedQueries(items), FailOnNonFinite: s.FailOnNonFinite}
+	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: fixedQueries(1), FailOnNonFinite: s.FailOnNonFinite}
 	if fx != nil {
 		if cfg.Formula, err = ops.NewInterpFormula(fx, m); err != nil {
 			return nil, err
@@ -82,7 +79,7 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *Device) (_ *InterpP
 	if err != nil {
 		return nil, err
 	}
-	ses, err := newSession(job, dev)
+	ses, err := newSession(job, dev, true)
 	if err != nil {
 		return nil, err
 	}

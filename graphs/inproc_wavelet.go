@@ -73,22 +73,16 @@ func CompileWavelet(s WaveletSpec, v []float32, n [3]int, dev *Device) (_ *Wavel
 }
 
 // compile compiles the sweep over src, and returns the job it compiled:
-// the round hat, counted as a full batch for the plan.
+// the round hat, a stand-in: the sweeps come with each call.
 func (p *WaveletProgram) compile(src *ops.WaveletSource) (*session, *Wavelet, error) {
 	job, err := NewWavelet(WaveletConfig{Src: src, Combos: []Combo{{0, 0, 1}}, FailOnNonFinite: p.fail})
 	if err != nil {
 		return nil, nil, err
 	}
-	items := p.dev.run.Batch
-	if items == 0 {
-		items = job.MaxBatch()
-	}
-	job.order = make([]int, items) // for the plan: only counted
-	ses, err := newSession(job, p.dev)
+	ses, err := newSession(job, p.dev, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	job.order = nil
 	return ses, job, nil
 }
 

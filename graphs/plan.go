@@ -182,7 +182,12 @@ func (e *BudgetError) Unwrap() error { return ErrOverBudget }
 // buffers add up to at most limit bytes, in host memory and, for a GPU
 // Program, in the GPU's memory.
 func NewPlan(w Workload, limit int64, batch int) (Plan, error) {
-	items := w.Items()
+	return planFor(w, w.Items(), limit, batch)
+}
+
+// planFor is NewPlan for items items, whatever w.Items says: a program
+// compiled in process takes its items with each call.
+func planFor(w Workload, items int, limit int64, batch int) (Plan, error) {
 	if items < 1 {
 		return Plan{}, fmt.Errorf("plan: %s has no items to process", w.Name())
 	}

@@ -133,19 +133,10 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 		}
 		n := min(plan.Batch, items-off)
 		rec.Start()
-		if err := job.Feed(prog.Inputs(), off, n); err != nil {
-			return nil, err
-		}
-		if err := prog.Pad(n); err != nil {
-			return nil, err
-		}
-		if _, err := prog.Run(); err != nil {
+		if err := replayBatch(prog, job, off, n); err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%s: %w during the batch at item %d of %d; nothing was written", job.Name(), ErrInterrupted, off, items)
 			}
-			return nil, err
-		}
-		if err := job.Consume(prog.Outputs(), off, n); err != nil {
 			return nil, err
 		}
 		rec.Stop()
@@ -172,21 +163,42 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if bar != nil {
 		bar.Finish()
 	}
-	if f, ok := job.(Finisher); ok {
-		if err := f.Finish(); err != nil {
-			return nil, fmt.Errorf("%s: %w", job.Name(), err)
-		}
+	if err := finish(job); err != nil {
+		return nil, err
 	}
 	s := rec.Close()
 	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil
 }
 
-// finishOnly finishes a job with no batches to run.
-func finishOnly(job Job, limit int64) (*Outcome, error) {
+// replayBatch feeds items [off, off+n) of job into p, runs p once and
+// gives the outputs to job.
+func replayBatch(p *Program, job Job, off, n int) error {
+	if err := job.Feed(p.Inputs(), off, n); err != nil {
+		return err
+	}
+	if err := p.Pad(n); err != nil {
+		return err
+	}
+	if _, err := p.Run(); err != nil {
+		return err
+	}
+	return job.Consume(p.Outputs(), off, n)
+}
+
+// finish calls job's Finish, if it has one, after its last batch.
+func finish(job Job) error {
 	if f, ok := job.(Finisher); ok {
 		if err := f.Finish(); err != nil {
-			return nil, fmt.Errorf("%s: %w", job.Name(), err)
+			return fmt.Errorf("%s: %w", job.Name(), err)
 		}
+	}
+	return nil
+}
+
+// finishOnly finishes a job with no batches to run.
+func finishOnly(job Job, limit int64) (*Outcome, error) {
+	if err := finish(job); err != nil {
+		return nil, err
 	}
 	return &Outcome{Plan: Plan{Workload: job.Name(), Limit: limit}, Summary: telemetry.NewRecorder(0).Close()}, nil
 }
@@ -261,8 +273,8 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 	items := plan.Items
 	nb := (items + plan.Batch - 1) / plan.Batch
 	size := func(k int) int { return min(plan.Batch, items-k*plan.Batch) }
-	// finish waits for batch k and consumes it.
-	finish := func(k int) error {
+	// consume waits for batch k and consumes it.
+	consume := func(k int) error {
 		r := <-done[k%nd]
 		inflight[k%nd] = false
 		if r.err != nil && ctx.Err() != nil {
@@ -283,7 +295,7 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 			return nil, fmt.Errorf("%s: %w after %d of %d items; nothing was written", job.Name(), ErrInterrupted, k*plan.Batch, items)
 		}
 		if k >= nd { // program k mod D is busy with batch k−D
-			if err := finish(next); err != nil {
+			if err := consume(next); err != nil {
 				return nil, err
 			}
 			next++
@@ -299,14 +311,12 @@ func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcom
 		inflight[k%nd] = true
 	}
 	for ; next < nb; next++ {
-		if err := finish(next); err != nil {
+		if err := consume(next); err != nil {
 			return nil, err
 		}
 	}
-	if f, ok := job.(Finisher); ok {
-		if err := f.Finish(); err != nil {
-			return nil, fmt.Errorf("%s: %w", job.Name(), err)
-		}
+	if err := finish(job); err != nil {
+		return nil, err
 	}
 	s := rec.Close()
 	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil

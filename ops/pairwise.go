@@ -102,25 +102,14 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 	case []float64:
 		p.X64, p.Dtype = v, tensor.Float64
 	}
-	for i := range n {
-		row := x[i*d : (i+1)*d]
-		var ss float64
-		for k, v := range row {
-			f := float64(v)
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return nil, fmt.Errorf("%w: image %d, value %d is %g", ErrPairInput, i, k, f)
-			}
-			ss += f * f
-		}
-		if metric == MetricL2 {
-			p.sq = append(p.sq, ss)
-		}
-		if metric == MetricCosine {
-			if ss == 0 {
-				return nil, fmt.Errorf("%w: image %d is all zeros: its cosine affinity is undefined", ErrPairInput, i)
-			}
-			p.norm = append(p.norm, math.Sqrt(ss))
-		}
+	switch metric {
+	case MetricL2:
+		p.sq = make([]float64, n)
+	case MetricCosine:
+		p.norm = make([]float64, n)
+	}
+	if err := scan(p, x, 0); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -55,6 +55,18 @@ func SliceLen(x any) int {
 }
 
 func reload[T float32 | float64](p *PairData, src, dst []T, lo int) error {
+	if err := scan(p, src, lo); err != nil {
+		return err
+	}
+	copy(dst[lo*p.D:], src)
+	p.version++
+	return nil
+}
+
+// scan checks images src, images lo, lo+1, … of p, for NaN and ±Inf (and
+// for cosine, an image of zeros), naming the first such image, and sets the
+// norms p's metric keeps.
+func scan[T float32 | float64](p *PairData, src []T, lo int) error {
 	d := p.D
 	if p.norm == nil && p.sq == nil { // no norms to keep: only the check
 		if i := firstNonFinite(src); i >= 0 {
@@ -82,8 +94,6 @@ func reload[T float32 | float64](p *PairData, src, dst []T, lo int) error {
 			}
 		}
 	}
-	copy(dst[lo*d:], src)
-	p.version++
 	return nil
 }
 

@@ -41,7 +41,20 @@ CASES = [
     ("boundary", lambda: tapeloop.Wavelet(V, boundary="mirror"), r'^--boundary: unknown boundary "mirror"'),
     ("mem_limit", lambda: tapeloop.affinity(np.ones((5, 3)), mem_limit="-5"), r'^--mem-limit "-5": bad size'),
     ("dtype", lambda: tapeloop.Affinity(shape=(3, 3), dtype="int8"), r"dtype"),
+    ("device", lambda: tapeloop.DRR(V, detector=(2, 2), device="tpu"), r'^--device "tpu": want cpu or cuda$'),
+    ("mem_limit of words", lambda: tapeloop.Interp(np.ones((2, 5)), mem_limit="lots"), r"^--mem-limit"),
+    # sizes over the memory limit: refused before anything is allocated
+    ("affinity of 2⁴⁰ images", lambda: tapeloop.Affinity("dot", shape=(2**40, 2**40)),
+     r"^plan: affinity's images and matrix needs more than 8 EiB, over the memory limit"),
+    ("affinity over 1 GiB", lambda: tapeloop.Affinity("dot", shape=(20000, 10000), mem_limit="1GiB"),
+     r"^plan: affinity's images and matrix needs 2\.2 GiB .* over the memory limit of 1\.0 GiB"),
+    ("volume over the limit", lambda: tapeloop.DRR(np.ones((32, 32, 32), np.float32), detector=(4, 4), mem_limit="64KiB"),
+     r"^plan: drr's volume needs 128 KiB .* over the memory limit of 64 KiB"),
+    ("table over the limit", lambda: tapeloop.Interp(np.ones((64, 1024)), mem_limit="100KiB"), r"^plan: interp's table needs"),
 ]
+if "not in this build" in tapeloop.build():
+    CASES.append(("cuda in a CPU build", lambda: tapeloop.Affinity("dot", shape=(4, 4), device="cuda"),
+                  r"^--device cuda: this tapeloop was built without CUDA"))
 
 
 @pytest.mark.parametrize("name,call,message", CASES, ids=[c[0] for c in CASES])

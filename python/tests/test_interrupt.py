@@ -98,27 +98,6 @@ def test_a_panic_in_the_library_is_an_error():
     assert tapeloop.interp(np.ones((2, 5)), np.array([0.5], np.float32)).shape == (1,)  # the process is fine
 
 
-def test_device_is_the_cli_flag():
-    if "not in this build" in tapeloop.build():
-        with pytest.raises(tapeloop.Error, match=r"^--device cuda: this tapeloop was built without CUDA"):
-            tapeloop.Affinity("dot", shape=(4, 4), device="cuda")
-    with pytest.raises(tapeloop.Error, match=r'^--device "tpu": want cpu or cuda$'):
-        tapeloop.DRR(np.ones((3, 3, 3), np.float32), detector=(2, 2), device="tpu")
-    with pytest.raises(tapeloop.Error, match=r"^--mem-limit"):
-        tapeloop.Interp(np.ones((2, 5)), mem_limit="lots")
-
-
-def test_sizes_over_the_memory_limit_are_refused_before_allocating():
-    with pytest.raises(tapeloop.Error, match=r"^plan: affinity's images and matrix needs more than 8 EiB, over the memory limit"):
-        tapeloop.Affinity("dot", shape=(2**40, 2**40))
-    with pytest.raises(tapeloop.Error, match=r"^plan: affinity's images and matrix needs 2\.2 GiB .* over the memory limit of 1\.0 GiB"):
-        tapeloop.Affinity("dot", shape=(20000, 10000), mem_limit="1GiB")
-    with pytest.raises(tapeloop.Error, match=r"^plan: drr's volume needs 128 KiB .* over the memory limit of 64 KiB"):
-        tapeloop.DRR(np.ones((32, 32, 32), np.float32), detector=(4, 4), mem_limit="64KiB")
-    with pytest.raises(tapeloop.Error, match=r"^plan: interp's table needs"):
-        tapeloop.Interp(np.ones((64, 1024)), mem_limit="100KiB")
-
-
 def test_byte_order_and_dtype_are_taken_as_numpy_says():
     """A big-endian array is converted by the one-shot functions and the
     creators (as NumPy reads it, not as its bytes), and refused by a compiled
