@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
 )
 
 // Path is a file a run reads or writes, with the flag that named it.
@@ -20,11 +22,16 @@ var ErrPath = errors.New("bad path")
 
 func pathErrorf(format string, a ...any) error { return kindError{fmt.Sprintf(format, a...), ErrPath} }
 
-// CheckPaths refuses, before any work, an output that is (or links to) an
-// input or another output, a file output that names an existing directory,
-// and a file output whose directory does not exist (an output directory is
-// made when the run succeeds). Inputs are not checked here:
-// their readers say what is wrong with them. Empty paths are skipped.
+// CheckPaths refuses, before any work, an input that is not a regular file
+// (a pipe or FIFO, a device, a socket, or "-" for standard input: the rule
+// of npy.CheckInput, which every reader applies again when it opens the
+// file), an output that is (or links to) an input or another output, a
+// file output that names an existing directory, and a file output whose
+// directory does not exist (an output directory is made when the run
+// succeeds). An input that is missing or a directory (a DICOM series is
+// one) is left to its reader to explain. It also names each input after
+// its flag for the report of a mapped input truncated during the run
+// (npy.NameInput). Empty paths are skipped.
 func CheckPaths(inputs, outputs []Path) error {
 	type seen struct {
 		p  Path
@@ -35,9 +42,18 @@ func CheckPaths(inputs, outputs []Path) error {
 		if in.Path == "" {
 			continue
 		}
-		if fi, err := os.Stat(in.Path); err == nil {
-			ins = append(ins, seen{in, fi})
+		if err := npy.CheckStdin(in.Path); err != nil {
+			return pathErrorf("--%s %v", in.Flag, err)
 		}
+		fi, err := os.Stat(in.Path)
+		if err != nil {
+			continue
+		}
+		if err := npy.CheckInput(in.Path, fi.Mode()); err != nil && !fi.IsDir() {
+			return pathErrorf("--%s %v", in.Flag, err)
+		}
+		npy.NameInput(in.Path, "--"+in.Flag+" "+in.Path)
+		ins = append(ins, seen{in, fi})
 	}
 	var outs []seen
 	for _, out := range outputs {

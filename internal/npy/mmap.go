@@ -11,10 +11,16 @@ import (
 // Mapped is the data of a .npy file mapped read-only into memory: its pages
 // come from the page cache as they are touched and can be dropped by the
 // kernel under pressure, so a file larger than memory can still be swept.
+//
+// A file truncated by another process while it is mapped does not crash
+// the process: the read that finds the data gone gets zeros, and the
+// process reports the file (named as NameInput says, else by its path) and
+// ends with exit status 1, its pending outputs removed. See guard.go.
 type Mapped[T float32 | float64] struct {
 	Header
 	Data []T
 	mem  []byte
+	slot int
 }
 
 // Map maps the .npy file at path when its dtype is exactly T in
@@ -54,11 +60,17 @@ func Map[T float32 | float64](path string) (m *Mapped[T], ok bool, err error) {
 		syscall.Munmap(mem)
 		return nil, false, nil
 	}
-	return &Mapped[T]{Header: f.Header, Data: data, mem: mem}, true, nil
+	slot, ok := guard(mem, f.f, path)
+	if !ok { // unguarded, a truncation would crash the process: read instead
+		syscall.Munmap(mem)
+		return nil, false, nil
+	}
+	return &Mapped[T]{Header: f.Header, Data: data, mem: mem, slot: slot}, true, nil
 }
 
 // Close unmaps the data; Data must not be used after.
 func (m *Mapped[T]) Close() error {
 	m.Data = nil
+	unguard(m.slot)
 	return syscall.Munmap(m.mem)
 }

@@ -2,8 +2,10 @@ package npy
 
 import (
 	"archive/zip"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -71,11 +73,25 @@ type NPZ struct {
 
 // OpenNPZ opens the archive at path.
 func OpenNPZ(path string) (*NPZ, error) {
-	zr, err := zip.OpenReader(path)
+	f, err := OpenFile(path)
+	if errors.Is(err, ErrNotRegular) {
+		return nil, err
+	}
+	var st os.FileInfo
+	if err == nil {
+		if st, err = f.Stat(); err != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: not an .npz archive (%v)", path, ErrFormat, err)
 	}
-	return &NPZ{zr: &zr.Reader, closer: zr, path: path}, nil
+	zr, err := zip.NewReader(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w: not an .npz archive (%v)", path, ErrFormat, err)
+	}
+	return &NPZ{zr: zr, closer: f, path: path}, nil
 }
 
 // ReadNPZ reads the archive of size bytes in r; name stands for it in

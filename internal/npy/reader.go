@@ -231,13 +231,9 @@ type File struct {
 
 // Open opens the .npy file at path and reads its header.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := OpenFile(path)
 	if err != nil {
 		return nil, err
-	}
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("%s: is a directory, not a .npy file", path)
 	}
 	r, err := NewReader(f)
 	if err != nil {

@@ -55,7 +55,7 @@ func inflated(open func() (io.ReadCloser, error), need int64) (int64, error) {
 // openAt opens path at byte off and returns the file and a buffered
 // reader from there.
 func openAt(path string, off int64) (*os.File, *bufio.Reader, error) {
-	f, err := os.Open(path)
+	f, err := npy.OpenFile(path)
 	if err != nil {
 		return nil, nil, err
 	}

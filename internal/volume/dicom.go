@@ -33,6 +33,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
 )
 
 const (
@@ -501,7 +503,7 @@ func isDICOM(path string) bool {
 	if st.IsDir() {
 		return true
 	}
-	f, err := os.Open(path)
+	f, err := npy.OpenFile(path)
 	if err != nil {
 		return false
 	}
@@ -621,9 +623,10 @@ func readDICOMSlice(b []byte) (*dicomSlice, []float32, error) {
 }
 
 // scanDICOMFile reads the header of the DICOM file at path; a file that is
-// not DICOM Part 10 gives (nil, nil).
+// not DICOM Part 10 gives (nil, nil), and one that is not a regular file
+// an error matching npy.ErrNotRegular.
 func scanDICOMFile(path string) (*dicomSlice, error) {
-	f, err := os.Open(path)
+	f, err := npy.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -631,9 +634,6 @@ func scanDICOMFile(path string) (*dicomSlice, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil
 	}
 	var pre [132]byte
 	if _, err := io.ReadFull(f, pre[:]); err != nil || string(pre[128:]) != "DICM" {
@@ -680,6 +680,9 @@ func loadDICOM(path, series string) (*Volume, error) {
 	if !st.IsDir() {
 		dir = filepath.Dir(path)
 		s, err := scanDICOMFile(path)
+		if errors.Is(err, npy.ErrNotRegular) {
+			return nil, fmt.Errorf("%w: %v", ErrVolume, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrVolume, path, err)
 		}
@@ -705,6 +708,9 @@ func loadDICOM(path, series string) (*Volume, error) {
 		}
 		p := filepath.Join(dir, e.Name())
 		s, err := scanDICOMFile(p)
+		if errors.Is(err, npy.ErrNotRegular) {
+			continue // a pipe, device or socket beside the series
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrVolume, p, err)
 		}
@@ -899,7 +905,7 @@ func readPlanes(v *Volume, ss []*dicomSlice) error {
 }
 
 func readAt(path string, off int64, dst []byte) error {
-	f, err := os.Open(path)
+	f, err := npy.OpenFile(path)
 	if err != nil {
 		return err
 	}

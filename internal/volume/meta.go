@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
@@ -198,7 +199,7 @@ func seekData(f *os.File, hs, need, minStart int64) (int64, error) {
 
 // loadMeta reads a .mha or .mhd file; with place, its placement too.
 func loadMeta(path string, place bool) (*Volume, error) {
-	f, err := os.Open(path)
+	f, err := npy.OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
 	}
@@ -251,7 +252,7 @@ func loadMeta(path string, place bool) (*Volume, error) {
 		return nil, fmt.Errorf("%w: %s: MetaImage ElementDataFile %q (lists of slices) not supported", ErrVolume, path, h.dataFile)
 	default:
 		dataPath = filepath.Join(filepath.Dir(path), filepath.Clean("/" + h.dataFile)[1:])
-		df, err := os.Open(dataPath)
+		df, err := npy.OpenFile(dataPath)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err)
 		}

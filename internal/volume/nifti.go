@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
 )
 
 // niftiHeader is what tapeloop reads of a NIfTI-1 header (348 bytes).
@@ -173,7 +174,7 @@ func (h niftiHeader) geometry() (origin, spacing [3]float64, dir [3][3]float64, 
 
 // loadNIfTI reads a .nii or .nii.gz file; with place, its affine too.
 func loadNIfTI(path string, warn io.Writer, place bool) (*Volume, error) {
-	f, err := os.Open(path)
+	f, err := npy.OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -285,7 +284,7 @@ func loadRaw(path string, shape [3]int, dtype string) (*Volume, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: --dtype %q (want uint8, int8, uint16, int16, uint32, int32, float32 or float64)", ErrVolume, dtype)
 	}
-	f, err := os.Open(path)
+	f, err := npy.OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
 	}
