@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tapeloop/tapeloop/internal/npy"
+)
+
+// inputBound is how long a refused input may take: a FIFO or device read
+// as a file would block or run on far longer.
+const inputBound = 10 * time.Second
+
+// runInput runs tapeloop in dir with stdin, killing it after inputBound,
+// and returns its stderr, exit status and time taken.
+func runInput(t *testing.T, dir string, stdin io.Reader, args ...string) (string, int, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), inputBound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir, cmd.Stdin = dir, stdin
+	cmd.Env = append(filterEnvPrefix(os.Environ(), "TAPELOOP_", "SLURM_", "JOB_COMPLETION_INDEX"), "TAPELOOP_MEM_LIMIT=1GiB")
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	if ctx.Err() != nil {
+		t.Fatalf("tapeloop %s: still running after %v (killed); stderr %q", strings.Join(args, " "), inputBound, tail(se.String()))
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return se.String(), code, took
+}
+
+// refused checks a run ended with status 1 and one "tapeloop: " line
+// containing want, and no trace.
+func refused(t *testing.T, args []string, msg string, code int, want string) {
+	t.Helper()
+	cmdline := strings.Join(args, " ")
+	switch {
+	case code != 1:
+		t.Errorf("tapeloop %s: exit status %d, want 1; stderr %q", cmdline, code, tail(msg))
+	case strings.Contains(msg, "goroutine") || strings.Contains(msg, "panic") || strings.Contains(msg, "fatal error") || strings.Contains(msg, "SIGBUS"):
+		t.Errorf("tapeloop %s: crashed: %q", cmdline, tail(msg))
+	case !strings.HasPrefix(msg, "tapeloop: ") || strings.Count(msg, "\n") != 1 || !strings.HasSuffix(msg, "\n"):
+		t.Errorf("tapeloop %s: stderr is not one 'tapeloop: ' line: %q", cmdline, tail(msg))
+	case !strings.Contains(msg, want):
+		t.Errorf("tapeloop %s: message %q does not say %q", cmdline, msg, want)
+	}
+}
+
+// Every input flag of every workload, and merge's shards, given a FIFO
+// that no one writes, a device that never ends, a directory or "-": each
+// is refused at once, in one line naming the flag and saying why, and
+// nothing is written.
+func TestInputsNotRegular(t *testing.T) {
+	other := t.TempDir() // the FIFOs live outside the run's directory
+	fifo := func(name string) string {
+		p := filepath.Join(other, name)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip("no FIFOs here:", err)
+		}
+		return p
+	}
+	fNpy, xNpy, imgNpy, volNpy, volNii, geo, shardNpz := fifo("f.npy"), fifo("x.npy"), fifo("img.npy"), fifo("vol.npy"), fifo("vol.nii"), fifo("geo.json"), fifo("s.npz")
+	const why = ": not a regular file (a pipe or FIFO): tapeloop reads inputs as files of a known size, which it maps or seeks; save the data to a file first"
+	const dev = ": not a regular file (a character device): "
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"interp", "--f", fNpy, "--points", "10"}, "--f " + fNpy + why},
+		{[]string{"interp", "--x", xNpy}, "--x " + xNpy + why},
+		{[]string{"affinity", "--images", imgNpy}, "--images " + imgNpy + why},
+		{[]string{"affinity", "--images", imgNpy, "--topk", "2", "--out", "nn.npz"}, "--images " + imgNpy + why},
+		{[]string{"drr", "--volume", volNpy, "--orbit", "2", "--detector", "4x4"}, "--volume " + volNpy + why},
+		{[]string{"drr", "--volume", volNii, "--orbit", "2", "--detector", "4x4", "--out", "o"}, "--volume " + volNii + why},
+		{[]string{"drr", "--volume", volNpy, "--series", "1.2.3"}, "--volume " + volNpy + why},
+		{[]string{"drr", "--size", "8", "--geometry", geo}, "--geometry " + geo + why},
+		{[]string{"wavelet", "--volume", volNpy, "--theta", "0", "--phi", "0", "--xi", "1"}, "--volume " + volNpy + why},
+		{[]string{"merge", "--out", "m.npy", shardNpz}, shardNpz + why},
+		{[]string{"merge", "--out", "m.npy", "s0.npz", shardNpz}, shardNpz + why},
+		{[]string{"affinity", "--images", "/dev/zero"}, "--images /dev/zero" + dev},
+		{[]string{"interp", "--x", "/dev/urandom"}, "--x /dev/urandom" + dev},
+		{[]string{"drr", "--volume", "/dev/zero", "--shape", "4,4,4", "--dtype", "uint8", "--orbit", "2", "--detector", "4x4"}, "--volume /dev/zero" + dev},
+		{[]string{"drr", "--size", "8", "--geometry", "/dev/urandom"}, "--geometry /dev/urandom" + dev},
+		{[]string{"wavelet", "--volume", "/dev/zero", "--theta", "0", "--phi", "0", "--xi", "1"}, "--volume /dev/zero" + dev},
+		{[]string{"merge", "--out", "m.npy", "/dev/zero"}, "/dev/zero: shard files are .npz archives"},
+		// Standard input: "-" is not read; /dev/stdin here is /dev/null.
+		{[]string{"affinity", "--images", "-"}, "--images -: not a regular file: standard input is not read: tapeloop reads inputs as files"},
+		{[]string{"interp", "--x", "/dev/stdin"}, "--x /dev/stdin" + dev},
+		// A directory where a file is wanted.
+		{[]string{"interp", "--f", "d", "--points", "10"}, "d: not a regular file: it is a directory; name a file"},
+		{[]string{"affinity", "--images", "d"}, "d: not a regular file: it is a directory; name a file"},
+		{[]string{"wavelet", "--volume", "d.npy", "--theta", "0", "--phi", "0", "--xi", "1"}, "d.npy holds no DICOM image files"}, // a directory is a DICOM series
+		{[]string{"merge", "--out", "m.npy", "s0.npz", "d.npz"}, "d.npz: not a regular file: it is a directory; name a file"},
+	}
+	s0 := shardOf(shardMeta(0, 2, 0, 2), 2)
+	for _, c := range cases {
+		dir := t.TempDir()
+		for _, d := range []string{"d", "d.npy", "d.npz"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "s0.npz"), s0, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshot(t, dir)
+		msg, code, took := runInput(t, dir, nil, c.args...)
+		refused(t, c.args, msg, code, c.want)
+		if took > inputBound/2 {
+			t.Errorf("tapeloop %s: took %v to refuse", strings.Join(c.args, " "), took)
+		}
+		after := snapshot(t, dir)
+		if len(after) != len(before) {
+			t.Errorf("tapeloop %s: files before %d, after %d", strings.Join(c.args, " "), len(before), len(after))
+		}
+	}
+}
+
+// /dev/stdin redirected from a .npy file is that file, read as the path
+// itself is; fed through a pipe, it is refused, saying why.
+func TestInputsStdin(t *testing.T) {
+	dir := t.TempDir()
+	x := filepath.Join(dir, "x.npy")
+	writeNpy(t, x, []int{5}, []float64{0, 0.1, 0.2, 0.3, 0.4})
+	want, _, code := run(t, "interp", "--quiet", "--x", x)
+	if code != 0 {
+		t.Fatalf("interp --x %s: exit status %d", x, code)
+	}
+	f, err := os.Open(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(binary, "interp", "--quiet", "--x", "/dev/stdin")
+	cmd.Stdin = f
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("interp --x /dev/stdin < x.npy: %v; stderr %q", err, se.String())
+	}
+	if so.String() != want {
+		t.Errorf("interp --x /dev/stdin < x.npy printed %q, with the file %q", so.String(), want)
+	}
+
+	b, err := os.ReadFile(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"interp", "--quiet", "--x", "/dev/stdin"}
+	msg, code, _ := runInput(t, dir, bytes.NewReader(b), args...)
+	refused(t, args, msg, code, "--x /dev/stdin: not a regular file (a pipe or FIFO): tapeloop reads inputs as files")
+}
+
+// writeImages writes an (n, d) float32 .npy file of uniform values.
+func writeImages(t *testing.T, path string, n, d int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := npy.NewWriter(f, npy.Float32, []int{n, d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	row := make([]float32, d)
+	for range n {
+		for i := range row {
+			row[i] = rng.Float32()
+		}
+		if err := w.Write32(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The images, memory-mapped, truncated by another process while the run
+// reads them: one line naming the file, status 1, no trace, and nothing
+// left in the output directory.
+func TestInputsTruncatedWhileRunning(t *testing.T) {
+	for _, mode := range []struct{ name, out string }{
+		{"topk", "--topk=5"},
+		{"matrix", ""},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := t.TempDir()
+			// 5,000 images of 1,024 values (20 MB) in blocks of 8 rows:
+			// hundreds of batches, seconds of work, each batch reading
+			// every image from the mapping in the C kernels.
+			writeImages(t, filepath.Join(dir, "big.npy"), 5000, 1024)
+			outDir := filepath.Join(dir, "out")
+			if err := os.Mkdir(outDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out := "out/m.npy"
+			args := []string{"affinity", "--quiet", "--images", "big.npy", "--block", "8", "--out", out}
+			if mode.out != "" {
+				args = append(args, mode.out)
+				args[len(args)-2] = "out/nn.npz"
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, args...)
+			cmd.Dir = dir
+			cmd.Env = append(filterEnvPrefix(os.Environ(), "TAPELOOP_", "SLURM_", "JOB_COMPLETION_INDEX"), "TAPELOOP_MEM_LIMIT=1GiB")
+			var se bytes.Buffer
+			cmd.Stderr = &se
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// The output's temporary file appears once the images are
+			// mapped and checked; the batches follow. Stop the run a
+			// moment later, truncate the images and let it go on.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				ents, _ := os.ReadDir(outDir)
+				if len(ents) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("no temporary output after a minute")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond)
+			if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatalf("the run ended before the truncation (%v): make it longer", err)
+			}
+			if err := os.Truncate(filepath.Join(dir, "big.npy"), 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			truncated := time.Now()
+			cmd.Process.Signal(syscall.SIGCONT)
+			err := cmd.Wait()
+			if ctx.Err() != nil {
+				t.Fatalf("still running after the truncation: %q", tail(se.String()))
+			}
+			if took := time.Since(truncated); took > 10*time.Second {
+				t.Errorf("took %v to stop after the truncation", took)
+			}
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			refused(t, args, se.String(), code, "")
+			if want := "tapeloop: --images big.npy: the file was truncated while being read\n"; se.String() != want {
+				t.Errorf("stderr %q, want %q", tail(se.String()), want)
+			}
+			ents, err := os.ReadDir(outDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				t.Errorf("left in the output directory: %s", e.Name())
+			}
+		})
+	}
+}
