@@ -67,7 +67,11 @@ func Parse(s string) (i, n int, err error) {
 // FromEnv finds this job's shard index among count from the scheduler's
 // environment, read through lookup (nil: the process's, os.LookupEnv):
 // SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN, so --array=1-8 works as
-// well as 0-7) or Kubernetes' JOB_COMPLETION_INDEX.
+// well as 0-7) or Kubernetes' JOB_COMPLETION_INDEX. Each is a plain
+// decimal number, as the schedulers write them: a sign, a space, a leading
+// zero, hexadecimal, a negative value, one too large for an int, a task
+// below the array's first or a shard outside 0…count−1 is refused with
+// the variable and its value, never taken as some other shard.
 func FromEnv(count int, lookup func(string) (string, bool)) (int, error) {
 	if count < 1 {
 		return 0, fmt.Errorf("%w: --shards %d: need at least 1", ErrShards, count)
@@ -75,42 +79,86 @@ func FromEnv(count int, lookup func(string) (string, bool)) (int, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	get := func(name string) (int, bool, error) {
+	type variable struct {
+		name, value string
+		n           int
+	}
+	get := func(name string) (*variable, error) {
 		s, ok := lookup(name)
 		if !ok {
-			return 0, false, nil
+			return nil, nil
 		}
-		v, err := strconv.Atoi(strings.TrimSpace(s))
+		n, err := envIndex(s)
 		if err != nil {
-			return 0, true, fmt.Errorf("%w: %s=%q is not an integer", ErrShards, name, s)
+			return nil, fmt.Errorf("%w: %s=%q from the scheduler %v", ErrShards, name, s, err)
 		}
-		return v, true, nil
+		return &variable{name, s, n}, nil
 	}
-	var i int
-	id, ok, err := get("SLURM_ARRAY_TASK_ID")
+	outside := func(i int, from string) error {
+		return fmt.Errorf("%w: %s from the scheduler: shard %d is outside 0…%d of --shards %d", ErrShards, from, i, count-1, count)
+	}
+	id, err := get("SLURM_ARRAY_TASK_ID")
 	if err != nil {
 		return 0, err
 	}
-	if ok {
-		lo, _, err := get("SLURM_ARRAY_TASK_MIN")
+	if id != nil {
+		lo, err := get("SLURM_ARRAY_TASK_MIN")
 		if err != nil {
 			return 0, err
 		}
-		i = id - lo
-	} else {
-		idx, ok, err := get("JOB_COMPLETION_INDEX")
-		if err != nil {
-			return 0, err
+		from, i := fmt.Sprintf("SLURM_ARRAY_TASK_ID=%q", id.value), id.n
+		if lo != nil {
+			if id.n < lo.n {
+				return 0, fmt.Errorf("%w: %s from the scheduler is below SLURM_ARRAY_TASK_MIN=%q, the array's first task: outside the array", ErrShards, from, lo.value)
+			}
+			from, i = fmt.Sprintf("%s less SLURM_ARRAY_TASK_MIN=%q", from, lo.value), id.n-lo.n // both ≥ 0: no overflow
 		}
-		if !ok {
-			return 0, fmt.Errorf("%w: --shards needs SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX in the environment (or use --shard i/n)", ErrShards)
+		if i >= count {
+			return 0, outside(i, from)
 		}
-		i = idx
+		return i, nil
 	}
-	if i < 0 || i >= count {
-		return 0, fmt.Errorf("%w: shard index %d from the scheduler is outside 0…%d", ErrShards, i, count-1)
+	idx, err := get("JOB_COMPLETION_INDEX")
+	if err != nil {
+		return 0, err
 	}
-	return i, nil
+	if idx == nil {
+		return 0, fmt.Errorf("%w: --shards needs SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX in the environment (or use --shard i/n)", ErrShards)
+	}
+	if idx.n >= count {
+		return 0, outside(idx.n, fmt.Sprintf("JOB_COMPLETION_INDEX=%q", idx.value))
+	}
+	return idx.n, nil
+}
+
+// envIndex parses a scheduler's task number: decimal digits only, no
+// sign, space or leading zero, at most what an int holds.
+func envIndex(s string) (int, error) {
+	if s == "" {
+		return 0, errors.New("is empty, not an integer (want e.g. 3)")
+	}
+	digits := func(s string) bool {
+		for _, c := range []byte(s) {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return s != ""
+	}
+	if !digits(s) {
+		if s[0] == '-' && digits(s[1:]) {
+			return 0, errors.New("is negative (a task number is 0 or more)")
+		}
+		return 0, errors.New("is not an integer of decimal digits only (want e.g. 3)")
+	}
+	if len(s) > 1 && s[0] == '0' {
+		return 0, errors.New("has a leading zero (want e.g. 3, not 03)")
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("is too large (at most %d)", math.MaxInt)
+	}
+	return v, nil
 }
 
 // WriteMeta writes meta.json into z.
