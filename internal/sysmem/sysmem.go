@@ -1,19 +1,17 @@
 // Package sysmem reads the memory figures tapeloop plans and reports with:
-// available memory (the smaller of /proc/meminfo's MemAvailable and the
-// cgroup limit), the process's resident set, its peak, and the Go heap.
+// available memory (the least of what /proc/meminfo's MemAvailable, the
+// cgroup's limit and the process's address-space and data limits leave),
+// the process's resident set, its peak, and the Go heap.
 package sysmem
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 	"os"
 	"runtime"
 	"runtime/metrics"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -41,61 +39,6 @@ func Format(b int64) string {
 		return "-" + humanize.IBytes(uint64(-b))
 	}
 	return humanize.IBytes(uint64(b))
-}
-
-// Available is the memory this process may still use: MemAvailable from
-// /proc/meminfo, lowered to the cgroup v2 or v1 limit minus current usage
-// where one is set (as under SLURM or Kubernetes).
-func Available() (int64, error) {
-	avail, err := memAvailable()
-	if err != nil {
-		return 0, err
-	}
-	if lim, used, ok := cgroupLimit(); ok && lim-used < avail {
-		avail = max(lim-used, 0)
-	}
-	return avail, nil
-}
-
-func memAvailable() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, fmt.Errorf("sysmem: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) >= 2 && fs[0] == "MemAvailable:" {
-			kb, err := strconv.ParseInt(fs[1], 10, 64)
-			if err != nil {
-				break
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, errors.New("sysmem: no MemAvailable in /proc/meminfo")
-}
-
-func readInt(path string) (int64, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
-	return v, err == nil
-}
-
-func cgroupLimit() (limit, used int64, ok bool) {
-	if lim, ok := readInt("/sys/fs/cgroup/memory.max"); ok {
-		used, _ := readInt("/sys/fs/cgroup/memory.current")
-		return lim, used, true
-	}
-	if lim, ok := readInt("/sys/fs/cgroup/memory/memory.limit_in_bytes"); ok && lim < 1<<60 {
-		used, _ := readInt("/sys/fs/cgroup/memory/memory.usage_in_bytes")
-		return lim, used, true
-	}
-	return 0, 0, false
 }
 
 // PeakRSS is the process's peak resident set size (getrusage maxrss).
