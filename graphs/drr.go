@@ -211,16 +211,18 @@ func (w *DRR) Consume(out []*tensor.Dense, off, n int) error {
 			return err
 		}
 	}
-	return w.save(imgs[:n*per], rays, n)
+	return w.save(imgs[:n*per], rays, w.done+off, n)
 }
 
-// recordBytes is the size of a checkpoint record: a pose's count of rays
-// that hit the volume, then its image.
-func (w *DRR) recordBytes() int { return 8 + 4*w.rows*w.cs }
+// drrRecordBytes is the size of a checkpoint record of a rows × cols
+// image: the pose's count of rays that hit the volume, then its image.
+func drrRecordBytes(rows, cols int) int { return 8 + 4*rows*cols }
 
-// save appends the batch's n images and their rays' statistics to the
-// checkpoint.
-func (w *DRR) save(imgs []float32, rays []float64, n int) error {
+func (w *DRR) recordBytes() int { return drrRecordBytes(w.rows, w.cs) }
+
+// save appends the batch's n images, of poses first…first+n−1, and their
+// rays' statistics to the checkpoint.
+func (w *DRR) save(imgs []float32, rays []float64, first, n int) error {
 	if w.ckpt == nil {
 		return nil
 	}
@@ -236,16 +238,17 @@ func (w *DRR) save(imgs []float32, rays []float64, n int) error {
 		}
 		recs[r] = b
 	}
-	return w.ckpt.Append(recs)
+	return w.ckpt.Append(first, recs)
 }
 
 // restorer returns a function that takes the next pose from a checkpoint
 // record as rendered: its image is counted and written as Consume does.
-func (w *DRR) restorer() func([]byte) error {
+// The checkpoint passes poses 0, 1, 2, … in order.
+func (w *DRR) restorer() func(int, []byte) error {
 	img := make([]float32, w.rows*w.cs)
-	return func(b []byte) error {
-		if w.done == len(w.cfg.Poses) {
-			return errors.New("more poses than the run has: the checkpoint is corrupt")
+	return func(pose int, b []byte) error {
+		if pose != w.done || w.done == len(w.cfg.Poses) {
+			return fmt.Errorf("pose %d restored after %d poses: the checkpoint is corrupt", pose, w.done)
 		}
 		w.nonzero += int(binary.LittleEndian.Uint64(b))
 		for k := range img {
@@ -270,12 +273,6 @@ func (w *DRR) restorer() func([]byte) error {
 		w.done++
 		return nil
 	}
-}
-
-// checkpointBytes is the most a checkpoint of n poses of rows × cols
-// takes: a record per pose and its checksum.
-func checkpointBytes(n, rows, cols int) int64 {
-	return sysmem.Mul(int64(n), 4*int64(rows)*int64(cols)+8+4)
 }
 
 // countNonFinite32 counts the NaN and infinite values of v.
@@ -531,6 +528,7 @@ func parseTriple(name, s string) (*[3]float64, error) {
 // DRRTask is an opened DRR run.
 type DRRTask struct {
 	job    *DRR
+	claim  *claim // the checkpoint's lock, and what it holds
 	ckp    *checkpoint.File
 	dir    string
 	dirs   []string         // directories Open created for Out, outermost first
@@ -588,7 +586,12 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		cfg.Poses = poses[lo:hi]
 		if withOutput {
 			r, c := poses[0].Rows, poses[0].Cols
-			size := addBytes(sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4), checkpointBytes(hi-lo, r, c))
+			h := checkpoint.Header{Workload: shard.DRR, Fingerprint: fp, Lo: lo, Hi: hi, Record: drrRecordBytes(r, c)}
+			if t.claim, err = claimCheckpoint(s.Out, h, s.Resume, hi-lo, true, "poses", s.warn); err != nil {
+				return nil, err
+			}
+			atomicfile.Sweep(filepath.Dir(s.Out))
+			size := addBytes(sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4), checkpointSpace(hi-lo-t.claim.Saved(), h.Record))
 			if err := atomicfile.CheckSpace(s.Out, size); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
@@ -611,7 +614,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		}
 		t.job.first, t.job.total = lo, len(poses)
 		if withOutput {
-			if err := t.resume(s, s.Out, fp, lo, hi); err != nil {
+			if err := t.resume(); err != nil {
 				return nil, err
 			}
 		}
@@ -621,11 +624,20 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
-		size := sysmem.Mul(int64(len(poses)), int64(poses[0].Rows), int64(poses[0].Cols), 4)
-		if s.PNG {
-			size = sysmem.Mul(int64(len(poses)), int64(poses[0].Rows), int64(poses[0].Cols), 6)
+		rows, cols := poses[0].Rows, poses[0].Cols
+		h := checkpoint.Header{Workload: shard.DRR, Fingerprint: s.fingerprint(v, poses, cfg, dev), Lo: 0, Hi: len(poses), Record: drrRecordBytes(rows, cols)}
+		if t.claim, err = claimCheckpoint(filepath.Join(s.Out, "drr.npy"), h, s.Resume, len(poses), true, "poses", s.warn); err != nil {
+			return nil, err
 		}
-		size = addBytes(size, checkpointBytes(len(poses), poses[0].Rows, poses[0].Cols))
+		// What a killed run left is removed before the space is counted:
+		// a resumed run needs the room its first run had, less the
+		// records already in the checkpoint.
+		atomicfile.Sweep(s.Out)
+		size := sysmem.Mul(int64(len(poses)), int64(rows), int64(cols), 4)
+		if s.PNG {
+			size = sysmem.Mul(int64(len(poses)), int64(rows), int64(cols), 6)
+		}
+		size = addBytes(size, checkpointSpace(len(poses)-t.claim.Saved(), h.Record))
 		if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), size); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
@@ -645,7 +657,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		return nil, err
 	}
 	if withOutput && s.Out != "" {
-		if err := t.resume(s, filepath.Join(s.Out, "drr.npy"), s.fingerprint(v, poses, cfg, dev), 0, len(poses)); err != nil {
+		if err := t.resume(); err != nil {
 			return nil, err
 		}
 	}
@@ -683,15 +695,21 @@ func (s DRRSpec) prepare(p drrPlan, cfg *DRRConfig, rows, cols int) error {
 	return nil
 }
 
-// resume opens the checkpoint of the output out, poses [lo, hi) of a run
-// of fingerprint fp, and with s.Resume writes the poses it holds.
-func (t *DRRTask) resume(s DRRSpec, out, fp string, lo, hi int) (err error) {
-	h := checkpoint.Header{Workload: shard.DRR, Fingerprint: fp, Lo: lo, Hi: hi, Record: t.job.recordBytes()}
-	if t.ckp, err = openCheckpoint(out, h, s.Resume, hi-lo, "poses", t.job.restorer()); err != nil {
+// resume writes the poses the claimed checkpoint holds, when resumed,
+// and opens it for the poses to come.
+func (t *DRRTask) resume() (err error) {
+	if t.ckp, err = t.claim.open(len(t.job.cfg.Poses), t.job.restorer()); err != nil {
 		return err
 	}
 	t.job.ckpt = t.ckp
 	return nil
+}
+
+// warn writes a warning line to s.Warn, if any.
+func (s DRRSpec) warn(msg string) {
+	if s.Warn != nil {
+		fmt.Fprintf(s.Warn, "tapeloop: warning: %s\n", msg)
+	}
 }
 
 // fingerprint identifies what a shard's images depend on: the volume as
@@ -824,17 +842,25 @@ func (t *DRRTask) Commit() error {
 	if err := flush(); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := t.npyOut.Commit(); err != nil {
+	// The PNGs go first and drr.npy last: a run killed in between has no
+	// drr.npy yet, and its checkpoint and temporary files say so; the
+	// next run in the directory removes the temporaries.
+	if err := t.npyOut.Sync(); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	atomicfile.KeepDirs(t.dirs)
-	t.npyOut, t.dirs = nil, nil
 	for _, p := range t.pngs {
 		if err := p.Rename(); err != nil {
 			return fmt.Errorf("--png: %w", err)
 		}
 	}
-	return removeCheckpoint(&t.ckp)
+	if err := t.npyOut.Commit(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	atomicfile.KeepDirs(t.dirs)
+	t.npyOut, t.dirs = nil, nil
+	err := removeCheckpoint(&t.ckp)
+	t.claim.release()
+	return err
 }
 
 // Close removes the outputs not committed, and the directories OpenDRR
@@ -849,6 +875,7 @@ func (t *DRRTask) Close() error {
 	}
 	t.pngs = nil
 	closeCheckpoint(&t.ckp)
+	t.claim.release()
 	atomicfile.RemoveDirs(t.dirs)
 	t.dirs = nil
 	return nil

@@ -6,18 +6,41 @@ import (
 	"io/fs"
 
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
-// openCheckpoint opens the checkpoint of the output out for a run with
-// header h whose finished work takes total records of what. With resume it
-// reads the checkpoint there, refusing a missing one or one of another
-// run, and passes its records to restore; without, it refuses to replace
-// a checkpoint holding finished work, and starts a new one.
-func openCheckpoint(out string, h checkpoint.Header, resume bool, total int, what string, restore func([]byte) error) (*checkpoint.File, error) {
+// claim is the checkpoint of a run's output, locked for the run: what a
+// resumed run will restore from it, or the new one it will start.
+type claim struct {
+	lock   *checkpoint.Lock
+	saved  *checkpoint.Saved // with --resume
+	path   string
+	h      checkpoint.Header
+	what   string
+	warn   func(string)
+}
+
+// claimCheckpoint locks the checkpoint of the output out, for a run with
+// header h of items [0, items) of what, refusing at once when another
+// run holds it. With resume it reads the checkpoint there (prefix: only
+// the items before the first one missing count, for outputs written in
+// item order), refusing a missing one or one of another run; without, it
+// refuses to replace a checkpoint holding finished work. warn (nil: none)
+// hears of records skipped.
+func claimCheckpoint(out string, h checkpoint.Header, resume bool, items int, prefix bool, what string, warn func(string)) (_ *claim, err error) {
 	path := checkpoint.Path(out)
-	if resume {
-		c, err := checkpoint.Resume(path, h, total, what, restore)
+	lock, err := checkpoint.Take(path)
+	if err != nil {
+		return nil, fmt.Errorf("--out %s: %w", out, err)
+	}
+	defer func() {
 		if err != nil {
+			lock.Release()
+		}
+	}()
+	c := &claim{lock: lock, path: path, h: h, what: what, warn: warn}
+	if resume {
+		if c.saved, err = checkpoint.Scan(path, h, items, prefix); err != nil {
 			return nil, fmt.Errorf("--resume: %w", err)
 		}
 		return c, nil
@@ -29,11 +52,49 @@ func openCheckpoint(out string, h checkpoint.Header, resume bool, total int, wha
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("--out %s: %w: remove it to start over", out, err)
 	}
-	c, err := checkpoint.Create(path, h, total, what)
-	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
 	return c, nil
+}
+
+// Saved is the number of items a resumed run restores.
+func (c *claim) Saved() int {
+	if c == nil || c.saved == nil {
+		return 0
+	}
+	return c.saved.Len()
+}
+
+// open restores the saved items with restore, in the order to write them,
+// and opens the checkpoint to append to, or starts a new one; total is
+// the number of records the finished run has.
+func (c *claim) open(total int, restore func(item int, payload []byte) error) (*checkpoint.File, error) {
+	if c.saved == nil {
+		f, err := checkpoint.Create(c.path, c.h, total, c.what)
+		if err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		return f, nil
+	}
+	if n := c.saved.Unused; n > 0 && c.warn != nil {
+		c.warn(fmt.Sprintf("%s: %d records skipped (cut short, garbled, repeated, of another run, or after a missing one); their %s are computed again", c.path, n, c.what))
+	}
+	f, err := c.saved.Restore(total, c.what, restore)
+	if err != nil {
+		return nil, fmt.Errorf("--resume: %w", err)
+	}
+	return f, nil
+}
+
+// release unlocks the checkpoint; a no-op on nil.
+func (c *claim) release() {
+	if c != nil {
+		c.lock.Release()
+	}
+}
+
+// checkpointSpace is the disk space the records of items more items of
+// payload bytes each take.
+func checkpointSpace(items, payload int) int64 {
+	return sysmem.Mul(int64(items), checkpoint.FrameBytes(payload))
 }
 
 // removeCheckpoint removes *c, if any, once its run's outputs are in place.

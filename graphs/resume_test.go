@@ -41,13 +41,13 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		open     func(out string, resume bool) (Task, error)
 		out      string // the output's name
 		ckpt     string // the checkpoint's, in the output's directory
-		record   int    // bytes of a record and its checksum
+		record   int    // bytes of a record with its item and checksum
 		sharding bool
 	}{
 		{"wavelet", wavelet(nil), "out.csv", "out.csv.ckpt", 8*5 + 4, false},
 		{"wavelet shard", wavelet(&half), "out.npz", "out.npz.ckpt", 8*5 + 4, true},
-		{"drr", drr(nil), "out", "out/drr.npy.ckpt", 8 + 4*120 + 4, false},
-		{"drr shard", drr(&half), "out.npz", "out.npz.ckpt", 8 + 4*120 + 4, true},
+		{"drr", drr(nil), "out", "out/drr.npy.ckpt", 8 + 8 + 4*120 + 4, false},
+		{"drr shard", drr(&half), "out.npz", "out.npz.ckpt", 8 + 8 + 4*120 + 4, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			run := func(out string, resume, commit bool) {

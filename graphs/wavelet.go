@@ -366,8 +366,8 @@ func (w *Wavelet) Consume(out []*tensor.Dense, off, n int) error {
 }
 
 // recordBytes is the size of a checkpoint record: a computed combination's
-// index and its statistics.
-func (w *Wavelet) recordBytes() int { return 8 * (1 + 4 + w.extra()) }
+// statistics (the record names its combination).
+func (w *Wavelet) recordBytes() int { return 8 * (4 + w.extra()) }
 
 // save appends the combinations run in places [off, off+n) to the
 // checkpoint.
@@ -378,13 +378,13 @@ func (w *Wavelet) save(off, n int) error {
 	recs := make([][]byte, n)
 	for r := range recs {
 		i := w.order[off+r]
-		b := binary.LittleEndian.AppendUint64(make([]byte, 0, w.recordBytes()), uint64(i))
+		b := make([]byte, 0, w.recordBytes())
 		for _, v := range append(w.Stats[i][:], w.extraOf(i)...) {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		}
 		recs[r] = b
 	}
-	return w.ckpt.Append(recs)
+	return w.ckpt.AppendItems(w.order[off:off+n], recs)
 }
 
 // extraOf is combination i's values of the user's statistics.
@@ -399,7 +399,7 @@ func (w *Wavelet) extraOf(i int) []float64 {
 // record as computed: its statistics, and those of the combinations
 // sharing its kernel, are set; and drop, which takes the combinations
 // restored out of the order still to run.
-func (w *Wavelet) restorer() (restore func([]byte) error, drop func()) {
+func (w *Wavelet) restorer() (restore func(int, []byte) error, drop func()) {
 	todo := map[int]bool{}
 	for _, i := range w.order {
 		todo[i] = true
@@ -407,13 +407,12 @@ func (w *Wavelet) restorer() (restore func([]byte) error, drop func()) {
 	done := map[int]bool{}
 	k := w.extra()
 	vals := make([]float64, 4+k)
-	restore = func(b []byte) error {
-		i := int(binary.LittleEndian.Uint64(b))
+	restore = func(i int, b []byte) error {
 		if !todo[i] || done[i] {
-			return fmt.Errorf("combination %d is not one this run computes: the checkpoint is corrupt", i)
+			return fmt.Errorf("combination %d is not one whose kernel this run computes: remove the checkpoint to start over", i)
 		}
 		for j := range vals {
-			vals[j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*(1+j):]))
+			vals[j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
 		}
 		w.Stats[i] = [4]float64(vals[:4])
 		if k > 0 {
@@ -785,8 +784,9 @@ func parseList(name, s string) ([]float64, error) {
 
 // WaveletTask is an opened wavelet sweep.
 type WaveletTask struct {
-	job *Wavelet
-	ckp *checkpoint.File
+	job   *Wavelet
+	claim *claim // the checkpoint's lock, and what it holds
+	ckp   *checkpoint.File
 	out *atomicfile.File
 	npz *npy.NPZWriter // a shard's archive
 	csv *bufio.Writer
@@ -841,8 +841,11 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	if withOutput && s.Out != "" {
 		fp = s.fingerprint(p, v, n, t.job.Header(), dev)
 		h := checkpoint.Header{Workload: shard.Wavelet, Fingerprint: fp, Lo: lo, Hi: hi, Record: t.job.recordBytes()}
+		if t.claim, err = claimCheckpoint(s.Out, h, s.Resume, len(p.combos), false, "kernels", s.warn); err != nil {
+			return nil, err
+		}
 		restore, drop := t.job.restorer()
-		if t.ckp, err = openCheckpoint(s.Out, h, s.Resume, t.job.computed, "kernels", restore); err != nil {
+		if t.ckp, err = t.claim.open(t.job.computed, restore); err != nil {
 			return nil, err
 		}
 		drop()
@@ -1009,7 +1012,9 @@ func (t *WaveletTask) Commit() error {
 		}
 		t.out = nil
 	}
-	return removeCheckpoint(&t.ckp)
+	err := removeCheckpoint(&t.ckp)
+	t.claim.release()
+	return err
 }
 
 // Close removes an uncommitted output file and closes the checkpoint,
@@ -1019,7 +1024,16 @@ func (t *WaveletTask) Close() error {
 		t.out.Abort()
 		t.out = nil
 	}
-	return closeCheckpoint(&t.ckp)
+	err := closeCheckpoint(&t.ckp)
+	t.claim.release()
+	return err
+}
+
+// warn writes a warning line to s.Warn, if any.
+func (s WaveletSpec) warn(msg string) {
+	if s.Warn != nil {
+		fmt.Fprintf(s.Warn, "tapeloop: warning: %s\n", msg)
+	}
 }
 
 // Unfinished is err, the error that ended the run, saying what the

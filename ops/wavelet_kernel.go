@@ -40,10 +40,14 @@ func HatSupport(a, theta, phi, xi float64) [3]int {
 		for k := range 3 {
 			m += r[k][i] * r[k][i] * d[k]
 		}
-		h[i] = int(math.Ceil(math.Sqrt(36*m) - 1e-9))
+		h[i] = int(min(math.Ceil(math.Sqrt(36*m)-1e-9), maxHatSupport))
 	}
 	return h
 }
+
+// maxHatSupport bounds a half-width, far past any volume that fits in
+// memory, so that sizes derived from it cannot overflow.
+const maxHatSupport = 1 << 40
 
 // hatRotation's rows map a voxel offset (x, y, z) to (rT, rp, rp2).
 func hatRotation(theta, phi float64) [3][3]float64 {

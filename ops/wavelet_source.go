@@ -270,19 +270,32 @@ func reflectDims(n, pad [3]int) [3]int {
 // smallest m' ≥ m whose only prime factors are 2, 3 and 5.
 func FFTSize(m int) int { return smooth(m) }
 
-// smooth is the smallest m' ≥ m whose only prime factors are 2, 3 and 5.
+// smooth is the smallest m' ≥ m whose only prime factors are 2, 3 and 5,
+// found among the products 2ⁱ·3ʲ·5ᵏ (a few hundred up to 2⁶³), not by
+// trying every number from m; math.MaxInt when there is none.
 func smooth(m int) int {
-	for ; ; m++ {
-		r := m
-		for _, f := range []int{2, 3, 5} {
-			for r%f == 0 {
-				r /= f
+	if m <= 1 {
+		return 1
+	}
+	best := math.MaxInt
+	for p5 := 1; ; p5 *= 5 {
+		for p3 := p5; ; p3 *= 3 {
+			v := p3
+			for v < m && v <= math.MaxInt/2 {
+				v *= 2
+			}
+			if v >= m {
+				best = min(best, v)
+			}
+			if p3 >= m || p3 > math.MaxInt/3 {
+				break
 			}
 		}
-		if r == 1 {
-			return m
+		if p5 >= m || p5 > math.MaxInt/5 {
+			break
 		}
 	}
+	return best
 }
 
 // reflectIndex maps i onto [0, n) by half-sample symmetric reflection,

@@ -138,6 +138,11 @@ func hostname() string {
 	}, h)
 }
 
+// Sweep removes the temporary files in dir that killed processes of this
+// host left (as the first Create in dir would), so that the free space of
+// dir's file system can be counted without them.
+func Sweep(dir string) { removeStale(dir, hostname()) }
+
 // swept holds the directories removeStale has cleaned.
 var swept sync.Map
 

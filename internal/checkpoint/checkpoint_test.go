@@ -1,15 +1,55 @@
 package checkpoint
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func header() Header {
 	return Header{Workload: "wavelet", Fingerprint: "abc", Lo: 0, Hi: 10, Record: 3}
+}
+
+// restored is a record as Restore passed it.
+type restored struct {
+	item int
+	rec  string
+}
+
+// resume scans path for items [0, items) and restores it, returning the
+// records passed and the open file.
+func resume(t *testing.T, path string, h Header, items int, prefix bool) ([]restored, *File) {
+	t.Helper()
+	s, err := Scan(path, h, items, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []restored
+	c, err := s.Restore(items, "items", func(i int, b []byte) error {
+		got = append(got, restored{i, string(b)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != len(got) {
+		t.Errorf("Len %d, restored %d", s.Len(), len(got))
+	}
+	return got, c
+}
+
+func recs(ss ...string) [][]byte {
+	var b [][]byte
+	for _, s := range ss {
+		b = append(b, []byte(s))
+	}
+	return b
 }
 
 // TestResumeDiscardsTornRecord: records appended come back in order; a
@@ -17,15 +57,15 @@ func header() Header {
 // on after the whole ones.
 func TestResumeDiscardsTornRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.csv.ckpt")
-	for _, cut := range []int64{0, 1, 4, 6} { // 0: the last record whole
+	for _, cut := range []int64{0, 1, 4, 6, 15} { // 0: the last record whole
 		c, err := Create(path, header(), 10, "items")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Append([][]byte{[]byte("abc"), []byte("def")}); err != nil {
+		if err := c.Append(0, recs("abc", "def")); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Append([][]byte{[]byte("ghi")}); err != nil {
+		if err := c.Append(2, recs("ghi")); err != nil {
 			t.Fatal(err)
 		}
 		c.Close()
@@ -33,74 +73,192 @@ func TestResumeDiscardsTornRecord(t *testing.T) {
 		if err := os.Truncate(path, fi.Size()-cut); err != nil {
 			t.Fatal(err)
 		}
-		want := "abcdefghi"
+		want := []restored{{0, "abc"}, {1, "def"}, {2, "ghi"}}
 		if cut > 0 {
-			want = "abcdef"
+			want = want[:2]
 		}
-		var got []byte
-		c, err = Resume(path, header(), 10, "items", func(b []byte) error { got = append(got, b...); return nil })
-		if err != nil {
-			t.Fatal(err)
+		for _, prefix := range []bool{false, true} {
+			got, c := resume(t, path, header(), 10, prefix)
+			if !slices.Equal(got, want) {
+				t.Errorf("cut %d, prefix %v: records %v, want %v", cut, prefix, got, want)
+			}
+			c.Close()
 		}
-		if string(got) != want {
-			t.Errorf("cut %d: records %q, want %q", cut, got, want)
-		}
-		if err := c.Append([][]byte{[]byte("jkl")}); err != nil {
-			t.Fatal(err)
-		}
-		c.Close()
-		got = got[:0]
-		c, err = Resume(path, header(), 10, "items", func(b []byte) error { got = append(got, b...); return nil })
-		if err != nil {
+		got, c := resume(t, path, header(), 10, true)
+		if err := c.Append(len(got), recs("jkl")); err != nil {
 			t.Fatal(err)
 		}
 		c.Close()
-		if string(got) != want+"jkl" {
-			t.Errorf("cut %d: after appending, records %q", cut, got)
+		got, c = resume(t, path, header(), 10, true)
+		c.Close()
+		if !slices.Equal(got, append(want, restored{len(want), "jkl"})) {
+			t.Errorf("cut %d: after appending, records %v", cut, got)
+		}
+		if n, err := Count(path); err != nil || n != len(want)+1 {
+			t.Errorf("cut %d: Count %d, %v; want %d", cut, n, err, len(want)+1)
 		}
 	}
 	// A garbled last record.
 	b, _ := os.ReadFile(path)
 	b[len(b)-5] ^= 1
 	os.WriteFile(path, b, 0o644)
-	n := 0
-	c, err := Resume(path, header(), 10, "items", func([]byte) error { n++; return nil })
-	if err != nil || n != 2 {
-		t.Errorf("garbled: %d records, %v, want 2", n, err)
+	if got, c := resume(t, path, header(), 10, false); len(got) != 2 {
+		t.Errorf("garbled: %d records, want 2", len(got))
+	} else {
+		c.Close()
 	}
+}
+
+// TestRecordsOfAnotherRunAreSkipped: records copied from the checkpoint of
+// another run (their CRCs valid there) are never restored, wherever they
+// stand, and the checkpoint is rewritten without them.
+func TestRecordsOfAnotherRunAreSkipped(t *testing.T) {
+	dir := t.TempDir()
+	mine, theirs := filepath.Join(dir, "a.ckpt"), filepath.Join(dir, "b.ckpt")
+	other := header()
+	other.Fingerprint = "abd" // the same sizes: only the run differs
+	c, _ := Create(theirs, other, 10, "items")
+	c.Append(0, recs("XXX", "YYY", "ZZZ"))
 	c.Close()
+	tb, _ := os.ReadFile(theirs)
+	hb, _, _ := encodeHeader(other)
+	foreign := tb[len(hb):] // three records of items 0, 1, 2
+
+	c, _ = Create(mine, header(), 10, "items")
+	c.Append(0, recs("abc"))
+	c.Close()
+	f, _ := os.OpenFile(mine, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(foreign[15:30]) // their item 1
+	f.Close()
+	c, _ = Create(filepath.Join(dir, "c.ckpt"), header(), 10, "items") // the records of my run, to copy
+	c.Append(2, recs("ghi"))
+	c.Close()
+	cb, _ := os.ReadFile(filepath.Join(dir, "c.ckpt"))
+	f, _ = os.OpenFile(mine, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(cb[len(cb)-15:]) // my item 2
+	f.Write(foreign)         // their items 0, 1, 2
+	f.Close()
+
+	s, err := Scan(mine, header(), 10, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 2 || s.Unused != 4 {
+		t.Errorf("Len %d, Unused %d; want 2 and 4", s.Len(), s.Unused)
+	}
+	got, c := resume(t, mine, header(), 10, false)
+	c.Close()
+	if want := []restored{{0, "abc"}, {2, "ghi"}}; !slices.Equal(got, want) {
+		t.Errorf("restored %v, want %v", got, want)
+	}
+	// Rewritten: it now holds only my two records.
+	if fi, _ := os.Stat(mine); fi.Size() != int64(len(hb))+2*15 {
+		t.Errorf("size %d after the rewrite, want %d", fi.Size(), len(hb)+30)
+	}
+	// A header of one run over records of another: nothing restored.
+	os.WriteFile(mine, append(append([]byte{}, cb[:len(cb)-15]...), foreign...), 0o644)
+	if got, c := resume(t, mine, header(), 10, false); len(got) != 0 {
+		t.Errorf("another run's records restored: %v", got)
+	} else {
+		c.Close()
+	}
+	if n, _ := Count(mine); n != 0 {
+		t.Errorf("Count %d of another run's records, want 0", n)
+	}
+}
+
+// TestRepeatedAndOutOfOrderRecords: as two runs racing on one checkpoint
+// would leave it. Each item is restored once; with prefix, only the items
+// before the first missing one, in item order.
+func TestRepeatedAndOutOfOrderRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.ckpt")
+	c, _ := Create(path, header(), 10, "items")
+	c.AppendItems([]int{0, 1, 1, 3, 2, 5, 0}, recs("a0_", "a1_", "b1_", "a3_", "a2_", "a5_", "b0_"))
+	c.Close()
+	got, c := resume(t, path, header(), 10, false)
+	c.Close()
+	if want := []restored{{0, "a0_"}, {1, "a1_"}, {3, "a3_"}, {2, "a2_"}, {5, "a5_"}}; !slices.Equal(got, want) {
+		t.Errorf("restored %v, want %v", got, want)
+	}
+	got, c = resume(t, path, header(), 10, true)
+	c.Close()
+	if want := []restored{{0, "a0_"}, {1, "a1_"}, {2, "a2_"}, {3, "a3_"}}; !slices.Equal(got, want) {
+		t.Errorf("prefix: restored %v, want %v", got, want)
+	}
+	// Items out of the run's range are never restored.
+	c, _ = Create(path, header(), 10, "items")
+	c.AppendItems([]int{0, 12, 1}, recs("abc", "zzz", "def"))
+	c.Close()
+	got, c = resume(t, path, header(), 10, false)
+	c.Close()
+	if want := []restored{{0, "abc"}, {1, "def"}}; !slices.Equal(got, want) {
+		t.Errorf("out of range: restored %v, want %v", got, want)
+	}
+}
+
+// TestCountReadsRecordsNotSize: a checkpoint with a long sparse tail
+// counts the records in it, at once.
+func TestCountReadsRecordsNotSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.ckpt")
+	c, _ := Create(path, header(), 10, "items")
+	c.Append(0, recs("abc", "def", "ghi"))
+	c.Close()
+	fi, _ := os.Stat(path)
+	if err := os.Truncate(path, fi.Size()+8<<30); err != nil {
+		t.Skip("no sparse 8 GiB file here:", err)
+	}
+	start := time.Now()
+	n, err := Count(path)
+	if err != nil || n != 3 {
+		t.Errorf("Count %d, %v; want 3", n, err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("Count took %v over a sparse tail", d)
+	}
 }
 
 func TestResumeRefuses(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.csv.ckpt")
-	if _, err := Resume(path, header(), 10, "items", nil); err == nil || !strings.Contains(err.Error(), "no checkpoint at "+path) {
+	if _, err := Scan(path, header(), 10, false); err == nil || !strings.Contains(err.Error(), "no checkpoint at "+path) {
 		t.Errorf("missing: %v", err)
 	}
 	c, err := Create(path, header(), 10, "items")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Append([][]byte{[]byte("abc")})
+	c.Append(0, recs("abc"))
 	c.Close()
 	other := header()
 	other.Fingerprint = "abd"
-	if _, err := Resume(path, other, 10, "items", nil); !errors.Is(err, ErrMismatch) {
+	if _, err := Scan(path, other, 10, false); !errors.Is(err, ErrMismatch) {
 		t.Errorf("another run's: %v", err)
 	}
 	os.WriteFile(path, []byte("not one"), 0o644)
-	if _, err := Resume(path, header(), 10, "items", nil); err == nil || !strings.Contains(err.Error(), "not a tapeloop checkpoint") {
+	if _, err := Scan(path, header(), 10, false); err == nil || !strings.Contains(err.Error(), "not a tapeloop checkpoint") {
 		t.Errorf("not a checkpoint: %v", err)
+	}
+	os.WriteFile(path, []byte(oldMagic+"\x02\x00\x00\x00{}"), 0o644)
+	if _, err := Scan(path, header(), 10, false); err == nil || !strings.Contains(err.Error(), "earlier release") {
+		t.Errorf("an earlier release's: %v", err)
+	}
+	if _, err := Count(path); err == nil {
+		t.Error("Count of an earlier release's checkpoint: no error")
 	}
 }
 
 // TestCloseKeepsOnlyWork: a checkpoint without records is removed on
-// Close; one with records stays, and CloseAll says what it holds.
+// Close; one with records stays, and CloseAll says what it holds and
+// releases the locks.
 func TestCloseKeepsOnlyWork(t *testing.T) {
 	dir := t.TempDir()
 	empty, _ := Create(filepath.Join(dir, "a.ckpt"), header(), 10, "items")
 	full, _ := Create(filepath.Join(dir, "b.ckpt"), header(), 10, "items")
-	full.Append([][]byte{[]byte("abc")})
+	full.Append(0, recs("abc"))
+	l, err := Take(full.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
 	notes := CloseAll()
 	if len(notes) != 1 || !strings.Contains(notes[0], "1 of 10 items done, saved in "+full.Path()) {
 		t.Errorf("notes %q", notes)
@@ -111,4 +269,39 @@ func TestCloseKeepsOnlyWork(t *testing.T) {
 	if _, err := os.Stat(full.Path()); err != nil {
 		t.Error("the checkpoint with a record was removed")
 	}
+	if _, err := os.Stat(l.path); err == nil {
+		t.Error("CloseAll left the lock file")
+	}
+}
+
+// TestLock: a second lock on one checkpoint is refused at once, naming the
+// holder's pid; after Release it can be taken again, and the lock file is
+// gone.
+func TestLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.npy.ckpt")
+	a, err := Take(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(LockPath(path)); !bytes.HasPrefix(b, []byte(fmt.Sprint(os.Getpid(), " "))) {
+		t.Errorf("lock file holds %q", b)
+	}
+	start := time.Now()
+	_, err = Take(path)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("second lock: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the refusal took %v", d)
+	}
+	a.Release()
+	a.Release()
+	if _, err := os.Stat(LockPath(path)); err == nil {
+		t.Error("the lock file stayed after Release")
+	}
+	b, err := Take(path)
+	if err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+	b.Release()
 }

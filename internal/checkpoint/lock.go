@@ -1,0 +1,119 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// A Lock is held by the process writing a checkpoint and its run's
+// output: a file beside the checkpoint, locked with flock(2) and holding
+// the process's pid and host. The kernel drops the lock when the process
+// ends, however it ends, so a lock file left by a killed run holds
+// nothing back; a live run's is refused at once, naming its pid.
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+// held holds the locks this process holds, for CloseAll.
+var held struct {
+	sync.Mutex
+	locks map[*Lock]bool
+}
+
+// ErrLocked is wrapped by Lock's error when another process holds the lock.
+var ErrLocked = errors.New("another tapeloop run is writing this output")
+
+// LockPath is the lock file of the checkpoint at path.
+func LockPath(path string) string { return strings.TrimSuffix(path, ".ckpt") + ".lock" }
+
+// Take locks the checkpoint at path (its file need not exist), or fails
+// at once with ErrLocked when another process holds it.
+func Take(path string) (*Lock, error) {
+	lp := LockPath(path)
+	for range 10 {
+		f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			owner := readOwner(f)
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w (%s, lock %s): wait for it to end, or stop it", ErrLocked, owner, lp)
+			}
+			return nil, fmt.Errorf("lock %s: %w", lp, err)
+		}
+		// The file may have been removed, by the run that held it, between
+		// our open and our lock: then ours locks nothing; try again.
+		var a, b syscall.Stat_t
+		if syscall.Fstat(int(f.Fd()), &a) != nil || syscall.Stat(lp, &b) != nil || a.Ino != b.Ino || a.Dev != b.Dev {
+			f.Close()
+			continue
+		}
+		host, _ := os.Hostname()
+		f.Truncate(0)
+		if _, err := f.WriteAt([]byte(fmt.Sprintf("%d %s\n", os.Getpid(), host)), 0); err != nil {
+			f.Close()
+			os.Remove(lp)
+			return nil, fmt.Errorf("lock %s: %w", lp, err)
+		}
+		l := &Lock{f: f, path: lp}
+		held.Lock()
+		if held.locks == nil {
+			held.locks = map[*Lock]bool{}
+		}
+		held.locks[l] = true
+		held.Unlock()
+		return l, nil
+	}
+	return nil, fmt.Errorf("lock %s: %w (it keeps being replaced)", lp, ErrLocked)
+}
+
+// readOwner says which process holds the lock file f, as it wrote.
+func readOwner(f *os.File) string {
+	b := make([]byte, 256)
+	n, _ := f.ReadAt(b, 0)
+	pid, host, _ := strings.Cut(strings.TrimSpace(string(b[:n])), " ")
+	switch {
+	case pid == "":
+		return "pid unknown"
+	case host == "":
+		return "pid " + pid
+	}
+	return fmt.Sprintf("pid %s on %s", pid, host)
+}
+
+// Release removes the lock file and unlocks it; a no-op on nil or after
+// the first call.
+func (l *Lock) Release() {
+	if l == nil {
+		return
+	}
+	held.Lock()
+	defer held.Unlock()
+	l.release()
+}
+
+func (l *Lock) release() {
+	if l.f == nil {
+		return
+	}
+	delete(held.locks, l)
+	os.Remove(l.path) // while still locked: a process that opened it retries
+	l.f.Close()
+	l.f = nil
+}
+
+// releaseAll releases every lock this process holds.
+func releaseAll() {
+	held.Lock()
+	defer held.Unlock()
+	for l := range held.locks {
+		l.release()
+	}
+}
