@@ -12,12 +12,12 @@ import (
 // claim is the checkpoint of a run's output, locked for the run: what a
 // resumed run will restore from it, or the new one it will start.
 type claim struct {
-	lock   *checkpoint.Lock
-	saved  *checkpoint.Saved // with --resume
-	path   string
-	h      checkpoint.Header
-	what   string
-	warn   func(string)
+	lock  *checkpoint.Lock
+	saved *checkpoint.Saved // with --resume
+	path  string
+	h     checkpoint.Header
+	what  string
+	warn  func(string)
 }
 
 // claimCheckpoint locks the checkpoint of the output out, for a run with

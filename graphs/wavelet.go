@@ -787,9 +787,9 @@ type WaveletTask struct {
 	job   *Wavelet
 	claim *claim // the checkpoint's lock, and what it holds
 	ckp   *checkpoint.File
-	out *atomicfile.File
-	npz *npy.NPZWriter // a shard's archive
-	csv *bufio.Writer
+	out   *atomicfile.File
+	npz   *npy.NPZWriter // a shard's archive
+	csv   *bufio.Writer
 }
 
 // OpenWavelet validates s, reads or makes the volume, and creates the
