@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -87,20 +86,22 @@ func runAffinity(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	if _, err := runTask(c.Context, e, t.Device(), t); err != nil {
+	var r graphs.AffinityResult
+	if _, err := runTask(c.Context, e, t.Device(), t, func() {
+		r = t.Summary()
+		what := "all affinities"
+		if r.TopK > 0 {
+			what = fmt.Sprintf("the top %d per row", r.TopK)
+		}
+		metric := r.Metric
+		if r.Formula != "" {
+			metric = fmt.Sprintf("f(a, b) = %s", r.Formula)
+		}
+		fmt.Fprintf(stdout, "affinity: %s over %d images of %d values, rows [%d, %d), %s: sum of %s %.17g\n",
+			metric, r.N, r.D, r.Rows[0], r.Rows[1], dev.Dtype(), what, r.Checksum)
+	}); err != nil {
 		return err
 	}
-	r := t.Summary()
-	what := "all affinities"
-	if r.TopK > 0 {
-		what = fmt.Sprintf("the top %d per row", r.TopK)
-	}
-	metric := r.Metric
-	if r.Formula != "" {
-		metric = fmt.Sprintf("f(a, b) = %s", r.Formula)
-	}
-	fmt.Fprintf(os.Stdout, "affinity: %s over %d images of %d values, rows [%d, %d), %s: sum of %s %.17g\n",
-		metric, r.N, r.D, r.Rows[0], r.Rows[1], dev.Dtype(), what, r.Checksum)
 	warnNonFinite(e, "--formula", r.NonFinite)
 	return nil
 }

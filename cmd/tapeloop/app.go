@@ -1,8 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"runtime/debug"
+	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -14,8 +20,14 @@ func newApp() *cli.App {
 		Description: `Each workload is a Gorgonia expression graph built and compiled once into a
 TapeMachine, then re-executed batch after batch over preallocated buffers, so
 intermediates never accumulate and time per batch stays flat. A memory planner
-picks the batch size under --mem-limit.`,
+picks the batch size under --mem-limit.
+
+Outputs appear whole or not at all. A result that cannot be written (standard
+output on a full disk or a closed pipe, a profile or report past a size limit)
+fails the run: one line on standard error, exit status 1, and no output files
+of the run left behind.`,
 		Version:              version(),
+		Writer:               stdout,
 		EnableBashCompletion: true,
 		// Repeated flags take whole values: a formula may hold commas.
 		DisableSliceFlagSeparator: true,
@@ -44,6 +56,7 @@ picks the batch size under --mem-limit.`,
 	for _, cmd := range app.Commands {
 		setUsageError(cmd)
 		setFlagChecks(cmd)
+		setResultCheck(cmd, "")
 	}
 	return app
 }
@@ -69,4 +82,89 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// stdout is standard output as every command prints through it: results,
+// the wavelet CSV, DOT, tables and help. It keeps the first write error,
+// so that a result that did not reach its reader fails the run.
+var stdout = &checkedWriter{w: os.Stdout, name: os.Stdout.Name()}
+
+// checkedWriter writes to w and remembers the first error, after which
+// every write fails with it. Its errors name the file as name.
+type checkedWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	name    string
+	written bool
+	err     error
+}
+
+func (w *checkedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.w.Write(p)
+	w.written = w.written || n > 0
+	if err != nil {
+		w.fail(err)
+	}
+	return n, w.err
+}
+
+// fail keeps err, naming the file as w.name: a temporary file's name
+// means nothing to the user.
+func (w *checkedWriter) fail(err error) {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	w.err = fmt.Errorf("write %s: %w", w.name, err)
+}
+
+// Err is the first write error, or nil.
+func (w *checkedWriter) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close returns the first write error or, when w holds an *os.File that
+// was written to, the error of closing it (a network file system may
+// report a failed write only then).
+func (w *checkedWriter) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if f, ok := w.w.(*os.File); ok && w.written {
+		if err := f.Close(); err != nil {
+			w.fail(err)
+		}
+	}
+	return w.err
+}
+
+// setResultCheck makes cmd and its subcommands fail, naming the command,
+// when what they printed to standard output could not be written.
+func setResultCheck(cmd *cli.Command, parent string) {
+	name := strings.TrimSpace(parent + " " + cmd.Name)
+	for _, sub := range cmd.Subcommands {
+		setResultCheck(sub, name)
+	}
+	if cmd.Action == nil {
+		return
+	}
+	action := cmd.Action
+	cmd.Action = func(c *cli.Context) error {
+		err := action(c)
+		werr := stdout.Err()
+		if werr == nil || errors.Is(err, werr) && strings.HasPrefix(err.Error(), name+": ") {
+			return err // a run's error says what became of its checkpoint
+		}
+		return fmt.Errorf("%s: %w", name, werr) // the cause, whatever the action made of it
+
+	}
 }

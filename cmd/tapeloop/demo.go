@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -29,9 +28,9 @@ build) every workload runs on the GPU, or spread over --devices.`,
 		}
 		ctx := c.Context
 		if dev.GPU() {
-			fmt.Printf("on %s\n", dev.Name)
+			fmt.Fprintf(stdout, "on %s\n", dev.Name)
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "workload\tsize\tbatches\tms/batch\tdrift\theap growth\tpeak RSS\tresult")
 		for _, d := range graphs.DemoCases() {
 			out, res, err := d.Run(ctx, dev)

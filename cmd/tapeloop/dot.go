@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -36,7 +35,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 					return err
 				}
 				defer t.Close()
-				return dev.WriteDOT(os.Stdout, t.Job())
+				return dev.WriteDOT(stdout, t.Job())
 			},
 		},
 		{
@@ -57,7 +56,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 					return err
 				}
 				defer t.Close()
-				return dev.WriteDOT(os.Stdout, t.Job())
+				return dev.WriteDOT(stdout, t.Job())
 			},
 		},
 		{
@@ -78,7 +77,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 					return err
 				}
 				defer t.Close()
-				return dev.WriteDOT(os.Stdout, t.Job())
+				return dev.WriteDOT(stdout, t.Job())
 			},
 		},
 		{
@@ -99,7 +98,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 					return err
 				}
 				defer t.Close()
-				return t.Device().WriteDOT(os.Stdout, t.Job())
+				return t.Device().WriteDOT(stdout, t.Job())
 			},
 		},
 	},

@@ -113,22 +113,24 @@ func runDRR(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	if _, err := runTask(c.Context, e, dev, t); err != nil {
+	var r graphs.DRRResult
+	if _, err := runTask(c.Context, e, dev, t, func() {
+		r = t.Summary()
+		what := "line integrals"
+		if r.Post != "" {
+			what = "post(p) = " + r.Post
+		}
+		poses := fmt.Sprintf("%d poses of %dx%d", r.Poses, r.Rows, r.Cols)
+		if r.Range != [3]int{} {
+			poses = fmt.Sprintf("poses [%d, %d) of %d, %dx%d", r.Range[0], r.Range[1], r.Range[2], r.Rows, r.Cols)
+		}
+		fmt.Fprintf(stdout, "drr: %s, %s: sum of %s %.9g, max %.6g\n", poses, r.Method, what, r.Sum, r.Max)
+	}); err != nil {
 		return t.Unfinished(err)
 	}
 	if t.AllMissed() {
 		fmt.Fprintln(os.Stderr, "tapeloop: warning: every ray missed the volume: check the geometry against the volume's origin, spacing and direction, and --frame")
 	}
-	r := t.Summary()
-	what := "line integrals"
-	if r.Post != "" {
-		what = "post(p) = " + r.Post
-	}
-	poses := fmt.Sprintf("%d poses of %dx%d", r.Poses, r.Rows, r.Cols)
-	if r.Range != [3]int{} {
-		poses = fmt.Sprintf("poses [%d, %d) of %d, %dx%d", r.Range[0], r.Range[1], r.Range[2], r.Rows, r.Cols)
-	}
-	fmt.Fprintf(os.Stdout, "drr: %s, %s: sum of %s %.9g, max %.6g\n", poses, r.Method, what, r.Sum, r.Max)
 	warnNonFinite(e, "--post", r.NonFinite)
 	return nil
 }

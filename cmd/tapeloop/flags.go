@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
 
@@ -171,103 +172,193 @@ func hasFlag(c *cli.Context, f cli.Flag) bool {
 }
 
 // runTask runs t's job on dev with profiling as configured, prints the
-// summary line to stderr, writes the report and commits the outputs.
-func runTask(ctx context.Context, e engine, dev *graphs.Device, t graphs.Task) (*graphs.Outcome, error) {
-	stopProf, err := startProfiles(e)
+// result to standard output through result, commits the outputs, the
+// report and the profiles, and prints the summary line to stderr. A run
+// that fails at any step, a write to standard output included, commits
+// none of them: an existing file of the same name is left as it was.
+func runTask(ctx context.Context, e engine, dev *graphs.Device, t graphs.Task, result func()) (*graphs.Outcome, error) {
+	job := t.Job()
+	prof, err := startProfiles(e)
 	if err != nil {
 		return nil, err
 	}
-	job := t.Job()
+	defer prof.abort()
 	out, err := dev.Run(ctx, job)
-	if perr := stopProf(); err == nil {
+	if perr := prof.stop(); err == nil {
 		err = perr
 	}
 	if err == nil && ctx.Err() != nil { // stopped during the last batch
 		err = fmt.Errorf("%s: %w after the last batch; nothing was written", job.Name(), graphs.ErrInterrupted)
 	}
 	if err != nil {
-		return nil, err
+		return nil, stdoutFirst(job.Name(), err)
 	}
-	if !e.quiet {
-		fmt.Fprintf(os.Stderr, "%s: %s\n", job.Name(), out.Summary)
-	}
+	var rep *atomicfile.File
 	if e.report != "" {
-		rep := &telemetry.Report{
+		r := &telemetry.Report{
 			Workload: job.Name(), Device: dev.Kind(), Dtype: job.Dtype().String(),
 			Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
 			PeakRSSBytes: out.Summary.PeakRSSBytes, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
 			Items: out.Plan.Items,
 			Plan:  out.Plan, Iterations: out.Iterations, Result: t.Result(),
 		}
-		if rep.TotalSeconds > 0 {
-			rep.ItemsPerSecond = float64(rep.Items) / rep.TotalSeconds
+		if r.TotalSeconds > 0 {
+			r.ItemsPerSecond = float64(r.Items) / r.TotalSeconds
 		}
-		if err := rep.WriteFile(e.report); err != nil {
+		if rep, err = r.Stage(e.report); err != nil {
+			return nil, fmt.Errorf("--report: %w", err)
+		}
+		defer rep.Abort()
+	}
+	if result != nil {
+		result()
+	}
+	if err := stdout.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", job.Name(), err)
+	}
+	if err := t.Commit(); err != nil { // a CSV to standard output is flushed here
+		return nil, stdoutFirst(job.Name(), err)
+	}
+	if err := prof.commit(); err != nil {
+		return nil, err
+	}
+	if rep != nil {
+		if err := rep.Rename(); err != nil {
 			return nil, fmt.Errorf("--report: %w", err)
 		}
 	}
-	return out, t.Commit()
+	if !e.quiet {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", job.Name(), out.Summary)
+	}
+	return out, nil
 }
 
-// startProfiles starts the CPU profile and execution trace and returns a
-// function that stops them and writes the heap profile.
-func startProfiles(e engine) (func() error, error) {
-	var closers []func() error
-	stop := func() error {
-		var first error
-		for i := len(closers) - 1; i >= 0; i-- {
-			if err := closers[i](); err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
+// stdoutFirst is err, the error that ended a run, or, when standard output
+// failed (the wavelet CSV goes there), that failure, the cause, named by
+// the workload.
+func stdoutFirst(workload string, err error) error {
+	if werr := stdout.Err(); werr != nil {
+		return fmt.Errorf("%s: %w", workload, werr)
 	}
-	create := func(flag, path string) (*os.File, error) {
-		f, err := os.Create(path)
+	return err
+}
+
+// profiles are a run's --cpuprofile, --trace and --memprofile files. Each
+// is written to a temporary file beside its destination and renamed into
+// place by commit, only when the run succeeded; abort removes them.
+type profiles struct {
+	files   []*profileFile
+	stops   []func() // the CPU profile's and the trace's
+	heap    *profileFile
+	stopped bool
+}
+
+// profileFile is one profile being written.
+type profileFile struct {
+	flag string
+	f    *atomicfile.File
+	w    *checkedWriter // the profilers do not report their write errors: w keeps them
+}
+
+// startProfiles creates the profile files and starts the CPU profile and
+// the execution trace; stop writes the heap profile.
+func startProfiles(e engine) (_ *profiles, err error) {
+	p := &profiles{}
+	defer func() {
 		if err != nil {
-			stop()
+			p.abort()
+		}
+	}()
+	create := func(flag, path string) (*profileFile, error) {
+		f, err := atomicfile.Create(path)
+		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", flag, err)
 		}
-		return f, nil
+		pf := &profileFile{flag: flag, f: f, w: &checkedWriter{w: f, name: path}}
+		p.files = append(p.files, pf)
+		return pf, nil
 	}
 	if e.cpuprofile != "" {
-		f, err := create(cpuProfFlag.Name, e.cpuprofile)
+		pf, err := create(cpuProfFlag.Name, e.cpuprofile)
 		if err != nil {
 			return nil, err
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			stop()
+		if err := pprof.StartCPUProfile(pf.w); err != nil {
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
-		closers = append(closers, func() error { pprof.StopCPUProfile(); return f.Close() })
+		p.stops = append(p.stops, pprof.StopCPUProfile)
 	}
 	if e.trace != "" {
-		f, err := create(traceFlag.Name, e.trace)
+		pf, err := create(traceFlag.Name, e.trace)
 		if err != nil {
 			return nil, err
 		}
-		if err := trace.Start(f); err != nil {
-			f.Close()
-			stop()
+		if err := trace.Start(pf.w); err != nil {
 			return nil, fmt.Errorf("--trace: %w", err)
 		}
-		closers = append(closers, func() error { trace.Stop(); return f.Close() })
+		p.stops = append(p.stops, trace.Stop)
 	}
 	if e.memprofile != "" {
-		path := e.memprofile
-		closers = append(closers, func() error {
-			f, err := os.Create(path)
-			if err != nil {
-				return fmt.Errorf("--memprofile: %w", err)
-			}
-			runtime.GC()
-			if err := pprof.WriteHeapProfile(f); err != nil {
-				f.Close()
-				return fmt.Errorf("--memprofile: %w", err)
-			}
-			return f.Close()
-		})
+		if p.heap, err = create(memProfFlag.Name, e.memprofile); err != nil {
+			return nil, err
+		}
 	}
-	return stop, nil
+	return p, nil
+}
+
+// stop stops the CPU profile and the trace, writes the heap profile and
+// finishes every file, short of renaming it: the first error is returned.
+func (p *profiles) stop() error {
+	p.halt()
+	if p.heap != nil {
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(p.heap.w); err != nil && p.heap.w.Err() == nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+	}
+	for _, pf := range p.files {
+		if err := pf.w.Err(); err != nil {
+			return fmt.Errorf("--%s: %w", pf.flag, err)
+		}
+		if err := pf.f.Sync(); err != nil {
+			pf.w.fail(err)
+			return fmt.Errorf("--%s: %w", pf.flag, pf.w.Err())
+		}
+		if err := pf.f.Close(); err != nil {
+			pf.w.fail(err)
+			return fmt.Errorf("--%s: %w", pf.flag, pf.w.Err())
+		}
+	}
+	return nil
+}
+
+// halt stops the profilers still running, once; each returns only after
+// its last write.
+func (p *profiles) halt() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	for i := len(p.stops) - 1; i >= 0; i-- {
+		p.stops[i]()
+	}
+}
+
+// commit renames the finished profiles into place.
+func (p *profiles) commit() error {
+	for _, pf := range p.files {
+		if err := pf.f.Rename(); err != nil {
+			return fmt.Errorf("--%s: %w", pf.flag, err)
+		}
+	}
+	return nil
+}
+
+// abort stops the profilers and removes the profiles not committed; after
+// commit it does nothing.
+func (p *profiles) abort() {
+	p.halt()
+	for _, pf := range p.files {
+		pf.f.Abort()
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -17,7 +16,7 @@ var infoCommand = &cli.Command{
 		if c.Args().Present() {
 			return fmt.Errorf("info: unexpected argument %q", c.Args().First())
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "tapeloop\t%s\n", version())
 		for _, l := range graphs.Info() {
 			fmt.Fprintf(tw, "%s\t%s\n", l.Key, l.Value)

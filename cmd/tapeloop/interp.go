@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -66,12 +65,14 @@ func runInterp(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	if _, err := runTask(c.Context, e, dev, t); err != nil {
+	var r graphs.InterpResult
+	if _, err := runTask(c.Context, e, dev, t, func() {
+		r = t.Summary()
+		fmt.Fprintf(stdout, "interp: sum of %s over %d queries (M = %d, G = %d, %s): %.17g\n",
+			r.Reduce, r.Queries, r.Interpolants, r.Grid, dev.Dtype(), r.Sum)
+	}); err != nil {
 		return err
 	}
-	r := t.Summary()
-	fmt.Fprintf(os.Stdout, "interp: sum of %s over %d queries (M = %d, G = %d, %s): %.17g\n",
-		r.Reduce, r.Queries, r.Interpolants, r.Grid, dev.Dtype(), r.Sum)
 	warnNonFinite(e, "--reduce", r.NonFinite)
 	return nil
 }

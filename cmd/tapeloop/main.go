@@ -22,6 +22,11 @@ import (
 const stopGrace = 800 * time.Millisecond
 
 func main() {
+	// A write past the file size limit (ulimit -f) and a write to a closed
+	// pipe return errors (EFBIG, EPIPE) instead of ending the process, so
+	// that the run ends as every failed write does: its pending outputs
+	// removed, one line on stderr, exit status 1.
+	signal.Ignore(syscall.SIGXFSZ, syscall.SIGPIPE)
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -44,7 +49,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "tapeloop: stopped by %s; %s\n", name, saved)
 		os.Exit(1)
 	}()
-	if err := newApp().RunContext(ctx, os.Args); err != nil {
+	err := newApp().RunContext(ctx, os.Args)
+	if werr := stdout.Close(); werr != nil && err == nil { // the help text, or a result written but not stored
+		err = werr
+	}
+	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), "\n", " ")
 		fmt.Fprintln(os.Stderr, "tapeloop: "+msg)
 		os.Exit(1)

@@ -54,7 +54,7 @@ func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
 	s := graphs.WaveletSpec{
 		Volume: c.String("volume"), Size: c.String("size"), Seed: c.Uint64("seed"),
 		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"), A: c.Float64("a"),
-		Boundary: c.String("boundary"), Out: c.String("out"), Stdout: os.Stdout, Warn: os.Stderr,
+		Boundary: c.String("boundary"), Out: c.String("out"), Stdout: stdout, Warn: os.Stderr,
 		Kernel: c.String("kernel"), Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
 		Shards: intIfSet(c, "shards"), Resume: c.Bool(resumeFlag.Name),
 	}
@@ -77,11 +77,11 @@ func runWavelet(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	if _, err := runTask(c.Context, e, dev, t); err != nil {
+	if _, err := runTask(c.Context, e, dev, t, nil); err != nil { // the CSV is the result
 		return t.Unfinished(err)
 	}
+	r := t.Summary()
 	if !e.quiet {
-		r := t.Summary()
 		what := fmt.Sprintf("%d combinations", r.Combinations)
 		if r.Range != [3]int{} {
 			what = fmt.Sprintf("combinations [%d, %d) of %d", r.Range[0], r.Range[1], r.Range[2])
@@ -89,6 +89,6 @@ func runWavelet(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "wavelet: %s; largest energy %.6g at θ = %.4g, φ = %.4g, ξ = %.4g\n",
 			what, r.MaxEnergy, r.Theta, r.Phi, r.Xi)
 	}
-	warnNonFinite(e, "--kernel or --stat", t.Summary().NonFinite)
+	warnNonFinite(e, "--kernel or --stat", r.NonFinite)
 	return nil
 }

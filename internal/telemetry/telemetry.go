@@ -5,9 +5,12 @@
 package telemetry
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -192,13 +195,38 @@ func (r *Report) Encode(w io.Writer) error {
 
 // WriteFile writes the report to path atomically.
 func (r *Report) WriteFile(path string) error {
-	f, err := atomicfile.Create(path)
+	f, err := r.Stage(path)
 	if err != nil {
 		return err
 	}
-	defer f.Abort()
-	if err := r.Encode(f); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	return f.Rename()
+}
+
+// Stage writes the report to a temporary file beside path, synced and
+// closed, for the caller to Rename into place once the run's outputs are
+// committed, or to Abort.
+func (r *Report) Stage(path string) (*atomicfile.File, error) {
+	var buf bytes.Buffer
+	if err := r.Encode(&buf); err != nil {
+		return nil, err
 	}
-	return f.Commit()
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []func() error{
+		func() error { _, err := f.Write(buf.Bytes()); return err },
+		f.Sync,
+		f.Close,
+	} {
+		if err := step(); err != nil {
+			f.Abort()
+			var pe *fs.PathError
+			if errors.As(err, &pe) { // the temporary file's name means nothing to the user
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return f, nil
 }
