@@ -25,8 +25,9 @@ type Mapped[T float32 | float64] struct {
 
 // Map maps the .npy file at path when its dtype is exactly T in
 // little-endian byte order (float32: '<f4', float64: '<f8') in C order. It
-// returns ok == false, and no error, for any other dtype or order, so the
-// caller can fall back to reading and converting.
+// returns ok == false, and no error, for any other dtype or order, and when
+// the mapping could not be watched for a truncation, so the caller can
+// fall back to reading and converting.
 func Map[T float32 | float64](path string) (m *Mapped[T], ok bool, err error) {
 	f, err := Open(path)
 	if err != nil {
