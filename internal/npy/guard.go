@@ -15,9 +15,9 @@ package npy
 // from the faulting page to its end with zero pages (the read that faulted
 // then completes, in Go or in C, without a trace), and wakes a goroutine
 // that reports the file and ends the process, removing its pending
-// outputs first (see onFault). The faulting thread waits meanwhile, so the
-// batch it belongs to never finishes and no result computed from the
-// zeros is written. SIGBUS outside the mapped ranges goes on to the
+// outputs first (see onFault). The faulting thread waits meanwhile (up to
+// five seconds), so the batch it belongs to does not finish before the
+// process ends, and no result computed from the zeros is written. SIGBUS outside the mapped ranges goes on to the
 // handler installed before (the Go runtime's), as if this one were not
 // there.
 
