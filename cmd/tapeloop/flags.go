@@ -174,8 +174,10 @@ func hasFlag(c *cli.Context, f cli.Flag) bool {
 // runTask runs t's job on dev with profiling as configured, prints the
 // result to standard output through result, commits the outputs, the
 // report and the profiles, and prints the summary line to stderr. A run
-// that fails at any step, a write to standard output included, commits
-// none of them: an existing file of the same name is left as it was.
+// that fails, a write to standard output included, commits none of them
+// and an existing file of the same name is left as it was; only a rename
+// of a profile or the report, the last steps, can fail once the outputs
+// are in place.
 func runTask(ctx context.Context, e engine, dev *graphs.Device, t graphs.Task, result func()) (*graphs.Outcome, error) {
 	job := t.Job()
 	prof, err := startProfiles(e)
