@@ -135,6 +135,7 @@ type kernelGen struct {
 	g        *Graph
 	live     []*Node
 	level    map[*Node]int
+	byLevel  [][]*Node // live's nodes by level
 	maxLevel int
 	vecIn    map[int]string // vector variable → its element, a float expression
 	scalIn   map[int]string // scalar variable → a double expression
@@ -142,7 +143,7 @@ type kernelGen struct {
 }
 
 func newKernelGen(g *Graph, inputs []int) (*kernelGen, error) {
-	k := &kernelGen{g: g, live: reachable(g.Root), level: map[*Node]int{}, vecIn: map[int]string{}, scalIn: map[int]string{}}
+	k := &kernelGen{g: g, live: reachable(g.Root), vecIn: map[int]string{}, scalIn: map[int]string{}}
 	given := map[int]bool{}
 	for _, v := range inputs {
 		if v < 0 || v >= len(g.Vars) {
@@ -154,16 +155,9 @@ func newKernelGen(g *Graph, inputs []int) (*kernelGen, error) {
 		if n.Op == OpVar && !given[n.Var] {
 			return nil, fmt.Errorf("formula: variable %s is not an input of the kernel", g.Vars[n.Var].Name)
 		}
-		l := 0
-		for _, a := range n.Args {
-			l = max(l, k.level[a])
-		}
-		if n.Op.IsReduction() {
-			l++
-		}
-		k.level[n] = l
-		k.maxLevel = max(k.maxLevel, l)
 	}
+	k.level, k.byLevel = levels(k.live)
+	k.maxLevel = len(k.byLevel) - 1
 	return k, nil
 }
 
@@ -264,8 +258,11 @@ func expr(o Op, f32 bool, args ...string) string {
 // scalars writes the numbers of level l that are neither constants,
 // variables nor reductions.
 func (k *kernelGen) scalars(l, indent int) {
-	for _, n := range k.live {
-		if n.Vec || n.Op.IsReduction() || n.Op == OpConst || n.Op == OpVar || k.level[n] != l {
+	if l >= len(k.byLevel) {
+		return
+	}
+	for _, n := range k.byLevel[l] {
+		if n.Vec || n.Op.IsReduction() || n.Op == OpConst || n.Op == OpVar {
 			continue
 		}
 		args := make([]string, len(n.Args))
@@ -279,8 +276,11 @@ func (k *kernelGen) scalars(l, indent int) {
 // reductions lists the reductions of level l.
 func (k *kernelGen) reductions(l int) []*Node {
 	var out []*Node
-	for _, n := range k.live {
-		if n.Op.IsReduction() && k.level[n] == l {
+	if l >= len(k.byLevel) {
+		return nil
+	}
+	for _, n := range k.byLevel[l] {
+		if n.Op.IsReduction() {
 			out = append(out, n)
 		}
 	}
@@ -299,27 +299,16 @@ func (k *kernelGen) initAcc(roots []*Node, indent int) {
 // when not nil) need, then each root's accumulation. It returns store's
 // float expression.
 func (k *kernelGen) body(roots []*Node, store *Node, indent int) string {
-	need := map[*Node]bool{}
-	var mark func(n *Node)
-	mark = func(n *Node) {
-		if need[n] || !n.Vec {
-			return
-		}
-		need[n] = true
-		for _, a := range n.Args {
-			mark(a)
-		}
-	}
+	var tops []*Node // the vector nodes the pass computes, with what they read
 	for _, r := range roots {
-		mark(r.Args[0])
-	}
-	if store != nil {
-		mark(store)
-	}
-	for _, n := range k.g.Nodes {
-		if !need[n] {
-			continue
+		if r.Args[0].Vec {
+			tops = append(tops, r.Args[0])
 		}
+	}
+	if store != nil && store.Vec {
+		tops = append(tops, store)
+	}
+	for _, n := range passNodes(tops) {
 		if n.Op == OpVar {
 			k.line(indent, "const float v_%d = %s;", n.id, k.vecIn[n.Var])
 			continue

@@ -3,8 +3,6 @@ package formula
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 )
 
 // Op is an operation of the formula's graph.
@@ -86,7 +84,6 @@ type Node struct {
 	// variable outside any reduction).
 	Vec bool
 	id  int
-	key string
 }
 
 // IsConst tells a number.
@@ -98,35 +95,39 @@ func (n *Node) ID() int { return n.id }
 // builder makes nodes, folding constants and merging equal nodes.
 type builder struct {
 	nodes []*Node
-	byKey map[string]*Node
+	byKey map[nodeKey]*Node
 	vars  []Var
 }
 
 func newBuilder(vars []Var) *builder {
-	return &builder{byKey: map[string]*Node{}, vars: vars}
+	return &builder{byKey: map[nodeKey]*Node{}, vars: vars}
 }
 
 func (b *builder) intern(n *Node) *Node {
-	var sb strings.Builder
-	sb.WriteString(n.Op.String())
+	k := nodeKey{op: n.Op, a: [3]int{-1, -1, -1}}
 	switch n.Op {
 	case OpConst:
-		sb.WriteString(strconv.FormatUint(math.Float64bits(n.Val), 16))
+		k.val = math.Float64bits(n.Val)
 	case OpVar:
-		sb.WriteString(strconv.Itoa(n.Var))
+		k.val = uint64(n.Var)
 	}
-	for _, a := range n.Args {
-		sb.WriteByte(',')
-		sb.WriteString(strconv.Itoa(a.id))
+	for i, a := range n.Args {
+		k.a[i] = a.id
 	}
-	n.key = sb.String()
-	if m, ok := b.byKey[n.key]; ok {
+	if m, ok := b.byKey[k]; ok {
 		return m
 	}
 	n.id = len(b.nodes)
 	b.nodes = append(b.nodes, n)
-	b.byKey[n.key] = n
+	b.byKey[k] = n
 	return n
+}
+
+// nodeKey identifies a node within its builder: equal keys, equal nodes.
+type nodeKey struct {
+	op  Op
+	val uint64 // a number's bits, a variable's index
+	a   [3]int // the arguments' ids
 }
 
 func (b *builder) num(v float64) *Node { return b.intern(&Node{Op: OpConst, Val: v}) }
@@ -267,4 +268,39 @@ func Apply(o Op, v ...float64) float64 {
 		return v[2]
 	}
 	panic("formula: Apply of " + o.String())
+}
+
+// postorder calls visit once on every node under root, arguments before
+// their users, in the order a recursive walk taking the arguments left to
+// right would. It keeps its own stack: a chain of a hundred thousand
+// operators is a graph as deep. With descend, the arguments of a node for
+// which it returns false are not walked (the node itself is visited).
+func postorder(root *Node, descend func(*Node) bool, visit func(*Node)) {
+	type frame struct {
+		n *Node
+		i int // next argument; −1: not yet entered
+	}
+	seen := map[*Node]bool{root: true}
+	stack := []frame{{root, -1}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.i < 0 {
+			top.i = 0
+			if descend != nil && !descend(top.n) {
+				top.i = len(top.n.Args)
+			}
+		}
+		if top.i < len(top.n.Args) {
+			a := top.n.Args[top.i]
+			top.i++
+			if !seen[a] {
+				seen[a] = true
+				stack = append(stack, frame{a, -1})
+			}
+			continue
+		}
+		n := top.n
+		stack = stack[:len(stack)-1]
+		visit(n)
+	}
 }

@@ -2,6 +2,7 @@ package formula
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 )
@@ -38,22 +39,23 @@ func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
 		}
 	}
 	live := reachable(g.Root)
-	for _, n := range live {
-		if n.Op == OpVar {
-			found := false
-			for _, v := range inputs {
-				found = found || v == n.Var
-			}
-			if !found {
-				return nil, fmt.Errorf("formula: variable %s is not an input of the program", g.Vars[n.Var].Name)
-			}
-		}
+	isInput := map[int]bool{}
+	for _, v := range inputs {
+		isInput[v] = true
 	}
+	scalarReg := map[int]int32{}
 	for i, v := range scalarVars {
-		for _, n := range live {
-			if n.Op == OpVar && n.Var == v {
-				reg[n] = int32(i)
-			}
+		scalarReg[v] = int32(i)
+	}
+	for _, n := range live {
+		if n.Op != OpVar {
+			continue
+		}
+		if !isInput[n.Var] {
+			return nil, fmt.Errorf("formula: variable %s is not an input of the program", g.Vars[n.Var].Name)
+		}
+		if r, ok := scalarReg[n.Var]; ok {
+			reg[n] = r
 		}
 	}
 	newReg := func(init float64) int32 {
@@ -64,19 +66,8 @@ func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
 	// Levels: a scalar's level is the number of passes over the vector
 	// axis it waits for; a vector node's, the level of the scalars it
 	// uses (it runs in the pass after them).
-	level := map[*Node]int{}
-	maxLevel := 0
-	for _, n := range live {
-		l := 0
-		for _, a := range n.Args {
-			l = max(l, level[a])
-		}
-		if n.Op.IsReduction() {
-			l++
-		}
-		level[n] = l
-		maxLevel = max(maxLevel, l)
-	}
+	level, byLevel := levels(live)
+	maxLevel := len(byLevel) - 1
 	storeLevel := -1
 	if g.Root.Vec || store {
 		storeLevel = level[g.Root] + 1
@@ -88,9 +79,12 @@ func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
 		}
 	}
 	scalarBlock := func(l int) {
+		if l >= len(byLevel) {
+			return
+		}
 		var body []cpukern.FxIns
-		for _, n := range live {
-			if n.Vec || n.Op.IsReduction() || n.Op == OpConst || n.Op == OpVar || level[n] != l {
+		for _, n := range byLevel[l] {
+			if n.Vec || n.Op.IsReduction() || n.Op == OpConst || n.Op == OpVar {
 				continue
 			}
 			r := newReg(0)
@@ -105,9 +99,11 @@ func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
 	for l := 1; l <= maxLevel; l++ {
 		// The reductions of this level, and the vector nodes they need.
 		var roots []*Node
-		for _, n := range live {
-			if n.Op.IsReduction() && level[n] == l {
-				roots = append(roots, n)
+		if l < len(byLevel) {
+			for _, n := range byLevel[l] {
+				if n.Op.IsReduction() {
+					roots = append(roots, n)
+				}
 			}
 		}
 		if len(roots) > 0 || l == storeLevel {
@@ -138,31 +134,11 @@ func ins(n *Node, dst int32, at func(*Node) int32) cpukern.FxIns {
 func vectorBlock(p *cpukern.FxProgram, roots []*Node, store bool, reg map[*Node]int32, inSlot map[int]int32, g *Graph,
 	newReg func(float64) int32) cpukern.FxBlock {
 	var blk cpukern.FxBlock
-	need := map[*Node]bool{}
-	var mark func(n *Node)
-	mark = func(n *Node) {
-		if need[n] {
-			return
-		}
-		need[n] = true
-		for _, a := range n.Args {
-			if a.Vec {
-				mark(a)
-			}
-		}
-	}
-	for _, r := range roots {
-		mark(r)
-	}
+	var marked []*Node
 	if store && g.Root.Vec {
-		mark(g.Root)
+		marked = append(marked, g.Root)
 	}
-	var body []*Node // the pass's nodes, arguments first
-	for _, n := range g.Nodes {
-		if need[n] {
-			body = append(body, n)
-		}
-	}
+	body := passNodes(append(roots, marked...)) // the pass's nodes, arguments first
 	// Vector operands: input slots, broadcasts of scalars, temporaries.
 	nslot := int32(p.Inputs)
 	at := map[*Node]int32{}
@@ -307,19 +283,55 @@ func fuse(body []*Node, store bool, root *Node) []item {
 
 // reachable lists the nodes root depends on, arguments first.
 func reachable(root *Node) []*Node {
-	seen := map[*Node]bool{}
 	var out []*Node
-	var walk func(n *Node)
-	walk = func(n *Node) {
-		if seen[n] {
-			return
-		}
-		seen[n] = true
+	postorder(root, nil, func(n *Node) { out = append(out, n) })
+	return out
+}
+
+// levels gives each node of live (arguments first) its level: a
+// scalar's is the number of passes over the vector axis it waits for; a
+// vector node's, the level of the scalars it uses (it runs in the pass
+// after them). byLevel lists live's nodes by level, in live's order.
+func levels(live []*Node) (level map[*Node]int, byLevel [][]*Node) {
+	level = make(map[*Node]int, len(live))
+	for _, n := range live {
+		l := 0
 		for _, a := range n.Args {
-			walk(a)
+			l = max(l, level[a])
 		}
-		out = append(out, n)
+		if n.Op.IsReduction() {
+			l++
+		}
+		level[n] = l
+		for len(byLevel) <= l {
+			byLevel = append(byLevel, nil)
+		}
+		byLevel[l] = append(byLevel[l], n)
 	}
-	walk(root)
+	return level, byLevel
+}
+
+// passNodes lists the nodes one pass over the vector axis computes for
+// roots: the roots, and the vector nodes they read through vector nodes,
+// in the order of their graph (arguments first).
+func passNodes(roots []*Node) []*Node {
+	need := map[*Node]bool{}
+	var out []*Node
+	stack := append([]*Node(nil), roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if need[n] {
+			continue
+		}
+		need[n] = true
+		out = append(out, n)
+		for _, a := range n.Args {
+			if a.Vec && !need[a] {
+				stack = append(stack, a)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
 }

@@ -2,6 +2,7 @@ package formula
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -58,7 +59,7 @@ func CompilePair(f *Formula, d int, direct bool) (*PairPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pairCompiler{d: d, rowKey: map[string]int{}}
+	c := &pairCompiler{d: d, rowKey: map[int]int{}, canon: newCanon(rowVars)}
 	pair, err := c.generic(g)
 	if err != nil {
 		return nil, err
@@ -103,11 +104,13 @@ type pairCompiler struct {
 	d        int
 	rows     []*Graph // functions of one image x
 	rowText  []string
-	rowKey   map[string]int
-	nGeneric int      // rows the generic program uses
-	rowVar   [][2]int // variable indices of row k for a and b in the pair graph
-	gb       *builder // the product graph's builder
+	rowKey   map[int]int // a row function's canonical form → its index
+	canon    *canon      // of the row functions, over rowVars
+	nGeneric int         // rows the generic program uses
+	rowVar   [][2]int    // variable indices of row k for a and b in the pair graph
+	gb       *builder    // the product graph's builder
 	gRow     map[[2]int]*Node
+	varRow   map[int][2]int // pair graph variable → (row, side)
 }
 
 var rowVars = []Var{{Name: "x", Vector: true}}
@@ -122,7 +125,7 @@ func (c *pairCompiler) row(n *Node, side int) int {
 		}
 		panic("formula: row function reads the other image")
 	})
-	key := canonVars(r, rowVars)
+	key := c.canon.id(r)
 	if k, ok := c.rowKey[key]; ok {
 		return k
 	}
@@ -139,14 +142,13 @@ func (c *pairCompiler) generic(g *Graph) (*Graph, error) {
 	b := newBuilder(vars)
 	deps := sides(g)
 	memo := map[*Node]*Node{}
-	var walk func(n *Node) *Node
-	walk = func(n *Node) *Node {
-		if m, ok := memo[n]; ok {
-			return m
-		}
+	// A reduction that reads one image becomes a row value: the walk
+	// stops there.
+	rowed := func(n *Node) bool { d := deps[n]; return n.Op.IsReduction() && (d == 1 || d == 2) }
+	postorder(g.Root, func(n *Node) bool { return !rowed(n) }, func(n *Node) {
 		var m *Node
 		switch d := deps[n]; {
-		case n.Op.IsReduction() && (d == 1 || d == 2):
+		case rowed(n):
 			k := c.row(n, d-1)
 			for len(c.rowVar) <= k {
 				c.rowVar = append(c.rowVar, [2]int{-1, -1})
@@ -163,14 +165,13 @@ func (c *pairCompiler) generic(g *Graph) (*Graph, error) {
 		default:
 			args := make([]*Node, len(n.Args))
 			for i, a := range n.Args {
-				args[i] = walk(a)
+				args[i] = memo[a]
 			}
 			m = b.op(n.Op, args...)
 		}
 		memo[n] = m
-		return m
-	}
-	root := walk(g.Root)
+	})
+	root := memo[g.Root]
 	// Every row value is an input of the generic program, on both sides.
 	for k := range c.rowVar {
 		for side := range 2 {
@@ -236,141 +237,147 @@ func (c *pairCompiler) product(pair *Graph) (g *Graph, ok bool) {
 			}
 		}
 	}()
-	varRow := map[int][2]int{} // pair graph variable → (row, side)
+	c.varRow = map[int][2]int{}
 	for k, v := range c.rowVar {
-		varRow[v[0]] = [2]int{k, 0}
-		varRow[v[1]] = [2]int{k, 1}
+		c.varRow[v[0]] = [2]int{k, 0}
+		c.varRow[v[1]] = [2]int{k, 1}
 	}
-	memo := map[*Node]*Node{}
-	var walk func(n *Node) (*Node, bool)
-	var expand func(n *Node) (poly, bool)
-	walk = func(n *Node) (*Node, bool) {
-		if m, ok := memo[n]; ok {
-			return m, true
+	// Each node of pair becomes, in the product graph, a number (scal)
+	// or, along the vector axis, a polynomial in a and b (polys).
+	scal := map[*Node]*Node{}
+	polys := map[*Node]poly{}
+	polyOf := func(n *Node) poly {
+		if n.Vec {
+			return polys[n]
 		}
-		var m *Node
-		switch {
-		case n.Op == OpVar && n.Var >= 2:
-			r := varRow[n.Var]
-			m = c.rowNode(r[0], r[1])
-		case n.Op == OpConst:
-			m = c.gb.num(n.Val)
-		case n.Op == OpSum:
-			p, ok := expand(n.Args[0])
-			if !ok {
-				return nil, false
-			}
-			m = c.gb.num(0)
-			for mono, coef := range p {
-				if coef == nil {
-					continue
-				}
-				var s *Node
-				switch mono {
-				case mOne:
-					s = c.gb.num(float64(c.d))
-				case mA, mB:
-					s = c.rowNode(c.rowOf("sum(x)"), mono-mA)
-				case mAA, mBB:
-					s = c.rowNode(c.rowOf("sum(x*x)"), (mono-mAA)/2)
-				case mAB:
-					s = c.gb.variable(0)
-				}
-				m = c.gb.op(OpAdd, m, c.gb.op(OpMul, coef, s))
-			}
-		case n.Op.IsReduction() || n.Op == OpVar:
-			return nil, false // max or min of both images, or an image outside a reduction
-		default:
-			args := make([]*Node, len(n.Args))
-			for i, a := range n.Args {
-				var ok bool
-				if args[i], ok = walk(a); !ok {
-					return nil, false
-				}
-			}
-			m = c.gb.op(n.Op, args...)
-		}
-		memo[n] = m
-		return m, true
-	}
-	expand = func(n *Node) (poly, bool) {
 		var p poly
-		if !n.Vec {
-			m, ok := walk(n)
-			p[mOne] = m
-			return p, ok
-		}
-		switch n.Op {
-		case OpVar:
-			p[mA+n.Var] = c.gb.num(1)
-			return p, true
-		case OpNeg:
-			x, ok := expand(n.Args[0])
-			for i := range x {
-				if x[i] != nil {
-					p[i] = c.gb.op(OpNeg, x[i])
-				}
-			}
-			return p, ok
-		case OpAdd, OpSub:
-			x, ok1 := expand(n.Args[0])
-			y, ok2 := expand(n.Args[1])
-			for i := range p {
-				switch {
-				case y[i] == nil:
-					p[i] = x[i]
-				case n.Op == OpSub && x[i] == nil:
-					p[i] = c.gb.op(OpNeg, y[i])
-				case x[i] == nil:
-					p[i] = y[i]
-				default:
-					p[i] = c.gb.op(n.Op, x[i], y[i])
-				}
-			}
-			return p, ok1 && ok2
-		case OpMul:
-			x, ok1 := expand(n.Args[0])
-			y, ok2 := expand(n.Args[1])
-			if !ok1 || !ok2 {
-				return p, false
-			}
-			for i := range x {
-				for j := range y {
-					if x[i] == nil || y[j] == nil {
-						continue
-					}
-					if i > mB || j > mB {
-						return p, false // degree above two
-					}
-					k, t := monoMul[i][j], c.gb.op(OpMul, x[i], y[j])
-					if p[k] == nil {
-						p[k] = t
-					} else {
-						p[k] = c.gb.op(OpAdd, p[k], t)
-					}
-				}
-			}
-			return p, true
-		case OpDiv:
-			if n.Args[1].Vec {
-				return p, false
-			}
-			x, ok1 := expand(n.Args[0])
-			y, ok2 := walk(n.Args[1])
-			for i := range x {
-				if x[i] != nil {
-					p[i] = c.gb.op(OpDiv, x[i], y)
-				}
-			}
-			return p, ok1 && ok2
-		}
-		return p, false
+		p[mOne] = scal[n]
+		return p
 	}
-	root, ok := walk(pair.Root)
-	if !ok {
+	failed := false
+	postorder(pair.Root, nil, func(n *Node) {
+		if failed {
+			return
+		}
+		if n.Vec {
+			p, ok := c.expand(n, polyOf, scal)
+			polys[n], failed = p, !ok
+			return
+		}
+		m, ok := c.scalar(n, polyOf, scal)
+		scal[n], failed = m, !ok
+	})
+	if failed {
 		return nil, false
 	}
-	return &Graph{Root: root, Nodes: c.gb.nodes, Vars: c.gb.vars}, true
+	return &Graph{Root: scal[pair.Root], Nodes: c.gb.nodes, Vars: c.gb.vars}, true
+}
+
+// scalar is the product graph's node for n, a number of the pair graph
+// (its arguments already done), or false when n is not a sum of a
+// polynomial of degree two.
+func (c *pairCompiler) scalar(n *Node, polyOf func(*Node) poly, scal map[*Node]*Node) (*Node, bool) {
+	switch {
+	case n.Op == OpVar && n.Var >= 2:
+		r := c.varRow[n.Var]
+		return c.rowNode(r[0], r[1]), true
+	case n.Op == OpConst:
+		return c.gb.num(n.Val), true
+	case n.Op == OpSum:
+		p := polyOf(n.Args[0])
+		m := c.gb.num(0)
+		for mono, coef := range p {
+			if coef == nil {
+				continue
+			}
+			var s *Node
+			switch mono {
+			case mOne:
+				s = c.gb.num(float64(c.d))
+			case mA, mB:
+				s = c.rowNode(c.rowOf("sum(x)"), mono-mA)
+			case mAA, mBB:
+				s = c.rowNode(c.rowOf("sum(x*x)"), (mono-mAA)/2)
+			case mAB:
+				s = c.gb.variable(0)
+			}
+			m = c.gb.op(OpAdd, m, c.gb.op(OpMul, coef, s))
+		}
+		return m, true
+	case n.Op.IsReduction() || n.Op == OpVar:
+		return nil, false // max or min of both images, or an image outside a reduction
+	}
+	args := make([]*Node, len(n.Args))
+	for i, a := range n.Args {
+		args[i] = scal[a]
+	}
+	return c.gb.op(n.Op, args...), true
+}
+
+// expand is n, a value along the vector axis of the pair graph (its
+// arguments already done), as a polynomial of degree two in a and b, or
+// false when it is not one.
+func (c *pairCompiler) expand(n *Node, polyOf func(*Node) poly, scal map[*Node]*Node) (poly, bool) {
+	var p poly
+	switch n.Op {
+	case OpVar:
+		p[mA+n.Var] = c.gb.num(1)
+		return p, true
+	case OpNeg:
+		x := polyOf(n.Args[0])
+		for i := range x {
+			if x[i] != nil {
+				p[i] = c.gb.op(OpNeg, x[i])
+			}
+		}
+		return p, true
+	case OpAdd, OpSub:
+		x, y := polyOf(n.Args[0]), polyOf(n.Args[1])
+		for i := range p {
+			switch {
+			case y[i] == nil:
+				p[i] = x[i]
+			case n.Op == OpSub && x[i] == nil:
+				p[i] = c.gb.op(OpNeg, y[i])
+			case x[i] == nil:
+				p[i] = y[i]
+			default:
+				p[i] = c.gb.op(n.Op, x[i], y[i])
+			}
+		}
+		return p, true
+	case OpMul:
+		x, y := polyOf(n.Args[0]), polyOf(n.Args[1])
+		for i := range x {
+			for j := range y {
+				if x[i] == nil || y[j] == nil {
+					continue
+				}
+				if i > mB || j > mB {
+					return p, false // degree above two
+				}
+				k, t := monoMul[i][j], c.gb.op(OpMul, x[i], y[j])
+				if p[k] == nil {
+					p[k] = t
+				} else {
+					p[k] = c.gb.op(OpAdd, p[k], t)
+				}
+			}
+		}
+		return p, true
+	case OpDiv:
+		if n.Args[1].Vec {
+			return p, false
+		}
+		x, y := polyOf(n.Args[0]), scal[n.Args[1]]
+		for i := range x {
+			if x[i] != nil {
+				p[i] = c.gb.op(OpDiv, x[i], y)
+			}
+		}
+		return p, true
+	}
+	return p, false
 }
 
 // rowOf is the index of the row function written src (over x), added
@@ -384,7 +391,7 @@ func (c *pairCompiler) rowOf(src string) int {
 	if err != nil {
 		panic(err)
 	}
-	key := canonVars(g.Root, rowVars)
+	key := c.canon.id(g.Root)
 	if k, ok := c.rowKey[key]; ok {
 		return k
 	}
@@ -424,11 +431,7 @@ func (c *pairCompiler) productInputs(g *Graph) []int {
 // what leaf returns.
 func copyGraph(n *Node, b *builder, leaf func(*Node) *Node) *Node {
 	memo := map[*Node]*Node{}
-	var walk func(n *Node) *Node
-	walk = func(n *Node) *Node {
-		if m, ok := memo[n]; ok {
-			return m
-		}
+	postorder(n, nil, func(n *Node) {
 		var m *Node
 		switch n.Op {
 		case OpVar:
@@ -438,14 +441,13 @@ func copyGraph(n *Node, b *builder, leaf func(*Node) *Node) *Node {
 		default:
 			args := make([]*Node, len(n.Args))
 			for i, a := range n.Args {
-				args[i] = walk(a)
+				args[i] = memo[a]
 			}
 			m = b.op(n.Op, args...)
 		}
 		memo[n] = m
-		return m
-	}
-	return walk(n)
+	})
+	return memo[n]
 }
 
 // Symmetric tells whether an affinity formula is provably the same with
@@ -459,40 +461,87 @@ func Symmetric(f *Formula) (bool, error) {
 	}
 	b := newBuilder(g.Vars)
 	swapped := copyGraph(g.Root, b, func(v *Node) *Node { return b.variable(1 - v.Var) })
-	return canonVars(g.Root, g.Vars) == canonVars(swapped, g.Vars), nil
+	c := newCanon(g.Vars)
+	return c.id(g.Root) == c.id(swapped), nil
 }
 
-// canonVars writes n with variable names, the arguments of commutative
-// operations sorted.
-func canonVars(n *Node, vars []Var) string {
+// canon gives nodes canonical forms, as numbers: two nodes get the same
+// number when they are written the same with variable names, the
+// arguments of commutative operations in order (+ * min max == != && ||),
+// and a difference under abs or squared with its terms in order
+// (|x−y| = |y−x|, (x−y)·(x−y) = (y−x)·(y−x)). Nodes of several graphs
+// over the same variables may be compared.
+type canon struct {
+	vars []Var
+	ids  map[canonKey]int
+	memo map[*Node]int
+}
+
+type canonKey struct {
+	op   Op
+	even bool   // |x−y| or (x−y)²: a holds x and y
+	val  uint64 // a number's bits
+	name string // a variable's name
+	a    [3]int
+}
+
+func newCanon(vars []Var) *canon {
+	return &canon{vars: vars, ids: map[canonKey]int{}, memo: map[*Node]int{}}
+}
+
+// id is the canonical form of n.
+func (c *canon) id(n *Node) int {
+	if id, ok := c.memo[n]; ok {
+		return id
+	}
+	postorder(n, func(m *Node) bool { _, done := c.memo[m]; return !done }, func(m *Node) {
+		if _, done := c.memo[m]; !done {
+			c.memo[m] = c.intern(c.key(m))
+		}
+	})
+	return c.memo[n]
+}
+
+func (c *canon) key(n *Node) canonKey {
+	k := canonKey{op: n.Op}
 	switch n.Op {
 	case OpConst:
-		return strconv.FormatFloat(n.Val, 'g', -1, 64)
+		k.val = math.Float64bits(n.Val)
+		if math.IsNaN(n.Val) {
+			k.val = math.Float64bits(math.NaN())
+		}
+		return k
 	case OpVar:
-		return vars[n.Var].Name
+		k.name = c.vars[n.Var].Name
+		return k
 	}
-	args := make([]string, len(n.Args))
+	if even := n.Op == OpAbs || n.Op == OpMul && n.Args[0] == n.Args[1]; even && n.Args[0].Op == OpSub {
+		d := n.Args[0]
+		k.even, k.a[0], k.a[1] = true, c.memo[d.Args[0]], c.memo[d.Args[1]]
+		if k.a[1] < k.a[0] {
+			k.a[0], k.a[1] = k.a[1], k.a[0]
+		}
+		return k
+	}
 	for i, a := range n.Args {
-		args[i] = canonVars(a, vars)
+		k.a[i] = c.memo[a]
 	}
 	switch n.Op {
 	case OpAdd, OpMul, OpMin, OpMax, OpEQ, OpNE, OpAnd, OpOr:
-		if args[1] < args[0] {
-			args[0], args[1] = args[1], args[0]
+		if k.a[1] < k.a[0] {
+			k.a[0], k.a[1] = k.a[1], k.a[0]
 		}
 	}
-	// |x−y| = |y−x| and (x−y)·(x−y) = (y−x)·(y−x): a difference under abs
-	// or squared is written with its terms in order.
-	even := n.Op == OpAbs || n.Op == OpMul && n.Args[0] == n.Args[1]
-	if even && n.Args[0].Op == OpSub {
-		d := n.Args[0]
-		x, y := canonVars(d.Args[0], vars), canonVars(d.Args[1], vars)
-		if y < x {
-			x, y = y, x
-		}
-		return n.Op.String() + "(|" + x + "-" + y + "|)"
+	return k
+}
+
+func (c *canon) intern(k canonKey) int {
+	if id, ok := c.ids[k]; ok {
+		return id
 	}
-	return n.Op.String() + "(" + strings.Join(args, ",") + ")"
+	id := len(c.ids) + 1 // 0: no argument
+	c.ids[k] = id
+	return id
 }
 
 // Same tells whether f computes the same as the formula src over the
@@ -510,54 +559,90 @@ func Same(f *Formula, src string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return canonVars(g1.Root, g1.Vars) == canonVars(g2.Root, g2.Vars), nil
+	c := newCanon(g1.Vars)
+	return c.id(g1.Root) == c.id(g2.Root), nil
 }
 
 // Pretty writes n as a formula of the language, with the parentheses the
 // operators' precedence needs, for labels.
 func Pretty(n *Node, vars []Var) string {
-	s, _ := pretty(n, vars)
-	return s
+	// A stack of what is left to write, last first: a node (written in
+	// parentheses when its precedence is below min) or a piece of text.
+	type item struct {
+		n    *Node
+		min  int
+		text string
+	}
+	var sb strings.Builder
+	stack := []item{{n: n}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.n == nil {
+			sb.WriteString(it.text)
+			continue
+		}
+		parts, p := layout(it.n, vars)
+		paren := p < it.min
+		if paren {
+			stack = append(stack, item{text: ")"})
+		}
+		for i := len(parts) - 1; i >= 0; i-- {
+			stack = append(stack, item{n: parts[i].n, min: parts[i].min, text: parts[i].text})
+		}
+		if paren {
+			stack = append(stack, item{text: "("})
+		}
+	}
+	return sb.String()
 }
 
-// pretty returns n written out and the precedence of its outermost
+// part is a piece of a node written out: an argument, written in
+// parentheses when its precedence is below min, or text.
+type part struct {
+	n    *Node
+	min  int
+	text string
+}
+
+// prettyPrec is the precedence of the binary operators as written.
+var prettyPrec = map[Op]int{OpOr: 0, OpAnd: 0, OpLT: 1, OpLE: 1, OpGT: 1, OpGE: 1, OpEQ: 1, OpNE: 1,
+	OpAdd: 2, OpSub: 2, OpMul: 3, OpDiv: 3}
+
+// layout is how n is written, and the precedence of its outermost
 // operator (5 for an operand).
-func pretty(n *Node, vars []Var) (string, int) {
+func layout(n *Node, vars []Var) ([]part, int) {
 	switch n.Op {
 	case OpConst:
-		return strconv.FormatFloat(n.Val, 'g', -1, 64), 5
+		return []part{{text: strconv.FormatFloat(n.Val, 'g', -1, 64)}}, 5
 	case OpVar:
-		return vars[n.Var].Name, 5
+		return []part{{text: vars[n.Var].Name}}, 5
 	}
-	arg := func(i, min int) string {
-		s, p := pretty(n.Args[i], vars)
-		if p < min {
-			return "(" + s + ")"
-		}
-		return s
-	}
-	prec := map[Op]int{OpOr: 0, OpAnd: 0, OpLT: 1, OpLE: 1, OpGT: 1, OpGE: 1, OpEQ: 1, OpNE: 1,
-		OpAdd: 2, OpSub: 2, OpMul: 3, OpDiv: 3}
+	arg := func(i, min int) part { return part{n: n.Args[i], min: min} }
+	text := func(s string) part { return part{text: s} }
 	switch {
 	case n.Op == OpMul && n.Args[0] == n.Args[1]:
-		return arg(0, 5) + "^2", 4
+		return []part{arg(0, 5), text("^2")}, 4
 	case n.Op == OpPow:
-		return arg(0, 5) + "^" + arg(1, 5), 4
+		return []part{arg(0, 5), text("^"), arg(1, 5)}, 4
 	case n.Op == OpNeg:
-		return "-" + arg(0, 4), 3
+		return []part{text("-"), arg(0, 4)}, 3
 	case n.Op == OpNot:
-		return "!" + arg(0, 5), 4
+		return []part{text("!"), arg(0, 5)}, 4
 	}
-	if p, ok := prec[n.Op]; ok {
+	if p, ok := prettyPrec[n.Op]; ok {
 		right := p + 1 // left-associative
 		if n.Op == OpAdd || n.Op == OpMul {
 			right = p
 		}
-		return arg(0, p) + n.Op.String() + arg(1, right), p
+		return []part{arg(0, p), text(n.Op.String()), arg(1, right)}, p
 	}
-	args := make([]string, len(n.Args))
+	parts := []part{text(n.Op.String() + "(")}
 	for i := range n.Args {
-		args[i], _ = pretty(n.Args[i], vars)
+		if i > 0 {
+			parts = append(parts, text(", "))
+		}
+		parts = append(parts, arg(i, 0))
 	}
-	return n.Op.String() + "(" + strings.Join(args, ", ") + ")", 5
+	return append(parts, text(")")), 5
 }

@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/scanner"
 	"go/token"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Var is a variable a workload offers its formulas.
@@ -56,11 +55,57 @@ type Error struct {
 	Msg       string
 }
 
+// Error is one line. A formula longer than quoteLen bytes is quoted
+// shortened, around the column of the error (the formula's beginning and
+// end when the error has no column), a … standing for what is left out.
 func (e *Error) Error() string {
 	if e.Column > 0 {
-		return fmt.Sprintf("%s %q: column %d: %s", e.Flag, e.Src, e.Column, e.Msg)
+		return fmt.Sprintf("%s %q: column %d: %s", e.Flag, excerpt(e.Src, e.Column), e.Column, e.Msg)
 	}
-	return fmt.Sprintf("%s %q: %s", e.Flag, e.Src, e.Msg)
+	return fmt.Sprintf("%s %q: %s", e.Flag, excerpt(e.Src, 0), e.Msg)
+}
+
+// quoteLen is the longest formula an error quotes whole; a longer one is
+// quoted as about quoteLen bytes of it.
+const quoteLen = 120
+
+// excerpt is src, or for a long src about quoteLen bytes of it: around
+// column col (1-based, in bytes), or with col 0 its beginning and end.
+func excerpt(src string, col int) string {
+	if len(src) <= quoteLen {
+		return src
+	}
+	const ellipsis = "…"
+	if col <= 0 || col > len(src)+1 {
+		head, tail := runeStart(src, quoteLen*2/3), runeStart(src, len(src)-quoteLen/3)
+		return src[:head] + ellipsis + src[tail:]
+	}
+	at := col - 1 // the byte the column points at (len(src): just past the end)
+	lo, hi := at-quoteLen/2, at+quoteLen/2
+	if lo < 0 {
+		lo, hi = 0, quoteLen
+	}
+	if hi > len(src) {
+		lo, hi = len(src)-quoteLen, len(src)
+	}
+	lo, hi = runeStart(src, lo), runeStart(src, hi)
+	out := src[lo:hi]
+	if lo > 0 {
+		out = ellipsis + out
+	}
+	if hi < len(src) {
+		out += ellipsis
+	}
+	return out
+}
+
+// runeStart moves i back to the start of the UTF-8 character holding
+// byte i of s.
+func runeStart(s string, i int) int {
+	for i > 0 && i < len(s) && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
 }
 
 // Unwrap makes errors.Is(err, ErrFormula) true.
@@ -98,10 +143,11 @@ var unary = map[string]Op{"abs": OpAbs, "exp": OpExp, "log": OpLog, "log1p": OpL
 
 // Formula is a parsed, checked formula.
 type Formula struct {
-	Src  string
-	Env  Env
-	expr ast.Expr
-	fset *token.FileSet
+	Src   string
+	Env   Env
+	expr  ast.Expr
+	fset  *token.FileSet
+	names map[string]bool // the names the formula uses
 }
 
 // Parse reads src and checks it against env: syntax, names, arities, and
@@ -125,22 +171,13 @@ func Parse(src string, env Env) (*Formula, error) {
 			return nil, f.errorf(0, "parameter %s has the name of a function or constant", p)
 		}
 	}
-	expr, err := parser.ParseExprFrom(f.fset, "", src, parser.SkipObjectResolution)
-	if err != nil {
-		var list scanner.ErrorList
-		if errors.As(err, &list) && len(list) > 0 {
-			msg := list[0].Msg
-			switch {
-			case strings.Contains(msg, "argument list") || strings.Contains(msg, "expected ')'"):
-				msg = "a parenthesis is not closed: missing )"
-			case strings.Contains(msg, "expected operand"):
-				msg = "expected a number, a name or ( here"
-			}
-			return nil, f.errorf(list[0].Pos.Column, "%s", msg)
-		}
-		return nil, f.errorf(0, "%v", err)
+	if len(src) > MaxLen {
+		return nil, f.tooLong()
 	}
-	f.expr = reassociate(expr)
+	if err := f.parseSyntax(src); err != nil {
+		return nil, err
+	}
+	f.expr = reassociate(f.expr)
 	g, err := f.Graph(1)
 	if err != nil {
 		return nil, err
@@ -185,16 +222,7 @@ func (f *Formula) errorf(col int, format string, args ...any) error {
 func (f *Formula) col(n ast.Node) int { return f.fset.Position(n.Pos()).Column }
 
 // Uses tells whether the formula names name.
-func (f *Formula) Uses(name string) bool {
-	used := false
-	ast.Inspect(f.expr, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && id.Name == name {
-			used = true
-		}
-		return !used
-	})
-	return used
-}
+func (f *Formula) Uses(name string) bool { return f.names[name] }
 
 // String is the formula as written.
 func (f *Formula) String() string { return f.Src }
@@ -249,10 +277,83 @@ var binops = map[token.Token]Op{token.ADD: OpAdd, token.SUB: OpSub, token.MUL: O
 	token.XOR: OpPow, token.LSS: OpLT, token.LEQ: OpLE, token.GTR: OpGT, token.GEQ: OpGE, token.EQL: OpEQ,
 	token.NEQ: OpNE, token.LAND: OpAnd, token.LOR: OpOr}
 
+// build makes the nodes of e, arguments first. It keeps its own stack
+// rather than recursing: a chain of operators as long as the formula is a
+// tree as deep.
 func (f *Formula) build(b *builder, e ast.Expr, n int) (*Node, error) {
+	type frame struct {
+		e    ast.Expr
+		kids []ast.Expr
+		i    int
+	}
+	var stack []frame
+	var vals []*Node // the built values of finished subexpressions
+	enter := func(e ast.Expr) error {
+		kids, err := f.children(e)
+		if err != nil {
+			return err
+		}
+		stack = append(stack, frame{e: e, kids: kids})
+		return nil
+	}
+	if err := enter(e); err != nil {
+		return nil, err
+	}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.i < len(top.kids) {
+			k := top.kids[top.i]
+			top.i++
+			if err := enter(k); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		args := vals[len(vals)-len(top.kids):]
+		m, err := f.node(b, top.e, args, n)
+		if err != nil {
+			return nil, err
+		}
+		vals = append(vals[:len(vals)-len(top.kids)], m)
+		stack = stack[:len(stack)-1]
+	}
+	return vals[0], nil
+}
+
+// children checks what can be checked of e before its subexpressions and
+// returns them, in the order they are built.
+func (f *Formula) children(e ast.Expr) ([]ast.Expr, error) {
 	switch e := e.(type) {
 	case *ast.ParenExpr:
-		return f.build(b, e.X, n)
+		return []ast.Expr{e.X}, nil
+	case *ast.BasicLit, *ast.Ident:
+		return nil, nil
+	case *ast.UnaryExpr:
+		return []ast.Expr{e.X}, nil
+	case *ast.StarExpr:
+		return nil, f.errorf(f.col(e), "unexpected *: write powers as x^y or pow(x, y)")
+	case *ast.BinaryExpr:
+		if _, ok := binops[e.Op]; !ok {
+			return nil, f.errorf(f.fset.Position(e.OpPos).Column, "operator %s is not part of the language", e.Op)
+		}
+		return []ast.Expr{e.X, e.Y}, nil
+	case *ast.CallExpr:
+		if _, ok := e.Fun.(*ast.Ident); !ok {
+			return nil, f.errorf(f.col(e.Fun), "only a function's name can be called")
+		}
+		if e.Ellipsis.IsValid() {
+			return nil, f.errorf(f.fset.Position(e.Ellipsis).Column, "unexpected ...")
+		}
+		return e.Args, nil
+	}
+	return nil, f.errorf(f.col(e), "this is not part of the language (numbers, names, operators and function calls)")
+}
+
+// node makes the node of e from the nodes of its subexpressions.
+func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int) (*Node, error) {
+	switch e := e.(type) {
+	case *ast.ParenExpr:
+		return args[0], nil
 	case *ast.BasicLit:
 		if e.Kind != token.INT && e.Kind != token.FLOAT {
 			return nil, f.errorf(f.col(e), "%s is not a number", e.Value)
@@ -286,37 +387,19 @@ func (f *Formula) build(b *builder, e ast.Expr, n int) (*Node, error) {
 		return nil, f.errorf(f.col(e), "unknown name %s (variables: %s; a parameter is given with --param %s=VALUE)",
 			e.Name, f.varList(), e.Name)
 	case *ast.UnaryExpr:
-		x, err := f.build(b, e.X, n)
-		if err != nil {
-			return nil, err
-		}
 		switch e.Op {
 		case token.SUB:
-			return b.op(OpNeg, x), nil
+			return b.op(OpNeg, args[0]), nil
 		case token.ADD:
-			return x, nil
+			return args[0], nil
 		case token.NOT:
-			return b.op(OpNot, x), nil
+			return b.op(OpNot, args[0]), nil
 		}
 		return nil, f.errorf(f.col(e), "operator %s is not part of the language", e.Op)
-	case *ast.StarExpr:
-		return nil, f.errorf(f.col(e), "unexpected *: write powers as x^y or pow(x, y)")
 	case *ast.BinaryExpr:
-		o, ok := binops[e.Op]
-		if !ok {
-			return nil, f.errorf(f.fset.Position(e.OpPos).Column, "operator %s is not part of the language", e.Op)
-		}
-		x, err := f.build(b, e.X, n)
-		if err != nil {
-			return nil, err
-		}
-		y, err := f.build(b, e.Y, n)
-		if err != nil {
-			return nil, err
-		}
-		return b.op(o, x, y), nil
+		return b.op(binops[e.Op], args[0], args[1]), nil
 	case *ast.CallExpr:
-		return f.call(b, e, n)
+		return f.call(b, e, append([]*Node(nil), args...), n)
 	}
 	return nil, f.errorf(f.col(e), "this is not part of the language (numbers, names, operators and function calls)")
 }
@@ -332,22 +415,10 @@ func (f *Formula) varList() string {
 	return strings.Join(names, ", ")
 }
 
-func (f *Formula) call(b *builder, e *ast.CallExpr, n int) (*Node, error) {
-	id, ok := e.Fun.(*ast.Ident)
-	if !ok {
-		return nil, f.errorf(f.col(e.Fun), "only a function's name can be called")
-	}
+// call makes the node of a call of a function, its arguments built.
+func (f *Formula) call(b *builder, e *ast.CallExpr, args []*Node, n int) (*Node, error) {
+	id := e.Fun.(*ast.Ident)
 	name, col := id.Name, f.col(id)
-	if e.Ellipsis.IsValid() {
-		return nil, f.errorf(f.fset.Position(e.Ellipsis).Column, "unexpected ...")
-	}
-	args := make([]*Node, len(e.Args))
-	for i, a := range e.Args {
-		var err error
-		if args[i], err = f.build(b, a, n); err != nil {
-			return nil, err
-		}
-	}
 	want := func(k ...int) error {
 		for _, w := range k {
 			if len(args) == w {
@@ -462,7 +533,9 @@ func functionList() string {
 // (2*s)^2 and -x^2 as (-x)^2. Each maximal chain of + − * / ^ (bounded by
 // parentheses, calls and the other operators) is flattened and rebuilt
 // with ^ above * and /, above + and −, ^ right-associative, and a unary
-// sign on a power's base moved outside the power.
+// sign on a power's base moved outside the power. Chains are walked and
+// rebuilt in loops: only parentheses, calls, signs and operators of
+// higher precedence recurse, and the parser bounds their nesting.
 func reassociate(e ast.Expr) ast.Expr {
 	switch x := e.(type) {
 	case *ast.ParenExpr:
@@ -477,74 +550,113 @@ func reassociate(e ast.Expr) ast.Expr {
 		}
 		return x
 	case *ast.BinaryExpr:
-		if !arith(x.Op) {
-			x.X, x.Y = reassociate(x.X), reassociate(x.Y)
-			return x
+		if arith(x.Op) {
+			return rebuild(flatten(x))
 		}
-		var operands []ast.Expr
-		var ops []*ast.BinaryExpr
-		var flatten func(e ast.Expr)
-		flatten = func(e ast.Expr) {
-			if b, ok := e.(*ast.BinaryExpr); ok && arith(b.Op) {
-				flatten(b.X)
-				ops = append(ops, b)
-				flatten(b.Y)
-				return
+		// A left-associative chain of other operators (a < b < c, a && b
+		// && c): down its left side in a loop.
+		var spine []*ast.BinaryExpr
+		for b, ok := ast.Expr(x), true; ok; b = spine[len(spine)-1].X {
+			var bx *ast.BinaryExpr
+			if bx, ok = b.(*ast.BinaryExpr); !ok || arith(bx.Op) {
+				break
 			}
-			operands = append(operands, reassociate(e))
+			spine = append(spine, bx)
 		}
-		flatten(x)
-		p := &chain{operands: operands, ops: ops}
-		return p.parse(1)
+		last := spine[len(spine)-1]
+		last.X = reassociate(last.X)
+		for _, b := range spine {
+			b.Y = reassociate(b.Y)
+		}
+		return x
 	}
 	return e
+}
+
+// flatten lists the operands and operators of the chain of + − * / ^ at
+// x, in order, each operand reassociated.
+func flatten(x *ast.BinaryExpr) *chain {
+	c := &chain{}
+	// In order: the left side first, then the operator, then the right.
+	type item struct {
+		e    ast.Expr
+		op   *ast.BinaryExpr // after e's left side: the operator, then e's right side
+		left bool
+	}
+	stack := []item{{e: x}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.op != nil {
+			c.ops = append(c.ops, it.op)
+			stack = append(stack, item{e: it.op.Y})
+			continue
+		}
+		if b, ok := it.e.(*ast.BinaryExpr); ok && arith(b.Op) {
+			stack = append(stack, item{op: b}, item{e: b.X})
+			continue
+		}
+		c.operands = append(c.operands, reassociate(it.e))
+	}
+	return c
 }
 
 func arith(t token.Token) bool {
 	return t == token.ADD || t == token.SUB || t == token.MUL || t == token.QUO || t == token.XOR
 }
 
-func prec(t token.Token) int {
-	switch t {
-	case token.ADD, token.SUB:
-		return 1
-	case token.MUL, token.QUO:
-		return 2
-	}
-	return 3 // ^
-}
-
-// chain is a flattened run of operands and operators, parsed by
-// precedence climbing.
+// chain is a flattened run of operands and operators: operands[i] and
+// operands[i+1] are joined by ops[i].
 type chain struct {
 	operands []ast.Expr
 	ops      []*ast.BinaryExpr
-	i        int // next operand; ops[i-1] is the operator before it
 }
 
-func (c *chain) parse(minPrec int) ast.Expr {
-	lhs := c.operands[c.i]
-	c.i++
-	for c.i-1 < len(c.ops) {
-		op := c.ops[c.i-1]
-		p := prec(op.Op)
-		if p < minPrec {
-			break
+// rebuild makes the tree of a chain: each run of ^ folded from the right
+// (a sign on a power's base moved outside the power), then the products
+// and quotients of the powers from the left, then the sums and
+// differences of those from the left.
+func rebuild(c *chain) ast.Expr {
+	// Powers: factors[k] joined to factors[k+1] by fops[k] (* / + −).
+	var factors []ast.Expr
+	var fops []*ast.BinaryExpr
+	for i := 0; i < len(c.operands); {
+		j := i // operands i … j are one run of ^
+		for j < len(c.ops) && c.ops[j].Op == token.XOR {
+			j++
 		}
-		next := p + 1
-		if op.Op == token.XOR {
-			next = p // right-associative
-		}
-		rhs := c.parse(next)
-		if op.Op == token.XOR {
+		r := c.operands[j]
+		for k := j - 1; k >= i; k-- {
+			op, lhs := c.ops[k], c.operands[k]
 			// -x^2 is −(x²): a sign on the base applies to the power.
 			if u, ok := lhs.(*ast.UnaryExpr); ok && (u.Op == token.SUB || u.Op == token.ADD) {
-				lhs = &ast.UnaryExpr{OpPos: u.OpPos, Op: u.Op,
-					X: &ast.BinaryExpr{X: u.X, OpPos: op.OpPos, Op: token.XOR, Y: rhs}}
+				r = &ast.UnaryExpr{OpPos: u.OpPos, Op: u.Op, X: &ast.BinaryExpr{X: u.X, OpPos: op.OpPos, Op: token.XOR, Y: r}}
 				continue
 			}
+			r = &ast.BinaryExpr{X: lhs, OpPos: op.OpPos, Op: token.XOR, Y: r}
 		}
-		lhs = &ast.BinaryExpr{X: lhs, OpPos: op.OpPos, Op: op.Op, Y: rhs}
+		factors = append(factors, r)
+		if j < len(c.ops) {
+			fops = append(fops, c.ops[j])
+		}
+		i = j + 1
 	}
-	return lhs
+	// Products, then sums.
+	var terms []ast.Expr
+	var tops []*ast.BinaryExpr
+	t := factors[0]
+	for k, op := range fops {
+		if op.Op == token.MUL || op.Op == token.QUO {
+			t = &ast.BinaryExpr{X: t, OpPos: op.OpPos, Op: op.Op, Y: factors[k+1]}
+			continue
+		}
+		terms, tops = append(terms, t), append(tops, op)
+		t = factors[k+1]
+	}
+	terms = append(terms, t)
+	s := terms[0]
+	for k, op := range tops {
+		s = &ast.BinaryExpr{X: s, OpPos: op.OpPos, Op: op.Op, Y: terms[k+1]}
+	}
+	return s
 }

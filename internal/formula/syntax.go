@@ -1,0 +1,218 @@
+package formula
+
+import (
+	"go/ast"
+	"go/scanner"
+	"go/token"
+)
+
+// The limits of a formula's text. A formula longer than MaxLen bytes, or
+// nested deeper than MaxDepth (parentheses, function calls and signs
+// inside one another), is refused with one line before anything is built.
+// Chains of operators (a+b+c+…, a*b*c*…, a^b^c^…) are not nesting: a sum
+// of 100,000 terms is fine.
+const (
+	MaxLen   = 1 << 20
+	MaxDepth = 1000
+)
+
+// syntax reads a formula into a Go expression tree, the tree go/parser
+// would make for the same text (Go's operators and their precedence; ^
+// is given its place in the language afterwards, by reassociate). Unlike
+// go/parser it reads a chain of operators of any length without
+// recursing per operator, and it limits nesting to MaxDepth.
+type syntax struct {
+	f     *Formula
+	file  *token.File
+	sc    scanner.Scanner
+	pos   token.Pos
+	tok   token.Token
+	lit   string
+	depth int
+	names map[string]bool // every name the formula uses
+	err   *Error          // the first scanning error
+}
+
+// syntaxBail carries a syntax error out of the parser's recursion.
+type syntaxBail struct{ err error }
+
+// parseSyntax reads src (already checked against MaxLen) into f.expr and
+// f.names.
+func (f *Formula) parseSyntax(src string) (err error) {
+	p := &syntax{f: f, names: map[string]bool{}}
+	p.file = f.fset.AddFile("", -1, len(src))
+	p.sc.Init(p.file, []byte(src), func(pos token.Position, msg string) {
+		if p.err == nil {
+			p.err = f.errorf(pos.Column, "%s", msg).(*Error)
+		}
+	}, 0)
+	defer func() {
+		if r := recover(); r != nil {
+			b, ok := r.(syntaxBail)
+			if !ok {
+				panic(r)
+			}
+			err = b.err
+		}
+	}()
+	p.next()
+	x := p.expr()
+	if p.tok != token.EOF {
+		p.fail(p.pos, "unexpected %s: expected an operator here", p.what())
+	}
+	f.expr, f.names = x, p.names
+	return nil
+}
+
+func (p *syntax) next() {
+	for {
+		p.pos, p.tok, p.lit = p.sc.Scan()
+		if p.err != nil {
+			panic(syntaxBail{p.err})
+		}
+		// The scanner ends a line that could end a statement with a
+		// semicolon; in a formula a line break is a space.
+		if p.tok != token.SEMICOLON || p.lit != "\n" {
+			return
+		}
+	}
+}
+
+func (p *syntax) fail(pos token.Pos, format string, args ...any) {
+	panic(syntaxBail{p.f.errorf(p.file.Position(pos).Column, format, args...)})
+}
+
+// what names the current token for a message.
+func (p *syntax) what() string {
+	switch {
+	case p.tok == token.EOF:
+		return "end of formula"
+	case p.lit != "" && p.tok != token.SEMICOLON:
+		return p.lit
+	}
+	return p.tok.String()
+}
+
+// enter and leave count nesting.
+func (p *syntax) enter() {
+	p.depth++
+	if p.depth > MaxDepth {
+		p.fail(p.pos, "nested too deeply: more than %d parentheses, function calls and signs inside one another", MaxDepth)
+	}
+}
+
+func (p *syntax) leave() { p.depth-- }
+
+func (p *syntax) expr() ast.Expr { return p.binary(token.LowestPrec + 1) }
+
+// binary reads operands joined by operators of precedence prec1 or more,
+// left to right, as go/parser does: the loop, not recursion, carries a
+// chain of operators of one precedence.
+func (p *syntax) binary(prec1 int) ast.Expr {
+	x := p.unary()
+	for {
+		prec := p.tok.Precedence()
+		if prec < prec1 {
+			return x
+		}
+		op, pos := p.tok, p.pos
+		p.next()
+		y := p.binary(prec + 1)
+		x = &ast.BinaryExpr{X: x, OpPos: pos, Op: op, Y: y}
+	}
+}
+
+func (p *syntax) unary() ast.Expr {
+	switch p.tok {
+	case token.ADD, token.SUB, token.NOT, token.XOR, token.AND, token.TILDE, token.ARROW:
+		op, pos := p.tok, p.pos
+		p.enter()
+		p.next()
+		x := p.unary()
+		p.leave()
+		return &ast.UnaryExpr{OpPos: pos, Op: op, X: x}
+	case token.MUL:
+		pos := p.pos
+		p.enter()
+		p.next()
+		x := p.unary()
+		p.leave()
+		return &ast.StarExpr{Star: pos, X: x}
+	}
+	return p.primary()
+}
+
+func (p *syntax) primary() ast.Expr {
+	var x ast.Expr
+	switch p.tok {
+	case token.IDENT:
+		x = &ast.Ident{NamePos: p.pos, Name: p.lit}
+		p.names[p.lit] = true
+		p.next()
+	case token.INT, token.FLOAT, token.IMAG, token.CHAR, token.STRING:
+		x = &ast.BasicLit{ValuePos: p.pos, Kind: p.tok, Value: p.lit}
+		p.next()
+	case token.LPAREN:
+		lp := p.pos
+		p.enter()
+		p.next()
+		e := p.expr()
+		rp := p.close("an operator or )")
+		p.leave()
+		x = &ast.ParenExpr{Lparen: lp, X: e, Rparen: rp}
+	default:
+		if p.tok.IsKeyword() {
+			p.fail(p.pos, "%s is not part of the language (numbers, names, operators and function calls)", p.lit)
+		}
+		p.fail(p.pos, "expected a number, a name or ( here")
+	}
+	for {
+		switch p.tok {
+		case token.LPAREN:
+			x = p.call(x)
+		case token.LBRACK, token.PERIOD, token.LBRACE:
+			p.fail(x.Pos(), "this is not part of the language (numbers, names, operators and function calls)")
+		default:
+			return x
+		}
+	}
+}
+
+// call reads the arguments of a call of fun, at its (.
+func (p *syntax) call(fun ast.Expr) ast.Expr {
+	c := &ast.CallExpr{Fun: fun, Lparen: p.pos}
+	p.enter()
+	p.next()
+	for p.tok != token.RPAREN && p.tok != token.EOF {
+		c.Args = append(c.Args, p.expr())
+		if p.tok == token.ELLIPSIS {
+			c.Ellipsis = p.pos
+			p.next()
+		}
+		if p.tok != token.COMMA {
+			break
+		}
+		p.next()
+	}
+	c.Rparen = p.close("an operator, a comma or )")
+	p.leave()
+	return c
+}
+
+// close reads the ) of a parenthesis or a call.
+func (p *syntax) close(expected string) token.Pos {
+	if p.tok == token.EOF {
+		p.fail(p.pos, "a parenthesis is not closed: missing )")
+	}
+	if p.tok != token.RPAREN {
+		p.fail(p.pos, "unexpected %s: expected %s here", p.what(), expected)
+	}
+	pos := p.pos
+	p.next()
+	return pos
+}
+
+// tooLong is the error of a formula over MaxLen bytes.
+func (f *Formula) tooLong() error {
+	return f.errorf(0, "the formula is %d bytes long; at most %d (1 MiB)", len(f.Src), MaxLen)
+}
