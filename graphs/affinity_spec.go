@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
@@ -158,6 +159,7 @@ type AffinityTask struct {
 	rows  *npy.Writer
 	meta  shard.Meta
 	dtype npy.Dtype
+	lock  *checkpoint.Lock // the output's, while it is written
 }
 
 // OpenAffinity validates s, reads or makes the images in dev's dtype,
@@ -258,6 +260,9 @@ func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask
 		cfg.Symmetric = need <= dev.MemLimit
 	}
 	if path != "" {
+		if t.lock, err = lockOutput(path); err != nil {
+			return nil, err
+		}
 		size := sysmem.Mul(int64(hi-lo), int64(n), int64(dt.Size()))
 		if p.topk > 0 {
 			size = sysmem.Mul(int64(hi-lo), int64(p.topk), int64(dt.Size())+8)
@@ -435,6 +440,7 @@ func (t *AffinityTask) Commit() error {
 		return err
 	}
 	t.out = nil
+	t.lock.Release()
 	return nil
 }
 
@@ -444,5 +450,6 @@ func (t *AffinityTask) Close() error {
 		t.out.Abort()
 		t.out = nil
 	}
+	t.lock.Release()
 	return nil
 }

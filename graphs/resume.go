@@ -55,6 +55,16 @@ func claimCheckpoint(out string, h checkpoint.Header, resume bool, items int, pr
 	return c, nil
 }
 
+// lockOutput locks the output out of a run without a checkpoint, refusing
+// at once when another run writes it.
+func lockOutput(out string) (*checkpoint.Lock, error) {
+	l, err := checkpoint.Take(checkpoint.Path(out))
+	if err != nil {
+		return nil, fmt.Errorf("--out %s: %w", out, err)
+	}
+	return l, nil
+}
+
 // Saved is the number of items a resumed run restores.
 func (c *claim) Saved() int {
 	if c == nil || c.saved == nil {

@@ -348,3 +348,36 @@ func TestWaveletHugeScaleRefusedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputLockAffinity: a second affinity run on an output being written
+// is refused at once, naming the live run's pid; the first finishes
+// whole and leaves no lock file.
+func TestOutputLockAffinity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "a.npy")
+	args := []string{"affinity", "-n", "6000", "--height", "64", "--width", "64", "--metric", "l1", "--batch", "64", "--out", out, "--quiet"}
+	first, se, done := startRun(t, args)
+	lock := checkpoint.LockPath(checkpoint.Path(out))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(lock); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no lock file after 30 s")
+		}
+	}
+	_, msg, code := run(t, args...)
+	want := fmt.Sprintf("another tapeloop run is writing this output (pid %d", first.Process.Pid)
+	if code != 1 || !strings.Contains(msg, want) || strings.Count(msg, "\n") != 1 {
+		t.Errorf("second run: exit %d, stderr %q; want 1 and one line saying %q", code, msg, want)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the first run: %v: %s", err, se.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 || entries[0].Name() != "a.npy" {
+		t.Errorf("the directory holds %v, want only a.npy", entries)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -125,7 +126,7 @@ func Create(path string, h Header, total int, what string) (*File, error) {
 // Count reads the checkpoint at path and returns how many items its whole
 // records hold (each item once); fs.ErrNotExist when there is no file.
 func Count(path string) (int, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +160,7 @@ type Saved struct {
 // the first item missing), in item order, for a run whose outputs are
 // written in item order.
 func Scan(path string, want Header, items int, prefix bool) (*Saved, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no checkpoint at %s", path)
 	}
@@ -214,7 +215,7 @@ func (s *Saved) Len() int { return len(s.items) }
 // another run, a repeated item) is first rewritten with just these
 // records, so that it holds each item once, in order.
 func (s *Saved) Restore(total int, what string, each func(item int, payload []byte) error) (*File, error) {
-	f, err := os.Open(s.path)
+	f, err := openRegular(s.path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -255,6 +256,20 @@ func (s *Saved) Restore(total int, what string, each func(item int, payload []by
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return openAppend(s.path, s.h.Record, s.key, len(s.items), total, what)
+}
+
+// openRegular opens the checkpoint at path for reading; something else
+// than a regular file there (a FIFO that would block, a device) is refused.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file: not a tapeloop checkpoint", path)
+	}
+	return f, nil
 }
 
 func readHeader(r io.Reader) (h Header, off int64, key uint32, err error) {

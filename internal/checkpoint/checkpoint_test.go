@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -304,4 +305,26 @@ func TestLock(t *testing.T) {
 		t.Fatalf("after Release: %v", err)
 	}
 	b.Release()
+}
+
+// TestNotARegularFile: a FIFO where the checkpoint should be is refused at
+// once, not waited on.
+func TestNotARegularFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.csv.ckpt")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 2)
+	go func() { _, err := Count(path); done <- err }()
+	go func() { _, err := Scan(path, header(), 10, false); done <- err }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("a FIFO: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("blocked on a FIFO")
+		}
+	}
 }
