@@ -167,8 +167,8 @@ func (e *BudgetError) Error() string {
 	if e.Need < 0 || e.Need == math.MaxInt64 {
 		need = "more than 8 EiB"
 	}
-	return fmt.Sprintf("plan: %s needs %s%s, over the memory limit of %s (%d bytes)",
-		e.Workload, need, what, sysmem.Format(e.Limit), e.Limit)
+	return fmt.Sprintf("plan: %s needs %s%s, over the memory limit of %s (%d bytes)%s",
+		e.Workload, need, what, sysmem.Format(e.Limit), e.Limit, limitNoteFor(e.Limit))
 }
 
 // ErrOverBudget is wrapped by BudgetError.

@@ -69,21 +69,28 @@ type Outcome struct {
 	Iterations []telemetry.Iteration
 }
 
-// resolveLimit is limit, or DefaultMemLimit when limit is 0.
+// resolveLimit is limit, or DefaultMemLimit when limit is 0. A limit
+// above what the process's address-space or data limit leaves is lowered
+// to that, one above the limit itself refused (capMemLimit).
 func resolveLimit(limit int64) (int64, error) {
 	if limit != 0 {
-		return limit, nil
+		return capMemLimit(limit)
 	}
 	return DefaultMemLimit()
 }
 
-// DefaultMemLimit is half of the memory available to this process.
+// DefaultMemLimit is half of the memory available to this process: the
+// least of what the machine, its cgroup and its own limits (ulimit -v,
+// ulimit -d, less what it has mapped and a margin for its threads and the
+// C kernels' heaps) leave (sysmem.Available).
 func DefaultMemLimit() (int64, error) {
-	a, err := sysmem.Available()
+	b, err := sysmem.Tightest()
 	if err != nil {
 		return 0, err
 	}
-	return max(a/2, 1), nil
+	limit := max(b.Left/2, 1)
+	noteDefaultLimit(limit, b)
+	return limit, nil
 }
 
 // Run plans job under cfg, compiles it once, and feeds, runs and consumes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"syscall"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/cpukern"
@@ -67,8 +68,24 @@ func Info() []InfoLine {
 		{"go", fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)},
 		{"cpus", fmt.Sprintf("%d (GOMAXPROCS %d)", runtime.NumCPU(), runtime.GOMAXPROCS(0))},
 	}
-	if a, err := sysmem.Available(); err == nil {
+	if bs, err := sysmem.Bounds(); err == nil {
+		a := bs[0].Left
+		for _, b := range bs[1:] {
+			a = min(a, b.Left)
+		}
 		l = append(l, InfoLine{"memory available", sysmem.Format(a)})
+		for _, b := range bs[1:] {
+			v := fmt.Sprintf("%s: %s, %s in use, %s left", b.Name, sysmem.Format(b.Limit), sysmem.Format(b.Used), sysmem.Format(b.Left))
+			if b.Rlimit {
+				v = fmt.Sprintf("%s: %s, %s mapped, %s kept for threads and C heaps, %s left",
+					b.Name, sysmem.Format(b.Limit), sysmem.Format(b.Used), sysmem.Format(b.Margin), sysmem.Format(b.Left))
+			}
+			l = append(l, InfoLine{"memory limit", v})
+		}
+	}
+	var files syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files) == nil {
+		l = append(l, InfoLine{"open files", fmt.Sprintf("at most %d (ulimit -n)", files.Cur)})
 	}
 	if lim, err := DefaultMemLimit(); err == nil {
 		l = append(l, InfoLine{"default --mem-limit", sysmem.Format(lim)})
