@@ -83,13 +83,14 @@ func Available() (int64, error) {
 }
 
 // ProcessLimit is the tighter of the process's address-space and data
-// limits, without a margin (Left is Limit − Used), and false when neither
-// is set: the most that any memory limit given to tapeloop can mean.
+// limits (ulimit -v, ulimit -d), false when neither is set: Limit is the
+// limit itself, Left what it leaves after what is mapped and the margin.
+// A memory limit given to tapeloop above Limit cannot be met at all, one
+// above Left not by buffers the Go runtime must allocate.
 func ProcessLimit() (Bound, bool) {
 	var best Bound
 	found := false
 	for _, b := range rlimitBounds(readStatus()) {
-		b.Left, b.Margin = max(b.Limit-b.Used, 0), 0
 		if !found || b.Left < best.Left {
 			best, found = b, true
 		}

@@ -166,7 +166,7 @@ func TestAvailableUnderUlimit(t *testing.T) {
 				t.Errorf("Tightest = %+v, %v", b, err)
 			}
 			p, ok := ProcessLimit()
-			if !ok || p.Left < a || p.Left > room || p.Name != b.Name {
+			if !ok || p.Left != a || p.Limit != int64(lim) || p.Name != b.Name {
 				t.Errorf("ProcessLimit = %+v, %v; Available %d", p, ok, a)
 			}
 		})
