@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -49,6 +50,8 @@ func claimCheckpoint(out string, h checkpoint.Header, resume bool, items int, pr
 	switch {
 	case err == nil && n > 0:
 		return nil, fmt.Errorf("--out %s: %s holds %d finished %s of an earlier run: continue it with --resume, or remove it to start over", out, path, n, what)
+	case err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.EACCES)):
+		return nil, fmt.Errorf("--out %s: %w", out, err) // the checkpoint may be fine: say only what failed
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("--out %s: %w: remove it to start over", out, err)
 	}

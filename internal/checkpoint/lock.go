@@ -32,7 +32,8 @@ var ErrLocked = errors.New("another tapeloop run is writing this output")
 func LockPath(path string) string { return strings.TrimSuffix(path, ".ckpt") + ".lock" }
 
 // Take locks the checkpoint at path (its file need not exist), or fails
-// at once with ErrLocked when another process holds it.
+// at once with ErrLocked when another process holds it. On a file system
+// without flock the Lock returned holds nothing.
 func Take(path string) (*Lock, error) {
 	lp := LockPath(path)
 	for range 10 {
@@ -45,6 +46,10 @@ func Take(path string) (*Lock, error) {
 			f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
 				return nil, fmt.Errorf("%w (%s, lock %s): wait for it to end, or stop it", ErrLocked, owner, lp)
+			}
+			if errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EINVAL) {
+				os.Remove(lp) // a file system without flock: the run goes on unlocked
+				return &Lock{}, nil
 			}
 			return nil, fmt.Errorf("lock %s: %w", lp, err)
 		}
