@@ -34,7 +34,8 @@ func (d *Device) Run(ctx context.Context, job Job) (*Outcome, error) {
 	if dj, ok := job.(DeviceJob); ok {
 		dj.SetDevice(d.op())
 	}
-	return Run(ctx, job, d.run)
+	out, err := Run(ctx, job, d.run)
+	return out, sysmem.WithFileLimit(err)
 }
 
 // WriteDOT plans w on d as a run would, compiles it and writes its graph

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
@@ -225,6 +226,9 @@ func Merge(out string, paths []string) error {
 	}()
 	for _, p := range paths {
 		z, err := npy.OpenNPZ(p)
+		if errors.Is(err, syscall.EMFILE) { // every shard stays open until the end
+			return fmt.Errorf("%w: %w (the merge of %d shards keeps them all open)", ErrShards, sysmem.WithFileLimit(err), len(paths))
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrShards, err)
 		}
