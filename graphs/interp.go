@@ -353,13 +353,54 @@ func (s InterpSpec) Validate() error {
 	if s.X == "" && (s.Points < 1 || s.Points > maxPoints) {
 		return fmt.Errorf("--points %d: want 1 to %d (2³⁶) built-in queries", s.Points, int64(maxPoints))
 	}
-	if s.DX != nil && s.F == "" && s.Grid >= 4 {
-		if err := checkGridEnd(s.A, *s.DX, s.Grid); err != nil {
+	if s.DX != nil {
+		if err := checkDX(*s.DX); err != nil {
 			return err
+		}
+		if s.F == "" && s.Grid >= 4 {
+			if err := checkGridEnd(s.A, *s.DX, s.Grid); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
+
+// checkDX refuses a grid spacing the interpolation cannot compute with:
+// not a finite number above 0, or so small (subnormal) or so large that
+// it or its reciprocal, by which every query is placed on the grid, is
+// not a normal number.
+func checkDX(dx float64) error {
+	switch {
+	case math.IsNaN(dx) || math.IsInf(dx, 0) || dx <= 0:
+		return fmt.Errorf("--dx %g: the grid spacing must be a finite number above 0", dx)
+	case dx < minNormal:
+		return fmt.Errorf("--dx %g: too small: a grid spacing must be at least %g (a subnormal spacing has too few digits)", dx, minNormal)
+	case 1/dx < minNormal:
+		return fmt.Errorf("--dx %g: too large: 1/dx is %g, below the smallest normal number %g", dx, 1/dx, minNormal)
+	}
+	return nil
+}
+
+// checkGrid32 refuses a grid that float32 queries cannot lie on: a
+// spacing below float32's smallest normal number (the queries would keep
+// too few digits, or be rounded to 0), or a grid whose end a + (G+1)·dx
+// is beyond float32's range (the queries would be infinite).
+func checkGrid32(a, dx float64, g int) error {
+	if math.IsNaN(a) || math.IsInf(a, 0) || !(dx > 0) || math.IsInf(dx, 0) {
+		return nil // ops.NewInterpTable names these
+	}
+	if dx < math.SmallestNonzeroFloat32*(1<<23) {
+		return fmt.Errorf("--dx %g: too small for float32 queries (at least %g); use --dtype float64", dx, math.SmallestNonzeroFloat32*(1<<23))
+	}
+	if lo, hi := math.Abs(a), math.Abs(a+float64(g+1)*dx); max(lo, hi) > math.MaxFloat32 {
+		return fmt.Errorf("--a %g, --dx %g: the grid's end a + (G+1)·dx = %g is beyond float32's range (%g); use --dtype float64", a, dx, a+float64(g+1)*dx, math.MaxFloat32)
+	}
+	return nil
+}
+
+// minNormal is the smallest normal float64, 2⁻¹⁰²².
+const minNormal = 0x1p-1022
 
 const (
 	// maxTable is the most values the built-in table may have.
@@ -378,6 +419,10 @@ func checkGridEnd(a, dx float64, g int) error {
 	}
 	if end := a + float64(g-1)*dx; math.IsInf(end, 0) || math.IsNaN(end) {
 		return fmt.Errorf("--dx %g: the grid's last point a + (G−1)·dx = %g + %d·%g is not finite", dx, a, g-1, dx)
+	}
+	// Queries are clamped to a + (G+1)·dx, one step past the padding.
+	if ub := a + float64(g+1)*dx; math.IsInf(ub, 0) || math.IsInf(float64(g+1)*dx, 0) {
+		return fmt.Errorf("--dx %g: the grid's extent (G+1)·dx = %d·%g is not finite", dx, g+1, dx)
 	}
 	return nil
 }
@@ -430,11 +475,19 @@ func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err 
 	dx := 1 / float64(g-1)
 	if s.DX != nil {
 		dx = *s.DX
+		if err := checkDX(dx); err != nil {
+			return nil, err
+		}
 		if err := checkGridEnd(s.A, dx, g); err != nil {
 			return nil, err
 		}
 	}
 	dt := dev.Dtype()
+	if dt == tensor.Float32 {
+		if err := checkGrid32(s.A, dx, g); err != nil {
+			return nil, err
+		}
+	}
 	tab, err := ops.NewInterpTable(f, m, g, s.A, dx, reduce, method, dt)
 	if err != nil {
 		return nil, err

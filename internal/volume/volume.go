@@ -143,6 +143,9 @@ func Check(v *Volume) error {
 		if !(v.Spacing[a] > 0) || math.IsInf(v.Spacing[a], 0) {
 			return fmt.Errorf("%w: spacing %v: every component must be positive and finite", ErrVolume, v.Spacing)
 		}
+		if err := checkSpacing(v, a); err != nil {
+			return err
+		}
 		if math.IsNaN(v.Origin[a]) || math.IsInf(v.Origin[a], 0) {
 			return fmt.Errorf("%w: origin %v is not finite", ErrVolume, v.Origin)
 		}
@@ -158,6 +161,25 @@ func Check(v *Volume) error {
 			ny, nz := v.N[1], v.N[2]
 			return fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrVolume, int64(i)/(ny*nz), int64(i)/nz%ny, int64(i)%nz, x)
 		}
+	}
+	return nil
+}
+
+// checkSpacing refuses a spacing along axis a that rays cannot be traced
+// with: one so small (subnormal) or so large that it, its reciprocal (by
+// which positions become voxel indices) or the volume's extent along the
+// axis, spacing·n, is not a normal number.
+func checkSpacing(v *Volume, a int) error {
+	const minNormal = 0x1p-1022 // the smallest normal float64
+	s := v.Spacing[a]
+	ext := s * float64(v.N[a])
+	switch {
+	case s < minNormal:
+		return fmt.Errorf("%w: spacing %v: %g is too small (below %g, the smallest normal number)", ErrVolume, v.Spacing, s, minNormal)
+	case 1/s < minNormal:
+		return fmt.Errorf("%w: spacing %v: %g is too large (1/spacing %g is below the smallest normal number)", ErrVolume, v.Spacing, s, 1/s)
+	case math.IsInf(ext, 0) || 1/ext < minNormal:
+		return fmt.Errorf("%w: spacing %v: the extent %g·%d along axis %d is too large", ErrVolume, v.Spacing, s, v.N[a], a)
 	}
 	return nil
 }
