@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -440,6 +441,7 @@ type InterpTask struct {
 	closer []io.Closer
 	out    *atomicfile.File
 	writer *npy.Writer
+	lock   *checkpoint.Lock // the output's, while it is written
 }
 
 // OpenInterp validates s, reads the table, opens the queries and creates
@@ -512,6 +514,9 @@ func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err 
 		}
 	}
 	if s.Out != "" && withOutput {
+		if t.lock, err = lockOutput(s.Out); err != nil {
+			return nil, err
+		}
 		shape := []int{q.Len()}
 		if reduce == ops.ReduceNone {
 			shape = append(shape, m)
@@ -620,6 +625,7 @@ func (t *InterpTask) Commit() error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	t.out = nil
+	t.lock.Release()
 	return nil
 }
 
@@ -633,5 +639,6 @@ func (t *InterpTask) Close() error {
 		t.out.Abort()
 		t.out = nil
 	}
+	t.lock.Release()
 	return nil
 }
