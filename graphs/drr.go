@@ -552,6 +552,11 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 			return nil, err
 		}
 	}
+	if s.Volume == "" {
+		if err := checkVoxelsFit("drr's phantom", [3]int64{int64(s.Size), int64(s.Size), int64(s.Size)}, dev.MemLimit); err != nil {
+			return nil, fmt.Errorf("--size %d: %w", s.Size, err)
+		}
+	}
 	v, err := s.loadVolume(p)
 	if err != nil {
 		return nil, err

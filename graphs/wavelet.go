@@ -809,6 +809,11 @@ func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, e
 	if err != nil {
 		return nil, err
 	}
+	if s.Volume == "" {
+		if err := checkVoxelsFit("wavelet's volume", [3]int64{int64(p.size[0]), int64(p.size[1]), int64(p.size[2])}, dev.MemLimit); err != nil {
+			return nil, fmt.Errorf("--size %s: %w", s.Size, err)
+		}
+	}
 	v, n, err := s.volume(p)
 	if err != nil {
 		return nil, err

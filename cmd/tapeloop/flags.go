@@ -24,7 +24,7 @@ const (
 // Engine flags, shared by every workload command.
 var (
 	memLimitFlag = &cli.StringFlag{Name: "mem-limit", Category: catEngine, EnvVars: []string{"TAPELOOP_MEM_LIMIT"},
-		Usage: "memory the planned buffers may take, e.g. 512MiB or 2GB (default: half of available memory)"}
+		Usage: "memory the planned buffers may take, e.g. 512MiB or 2GB (default: half of available memory, within the cgroup and ulimit -v/-d; a value above what ulimit -v/-d leaves is lowered to that, one above the ulimit itself refused)"}
 	batchFlag  = &cli.IntFlag{Name: "batch", Category: catEngine, Usage: "batch size, overriding the planner"}
 	deviceFlag = &cli.StringFlag{Name: "device", Category: catEngine, Value: "cpu", EnvVars: []string{"TAPELOOP_DEVICE"},
 		Usage: "where to run: cpu or cuda"}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	_ "github.com/tapeloop/tapeloop/internal/startup" // a tiny ulimit -n refused before start-up fails
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 // stopGrace is how long a run has, after SIGINT or SIGTERM, to stop by
@@ -54,6 +56,7 @@ func main() {
 		err = werr
 	}
 	if err != nil {
+		err = sysmem.WithFileLimit(err) // "too many open files" says the limit
 		msg := strings.ReplaceAll(err.Error(), "\n", " ")
 		fmt.Fprintln(os.Stderr, "tapeloop: "+msg)
 		os.Exit(1)

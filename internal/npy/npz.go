@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 )
 
@@ -74,7 +75,7 @@ type NPZ struct {
 // OpenNPZ opens the archive at path.
 func OpenNPZ(path string) (*NPZ, error) {
 	f, err := OpenFile(path)
-	if errors.Is(err, ErrNotRegular) {
+	if errors.Is(err, ErrNotRegular) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 		return nil, err
 	}
 	var st os.FileInfo

@@ -2,10 +2,13 @@ package shard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"syscall"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 // RangeFormat names the format of the shard files of the workloads whose
@@ -128,6 +131,9 @@ func OpenRange(workload string, paths []string) (_ []RangeShard, err error) {
 	}()
 	for _, p := range paths {
 		z, err := npy.OpenNPZ(p)
+		if errors.Is(err, syscall.EMFILE) {
+			return nil, fmt.Errorf("%w: %w (the merge of %d shards keeps them all open)", ErrShards, sysmem.WithFileLimit(err), len(paths))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrShards, err)
 		}
