@@ -50,8 +50,7 @@ func (a *Arena) Alloc(bytes int64) (DevicePtr, error) {
 	return a.base + DevicePtr(off), nil
 }
 
-// Used is the number of bytes handed out; Size the arena's size.
-func (a *Arena) Used() int64 { return a.off }
+// Size is the arena's size in bytes.
 func (a *Arena) Size() int64 { return a.size }
 
 // Free releases the allocation.
