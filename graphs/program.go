@@ -115,12 +115,6 @@ func owned(n *G.Node) bool {
 	return ok && n.Op() != nil && o.OwnsOutput()
 }
 
-// InputNodes are the graph's input nodes.
-func (p *Program) InputNodes() []*G.Node { return p.inNodes }
-
-// OutputNodes are the graph's output nodes.
-func (p *Program) OutputNodes() []*G.Node { return p.outNode }
-
 // Feed copies src into input i. src must have the input's dtype and shape,
 // except that its first dimension may be shorter than the batch (a short
 // last batch); call Pad with that length after feeding every input.
