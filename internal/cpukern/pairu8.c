@@ -260,19 +260,19 @@ static void pairs_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_
 
 static int has_vnni = -1;
 
-const char *tl_pair_u8_isa(void) {
+// detect_vnni sets has_vnni, once, from what the CPU has.
+static void detect_vnni(void) {
   if (has_vnni < 0) {
     __builtin_cpu_init();
     has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   }
-  return has_vnni ? "avx512vnni" : "scalar";
 }
 
 void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
                 int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32, double *out64,
                 int64_t ldo) {
-  tl_pair_u8_isa();
+  detect_vnni();
   if (has_vnni && metric != TL_U8_L1 &&
       dots_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, out32, out64, ldo) == 0)
     return;
@@ -288,12 +288,12 @@ void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, 
 }
 
 int tl_pair_u8_limit(int vnni) {
-  tl_pair_u8_isa();
+  detect_vnni();
   int before = has_vnni;
   if (!vnni) has_vnni = 0;
   else {
     has_vnni = -1;
-    tl_pair_u8_isa();
+    detect_vnni();
   }
   return before;
 }

@@ -62,9 +62,6 @@ func PairU8[T float32 | float64](x *U8Rows, a0, m, b0, n int, k U8Metric, out []
 		(*C.int64_t)(&x.SumSq[a0]), (*C.int64_t)(&x.SumSq[b0]), o32, o64, C.int64_t(ldo))
 }
 
-// PairU8ISA names what PairU8 runs on: "avx512vnni" or "scalar".
-func PairU8ISA() string { return C.GoString(C.tl_pair_u8_isa()) }
-
 // limitU8 makes PairU8 use its portable loops (vnni false) or what the CPU
 // has, for tests; not safe while kernels run.
 func limitU8(vnni bool) bool {

@@ -12,8 +12,6 @@ enum { TL_U8_L1 = 0, TL_U8_L2 = 1, TL_U8_DOT = 2, TL_U8_COSINE = 3 };
 void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
                 int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32, double *out64,
                 int64_t ldo);
-// "avx512vnni" or "scalar": what tl_pair_u8 runs on.
-const char *tl_pair_u8_isa(void);
 
 // tl_pair_u8_limit: with vnni 0, tl_pair_u8 uses its portable loops (for
 // tests); with 1, what the CPU has. Returns whether VNNI was in use.
