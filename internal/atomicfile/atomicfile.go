@@ -45,6 +45,13 @@ func untrack(name string) {
 	delete(pending.files, name)
 }
 
+// Track adds name, a file of this process's own that must not outlive it
+// (a lock file), to the files RemovePending removes; Untrack takes it off.
+func Track(name string) { track(name) }
+
+// Untrack takes name, given to Track, off the pending files.
+func Untrack(name string) { untrack(name) }
+
 // RemovePending removes every pending temporary file and then the pending
 // directories that are left empty. It is safe to call from a signal
 // handler's goroutine while other goroutines write.

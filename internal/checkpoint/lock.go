@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
 )
 
 // A Lock is held by the process writing a checkpoint and its run's
@@ -68,6 +70,7 @@ func Take(path string) (*Lock, error) {
 			return nil, fmt.Errorf("lock %s: %w", lp, err)
 		}
 		l := &Lock{f: f, path: lp}
+		atomicfile.Track(lp) // a process ending on a fatal error removes it too
 		held.Lock()
 		if held.locks == nil {
 			held.locks = map[*Lock]bool{}
@@ -110,6 +113,7 @@ func (l *Lock) release() {
 	}
 	delete(held.locks, l)
 	os.Remove(l.path) // while still locked: a process that opened it retries
+	atomicfile.Untrack(l.path)
 	l.f.Close()
 	l.f = nil
 }
