@@ -355,7 +355,7 @@ __attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol,
 }
 
 static int trilinear16_ok(const tl_volume *vol) {
-  return tl_cpu_isa() == 2 && vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
+  return tl_cpu_isa() == TL_ISA_AVX512 && vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
 }
 
 void tl_rays(const tl_volume *vol, int padded, int64_t nrays, const double *src, const double *dst, float *out,

@@ -397,15 +397,15 @@ static void fan(const tl_volume *vol, int padded, const tl_fan *f, float *out, d
                 int64_t *cell) {
   const int isa = tl_cpu_isa();
   const int along = f->dd[0] == 0 && f->dd[1] == 0, small = vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
-  if (step > 0 && f->lref > 0 && padded && along && vol->n[2] >= 2 && small && isa >= 1) {
-    if (isa == 2)
+  if (step > 0 && f->lref > 0 && padded && along && vol->n[2] >= 2 && small && isa >= TL_ISA_AVX2) {
+    if (isa == TL_ISA_AVX512)
       fanz_avx512(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, step, f->lref);
     else
       fanz_avx2(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, step, f->lref);
     return;
   }
-  if (step <= 0 && along && seg && (isa == 2 || (isa == 1 && small))) {
-    if (isa == 2)
+  if (step <= 0 && along && seg && (isa == TL_ISA_AVX512 || (isa == TL_ISA_AVX2 && small))) {
+    if (isa == TL_ISA_AVX512)
       fan_siddon_avx512(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, seg, cell);
     else
       fan_siddon_avx2(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, seg, cell);

@@ -125,11 +125,11 @@ static double tl_fx_scalar(int32_t op, double a, double b, double c) {
 #undef FN
 #undef SFX
 
-#define PICK(name, suf, args)                       \
-  switch (tl_cpu_isa()) {                           \
-  case 2: name##_##suf##_512 args; break;           \
-  case 1: name##_##suf##_256 args; break;           \
-  default: name##_##suf##_128 args;                 \
+#define PICK(name, suf, args)                         \
+  switch (tl_cpu_isa()) {                             \
+  case TL_ISA_AVX512: name##_##suf##_512 args; break; \
+  case TL_ISA_AVX2: name##_##suf##_256 args; break;   \
+  default: name##_##suf##_128 args;                   \
   }
 
 void tl_fx_run_f32(const tl_fx_prog *p, int64_t n, const float *const *in, float *const *out, double *s,

@@ -337,14 +337,14 @@ static inline void cols_sse2(const double *p, const int64_t *off, int n, __m128d
 // ---- entry points ----
 
 #define GRID {a, dx, ub, (double)(g - 2), 1 / dx}
-#define PICK(name, TS, ...)                                    \
-  do {                                                         \
-    const tl_grid grid = GRID;                                 \
-    switch (tl_cpu_isa()) {                                    \
-    case 2: name##_##TS##_avx512(__VA_ARGS__); break;          \
-    case 1: name##_##TS##_avx2(__VA_ARGS__); break;            \
-    default: name##_##TS##_sse2(__VA_ARGS__);                  \
-    }                                                          \
+#define PICK(name, TS, ...)                                       \
+  do {                                                            \
+    const tl_grid grid = GRID;                                    \
+    switch (tl_cpu_isa()) {                                       \
+    case TL_ISA_AVX512: name##_##TS##_avx512(__VA_ARGS__); break; \
+    case TL_ISA_AVX2: name##_##TS##_avx2(__VA_ARGS__); break;     \
+    default: name##_##TS##_sse2(__VA_ARGS__);                     \
+    }                                                             \
   } while (0)
 
 void tl_interp_gram_f32(int64_t n, const float *x, float *out, int64_t g, double a, double dx, double ub,

@@ -116,20 +116,20 @@ DEFINE_ISAS(l1, OP_L1, SOP_L1, -)
 DEFINE_ISAS(l2, OP_L2, SOP_L2, -)
 DEFINE_ISAS(dot, OP_DOT, SOP_DOT, +)
 
-static int isa = -1; // 2: avx512f, 1: avx2, 0: sse2
+static int isa = -1; // a TL_ISA_ level, once picked
 
 static int pick(void) {
   if (isa < 0) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) isa = 2;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa = 1;
-    else isa = 0;
+    if (__builtin_cpu_supports("avx512f")) isa = TL_ISA_AVX512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa = TL_ISA_AVX2;
+    else isa = TL_ISA_SSE2;
   }
   return isa;
 }
 
 const char *tl_pairdist_isa(void) {
-  static const char *names[] = {"sse2", "avx2", "avx512f"};
+  static const char *names[] = {[TL_ISA_SSE2] = "sse2", [TL_ISA_AVX2] = "avx2", [TL_ISA_AVX512] = "avx512f"};
   return names[pick()];
 }
 
@@ -149,13 +149,13 @@ const char *tl_pairdist_isa(void) {
 void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *out, int64_t ldo, int metric) {
   // Dot products on AVX-512: the packed matrix product of gemm.c.
-  if (metric == 2 && pick() == 2 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, -1) == 0) return;
+  if (metric == 2 && pick() == TL_ISA_AVX512 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, -1) == 0) return;
   DISPATCH(float, f32)
 }
 
 void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
                       float *out, int64_t ldo, int64_t lower) {
-  if (pick() == 2 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, lower) == 0) return;
+  if (pick() == TL_ISA_AVX512 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, lower) == 0) return;
   const int metric = 2;
   DISPATCH(float, f32)
 }
@@ -170,6 +170,6 @@ int tl_cpu_isa(void) { return pick(); }
 int tl_limit_isa(int limit) {
   int before = pick();
   isa = -1;
-  if (pick() > limit) isa = limit < 0 ? 0 : limit;
+  if (pick() > limit) isa = limit < TL_ISA_SSE2 ? TL_ISA_SSE2 : limit;
   return before;
 }

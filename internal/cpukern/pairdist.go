@@ -59,9 +59,17 @@ func PairDist64(m, n, d int, a []float64, lda int, b []float64, ldb int, out []f
 // PairDistISA names the instruction set the distance kernels run on.
 func PairDistISA() string { return C.GoString(C.tl_pairdist_isa()) }
 
-// limitISA makes the kernels use at most isa (2 avx512f, 1 avx2, 0 sse2) and
-// returns the one they used before, so that tests reach every path on one
-// machine. Not safe while kernels run.
+// The instruction sets the kernels dispatch to, in increasing order: the
+// levels of TL_ISA_ in pairdist.h.
+const (
+	isaSSE2   = C.TL_ISA_SSE2
+	isaAVX2   = C.TL_ISA_AVX2
+	isaAVX512 = C.TL_ISA_AVX512
+)
+
+// limitISA makes the kernels use at most level isa and returns the one
+// they used before, so that tests reach every path on one machine. Not
+// safe while kernels run.
 func limitISA(isa int) int { return int(C.tl_limit_isa(C.int(isa))) }
 
 // checkDims panics, as BLAS does, on arguments that would read or write
@@ -83,4 +91,4 @@ func checkDims(m, n, d, la, lda, lb, ldb, lo, ldo int) {
 
 // GEMM reports whether float32 dot products run on the packed matrix
 // product (an AVX-512 CPU).
-func GEMM() bool { return C.tl_cpu_isa() == 2 }
+func GEMM() bool { return C.tl_cpu_isa() == isaAVX512 }

@@ -16,11 +16,13 @@ void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t l
                       float *out, int64_t ldo, int64_t lower);
 void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
                      const double *b, int64_t ldb, double *out, int64_t ldo, int metric);
+// The instruction sets the kernels dispatch to, in increasing order.
+enum { TL_ISA_SSE2 = 0, TL_ISA_AVX2 = 1, TL_ISA_AVX512 = 2 };
 // Which instruction set the kernels dispatch to: "avx512f", "avx2" or "sse2".
 const char *tl_pairdist_isa(void);
-// The instruction set the kernels use: 2 avx512f, 1 avx2, 0 sse2.
+// The instruction set the kernels use: a TL_ISA_ level.
 int tl_cpu_isa(void);
-// tl_limit_isa makes the kernels use at most isa (for tests of the other
+// tl_limit_isa makes the kernels use at most level isa (for tests of the other
 // paths) and returns the one they used before; not safe to call while
 // kernels run.
 int tl_limit_isa(int isa);

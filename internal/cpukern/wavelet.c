@@ -60,16 +60,16 @@ void tl_hat_mul(const float *spec, float *dst, int64_t p0, int64_t p1, int64_t p
   const int64_t p[3] = {p0, p1, p2};
   const double b[6] = {b00, b01, b02, b11, b12, b22};
   switch (tl_cpu_isa()) {
-  case 2: hat_mul_512(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
-  case 1: hat_mul_256(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
+  case TL_ISA_AVX512: hat_mul_512(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
+  case TL_ISA_AVX2: hat_mul_256(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
   default: hat_mul_128(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy);
   }
 }
 
 void tl_block_sums(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out) {
   switch (tl_cpu_isa()) {
-  case 2: block_sums_512(x, ld, n1, n2, out); break;
-  case 1: block_sums_256(x, ld, n1, n2, out); break;
+  case TL_ISA_AVX512: block_sums_512(x, ld, n1, n2, out); break;
+  case TL_ISA_AVX2: block_sums_256(x, ld, n1, n2, out); break;
   default: block_sums_128(x, ld, n1, n2, out);
   }
 }

@@ -51,7 +51,7 @@ func hatB(rng *rand.Rand, a, xi float64) (b, m [3][3]float64) {
 func TestHatMul(t *testing.T) {
 	top := tl()
 	defer limitISA(top)
-	for isa := top; isa >= 0; isa-- {
+	for isa := top; isa >= isaSSE2; isa-- {
 		limitISA(isa)
 		testHatMul(t, isa)
 	}
@@ -147,7 +147,7 @@ func testHatMul(t *testing.T, isa int) {
 func TestBlockSums(t *testing.T) {
 	top := tl()
 	defer limitISA(top)
-	for isa := top; isa >= 0; isa-- {
+	for isa := top; isa >= isaSSE2; isa-- {
 		limitISA(isa)
 		testBlockSums(t)
 	}
