@@ -20,7 +20,6 @@ type interp1DCUDA struct {
 	*Interp1D
 	dev                     *cuda.Device
 	arena                   *cuda.Arena
-	mode                    int64
 	gram, colsum, fpT, x, y cuda.DevicePtr
 	pinned                  cuda.Pinned
 }

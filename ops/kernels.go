@@ -24,20 +24,30 @@ type launch struct {
 
 func blocks(n, block int) int { return (n + block - 1) / block }
 
+// What the interp1d_f32 kernel computes for each query, its argument mode:
+// the values of enum interp_mode in cuda/kernels/interp.cu.
+const (
+	interpGram   int64 = 0 // Σ_j v_j² from the per-cell Gram entries
+	interpColsum int64 = 1 // Σ_j v_j from the column sums
+	interpSumSq  int64 = 2 // Σ_j v_j² over the table of values
+	interpSum    int64 = 3 // Σ_j v_j over the table of values
+	interpValues int64 = 4 // all M values
+)
+
 // interpMode selects the interp1d_f32 path for op, as the CPU op does.
 func interpMode(op *Interp1D) int64 {
 	t := op.Table
 	switch {
 	case op.Reduce == ReduceSumSq && t.gram != nil:
-		return 0
+		return interpGram
 	case op.Reduce == ReduceSum && t.colsum != nil:
-		return 1
+		return interpColsum
 	case op.Reduce == ReduceNone:
-		return 4
+		return interpValues
 	case op.Reduce == ReduceSumSq:
-		return 2
+		return interpSumSq
 	}
-	return 3
+	return interpSum
 }
 
 func interpLaunch[P any](op *Interp1D, x, gram, colsum, fpT, out P) launch {

@@ -18,11 +18,16 @@ __device__ static int weights(double x, double a, double dx, double ub, int g, d
   return s;
 }
 
-// mode 0: Σ_j v_j² from the per-cell Gram entries gram[10·s …] (g00 g01
-// g02 g03 g11 g12 g13 g22 g23 g33); mode 1: Σ_j v_j from the column sums;
-// mode 2: Σ_j v_j² and mode 3: Σ_j v_j over fpT, the (G+2, M) transposed
-// padded table; mode 4: all M values, out (n, M). Scalar parameters are
-// 8 bytes wide: gorgonia.org/cu passes 8 bytes per kernel argument.
+// What interp1d_f32 computes for each query (its argument mode; ops names
+// the same values in kernels.go): INTERP_GRAM Σ_j v_j² from the per-cell
+// Gram entries gram[10·s …] (g00 g01 g02 g03 g11 g12 g13 g22 g23 g33);
+// INTERP_COLSUM Σ_j v_j from the column sums; INTERP_SUMSQ Σ_j v_j² and
+// INTERP_SUM Σ_j v_j over fpT, the (G+2, M) transposed padded table;
+// INTERP_VALUES all M values, out (n, M).
+enum interp_mode { INTERP_GRAM = 0, INTERP_COLSUM = 1, INTERP_SUMSQ = 2, INTERP_SUM = 3, INTERP_VALUES = 4 };
+
+// Scalar parameters are 8 bytes wide: gorgonia.org/cu passes 8 bytes per
+// kernel argument.
 extern "C" __global__ void interp1d_f32(const float *x, long n, double a, double dx, double ub, long g, long m,
                                         long mode, const double *gram, const double *colsum, const float *fpT,
                                         float *out) {
@@ -30,7 +35,7 @@ extern "C" __global__ void interp1d_f32(const float *x, long n, double a, double
   if (q >= n) return;
   double w[4];
   int s = weights((double)x[q], a, dx, ub, (int)g, w);
-  if (mode == 0) {
+  if (mode == INTERP_GRAM) {
     const double *e = gram + 10 * (long)s;
     double r = w[0] * (w[0] * e[0] + 2 * (w[1] * e[1] + w[2] * e[2] + w[3] * e[3])) +
                w[1] * (w[1] * e[4] + 2 * (w[2] * e[5] + w[3] * e[6])) + w[2] * (w[2] * e[7] + 2 * w[3] * e[8]) +
@@ -38,7 +43,7 @@ extern "C" __global__ void interp1d_f32(const float *x, long n, double a, double
     out[q] = (float)r;
     return;
   }
-  if (mode == 1) {
+  if (mode == INTERP_COLSUM) {
     out[q] = (float)(w[0] * colsum[s] + w[1] * colsum[s + 1] + w[2] * colsum[s + 2] + w[3] * colsum[s + 3]);
     return;
   }
@@ -47,10 +52,10 @@ extern "C" __global__ void interp1d_f32(const float *x, long n, double a, double
   double acc = 0;
   for (int j = 0; j < m; j++) {
     float v = w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j];
-    if (mode == 4)
+    if (mode == INTERP_VALUES)
       out[(long)q * m + j] = v;
     else
-      acc += mode == 2 ? (double)v * v : (double)v;
+      acc += mode == INTERP_SUMSQ ? (double)v * v : (double)v;
   }
-  if (mode != 4) out[q] = (float)acc;
+  if (mode != INTERP_VALUES) out[q] = (float)acc;
 }
