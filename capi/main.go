@@ -4,7 +4,7 @@
 //
 // Every function returns NULL on success or an error message the caller
 // frees with tl_free; a message that begins "interrupted: " says the call
-// was stopped by SIGINT (see watch). Handles are positive integers. A
+// was stopped by SIGINT (see runWatched). Handles are positive integers. A
 // caller's buffers are read and written only during the call that receives
 // them and are never kept. A Go panic becomes an error; nothing exits the
 // process.
@@ -42,12 +42,17 @@ type program interface {
 }
 
 // object is one compiled workload behind a handle; mu serializes its
-// calls, watched counts its calls in progress that SIGINT stops (watch).
+// calls. sigMu guards watched (a call that SIGINT stops is in progress)
+// and seq0 (the SIGINTs taken before it began; see runWatched); stops
+// counts tl_interrupt's requests.
 type object struct {
 	mu      sync.Mutex
 	closed  bool
 	prog    program
-	watched atomic.Int32
+	sigMu   sync.Mutex
+	watched bool
+	seq0    uint32
+	stops   atomic.Int64
 }
 
 var (
@@ -75,7 +80,7 @@ func lookup(h C.int64_t) (*object, error) {
 }
 
 // call runs f on the program behind h, of type P, holding its lock; with
-// interruptible, SIGINT during f stops it (see watch).
+// interruptible, SIGINT during f stops it (see runWatched).
 func call[P program](h C.int64_t, what string, interruptible C.int, f func(P) error) error {
 	o, err := lookup(h)
 	if err != nil {
@@ -90,11 +95,11 @@ func call[P program](h C.int64_t, what string, interruptible C.int, f func(P) er
 	if o.closed {
 		return fmt.Errorf("handle %d: closed", h)
 	}
+	run := func() error { return f(p) }
 	if interruptible != 0 {
-		watch(o)
-		defer unwatch(o)
+		return runWatched(o, run)
 	}
-	return f(p)
+	return runPlain(o, run)
 }
 
 // guard runs f, turning its error or panic into a C string for the caller
@@ -260,7 +265,8 @@ func tl_close(h C.int64_t) *C.char {
 
 // tl_interrupt stops the call in progress on h, if any, as soon as its
 // work reaches a check (between blocks); that call then fails with an
-// "interrupted: " message. It does not wait for the call.
+// "interrupted: " message. It does not wait for the call; with no call
+// in progress it does nothing.
 //
 //export tl_interrupt
 func tl_interrupt(h C.int64_t) *C.char {
@@ -269,6 +275,7 @@ func tl_interrupt(h C.int64_t) *C.char {
 		if err != nil {
 			return err
 		}
+		o.stops.Add(1)
 		o.prog.Interrupt()
 		return nil
 	})

@@ -1,67 +1,229 @@
 package main
 
-import (
-	"os"
-	"os/signal"
-	"sync"
-	"sync/atomic"
-	"syscall"
-)
+// SIGINT during a call. The Go runtime never handles SIGINT in this
+// library: nothing here calls signal.Notify. In a library built with
+// -buildmode=c-shared, Notify puts Go's handler in front of the program's
+// and Reset puts the program's back, and a SIGINT that arrives on a thread
+// Go does not own while the two are being swapped makes the runtime
+// re-install its own handler after handing the signal on; the next Notify
+// then saves Go's handler as "the program's", and SIGINT forwards to
+// itself until the stack overflows. A storm of SIGINTs during short calls
+// hits that window.
+//
+// Instead a handler written in C (below) sits in front of the program's
+// own (Python's) and never leaves: it counts the interruptible calls in
+// progress, and a SIGINT that finds one is taken: counted, and a byte is
+// written to a pipe, which forward reads to stop those calls. A SIGINT
+// that finds none goes straight on to the program's handler, as if the
+// library were not there. A call learns that it was interrupted from the
+// count, not from the pipe, so a SIGINT taken just as the call ends is
+// never lost: the call reports it (KeyboardInterrupt in Python).
 
-// SIGINT during a call. A Go library inside another program (here
-// Python) leaves SIGINT to that program's handler, and Python's only
-// raises KeyboardInterrupt once the call has returned to it. So the first
-// interruptible call takes SIGINT (signal.Notify), and each SIGINT then
-// stops every interruptible call in progress. A SIGINT that finds none in
-// progress is handed back: signal.Reset restores the program's own handler
-// and the signal is raised again for it; the next interruptible call takes
-// SIGINT again. Taking it once, not per call, keeps sigaction out of every
-// call, and a call only counts itself in and out (object.watched).
-var sig struct {
-	once  sync.Once
-	mu    sync.Mutex // guards taken's changes and the hand-back
-	ch    chan os.Signal
-	taken atomic.Bool
+/*
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <unistd.h>
+
+// tl_word: the interruptible calls in progress (low 32 bits) and the
+// SIGINTs taken from the program while one was (high 32 bits, wrapping).
+static uint64_t tl_word;
+// tl_next: the handler a SIGINT with no such call is passed on to; never
+// tl_on_sigint itself, SIG_DFL or SIG_IGN.
+static void *tl_next;
+static int tl_pipe[2] = {-1, -1};
+static pthread_mutex_t tl_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void tl_on_sigint(int sig, siginfo_t *info, void *ctx) {
+	int saved = errno;
+	uint64_t w = __atomic_load_n(&tl_word, __ATOMIC_SEQ_CST);
+	for (;;) {
+		if ((uint32_t)w == 0) {
+			void (*next)(int, siginfo_t *, void *) = __atomic_load_n(&tl_next, __ATOMIC_SEQ_CST);
+			if (next != 0) {
+				next(sig, info, ctx); // a handler of one argument ignores the other two
+			}
+			break;
+		}
+		if (__atomic_compare_exchange_n(&tl_word, &w, w + ((uint64_t)1 << 32), 0, __ATOMIC_SEQ_CST,
+		                                __ATOMIC_SEQ_CST)) {
+			char b = 1;
+			ssize_t n = write(tl_pipe[1], &b, 1); // a full pipe already wakes the reader
+			(void)n;
+			break;
+		}
+	}
+	errno = saved;
 }
 
-// watch makes SIGINT interrupt o's call until unwatch(o).
-func watch(o *object) {
-	sig.once.Do(func() {
-		sig.ch = make(chan os.Signal, 1)
-		go forward()
-	})
-	o.watched.Add(1)
-	if !sig.taken.Load() {
-		sig.mu.Lock()
-		if !sig.taken.Load() {
-			signal.Notify(sig.ch, os.Interrupt)
-			sig.taken.Store(true)
+// A forked child has no calls in progress.
+static void tl_after_fork(void) {
+	__atomic_and_fetch(&tl_word, ~(uint64_t)0xffffffff, __ATOMIC_SEQ_CST);
+}
+
+// tl_sigint_take puts tl_on_sigint in front of SIGINT's handler unless it
+// is there already, and returns 1; or 0 when SIGINT has no handler to
+// pass the signal on to (the default action or ignored), which it leaves
+// alone. *fd receives the pipe's reading end once it exists.
+static int tl_sigint_take(int *fd) {
+	int ok = 0;
+	void *h;
+	struct sigaction cur, sa;
+	pthread_mutex_lock(&tl_mu);
+	if (tl_pipe[0] < 0) {
+		int p[2];
+		if (pipe(p) != 0) {
+			goto out;
 		}
-		sig.mu.Unlock()
+		for (int i = 0; i < 2; i++) {
+			fcntl(p[i], F_SETFL, fcntl(p[i], F_GETFL) | O_NONBLOCK);
+			fcntl(p[i], F_SETFD, FD_CLOEXEC);
+		}
+		tl_pipe[0] = p[0];
+		tl_pipe[1] = p[1];
+		pthread_atfork(0, 0, tl_after_fork);
+	}
+	*fd = tl_pipe[0];
+	if (sigaction(SIGINT, 0, &cur) != 0) {
+		goto out;
+	}
+	h = (cur.sa_flags & SA_SIGINFO) ? (void *)cur.sa_sigaction : (void *)cur.sa_handler;
+	if (h == (void *)tl_on_sigint) {
+		ok = 1;
+		goto out;
+	}
+	if (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN) {
+		goto out;
+	}
+	__atomic_store_n(&tl_next, h, __ATOMIC_SEQ_CST);
+	sa = cur; // its SA_RESTART or not, as the program chose
+	sa.sa_sigaction = tl_on_sigint;
+	sa.sa_flags = cur.sa_flags | SA_SIGINFO | SA_ONSTACK; // Go's threads run handlers on their signal stacks
+	sigfillset(&sa.sa_mask);
+	ok = sigaction(SIGINT, &sa, 0) == 0;
+out:
+	pthread_mutex_unlock(&tl_mu);
+	return ok;
+}
+
+// tl_sigint_enter counts an interruptible call in and returns the count
+// of SIGINTs taken so far; tl_sigint_leave counts it out and returns the
+// count then: a difference means a SIGINT came during the call.
+static uint32_t tl_sigint_enter(void) {
+	return (uint32_t)(__atomic_fetch_add(&tl_word, 1, __ATOMIC_SEQ_CST) >> 32);
+}
+
+static uint32_t tl_sigint_leave(void) {
+	return (uint32_t)(__atomic_fetch_sub(&tl_word, 1, __ATOMIC_SEQ_CST) >> 32);
+}
+
+static uint32_t tl_sigint_taken(void) {
+	return (uint32_t)(__atomic_load_n(&tl_word, __ATOMIC_SEQ_CST) >> 32);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/tapeloop/tapeloop/graphs"
+)
+
+// errSIGINT is a call's error when a SIGINT came while it ran but its
+// work was done before the interrupt reached it.
+var errSIGINT = fmt.Errorf("%w by SIGINT as the call finished", graphs.ErrInterrupted)
+
+// maxStale bounds the reruns of a call stopped by an interrupt meant for
+// an earlier one (see runPlain).
+const maxStale = 3
+
+var sig struct {
+	once sync.Once
+	ok   bool // the pipe exists and forward reads it
+}
+
+// take puts the SIGINT handler in place (again, if the program has
+// replaced it since) and reports whether calls can be interrupted.
+func take() bool {
+	var fd C.int
+	if C.tl_sigint_take(&fd) == 0 {
+		return false
+	}
+	sig.once.Do(func() {
+		if f := os.NewFile(uintptr(fd), "tapeloop-sigint"); f != nil {
+			sig.ok = true
+			go forward(f)
+		}
+	})
+	return sig.ok
+}
+
+// forward stops the watched calls that a SIGINT came during, each time
+// the handler writes to the pipe.
+func forward(f *os.File) {
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Read(buf); err != nil {
+			return
+		}
+		taken := uint32(C.tl_sigint_taken())
+		objMu.Lock()
+		for _, o := range objects {
+			o.sigMu.Lock()
+			if o.watched && o.seq0 != taken {
+				o.prog.Interrupt()
+			}
+			o.sigMu.Unlock()
+		}
+		objMu.Unlock()
 	}
 }
 
-func unwatch(o *object) { o.watched.Add(-1) }
-
-// forward stops every watched call on each SIGINT, or hands the signal
-// back when there is none.
-func forward() {
-	for range sig.ch {
-		objMu.Lock()
-		none := true
-		for _, o := range objects {
-			if o.watched.Load() > 0 {
-				o.prog.Interrupt()
-				none = false
+// runWatched runs a call that SIGINT interrupts: a SIGINT during it
+// makes it return an error wrapping graphs.ErrInterrupted, even when
+// the call's work was done, since the program's handler never saw it.
+func runWatched(o *object, run func() error) error {
+	if !take() {
+		return runPlain(o, run)
+	}
+	for stale := 0; ; stale++ {
+		user := o.stops.Load()
+		o.sigMu.Lock()
+		seq := uint32(C.tl_sigint_enter())
+		o.seq0, o.watched = seq, true
+		o.sigMu.Unlock()
+		err := run()
+		o.sigMu.Lock()
+		seq1 := uint32(C.tl_sigint_leave())
+		o.watched = false
+		o.sigMu.Unlock()
+		if seq1 != seq {
+			if !errors.Is(err, graphs.ErrInterrupted) {
+				err = errSIGINT
 			}
+			return err
 		}
-		objMu.Unlock()
-		if none {
-			sig.mu.Lock()
-			signal.Reset(os.Interrupt)
-			sig.taken.Store(false)
-			sig.mu.Unlock()
-			syscall.Kill(os.Getpid(), syscall.SIGINT)
+		if !errors.Is(err, graphs.ErrInterrupted) || o.stops.Load() != user || stale == maxStale {
+			return err
+		}
+	}
+}
+
+// runPlain runs a call that SIGINT does not interrupt. An interrupt that
+// reaches an object just after its call's work is done stops the next
+// call on it before that call's first block: neither a SIGINT during
+// the call nor tl_interrupt asked for it, so the call runs again.
+func runPlain(o *object, run func() error) error {
+	for stale := 0; ; stale++ {
+		user := o.stops.Load()
+		err := run()
+		if !errors.Is(err, graphs.ErrInterrupted) || o.stops.Load() != user || stale == maxStale {
+			return err
 		}
 	}
 }

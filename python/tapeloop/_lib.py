@@ -3,6 +3,7 @@ import _signal
 import _thread
 import ctypes
 import json
+import math
 import os
 import signal
 import threading
@@ -175,15 +176,58 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def config(device="cpu", gpu=None, **kw):
     """The JSON config of a create call, leaving out unset (None) values:
     the workload's settings and the engine's (device: "cpu" or "cuda", gpu:
-    its number, batch, mem_limit, dtype)."""
+    its number, batch, mem_limit, dtype). Every number in it is finite: the
+    callers check theirs by name, and one that slips through is refused
+    here rather than written as JSON's NaN, which the library cannot read."""
     if forked:
         raise Error(FORKED)
-    kw.update(device=device, gpu=None if gpu is None else int(gpu))
-    return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
+    kw.update(device=device, gpu=integer("gpu", gpu))
+    kw = {k: v for k, v in kw.items() if v is not None}
+    for k, v in kw.items():
+        try:
+            json.dumps(v, allow_nan=False)
+        except ValueError:
+            raise Error(f"{k}=: {v!r} holds a number that is not finite") from None
+    return json.dumps(kw, allow_nan=False).encode()
+
+
+def not_finite(name, v, where=""):
+    """Error: v, given for the keyword name (at where in it), is NaN or infinite."""
+    return Error(f"{name}=: {float(v)!r} is not a finite number{where}")
+
+
+def finite(name, v):
+    """v as a finite float, or Error naming the keyword (None stays None)."""
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise Error(f"{name}=: want a number, got {v!r}") from None
+    if not math.isfinite(f):
+        raise not_finite(name, f)
+    return f
+
+
+def integer(name, v):
+    """v as an int, or Error naming the keyword when it is not a whole
+    number (None stays None)."""
+    if v is None:
+        return None
+    if isinstance(v, (float, np.floating)) and not math.isfinite(v):
+        raise not_finite(name, v)
+    try:
+        i = int(v)
+        whole = float(v) == i
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole:
+        raise Error(f"{name}=: want a whole number, got {v!r}")
+    return i
 
 
 def params_of(params):
-    """params as the library takes them: names to numbers (--param k=v)."""
+    """params as the library takes them: names to finite numbers (--param k=v)."""
     if not params:
         return None
     out = {}
@@ -192,6 +236,8 @@ def params_of(params):
             out[str(k)] = float(v)
         except (TypeError, ValueError):
             raise Error(f"--param {k}={v!r}: not a number") from None
+        if not math.isfinite(out[str(k)]):
+            raise not_finite("params", v, f" (parameter {str(k)!r})")
     return out
 
 
@@ -207,12 +253,22 @@ def converted(name, x, dtype):
 
 
 def numbers(name, v, n, kind=float):
-    """v as n numbers of kind (float or int), or Error naming the argument."""
+    """v as n finite numbers of kind (float or int), or Error naming the
+    argument."""
     try:
-        t = tuple(kind(x) for x in v)
+        items = list(v)
+        f = [float(x) for x in items]
     except (TypeError, ValueError):
+        items, f = [], []
+    for i, x in enumerate(f):
+        if not math.isfinite(x):
+            shown = tuple(float(y) if isinstance(y, (float, np.floating)) else y for y in items)
+            raise not_finite(name, x, f" (item {i} of {shown!r})")
+    try:
+        t = tuple(kind(x) for x in items)
+    except (TypeError, ValueError, OverflowError):
         t = ()
-    if len(t) != n or (kind is int and any(float(x) != y for x, y in zip(v, t))):
+    if len(t) != n or (kind is int and any(x != y for x, y in zip(f, t))):
         raise Error(f"{name}: want {n} {'integers' if kind is int else 'numbers'}, got {v!r}")
     return t
 
@@ -221,6 +277,8 @@ def mem_limit_of(mem_limit):
     """mem_limit as the library takes it: bytes (int) or a size ("2GiB")."""
     if mem_limit is None:
         return None
+    if isinstance(mem_limit, (float, np.floating)):
+        return str(integer("mem_limit", mem_limit))
     return str(int(mem_limit)) if isinstance(mem_limit, (int, np.integer)) else str(mem_limit)
 
 

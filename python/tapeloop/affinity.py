@@ -4,7 +4,7 @@ import ctypes
 import numpy as np
 
 from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, check, compiled_input, config, converted,
-                   get_ident, getsignal, interruptible, lib, mem_limit_of, numbers, output, params_of)
+                   get_ident, getsignal, integer, interruptible, lib, mem_limit_of, numbers, output, params_of)
 
 
 class Affinity(Compiled):
@@ -38,11 +38,12 @@ class Affinity(Compiled):
     def __init__(self, metric=None, formula=None, params=None, *, shape, dtype="float32", method=None,
                  cols=None, topk=None, block=None, mem_limit=None, device="cpu", gpu=None):
         b, d = numbers("shape", shape, 2, int)
-        if block is not None and int(block) < 1:
+        block, cols, topk = integer("block", block), integer("cols", cols), integer("topk", topk)
+        if block is not None and block < 1:
             raise Error(f"--block {block}: must be at least 1")
         cfg = config(n=b, d=d, dtype=str(np.dtype(dtype)), metric=(metric or "dot") if (metric or not formula) else None,
-                     formula=formula, params=params_of(params), method=method, cols=cols and int(cols),
-                     topk=topk and int(topk), batch=int(block or 0), mem_limit=mem_limit_of(mem_limit),
+                     formula=formula, params=params_of(params), method=method, cols=cols,
+                     topk=topk, batch=block or 0, mem_limit=mem_limit_of(mem_limit),
                      device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_affinity_create(cfg, ctypes.byref(h)))

@@ -4,8 +4,8 @@ import warnings
 
 import numpy as np
 
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, check, config, converted, get_ident,
-                   getsignal, lib, mem_limit_of, numbers, output, params_of)
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, check, config, converted, finite, get_ident,
+                   getsignal, integer, lib, mem_limit_of, not_finite, numbers, output, params_of)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
 
@@ -83,11 +83,15 @@ class DRR(Compiled):
             dirn = converted("direction", direction, np.float64)
             if dirn.shape != (3, 3):
                 raise Error(f"direction: shape {dirn.shape}, want (3, 3): the world directions of the index axes as columns")
+            for (i, j), x in np.ndenumerate(dirn):
+                if not np.isfinite(x):
+                    raise not_finite("direction", x, f" (row {i}, column {j})")
             dirn = dirn.tolist()
         cfg = config(spacing=numbers("spacing", spacing, 3), origin=numbers("origin", origin, 3), direction=dirn,
-                     rows=rows, cols=cols, method=method, step=None if step is None else float(step), hu=bool(hu),
-                     mu_water=None if mu_water is None else float(mu_water), mu=mu, post=post,
-                     params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), batch=int(batch or 0),
+                     rows=rows, cols=cols, method=method, step=finite("step", step), hu=bool(hu),
+                     mu_water=finite("mu_water", mu_water), mu=mu, post=post,
+                     params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite),
+                     batch=integer("batch", batch) or 0,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_drr_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
@@ -99,10 +103,11 @@ class DRR(Compiled):
         """The CLI's --orbit n: n poses over 360° about the z axis through the
         volume's centre, source–detector distance sdd and source–isocentre
         distance sid (mm), square pixels of pixel mm; an (n, 14) array."""
-        if int(n) < 1:
+        n, sdd, sid, pixel = integer("orbit", n), finite("sdd", sdd), finite("sid", sid), finite("pixel", pixel)
+        if n < 1:
             raise Error(f"geometry: --orbit {n}: need at least one pose")
-        p = np.empty((int(n), 14), np.float64)
-        check(lib.tl_drr_orbit(self._handle(), int(n), float(sdd), float(sid), float(pixel), p.ctypes.data, p.size))
+        p = np.empty((n, 14), np.float64)
+        check(lib.tl_drr_orbit(self._handle(), n, sdd, sid, pixel, p.ctypes.data, p.size))
         return p
 
     def __call__(self, poses, out=None):

@@ -3,8 +3,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import (Compiled, Error, check, compiled_input, config, converted, interruptible, lib, mem_limit_of, output,
-                   params_of)
+from ._lib import (Compiled, Error, check, compiled_input, config, converted, finite, integer, interruptible, lib,
+                   mem_limit_of, output, params_of)
 
 
 class Interp(Compiled):
@@ -37,8 +37,8 @@ class Interp(Compiled):
         f = converted("f", f, np.float64)
         if f.ndim != 2:
             raise Error(f"--f: the table has shape {f.shape}, want (M, G)")
-        cfg = config(a=float(a), dx=None if dx is None else float(dx), reduce=reduce, method=method,
-                     batch=int(batch or 0), dtype=str(np.dtype(dtype)), fail_on_nonfinite=bool(fail_on_nonfinite),
+        cfg = config(a=finite("a", a), dx=finite("dx", dx), reduce=reduce, method=method,
+                     batch=integer("batch", batch) or 0, dtype=str(np.dtype(dtype)), fail_on_nonfinite=bool(fail_on_nonfinite),
                      params=params_of(params), mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_interp_create(cfg, f.ctypes.data, f.shape[0], f.shape[1], ctypes.byref(h)))

@@ -3,7 +3,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import Compiled, Error, _text, check, config, converted, interruptible, lib, mem_limit_of, params_of
+from ._lib import (Compiled, Error, _text, check, config, converted, finite, integer, interruptible, lib, mem_limit_of,
+                   params_of)
 
 
 def _values(name, x):
@@ -52,8 +53,8 @@ class Wavelet(Compiled):
             raise Error(f"--volume: the array has shape {v.shape}, want a 3-D volume")
         if isinstance(stats, dict):
             stats = [f"{name}={formula}" for name, formula in stats.items()]
-        cfg = config(a=float(a), boundary=boundary, kernel=kernel, stats=list(stats) if stats else None, params=params_of(params),
-                     fail_on_nonfinite=bool(fail_on_nonfinite), batch=int(batch or 0),
+        cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, stats=list(stats) if stats else None,
+                     params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), batch=integer("batch", batch) or 0,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_wavelet_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))

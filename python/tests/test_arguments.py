@@ -62,3 +62,80 @@ def test_bad_argument(name, call, message):
     with pytest.raises(tapeloop.Error, match=message) as e:
         call()
     assert "\n" not in str(e.value)
+
+
+# NaN and ±Inf in every numeric keyword of every object and one-shot
+# function: refused in Python, before any JSON is written, naming the
+# keyword as the caller wrote it.
+X = np.ones((5, 3), np.float32)
+F = np.ones((2, 8))
+
+
+KEYWORDS = [
+    ("Interp", "a", lambda v: tapeloop.Interp(F, a=v)),
+    ("Interp", "dx", lambda v: tapeloop.Interp(F, dx=v)),
+    ("Interp", "params", lambda v: tapeloop.Interp(F, reduce="max(v)*s", params={"s": v})),
+    ("Interp", "batch", lambda v: tapeloop.Interp(F, batch=v)),
+    ("interp", "a", lambda v: tapeloop.interp(F, [0.5], a=v)),
+    ("interp", "dx", lambda v: tapeloop.interp(F, [0.5], dx=v)),
+    ("interp", "params", lambda v: tapeloop.interp(F, [0.5], reduce="max(v)*s", params={"s": v})),
+    ("Affinity", "params", lambda v: tapeloop.Affinity(formula="sum(a*b)*s", params={"s": v}, shape=(3, 3))),
+    ("Affinity", "block", lambda v: tapeloop.Affinity("dot", shape=(3, 3), block=v)),
+    ("Affinity", "topk", lambda v: tapeloop.Affinity("dot", shape=(3, 3), topk=v)),
+    ("Affinity", "cols", lambda v: tapeloop.Affinity("dot", shape=(3, 3), cols=v)),
+    ("Affinity", "shape", lambda v: tapeloop.Affinity("dot", shape=(v, 3))),
+    ("affinity", "params", lambda v: tapeloop.affinity(X, formula="sum(a*b)*s", params={"s": v})),
+    ("affinity", "block", lambda v: tapeloop.affinity(X, block=v)),
+    ("DRR", "spacing", lambda v: tapeloop.DRR(V, spacing=(v, 1, 1), detector=(3, 3))),
+    ("DRR", "origin", lambda v: tapeloop.DRR(V, origin=(0, 0, v), detector=(3, 3))),
+    ("DRR", "direction", lambda v: tapeloop.DRR(V, direction=[[1, 0, 0], [0, v, 0], [0, 0, 1]], detector=(3, 3))),
+    ("DRR", "step", lambda v: tapeloop.DRR(V, method="trilinear", step=v, detector=(3, 3))),
+    ("DRR", "mu_water", lambda v: tapeloop.DRR(V, hu=True, mu_water=v, detector=(3, 3))),
+    ("DRR", "params", lambda v: tapeloop.DRR(V, post="p*s", params={"s": v}, detector=(3, 3))),
+    ("DRR", "detector", lambda v: tapeloop.DRR(V, detector=(v, 3))),
+    ("DRR", "batch", lambda v: tapeloop.DRR(V, detector=(3, 3), batch=v)),
+    ("DRR.orbit", "orbit", lambda v: tapeloop.DRR(V, detector=(3, 3)).orbit(v)),
+    ("DRR.orbit", "sdd", lambda v: tapeloop.DRR(V, detector=(3, 3)).orbit(2, sdd=v)),
+    ("DRR.orbit", "sid", lambda v: tapeloop.DRR(V, detector=(3, 3)).orbit(2, sid=v)),
+    ("DRR.orbit", "pixel", lambda v: tapeloop.DRR(V, detector=(3, 3)).orbit(2, pixel=v)),
+    ("drr", "spacing", lambda v: tapeloop.drr(V, (1, v, 1), orbit=2, detector=(3, 3))),
+    ("drr", "origin", lambda v: tapeloop.drr(V, origin=(v, 0, 0), orbit=2, detector=(3, 3))),
+    ("drr", "sdd", lambda v: tapeloop.drr(V, orbit=2, detector=(3, 3), sdd=v)),
+    ("drr", "sid", lambda v: tapeloop.drr(V, orbit=2, detector=(3, 3), sid=v)),
+    ("drr", "pixel", lambda v: tapeloop.drr(V, orbit=2, detector=(3, 3), pixel=v)),
+    ("drr", "step", lambda v: tapeloop.drr(V, orbit=2, detector=(3, 3), method="trilinear", step=v)),
+    ("drr", "orbit", lambda v: tapeloop.drr(V, orbit=v, detector=(3, 3))),
+    ("Wavelet", "a", lambda v: tapeloop.Wavelet(V, a=v)),
+    ("Wavelet", "params", lambda v: tapeloop.Wavelet(V, stats={"m": "max(g)*s"}, params={"s": v})),
+    ("Wavelet", "batch", lambda v: tapeloop.Wavelet(V, batch=v)),
+    ("wavelet", "a", lambda v: tapeloop.wavelet(V, 0, 0, 1, a=v)),
+    ("wavelet", "params", lambda v: tapeloop.wavelet(V, 0, 0, 1, stats={"m": "max(g)*s"}, params={"s": v})),
+    ("any", "gpu", lambda v: tapeloop.Affinity("dot", shape=(3, 3), gpu=v)),
+    ("any", "mem_limit", lambda v: tapeloop.Interp(F, mem_limit=v)),
+]
+
+
+NONFINITE = [(f"{where} {kw}={v}", kw, v, call) for v in (float("nan"), float("inf"), float("-inf"), np.float32("nan"))
+             for where, kw, call in KEYWORDS]
+
+
+@pytest.mark.parametrize("name,keyword,value,call", NONFINITE, ids=[c[0] for c in NONFINITE])
+def test_nonfinite_keyword(name, keyword, value, call):
+    with pytest.raises(tapeloop.Error) as e:
+        call(value)
+    msg = str(e.value)
+    assert msg.startswith(f"{keyword}=: {float(value)!r} is not a finite number"), msg
+    assert "\n" not in msg and "invalid character" not in msg
+
+
+# The data arguments (the wavelet's angles and stretches, poses, tables)
+# are refused by the library with its own messages.
+@pytest.mark.parametrize("name,call,message", [
+    ("xi NaN", lambda: tapeloop.wavelet(V, 0, 0, float("nan")), r"stretch ξ = NaN must be positive"),
+    ("phi Inf", lambda: tapeloop.wavelet(V, 0, float("inf"), 1), r"angles θ = 0, φ = \+Inf must be finite"),
+    ("pose NaN", lambda: tapeloop.DRR(V, detector=(3, 3))(np.full((1, 14), np.nan)), r"NaN or infinite coordinate"),
+    ("table NaN", lambda: tapeloop.interp(np.full((2, 5), np.nan), [0.5]), r"^interp: f\[0, 0\] is NaN"),
+], ids=lambda c: c if isinstance(c, str) else "")
+def test_nonfinite_data(name, call, message):
+    with pytest.raises(tapeloop.Error, match=message):
+        call()
