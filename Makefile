@@ -1,29 +1,53 @@
-# tapeloop: make run (the demo on built-in data), make test.
+# tapeloop: make run (the demo on built-in data), make test (about ten
+# minutes on 2 cores), make test-full (everything, with the full-size runs
+# and the peer comparisons; CI runs both).
 GO      ?= go
 BIN     := bin/tapeloop
 PKG     := ./cmd/tapeloop
+PYLIB   := python/tapeloop/libtapeloop.so
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/ ./ops/ ./internal/...
+# What the binaries are built from: a file target below is rebuilt only
+# when one of these is newer (the tests, the Python package and bin/ are
+# not among them).
+SOURCES := $(shell find . \( -path ./bin -o -path ./python -o -path ./.git -o -name testdata \) -prune -o \
+	\( -name '*.go' -not -name '*_test.go' -o -name '*.c' -o -name '*.h' -o -name '*.s' -o -name '*.ptx' \) -print) go.mod go.sum
 
-.PHONY: all build run test python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
+# SHORT is the go test flag that leaves out the full-size runs, the peer
+# comparisons, the long soaks and the slow fault trials (test-full sets it
+# empty, and TAPELOOP_TEST_FULL=1 then does the same for the Python tests).
+SHORT   ?= -short
+
+.PHONY: all build run test test-full python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
-build:
+build: $(BIN)
+
+$(BIN): $(SOURCES)
 	$(GO) build -o $(BIN) $(PKG)
 
 ## run: build, then run the demo: every workload on built-in data, one table.
 run: build
 	./$(BIN) demo
 
-## test: vet, the whole test suite, the engine under the race detector, the
-## GPU flavour on the CUDA emulator, and the Python package.
+## test: vet, the test suite without its full-size runs, peer comparisons
+## at full size, long soaks and slow fault trials (go test -short; every
+## kind of fault keeps a fast case), the engine under the race detector,
+## the GPU flavour on the CUDA emulator, and the Python package; about ten
+## minutes on 2 cores.
 test: test-deps
 	$(GO) vet ./...
-	$(GO) test ./...
+	$(GO) test $(SHORT) ./...
 	$(GO) test -race -short $(RACE)
-	$(MAKE) --no-print-directory test-emu
-	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-emu SHORT=$(SHORT)
+	$(MAKE) --no-print-directory test-python SHORT=$(SHORT)
+
+## test-full: all of the above with everything make test leaves out: the
+## full-size runs, the peers (plastimatch, dcm2niix, NumPy at full size),
+## the 1,000-call soaks and the random kills; tens of minutes.
+test-full:
+	$(MAKE) --no-print-directory test SHORT=
 
 ## test-emu: the GPU twins and `--device cuda` through the CLI on the CUDA
 ## emulator (build tag tapeloop_cudaemu: the kernels run on the CPU, cuBLAS
@@ -34,7 +58,7 @@ test: test-deps
 test-emu:
 	@if command -v g++ >/dev/null 2>&1; then \
 	  set -x; $(GO) vet -tags tapeloop_cudaemu ./... && \
-	  $(GO) test -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/ ./graphs/ ./cmd/tapeloop/; \
+	  $(GO) test $(SHORT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/ ./graphs/ ./cmd/tapeloop/; \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
@@ -72,17 +96,19 @@ vet:
 
 ## python: the C ABI (./capi) as python/tapeloop/libtapeloop.so, next to the
 ## pure-Python package: PYTHONPATH=python python3 -c "import tapeloop".
-PYLIB := python/tapeloop/libtapeloop.so
-python:
+python: $(PYLIB)
+
+$(PYLIB): $(SOURCES)
 	$(GO) build -buildmode=c-shared -o $(PYLIB) ./capi
 
 ## test-python: the Python package's tests (pytest, with /usr/bin/python3 and
 ## Debian's python3-numpy and python3-pytest) against NumPy, SciPy and
-## bin/tapeloop; skipped with one note where those are missing.
+## bin/tapeloop; skipped with one note where those are missing. With SHORT
+## empty (make test-full) TAPELOOP_TEST_FULL=1 adds the 1,000-call soaks.
 test-python:
 	@if /usr/bin/python3 -c 'import numpy, pytest' 2>/dev/null; then \
-	  $(MAKE) --no-print-directory build python && \
-	  cd python && /usr/bin/python3 -m pytest -q tests; \
+	  $(MAKE) --no-print-directory $(BIN) $(PYLIB) && \
+	  cd python && TAPELOOP_TEST_FULL=$(if $(SHORT),,1) /usr/bin/python3 -m pytest -q tests; \
 	else echo "note: /usr/bin/python3 with numpy and pytest (python3-numpy, python3-pytest) not found; the Python tests are skipped"; fi
 
 ## bench: the op and full-size benchmarks, with the NumPy peer side by side.
