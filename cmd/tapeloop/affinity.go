@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -95,7 +96,7 @@ func runAffinity(c *cli.Context) error {
 		}
 		metric := r.Metric
 		if r.Formula != "" {
-			metric = fmt.Sprintf("f(a, b) = %s", r.Formula)
+			metric = fmt.Sprintf("f(a, b) = %s", shortFormula(r.Formula))
 		}
 		fmt.Fprintf(stdout, "affinity: %s over %d images of %d values, rows [%d, %d), %s: sum of %s %.17g\n",
 			metric, r.N, r.D, r.Rows[0], r.Rows[1], dev.Dtype(), what, r.Checksum)
@@ -104,4 +105,18 @@ func runAffinity(c *cli.Context) error {
 	}
 	warnNonFinite(e, "--formula", r.NonFinite)
 	return nil
+}
+
+// shortFormula is f, or its start and its length when f is too long to
+// read in a result line.
+func shortFormula(f string) string {
+	const most = 160
+	if len(f) <= most {
+		return f
+	}
+	cut := 120
+	for cut > 0 && !utf8.RuneStart(f[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d characters)", f[:cut], len(f))
 }
