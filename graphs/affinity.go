@@ -125,10 +125,21 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 	if f := a.cfg.Formula; f != nil && f.Plan.Product != nil {
 		metric = ops.MetricDot
 	}
-	pw := ops.NewPairwise(d, metric, batch)
-	pw.Upper = a.cfg.Symmetric
-	pw.TF32 = a.cfg.TF32
-	pw.RowsFromData = true
+	var pw G.Op // the block's affinities: a formula per pair, 8-bit images, or a metric
+	switch f := a.cfg.Formula; {
+	case f != nil && f.Plan.Product == nil:
+		op := ops.NewPairwiseFormula(f, d, batch)
+		op.Upper, op.RowsFromData = a.cfg.Symmetric, true
+		pw = op
+	case d.U8 != nil:
+		op := ops.NewPairwiseU8(d, metric, batch)
+		op.Upper, op.RowsFromData = a.cfg.Symmetric, true
+		pw = op
+	default:
+		op := ops.NewPairwise(d, metric, batch)
+		op.Upper, op.TF32, op.RowsFromData = a.cfg.Symmetric, a.cfg.TF32, true
+		pw = op
+	}
 	apply := func(op G.Op, name string, args ...*G.Node) (*G.Node, error) {
 		n, err := G.ApplyOpWithName(op, name, args...)
 		if err != nil {
@@ -141,7 +152,6 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 		// GPU, the dot products there and the formula over them on the
 		// host).
 		if f.Plan.Product == nil {
-			pw.Formula = f
 			op, err := ops.OnDevice(pw, a.cfg.Device)
 			if err != nil {
 				return nil, nil, fmt.Errorf("affinity: %w", err)

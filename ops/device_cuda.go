@@ -22,6 +22,8 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newDRRCUDA(o, d), nil
 	case *Pairwise:
 		return newPairwiseCUDA(o, d)
+	case *PairwiseFormula:
+		return newPairFormulaCUDA(o, d)
 	case *WaveletResponse:
 		return newWaveletCUDA(o, d), nil
 	case *WaveletStats:

@@ -128,8 +128,8 @@ func TestConformancePairFormula(t *testing.T) {
 						continue // chunks are the metric twin's
 					}
 					t.Run(fmt.Sprintf("N%d_D%d/%s/%s", n, d, fc.src, c.name), func(t *testing.T) {
-						pw := NewPairwise(data, MetricDot, batch)
-						pw.Upper, pw.RowsFromData, pw.Formula = c.upper, c.fromData, pf
+						pw := NewPairwiseFormula(pf, data, batch)
+						pw.Upper, pw.RowsFromData = c.upper, c.fromData
 						op := b.place(t, pw)
 						index := make([]float64, batch) // padding rows: index 0
 						rows := make([]float64, batch*d)

@@ -36,14 +36,14 @@ func TestCUDAFormulaOnDevice(t *testing.T) {
 		idx[i] = float64(100 + i)
 	}
 	in := tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx))
-	cpu := NewPairwise(data, MetricDot, batch)
-	cpu.Formula, cpu.RowsFromData = pf, true
+	cpu := NewPairwiseFormula(pf, data, batch)
+	cpu.RowsFromData = true
 	want, err := cpu.Do(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pw := NewPairwise(data, MetricDot, batch)
-	pw.Formula, pw.RowsFromData = pf, true
+	pw := NewPairwiseFormula(pf, data, batch)
+	pw.RowsFromData = true
 	op, err := OnDevice(pw, dev)
 	if err != nil {
 		t.Fatal(err)

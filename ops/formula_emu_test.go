@@ -101,8 +101,8 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 	for _, s := range setups {
 		nr := s.pf.Plan.NRow()
 		for _, upper := range []bool{false, true} {
-			op := NewPairwise(data, MetricDot, batch)
-			op.Formula, op.Upper, op.RowsFromData = s.pf, upper, true
+			op := NewPairwiseFormula(s.pf, data, batch)
+			op.Upper, op.RowsFromData = upper, true
 			want, err := op.Do(tensor.New(tensor.WithShape(batch), tensor.WithBacking(idx)))
 			if err != nil {
 				t.Fatal(err)

@@ -129,34 +129,6 @@ func getStates[T float32 | float64](pf *PairFormula) *pairStates[T] {
 	return s
 }
 
-// formulaBlock fills columns [c0, N) of the block's b rows, images
-// idx[0], idx[1], …, by the formula's per-pair program.
-func formulaBlock[T float32 | float64](op *Pairwise, c0, b int, idx []float64, rows, x, out []T) {
-	pf := op.Formula
-	n, dd := op.Data.N, op.Data.D
-	nr := pf.Plan.NRow()
-	nc := n - c0
-	xc := x[c0*dd:]
-	parallel.For(b, 4, func(lo, hi int) {
-		st := getStates[T](pf)
-		defer pf.states.Put(st)
-		var bad int64
-		for r := lo; r < hi && !op.stopped(); r += rowChunk {
-			m := min(rowChunk, hi-r)
-			for i := range m {
-				img := int(idx[r+i])
-				copy(st.ra[i*nr:(i+1)*nr], pf.rowVals[img*nr:(img+1)*nr])
-			}
-			st.pair.Reset()
-			st.pair.Pairs(m, nc, dd, rows[r*dd:], dd, xc, dd, out[r*n+c0:], n, st.ra, pf.rowVals[c0*nr:], nr)
-			for i := range m {
-				bad += countRow(out[(r+i)*n+c0:(r+i+1)*n], c0, int(idx[r+i]), op.Upper)
-			}
-		}
-		pf.bad.Add(bad)
-	})
-}
-
 // productRows turns rows [0, b) of a block of dot products (columns
 // [c0, N)) into the formula's values in out, the rows images idx[0], ….
 func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float64, blk, out []T, cols [][]T, upper bool) {

@@ -84,9 +84,6 @@ func (op *pairwiseCUDA) WriteFull(full []float32) bool {
 func chunkRows(m int) int { return max(64, (m+4*64-1)/(4*64)*64) }
 
 func newPairwiseCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
-	if op.Formula != nil {
-		return newPairFormulaCUDA(op, dev) // pairformula_cuda.go
-	}
 	if op.Data.Dtype != tensor.Float32 {
 		return nil, fmt.Errorf("pairwise: the GPU path is float32, got %v", op.Data.Dtype)
 	}

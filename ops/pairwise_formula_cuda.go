@@ -14,7 +14,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/formula"
 )
 
-// pairFormulaCUDA is Pairwise with a Formula on a GPU: the formula's
+// pairFormulaCUDA is PairwiseFormula on a GPU: the formula's
 // per-pair kernel (formula.CUDAPair), compiled for the device when the op
 // is placed on it, one thread per pair, each reduction summed in float64.
 // The N images and their values (norms, means, … that the formula needs
@@ -24,9 +24,10 @@ import (
 // the index names.
 //
 // The emulator build does not run kernels compiled at run time: there the
-// twin computes on the CPU, as the Pairwise op does, and DeviceBytes is 0.
+// twin computes on the CPU, as the PairwiseFormula op does, and
+// DeviceBytes is 0.
 type pairFormulaCUDA struct {
-	*Pairwise
+	*PairwiseFormula
 	dev    *cuda.Device
 	kernel *formula.CUDAKernel
 	cpu    bool // the emulator: the CPU op computes
@@ -37,7 +38,7 @@ type pairFormulaCUDA struct {
 	uploaded                uint64 // the Data.Version() on the device
 }
 
-func newPairFormulaCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
+func newPairFormulaCUDA(op *PairwiseFormula, dev *cuda.Device) (G.Op, error) {
 	if op.Data.Dtype != tensor.Float32 {
 		return nil, fmt.Errorf("pairwise: the GPU path is float32, got %v", op.Data.Dtype)
 	}
@@ -45,7 +46,7 @@ func newPairFormulaCUDA(op *Pairwise, dev *cuda.Device) (G.Op, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pairwise: %w", err)
 	}
-	t := &pairFormulaCUDA{Pairwise: op, dev: dev, kernel: k}
+	t := &pairFormulaCUDA{PairwiseFormula: op, dev: dev, kernel: k}
 	if _, err := dev.LoadKernels(k.Src, formula.CUDAOptions); errors.Is(err, cuda.ErrNotEmulated) {
 		t.cpu = true
 	} else if err != nil {
@@ -116,7 +117,7 @@ func (op *pairFormulaCUDA) upload() error {
 // Do computes the block's affinities on the GPU into the op's host output.
 func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 	if op.cpu {
-		return op.Pairwise.Do(in...)
+		return op.PairwiseFormula.Do(in...)
 	}
 	rows, lo, m, c0, err := op.block(in)
 	if err != nil {
@@ -187,7 +188,7 @@ func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 
 // WriteHash adds the device to the CPU op's parameters.
 func (op *pairFormulaCUDA) WriteHash(h hash.Hash) {
-	op.Pairwise.WriteHash(h)
+	op.PairwiseFormula.WriteHash(h)
 	fmt.Fprintf(h, "@%v", op.dev)
 }
 
@@ -196,7 +197,7 @@ func (op *pairFormulaCUDA) Hashcode() uint32 { return hashcode(op) }
 
 func (op *pairFormulaCUDA) String() string {
 	if op.cpu {
-		return op.Pairwise.String() + "@" + op.dev.String() + " (on the CPU: run-time kernels are not emulated)"
+		return op.PairwiseFormula.String() + "@" + op.dev.String() + " (on the CPU: run-time kernels are not emulated)"
 	}
-	return op.Pairwise.String() + "@" + op.dev.String()
+	return op.PairwiseFormula.String() + "@" + op.dev.String()
 }

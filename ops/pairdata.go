@@ -1,0 +1,120 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/cpukern"
+)
+
+// Metric is a pairwise affinity between two flattened images x_i, x_j.
+type Metric int
+
+// The affinities of the pairwise-affinity workload.
+const (
+	MetricDot    Metric = iota // Σ x_i·x_j
+	MetricCosine               // dot / (‖x_i‖·‖x_j‖)
+	MetricL1                   // −Σ |x_i − x_j|
+	MetricL2                   // −Σ (x_i − x_j)²
+)
+
+var metricNames = []string{"dot", "cosine", "l1", "l2"}
+
+func (m Metric) String() string {
+	if m >= 0 && int(m) < len(metricNames) {
+		return metricNames[m]
+	}
+	return fmt.Sprintf("Metric(%d)", int(m))
+}
+
+// ParseMetric parses "dot", "cosine", "l1" or "l2".
+func ParseMetric(s string) (Metric, error) {
+	for i, n := range metricNames {
+		if s == n {
+			return Metric(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown metric %q (want dot, cosine, l1 or l2)", s)
+}
+
+// ErrPairInput is wrapped by errors about the images.
+var ErrPairInput = errors.New("affinity")
+
+// PairData is the (N, D) matrix of flattened images every row block is
+// compared against, held once, in the computation's dtype.
+type PairData struct {
+	// version counts the Reloads, so that a copy on a device knows to
+	// refresh itself.
+	version uint64
+	N, D    int
+	Dtype   tensor.Dtype
+	X32     []float32 // row-major (N, D) when Dtype is Float32
+	X64     []float64 // when Float64
+	// Mapped says the images are a read-only file mapping (page cache),
+	// not process memory: Bytes leaves them out.
+	Mapped bool
+	// U8 holds 8-bit images computed on exactly, in integers (the built-in
+	// metrics on the CPU; X32 and X64 are then nil and Dtype is the
+	// output's).
+	U8   *cpukern.U8Rows
+	norm []float64 // ‖x_j‖, for cosine
+	sq   []float64 // ‖x_j‖², for l2
+	id   uint64
+}
+
+// NewPairDataU8 wraps 8-bit images x (length n·d) for the built-in
+// metrics, computed exactly in integers, the results in dtype. For
+// cosine it rejects an all-zero image.
+func NewPairDataU8(x []uint8, n, d int, metric Metric, dtype tensor.Dtype) (*PairData, error) {
+	if n < 1 || d < 1 || len(x) != n*d {
+		return nil, fmt.Errorf("%w: need N ≥ 1 images of D ≥ 1 values, got N = %d, D = %d, %d values", ErrPairInput, n, d, len(x))
+	}
+	p := &PairData{N: n, D: d, Dtype: dtype, U8: cpukern.NewU8Rows(x, n, d), id: tableIDs.Add(1)}
+	if metric == MetricCosine {
+		for i, q := range p.U8.SumSq {
+			if q == 0 {
+				return nil, fmt.Errorf("%w: image %d is all zeros: its cosine affinity is undefined", ErrPairInput, i)
+			}
+		}
+	}
+	return p, nil
+}
+
+// NewPairData wraps x (float32 or float64, length n·d) for metric. It
+// rejects NaN and Inf, and for cosine an all-zero image, naming the image.
+func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData, error) {
+	if n < 1 || d < 1 || len(x) != n*d {
+		return nil, fmt.Errorf("%w: need N ≥ 1 images of D ≥ 1 values, got N = %d, D = %d, %d values", ErrPairInput, n, d, len(x))
+	}
+	p := &PairData{N: n, D: d, id: tableIDs.Add(1)}
+	switch v := any(x).(type) {
+	case []float32:
+		p.X32, p.Dtype = v, tensor.Float32
+	case []float64:
+		p.X64, p.Dtype = v, tensor.Float64
+	}
+	switch metric {
+	case MetricL2:
+		p.sq = make([]float64, n)
+	case MetricCosine:
+		p.norm = make([]float64, n)
+	}
+	if err := scan(p, x, 0); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Bytes is the process memory the images take (none for mapped images).
+func (p *PairData) Bytes() int64 {
+	b := int64(8*len(p.norm) + 8*len(p.sq))
+	if !p.Mapped {
+		b += int64(4*len(p.X32) + 8*len(p.X64))
+	}
+	if p.U8 != nil {
+		b += int64(len(p.U8.X)) + 16*int64(p.N)
+	}
+	return b
+}
