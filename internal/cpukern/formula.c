@@ -14,33 +14,7 @@
 
 static double tl_fx_scalar(int32_t op, double a, double b, double c) {
   switch (op) {
-  case TL_FX_NEG: return -a;
-  case TL_FX_ADD: return a + b;
-  case TL_FX_SUB: return a - b;
-  case TL_FX_MUL: return a * b;
-  case TL_FX_DIV: return a / b;
-  case TL_FX_POW: return pow(a, b);
-  case TL_FX_ABS: return fabs(a);
-  case TL_FX_EXP: return exp(a);
-  case TL_FX_LOG: return log(a);
-  case TL_FX_LOG1P: return log1p(a);
-  case TL_FX_SQRT: return sqrt(a);
-  case TL_FX_SIN: return sin(a);
-  case TL_FX_COS: return cos(a);
-  case TL_FX_TANH: return tanh(a);
-  case TL_FX_SIGMOID: return 1 / (1 + exp(-a));
-  case TL_FX_MIN: return b < a ? b : a;
-  case TL_FX_MAX: return b > a ? b : a;
-  case TL_FX_LT: return a < b;
-  case TL_FX_LE: return a <= b;
-  case TL_FX_GT: return a > b;
-  case TL_FX_GE: return a >= b;
-  case TL_FX_EQ: return a == b;
-  case TL_FX_NE: return a != b;
-  case TL_FX_AND: return a != 0 && b != 0;
-  case TL_FX_OR: return a != 0 || b != 0;
-  case TL_FX_NOT: return a == 0;
-  case TL_FX_WHERE: return a != 0 ? b : c;
+  TL_FX_SCALAR_CASES
   case TL_FX_ABSDIFF: return fabs(a - b);
   case TL_FX_SQDIFF: return (a - b) * (a - b);
   }

@@ -15,43 +15,14 @@ import (
 // FxOp is an instruction of the formula evaluator (formula.h).
 type FxOp int32
 
-// The evaluator's instructions. The elementwise ones (FxNeg … FxWhere)
-// apply to vector slots in a vector block and to registers in a scalar
-// block.
+// The evaluator's instructions past the formula operations' (FxNeg …
+// FxRMin, formula_ops.go: the elementwise ones apply to vector slots in a
+// vector block and to registers in a scalar block; FxRSum, FxRMax and
+// FxRMin fold slot A into register Dst).
 const (
-	FxNeg FxOp = iota + 2
-	FxAdd
-	FxSub
-	FxMul
-	FxDiv
-	FxPow
-	FxAbs
-	FxExp
-	FxLog
-	FxLog1p
-	FxSqrt
-	FxSin
-	FxCos
-	FxTanh
-	FxSigmoid
-	FxMin
-	FxMax
-	FxLT
-	FxLE
-	FxGT
-	FxGE
-	FxEQ
-	FxNE
-	FxAnd
-	FxOr
-	FxNot
-	FxWhere
-	FxRSum // body: fold slot A into register Dst
-	FxRMax
-	FxRMin
-	FxAbsDiff // |A − B|
-	FxSqDiff  // (A − B)²
-	FxRSumOp  // fold op C (FxAdd, FxSub, FxMul, FxMin, FxMax, FxAbsDiff, FxSqDiff) of A and B into register Dst
+	FxAbsDiff FxOp = fxOpsEnd + iota // |A − B|
+	FxSqDiff                         // (A − B)²
+	FxRSumOp                         // fold op C (an operation that folds, FxAbsDiff, FxSqDiff) of A and B into register Dst
 )
 
 // Prologue and output instructions of a vector block.
@@ -62,6 +33,11 @@ const (
 	FxInitMin                  // +∞
 	FxStore                    // write slot A to output Dst
 )
+
+// The Go and C numbers of the instructions agree (an index out of range
+// fails the build).
+var _ = [1]int{}[fxOpsEnd-C.TL_FX_OPS_END+FxRSumOp-C.TL_FX_RSUMOP+FxStore-C.TL_FX_STORE]
+var _ = [1]int{}[C.TL_FX_OPS_END-fxOpsEnd+C.TL_FX_RSUMOP-FxRSumOp+C.TL_FX_STORE-FxStore]
 
 // FxChunk is the evaluator's chunk length in elements.
 const FxChunk = C.TL_FX_CHUNK

@@ -3,20 +3,19 @@
 #define TAPELOOP_FORMULA_H
 #include <stdint.h>
 
-// The instruction set. Elementwise operations (NEG … WHERE) read vector
-// slots a, b, c and write slot dst in a vector block, or read and write
-// scalar registers in a scalar block. In a vector block's prologue, BCAST
-// fills slot dst with register a and RINIT_* start register dst for a
-// reduction; in its body RSUM, RMAX and RMIN fold slot a into register dst
-// and STORE writes slot a to output dst.
+// The instruction set: the formula operations' (formula_ops.h, NEG …
+// RMIN), then the evaluator's own. Elementwise operations (NEG … WHERE,
+// ABSDIFF, SQDIFF) read vector slots a, b, c and write slot dst in a
+// vector block, or read and write scalar registers in a scalar block. In
+// a vector block's prologue, BCAST fills slot dst with register a and
+// RINIT_* start register dst for a reduction; in its body RSUM, RMAX and
+// RMIN fold slot a into register dst and STORE writes slot a to output
+// dst.
+#include "formula_ops.h"
 enum {
-  TL_FX_NEG = 2, TL_FX_ADD, TL_FX_SUB, TL_FX_MUL, TL_FX_DIV, TL_FX_POW, TL_FX_ABS, TL_FX_EXP,
-  TL_FX_LOG, TL_FX_LOG1P, TL_FX_SQRT, TL_FX_SIN, TL_FX_COS, TL_FX_TANH, TL_FX_SIGMOID, TL_FX_MIN,
-  TL_FX_MAX, TL_FX_LT, TL_FX_LE, TL_FX_GT, TL_FX_GE, TL_FX_EQ, TL_FX_NE, TL_FX_AND, TL_FX_OR,
-  TL_FX_NOT, TL_FX_WHERE, TL_FX_RSUM, TL_FX_RMAX, TL_FX_RMIN,
-  TL_FX_ABSDIFF, // |a − b|
-  TL_FX_SQDIFF,  // (a − b)²
-  TL_FX_RSUMOP,  // fold op c (ADD, SUB, MUL, MIN, MAX, ABSDIFF, SQDIFF) of slots a and b into register dst
+  TL_FX_ABSDIFF = TL_FX_OPS_END, // |a − b|
+  TL_FX_SQDIFF,                  // (a − b)²
+  TL_FX_RSUMOP, // fold op c (an operation that folds, ABSDIFF, SQDIFF) of slots a and b into register dst
   TL_FX_BCAST = 64, TL_FX_RINIT_SUM, TL_FX_RINIT_MAX, TL_FX_RINIT_MIN, TL_FX_STORE
 };
 

@@ -75,35 +75,9 @@ static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int64_t
     switch (x.op) {
 #define EACH(expr) for (int64_t k = 0; k < nv; k++) d[k] = (expr); break;
 #define LANES(expr) for (int64_t k = 0; k < nv * W; k++) ds[k] = (expr); break;
-    case TL_FX_NEG: EACH(-u[k])
-    case TL_FX_ADD: EACH(u[k] + v[k])
-    case TL_FX_SUB: EACH(u[k] - v[k])
-    case TL_FX_MUL: EACH(u[k] * v[k])
-    case TL_FX_DIV: EACH(u[k] / v[k])
-    case TL_FX_ABS: EACH((V)((VI)u[k] & absmask))
-    case TL_FX_MIN: EACH(SFX(select)(v[k] < u[k], v[k], u[k]))
-    case TL_FX_MAX: EACH(SFX(select)(v[k] > u[k], v[k], u[k]))
-    case TL_FX_LT: EACH(SFX(bits)(u[k] < v[k], one))
-    case TL_FX_LE: EACH(SFX(bits)(u[k] <= v[k], one))
-    case TL_FX_GT: EACH(SFX(bits)(u[k] > v[k], one))
-    case TL_FX_GE: EACH(SFX(bits)(u[k] >= v[k], one))
-    case TL_FX_EQ: EACH(SFX(bits)(u[k] == v[k], one))
-    case TL_FX_NE: EACH(SFX(bits)(u[k] != v[k], one))
-    case TL_FX_AND: EACH(SFX(bits)((u[k] != zero) & (v[k] != zero), one))
-    case TL_FX_OR: EACH(SFX(bits)((u[k] != zero) | (v[k] != zero), one))
-    case TL_FX_NOT: EACH(SFX(bits)(u[k] == zero, one))
-    case TL_FX_WHERE: EACH(SFX(select)(u[k] != zero, v[k], c[k]))
+    TL_FX_VECTOR_CASES
     case TL_FX_ABSDIFF: EACH((V)((VI)(u[k] - v[k]) & absmask))
     case TL_FX_SQDIFF: EACH((u[k] - v[k]) * (u[k] - v[k]))
-    case TL_FX_SQRT: LANES(FN(sqrt)(us[k]))
-    case TL_FX_POW: LANES(FN(pow)(us[k], vs[k]))
-    case TL_FX_EXP: LANES(FN(exp)(us[k]))
-    case TL_FX_LOG: LANES(FN(log)(us[k]))
-    case TL_FX_LOG1P: LANES(FN(log1p)(us[k]))
-    case TL_FX_SIN: LANES(FN(sin)(us[k]))
-    case TL_FX_COS: LANES(FN(cos)(us[k]))
-    case TL_FX_TANH: LANES(FN(tanh)(us[k]))
-    case TL_FX_SIGMOID: LANES((T)1 / ((T)1 + FN(exp)(-us[k])))
 #undef EACH
 #undef LANES
     case TL_FX_RSUM: {
@@ -118,11 +92,7 @@ static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int64_t
       V acc = zero;
       switch (x.c) {
 #define FOLD(expr) FOLD4(expr) break;
-      case TL_FX_ADD: FOLD(u[k] + v[k])
-      case TL_FX_SUB: FOLD(u[k] - v[k])
-      case TL_FX_MUL: FOLD(u[k] * v[k])
-      case TL_FX_MIN: FOLD(SFX(select)(v[k] < u[k], v[k], u[k]))
-      case TL_FX_MAX: FOLD(SFX(select)(v[k] > u[k], v[k], u[k]))
+      TL_FX_FOLD_CASES
       case TL_FX_ABSDIFF: FOLD((V)((VI)(u[k] - v[k]) & absmask))
       case TL_FX_SQDIFF: FOLD((u[k] - v[k]) * (u[k] - v[k]))
 #undef FOLD

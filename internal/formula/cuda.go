@@ -203,56 +203,37 @@ func (k *kernelGen) elem(n *Node) string {
 }
 
 // expr writes operation o of args (already expressions) in float (f32)
-// or double.
+// or double, from the table's CUDA code.
 func expr(o Op, f32 bool, args ...string) string {
-	fn := func(name string) string {
-		if f32 {
-			return name + "f"
-		}
-		return name
+	tmpl := opTable[o].CUDA
+	if tmpl == "" {
+		panic("formula: no CUDA expression for " + o.String())
 	}
-	zero, one := "0.0", "1.0"
+	zero, one, suffix := "0.0", "1.0", ""
 	if f32 {
-		zero, one = "0.0f", "1.0f"
+		zero, one, suffix = "0.0f", "1.0f", "f"
 	}
-	x := args[0]
-	var y, z string
-	if len(args) > 1 {
-		y = args[1]
+	var sb strings.Builder
+	for i := 0; i < len(tmpl); i++ {
+		if tmpl[i] != '$' || i+1 == len(tmpl) {
+			sb.WriteByte(tmpl[i])
+			continue
+		}
+		i++
+		switch c := tmpl[i]; c {
+		case 'x', 'y', 'z':
+			sb.WriteString(args[c-'x'])
+		case '0':
+			sb.WriteString(zero)
+		case '1':
+			sb.WriteString(one)
+		case 'f':
+			sb.WriteString(suffix)
+		default:
+			panic("formula: bad CUDA code for " + o.String())
+		}
 	}
-	if len(args) > 2 {
-		z = args[2]
-	}
-	b2f := func(c string) string { return "(" + c + " ? " + one + " : " + zero + ")" }
-	switch o {
-	case OpNeg:
-		return "(-" + x + ")"
-	case OpAdd, OpSub, OpMul, OpDiv:
-		return "(" + x + " " + o.String() + " " + y + ")"
-	case OpPow:
-		return fn("pow") + "(" + x + ", " + y + ")"
-	case OpAbs:
-		return fn("fabs") + "(" + x + ")"
-	case OpExp, OpLog, OpLog1p, OpSqrt, OpSin, OpCos, OpTanh:
-		return fn(o.String()) + "(" + x + ")"
-	case OpSigmoid:
-		return "(" + one + " / (" + one + " + " + fn("exp") + "(-" + x + ")))"
-	case OpMin:
-		return "(" + y + " < " + x + " ? " + y + " : " + x + ")"
-	case OpMax:
-		return "(" + y + " > " + x + " ? " + y + " : " + x + ")"
-	case OpLT, OpLE, OpGT, OpGE, OpEQ, OpNE:
-		return b2f(x + " " + o.String() + " " + y)
-	case OpAnd:
-		return b2f(x + " != " + zero + " && " + y + " != " + zero)
-	case OpOr:
-		return b2f(x + " != " + zero + " || " + y + " != " + zero)
-	case OpNot:
-		return b2f(x + " == " + zero)
-	case OpWhere:
-		return "(" + x + " != " + zero + " ? " + y + " : " + z + ")"
-	}
-	panic("formula: no CUDA expression for " + o.String())
+	return sb.String()
 }
 
 // scalars writes the numbers of level l that are neither constants,

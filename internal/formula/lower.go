@@ -7,14 +7,10 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 )
 
-var fxOps = map[Op]cpukern.FxOp{OpNeg: cpukern.FxNeg, OpAdd: cpukern.FxAdd, OpSub: cpukern.FxSub,
-	OpMul: cpukern.FxMul, OpDiv: cpukern.FxDiv, OpPow: cpukern.FxPow, OpAbs: cpukern.FxAbs,
-	OpExp: cpukern.FxExp, OpLog: cpukern.FxLog, OpLog1p: cpukern.FxLog1p, OpSqrt: cpukern.FxSqrt,
-	OpSin: cpukern.FxSin, OpCos: cpukern.FxCos, OpTanh: cpukern.FxTanh, OpSigmoid: cpukern.FxSigmoid,
-	OpMin: cpukern.FxMin, OpMax: cpukern.FxMax, OpLT: cpukern.FxLT, OpLE: cpukern.FxLE, OpGT: cpukern.FxGT,
-	OpGE: cpukern.FxGE, OpEQ: cpukern.FxEQ, OpNE: cpukern.FxNE, OpAnd: cpukern.FxAnd, OpOr: cpukern.FxOr,
-	OpNot: cpukern.FxNot, OpWhere: cpukern.FxWhere, OpSum: cpukern.FxRSum, OpRMax: cpukern.FxRMax,
-	OpRMin: cpukern.FxRMin}
+// fxOp is the evaluator's instruction for operation o: the table's
+// operations are numbered alike on both sides (go generate writes
+// cpukern's numbers from the table).
+func fxOp(o Op) cpukern.FxOp { return cpukern.FxOp(o) }
 
 // Lower compiles g for the evaluator. inputs lists variables by index:
 // the vector ones become the program's input slots and the scalar ones
@@ -121,7 +117,7 @@ func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
 
 // ins is the instruction computing n into dst, its arguments found by at.
 func ins(n *Node, dst int32, at func(*Node) int32) cpukern.FxIns {
-	x := cpukern.FxIns{Op: fxOps[n.Op], Dst: dst}
+	x := cpukern.FxIns{Op: fxOp(n.Op), Dst: dst}
 	args := []*int32{&x.A, &x.B, &x.C}
 	for i, a := range n.Args {
 		*args[i] = at(a)
@@ -243,7 +239,7 @@ func fuse(body []*Node, store bool, root *Node) []item {
 	skip := make([]bool, len(body))
 	for i, n := range body {
 		index[n] = i
-		items[i] = item{n: n, op: fxOps[n.Op], args: n.Args}
+		items[i] = item{n: n, op: fxOp(n.Op), args: n.Args}
 		if n.Op == OpVar {
 			continue
 		}
@@ -258,8 +254,12 @@ func fuse(body []*Node, store bool, root *Node) []item {
 			skip[index[a]] = true
 		}
 	}
-	foldable := map[cpukern.FxOp]bool{cpukern.FxAdd: true, cpukern.FxSub: true, cpukern.FxMul: true,
-		cpukern.FxMin: true, cpukern.FxMax: true, cpukern.FxAbsDiff: true, cpukern.FxSqDiff: true}
+	foldable := map[cpukern.FxOp]bool{cpukern.FxAbsDiff: true, cpukern.FxSqDiff: true}
+	for o, info := range opTable {
+		if info.Fold {
+			foldable[fxOp(Op(o))] = true
+		}
+	}
 	for i, n := range body {
 		if n.Op != OpSum {
 			continue

@@ -526,11 +526,8 @@ func (c *canon) key(n *Node) canonKey {
 	for i, a := range n.Args {
 		k.a[i] = c.memo[a]
 	}
-	switch n.Op {
-	case OpAdd, OpMul, OpMin, OpMax, OpEQ, OpNE, OpAnd, OpOr:
-		if k.a[1] < k.a[0] {
-			k.a[0], k.a[1] = k.a[1], k.a[0]
-		}
+	if opTable[n.Op].Commutes && k.a[1] < k.a[0] {
+		k.a[0], k.a[1] = k.a[1], k.a[0]
 	}
 	return k
 }

@@ -112,34 +112,16 @@ func runeStart(s string, i int) int {
 func (e *Error) Unwrap() error { return ErrFormula }
 
 // Functions lists the functions of the language: name, arguments, meaning.
-var Functions = []struct{ Name, Args, About string }{
-	{"abs", "x", "|x|"},
-	{"exp", "x", "eˣ"},
-	{"log", "x", "natural logarithm"},
-	{"log1p", "x", "log(1 + x), accurate for small x"},
-	{"sqrt", "x", "√x"},
-	{"sin", "x", "sine (radians)"},
-	{"cos", "x", "cosine (radians)"},
-	{"tanh", "x", "hyperbolic tangent"},
-	{"sigmoid", "x", "1 / (1 + e⁻ˣ)"},
-	{"pow", "x, y", "xʸ, the same as x^y"},
-	{"min", "x, y", "the smaller, element by element"},
-	{"max", "x, y", "the larger, element by element"},
-	{"clamp", "x, lo, hi", "min(max(x, lo), hi)"},
-	{"where", "c, x, y", "x where c ≠ 0, else y"},
-	{"sum", "v", "Σ over the vector axis"},
-	{"mean", "v", "sum(v) / length"},
-	{"max", "v", "the largest element"},
-	{"min", "v", "the smallest element"},
-	{"dot", "u, v", "sum(u*v)"},
-	{"norm", "v", "sqrt(sum(v^2))"},
-}
+var Functions = func() []struct{ Name, Args, About string } {
+	out := make([]struct{ Name, Args, About string }, len(functions))
+	for i, fn := range functions {
+		out[i].Name, out[i].Args, out[i].About = fn.Name, fn.Args, fn.About
+	}
+	return out
+}()
 
 // Constants the language knows by name.
 var constants = map[string]float64{"pi": math.Pi}
-
-var unary = map[string]Op{"abs": OpAbs, "exp": OpExp, "log": OpLog, "log1p": OpLog1p, "sqrt": OpSqrt,
-	"sin": OpSin, "cos": OpCos, "tanh": OpTanh, "sigmoid": OpSigmoid}
 
 // Formula is a parsed, checked formula.
 type Formula struct {
@@ -273,9 +255,21 @@ func (f *Formula) Graph(n int) (*Graph, error) {
 	return &Graph{Root: root, Nodes: b.nodes, Vars: f.Env.Vars}, nil
 }
 
-var binops = map[token.Token]Op{token.ADD: OpAdd, token.SUB: OpSub, token.MUL: OpMul, token.QUO: OpDiv,
-	token.XOR: OpPow, token.LSS: OpLT, token.LEQ: OpLE, token.GTR: OpGT, token.GEQ: OpGE, token.EQL: OpEQ,
-	token.NEQ: OpNE, token.LAND: OpAnd, token.LOR: OpOr}
+// binops and unops are the operators of the language: the table's
+// operations written with a token.
+var binops, unops = func() (bin, un map[token.Token]Op) {
+	bin, un = map[token.Token]Op{}, map[token.Token]Op{}
+	for o, info := range opTable {
+		switch {
+		case info.Token == token.ILLEGAL:
+		case info.Arity == 2:
+			bin[info.Token] = Op(o)
+		case info.Arity == 1:
+			un[info.Token] = Op(o)
+		}
+	}
+	return bin, un
+}()
 
 // build makes the nodes of e, arguments first. It keeps its own stack
 // rather than recursing: a chain of operators as long as the formula is a
@@ -387,13 +381,11 @@ func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int) (*Node, erro
 		return nil, f.errorf(f.col(e), "unknown name %s (variables: %s; a parameter is given with --param %s=VALUE)",
 			e.Name, f.varList(), e.Name)
 	case *ast.UnaryExpr:
-		switch e.Op {
-		case token.SUB:
-			return b.op(OpNeg, args[0]), nil
-		case token.ADD:
+		if o, ok := unops[e.Op]; ok {
+			return b.op(o, args[0]), nil
+		}
+		if e.Op == token.ADD {
 			return args[0], nil
-		case token.NOT:
-			return b.op(OpNot, args[0]), nil
 		}
 		return nil, f.errorf(f.col(e), "operator %s is not part of the language", e.Op)
 	case *ast.BinaryExpr:
@@ -415,92 +407,61 @@ func (f *Formula) varList() string {
 	return strings.Join(names, ", ")
 }
 
-// call makes the node of a call of a function, its arguments built.
+// call is a call of a function being built: its arguments built, and
+// what building it needs.
+type call struct {
+	f    *Formula
+	b    *builder
+	name string
+	col  int
+	args []*Node
+	n    int // the length of the vector axis
+}
+
+// reduce is the reduction o of x, which must vary along the vector axis.
+func (c *call) reduce(o Op, x *Node) (*Node, error) {
+	if !x.Vec {
+		return nil, c.f.errorf(c.col, "%s reduces over the vector axis (%s), but its argument has no vector axis",
+			c.name, c.f.vectorList())
+	}
+	return c.b.op(o, x), nil
+}
+
+// call makes the node of a call of a function, its arguments built: the
+// function of its name taking as many arguments.
 func (f *Formula) call(b *builder, e *ast.CallExpr, args []*Node, n int) (*Node, error) {
 	id := e.Fun.(*ast.Ident)
-	name, col := id.Name, f.col(id)
-	want := func(k ...int) error {
-		for _, w := range k {
-			if len(args) == w {
-				return nil
-			}
+	c := &call{f: f, b: b, name: id.Name, col: f.col(id), args: args, n: n}
+	var arities []int
+	for i := range functions {
+		fn := &functions[i]
+		if fn.Name != c.name {
+			continue
 		}
-		s := "s"
-		if k[0] == 1 {
-			s = ""
+		if fn.arity() != len(args) {
+			arities = append(arities, fn.arity())
+			continue
 		}
-		if len(k) == 2 {
-			return f.errorf(col, "%s takes %d or %d arguments, got %d", name, k[0], k[1], len(args))
+		switch {
+		case fn.build != nil:
+			return fn.build(c)
+		case fn.op.IsReduction():
+			return c.reduce(fn.op, args[0])
 		}
-		return f.errorf(col, "%s takes %d argument%s, got %d", name, k[0], s, len(args))
+		return b.op(fn.op, args...), nil
 	}
-	reduce := func(o Op, x *Node) (*Node, error) {
-		if !x.Vec {
-			return nil, f.errorf(col, "%s reduces over the vector axis (%s), but its argument has no vector axis",
-				name, f.vectorList())
-		}
-		return b.op(o, x), nil
+	switch {
+	case len(arities) == 0:
+		return nil, f.errorf(c.col, "unknown function %s (functions: %s)", c.name, functionList())
+	case len(arities) == 2:
+		lo, hi := min(arities[0], arities[1]), max(arities[0], arities[1])
+		return nil, f.errorf(c.col, "%s takes %d or %d arguments, got %d", c.name, lo, hi, len(args))
 	}
-	if o, ok := unary[name]; ok {
-		if err := want(1); err != nil {
-			return nil, err
-		}
-		return b.op(o, args[0]), nil
+	s := "s"
+	if arities[0] == 1 {
+		s = ""
 	}
-	switch name {
-	case "pow":
-		if err := want(2); err != nil {
-			return nil, err
-		}
-		return b.op(OpPow, args...), nil
-	case "min", "max":
-		if err := want(1, 2); err != nil {
-			return nil, err
-		}
-		if len(args) == 2 {
-			return b.op(map[string]Op{"min": OpMin, "max": OpMax}[name], args...), nil
-		}
-		return reduce(map[string]Op{"min": OpRMin, "max": OpRMax}[name], args[0])
-	case "clamp":
-		if err := want(3); err != nil {
-			return nil, err
-		}
-		return b.op(OpMin, b.op(OpMax, args[0], args[1]), args[2]), nil
-	case "where":
-		if err := want(3); err != nil {
-			return nil, err
-		}
-		return b.op(OpWhere, args...), nil
-	case "sum":
-		if err := want(1); err != nil {
-			return nil, err
-		}
-		return reduce(OpSum, args[0])
-	case "mean":
-		if err := want(1); err != nil {
-			return nil, err
-		}
-		s, err := reduce(OpSum, args[0])
-		if err != nil {
-			return nil, err
-		}
-		return b.op(OpDiv, s, b.num(float64(n))), nil
-	case "dot":
-		if err := want(2); err != nil {
-			return nil, err
-		}
-		return reduce(OpSum, b.op(OpMul, args[0], args[1]))
-	case "norm":
-		if err := want(1); err != nil {
-			return nil, err
-		}
-		s, err := reduce(OpSum, b.op(OpMul, args[0], args[0]))
-		if err != nil {
-			return nil, err
-		}
-		return b.op(OpSqrt, s), nil
-	}
-	return nil, f.errorf(col, "unknown function %s (functions: %s)", name, functionList())
+	return nil, f.errorf(c.col, "%s takes %d argument%s, got %d", c.name, arities[0], s, len(args))
 }
 
 func (f *Formula) vectorList() string {
