@@ -83,7 +83,7 @@ func faultWorkloads(dir string) []struct {
 // uninterrupted run's.
 func TestCheckpointRacingRuns(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for seconds")
+		t.Skip("runs for seconds: make test-full runs it (TestOutputLockAffinity is the fast case)")
 	}
 	refDir, dir := t.TempDir(), t.TempDir()
 	refs, cases := faultWorkloads(refDir), faultWorkloads(dir)
@@ -161,7 +161,7 @@ func splitCheckpoint(t *testing.T, b []byte) (head []byte, recs [][]byte) {
 // never applied to another item or run, and the skipped ones are said.
 func TestCheckpointForeignRecords(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for seconds")
+		t.Skip("runs for seconds: make test-full runs it (internal/checkpoint has the fast cases)")
 	}
 	refDir, dir, otherDir := t.TempDir(), t.TempDir(), t.TempDir()
 	refs, cases, others := faultWorkloads(refDir), faultWorkloads(dir), faultWorkloads(otherDir)
@@ -226,9 +226,6 @@ func TestCheckpointForeignRecords(t *testing.T) {
 // counted, and only the records still to come are counted again. Needs
 // root (a tmpfs of 32 MiB).
 func TestCheckpointResumeFitsItsDisk(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for seconds")
-	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs")
 	}
@@ -272,7 +269,7 @@ func TestCheckpointResumeFitsItsDisk(t *testing.T) {
 // once every PNG is in place.
 func TestCheckpointRandomKills(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for a minute")
+		t.Skip("random kills: make test-full runs them (TestWaveletResume is the fast case)")
 	}
 	refDir, dir := t.TempDir(), t.TempDir()
 	drrArgs := []string{"drr", "--size", "64", "--orbit", "40", "--detector", "64x64", "--pixel", "3",
@@ -353,9 +350,6 @@ func TestWaveletHugeScaleRefusedAtOnce(t *testing.T) {
 // is refused at once, naming the live run's pid; the first finishes
 // whole and leaves no lock file.
 func TestOutputLockAffinity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for seconds")
-	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "a.npy")
 	args := []string{"affinity", "-n", "6000", "--height", "64", "--width", "64", "--metric", "l1", "--batch", "64", "--out", out, "--quiet"}

@@ -148,9 +148,6 @@ func stoppedForResume(t *testing.T, err error, stderr string) {
 // SIGTERM, and resumes to the end: the CSV must be the uninterrupted
 // run's, byte for byte, with no checkpoint or temporary file left.
 func TestWaveletResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for seconds")
-	}
 	dir := t.TempDir()
 	ref, out := filepath.Join(dir, "ref.csv"), filepath.Join(dir, "out.csv")
 	ckpt := out + ".ckpt"
@@ -213,7 +210,7 @@ func TestWaveletResume(t *testing.T) {
 // the uninterrupted run's, byte for byte.
 func TestDRRResume(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for seconds")
+		t.Skip("runs for seconds: make test-full runs it (TestWaveletResume is the fast case)")
 	}
 	dir := t.TempDir()
 	ref, out := filepath.Join(dir, "ref"), filepath.Join(dir, "out")

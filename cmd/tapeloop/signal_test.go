@@ -19,9 +19,6 @@ import (
 // set-up). Each must end with exit status 1 and one line, and leave nothing
 // in its output directory.
 func TestSignalStopsTheRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for seconds")
-	}
 	for _, c := range []struct {
 		name string
 		args []string

@@ -25,6 +25,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/internal/nvrtc"
+	"github.com/tapeloop/tapeloop/internal/testutil"
 )
 
 var (
@@ -162,6 +163,9 @@ func kernelCases(t *testing.T) []kernelCase {
 // does at run time, and assembles the PTX with ptxas where it is
 // installed.
 func TestCUDACompile(t *testing.T) {
+	if testutil.Race {
+		t.Skip("NVRTC runs no Go code to race; the plain run compiles every kernel")
+	}
 	if err := nvrtc.Load(); err != nil {
 		t.Skipf("no libnvrtc: %v", err)
 	}
