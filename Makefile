@@ -15,7 +15,7 @@ SOURCES := $(shell find . \( -path ./bin -o -path ./python -o -path ./.git -o -n
 
 # SHORT is the go test flag that leaves out the full-size runs, the peer
 # comparisons, the long soaks and the slow fault trials (test-full sets it
-# empty, and TAPELOOP_TEST_FULL=1 then does the same for the Python tests).
+# empty).
 SHORT   ?= -short
 
 .PHONY: all build run test test-full python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
@@ -41,11 +41,11 @@ test: test-deps
 	$(GO) test $(SHORT) ./...
 	$(GO) test -race -short $(RACE)
 	$(MAKE) --no-print-directory test-emu SHORT=$(SHORT)
-	$(MAKE) --no-print-directory test-python SHORT=$(SHORT)
+	$(MAKE) --no-print-directory test-python
 
 ## test-full: all of the above with everything make test leaves out: the
 ## full-size runs, the peers (plastimatch, dcm2niix, NumPy at full size),
-## the 1,000-call soaks and the random kills; tens of minutes.
+## the long soaks and the slow fault trials; tens of minutes.
 test-full:
 	$(MAKE) --no-print-directory test SHORT=
 
@@ -103,12 +103,13 @@ $(PYLIB): $(SOURCES)
 
 ## test-python: the Python package's tests (pytest, with /usr/bin/python3 and
 ## Debian's python3-numpy and python3-pytest) against NumPy, SciPy and
-## bin/tapeloop; skipped with one note where those are missing. With SHORT
-## empty (make test-full) TAPELOOP_TEST_FULL=1 adds the 1,000-call soaks.
+## bin/tapeloop; skipped with one note where those are missing (under a
+## minute, the 1,000-call runs included: make test and make test-full run
+## the same Python tests).
 test-python:
 	@if /usr/bin/python3 -c 'import numpy, pytest' 2>/dev/null; then \
 	  $(MAKE) --no-print-directory $(BIN) $(PYLIB) && \
-	  cd python && TAPELOOP_TEST_FULL=$(if $(SHORT),,1) /usr/bin/python3 -m pytest -q tests; \
+	  cd python && /usr/bin/python3 -m pytest -q tests; \
 	else echo "note: /usr/bin/python3 with numpy and pytest (python3-numpy, python3-pytest) not found; the Python tests are skipped"; fi
 
 ## bench: the op and full-size benchmarks, with the NumPy peer side by side.

