@@ -150,10 +150,13 @@ compare-deps:
 ## fuzz: a short fuzzing session of every reader (FUZZTIME each, 10s by
 ## default): .npy, .npz, NIfTI, MetaImage, DICOM, geometry JSON and shard
 ## metadata. Each asserts no panic, one-line errors and allocation bounded
-## by the input's size; their seed corpora are in testdata/fuzz/.
+## by the input's size; their seed corpora are in testdata/fuzz/. Then the
+## formulas: whatever parses computes in the evaluator what the reference
+## computes (FuzzFormula).
 FUZZTIME ?= 10s
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+	$(GO) test -run '^$$' -fuzz '^FuzzFormula$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./internal/formula/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

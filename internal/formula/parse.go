@@ -197,8 +197,11 @@ func isFunction(name string) bool {
 	return false
 }
 
+// errorf makes an error at column col. The message stays one line: a line
+// break it quotes from the formula (inside a `…` literal) is written \n.
 func (f *Formula) errorf(col int, format string, args ...any) error {
-	return &Error{Flag: f.Env.Flag, Src: f.Src, Column: col, Msg: fmt.Sprintf(format, args...)}
+	msg := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(fmt.Sprintf(format, args...))
+	return &Error{Flag: f.Env.Flag, Src: f.Src, Column: col, Msg: msg}
 }
 
 func (f *Formula) col(n ast.Node) int { return f.fset.Position(n.Pos()).Column }
