@@ -16,4 +16,10 @@
 // element; of one, they reduce.
 //
 // Errors name the formula, the column and the problem.
+//
+// Each operation is declared once, in the table of ops_table.go: its
+// name, arguments and kind, its reference in Go (Apply), its code for the
+// evaluator and for CUDA. The parser, the emitter of CUDA C and `go
+// generate` (which writes the evaluator's instructions into package
+// cpukern's formula_ops.h and formula_ops.go) all read it.
 package formula

@@ -602,9 +602,17 @@ type part struct {
 	text string
 }
 
-// prettyPrec is the precedence of the binary operators as written.
-var prettyPrec = map[Op]int{OpOr: 0, OpAnd: 0, OpLT: 1, OpLE: 1, OpGT: 1, OpGE: 1, OpEQ: 1, OpNE: 1,
-	OpAdd: 2, OpSub: 2, OpMul: 3, OpDiv: 3}
+// prettyPrec is the precedence of the binary operators as written: Go's,
+// || and && taken as one level (^ is written apart, above them all).
+var prettyPrec = func() map[Op]int {
+	m := map[Op]int{}
+	for tok, o := range binops {
+		if o != OpPow {
+			m[o] = max(tok.Precedence()-2, 0)
+		}
+	}
+	return m
+}()
 
 // layout is how n is written, and the precedence of its outermost
 // operator (5 for an operand).
