@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
@@ -38,7 +39,7 @@ func affinityRun(b *testing.B, x []float32, n, d int, m ops.Metric) (float64, ti
 		b.Fatal(err)
 	}
 	t0 := time.Now()
-	if _, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 4 << 30}); err != nil {
+	if _, err := engine.Run(context.Background(), job, engine.RunConfig{MemLimit: 4 << 30}); err != nil {
 		b.Fatal(err)
 	}
 	return job.Checksum, time.Since(t0)

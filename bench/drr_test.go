@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
@@ -23,7 +24,7 @@ func BenchmarkDRRSteadyState(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchmarkSteadyState(b, 4, func() graphs.Job {
+	benchmarkSteadyState(b, 4, func() engine.Job {
 		job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses, Step: 0.75})
 		if err != nil {
 			b.Fatal(err)
@@ -50,7 +51,7 @@ func benchmarkDRR(b *testing.B, step float64) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 1 << 30}); err != nil {
+		if _, err := engine.Run(context.Background(), job, engine.RunConfig{MemLimit: 1 << 30}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
@@ -48,7 +49,7 @@ func sweep(b *testing.B, tab *ops.InterpTable, r ops.Reduce, meth ops.Method, n 
 		b.Fatal(err)
 	}
 	t0 := time.Now()
-	if _, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 256 << 20}); err != nil {
+	if _, err := engine.Run(context.Background(), job, engine.RunConfig{MemLimit: 256 << 20}); err != nil {
 		b.Fatal(err)
 	}
 	return job.Sum, time.Since(t0)
@@ -119,10 +120,10 @@ func median(x []float64) float64 { return telemetry.Median(x) }
 // of the last decile over the first; over several runs, -benchtime Nx, the
 // median of the runs) and live Go heap growth from the first batch to the
 // last (the largest of the runs): flat means ≤ 1.05 and ≤ 1 MiB.
-func benchmarkSteadyState(b *testing.B, batch int, newJob func() graphs.Job) {
+func benchmarkSteadyState(b *testing.B, batch int, newJob func() engine.Job) {
 	var drift, growth []float64
 	for b.Loop() {
-		out, err := graphs.Run(context.Background(), newJob(), graphs.RunConfig{MemLimit: 1 << 30, Batch: batch})
+		out, err := engine.Run(context.Background(), newJob(), engine.RunConfig{MemLimit: 1 << 30, Batch: batch})
 		if err != nil {
 			b.Fatal(err)
 		}

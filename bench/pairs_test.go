@@ -21,6 +21,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -111,7 +112,7 @@ func BenchmarkPairInterp(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prog, err := graphs.Compile(job, batch)
+	prog, err := engine.Compile(job, batch)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func BenchmarkPairAffinity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prog, err := graphs.Compile(job, block)
+	prog, err := engine.Compile(job, block)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func BenchmarkPairDRR(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prog, err := graphs.Compile(job, 1)
+	prog, err := engine.Compile(job, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func BenchmarkPairWavelet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prog, err := graphs.Compile(job, 1)
+	prog, err := engine.Compile(job, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

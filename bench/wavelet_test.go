@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -47,7 +48,7 @@ func randomCombos(k int, xis []float64) []graphs.Combo {
 // Go heap growth.
 func BenchmarkWaveletSteadyState(b *testing.B) {
 	combos := randomCombos(512, []float64{1, 2})
-	benchmarkSteadyState(b, 4, func() graphs.Job { return waveletJob(b, 48, ops.Wrap, combos) })
+	benchmarkSteadyState(b, 4, func() engine.Job { return waveletJob(b, 48, ops.Wrap, combos) })
 }
 
 // benchmarkWavelet times a sweep of 48 combinations at 200³ (ξ ∈ {1, 2, 4},
@@ -62,7 +63,7 @@ func benchmarkWavelet(b *testing.B, bnd ops.Boundary) {
 	for b.Loop() {
 		job := waveletJob(b, n, bnd, combos)
 		t0 := time.Now()
-		out, err := graphs.Run(context.Background(), job, graphs.RunConfig{MemLimit: 8 << 30, Batch: 1})
+		out, err := engine.Run(context.Background(), job, engine.RunConfig{MemLimit: 8 << 30, Batch: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

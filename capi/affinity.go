@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 // affinityConfig is the JSON config of tl_affinity_create: the CLI's
@@ -17,7 +18,7 @@ import (
 // engine flags, the images' shape and the column images' count (cols, 0:
 // the batch against itself).
 type affinityConfig struct {
-	engine
+	engineFields
 	Metric  string             `json:"metric"`
 	Formula string             `json:"formula"`
 	Params  map[string]float64 `json:"params"`
@@ -34,7 +35,7 @@ type affinityConfig struct {
 //
 //export tl_affinity_create
 func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
-	return create(config, handle, func(c affinityConfig, dev *graphs.Device) (program, error) {
+	return create(config, handle, func(c affinityConfig, dev *engine.Device) (program, error) {
 		s := graphs.AffinitySpec{Metric: c.Metric, Formula: c.Formula, Params: c.Params, Method: c.Method}
 		return graphs.CompileAffinity(s, c.N, c.D, dev, graphs.AffinityOptions{TopK: c.TopK, Cols: c.Cols})
 	})

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
@@ -17,7 +18,7 @@ import (
 // (without the files and the poses), its engine flags, the detector and
 // the volume's placement.
 type drrConfig struct {
-	engine
+	engineFields
 	Spacing         [3]float64         `json:"spacing"`
 	Origin          [3]float64         `json:"origin"`
 	Direction       *[3][3]float64     `json:"direction"`
@@ -38,7 +39,7 @@ type drrConfig struct {
 //
 //export tl_drr_create
 func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.int64_t) *C.char {
-	return create(config, handle, func(c drrConfig, dev *graphs.Device) (program, error) {
+	return create(config, handle, func(c drrConfig, dev *engine.Device) (program, error) {
 		vals, err := volumeOf(v, nx, ny, nz)
 		if err != nil {
 			return nil, err

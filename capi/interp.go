@@ -10,12 +10,13 @@ import (
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 // interpConfig is the JSON config of tl_interp_create: the CLI's interp
 // flags (without the files) and its engine flags.
 type interpConfig struct {
-	engine
+	engineFields
 	A               float64            `json:"a"`
 	DX              *float64           `json:"dx"`
 	Reduce          string             `json:"reduce"`
@@ -29,7 +30,7 @@ type interpConfig struct {
 //
 //export tl_interp_create
 func tl_interp_create(config *C.char, f *C.double, m, g C.int64_t, handle *C.int64_t) *C.char {
-	return create(config, handle, func(c interpConfig, dev *graphs.Device) (program, error) {
+	return create(config, handle, func(c interpConfig, dev *engine.Device) (program, error) {
 		if f == nil || m < 1 || g < 1 {
 			return nil, fmt.Errorf("--f: need an (M, G) table, got M = %d, G = %d", m, g)
 		}

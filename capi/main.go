@@ -25,7 +25,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 // Version is the ABI's version: the Python package checks it.
@@ -38,7 +38,7 @@ type program interface {
 	Close() error
 	Interrupt()
 	DOT() (string, error)
-	Report() graphs.Report
+	Report() engine.Report
 }
 
 // object is one compiled workload behind a handle; mu serializes its
@@ -111,7 +111,7 @@ func guard(f func() error) (msg *C.char) {
 		}
 	}()
 	if err := f(); err != nil {
-		if errors.Is(err, graphs.ErrInterrupted) {
+		if errors.Is(err, engine.ErrInterrupted) {
 			return C.CString("interrupted: " + err.Error())
 		}
 		return C.CString(err.Error())
@@ -132,9 +132,9 @@ func decode(cfg *C.char, v any) error {
 	return nil
 }
 
-// engine is the part of every create config that the CLI's engine flags
+// engineFields is the part of every create config that the CLI's engine flags
 // hold: where to run, the batch, the memory limit and the dtype.
-type engine struct {
+type engineFields struct {
 	// Device is "cpu" (the default) or "cuda", GPU its ordinal (default 0).
 	Device string `json:"device"`
 	GPU    *int   `json:"gpu"`
@@ -153,9 +153,9 @@ type engine struct {
 // compile and registers it in *handle. It is the body of every
 // tl_<workload>_create.
 func create[T interface {
-	open() (*graphs.Device, error)
+	open() (*engine.Device, error)
 }](config *C.char, handle *C.int64_t,
-	compile func(c T, dev *graphs.Device) (program, error)) *C.char {
+	compile func(c T, dev *engine.Device) (program, error)) *C.char {
 	return guard(func() error {
 		if handle == nil {
 			return fmt.Errorf("config: NULL handle")
@@ -178,10 +178,10 @@ func create[T interface {
 }
 
 // open opens the device the config names, as the CLI's flags would.
-func (e engine) open() (*graphs.Device, error) {
-	eng := graphs.Engine{Device: e.Device, Batch: e.Batch, Dtype: e.Dtype}
+func (e engineFields) open() (*engine.Device, error) {
+	eng := engine.Engine{Device: e.Device, Batch: e.Batch, Dtype: e.Dtype}
 	if e.MemLimit != "" && e.MemLimit != "0" {
-		b, err := graphs.ParseSize(e.MemLimit)
+		b, err := engine.ParseSize(e.MemLimit)
 		if err != nil {
 			return nil, fmt.Errorf("--mem-limit %q: %w", e.MemLimit, err)
 		}
@@ -190,7 +190,7 @@ func (e engine) open() (*graphs.Device, error) {
 	if e.GPU != nil {
 		eng.GPUs = []int{*e.GPU}
 	}
-	return graphs.Open(eng)
+	return engine.Open(eng)
 }
 
 // volumeOf is the caller's (nx, ny, nz) float32 volume at v, C order, for
@@ -228,7 +228,7 @@ func tl_version(buf *C.char, n C.int64_t) *C.char {
 //export tl_build
 func tl_build(buf *C.char, n C.int64_t) *C.char {
 	return guard(func() error {
-		s := graphs.GPUBackend
+		s := engine.GPUBackend
 		if buf == nil || int(n) < len(s)+1 {
 			return fmt.Errorf("build: buffer of %d bytes, need %d", n, len(s)+1)
 		}
@@ -298,7 +298,7 @@ func tl_dot(h C.int64_t, text **C.char) *C.char {
 	})
 }
 
-// tl_report sets *text to the calls' telemetry as JSON (graphs.Report),
+// tl_report sets *text to the calls' telemetry as JSON (engine.Report),
 // for the caller to free with tl_free.
 //
 //export tl_report

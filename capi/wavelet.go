@@ -11,13 +11,14 @@ import (
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 // waveletConfig is the JSON config of tl_wavelet_create: the CLI's wavelet
 // flags (without the volume file, the sweep and the output) and its
 // engine flags.
 type waveletConfig struct {
-	engine
+	engineFields
 	A               *float64           `json:"a"`
 	Boundary        string             `json:"boundary"`
 	Kernel          string             `json:"kernel"`
@@ -31,7 +32,7 @@ type waveletConfig struct {
 //
 //export tl_wavelet_create
 func tl_wavelet_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.int64_t) *C.char {
-	return create(config, handle, func(c waveletConfig, dev *graphs.Device) (program, error) {
+	return create(config, handle, func(c waveletConfig, dev *engine.Device) (program, error) {
 		vol, err := volumeOf(v, nx, ny, nz)
 		if err != nil {
 			return nil, err

@@ -94,6 +94,9 @@ func NewAffinity(cfg AffinityConfig) (*Affinity, error) {
 // Name is "affinity".
 func (a *Affinity) Name() string { return "affinity" }
 
+// ItemUnit names the items for the progress bar.
+func (a *Affinity) ItemUnit() string { return "rows" }
+
 // Dtype is the images' dtype.
 func (a *Affinity) Dtype() tensor.Dtype { return a.cfg.Data.Dtype }
 

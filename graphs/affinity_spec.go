@@ -9,6 +9,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/formula"
@@ -87,7 +88,7 @@ func (s AffinitySpec) Validate() error {
 }
 
 // check validates s, and with dev the settings that depend on the device.
-func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
+func (s AffinitySpec) check(dev *engine.Device) (p affinityPlan, err error) {
 	if p.metric, err = ops.ParseMetric(orDefault(s.Metric, "dot")); err != nil {
 		return p, fmt.Errorf("--metric: %w", err)
 	}
@@ -153,7 +154,7 @@ func (s AffinitySpec) check(dev *Device) (p affinityPlan, err error) {
 // AffinityTask is an opened affinity run.
 type AffinityTask struct {
 	job   *Affinity
-	dev   *Device
+	dev   *engine.Device
 	out   *atomicfile.File
 	npz   *npy.NPZWriter
 	rows  *npy.Writer
@@ -166,7 +167,7 @@ type AffinityTask struct {
 // decides between the whole matrix in memory and streamed rows, and
 // creates the output. With withOutput false (for printing the graph), Out
 // is ignored.
-func OpenAffinity(s AffinitySpec, dev *Device, withOutput bool) (_ *AffinityTask, err error) {
+func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *AffinityTask, err error) {
 	p, err := s.check(dev)
 	if err != nil {
 		return nil, err
@@ -318,7 +319,7 @@ func readImagesU8(path string, limit int64) (x []uint8, n, d int, shape []int, o
 	}
 	n, d = shape[0], f.Len()/shape[0]
 	if need := int64(f.Len()); need > limit {
-		return nil, 0, 0, shape, true, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
+		return nil, 0, 0, shape, true, &engine.BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
 	}
 	x = make([]uint8, f.Len())
 	if _, err := f.ReadU8(x); err != nil {
@@ -366,7 +367,7 @@ func readImages[T float32 | float64](s AffinitySpec, limit int64) (x []T, n, d i
 		}
 		n, d = shape[0], f.Len()/max(shape[0], 1)
 		if need := sysmem.Mul(int64(f.Len()), size); need < 0 || need > limit {
-			return nil, 0, 0, nil, false, fmt.Errorf("--images: %s: %w", path, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit})
+			return nil, 0, 0, nil, false, fmt.Errorf("--images: %s: %w", path, &engine.BudgetError{Workload: "affinity's images", Need: need, Limit: limit})
 		}
 		x = make([]T, f.Len())
 		sysmem.AdviseHugePagesOf(x)
@@ -383,7 +384,7 @@ func readImages[T float32 | float64](s AffinitySpec, limit int64) (x []T, n, d i
 	}
 	n, h, w := s.N, s.Height, s.Width
 	if need := sysmem.Mul(int64(n), int64(h), int64(w), size); need < 0 || need > limit {
-		return nil, 0, 0, nil, false, &BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
+		return nil, 0, 0, nil, false, &engine.BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed0003))
 	x = make([]T, n*h*w)
@@ -395,11 +396,11 @@ func readImages[T float32 | float64](s AffinitySpec, limit int64) (x []T, n, d i
 }
 
 // Job is the affinity job.
-func (t *AffinityTask) Job() Job { return t.job }
+func (t *AffinityTask) Job() engine.Job { return t.job }
 
 // Device is the device OpenAffinity was given, its batch set to the
 // spec's Block when there is one: run and print the job on it.
-func (t *AffinityTask) Device() *Device { return t.dev }
+func (t *AffinityTask) Device() *engine.Device { return t.dev }
 
 // Result is the run's AffinityResult.
 func (t *AffinityTask) Result() any { return t.job.Result() }

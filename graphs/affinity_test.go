@@ -11,6 +11,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/ops"
@@ -91,9 +92,9 @@ func TestMergeSpecValidate(t *testing.T) {
 }
 
 // cpuDevice is the CPU under limit bytes.
-func cpuDevice(t *testing.T, limit int64, dtype string) *Device {
+func cpuDevice(t *testing.T, limit int64, dtype string) *engine.Device {
 	t.Helper()
-	d, err := Open(Engine{MemLimit: limit, Dtype: dtype})
+	d, err := engine.Open(engine.Engine{MemLimit: limit, Dtype: dtype})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestAffinityGraph(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := Compile(job, 8)
+		p, err := engine.Compile(job, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +228,7 @@ func TestAffinityGraph(t *testing.T) {
 			t.Errorf("%s: ops %v, want %v", c.name, got, c.want)
 		}
 		var dot bytes.Buffer
-		if err := WriteDOT(&dot, job.Name(), p.Graph()); err != nil {
+		if err := engine.WriteDOT(&dot, job.Name(), p.Graph()); err != nil {
 			t.Fatal(err)
 		}
 		if k := strings.Count(dot.String(), "label="); k != len(c.want) {
@@ -251,7 +252,7 @@ func TestAffinityChecksums(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Run(t.Context(), job, RunConfig{MemLimit: 1 << 30, Batch: batch}); err != nil {
+		if _, err := engine.Run(t.Context(), job, engine.RunConfig{MemLimit: 1 << 30, Batch: batch}); err != nil {
 			t.Fatal(err)
 		}
 		return job
@@ -333,7 +334,7 @@ func TestAffinityReplayDoesNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 		const batch = 64
-		p, err := Compile(job, batch)
+		p, err := engine.Compile(job, batch)
 		if err != nil {
 			t.Fatal(err)
 		}

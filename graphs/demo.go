@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 // DemoCase is one workload of the demo, on built-in data at a size that
@@ -12,7 +14,7 @@ type DemoCase struct {
 	Workload, Size string
 
 	batch  int
-	open   func(dev *Device) (Task, error)
+	open   func(dev *engine.Device) (Task, error)
 	result func(Task) string
 }
 
@@ -30,7 +32,7 @@ func DemoCases() []DemoCase {
 			// although the matrix would fit, so every block does the same work
 			// and the drift column measures the engine alone.
 			Workload: "affinity l1", Size: "N=2000 64×64 block=50",
-			open: func(dev *Device) (Task, error) {
+			open: func(dev *engine.Device) (Task, error) {
 				block := 50
 				return OpenAffinity(AffinitySpec{N: 2000, Height: 64, Width: 64, Seed: 1, Metric: "l1", Block: &block, Streamed: true}, dev, false)
 			},
@@ -43,7 +45,7 @@ func DemoCases() []DemoCase {
 		{
 			// The 96³ Shepp–Logan phantom over a 72-pose orbit.
 			Workload: "drr siddon", Size: "phantom 96³ 72 poses 128²", batch: 2,
-			open: func(dev *Device) (Task, error) {
+			open: func(dev *engine.Device) (Task, error) {
 				s := DefaultDRRSpec()
 				s.Size, s.Orbit, s.Detector = 96, 72, "128x128"
 				return OpenDRR(s, dev, false)
@@ -59,7 +61,7 @@ func DemoCases() []DemoCase {
 			// grouped by the padding they need, and a group of wider kernels
 			// costs more per batch, which the drift column would show).
 			Workload: "wavelet", Size: "24³ wrap 8θ×4φ×2ξ", batch: 2,
-			open: func(dev *Device) (Task, error) {
+			open: func(dev *engine.Device) (Task, error) {
 				s := WaveletSpec{Size: "24x24x24", Seed: 1, A: 1, Theta: "0:pi:8", Phi: "0:pi:4", Xi: "1,2", Boundary: "wrap"}
 				return OpenWavelet(s, dev, false)
 			},
@@ -79,7 +81,7 @@ func demoInterp(name, reduce string, n, batch int, size string) DemoCase {
 	const m, g = 300, 4096
 	return DemoCase{
 		Workload: name, Size: fmt.Sprintf("M=%d G=%d %s", m, g, size), batch: batch,
-		open: func(dev *Device) (Task, error) {
+		open: func(dev *engine.Device) (Task, error) {
 			return OpenInterp(InterpSpec{Interpolants: m, Grid: g, Points: n, Seed: 1, Reduce: reduce}, dev, false)
 		},
 		result: func(t Task) string {
@@ -94,7 +96,7 @@ func demoInterp(name, reduce string, n, batch int, size string) DemoCase {
 
 // Run opens the case on dev (quiet, with the case's batch size), runs it
 // and returns what it measured and its result column.
-func (c DemoCase) Run(ctx context.Context, dev *Device) (*Outcome, string, error) {
+func (c DemoCase) Run(ctx context.Context, dev *engine.Device) (*engine.Outcome, string, error) {
 	d := dev.Quiet()
 	if c.batch > 0 {
 		d = d.WithBatch(c.batch)
@@ -104,7 +106,7 @@ func (c DemoCase) Run(ctx context.Context, dev *Device) (*Outcome, string, error
 		return nil, "", err
 	}
 	defer t.Close()
-	if a, ok := t.(interface{ Device() *Device }); ok { // a task that sets its own batch
+	if a, ok := t.(interface{ Device() *engine.Device }); ok { // a task that sets its own batch
 		d = a.Device()
 	}
 	out, err := d.Run(ctx, t.Job())

@@ -1,20 +1,6 @@
-// Package graphs builds each tapeloop workload as a Gorgonia expression
-// graph and runs it: compiled once into a TapeMachine for a fixed batch
-// shape, then replayed batch after batch over buffers allocated once.
-//
-// # Overview
-//
-// A Workload builds its graph for a given batch size. Compile turns it into
-// a Program whose input nodes are bound to preallocated tensors; Plan picks
-// the batch size from the graph's static shapes under a memory limit; Run
-// drives a Job (a Workload that also feeds batches and consumes results)
-// through every batch, recording per-batch telemetry.
-//
-// # Invariants
-//
-// After the first batch a replay allocates almost nothing: inputs are copied
-// into the bound tensors, the ops that carry the work own their outputs
-// (see package ops), and outputs are copied into result buffers allocated
-// at compile time. A short last batch is padded with zeros and the padding
-// is discarded.
+// Package graphs holds tapeloop's four workloads (interp, affinity, drr,
+// wavelet): each one's graph and Job, run by package engine, and the
+// layer around them that the CLI and the in-process objects use: their
+// specs and validation, input files, outputs written whole, shards,
+// checkpoints and resume.
 package graphs

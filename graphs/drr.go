@@ -17,6 +17,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/formula"
@@ -93,6 +94,9 @@ func NewDRR(cfg DRRConfig) (*DRR, error) {
 
 // Name is "drr".
 func (w *DRR) Name() string { return "drr" }
+
+// ItemUnit names the items for the progress bar.
+func (w *DRR) ItemUnit() string { return "poses" }
 
 // Dtype is float32: the images.
 func (w *DRR) Dtype() tensor.Dtype { return tensor.Float32 }
@@ -542,7 +546,7 @@ type DRRTask struct {
 // withOutput, creates the outputs as temporary files in Out (made if
 // missing). With withOutput false (for printing the graph), Out and PNG
 // are ignored.
-func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
+func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err error) {
 	p, err := s.parse()
 	if err != nil {
 		return nil, err
@@ -596,7 +600,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 				return nil, err
 			}
 			atomicfile.Sweep(filepath.Dir(s.Out))
-			size := addBytes(sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4), checkpointSpace(hi-lo-t.claim.Saved(), h.Record))
+			size := engine.AddBytes(sysmem.Mul(int64(hi-lo), int64(r), int64(c), 4), checkpointSpace(hi-lo-t.claim.Saved(), h.Record))
 			if err := atomicfile.CheckSpace(s.Out, size); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
@@ -642,7 +646,7 @@ func OpenDRR(s DRRSpec, dev *Device, withOutput bool) (_ *DRRTask, err error) {
 		if s.PNG {
 			size = sysmem.Mul(int64(len(poses)), int64(rows), int64(cols), 6)
 		}
-		size = addBytes(size, checkpointSpace(len(poses)-t.claim.Saved(), h.Record))
+		size = engine.AddBytes(size, checkpointSpace(len(poses)-t.claim.Saved(), h.Record))
 		if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), size); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
@@ -722,7 +726,7 @@ func (s DRRSpec) warn(msg string) {
 // pose of the run, the method and step, the formulas with their
 // parameters, the PNG choice and the kind of device (a GPU rounds
 // otherwise than the CPU).
-func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, cfg DRRConfig, dev *Device) string {
+func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, cfg DRRConfig, dev *engine.Device) string {
 	f := newRunPrint(shard.DRR)
 	f.ints(int(v.N[0]), int(v.N[1]), int(v.N[2]))
 	f.f32s(v.V)
@@ -823,7 +827,7 @@ func (t *DRRTask) writePNG(i int, img []float32, lo, hi float32, rows, cols int)
 }
 
 // Job is the DRR job.
-func (t *DRRTask) Job() Job { return t.job }
+func (t *DRRTask) Job() engine.Job { return t.job }
 
 // Result is the run's DRRResult.
 func (t *DRRTask) Result() any { return t.job.Result() }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
@@ -177,7 +178,7 @@ func TestDRRCubePositionDICOM(t *testing.T) {
 func renderDRR(t *testing.T, spec DRRSpec) []float64 {
 	t.Helper()
 	spec.Out = filepath.Join(t.TempDir(), "out")
-	dev, err := CPU(0)
+	dev, err := engine.CPU(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -93,7 +94,7 @@ func smallDRR(out string) DRRSpec {
 // and keeps only the checkpoint of the poses rendered (and the directories
 // holding it), which the next run resumes from.
 func TestOpenDRROutputs(t *testing.T) {
-	dev, err := CPU(0)
+	dev, err := engine.CPU(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestOpenDRROutputs(t *testing.T) {
 
 // Without withOutput nothing is created, whatever Out says.
 func TestOpenDRRWithoutOutput(t *testing.T) {
-	dev, err := CPU(0)
+	dev, err := engine.CPU(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestOpenDRRWithoutOutput(t *testing.T) {
 
 // The graph is poses → DRR → images → ImageStats → stats.
 func TestDRRGraph(t *testing.T) {
-	dev, err := CPU(0)
+	dev, err := engine.CPU(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestDRRGraph(t *testing.T) {
 
 // Replaying the DRR graph, statistics included, allocates no buffers.
 func TestDRRReplayDoesNotAllocate(t *testing.T) {
-	dev, err := CPU(0)
+	dev, err := engine.CPU(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestDRRReplayDoesNotAllocate(t *testing.T) {
 	}
 	defer task.Close()
 	job := task.Job()
-	p, err := Compile(job, 4)
+	p, err := engine.Compile(job, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 // A Gaussian affinity of the user's own, with its width as a parameter,
@@ -13,7 +14,7 @@ import (
 // is opened, compiled once into the graph and replayed block after block;
 // here it runs from dot products (the sum of squares expands).
 func ExampleOpenAffinity_formula() {
-	dev, err := graphs.Open(graphs.Engine{})
+	dev, err := engine.Open(engine.Engine{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func ExampleOpenAffinity_formula() {
 // A reduction of the user's own over the 300 interpolants of the built-in
 // case: the largest value at each of 10,000 points.
 func ExampleOpenInterp_formula() {
-	dev, err := graphs.Open(graphs.Engine{})
+	dev, err := engine.Open(engine.Engine{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -25,7 +26,7 @@ type AffinityOptions struct {
 // each Run replaces the images in the buffers the program holds and
 // replays it block by block.
 type AffinityProgram struct {
-	*session
+	ses *engine.Session
 	job   *Affinity
 	data  *ops.PairData
 	opt   AffinityOptions
@@ -38,8 +39,8 @@ type AffinityProgram struct {
 // the rest with opt) and compiles the affinity of n images of d values on
 // dev (nil: the CPU) in its dtype, in blocks of its batch of rows (0:
 // planned under its memory limit).
-func CompileAffinity(s AffinitySpec, n, d int, dev *Device, opt AffinityOptions) (_ *AffinityProgram, err error) {
-	if dev, err = inprocDevice(dev); err != nil {
+func CompileAffinity(s AffinitySpec, n, d int, dev *engine.Device, opt AffinityOptions) (_ *AffinityProgram, err error) {
+	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
 	dt := dev.Dtype()
@@ -66,13 +67,13 @@ func CompileAffinity(s AffinitySpec, n, d int, dev *Device, opt AffinityOptions)
 	// here, before the plan: refuse what the limit cannot hold first.
 	need := sysmem.Mul(int64(all), int64(d), int64(dt.Size()))
 	if opt.TopK == 0 && opt.Cols == 0 {
-		need = addBytes(need, sysmem.Mul(int64(n), int64(n), int64(dt.Size())))
+		need = engine.AddBytes(need, sysmem.Mul(int64(n), int64(n), int64(dt.Size())))
 	}
 	if need < 0 || need > dev.MemLimit {
 		if need < 0 {
 			need = math.MaxInt64
 		}
-		return nil, &BudgetError{Workload: "affinity's images and matrix", Need: need, Limit: dev.MemLimit}
+		return nil, &engine.BudgetError{Workload: "affinity's images and matrix", Need: need, Limit: dev.MemLimit}
 	}
 	var data *ops.PairData
 	switch dt {
@@ -97,11 +98,11 @@ func CompileAffinity(s AffinitySpec, n, d int, dev *Device, opt AffinityOptions)
 	if err != nil {
 		return nil, err
 	}
-	ses, err := newSession(job, dev, false)
+	ses, err := engine.NewSession(job, dev, false)
 	if err != nil {
 		return nil, err
 	}
-	return &AffinityProgram{session: ses, job: job, data: data, opt: opt, N: n, D: d, Dtype: dt}, nil
+	return &AffinityProgram{ses: ses, job: job, data: data, opt: opt, N: n, D: d, Dtype: dt}, nil
 }
 
 func ones[T float32 | float64](n int) []T {
@@ -142,27 +143,27 @@ func (p *AffinityProgram) Run(x, y, dst any, idx []int64, vals []float64) error 
 	case []float64:
 		return runAffinity(p, xv, y, dst, idx, vals)
 	}
-	return fmt.Errorf("%w: x is %T, want []float32 or []float64", ErrBatch, x)
+	return fmt.Errorf("%w: x is %T, want []float32 or []float64", engine.ErrBatch, x)
 }
 
 func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx []int64, vals []float64) error {
 	var zero T
 	if _, f32 := any(zero).(float32); f32 != (p.Dtype == tensor.Float32) {
-		return fmt.Errorf("%w: the program is %v, x is %T", ErrBatch, p.Dtype, x)
+		return fmt.Errorf("%w: the program is %v, x is %T", engine.ErrBatch, p.Dtype, x)
 	}
 	if len(x) != p.N*p.D {
-		return fmt.Errorf("%w: x has %d values, the program's images are (%d, %d)", ErrBatch, len(x), p.N, p.D)
+		return fmt.Errorf("%w: x has %d values, the program's images are (%d, %d)", engine.ErrBatch, len(x), p.N, p.D)
 	}
 	c := &affinityCall[T]{Affinity: p.job, p: p}
 	if p.opt.TopK > 0 {
 		if len(idx) != p.OutLen() || len(vals) != p.OutLen() {
-			return fmt.Errorf("%w: top-k outputs of %d and %d values, want %d·%d", ErrBatch, len(idx), len(vals), p.N, p.opt.TopK)
+			return fmt.Errorf("%w: top-k outputs of %d and %d values, want %d·%d", engine.ErrBatch, len(idx), len(vals), p.N, p.opt.TopK)
 		}
 		c.idx, c.vals = idx, vals
 	} else {
 		d, ok := dst.([]T)
 		if !ok || len(d) != p.OutLen() {
-			return fmt.Errorf("%w: out is %T of %d values, want %d %v values", ErrBatch, dst, ops.SliceLen(dst), p.OutLen(), p.Dtype)
+			return fmt.Errorf("%w: out is %T of %d values, want %d %v values", engine.ErrBatch, dst, ops.SliceLen(dst), p.OutLen(), p.Dtype)
 		}
 		c.dst = d
 	}
@@ -172,19 +173,19 @@ func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx
 	if p.opt.Cols > 0 {
 		yv, ok := y.([]T)
 		if !ok || len(yv) != p.opt.Cols*p.D {
-			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", ErrBatch, y, ops.SliceLen(y), p.opt.Cols, p.D, p.Dtype)
+			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", engine.ErrBatch, y, ops.SliceLen(y), p.opt.Cols, p.D, p.Dtype)
 		}
 		if err := p.data.ReloadRows(yv, p.N); err != nil {
 			return err
 		}
 	} else if y != nil {
-		return fmt.Errorf("%w: column images given, the program is a batch against itself", ErrBatch)
+		return fmt.Errorf("%w: column images given, the program is a batch against itself", engine.ErrBatch)
 	}
 	if f := p.job.cfg.Formula; f != nil {
 		f.Reload(p.data)
 	}
 	p.job.Checksum = 0
-	return p.run(c)
+	return p.ses.Run(c)
 }
 
 // affinityCall is one Run as a Job: the blocks' results copied into the
@@ -233,4 +234,14 @@ func (c *affinityCall[T]) Finish() error {
 }
 
 // Close releases the program.
-func (p *AffinityProgram) Close() error { return p.close() }
+func (p *AffinityProgram) Close() error { return p.ses.Close() }
+
+// Interrupt stops the call in progress (one made between calls stops the
+// next).
+func (p *AffinityProgram) Interrupt() { p.ses.Interrupt() }
+
+// Report says how the calls so far went.
+func (p *AffinityProgram) Report() engine.Report { return p.ses.Report() }
+
+// DOT is the compiled graph as Graphviz DOT.
+func (p *AffinityProgram) DOT() (string, error) { return p.ses.DOT() }

@@ -5,6 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -13,7 +14,7 @@ import (
 // once: each Run renders any number of poses, block by block, replaying
 // the same program over the same buffers.
 type DRRProgram struct {
-	*session
+	ses *engine.Session
 	job        *DRR
 	spec       DRRSpec
 	Rows, Cols int
@@ -30,8 +31,8 @@ const PoseValues = 14
 // the poses come with each Run), applies --hu or --mu to the copy, and
 // compiles the DRR onto rows×cols pixels on dev (nil: the CPU) for blocks
 // of its batch of poses (0: planned under its memory limit).
-func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *Device) (_ *DRRProgram, err error) {
-	if dev, err = inprocDevice(dev); err != nil {
+func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *engine.Device) (_ *DRRProgram, err error) {
+	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
 	s.Volume, s.Geometry, s.Out, s.PNG, s.Shard, s.Shards, s.Resume = "(array)", "(array)", "", false, nil, nil, false
@@ -47,7 +48,7 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *Device) (_ *DR
 		return nil, fmt.Errorf("--volume: need an (X, Y, Z) array")
 	}
 	if need := 4 * int64(len(v.V)); need > dev.MemLimit { // the copy made here, before the plan
-		return nil, &BudgetError{Workload: "drr's volume", Need: need, Limit: dev.MemLimit}
+		return nil, &engine.BudgetError{Workload: "drr's volume", Need: need, Limit: dev.MemLimit}
 	}
 	c := *v
 	c.V = append([]float32(nil), v.V...)
@@ -68,11 +69,11 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *Device) (_ *DR
 		return nil, err
 	}
 	job := &DRR{cfg: cfg, rows: rows, cs: cols, noSum: true}
-	ses, err := newSession(job, dev, true)
+	ses, err := engine.NewSession(job, dev, true)
 	if err != nil {
 		return nil, err
 	}
-	return &DRRProgram{session: ses, job: job, spec: s, Rows: rows, Cols: cols}, nil
+	return &DRRProgram{ses: ses, job: job, spec: s, Rows: rows, Cols: cols}, nil
 }
 
 // Poses reads n poses of PoseValues numbers each (a geometry file's
@@ -130,7 +131,7 @@ func (p *DRRProgram) Run(x []float64, dst []float32) error {
 	}
 	per := p.Rows * p.Cols
 	if len(dst) != len(poses)*per {
-		return fmt.Errorf("%w: out has %d values, want %d poses × %d×%d", ErrBatch, len(dst), len(poses), p.Rows, p.Cols)
+		return fmt.Errorf("%w: out has %d values, want %d poses × %d×%d", engine.ErrBatch, len(dst), len(poses), p.Rows, p.Cols)
 	}
 	if p.job.cfg.Step > 0 {
 		if err := checkSamples(p.job.cfg.Vol, poses, p.job.cfg.Step, p.spec.Step != nil); err != nil {
@@ -148,7 +149,7 @@ func (p *DRRProgram) Run(x []float64, dst []float32) error {
 		copy(dst[i*per:(i+1)*per], img)
 		return nil
 	}
-	if err := p.run(j); err != nil {
+	if err := p.ses.Run(j); err != nil {
 		return err
 	}
 	p.AllMissed = j.AllMissed()
@@ -159,4 +160,14 @@ func (p *DRRProgram) Run(x []float64, dst []float32) error {
 func (p *DRRProgram) Dtype() tensor.Dtype { return tensor.Float32 }
 
 // Close releases the program.
-func (p *DRRProgram) Close() error { return p.close() }
+func (p *DRRProgram) Close() error { return p.ses.Close() }
+
+// Interrupt stops the call in progress (one made between calls stops the
+// next).
+func (p *DRRProgram) Interrupt() { p.ses.Interrupt() }
+
+// Report says how the calls so far went.
+func (p *DRRProgram) Report() engine.Report { return p.ses.Report() }
+
+// DOT is the compiled graph as Graphviz DOT.
+func (p *DRRProgram) DOT() (string, error) { return p.ses.DOT() }

@@ -13,12 +13,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
-func emuDev(t *testing.T, batch int) *Device {
+func emuDev(t *testing.T, batch int) *engine.Device {
 	t.Helper()
-	d, err := Open(Engine{Device: "cuda", MemLimit: 1 << 30, Batch: batch})
+	d, err := engine.Open(engine.Engine{Device: "cuda", MemLimit: 1 << 30, Batch: batch})
 	if err != nil {
 		t.Fatal(err)
 	}

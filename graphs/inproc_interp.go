@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -15,7 +16,7 @@ import (
 // evaluates any number of queries block by block, replaying the same
 // program over the same buffers.
 type InterpProgram struct {
-	*session
+	ses *engine.Session
 	job   *Interp
 	Batch int
 	M     int // interpolants
@@ -38,8 +39,8 @@ func (q fixedQueries) Read64(dst []float64, _ int) error { return nil }
 // come with each Run) and compiles the program on dev (nil: the CPU) in
 // its dtype, for blocks of its batch of queries (0: planned under its
 // memory limit).
-func CompileInterp(s InterpSpec, f []float64, m, g int, dev *Device) (_ *InterpProgram, err error) {
-	if dev, err = inprocDevice(dev); err != nil {
+func CompileInterp(s InterpSpec, f []float64, m, g int, dev *engine.Device) (_ *InterpProgram, err error) {
+	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
 	dt := dev.Dtype()
@@ -55,7 +56,7 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *Device) (_ *InterpP
 		need = math.MaxInt64
 	}
 	if need > dev.MemLimit {
-		return nil, &BudgetError{Workload: "interp's table", Need: need, Limit: dev.MemLimit}
+		return nil, &engine.BudgetError{Workload: "interp's table", Need: need, Limit: dev.MemLimit}
 	}
 	reduce, method, fx, _ := s.parse()
 	dx := 1 / float64(g-1)
@@ -79,11 +80,11 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *Device) (_ *InterpP
 	if err != nil {
 		return nil, err
 	}
-	ses, err := newSession(job, dev, true)
+	ses, err := engine.NewSession(job, dev, true)
 	if err != nil {
 		return nil, err
 	}
-	p := &InterpProgram{session: ses, job: job, Batch: ses.prog.Batch, M: m, Dtype: dt}
+	p := &InterpProgram{ses: ses, job: job, Batch: ses.Batch(), M: m, Dtype: dt}
 	if reduce == ops.ReduceNone {
 		p.Cols = m
 	}
@@ -107,27 +108,27 @@ func (p *InterpProgram) Run(x, dst any) error {
 	case []float32:
 		d, ok := dst.([]float32)
 		if !ok || p.Dtype != tensor.Float32 {
-			return fmt.Errorf("%w: the program is %v, x is float32 and out is %T", ErrBatch, p.Dtype, dst)
+			return fmt.Errorf("%w: the program is %v, x is float32 and out is %T", engine.ErrBatch, p.Dtype, dst)
 		}
 		return p.run(&interpCall[float32]{p: p, x: xv, dst: d})
 	case []float64:
 		d, ok := dst.([]float64)
 		if !ok || p.Dtype != tensor.Float64 {
-			return fmt.Errorf("%w: the program is %v, x is float64 and out is %T", ErrBatch, p.Dtype, dst)
+			return fmt.Errorf("%w: the program is %v, x is float64 and out is %T", engine.ErrBatch, p.Dtype, dst)
 		}
 		return p.run(&interpCall[float64]{p: p, x: xv, dst: d})
 	}
-	return fmt.Errorf("%w: x is %T, want []float32 or []float64", ErrBatch, x)
+	return fmt.Errorf("%w: x is %T, want []float32 or []float64", engine.ErrBatch, x)
 }
 
 func (p *InterpProgram) run(c interface {
-	Job
+	engine.Job
 	check() error
 }) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	return p.session.run(c)
+	return p.ses.Run(c)
 }
 
 // interpCall is one Run as a Job: its queries fed block by block from x,
@@ -142,10 +143,10 @@ type interpCall[T float32 | float64] struct {
 func (c *interpCall[T]) check() error {
 	c.Interp = c.p.job
 	if len(c.x) < 1 {
-		return fmt.Errorf("%w: x has no queries", ErrBatch)
+		return fmt.Errorf("%w: x has no queries", engine.ErrBatch)
 	}
 	if len(c.dst) != c.p.OutLen(len(c.x)) {
-		return fmt.Errorf("%w: out has %d values, want %d", ErrBatch, len(c.dst), c.p.OutLen(len(c.x)))
+		return fmt.Errorf("%w: out has %d values, want %d", engine.ErrBatch, len(c.dst), c.p.OutLen(len(c.x)))
 	}
 	if f := c.p.job.cfg.Formula; f != nil {
 		c.bad = f.NonFinite()
@@ -178,4 +179,14 @@ func (c *interpCall[T]) Consume(out []*tensor.Dense, off, n int) error {
 }
 
 // Close releases the program.
-func (p *InterpProgram) Close() error { return p.close() }
+func (p *InterpProgram) Close() error { return p.ses.Close() }
+
+// Interrupt stops the call in progress (one made between calls stops the
+// next).
+func (p *InterpProgram) Interrupt() { p.ses.Interrupt() }
+
+// Report says how the calls so far went.
+func (p *InterpProgram) Report() engine.Report { return p.ses.Report() }
+
+// DOT is the compiled graph as Graphviz DOT.
+func (p *InterpProgram) DOT() (string, error) { return p.ses.DOT() }

@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 // inprocDev is the CPU with batch items per batch (0: planned) under
 // 1 GiB, in dtype.
-func inprocDev(t testing.TB, batch int, dtype string) *Device {
+func inprocDev(t testing.TB, batch int, dtype string) *engine.Device {
 	t.Helper()
-	d, err := Open(Engine{MemLimit: 1 << 30, Batch: batch, Dtype: dtype})
+	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch, Dtype: dtype})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +83,13 @@ func TestCompileInterp(t *testing.T) {
 			t.Fatalf("query %d of %d: %g, alone in a full block %g", i, len(long), got[i], first[(i*13)%batch])
 		}
 	}
-	if err := p.Run(x[:0], dst[:0]); !errors.Is(err, ErrBatch) {
+	if err := p.Run(x[:0], dst[:0]); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("no queries: %v, want ErrBatch", err)
 	}
-	if err := p.Run(x[:batch-1], dst); !errors.Is(err, ErrBatch) {
+	if err := p.Run(x[:batch-1], dst); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("out of the wrong length: %v, want ErrBatch", err)
 	}
-	if err := p.Run(make([]float32, batch), make([]float32, batch)); !errors.Is(err, ErrBatch) {
+	if err := p.Run(make([]float32, batch), make([]float32, batch)); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("float32 batch of a float64 program: %v, want ErrBatch", err)
 	}
 	if _, err := CompileInterp(InterpSpec{Reduce: "max(w)"}, f, m, g, inprocDev(t, batch, "float64")); err == nil || !strings.HasPrefix(err.Error(), `--reduce "max(w)"`) {
@@ -169,7 +170,7 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 			}
 		}
 	}
-	if err := cross.Run(x, nil, dst, nil, nil); !errors.Is(err, ErrBatch) {
+	if err := cross.Run(x, nil, dst, nil, nil); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("no column images: %v, want ErrBatch", err)
 	}
 	top, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 4, "float64"), AffinityOptions{TopK: k})
@@ -213,7 +214,7 @@ func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
 		}
 		var want []float32
 		task.job.cfg.Image = func(_ int, img []float32, _, _ float32) error { want = append(want, img...); return nil }
-		if _, err := Run(t.Context(), task.Job(), RunConfig{MemLimit: 1 << 30}); err != nil {
+		if _, err := engine.Run(t.Context(), task.Job(), engine.RunConfig{MemLimit: 1 << 30}); err != nil {
 			t.Fatal(err)
 		}
 		task.Close()
@@ -264,7 +265,7 @@ func TestInterruptEndsOnlyTheCall(t *testing.T) {
 	}
 	dst := make([]float32, n*n)
 	time.AfterFunc(50*time.Millisecond, p.Interrupt)
-	if err := p.Run(x, nil, dst, nil, nil); !errors.Is(err, ErrInterrupted) {
+	if err := p.Run(x, nil, dst, nil, nil); !errors.Is(err, engine.ErrInterrupted) {
 		t.Fatalf("interrupted call: %v, want ErrInterrupted", err)
 	}
 	if err := p.Run(x, nil, dst, nil, nil); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -20,15 +21,15 @@ import (
 // own (WaveletPads), so the results do not depend on it. Wrap mode never
 // recompiles.
 type WaveletProgram struct {
-	*session
-	// mu guards session against Interrupt while Run replaces it.
+	ses *engine.Session
+	// mu guards ses against Interrupt, Report and DOT while Run replaces it.
 	mu    sync.Mutex
 	src   *ops.WaveletSource
 	v     []float32
 	n     [3]int
 	a     float64
 	fail  bool
-	dev   *Device
+	dev   *engine.Device
 	names []string
 	place []int
 }
@@ -40,8 +41,8 @@ type WaveletProgram struct {
 // memory limit). In
 // reflect mode the volume's source starts with the padding of the round
 // hat (θ = φ = 0, ξ = 1) and grows with the sweeps (WaveletProgram).
-func CompileWavelet(s WaveletSpec, v []float32, n [3]int, dev *Device) (_ *WaveletProgram, err error) {
-	if dev, err = inprocDevice(dev); err != nil {
+func CompileWavelet(s WaveletSpec, v []float32, n [3]int, dev *engine.Device) (_ *WaveletProgram, err error) {
+	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
 	s.Volume, s.Size, s.Out, s.Stdout, s.Shard, s.Shards, s.Env, s.Resume = "(array)", "", "", nil, nil, nil, nil, false
@@ -65,7 +66,7 @@ func CompileWavelet(s WaveletSpec, v []float32, n [3]int, dev *Device) (_ *Wavel
 		return nil, err
 	}
 	var job *Wavelet
-	if prog.session, job, err = prog.compile(prog.src); err != nil {
+	if prog.ses, job, err = prog.compile(prog.src); err != nil {
 		return nil, err
 	}
 	prog.names, prog.place = job.columns()
@@ -74,12 +75,12 @@ func CompileWavelet(s WaveletSpec, v []float32, n [3]int, dev *Device) (_ *Wavel
 
 // compile compiles the sweep over src, and returns the job it compiled:
 // the round hat, a stand-in: the sweeps come with each call.
-func (p *WaveletProgram) compile(src *ops.WaveletSource) (*session, *Wavelet, error) {
+func (p *WaveletProgram) compile(src *ops.WaveletSource) (*engine.Session, *Wavelet, error) {
 	job, err := NewWavelet(WaveletConfig{Src: src, Combos: []Combo{{0, 0, 1}}, FailOnNonFinite: p.fail})
 	if err != nil {
 		return nil, nil, err
 	}
-	ses, err := newSession(job, p.dev, true)
+	ses, err := engine.NewSession(job, p.dev, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,7 +117,7 @@ func (p *WaveletProgram) Run(theta, phi, xi []float64, dst []float64) error {
 	}
 	w := len(p.names)
 	if len(dst) != len(combos)*w {
-		return fmt.Errorf("%w: out has %d values, want %d combinations × %d columns", ErrBatch, len(dst), len(combos), w)
+		return fmt.Errorf("%w: out has %d values, want %d combinations × %d columns", engine.ErrBatch, len(dst), len(combos), w)
 	}
 	_, pad := WaveletPads(p.n, p.a, combos)
 	if err := checkWaveletPadding(p.n, pad, p.dev.MemLimit); err != nil {
@@ -130,7 +131,7 @@ func (p *WaveletProgram) Run(theta, phi, xi []float64, dst []float64) error {
 	if err != nil {
 		return err
 	}
-	if err := p.run(job); err != nil {
+	if err := p.ses.Run(job); err != nil {
 		return err
 	}
 	for i := range combos {
@@ -160,16 +161,9 @@ func (p *WaveletProgram) grow(pad [3]int) error {
 		return err
 	}
 	p.mu.Lock()
-	prev := p.session
-	kept := *prev // the calls so far stay counted
-	kept.prog, kept.plan = ses.prog, ses.plan
-	*ses = kept
-	p.session, p.src = ses, src
-	if prev.prog.stop.Load() { // an Interrupt of this call, made while compiling
-		ses.prog.Stop()
-	}
-	p.mu.Unlock()
-	return prev.close()
+	defer p.mu.Unlock()
+	p.src = src
+	return p.ses.Recompiled(ses) // the calls so far stay counted
 }
 
 // Interrupt stops the call in progress, as session.Interrupt, also while
@@ -177,8 +171,22 @@ func (p *WaveletProgram) grow(pad [3]int) error {
 func (p *WaveletProgram) Interrupt() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.session.Interrupt()
+	p.ses.Interrupt()
 }
 
 // Close releases the program.
-func (p *WaveletProgram) Close() error { return p.close() }
+func (p *WaveletProgram) Close() error { return p.ses.Close() }
+
+// Report says how the calls so far went.
+func (p *WaveletProgram) Report() engine.Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ses.Report()
+}
+
+// DOT is the compiled graph as Graphviz DOT.
+func (p *WaveletProgram) DOT() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ses.DOT()
+}

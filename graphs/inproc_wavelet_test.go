@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 // waveletCLIRun runs the sweep s as the CLI does and returns its CSV's
@@ -21,7 +23,7 @@ func waveletCLIRun(t *testing.T, s WaveletSpec) (header string, rows [][]float64
 		t.Fatal(err)
 	}
 	defer task.Close()
-	if _, err := Run(t.Context(), task.Job(), RunConfig{MemLimit: 1 << 30}); err != nil {
+	if _, err := engine.Run(t.Context(), task.Job(), engine.RunConfig{MemLimit: 1 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	if err := task.Commit(); err != nil {
@@ -131,7 +133,7 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 }
 
 // waveletJob opens s, for its count of computed combinations.
-func waveletJob(t *testing.T, s WaveletSpec) Job {
+func waveletJob(t *testing.T, s WaveletSpec) engine.Job {
 	t.Helper()
 	tk, err := OpenWavelet(s, cpuDevice(t, 1<<30, ""), false)
 	if err != nil {
@@ -178,7 +180,7 @@ func TestCompileWaveletErrors(t *testing.T) {
 	if err := p.Run([]float64{0}, nil, []float64{1}, nil); err == nil || err.Error() != "--phi: empty list" {
 		t.Errorf("no φ: %v", err)
 	}
-	if err := p.Run([]float64{0}, []float64{0}, []float64{1}, make([]float64, w+1)); !errors.Is(err, ErrBatch) {
+	if err := p.Run([]float64{0}, []float64{0}, []float64{1}, make([]float64, w+1)); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("out of the wrong length: %v, want ErrBatch", err)
 	}
 	if err := p.Run([]float64{0}, []float64{0}, []float64{1}, make([]float64, w)); err != nil {
@@ -210,7 +212,7 @@ func TestWaveletInterruptEndsOnlyTheCall(t *testing.T) {
 	}
 	dst := make([]float64, len(theta)*len(phi)*len(xi)*len(p.Columns()))
 	time.AfterFunc(30*time.Millisecond, p.Interrupt)
-	if err := p.Run(theta, phi, xi, dst); !errors.Is(err, ErrInterrupted) {
+	if err := p.Run(theta, phi, xi, dst); !errors.Is(err, engine.ErrInterrupted) {
 		t.Fatalf("interrupted call: %v, want ErrInterrupted", err)
 	}
 	if err := p.Run(theta[:2], phi, xi, dst[:2*len(phi)*len(xi)*len(p.Columns())]); err != nil {

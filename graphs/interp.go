@@ -10,6 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/formula"
@@ -153,6 +154,9 @@ func NewInterp(cfg InterpConfig) (*Interp, error) {
 
 // Name is "interp".
 func (w *Interp) Name() string { return "interp" }
+
+// ItemUnit names the items for the progress bar.
+func (w *Interp) ItemUnit() string { return "points" }
 
 // Dtype is the configured dtype.
 func (w *Interp) Dtype() tensor.Dtype { return w.cfg.Dtype }
@@ -447,7 +451,7 @@ type InterpTask struct {
 // OpenInterp validates s, reads the table, opens the queries and creates
 // the output on dev. With withOutput false (for printing the graph), Out
 // is ignored.
-func OpenInterp(s InterpSpec, dev *Device, withOutput bool) (_ *InterpTask, err error) {
+func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTask, err error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -577,7 +581,7 @@ func checkTableBytes(m, g int, limit int64) error {
 		if need < 0 {
 			need = math.MaxInt64
 		}
-		return &BudgetError{Workload: fmt.Sprintf("interp's table of %d × %d values", m, g), Need: need, Limit: limit}
+		return &engine.BudgetError{Workload: fmt.Sprintf("interp's table of %d × %d values", m, g), Need: need, Limit: limit}
 	}
 	return nil
 }
@@ -605,7 +609,7 @@ func squareTable(m, g int) []float64 {
 }
 
 // Job is the interpolation job.
-func (t *InterpTask) Job() Job { return t.job }
+func (t *InterpTask) Job() engine.Job { return t.job }
 
 // Result is the run's InterpResult.
 func (t *InterpTask) Result() any { return t.job.Result() }

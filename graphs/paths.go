@@ -20,7 +20,13 @@ type Path struct {
 // ErrPath is matched (errors.Is) by errors about input and output paths.
 var ErrPath = errors.New("bad path")
 
-func pathErrorf(format string, a ...any) error { return kindError{fmt.Sprintf(format, a...), ErrPath} }
+// pathError is an error about a path; it matches ErrPath.
+type pathError struct{ msg string }
+
+func (e pathError) Error() string        { return e.msg }
+func (e pathError) Is(target error) bool { return target == ErrPath }
+
+func pathErrorf(format string, a ...any) error { return pathError{fmt.Sprintf(format, a...)} }
 
 // CheckPaths refuses, before any work, an input that is not a regular file
 // (a pipe or FIFO, a device, a socket, or "-" for standard input: the rule

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
@@ -138,8 +139,8 @@ func unfinished(workload string, err error, c *checkpoint.File) error {
 	if c == nil || c.Saved() == 0 {
 		return err
 	}
-	if errors.Is(err, ErrInterrupted) {
-		return fmt.Errorf("%s: %w: %s", workload, ErrInterrupted, c.Note())
+	if errors.Is(err, engine.ErrInterrupted) {
+		return fmt.Errorf("%s: %w: %s", workload, engine.ErrInterrupted, c.Note())
 	}
 	return fmt.Errorf("%w; %s", err, c.Note())
 }

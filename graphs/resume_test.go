@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
 )
 
@@ -17,7 +18,7 @@ import (
 // or not at all) and resumes: the outputs must be the uninterrupted run's,
 // byte for byte, and the checkpoint gone.
 func TestResumeFromCheckpoint(t *testing.T) {
-	d, err := Open(Engine{Batch: 2})
+	d, err := engine.Open(engine.Engine{Batch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

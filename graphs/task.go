@@ -1,16 +1,8 @@
 package graphs
 
 import (
-	"context"
-	"fmt"
-	"io"
-	"runtime"
-	"syscall"
-
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
-	"github.com/tapeloop/tapeloop/internal/cpukern"
-	"github.com/tapeloop/tapeloop/internal/fft3"
-	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 // Task is a workload opened from its spec: inputs open and checked, output
@@ -19,84 +11,13 @@ import (
 // and removes outputs that were not committed.
 type Task interface {
 	// Job is the workload to run.
-	Job() Job
+	Job() engine.Job
 	// Result summarises the run so far, for reports.
 	Result() any
 	// Commit flushes the outputs and renames them into place.
 	Commit() error
 	// Close closes the inputs and removes uncommitted outputs.
 	Close() error
-}
-
-// Run places job on d (when it is a DeviceJob) and runs it under d's
-// engine configuration.
-func (d *Device) Run(ctx context.Context, job Job) (*Outcome, error) {
-	if dj, ok := job.(DeviceJob); ok {
-		dj.SetDevice(d.op())
-	}
-	out, err := Run(ctx, job, d.run)
-	return out, sysmem.WithFileLimit(err)
-}
-
-// WriteDOT plans w on d as a run would, compiles it and writes its graph
-// as Graphviz DOT.
-func (d *Device) WriteDOT(out io.Writer, w Workload) error {
-	if dj, ok := w.(DeviceJob); ok {
-		dj.SetDevice(d.op())
-	}
-	limit := d.run.MemLimit
-	if n := len(d.run.Devices); n > 1 {
-		limit /= int64(n)
-	}
-	plan, err := NewPlan(w, limit, d.run.Batch)
-	if err != nil {
-		return err
-	}
-	p, err := Compile(w, plan.Batch)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	return WriteDOT(out, w.Name(), p.Graph())
-}
-
-// InfoLine is one line of what tapeloop sees of the machine.
-type InfoLine struct{ Key, Value string }
-
-// Info describes the CPU, memory and backends this build uses.
-func Info() []InfoLine {
-	l := []InfoLine{
-		{"go", fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)},
-		{"cpus", fmt.Sprintf("%d (GOMAXPROCS %d)", runtime.NumCPU(), runtime.GOMAXPROCS(0))},
-	}
-	if bs, err := sysmem.Bounds(); err == nil {
-		a := bs[0].Left
-		for _, b := range bs[1:] {
-			a = min(a, b.Left)
-		}
-		l = append(l, InfoLine{"memory available", sysmem.Format(a)})
-		for _, b := range bs[1:] {
-			v := fmt.Sprintf("%s: %s, %s in use, %s left", b.Name, sysmem.Format(b.Limit), sysmem.Format(b.Used), sysmem.Format(b.Left))
-			if b.Rlimit {
-				v = fmt.Sprintf("%s: %s, %s mapped, %s kept for threads and C heaps, %s left",
-					b.Name, sysmem.Format(b.Limit), sysmem.Format(b.Used), sysmem.Format(b.Margin), sysmem.Format(b.Left))
-			}
-			l = append(l, InfoLine{"memory limit", v})
-		}
-	}
-	var files syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files) == nil {
-		l = append(l, InfoLine{"open files", fmt.Sprintf("at most %d (ulimit -n)", files.Cur)})
-	}
-	if lim, err := DefaultMemLimit(); err == nil {
-		l = append(l, InfoLine{"default --mem-limit", sysmem.Format(lim)})
-	}
-	return append(l,
-		InfoLine{"blas", "none linked: matrix products and distances run on tapeloop's own kernels"},
-		InfoLine{"pairwise kernels", cpukern.PairDistISA() + " (C, cgo, chosen at run time)"},
-		InfoLine{"fft", "tapeloop's own, float32, " + fft3.ISA() + " (C, cgo, chosen at run time)"},
-		InfoLine{"cuda", GPUBackend},
-	)
 }
 
 // RemovePending removes the temporary files of outputs not yet committed,

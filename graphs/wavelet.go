@@ -17,6 +17,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/formula"
@@ -287,6 +288,9 @@ func NewWavelet(cfg WaveletConfig) (*Wavelet, error) {
 
 // Name is "wavelet".
 func (w *Wavelet) Name() string { return "wavelet" }
+
+// ItemUnit names the items for the progress bar.
+func (w *Wavelet) ItemUnit() string { return "combinations" }
 
 // Dtype is float64: the parameters and statistics.
 func (w *Wavelet) Dtype() tensor.Dtype { return tensor.Float64 }
@@ -795,7 +799,7 @@ type WaveletTask struct {
 // OpenWavelet validates s, reads or makes the volume, and creates the
 // output. With withOutput false (for printing the graph) no CSV is
 // written.
-func OpenWavelet(s WaveletSpec, dev *Device, withOutput bool) (_ *WaveletTask, err error) {
+func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *WaveletTask, err error) {
 	p, err := s.parse()
 	if err != nil {
 		return nil, err
@@ -900,7 +904,7 @@ func checkWaveletPadding(n, pad [3]int, limit int64) error {
 		if padded < 0 {
 			padded = math.MaxInt64
 		}
-		return &BudgetError{Workload: "wavelet's padded volume", Need: padded, Limit: limit}
+		return &engine.BudgetError{Workload: "wavelet's padded volume", Need: padded, Limit: limit}
 	}
 	return nil
 }
@@ -949,7 +953,7 @@ func (p waveletPlan) formulas(n [3]int, gpu bool) (*ops.WaveletFormulas, error) 
 // values as computed on, the whole sweep, the kernel scale, the boundary,
 // the formulas with their parameters, the CSV's columns and the kind of
 // device (a GPU rounds otherwise than the CPU).
-func (s WaveletSpec) fingerprint(p waveletPlan, v []float32, n [3]int, header string, dev *Device) string {
+func (s WaveletSpec) fingerprint(p waveletPlan, v []float32, n [3]int, header string, dev *engine.Device) string {
 	f := newRunPrint(shard.Wavelet)
 	f.ints(n[0], n[1], n[2])
 	f.f32s(v)
@@ -990,7 +994,7 @@ func (s WaveletSpec) volume(p waveletPlan) ([]float32, [3]int, error) {
 }
 
 // Job is the sweep.
-func (t *WaveletTask) Job() Job { return t.job }
+func (t *WaveletTask) Job() engine.Job { return t.job }
 
 // Result is the run's WaveletResult.
 func (t *WaveletTask) Result() any { return t.job.Result() }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -92,7 +93,7 @@ func TestWaveletSpecValidate(t *testing.T) {
 // The sweep's graph is the pipeline: the combinations, the response op
 // (convolutions reduced to sums), the statistics op.
 func TestWaveletGraph(t *testing.T) {
-	d, err := CPU(1 << 30)
+	d, err := engine.CPU(1 << 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestWaveletGraph(t *testing.T) {
 // replay does allocate is bookkeeping: the parallel loops' and the FFT's
 // goroutines, Gorgonia's instructions.
 func TestWaveletReplayDoesNotAllocate(t *testing.T) {
-	d, err := CPU(1 << 30)
+	d, err := engine.CPU(1 << 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestWaveletReplayDoesNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 		job := task.Job()
-		p, err := Compile(job, 3)
+		p, err := engine.Compile(job, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +168,7 @@ func TestWaveletReplayDoesNotAllocate(t *testing.T) {
 // Commit) with it, and nowhere before Commit or after Close; a run closed
 // before Commit leaves only its checkpoint.
 func TestWaveletTaskOutput(t *testing.T) {
-	d, err := CPU(1 << 30)
+	d, err := engine.CPU(1 << 30)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 var demoCommand = &cli.Command{
@@ -39,7 +40,7 @@ build) every workload runs on the GPU, or spread over --devices.`,
 			}
 			s := out.Summary
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\t%s\n", d.Workload, d.Size, s.Batches, s.MedianMs, s.Drift,
-				graphs.FormatBytes(s.HeapGrowth), graphs.FormatBytes(s.PeakRSSBytes), res)
+				engine.FormatBytes(s.HeapGrowth), engine.FormatBytes(s.PeakRSSBytes), res)
 		}
 		return tw.Flush()
 	},

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
@@ -59,7 +60,7 @@ func params(c *cli.Context) (map[string]float64, error) {
 }
 
 // warnNonFinite says on stderr how many non-finite values a formula gave.
-func warnNonFinite(e engine, flag string, n int64) {
+func warnNonFinite(e engineOpts, flag string, n int64) {
 	if n > 0 {
 		fmt.Fprintf(os.Stderr, "warning: %s gave %d non-finite values (NaN or ±Inf)\n", flag, n)
 	}
@@ -67,10 +68,10 @@ func warnNonFinite(e engine, flag string, n int64) {
 
 var engineFlags = []cli.Flag{memLimitFlag, batchFlag, deviceFlag, devicesFlag, dtypeFlag, reportFlag, quietFlag, verboseFlag, cpuProfFlag, memProfFlag, traceFlag}
 
-// engine is the engine configuration read from the flags, with the
+// engineOpts is the engine configuration read from the flags, with the
 // command-line-only settings (report, profiles) beside it.
-type engine struct {
-	graphs.Engine
+type engineOpts struct {
+	engine.Engine
 	report     string
 	quiet      bool
 	cpuprofile string
@@ -78,15 +79,15 @@ type engine struct {
 	trace      string
 }
 
-// engineConfig reads the engine flags; graphs.Engine.Validate checks them.
-func engineConfig(c *cli.Context) (engine, error) {
-	e := engine{
+// engineConfig reads the engine flags; engine.Engine.Validate checks them.
+func engineConfig(c *cli.Context) (engineOpts, error) {
+	e := engineOpts{
 		report: c.String(reportFlag.Name), quiet: c.Bool(quietFlag.Name),
 		cpuprofile: c.String(cpuProfFlag.Name), memprofile: c.String(memProfFlag.Name), trace: c.String(traceFlag.Name),
 	}
 	e.Device = c.String(deviceFlag.Name)
 	if s := c.String(devicesFlag.Name); s != "" {
-		gpus, err := graphs.ParseGPUs(s)
+		gpus, err := engine.ParseGPUs(s)
 		if err != nil {
 			return e, fmt.Errorf("--devices %q: %w", s, err)
 		}
@@ -96,7 +97,7 @@ func engineConfig(c *cli.Context) (engine, error) {
 		e.Dtype = c.String(dtypeFlag.Name)
 	}
 	if s := c.String(memLimitFlag.Name); s != "" {
-		b, err := graphs.ParseSize(s)
+		b, err := engine.ParseSize(s)
 		if err != nil {
 			return e, fmt.Errorf("--mem-limit: %w", err)
 		}
@@ -116,7 +117,7 @@ func engineConfig(c *cli.Context) (engine, error) {
 
 // checkPaths refuses, before any work, outputs (the workload's and the
 // report and profiles) that would overwrite an input or each other.
-func checkPaths(e engine, s graphs.Paths) error {
+func checkPaths(e engineOpts, s graphs.Paths) error {
 	outs := append(s.OutputPaths(),
 		graphs.Path{Flag: reportFlag.Name, Path: e.report}, graphs.Path{Flag: cpuProfFlag.Name, Path: e.cpuprofile},
 		graphs.Path{Flag: memProfFlag.Name, Path: e.memprofile}, graphs.Path{Flag: traceFlag.Name, Path: e.trace})
@@ -131,7 +132,7 @@ type spec interface {
 
 // openTask reads the engine flags, opens the device, checks s (its rules,
 // then its paths and the report's and profiles') and opens its task.
-func openTask[S spec, T graphs.Task](c *cli.Context, s S, open func(S, *graphs.Device, bool) (T, error)) (e engine, dev *graphs.Device, t T, err error) {
+func openTask[S spec, T graphs.Task](c *cli.Context, s S, open func(S, *engine.Device, bool) (T, error)) (e engineOpts, dev *engine.Device, t T, err error) {
 	if c.Args().Present() {
 		return e, nil, t, fmt.Errorf("%s: unexpected argument %q", c.Command.Name, c.Args().First())
 	}
@@ -149,12 +150,12 @@ func openTask[S spec, T graphs.Task](c *cli.Context, s S, open func(S, *graphs.D
 }
 
 // openEngine reads the engine flags and opens the device they name.
-func openEngine(c *cli.Context) (engine, *graphs.Device, error) {
+func openEngine(c *cli.Context) (engineOpts, *engine.Device, error) {
 	e, err := engineConfig(c)
 	if err != nil {
 		return e, nil, err
 	}
-	dev, err := graphs.Open(e.Engine)
+	dev, err := engine.Open(e.Engine)
 	return e, dev, err
 }
 
@@ -178,7 +179,7 @@ func hasFlag(c *cli.Context, f cli.Flag) bool {
 // and an existing file of the same name is left as it was; only a rename
 // of a profile or the report, the last steps, can fail once the outputs
 // are in place.
-func runTask(ctx context.Context, e engine, dev *graphs.Device, t graphs.Task, result func()) (*graphs.Outcome, error) {
+func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t graphs.Task, result func()) (*engine.Outcome, error) {
 	job := t.Job()
 	prof, err := startProfiles(e)
 	if err != nil {
@@ -190,7 +191,7 @@ func runTask(ctx context.Context, e engine, dev *graphs.Device, t graphs.Task, r
 		err = perr
 	}
 	if err == nil && ctx.Err() != nil { // stopped during the last batch
-		err = fmt.Errorf("%s: %w after the last batch; nothing was written", job.Name(), graphs.ErrInterrupted)
+		err = fmt.Errorf("%s: %w after the last batch; nothing was written", job.Name(), engine.ErrInterrupted)
 	}
 	if err != nil {
 		return nil, stdoutFirst(job.Name(), err)
@@ -264,7 +265,7 @@ type profileFile struct {
 
 // startProfiles creates the profile files and starts the CPU profile and
 // the execution trace; stop writes the heap profile.
-func startProfiles(e engine) (_ *profiles, err error) {
+func startProfiles(e engineOpts) (_ *profiles, err error) {
 	p := &profiles{}
 	defer func() {
 		if err != nil {

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/urfave/cli/v2"
-
-	"github.com/tapeloop/tapeloop/graphs"
 )
 
 var infoCommand = &cli.Command{
@@ -18,7 +17,7 @@ var infoCommand = &cli.Command{
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "tapeloop\t%s\n", version())
-		for _, l := range graphs.Info() {
+		for _, l := range engine.Info() {
 			fmt.Fprintf(tw, "%s\t%s\n", l.Key, l.Value)
 		}
 		return tw.Flush()

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 )
@@ -115,7 +115,7 @@ func TestInterpBadInput(t *testing.T) {
 		{"unknown flag", []string{"--frobnicate"}, "frobnicate"},
 		{"devices without cuda", []string{"--devices", "0,1", "--points", "10"}, "needs --device cuda"},
 	}
-	if graphs.GPUBuild { // tests run the emulator build: two emulated GPUs
+	if engine.GPUBuild { // tests run the emulator build: two emulated GPUs
 		cases = append(cases, struct {
 			name string
 			args []string

@@ -1,4 +1,4 @@
-package graphs
+package engine
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 // once, then called again and again on the caller's arrays, each call
 // replaying the same Program over the same buffers.
 
-// session runs Jobs over one Program compiled once, call after call, and
+// Session runs Jobs over one Program compiled once, call after call, and
 // keeps each call's time for Report.
-type session struct {
+type Session struct {
 	prog  *Program
 	plan  Plan
 	calls int
@@ -32,9 +32,9 @@ type session struct {
 // maxCalls is how many calls' times a Report summarises.
 const maxCalls = 1 << 16
 
-// inprocDevice is dev, or the CPU under the default limit when dev is
+// InProcess is dev, or the CPU under the default limit when dev is
 // nil. An in-process program runs on one device.
-func inprocDevice(dev *Device) (*Device, error) {
+func InProcess(dev *Device) (*Device, error) {
 	if dev == nil {
 		return CPU(0)
 	}
@@ -44,11 +44,11 @@ func inprocDevice(dev *Device) (*Device, error) {
 	return dev, nil
 }
 
-// newSession places w on dev (when it is a DeviceJob) and compiles it for
+// NewSession places w on dev (when it is a DeviceJob) and compiles it for
 // dev's batch, or the batch NewPlan picks under dev's memory limit. With
 // perCall the items come with each call: the plan counts a full batch
 // (dev's, else w.MaxBatch), not w.Items.
-func newSession(w Workload, dev *Device, perCall bool) (*session, error) {
+func NewSession(w Workload, dev *Device, perCall bool) (*Session, error) {
 	if dj, ok := w.(DeviceJob); ok {
 		dj.SetDevice(dev.op())
 	}
@@ -67,14 +67,14 @@ func newSession(w Workload, dev *Device, perCall bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{prog: prog, plan: plan}, nil
+	return &Session{prog: prog, plan: plan}, nil
 }
 
 // run feeds, runs and consumes every batch of job, whose graph is the
 // compiled one's, then finishes it. Interrupt stops it between batches or
 // inside a long op, with an error wrapping ErrInterrupted; a later call
 // runs normally.
-func (s *session) run(job Job) error {
+func (s *Session) Run(job Job) error {
 	began := time.Now()
 	p := s.prog
 	defer p.stop.Store(false) // an interrupt ends this call only
@@ -111,7 +111,7 @@ func (s *session) run(job Job) error {
 // Interrupt stops the call in progress as soon as its op checks (between
 // blocks of work); it may be called from any goroutine, but only while a
 // call is in progress: one made between calls stops the next.
-func (s *session) Interrupt() { s.prog.Stop() }
+func (s *Session) Interrupt() { s.prog.Stop() }
 
 // Report is what the calls of a compiled workload measured so far.
 type Report struct {
@@ -137,7 +137,7 @@ type Report struct {
 }
 
 // Report is what the calls so far measured, and the process's memory.
-func (s *session) Report() Report {
+func (s *Session) Report() Report {
 	order := s.secs
 	if s.calls > maxCalls { // oldest first
 		k := s.calls % maxCalls
@@ -160,7 +160,7 @@ func (s *session) Report() Report {
 }
 
 // DOT is the compiled graph as Graphviz DOT.
-func (s *session) DOT() (string, error) {
+func (s *Session) DOT() (string, error) {
 	var b bytes.Buffer
 	if err := WriteDOT(&b, s.prog.Name, s.prog.Graph()); err != nil {
 		return "", err
@@ -169,4 +169,19 @@ func (s *session) DOT() (string, error) {
 }
 
 // close releases the program.
-func (s *session) close() error { return s.prog.Close() }
+func (s *Session) Close() error { return s.prog.Close() }
+
+// Batch is the batch size the session's Program was compiled for.
+func (s *Session) Batch() int { return s.prog.Batch }
+
+// Recompiled makes s run next's Program (compiled anew, for other shapes)
+// with the calls counted so far, and closes s's own. A Stop of the old
+// Program (an Interrupt made while next compiled) carries over.
+func (s *Session) Recompiled(next *Session) error {
+	old := s.prog
+	s.prog, s.plan = next.prog, next.plan
+	if old.stop.Load() {
+		s.prog.Stop()
+	}
+	return old.Close()
+}

@@ -1,4 +1,4 @@
-package graphs
+package engine_test
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -44,8 +46,8 @@ func randomTable(t testing.TB, rng *rand.Rand, m, g int, r ops.Reduce, dt tensor
 	return tab, f
 }
 
-func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.Dtype, x []float64) *Interp {
-	job, err := NewInterp(InterpConfig{Table: tab, Reduce: r, Dtype: dt, Queries: &sliceQueries{x: x}})
+func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.Dtype, x []float64) *graphs.Interp {
+	job, err := graphs.NewInterp(graphs.InterpConfig{Table: tab, Reduce: r, Dtype: dt, Queries: &sliceQueries{x: x}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,7 @@ func TestProgramReplayDoesNotAllocate(t *testing.T) {
 		tab, _ := randomTable(t, rng, 50, 300, r, tensor.Float32)
 		const batch = 4096
 		job := newTestInterp(t, tab, r, tensor.Float32, make([]float64, batch))
-		p, err := Compile(job, batch)
+		p, err := engine.Compile(job, batch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +98,7 @@ func TestProgramHeapStaysFlat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	tab, _ := randomTable(t, rng, 30, 200, ops.ReduceSumSq, tensor.Float64)
 	job := newTestInterp(t, tab, ops.ReduceSumSq, tensor.Float64, make([]float64, 1024))
-	p, err := Compile(job, 1024)
+	p, err := engine.Compile(job, 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestProgramFeedChecksBatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	tab, _ := randomTable(t, rng, 4, 16, ops.ReduceSum, tensor.Float32)
 	job := newTestInterp(t, tab, ops.ReduceSum, tensor.Float32, make([]float64, 8))
-	p, err := Compile(job, 8)
+	p, err := engine.Compile(job, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestProgramFeedChecksBatch(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := p.Feed(0, c.t)
-		if !errors.Is(err, ErrBatch) {
+		if !errors.Is(err, engine.ErrBatch) {
 			t.Errorf("%s: error %v, want ErrBatch", c.name, err)
 			continue
 		}
@@ -208,7 +210,7 @@ func TestInterpBatchingIsInvisible(t *testing.T) {
 			}
 			for _, batch := range []int{1, 7, 100, 1008, 5000} {
 				job := newTestInterp(t, tab, r, dt, x)
-				out, err := Run(t.Context(), job, RunConfig{MemLimit: 1 << 30, Batch: batch})
+				out, err := engine.Run(t.Context(), job, engine.RunConfig{MemLimit: 1 << 30, Batch: batch})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -235,11 +237,11 @@ func TestRunErrorIsTheOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := NewAffinity(AffinityConfig{Data: data, Metric: ops.MetricL1, Symmetric: true})
+	job, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL1, Symmetric: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Compile(job, batch)
+	p, err := engine.Compile(job, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,4 +256,13 @@ func TestRunErrorIsTheOps(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("Run error %q, want %q", err, want)
 	}
+}
+
+// sum adds up x in float64, in order.
+func sum[T float32 | float64](x []T) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v)
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package graphs
+package engine
 
 import (
 	"errors"
@@ -100,9 +100,9 @@ func nodeBytes(n *G.Node) int64 {
 	return b
 }
 
-// addBytes is t + b, saturating at math.MaxInt64 (a negative b, an
+// AddBytes is t + b, saturating at math.MaxInt64 (a negative b, an
 // overflowed size, counts as math.MaxInt64).
-func addBytes(t, b int64) int64 {
+func AddBytes(t, b int64) int64 {
 	if b < 0 || t > math.MaxInt64-b {
 		return math.MaxInt64
 	}
@@ -115,7 +115,7 @@ func Total(bufs []Buffer) int64 {
 	var t int64
 	for _, b := range bufs {
 		if b.Kind != KindDevice {
-			t = addBytes(t, b.Bytes)
+			t = AddBytes(t, b.Bytes)
 		}
 	}
 	return t
@@ -127,7 +127,7 @@ func DeviceTotal(bufs []Buffer) int64 {
 	var t int64
 	for _, b := range bufs {
 		if b.Kind == KindDevice {
-			t = addBytes(t, b.Bytes)
+			t = AddBytes(t, b.Bytes)
 		}
 	}
 	return t

@@ -1,4 +1,4 @@
-package graphs
+package engine_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -46,61 +48,61 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	for i := range wv {
 		wv[i] = float32(rng.NormFloat64())
 	}
-	var combos []Combo
+	var combos []graphs.Combo
 	for i := range 13 {
-		combos = append(combos, Combo{Theta: float64(i) * 0.3, Phi: float64(i) * 0.7, Xi: 1 + float64(i%3)})
+		combos = append(combos, graphs.Combo{Theta: float64(i) * 0.3, Phi: float64(i) * 0.7, Xi: 1 + float64(i%3)})
 	}
 	type run struct {
-		job    func() Job
-		result func(Job) []float64
+		job    func() engine.Job
+		result func(engine.Job) []float64
 	}
 	runs := map[string]run{
-		"interp": {func() Job {
+		"interp": {func() engine.Job {
 			j := newTestInterp(t, tab, ops.ReduceNone, tensor.Float64, x)
 			return j
-		}, func(j Job) []float64 { return []float64{j.(*Interp).Sum} }},
-		"affinity symmetric": {func() Job {
-			j, err := NewAffinity(AffinityConfig{Data: data, Metric: ops.MetricL2, Symmetric: true})
+		}, func(j engine.Job) []float64 { return []float64{j.(*graphs.Interp).Sum} }},
+		"affinity symmetric": {func() engine.Job {
+			j, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL2, Symmetric: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
-		}, func(j Job) []float64 { return []float64{j.(*Affinity).Checksum} }},
-		"affinity top-k": {func() Job {
-			j, err := NewAffinity(AffinityConfig{Data: data, Metric: ops.MetricL2, TopK: 5})
+		}, func(j engine.Job) []float64 { return []float64{j.(*graphs.Affinity).Checksum} }},
+		"affinity top-k": {func() engine.Job {
+			j, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL2, TopK: 5})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
-		}, func(j Job) []float64 {
-			a := j.(*Affinity)
+		}, func(j engine.Job) []float64 {
+			a := j.(*graphs.Affinity)
 			out := append([]float64{}, a.Values...)
 			for _, i := range a.Indices {
 				out = append(out, float64(i))
 			}
 			return out
 		}},
-		"drr": {func() Job {
-			j, err := NewDRR(DRRConfig{Vol: vol, Poses: poses, Step: 0.5})
+		"drr": {func() engine.Job {
+			j, err := graphs.NewDRR(graphs.DRRConfig{Vol: vol, Poses: poses, Step: 0.5})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
-		}, func(j Job) []float64 { return []float64{j.(*DRR).Sum, j.(*DRR).Max} }},
-		"wavelet": {func() Job {
-			_, pad := WaveletPads([3]int{9, 8, 7}, 1, combos)
+		}, func(j engine.Job) []float64 { return []float64{j.(*graphs.DRR).Sum, j.(*graphs.DRR).Max} }},
+		"wavelet": {func() engine.Job {
+			_, pad := graphs.WaveletPads([3]int{9, 8, 7}, 1, combos)
 			src, err := ops.NewWaveletSource(wv, [3]int{9, 8, 7}, 1, ops.Reflect, pad)
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := NewWavelet(WaveletConfig{Src: src, Combos: combos})
+			j, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
-		}, func(j Job) []float64 {
+		}, func(j engine.Job) []float64 {
 			var out []float64
-			for _, s := range j.(*Wavelet).Stats {
+			for _, s := range j.(*graphs.Wavelet).Stats {
 				out = append(out, s[:]...)
 			}
 			return out
@@ -108,13 +110,13 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	}
 	for name, r := range runs {
 		one := r.job()
-		if _, err := Run(t.Context(), one, RunConfig{MemLimit: 1 << 30, Batch: 4}); err != nil {
+		if _, err := engine.Run(t.Context(), one, engine.RunConfig{MemLimit: 1 << 30, Batch: 4}); err != nil {
 			t.Fatal(err)
 		}
 		want := r.result(one)
 		for _, nd := range []int{2, 3} {
 			j := r.job()
-			out, err := Run(t.Context(), j, RunConfig{MemLimit: 1 << 30, Batch: 4, Devices: cpus(nd)})
+			out, err := engine.Run(t.Context(), j, engine.RunConfig{MemLimit: 1 << 30, Batch: 4, Devices: cpus(nd)})
 			if err != nil {
 				t.Fatalf("%s on %d devices: %v", name, nd, err)
 			}
@@ -135,7 +137,7 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 }
 
 // failingFeed fails its third batch.
-type failingFeed struct{ *Interp }
+type failingFeed struct{ *graphs.Interp }
 
 var errFeed = errors.New("feed failed")
 
@@ -157,7 +159,7 @@ func TestDevicesStopOnError(t *testing.T) {
 	}
 	tab, _ := randomTable(t, rng, 5, 9, ops.ReduceSum, tensor.Float64)
 	job := failingFeed{newTestInterp(t, tab, ops.ReduceSum, tensor.Float64, x)}
-	_, err := Run(t.Context(), job, RunConfig{MemLimit: 1 << 30, Batch: 4, Devices: cpus(3)})
+	_, err := engine.Run(t.Context(), job, engine.RunConfig{MemLimit: 1 << 30, Batch: 4, Devices: cpus(3)})
 	if !errors.Is(err, errFeed) {
 		t.Fatalf("got %v, want the feed's error", err)
 	}

@@ -1,4 +1,4 @@
-package graphs
+package engine
 
 import (
 	"context"
@@ -153,7 +153,7 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 				progressbar.OptionSetDescription(job.Name()),
 				progressbar.OptionShowCount(),
 				progressbar.OptionShowIts(),
-				progressbar.OptionSetItsString(itemUnit(job.Name())),
+				progressbar.OptionSetItsString(itemUnit(job)),
 				progressbar.OptionSetPredictTime(true),
 				progressbar.OptionThrottle(200*time.Millisecond),
 				progressbar.OptionClearOnFinish(),
@@ -210,17 +210,16 @@ func finishOnly(job Job, limit int64) (*Outcome, error) {
 	return &Outcome{Plan: Plan{Workload: job.Name(), Limit: limit}, Summary: telemetry.NewRecorder(0).Close()}, nil
 }
 
-// itemUnit names what a workload's items are, for the progress bar's rate.
-func itemUnit(workload string) string {
-	switch workload {
-	case "affinity":
-		return "rows"
-	case "drr":
-		return "poses"
-	case "interp":
-		return "points"
-	case "wavelet":
-		return "combinations"
+// ItemNamer is implemented by the Workloads that name their items (rows,
+// poses, …) for the progress bar's rate; the others' are "items".
+type ItemNamer interface {
+	ItemUnit() string
+}
+
+// itemUnit names what w's items are.
+func itemUnit(w Workload) string {
+	if n, ok := w.(ItemNamer); ok {
+		return n.ItemUnit()
 	}
 	return "items"
 }

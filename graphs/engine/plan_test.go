@@ -1,4 +1,4 @@
-package graphs
+package engine_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -39,7 +40,7 @@ func (c chain) Build(g *G.ExprGraph, batch int) ([]*G.Node, []*G.Node, error) {
 
 func TestFootprintCountsEveryBuffer(t *testing.T) {
 	w := chain{items: 100, width: 10}
-	bufs, err := Footprint(w, 4)
+	bufs, err := engine.Footprint(w, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +49,14 @@ func TestFootprintCountsEveryBuffer(t *testing.T) {
 		kinds[b.Kind] += b.Bytes
 	}
 	const row = 4 * 10 * 8 // one (4, 10) float64 buffer
-	want := map[string]int64{KindInput: row, KindIntermediate: row, KindOutput: row, KindResult: row}
+	want := map[string]int64{engine.KindInput: row, engine.KindIntermediate: row, engine.KindOutput: row, engine.KindResult: row}
 	for k, v := range want {
 		if kinds[k] != v {
 			t.Errorf("%s bytes %d, want %d (buffers %+v)", k, kinds[k], v, bufs)
 		}
 	}
-	if Total(bufs) != 4*row {
-		t.Errorf("total %d, want %d", Total(bufs), 4*row)
+	if engine.Total(bufs) != 4*row {
+		t.Errorf("total %d, want %d", engine.Total(bufs), 4*row)
 	}
 }
 
@@ -63,7 +64,7 @@ func TestPlanPicksLargestBatchUnderLimit(t *testing.T) {
 	perItem := int64(4 * 10 * 8) // input, intermediate, output, result: 10 float64 each
 	for _, limit := range []int64{perItem, perItem + 1, 7*perItem - 1, 7 * perItem, 1000 * perItem, 1 << 40} {
 		w := chain{items: 500, width: 10}
-		p, err := NewPlan(w, limit, 0)
+		p, err := engine.NewPlan(w, limit, 0)
 		if err != nil {
 			t.Fatalf("limit %d: %v", limit, err)
 		}
@@ -71,8 +72,8 @@ func TestPlanPicksLargestBatchUnderLimit(t *testing.T) {
 			t.Errorf("limit %d: plan takes %d bytes", limit, p.Bytes)
 		}
 		if p.Batch < w.items {
-			next, _ := Footprint(w, p.Batch+1)
-			if Total(next) <= limit {
+			next, _ := engine.Footprint(w, p.Batch+1)
+			if engine.Total(next) <= limit {
 				t.Errorf("limit %d: batch %d chosen but %d fits", limit, p.Batch, p.Batch+1)
 			}
 		}
@@ -83,7 +84,7 @@ func TestPlanPicksLargestBatchUnderLimit(t *testing.T) {
 }
 
 func TestPlanRespectsMaxBatch(t *testing.T) {
-	p, err := NewPlan(chain{items: 500, width: 3, maxBatch: 64}, 1<<30, 0)
+	p, err := engine.NewPlan(chain{items: 500, width: 3, maxBatch: 64}, 1<<30, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +95,9 @@ func TestPlanRespectsMaxBatch(t *testing.T) {
 
 func TestPlanOverBudget(t *testing.T) {
 	w := chain{items: 10, width: 1000}
-	_, err := NewPlan(w, 1000, 0)
-	var be *BudgetError
-	if !errors.As(err, &be) || !errors.Is(err, ErrOverBudget) {
+	_, err := engine.NewPlan(w, 1000, 0)
+	var be *engine.BudgetError
+	if !errors.As(err, &be) || !errors.Is(err, engine.ErrOverBudget) {
 		t.Fatalf("error %v, want a BudgetError", err)
 	}
 	if be.Need != 4*1000*8 || be.Limit != 1000 || be.Batch != 1 {
@@ -108,7 +109,7 @@ func TestPlanOverBudget(t *testing.T) {
 		}
 	}
 	// A forced batch must fit as well.
-	if _, err := NewPlan(w, 100_000, 5); !errors.As(err, &be) || be.Batch != 5 {
+	if _, err := engine.NewPlan(w, 100_000, 5); !errors.As(err, &be) || be.Batch != 5 {
 		t.Errorf("forced batch over budget: %v", err)
 	}
 }
@@ -117,13 +118,13 @@ func TestWriteDOT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	tab, _ := randomTable(t, rng, 3, 8, ops.ReduceNone, tensor.Float32)
 	job := newTestInterp(t, tab, ops.ReduceNone, tensor.Float32, make([]float64, 10))
-	p, err := Compile(job, 10)
+	p, err := engine.Compile(job, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	var buf bytes.Buffer
-	if err := WriteDOT(&buf, "interp", p.Graph()); err != nil {
+	if err := engine.WriteDOT(&buf, "interp", p.Graph()); err != nil {
 		t.Fatal(err)
 	}
 	s := buf.String()

@@ -1,6 +1,6 @@
 //go:build tapeloop_cuda || tapeloop_cudaemu
 
-package graphs
+package engine
 
 import (
 	"github.com/tapeloop/tapeloop/cuda"

@@ -1,0 +1,82 @@
+package engine
+
+// The memory limit checked against the process's own limits.
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+)
+
+// capMemLimit checks a memory limit given by the user against the
+// process's own address-space and data limits (ulimit -v, ulimit -d),
+// whose excess the Go runtime meets with a crash, not an error: one above
+// the ulimit itself is refused; one above what the ulimit leaves, after
+// what the process has mapped and a margin for its threads and C heaps,
+// is lowered to that, and a plan refused under it says so.
+func capMemLimit(limit int64) (int64, error) {
+	p, ok := sysmem.ProcessLimit()
+	if !ok || limit <= p.Left || ownLimit(limit) {
+		return limit, nil
+	}
+	flag := strings.Join(strings.Fields(p.Name)[:2], " ") // "ulimit -v"
+	if limit > p.Limit {
+		return 0, engineErrorf("--mem-limit %s: more than this process may map in all under %s (%s): give a smaller --mem-limit, or raise %s",
+			sysmem.Format(limit), p.Name, sysmem.Format(p.Limit), flag)
+	}
+	lowered := max(p.Left, 1)
+	noteLimit(lowered, fmt.Sprintf(" (lowered from --mem-limit %s to what %s leaves this process; raise %s)", sysmem.Format(limit), p.Name, flag))
+	return lowered, nil
+}
+
+// limitNote is the last memory limit tapeloop worked out itself (the
+// default, or a --mem-limit lowered), and why when a cgroup or ulimit set
+// it: a plan refused under it says so. A limit worked out once, at Open,
+// is not lowered again when a run resolves it: what the process has mapped
+// since (the inputs) is counted by the plan.
+var limitNote struct {
+	sync.Mutex
+	limit int64
+	note  string
+	set   bool
+}
+
+// noteLimit records limit and its note ("" for none).
+func noteLimit(limit int64, note string) {
+	limitNote.Lock()
+	defer limitNote.Unlock()
+	limitNote.limit, limitNote.note, limitNote.set = limit, note, true
+}
+
+// ownLimit reports whether limit is the one tapeloop last worked out.
+func ownLimit(limit int64) bool {
+	limitNote.Lock()
+	defer limitNote.Unlock()
+	return limitNote.set && limit == limitNote.limit
+}
+
+// noteDefaultLimit records the default limit, worked out as half of what
+// b leaves.
+func noteDefaultLimit(limit int64, b sysmem.Bound) {
+	switch {
+	case b.Rlimit:
+		noteLimit(limit, fmt.Sprintf(" (the default: half of what %s leaves this process; raise %s)", b.Name, strings.Join(strings.Fields(b.Name)[:2], " ")))
+	case strings.HasPrefix(b.Name, "cgroup"):
+		noteLimit(limit, fmt.Sprintf(" (the default: half of what the %s leaves)", b.Name))
+	default:
+		noteLimit(limit, "")
+	}
+}
+
+// limitNoteFor explains a memory limit of limit bytes set by a cgroup or
+// ulimit: "" for any other.
+func limitNoteFor(limit int64) string {
+	limitNote.Lock()
+	defer limitNote.Unlock()
+	if limit != limitNote.limit {
+		return ""
+	}
+	return limitNote.note
+}
