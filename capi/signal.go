@@ -131,12 +131,12 @@ import (
 	"os"
 	"sync"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
 // errSIGINT is a call's error when a SIGINT came while it ran but its
 // work was done before the interrupt reached it.
-var errSIGINT = fmt.Errorf("%w by SIGINT as the call finished", graphs.ErrInterrupted)
+var errSIGINT = fmt.Errorf("%w by SIGINT as the call finished", engine.ErrInterrupted)
 
 // maxStale bounds the reruns of a call stopped by an interrupt meant for
 // an earlier one (see runPlain).
@@ -185,7 +185,7 @@ func forward(f *os.File) {
 }
 
 // runWatched runs a call that SIGINT interrupts: a SIGINT during it
-// makes it return an error wrapping graphs.ErrInterrupted, even when
+// makes it return an error wrapping engine.ErrInterrupted, even when
 // the call's work was done, since the program's handler never saw it.
 func runWatched(o *object, run func() error) error {
 	if !take() {
@@ -203,12 +203,12 @@ func runWatched(o *object, run func() error) error {
 		o.watched = false
 		o.sigMu.Unlock()
 		if seq1 != seq {
-			if !errors.Is(err, graphs.ErrInterrupted) {
+			if !errors.Is(err, engine.ErrInterrupted) {
 				err = errSIGINT
 			}
 			return err
 		}
-		if !errors.Is(err, graphs.ErrInterrupted) || o.stops.Load() != user || stale == maxStale {
+		if !errors.Is(err, engine.ErrInterrupted) || o.stops.Load() != user || stale == maxStale {
 			return err
 		}
 	}
@@ -222,7 +222,7 @@ func runPlain(o *object, run func() error) error {
 	for stale := 0; ; stale++ {
 		user := o.stops.Load()
 		err := run()
-		if !errors.Is(err, graphs.ErrInterrupted) || o.stops.Load() != user || stale == maxStale {
+		if !errors.Is(err, engine.ErrInterrupted) || o.stops.Load() != user || stale == maxStale {
 			return err
 		}
 	}

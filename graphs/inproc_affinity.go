@@ -26,7 +26,7 @@ type AffinityOptions struct {
 // each Run replaces the images in the buffers the program holds and
 // replays it block by block.
 type AffinityProgram struct {
-	ses *engine.Session
+	ses   *engine.Session
 	job   *Affinity
 	data  *ops.PairData
 	opt   AffinityOptions

@@ -14,7 +14,7 @@ import (
 // once: each Run renders any number of poses, block by block, replaying
 // the same program over the same buffers.
 type DRRProgram struct {
-	ses *engine.Session
+	ses        *engine.Session
 	job        *DRR
 	spec       DRRSpec
 	Rows, Cols int

@@ -16,7 +16,7 @@ import (
 // evaluates any number of queries block by block, replaying the same
 // program over the same buffers.
 type InterpProgram struct {
-	ses *engine.Session
+	ses   *engine.Session
 	job   *Interp
 	Batch int
 	M     int // interpolants
