@@ -15,10 +15,10 @@ import (
 // FxOp is an instruction of the formula evaluator (formula.h).
 type FxOp int32
 
-// The evaluator's instructions past the formula operations' (FxNeg …
-// FxRMin, formula_ops.go: the elementwise ones apply to vector slots in a
-// vector block and to registers in a scalar block; FxRSum, FxRMax and
-// FxRMin fold slot A into register Dst).
+// The evaluator's instructions past the formula operations'
+// (formula_ops.go: the elementwise ones apply to vector slots in a vector
+// block and to registers in a scalar block; the reductions fold slot A
+// into register Dst).
 const (
 	FxAbsDiff FxOp = fxOpsEnd + iota // |A − B|
 	FxSqDiff                         // (A − B)²
