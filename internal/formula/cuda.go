@@ -205,10 +205,16 @@ func (k *kernelGen) elem(n *Node) string {
 // expr writes operation o of args (already expressions) in float (f32)
 // or double, from the table's CUDA code.
 func expr(o Op, f32 bool, args ...string) string {
-	tmpl := opTable[o].CUDA
-	if tmpl == "" {
+	if opTable[o].Kind != Elementwise {
 		panic("formula: no CUDA expression for " + o.String())
 	}
+	return expand(o, opTable[o].CUDA, f32, args, "")
+}
+
+// expand writes the CUDA code tmpl of operation o: $x, $y, $z become the
+// arguments args, $r the accumulator acc, $0 and $1 zero and one in float
+// (f32) or double, $f the suffix of a float libm function.
+func expand(o Op, tmpl string, f32 bool, args []string, acc string) string {
 	zero, one, suffix := "0.0", "1.0", ""
 	if f32 {
 		zero, one, suffix = "0.0f", "1.0f", "f"
@@ -220,14 +226,16 @@ func expr(o Op, f32 bool, args ...string) string {
 			continue
 		}
 		i++
-		switch c := tmpl[i]; c {
-		case 'x', 'y', 'z':
+		switch c := tmpl[i]; {
+		case c >= 'x' && c <= 'z' && int(c-'x') < len(args):
 			sb.WriteString(args[c-'x'])
-		case '0':
+		case c == 'r' && acc != "":
+			sb.WriteString(acc)
+		case c == '0':
 			sb.WriteString(zero)
-		case '1':
+		case c == '1':
 			sb.WriteString(one)
-		case 'f':
+		case c == 'f':
 			sb.WriteString(suffix)
 		default:
 			panic("formula: bad CUDA code for " + o.String())
@@ -271,8 +279,7 @@ func (k *kernelGen) reductions(l int) []*Node {
 // initAcc declares the accumulators of roots.
 func (k *kernelGen) initAcc(roots []*Node, indent int) {
 	for _, r := range roots {
-		init := map[Op]string{OpSum: "0.0", OpRMax: "(-TL_FX_INF)", OpRMin: "TL_FX_INF"}[r.Op]
-		k.line(indent, "double r_%d = %s;", r.id, init)
+		k.line(indent, "double r_%d = %s;", r.id, opTable[r.Op].CUDAInit)
 	}
 }
 
@@ -302,14 +309,7 @@ func (k *kernelGen) body(roots []*Node, store *Node, indent int) string {
 	}
 	for _, r := range roots {
 		x := "(double)" + k.elem(r.Args[0])
-		switch r.Op {
-		case OpSum:
-			k.line(indent, "r_%d += %s;", r.id, x)
-		case OpRMax:
-			k.line(indent, "if (%s > r_%d) r_%d = %s;", x, r.id, r.id, x)
-		case OpRMin:
-			k.line(indent, "if (%s < r_%d) r_%d = %s;", x, r.id, r.id, x)
-		}
+		k.line(indent, "%s", expand(r.Op, opTable[r.Op].CUDA, false, []string{x}, fmt.Sprintf("r_%d", r.id)))
 	}
 	if store == nil {
 		return ""
@@ -520,8 +520,7 @@ func CUDAReduce(g *Graph, inputs []int) (*CUDAKernel, error) {
 			k.body(roots, nil, 2)
 			k.line(1, "}")
 			for _, r := range roots {
-				fn := map[Op]string{OpSum: "tl_fx_gsum", OpRMax: "tl_fx_gmax", OpRMin: "tl_fx_gmin"}[r.Op]
-				k.line(1, "r_%d = %s(red, r_%d);", r.id, fn, r.id)
+				k.line(1, "r_%d = %s(red, r_%d);", r.id, opTable[r.Op].CUDAGroup, r.id)
 			}
 		}
 		k.scalars(l, 1)

@@ -101,8 +101,12 @@ type OpInfo struct {
 
 	// CUDA is the expression in CUDA C: $x, $y, $z the arguments, $0 and $1
 	// zero and one of the type computed in, and $f the suffix of a float
-	// libm function ("f" in float, nothing in double).
-	CUDA string
+	// libm function ("f" in float, nothing in double). For a reduction, it
+	// is the statement folding the element $x into the accumulator $r (a
+	// double), which starts at CUDAInit; CUDAGroup is the prelude's
+	// function that combines the accumulators of a group of 32 threads.
+	CUDA                string
+	CUDAInit, CUDAGroup string
 }
 
 func b2f(c bool) float64 {
@@ -217,11 +221,14 @@ var opTable = [numOps]OpInfo{
 		},
 		Ins: "Where", C: "a != 0 ? b : c", CVector: "SFX(select)(u[k] != zero, v[k], c[k])",
 		CUDA: "($x != $0 ? $y : $z)"},
-	// The reductions' code is the evaluator's and the emitter's own: they
-	// fold a whole vector, chunk by chunk or thread by thread.
-	OpSum:  {Name: "sum", Arity: 1, Kind: Reduction, Ins: "RSum"},
-	OpRMax: {Name: "max", Arity: 1, Kind: Reduction, Ins: "RMax"},
-	OpRMin: {Name: "min", Arity: 1, Kind: Reduction, Ins: "RMin"},
+	// The reductions' code in the evaluator is its own (formula_impl.h):
+	// they fold a whole vector, chunk by chunk.
+	OpSum: {Name: "sum", Arity: 1, Kind: Reduction, Ins: "RSum",
+		CUDA: "$r += $x;", CUDAInit: "0.0", CUDAGroup: "tl_fx_gsum"},
+	OpRMax: {Name: "max", Arity: 1, Kind: Reduction, Ins: "RMax",
+		CUDA: "if ($x > $r) $r = $x;", CUDAInit: "(-TL_FX_INF)", CUDAGroup: "tl_fx_gmax"},
+	OpRMin: {Name: "min", Arity: 1, Kind: Reduction, Ins: "RMin",
+		CUDA: "if ($x < $r) $r = $x;", CUDAInit: "TL_FX_INF", CUDAGroup: "tl_fx_gmin"},
 }
 
 // Ops lists every operation, in the order of their numbers.

@@ -22,8 +22,10 @@ func TestOpTable(t *testing.T) {
 			t.Errorf("%s: %d arguments for its kind", info.Name, info.Arity)
 		case info.Kind == Elementwise && (info.Go == nil || info.C == "" || info.CVector == "" || info.CUDA == ""):
 			t.Errorf("%s: elementwise without its Go, C or CUDA code", info.Name)
-		case info.Kind != Elementwise && info.CUDA != "":
-			t.Errorf("%s: CUDA code for an operation that is not elementwise", info.Name)
+		case info.Kind == Leaf && info.CUDA != "":
+			t.Errorf("%s: CUDA code for a number or a variable", info.Name)
+		case info.Kind == Reduction && (info.CUDA == "" || info.CUDAInit == "" || info.CUDAGroup == ""):
+			t.Errorf("%s: a reduction without its CUDA code", info.Name)
 		}
 		if info.Token != token.ILLEGAL {
 			m := binops
