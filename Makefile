@@ -156,7 +156,6 @@ compare-deps:
 FUZZTIME ?= 10s
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
-	$(GO) test -run '^$$' -fuzz '^FuzzFormula$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./internal/formula/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -205,11 +204,13 @@ check-cuda:
 	$(CUDA_ENV) $(GO) vet -tags $(CUDA_TAG) ./...
 	$(CUDA_ENV) $(GO) test -c -tags $(CUDA_TAG) -o /dev/null ./ops
 
-## generate: recompile the kernels' PTX (nvcc); commit the result. Each
+## generate: the formula evaluator's generated files (go generate), then the
+## kernels' PTX (nvcc); commit the result. Each
 ## .ptx starts with Go's generated-file line (PTX takes // comments);
 ## cuda/ptx_test.go compiles with NVCC_FLAGS too, read from here.
 NVCC_FLAGS := -ptx -arch=compute_80 -O3
 generate:
+	$(GO) generate ./internal/formula
 	@set -e; for f in cuda/kernels/*.cu; do \
 	  out=$${f%.cu}.ptx; \
 	  echo "nvcc $(NVCC_FLAGS) -o $$out $$f"; \

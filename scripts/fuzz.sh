@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz every reader for FUZZTIME each (make fuzz). A target fails the run
+# Fuzz every reader, and the formula language, for FUZZTIME each (make fuzz). A target fails the run
 # when it finds something: a failing input written to its
 # testdata/fuzz/TARGET/, or a failure other than the fuzzing coordinator's
 # "context deadline exceeded" at the end of -fuzztime, a known race of
@@ -17,6 +17,7 @@ targets=(
 	./internal/volume/:FuzzDICOM
 	./ops/:FuzzGeometry
 	./internal/shard/:FuzzShardMeta
+	./internal/formula/:FuzzFormula
 )
 status=0
 for t in "${targets[@]}"; do
