@@ -1,6 +1,6 @@
 # tapeloop: make run (the demo on built-in data), make test (about ten
-# minutes on 2 cores), make test-full (everything, with the full-size runs
-# and the peer comparisons; CI runs both).
+# minutes on 2 cores), make test-full (everything, with the full-size runs;
+# CI runs both).
 GO      ?= go
 BIN     := bin/tapeloop
 PKG     := ./cmd/tapeloop
@@ -13,9 +13,8 @@ RACE    := ./graphs/ ./ops/ ./internal/...
 SOURCES := $(shell find . \( -path ./bin -o -path ./python -o -path ./.git -o -name testdata \) -prune -o \
 	\( -name '*.go' -not -name '*_test.go' -o -name '*.c' -o -name '*.h' -o -name '*.s' -o -name '*.ptx' \) -print) go.mod go.sum
 
-# SHORT is the go test flag that leaves out the full-size runs, the peer
-# comparisons, the long soaks and the slow fault trials (test-full sets it
-# empty).
+# SHORT is the go test flag that leaves out the full-size runs, the long
+# soaks and the slow fault trials (test-full sets it empty).
 SHORT   ?= -short
 
 .PHONY: all build run test test-full python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
@@ -31,11 +30,10 @@ $(BIN): $(SOURCES)
 run: build
 	./$(BIN) demo
 
-## test: vet, the test suite without its full-size runs, peer comparisons
-## at full size, long soaks and slow fault trials (go test -short; every
-## kind of fault keeps a fast case), the engine under the race detector,
-## the GPU flavour on the CUDA emulator, and the Python package; about ten
-## minutes on 2 cores.
+## test: vet, the test suite without its full-size runs, long soaks and
+## slow fault trials (go test -short; every kind of fault keeps a fast
+## case), the engine under the race detector, the GPU flavour on the CUDA
+## emulator, and the Python package; about ten minutes on 2 cores.
 test: test-deps
 	$(GO) vet ./...
 	$(GO) test $(SHORT) ./...
@@ -44,8 +42,8 @@ test: test-deps
 	$(MAKE) --no-print-directory test-python
 
 ## test-full: all of the above with everything make test leaves out: the
-## full-size runs, the peers (plastimatch, dcm2niix, NumPy at full size),
-## the long soaks and the slow fault trials; tens of minutes.
+## full-size runs, the long soaks and the slow fault trials; tens of
+## minutes.
 test-full:
 	$(MAKE) --no-print-directory test SHORT=
 

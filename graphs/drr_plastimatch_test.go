@@ -23,9 +23,6 @@ import (
 // clear of its box, whose faces plastimatch places at the outer voxels'
 // centres rather than their outer faces.
 func TestDRRAgreesWithPlastimatch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a peer comparison (plastimatch): make test-full runs it")
-	}
 	pm, err := exec.LookPath("plastimatch")
 	if err != nil {
 		t.Skip("plastimatch not installed (apt-get install plastimatch)")

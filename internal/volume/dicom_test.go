@@ -486,9 +486,6 @@ func TestDICOMRefuses(t *testing.T) {
 // dcm2niix applies), where dcm2niix and pydicom are installed. It logs both
 // geometries.
 func TestDICOMMatchesDcm2niix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a peer comparison (dcm2niix): make test-full runs it")
-	}
 	conv, err := exec.LookPath("dcm2niix")
 	if err != nil {
 		t.Skip("dcm2niix not installed (Debian: apt-get install dcm2niix)")
