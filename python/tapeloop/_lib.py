@@ -18,36 +18,40 @@ class Error(ValueError):
     """An error from tapeloop: its message is the CLI's for the same mistake."""
 
 
+# The C ABI's functions as ctypes sees them (capi/tapeloop.h declares them;
+# tests/test_abi.py checks this table against it).
+_err, _i64 = ctypes.c_void_p, ctypes.c_int64  # _err: a C string the caller frees with tl_free
+_p64, _ptr, _txt = ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
+PROTOS = {
+    "tl_free": ([_ptr], None),
+    "tl_version": ([ctypes.c_char_p, _i64], _err),
+    "tl_build": ([ctypes.c_char_p, _i64], _err),
+    "tl_close": ([_i64], _err),
+    "tl_interrupt": ([_i64], _err),
+    "tl_selftest": ([ctypes.c_int], _err),
+    "tl_dot": ([_i64, _txt], _err),
+    "tl_report": ([_i64, _txt], _err),
+    "tl_interp_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _p64], _err),
+    "tl_interp_shape": ([_i64, _p64, _p64, _p64], _err),
+    "tl_interp_run": ([_i64, _ptr, _i64, _ptr, _i64, _i64, ctypes.c_int], _err),
+    "tl_affinity_create": ([ctypes.c_char_p, _p64], _err),
+    "tl_affinity_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _ptr, _i64, _i64, ctypes.c_int], _err),
+    "tl_drr_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
+    "tl_drr_orbit": ([_i64, _i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, _ptr, _i64], _err),
+    "tl_drr_run": ([_i64, _ptr, _i64, _ptr, _i64, ctypes.POINTER(ctypes.c_int), ctypes.c_int], _err),
+    "tl_wavelet_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
+    "tl_wavelet_columns": ([_i64, _txt], _err),
+    "tl_wavelet_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, ctypes.c_int], _err),
+}
+
+
 def _load():
     path = os.environ.get("TAPELOOP_LIB") or os.path.join(os.path.dirname(__file__), "libtapeloop.so")
     try:
         lib = ctypes.CDLL(path)  # CDLL: the GIL is released during each call
     except OSError as e:
         raise ImportError(f"tapeloop: cannot load {path} ({e}); build it with `make python` or set TAPELOOP_LIB") from e
-    err, i64 = ctypes.c_void_p, ctypes.c_int64  # err: a C string the caller frees with tl_free
-    p64, ptr, txt = ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
-    protos = {
-        "tl_free": ([ptr], None),
-        "tl_version": ([ctypes.c_char_p, i64], err),
-        "tl_build": ([ctypes.c_char_p, i64], err),
-        "tl_close": ([i64], err),
-        "tl_interrupt": ([i64], err),
-        "tl_selftest": ([ctypes.c_int], err),
-        "tl_dot": ([i64, txt], err),
-        "tl_report": ([i64, txt], err),
-        "tl_interp_create": ([ctypes.c_char_p, ptr, i64, i64, p64], err),
-        "tl_interp_shape": ([i64, p64, p64, p64], err),
-        "tl_interp_run": ([i64, ptr, i64, ptr, i64, i64, ctypes.c_int], err),
-        "tl_affinity_create": ([ctypes.c_char_p, p64], err),
-        "tl_affinity_run": ([i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i64, i64, ctypes.c_int], err),
-        "tl_drr_create": ([ctypes.c_char_p, ptr, i64, i64, i64, p64], err),
-        "tl_drr_orbit": ([i64, i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, ptr, i64], err),
-        "tl_drr_run": ([i64, ptr, i64, ptr, i64, ctypes.POINTER(ctypes.c_int), ctypes.c_int], err),
-        "tl_wavelet_create": ([ctypes.c_char_p, ptr, i64, i64, i64, p64], err),
-        "tl_wavelet_columns": ([i64, txt], err),
-        "tl_wavelet_run": ([i64, ptr, i64, ptr, i64, ptr, i64, ptr, i64, ctypes.c_int], err),
-    }
-    for name, (args, res) in protos.items():
+    for name, (args, res) in PROTOS.items():
         fn = getattr(lib, name, None)
         if fn is not None:
             fn.argtypes, fn.restype = args, res
