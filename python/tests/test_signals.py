@@ -55,7 +55,7 @@ CHILD = textwrap.dedent(r"""
         return np.array_equal(a, b)
 
     class S:
-        tries = done = kb = count = bad = busy = 0
+        tries = done = kb = count = bad = busy = step = t0 = took = 0
 
     def guarded(f, depth=8):
         while True:
@@ -83,7 +83,8 @@ CHILD = textwrap.dedent(r"""
     def storm_started():
         while S.kb == 0 and S.count == 0:
             time.sleep(0.001)
-        S.busy = time.monotonic() + 2  # once: calls is entered again after each escaped KeyboardInterrupt
+        if S.busy == 0:  # once: a step is entered again after each escaped KeyboardInterrupt
+            S.busy = time.monotonic() + 2
 
     def calls():
         # N calls at least, and for 2 s at least: short calls outrun N.
@@ -97,13 +98,35 @@ CHILD = textwrap.dedent(r"""
             except KeyboardInterrupt:
                 S.kb += 1
 
-    guarded(storm_started)
-    t0 = time.monotonic()
-    guarded(calls)
-    took = time.monotonic() - t0
-    guarded(lambda: os.kill(storm, signal.SIGTERM))
-    guarded(lambda: os.waitpid(storm, 0))
-    guarded(lambda: time.sleep(0.2))  # the storm's last signals
+    def start_clock():
+        if S.t0 == 0:
+            S.t0 = time.monotonic()
+
+    def stop_clock():
+        if S.took == 0:
+            S.took = time.monotonic() - S.t0
+
+    def stop_storm():
+        try:
+            os.kill(storm, signal.SIGTERM)
+            os.waitpid(storm, 0)
+        except OSError:  # gone, or reaped by a first try this one interrupted
+            pass
+
+    def storm_phase():
+        # Every step, and the moves between them, inside one guard: a SIGINT
+        # can land on any bytecode while the storm lasts. A step interrupted
+        # is entered again; each is safe to repeat.
+        steps = [storm_started, start_clock, calls, stop_clock, stop_storm, lambda: time.sleep(0.2)]
+        while S.step < len(steps):
+            try:
+                steps[S.step]()
+                S.step += 1
+            except KeyboardInterrupt:
+                S.kb += 1
+
+    guarded(storm_phase)
+    took = S.took
     print(f"{kind} {mode}: {S.tries} calls, {S.done} finished, in {took:.1f} s; {S.kb} KeyboardInterrupt, "
           f"{S.count} counted", flush=True)
     assert S.tries >= N, "the calls did not finish"
