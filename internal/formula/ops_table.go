@@ -135,7 +135,7 @@ var opTable = [numOps]OpInfo{
 		Go:  func(v []float64) float64 { return v[0] / v[1] },
 		Ins: "Div", C: "a / b", CVector: "u[k] / v[k]", CUDA: "($x / $y)"},
 	OpPow: {Name: "^", Arity: 2, Kind: Elementwise, Token: token.XOR,
-		Go:  func(v []float64) float64 { return math.Pow(v[0], v[1]) },
+		Go:  func(v []float64) float64 { return pow(v[0], v[1]) },
 		Ins: "Pow", C: "pow(a, b)", CVector: "FN(pow)(us[k], vs[k])", Lanes: true, CUDA: "pow$f($x, $y)"},
 	OpAbs: {Name: "abs", Arity: 1, Kind: Elementwise,
 		Go:  func(v []float64) float64 { return math.Abs(v[0]) },
@@ -144,7 +144,7 @@ var opTable = [numOps]OpInfo{
 		Go:  func(v []float64) float64 { return math.Exp(v[0]) },
 		Ins: "Exp", C: "exp(a)", CVector: "FN(exp)(us[k])", Lanes: true, CUDA: "exp$f($x)"},
 	OpLog: {Name: "log", Arity: 1, Kind: Elementwise,
-		Go:  func(v []float64) float64 { return math.Log(v[0]) },
+		Go:  func(v []float64) float64 { return log(v[0]) },
 		Ins: "Log", C: "log(a)", CVector: "FN(log)(us[k])", Lanes: true, CUDA: "log$f($x)"},
 	OpLog1p: {Name: "log1p", Arity: 1, Kind: Elementwise,
 		Go:  func(v []float64) float64 { return math.Log1p(v[0]) },
@@ -323,4 +323,25 @@ func Apply(o Op, v ...float64) float64 {
 		panic("formula: Apply of " + o.String())
 	}
 	return opTable[o].Go(v)
+}
+
+// pow is x^y as C's pow gives it. Go's math.Pow (and math.Log) are far
+// off for a subnormal x (math.Pow(5e-324, -0.625) is 6.7e207, not
+// 1.17e202), so a subnormal x is scaled into the normal range first.
+func pow(x, y float64) float64 {
+	if a := math.Abs(x); a == 0 || a >= 0x1p-1022 || math.IsNaN(x) {
+		return math.Pow(x, y)
+	}
+	const k = 64 // x·2^k is normal
+	return math.Pow(x*0x1p64, y) * math.Pow(2, -k*y)
+}
+
+// log is ln x as C's log gives it: a subnormal x is split into its
+// fraction and exponent (math.Log(5e-324) is −709.09, not −744.44).
+func log(x float64) float64 {
+	if x <= 0 || x >= 0x1p-1022 || math.IsNaN(x) {
+		return math.Log(x)
+	}
+	f, e := math.Frexp(x)
+	return math.Log(f) + float64(e)*math.Ln2
 }

@@ -83,3 +83,28 @@ func TestApplyTable(t *testing.T) {
 		t.Errorf("min(NaN, 2) = %v, want NaN (a NaN first argument is kept)", got)
 	}
 }
+
+// TestPowOfSubnormal: x^y and ln x for a subnormal x as C's pow and log
+// give them (Go's math.Pow and math.Log are off there): against
+// exp(y·ln x) and values from C's log.
+func TestPowOfSubnormal(t *testing.T) {
+	for _, c := range []struct{ x, y float64 }{{5e-324, -0.625}, {2e-322, -0.625}, {3e-310, 0.5}, {1e-315, -1.0 / 3}, {-4e-320, 3}} {
+		got := pow(c.x, c.y)
+		f, e := math.Frexp(math.Abs(c.x)) // ln|x| = ln f + e·ln 2: math.Log is off for a subnormal
+		want := math.Exp(c.y * (math.Log(f) + float64(e)*math.Ln2))
+		if c.x < 0 {
+			want = -want // an odd integer power
+		}
+		if math.Abs(got-want) > 1e-9*math.Abs(want) {
+			t.Errorf("pow(%g, %g) = %g, want %g", c.x, c.y, got, want)
+		}
+	}
+	if got := pow(2, 10); got != 1024 {
+		t.Errorf("pow(2, 10) = %g", got)
+	}
+	for x, want := range map[float64]float64{5e-324: -744.4400719213812, 1e-315: -725.3143042946427, 3e-310: -712.7027665394861} {
+		if got := log(x); math.Abs(got-want) > 1e-12*math.Abs(want) {
+			t.Errorf("log(%g) = %.16g, want %.16g", x, got, want)
+		}
+	}
+}
