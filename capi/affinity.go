@@ -29,6 +29,8 @@ type affinityConfig struct {
 	TopK    int                `json:"topk"`
 }
 
+func init() { configs["affinity"] = affinityConfig{} }
+
 // tl_affinity_create compiles the affinity of n images of d values
 // against themselves (or against cols others); *handle receives the
 // object.

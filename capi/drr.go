@@ -34,6 +34,8 @@ type drrConfig struct {
 	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
 }
 
+func init() { configs["drr"] = drrConfig{} }
+
 // tl_drr_create compiles the DRR of the (nx, ny, nz) float32 volume v (C
 // order, copied); *handle receives the object.
 //

@@ -25,6 +25,8 @@ type interpConfig struct {
 	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
 }
 
+func init() { configs["interp"] = interpConfig{} }
+
 // tl_interp_create compiles an interpolation of the (m, g) float64 table f
 // (copied); *handle receives the object.
 //

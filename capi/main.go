@@ -21,11 +21,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/option"
 )
 
 // Version is the ABI's version: the Python package checks it.
@@ -112,9 +114,9 @@ func guard(f func() error) (msg *C.char) {
 	}()
 	if err := f(); err != nil {
 		if errors.Is(err, engine.ErrInterrupted) {
-			return C.CString("interrupted: " + err.Error())
+			return C.CString("interrupted: " + keywords(err.Error()))
 		}
-		return C.CString(err.Error())
+		return C.CString(keywords(err.Error()))
 	}
 	return nil
 }
@@ -136,16 +138,44 @@ func decode(cfg *C.char, v any) error {
 // hold: where to run, the batch, the memory limit and the dtype.
 type engineFields struct {
 	// Device is "cpu" (the default) or "cuda", GPU its ordinal (default 0).
-	Device string `json:"device"`
-	GPU    *int   `json:"gpu"`
+	Device string `json:"device" flag:"device"`
+	GPU    *int   `json:"gpu" flag:"devices"`
 	// Batch is the items per replay (0: planned under MemLimit).
-	Batch int `json:"batch"`
+	Batch int `json:"batch" flag:"batch"`
 	// MemLimit is bytes or a size such as "2GiB" ("" or "0": half of the
 	// memory available).
-	MemLimit string `json:"mem_limit"`
+	MemLimit string `json:"mem_limit" flag:"mem-limit"`
 	// Dtype is "float32" (the default) or "float64", where the workload
 	// has a choice.
-	Dtype string `json:"dtype"`
+	Dtype string `json:"dtype" flag:"dtype"`
+}
+
+// configs holds, for each workload, a zero value of its create config
+// (the engine's fields, the workload's Config and the arguments that only
+// the C ABI has); each workload's file adds its own. Error messages name
+// options by these configs' keys, and tl_options lists them.
+var configs = map[string]any{}
+
+// extraNames maps the flags of inputs that the C ABI takes as arrays to
+// the arguments the Python package names them by.
+var extraNames = map[string]string{"f": "f", "x": "x", "volume": "volume", "images": "x"}
+
+var (
+	namesOnce sync.Once
+	names     map[string]string
+)
+
+// keywords rewrites the flags an error names (--dx) as the keys the
+// caller used (dx=).
+func keywords(msg string) string {
+	namesOnce.Do(func() {
+		var all []any
+		for _, c := range configs {
+			all = append(all, c)
+		}
+		names = option.Names(extraNames, all...)
+	})
+	return option.Keywords(msg, names)
 }
 
 // create decodes config into a T (a workload's config, the engine's
@@ -312,6 +342,37 @@ func tl_report(h C.int64_t, text **C.char) *C.char {
 			*text = C.CString(string(b))
 			return nil
 		})
+	})
+}
+
+// tl_options sets *text to the options of workload's create config as
+// JSON, a list of {"key", "flag"} (flag "" for an option the command line
+// does not have), for the caller to free with tl_free: the Python package's
+// tests check each is one of its keywords.
+//
+//export tl_options
+func tl_options(workload *C.char, text **C.char) *C.char {
+	return guard(func() error {
+		c, ok := configs[C.GoString(workload)]
+		if !ok || text == nil {
+			return fmt.Errorf("options: no workload %q", C.GoString(workload))
+		}
+		type opt struct {
+			Key  string `json:"key"`
+			Flag string `json:"flag"`
+		}
+		var list []opt
+		for _, f := range option.Fields(c) {
+			if f.Key != "" && f.Key != "-" {
+				list = append(list, opt{f.Key, strings.Trim(f.Flag, "-")})
+			}
+		}
+		b, err := json.Marshal(list)
+		if err != nil {
+			return err
+		}
+		*text = C.CString(string(b))
+		return nil
 	})
 }
 

@@ -32,6 +32,7 @@ char *tl_version(char *buf, int64_t n);   /* the ABI version into buf (n bytes w
 char *tl_build(char *buf, int64_t n);     /* the GPU backend of the build ("none": CPU only) */
 void tl_free(char *p);                    /* frees a message or text from any tl_ function */
 char *tl_selftest(int kind);              /* kind 1: a panic inside, returned as an error */
+char *tl_options(char *workload, char **text); /* a workload's config keys and flags, as JSON */
 
 /* Any compiled object. */
 char *tl_close(int64_t h);                /* releases h, waiting for a call in progress */

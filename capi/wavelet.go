@@ -27,6 +27,8 @@ type waveletConfig struct {
 	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
 }
 
+func init() { configs["wavelet"] = waveletConfig{} }
+
 // tl_wavelet_create compiles the wavelet sweep of the (nx, ny, nz) float32
 // volume v (C order, copied); *handle receives the object.
 //

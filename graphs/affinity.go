@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tapeloop/tapeloop/graphs/option"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -255,7 +257,7 @@ func (a *Affinity) Feed(in []*tensor.Dense, off, n int) error {
 // row; else the block's Σ and its rows, written to Rows.
 func (a *Affinity) Consume(out []*tensor.Dense, off, n int) error {
 	if f := a.cfg.Formula; f != nil && a.cfg.FailOnNonFinite && f.NonFinite() > 0 {
-		return errNonFinite("--formula", f.NonFinite())
+		return option.ErrNonFinite("--formula", f.NonFinite())
 	}
 	switch {
 	case a.cfg.Symmetric:

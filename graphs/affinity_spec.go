@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/tapeloop/tapeloop/graphs/option"
+
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
@@ -89,10 +91,10 @@ func (s AffinitySpec) Validate() error {
 
 // check validates s, and with dev the settings that depend on the device.
 func (s AffinitySpec) check(dev *engine.Device) (p affinityPlan, err error) {
-	if p.metric, err = ops.ParseMetric(orDefault(s.Metric, "dot")); err != nil {
+	if p.metric, err = ops.ParseMetric(option.OrDefault(s.Metric, "dot")); err != nil {
 		return p, fmt.Errorf("--metric: %w", err)
 	}
-	switch orDefault(s.Method, "auto") {
+	switch option.OrDefault(s.Method, "auto") {
 	case "auto":
 	case "direct":
 		p.direct = true
@@ -100,7 +102,7 @@ func (s AffinitySpec) check(dev *engine.Device) (p affinityPlan, err error) {
 		return p, fmt.Errorf("--method %q: want auto or direct", s.Method)
 	}
 	if s.Formula == "" {
-		if err := noParams(s.Params, "--formula"); err != nil {
+		if err := option.NoParams(s.Params, "--formula"); err != nil {
 			return p, err
 		}
 		if s.Method != "" || s.FailOnNonFinite {
@@ -110,7 +112,7 @@ func (s AffinitySpec) check(dev *engine.Device) (p affinityPlan, err error) {
 		if s.Metric != "" {
 			return p, errors.New("--metric and --formula: give one")
 		}
-		if p.formula, err = parseFormula("--formula", s.Formula, formula.PairVars, s.Params, true); err != nil {
+		if p.formula, err = option.ParseFormula("--formula", s.Formula, formula.PairVars, s.Params, true); err != nil {
 			return p, err
 		}
 		if s.TF32 {
@@ -246,7 +248,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if cfg.Formula, err = ops.NewPairFormula(p.formula, data, p.direct); err != nil {
 			return nil, err
 		}
-		metric = "formula " + p.formula.Canonical() + " (" + orDefault(s.Method, "auto") + ")"
+		metric = "formula " + p.formula.Canonical() + " (" + option.OrDefault(s.Method, "auto") + ")"
 	}
 	t.meta = shard.Meta{N: n, D: d, Metric: metric, Dtype: dt.String(), Fingerprint: fp,
 		Lo: lo, Hi: hi, Index: p.index, Count: p.count, TopK: p.topk}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tapeloop/tapeloop/graphs/option"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -185,7 +187,7 @@ func (w *DRR) Feed(in []*tensor.Dense, off, n int) error {
 // nonzero count from its statistics, and writes its images.
 func (w *DRR) Consume(out []*tensor.Dense, off, n int) error {
 	if f := w.cfg.Post; f != nil && w.cfg.FailOnNonFinite && f.NonFinite() > 0 {
-		return errNonFinite("--post", f.NonFinite())
+		return option.ErrNonFinite("--post", f.NonFinite())
 	}
 	imgs := out[0].Data().([]float32)
 	stats := out[1].Data().([]float64)
@@ -441,9 +443,9 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 	if s.Mu != "" && s.HU {
 		return p, errors.New("--mu and --hu: give one (--mu maps the volume's values to attenuation itself)")
 	}
-	fs, err := parseFormulas(s.Params,
-		formulaFlag{flag: "--mu", src: s.Mu, vars: ops.MuVars},
-		formulaFlag{flag: "--post", src: s.Post, vars: ops.PostVars})
+	fs, err := option.ParseFormulas(s.Params,
+		option.Formula{Flag: "--mu", Src: s.Mu, Vars: ops.MuVars},
+		option.Formula{Flag: "--post", Src: s.Post, Vars: ops.PostVars})
 	if err != nil {
 		return p, err
 	}

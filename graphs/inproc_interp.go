@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tapeloop/tapeloop/graphs/option"
+
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
@@ -171,7 +173,7 @@ func (c *interpCall[T]) Feed(in []*tensor.Dense, off, n int) error {
 
 func (c *interpCall[T]) Consume(out []*tensor.Dense, off, n int) error {
 	if f := c.p.job.cfg.Formula; f != nil && c.p.job.cfg.FailOnNonFinite && f.NonFinite() > c.bad {
-		return errNonFinite("--reduce", f.NonFinite()-c.bad)
+		return option.ErrNonFinite("--reduce", f.NonFinite()-c.bad)
 	}
 	w := max(c.p.Cols, 1)
 	copy(c.dst[off*w:(off+n)*w], out[0].Data().([]T)[:n*w])

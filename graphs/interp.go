@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/tapeloop/tapeloop/graphs/option"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -225,7 +227,7 @@ func (w *Interp) Feed(in []*tensor.Dense, off, n int) error {
 // Consume adds the batch's total to Sum and writes its results to Out.
 func (w *Interp) Consume(out []*tensor.Dense, off, n int) error {
 	if f := w.cfg.Formula; f != nil && w.cfg.FailOnNonFinite && f.NonFinite() > 0 {
-		return errNonFinite("--reduce", f.NonFinite())
+		return option.ErrNonFinite("--reduce", f.NonFinite())
 	}
 	w.Sum += out[1].Data().([]float64)[0]
 	if w.cfg.Out == nil {
@@ -310,13 +312,13 @@ func DefaultInterpSpec() InterpSpec {
 // parse reads the reduction and the method: a formula that is a built-in
 // reduction runs as the built-in.
 func (s InterpSpec) parse() (ops.Reduce, ops.Method, *formula.Formula, error) {
-	method, err := ops.ParseMethod(orDefault(s.Method, "auto"))
+	method, err := ops.ParseMethod(option.OrDefault(s.Method, "auto"))
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("--method: %w", err)
 	}
-	reduce, err := ops.ParseReduce(orDefault(s.Reduce, "sumsq"))
+	reduce, err := ops.ParseReduce(option.OrDefault(s.Reduce, "sumsq"))
 	if err == nil {
-		if err := noParams(s.Params, "--reduce"); err != nil {
+		if err := option.NoParams(s.Params, "--reduce"); err != nil {
 			return 0, 0, nil, err
 		}
 		if s.FailOnNonFinite {
@@ -324,7 +326,7 @@ func (s InterpSpec) parse() (ops.Reduce, ops.Method, *formula.Formula, error) {
 		}
 		return reduce, method, nil, nil
 	}
-	f, err := parseFormula("--reduce", s.Reduce, ops.InterpVars, s.Params, true)
+	f, err := option.ParseFormula("--reduce", s.Reduce, ops.InterpVars, s.Params, true)
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -430,13 +432,6 @@ func checkGridEnd(a, dx float64, g int) error {
 		return fmt.Errorf("--dx %g: the grid's extent (G+1)·dx = %d·%g is not finite", dx, g+1, dx)
 	}
 	return nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // InterpTask is an opened interpolation run.

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tapeloop/tapeloop/graphs/option"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -354,7 +356,7 @@ func (w *Wavelet) Consume(out []*tensor.Dense, off, n int) error {
 			copy(w.Extra[i], s[wd*r+4:wd*(r+1)])
 		}
 		if w.cfg.Src.Formulas != nil {
-			w.nonFinite += countNonFinite(s[wd*r : wd*(r+1)])
+			w.nonFinite += option.CountNonFinite(s[wd*r : wd*(r+1)])
 		}
 		for _, j := range w.same[i] {
 			w.Stats[j] = w.Stats[i]
@@ -364,7 +366,7 @@ func (w *Wavelet) Consume(out []*tensor.Dense, off, n int) error {
 		}
 	}
 	if w.cfg.FailOnNonFinite && w.nonFinite > 0 {
-		return errNonFinite("--kernel or --stat", w.nonFinite)
+		return option.ErrNonFinite("--kernel or --stat", w.nonFinite)
 	}
 	return w.save(off, n)
 }
@@ -423,7 +425,7 @@ func (w *Wavelet) restorer() (restore func(int, []byte) error, drop func()) {
 			copy(w.Extra[i], vals[4:])
 		}
 		if w.cfg.Src.Formulas != nil {
-			w.nonFinite += countNonFinite(vals)
+			w.nonFinite += option.CountNonFinite(vals)
 		}
 		for _, j := range w.same[i] {
 			w.Stats[j] = w.Stats[i]
@@ -620,7 +622,7 @@ type waveletPlan struct {
 }
 
 func (s WaveletSpec) parse() (p waveletPlan, err error) {
-	if p.boundary, err = ops.ParseBoundary(orDefault(s.Boundary, "reflect")); err != nil {
+	if p.boundary, err = ops.ParseBoundary(option.OrDefault(s.Boundary, "reflect")); err != nil {
 		return p, fmt.Errorf("--boundary: %w", err)
 	}
 	var lists [3][]float64
@@ -642,7 +644,7 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 			return p, err
 		}
 	}
-	fl := []formulaFlag{{flag: "--kernel", src: s.Kernel, vars: ops.KernelVars, pointwise: true}}
+	fl := []option.Formula{{Flag: "--kernel", Src: s.Kernel, Vars: ops.KernelVars, Pointwise: true}}
 	// A statistic may take the name of a built-in column (energy=sum(g^2)):
 	// its value then fills that column. Not a parameter's column, nor
 	// twice the same name.
@@ -660,9 +662,9 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 		}
 		seen[name] = true
 		p.statNames = append(p.statNames, name)
-		fl = append(fl, formulaFlag{flag: "--stat " + name, src: src, vars: ops.StatVars, reduce: true})
+		fl = append(fl, option.Formula{Flag: "--stat " + name, Src: src, Vars: ops.StatVars, Reduce: true})
 	}
-	fs, err := parseFormulas(s.Params, fl...)
+	fs, err := option.ParseFormulas(s.Params, fl...)
 	if err != nil {
 		return p, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
@@ -56,7 +57,7 @@ var resumeFlag = &cli.BoolFlag{Name: "resume", Category: catEngine,
 
 // params reads --param name=value.
 func params(c *cli.Context) (map[string]float64, error) {
-	return graphs.ParseParams(c.StringSlice(paramFlag.Name))
+	return option.ParseParams(c.StringSlice(paramFlag.Name))
 }
 
 // warnNonFinite says on stderr how many non-finite values a formula gave.

@@ -48,7 +48,7 @@ func repeatedFlag(app *cli.App, args []string) error {
 			continue // saying it twice says the same
 		}
 		if _, isList := f.(*cli.StringSliceFlag); isList {
-			continue // repeatable: graphs.ParseParams refuses a name given twice
+			continue // repeatable: option.ParseParams refuses a name given twice
 		}
 		if !hasValue {
 			if i+1 >= len(rest) {

@@ -29,6 +29,7 @@ PROTOS = {
     "tl_close": ([_i64], _err),
     "tl_interrupt": ([_i64], _err),
     "tl_selftest": ([ctypes.c_int], _err),
+    "tl_options": ([ctypes.c_char_p, _txt], _err),
     "tl_dot": ([_i64, _txt], _err),
     "tl_report": ([_i64, _txt], _err),
     "tl_interp_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _p64], _err),

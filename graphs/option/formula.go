@@ -1,4 +1,4 @@
-package graphs
+package option
 
 import (
 	"fmt"
@@ -36,27 +36,27 @@ func ParseParams(list []string) (map[string]float64, error) {
 	return m, nil
 }
 
-// parseFormula checks src against the workload's variables; "" is no
+// ParseFormula checks src against the workload's variables; "" is no
 // formula. Parameters without any formula to use them are an error.
-func parseFormula(flag, src string, vars []formula.Var, params map[string]float64, reduce bool) (*formula.Formula, error) {
+func ParseFormula(flag, src string, vars []formula.Var, params map[string]float64, reduce bool) (*formula.Formula, error) {
 	if src == "" {
 		return nil, nil
 	}
 	return formula.Parse(src, formula.Env{Flag: flag, Vars: vars, Params: params, Reduce: reduce})
 }
 
-// parseFormulas checks a workload's formulas, which share params: each
+// ParseFormulas checks a workload's formulas, which share params: each
 // parameter must be used by one of them. Formulas not given are nil.
-func parseFormulas(params map[string]float64, fs ...formulaFlag) ([]*formula.Formula, error) {
+func ParseFormulas(params map[string]float64, fs ...Formula) ([]*formula.Formula, error) {
 	out := make([]*formula.Formula, len(fs))
 	var flags []string
 	for i, f := range fs {
-		flags = append(flags, f.flag)
-		if f.src == "" {
+		flags = append(flags, f.Flag)
+		if f.Src == "" {
 			continue
 		}
 		var err error
-		out[i], err = formula.Parse(f.src, formula.Env{Flag: f.flag, Vars: f.vars, Params: params, Reduce: f.reduce, Pointwise: f.pointwise, Shared: true})
+		out[i], err = formula.Parse(f.Src, formula.Env{Flag: f.Flag, Vars: f.Vars, Params: params, Reduce: f.Reduce, Pointwise: f.Pointwise, Shared: true})
 		if err != nil {
 			return nil, err
 		}
@@ -78,30 +78,30 @@ func parseFormulas(params map[string]float64, fs ...formulaFlag) ([]*formula.For
 	return out, nil
 }
 
-// formulaFlag is one formula of a workload: its flag, text and variables.
-type formulaFlag struct {
-	flag, src string
-	vars      []formula.Var
-	reduce    bool
-	pointwise bool
+// Formula is one formula of a workload: its flag, text and variables.
+type Formula struct {
+	Flag, Src string
+	Vars      []formula.Var
+	Reduce    bool
+	Pointwise bool
 }
 
-// noParams refuses parameters given to a run without formulas.
-func noParams(params map[string]float64, flags string) error {
+// NoParams refuses parameters given to a run without formulas.
+func NoParams(params map[string]float64, flags string) error {
 	if len(params) > 0 {
 		return fmt.Errorf("--param: parameters are for a formula (%s), and none is given", flags)
 	}
 	return nil
 }
 
-// errNonFinite is the error of a run that asked to fail on non-finite
+// ErrNonFinite is the error of a run that asked to fail on non-finite
 // values of its formula.
-func errNonFinite(what string, n int64) error {
+func ErrNonFinite(what string, n int64) error {
 	return fmt.Errorf("%s gave %d non-finite values (NaN or ±Inf) and --fail-on-nonfinite is set", what, n)
 }
 
-// countNonFinite counts the NaN and infinite values of v.
-func countNonFinite(v []float64) int64 {
+// CountNonFinite counts the NaN and infinite values of v.
+func CountNonFinite(v []float64) int64 {
 	var n int64
 	for _, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {

@@ -1,0 +1,15 @@
+// Package option holds what the four workloads' Configs share, and what
+// makes one Config serve three front ends.
+//
+// Each workload's Config (packages interp, affinity, drr and wavelet)
+// tags every field with the name its command-line flag has (flag:"dx")
+// and the name its JSON key and Python keyword have (json:"dx"). The CLI
+// maps its flags onto the fields, the C ABI decodes its JSON into the
+// Config itself, and the Python package passes its keywords as that
+// JSON; tests in each front end walk the fields with Fields and fail when
+// one is missing.
+//
+// Errors name an option the way the command line does (--dx, --param).
+// Keywords rewrites those names for a caller who set them as keywords
+// (dx=, params=), using the same tags.
+package option
