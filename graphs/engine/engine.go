@@ -192,7 +192,7 @@ func (d *Device) GPU() bool { return len(d.gpus) > 0 }
 func (d *Device) Dtype() tensor.Dtype { return d.dtype }
 
 // op is the device the ops of a single-device Compile run on: nil for the
-// CPU, else the first GPU (runDevices places them on each in turn).
+// CPU, else the first GPU (Run places them on each in turn).
 func (d *Device) op() ops.Device {
 	if len(d.gpus) == 0 {
 		return nil

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"fmt"
 	"time"
 
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -78,19 +77,11 @@ func (s *Session) Run(job Job) error {
 	began := time.Now()
 	p := s.prog
 	defer p.stop.Store(false) // an interrupt ends this call only
-	items, b := job.Items(), p.Batch
-	batches := 0
-	for off := 0; off < items; off += b {
-		if p.stop.Load() {
-			return fmt.Errorf("%s: %w after %d of %d items", job.Name(), ErrInterrupted, off, items)
-		}
-		if err := replayBatch(p, job, off, min(b, items-off)); err != nil {
-			if p.stop.Load() {
-				return fmt.Errorf("%s: %w during the batch at item %d of %d", job.Name(), ErrInterrupted, off, items)
-			}
-			return err
-		}
-		batches++
+	items := job.Items()
+	loop := batchLoop{job: job, progs: []*Program{p}, items: items, stopped: p.stop.Load}
+	batches, err := loop.run()
+	if err != nil {
+		return err
 	}
 	if err := finish(job); err != nil {
 		return err

@@ -118,36 +118,44 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if cfg.Verbose {
 		plan.Print(log)
 	}
-	if len(cfg.Devices) > 1 {
-		return runDevices(ctx, job, cfg, plan)
+	devs := cfg.Devices
+	if len(devs) < 2 {
+		devs = nil // the job's own device: a single Program
 	}
-	prog, err := Compile(job, plan.Batch)
-	if err != nil {
-		return nil, err
+	progs := make([]*Program, max(len(devs), 1))
+	busy := make([]func() float64, len(progs))
+	for i := range progs {
+		if devs != nil {
+			dj, ok := job.(DeviceJob)
+			if !ok {
+				return nil, fmt.Errorf("%s: cannot run on several devices", job.Name())
+			}
+			dj.SetDevice(devs[i])
+			if b, ok := devs[i].(interface{ BusySeconds() float64 }); ok {
+				busy[i] = b.BusySeconds
+			}
+		} else {
+			busy[i] = cfg.DeviceSeconds
+		}
+		p, err := Compile(job, plan.Batch)
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		defer context.AfterFunc(ctx, p.Stop)()
+		progs[i] = p
 	}
-	defer prog.Close()
-	defer context.AfterFunc(ctx, prog.Stop)()
 
 	rec := telemetry.NewRecorder(plan.Batches)
-	rec.DeviceBytes, rec.DeviceSeconds = cfg.DeviceBytes, cfg.DeviceSeconds
+	rec.DeviceBytes = cfg.DeviceBytes
 	var bar *progressbar.ProgressBar
 	var probe *sysmem.Probe
 	began := time.Now()
 	items := plan.Items
-	for off := 0; off < items; off += plan.Batch {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w after %d of %d items; nothing was written", job.Name(), ErrInterrupted, off, items)
-		}
-		n := min(plan.Batch, items-off)
-		rec.Start()
-		if err := replayBatch(prog, job, off, n); err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("%s: %w during the batch at item %d of %d; nothing was written", job.Name(), ErrInterrupted, off, items)
-			}
-			return nil, err
-		}
-		rec.Stop()
-		if cfg.Progress && bar == nil && time.Since(began) > time.Second && off+n < items {
+	loop := batchLoop{job: job, progs: progs, items: items, busy: busy, record: rec.Record,
+		stopped: func() bool { return ctx.Err() != nil }, after: "; nothing was written"}
+	loop.done = func(done int) {
+		if cfg.Progress && bar == nil && time.Since(began) > time.Second && done < items {
 			bar = progressbar.NewOptions(items,
 				progressbar.OptionSetWriter(log),
 				progressbar.OptionSetDescription(job.Name()),
@@ -159,13 +167,20 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 				progressbar.OptionClearOnFinish(),
 			)
 			probe = sysmem.NewProbe()
-			defer probe.Close()
 		}
 		if bar != nil {
 			// done/total, the rate and [elapsed:remaining], and the memory in use
 			bar.Describe(fmt.Sprintf("%s, RSS %s", job.Name(), sysmem.Format(probe.RSS())))
-			bar.Set(off + n)
+			bar.Set(done)
 		}
+	}
+	defer func() {
+		if probe != nil {
+			probe.Close()
+		}
+	}()
+	if _, err := loop.run(); err != nil {
+		return nil, err
 	}
 	if bar != nil {
 		bar.Finish()
@@ -175,21 +190,6 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	}
 	s := rec.Close()
 	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil
-}
-
-// replayBatch feeds items [off, off+n) of job into p, runs p once and
-// gives the outputs to job.
-func replayBatch(p *Program, job Job, off, n int) error {
-	if err := job.Feed(p.Inputs(), off, n); err != nil {
-		return err
-	}
-	if err := p.Pad(n); err != nil {
-		return err
-	}
-	if _, err := p.Run(); err != nil {
-		return err
-	}
-	return job.Consume(p.Outputs(), off, n)
 }
 
 // finish calls job's Finish, if it has one, after its last batch.
@@ -222,108 +222,4 @@ func itemUnit(w Workload) string {
 		return n.ItemUnit()
 	}
 	return "items"
-}
-
-// runDevices is Run over one Program per device: batch k runs on program
-// k mod D, concurrently with the others; Feed and Consume stay in the
-// caller's goroutine, in batch order, so jobs see the same sequence as in
-// a single-device run. A batch's record is the time its Program took.
-func runDevices(ctx context.Context, job Job, cfg RunConfig, plan Plan) (*Outcome, error) {
-	dj, ok := job.(DeviceJob)
-	if !ok {
-		return nil, fmt.Errorf("%s: cannot run on several devices", job.Name())
-	}
-	nd := len(cfg.Devices)
-	progs := make([]*Program, nd)
-	for i, dev := range cfg.Devices {
-		dj.SetDevice(dev)
-		p, err := Compile(job, plan.Batch)
-		if err != nil {
-			return nil, err
-		}
-		defer p.Close()
-		defer context.AfterFunc(ctx, p.Stop)()
-		progs[i] = p
-	}
-	type result struct {
-		secs, busy float64 // wall time, and the device's busy time
-		err        error
-	}
-	start := make([]chan struct{}, nd)
-	done := make([]chan result, nd)
-	for i := range progs {
-		start[i], done[i] = make(chan struct{}), make(chan result, 1)
-		busy := func() float64 { return 0 }
-		if b, ok := cfg.Devices[i].(interface{ BusySeconds() float64 }); ok {
-			busy = b.BusySeconds
-		}
-		go func(p *Program, start <-chan struct{}, done chan<- result) {
-			for range start {
-				t0, b0 := time.Now(), busy()
-				_, err := p.Run()
-				done <- result{time.Since(t0).Seconds(), busy() - b0, err}
-			}
-		}(progs[i], start[i], done[i])
-	}
-	inflight := make([]bool, nd)
-	defer func() { // runs before the Programs close: nothing may still be running them
-		for i, c := range start {
-			if inflight[i] {
-				<-done[i]
-			}
-			close(c)
-		}
-	}()
-	rec := telemetry.NewRecorder(plan.Batches)
-	rec.DeviceBytes = cfg.DeviceBytes // device time: each batch's own, measured on its device
-	items := plan.Items
-	nb := (items + plan.Batch - 1) / plan.Batch
-	size := func(k int) int { return min(plan.Batch, items-k*plan.Batch) }
-	// consume waits for batch k and consumes it.
-	consume := func(k int) error {
-		r := <-done[k%nd]
-		inflight[k%nd] = false
-		if r.err != nil && ctx.Err() != nil {
-			return fmt.Errorf("%s: %w during the batch at item %d of %d; nothing was written", job.Name(), ErrInterrupted, k*plan.Batch, items)
-		}
-		if r.err != nil {
-			return r.err
-		}
-		if err := job.Consume(progs[k%nd].Outputs(), k*plan.Batch, size(k)); err != nil {
-			return err
-		}
-		rec.Record(r.secs, r.busy)
-		return nil
-	}
-	next := 0 // the oldest batch not yet consumed
-	for k := range nb {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w after %d of %d items; nothing was written", job.Name(), ErrInterrupted, k*plan.Batch, items)
-		}
-		if k >= nd { // program k mod D is busy with batch k−D
-			if err := consume(next); err != nil {
-				return nil, err
-			}
-			next++
-		}
-		p := progs[k%nd]
-		if err := job.Feed(p.Inputs(), k*plan.Batch, size(k)); err != nil {
-			return nil, err
-		}
-		if err := p.Pad(size(k)); err != nil {
-			return nil, err
-		}
-		start[k%nd] <- struct{}{}
-		inflight[k%nd] = true
-	}
-	for ; next < nb; next++ {
-		if err := consume(next); err != nil {
-			return nil, err
-		}
-	}
-	if err := finish(job); err != nil {
-		return nil, err
-	}
-	s := rec.Close()
-	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil
 }
