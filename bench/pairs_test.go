@@ -384,7 +384,8 @@ func BenchmarkPairWavelet(b *testing.B) {
 		}
 		g := G.NewGraph()
 		p := G.NewMatrix(g, tensor.Float64, G.WithShape(1, ops.WaveletParams), G.WithName("params"), G.WithValue(params))
-		out := must(G.ApplyOp(ops.NewWaveletStats(s, 1), p))
+		sums := must(G.ApplyOp(ops.NewWaveletResponse(s, 1), p))
+		out := must(G.ApplyOp(ops.NewWaveletMoments(s.N, 1), sums))
 		vm := G.NewTapeMachine(g)
 		defer vm.Close()
 		if err := vm.RunAll(); err != nil {

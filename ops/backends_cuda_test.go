@@ -42,13 +42,9 @@ func backends(t *testing.T) []backend {
 
 // poisonDevice fills a twin's device output with NaN, so that what its
 // kernels do not write shows (the wavelet twin's: its four float64 sums
-// per row, NaN as two float32 NaN patterns; WaveletStats's, its response
-// twin's).
+// per row, NaN as two float32 NaN patterns).
 func poisonDevice(t *testing.T, op G.Op) {
 	t.Helper()
-	if o, ok := op.(*waveletStatsCUDA); ok {
-		op = o.twin
-	}
 	var err error
 	switch o := op.(type) {
 	case *interp1DCUDA:
@@ -76,9 +72,6 @@ func poisonDevice(t *testing.T, op G.Op) {
 // releaseTwin frees a twin's arena (the emulator checks its guard zone:
 // a kernel that wrote past it fails here).
 func releaseTwin(op G.Op) error {
-	if o, ok := op.(*waveletStatsCUDA); ok {
-		op = o.twin
-	}
 	var a *cuda.Arena
 	switch o := op.(type) {
 	case *interp1DCUDA:

@@ -26,8 +26,6 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newPairFormulaCUDA(o, d)
 	case *WaveletResponse:
 		return newWaveletCUDA(o, d), nil
-	case *WaveletStats:
-		return newWaveletStatsCUDA(o, d), nil
 	case *MapImages:
 		return newMapImagesCUDA(o, d)
 	}

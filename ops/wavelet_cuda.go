@@ -48,24 +48,6 @@ func newWaveletCUDA(op *WaveletResponse, dev *cuda.Device) *waveletCUDA {
 	return &waveletCUDA{WaveletResponse: op, dev: dev}
 }
 
-// waveletStatsCUDA is WaveletStats with its response on the GPU.
-type waveletStatsCUDA struct {
-	*WaveletStats
-	twin *waveletCUDA
-}
-
-func newWaveletStatsCUDA(op *WaveletStats, dev *cuda.Device) G.Op {
-	twin := newWaveletCUDA(NewWaveletResponse(op.Src, op.Batch), dev)
-	return &waveletStatsCUDA{op.withResponse(twin), twin}
-}
-
-// DeviceBytes is the GPU twin's arena.
-func (op *waveletStatsCUDA) DeviceBytes() int64 { return op.twin.DeviceBytes() }
-
-func (op *waveletStatsCUDA) String() string {
-	return op.WaveletStats.String() + "@" + op.twin.dev.String()
-}
-
 // sizes are the arena's buffers: the volume (float32), its spectrum, the
 // kernel's, the kernel array, the response (and the extended volume before
 // its transform), cuFFT's work area, the reductions' partial sums, and

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"gorgonia.org/tensor"
-
 	"github.com/tapeloop/tapeloop/internal/formula"
 )
 
@@ -78,59 +76,6 @@ func refConvolve(v []float32, n [3]int, a, th, ph, xi float64, b Boundary) []flo
 		}
 	}
 	return out
-}
-
-// WaveletStats is WaveletResponse then WaveletMoments, to the bit; rows
-// that are not kernels (a short batch's zeroed padding) come out NaN.
-func TestWaveletStatsIsResponseThenMoments(t *testing.T) {
-	rng := rand.New(rand.NewPCG(75, 76))
-	n := [3]int{6, 5, 7}
-	v := normals32(rng, n[0]*n[1]*n[2])
-	combos := [][3]float64{{0.2, 0.9, 1.5}, {1.7, 0.1, 0.7}}
-	var pad [3]int
-	for _, c := range combos {
-		h := HatSupport(1, c[0], c[1], c[2])
-		for i := range 3 {
-			pad[i] = max(pad[i], h[i])
-		}
-	}
-	const batch = 3
-	params := make([]float64, batch*WaveletParams) // the last row stays zero: ξ = 0, padding
-	for r, c := range combos {
-		copy(params[r*WaveletParams:], []float64{c[0], c[1], c[2], float64(pad[0]), float64(pad[1]), float64(pad[2])})
-	}
-	in := tensor.New(tensor.WithShape(batch, WaveletParams), tensor.WithBacking(params))
-	for _, b := range []Boundary{Reflect, Wrap} {
-		src, err := NewWaveletSource(v, n, 1, b, pad)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := NewWaveletStats(src, batch).Do(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src2, _ := NewWaveletSource(v, n, 1, b, pad)
-		sums, err := NewWaveletResponse(src2, batch).Do(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := NewWaveletMoments(n, batch).Do(sums)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, w := st.Data().([]float64), want.Data().([]float64)
-		for i := range w {
-			if i/4 == len(combos) {
-				if !math.IsNaN(g[i]) {
-					t.Errorf("%v: padding row statistic %d = %v, want NaN", b, i%4, g[i])
-				}
-				continue
-			}
-			if math.Float64bits(g[i]) != math.Float64bits(w[i]) {
-				t.Errorf("%v: row %d statistic %d: %v, want %v", b, i/4, i%4, g[i], w[i])
-			}
-		}
-	}
 }
 
 // TestHatSpectrumMatchesSampledKernel compares the built-in hat, whose
