@@ -150,10 +150,9 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 // blocks of 1000 rows read from the resident images, each from its
 // diagonal on (the upper triangle), copied straight into the whole (N, N)
 // matrix with the transposes of its columns beyond the block, each chunk's
-// copy overlapping the next chunk's work (-serial: one chunk, no overlap;
-// l1-r4: the 4×4-per-thread kernel; both for comparison; dot-tf32-top10:
-// whole rows, the top 10 of each selected on the device, as --topk 10
-// does). One iteration is
+// copy overlapping the next chunk's work (-serial: one chunk, no overlap,
+// for comparison; dot-tf32-top10: whole rows, the top 10 of each selected
+// on the device, as --topk 10 does). One iteration is
 // the whole matrix: s/matrix is the original case's figure (dot with TF32 ≤ 15 ms,
 // l1 ≤ 100 ms on an H200).
 func BenchmarkPairwiseCUDA(b *testing.B) {
@@ -175,11 +174,10 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 		metric Metric
 		tf32   bool
 		serial bool // the block in one chunk: its copy back overlaps nothing
-		r4     bool // l1 with the 4×4-per-thread kernel
 		top    int  // --topk: whole rows, the top k selected on the device
-	}{{"dot-tf32", MetricDot, true, false, false, 0}, {"dot-tf32-serial", MetricDot, true, true, false, 0},
-		{"dot", MetricDot, false, false, false, 0}, {"l1", MetricL1, false, false, false, 0}, {"l1-r4", MetricL1, false, false, true, 0},
-		{"dot-tf32-top10", MetricDot, true, false, false, 10}} {
+	}{{"dot-tf32", MetricDot, true, false, 0}, {"dot-tf32-serial", MetricDot, true, true, 0},
+		{"dot", MetricDot, false, false, 0}, {"l1", MetricL1, false, false, 0},
+		{"dot-tf32-top10", MetricDot, true, false, 10}} {
 		b.Run(mc.name, func(b *testing.B) {
 			data, err := NewPairData(x, n, d, mc.metric)
 			if err != nil {
@@ -194,7 +192,6 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 			if mc.serial {
 				op.(*pairwiseCUDA).chunk = batch
 			}
-			op.(*pairwiseCUDA).r4 = mc.r4
 			if mc.top > 0 && !op.(*pairwiseCUDA).SelectTopK(mc.top) || mc.top == 0 && !op.(*pairwiseCUDA).WriteFull(full) {
 				b.Fatal("SelectTopK or WriteFull refused")
 			}

@@ -68,15 +68,11 @@ func drrLaunch[P any](op *DRR, n [3]int64, origin, spacing [3]float64, v, poses,
 
 // pairwiseLaunch computes columns c0… of the block's first m rows: b and
 // out point at column c0 of the images and of the output row 0, norm at
-// norm[c0]. Each block of threads computes a 16R×16R tile, R×R per thread:
-// R = 8, or 4 for pairwise_l1_r4, the l1 kernel kept for comparison.
-func pairwiseLaunch[P any](op *Pairwise, r, c0, m int, rows, b, out, rinv, norm P) launch {
+// norm[c0]. Each block of threads computes a 128×128 tile, 8×8 per thread.
+func pairwiseLaunch[P any](op *Pairwise, c0, m int, rows, b, out, rinv, norm P) launch {
 	name := map[Metric]string{MetricL1: "pairwise_l1", MetricL2: "pairwise_l2", MetricDot: "pairwise_dot", MetricCosine: "pairwise_cosine"}[op.Metric]
-	if r == 4 {
-		name += "_r4"
-	}
 	nc := op.Data.N - c0
-	return launch{name, blocks(nc, 16*r), blocks(m, 16*r), 256, []any{rows, int64(m), b, int64(nc),
+	return launch{name, blocks(nc, 128), blocks(m, 128), 256, []any{rows, int64(m), b, int64(nc),
 		int64(op.Data.D), out, int64(op.Data.N), rinv, norm}}
 }
 

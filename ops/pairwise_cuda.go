@@ -35,7 +35,6 @@ type pairwiseCUDA struct {
 	blas                      *cuda.BLAS   // dot and cosine: cuBLAS GEMM
 	comp, copy                *cuda.Stream // computation, and the copies back
 	chunk                     int          // rows per chunk; 0: chunkRows's choice
-	r4                        bool         // l1 with the 4×4-per-thread kernel, for comparison
 	x, norm, rows, rinv, dout cuda.DevicePtr
 	ws                        cuda.DevicePtr // cuBLAS workspace, in the arena
 	full                      []float32      // WriteFull's matrix, or nil
@@ -329,11 +328,7 @@ func (op *pairwiseCUDA) compute(c0, m int, a, rinv, out cuda.DevicePtr) error {
 		norm = 0
 	}
 	if op.Metric != MetricDot && op.Metric != MetricCosine {
-		r := 8
-		if op.r4 {
-			r = 4
-		}
-		return enqueueOn(op.comp, pairwiseLaunch(op.Pairwise, r, c0, m, a, b, out, rinv, norm))
+		return enqueueOn(op.comp, pairwiseLaunch(op.Pairwise, c0, m, a, b, out, rinv, norm))
 	}
 	// Column-major, the rows' columns c0… are Xᵀ·rows.
 	if err := op.blas.GemmTNOn(op.comp, d.N-c0, m, d.D, b, d.D, a, d.D, out, d.N); err != nil {

@@ -7,9 +7,9 @@
 // order. With R = 8 a thread reads 2R = 16 shared values for R² = 64
 // pairs of 2 arithmetic instructions each (l1: a subtraction and an add of
 // its absolute value), so the arithmetic units, not shared memory, bound
-// it; R = 4 (pairwise_l1_r4, kept for comparison) reads twice as much per
-// pair. __launch_bounds__(256, 2) holds the R = 8 kernels to 128 registers
-// (ptxas for sm_90: 100–122, no spills), so two blocks fit on an SM.
+// it (R = 4 reads twice as much per pair). __launch_bounds__(256, 2)
+// holds the kernels to 128 registers (ptxas for sm_90: 100–122, no
+// spills), so two blocks fit on an SM.
 // Scalar parameters are 8 bytes wide: gorgonia.org/cu passes 8 bytes
 // per kernel argument.
 
@@ -67,10 +67,6 @@ __device__ void tile(const float *a, long m, const float *b, long nc, long d, fl
 extern "C" __global__ void TILE8 pairwise_l1(const float *a, long m, const float *b, long nc, long d,
                                              float *out, long ldo, const double *rinv, const double *cnorm) {
   tile<0, 8>(a, m, b, nc, d, out, ldo, rinv, cnorm);
-}
-extern "C" __global__ void pairwise_l1_r4(const float *a, long m, const float *b, long nc, long d, float *out,
-                                          long ldo, const double *rinv, const double *cnorm) {
-  tile<0, 4>(a, m, b, nc, d, out, ldo, rinv, cnorm);
 }
 extern "C" __global__ void TILE8 pairwise_l2(const float *a, long m, const float *b, long nc, long d,
                                              float *out, long ldo, const double *rinv, const double *cnorm) {

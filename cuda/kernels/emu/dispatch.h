@@ -22,12 +22,11 @@ static int emu_dispatch(const std::string &k, unsigned gx, unsigned gy, unsigned
       drr((const float *)Pa(0), La(1), La(2), La(3), Da(4), Da(5), Da(6), Da(7), Da(8), Da(9), (const double *)Pa(10), La(11),
           La(12), La(13), Da(14), (float *)Pa(15));
     });
-  if (k == "pairwise_l1" || k == "pairwise_l1_r4" || k == "pairwise_l2" || k == "pairwise_dot" || k == "pairwise_cosine") {
-    auto fn = k == "pairwise_l1"      ? pairwise_l1
-              : k == "pairwise_l1_r4" ? pairwise_l1_r4
-              : k == "pairwise_l2"    ? pairwise_l2
-              : k == "pairwise_dot"   ? pairwise_dot
-                                      : pairwise_cosine;
+  if (k == "pairwise_l1" || k == "pairwise_l2" || k == "pairwise_dot" || k == "pairwise_cosine") {
+    auto fn = k == "pairwise_l1"    ? pairwise_l1
+              : k == "pairwise_l2"  ? pairwise_l2
+              : k == "pairwise_dot" ? pairwise_dot
+                                    : pairwise_cosine;
     return run(9, [fn] {
       fn((const float *)Pa(0), La(1), (const float *)Pa(2), La(3), La(4), (float *)Pa(5), La(6), (const double *)Pa(7),
          (const double *)Pa(8));
