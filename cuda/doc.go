@@ -22,11 +22,12 @@
 // The driver sits behind a small seam (driver.go: gorgonia.org/cu, and
 // cublas.go, cufft.go, pinned.go). With the tapeloop_cudaemu tag instead,
 // the same API runs on a CPU emulator (driver_emu.go, cublas_emu.go,
-// cufft_emu.go, pinned_emu.go, emu_kernels.cc): the kernels of
-// kernels/*.cu under kernels/emu, cuBLAS and cuFFT as reference loops,
-// with checks a GPU does not make (allocation bounds, guard zones, NaN-
-// filled fresh memory, streams that run work in the least favourable order
-// allowed). It lets CI run the GPU flavour's whole host side.
+// cufft_emu.go, pinned_emu.go): the kernels of kernels/*.cu compiled with
+// g++ by internal/kernelemu at the first launch, cuBLAS and cuFFT as
+// reference loops, with checks a GPU does not make (allocation bounds,
+// guard zones, NaN-filled fresh memory, streams that run work in the least
+// favourable order allowed). It lets CI run the GPU flavour's whole host
+// side.
 //
 // `make generate` rebuilds the PTX with nvcc (compute_80, which the A100,
 // H100 and H200 generation JIT-compiles); TestPTXCurrent fails when the

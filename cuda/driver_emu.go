@@ -4,8 +4,8 @@ package cuda
 
 // The emulated driver: a build with the tapeloop_cudaemu tag (and not
 // tapeloop_cuda) runs the GPU twins on the CPU. "Device memory" is C heap
-// memory; kernels run under the emulator of kernels/emu (each block's
-// threads are std::threads), cuBLAS and cuFFT are reference loops with
+// memory; kernels run under internal/kernelemu (each block's threads are
+// std::threads), cuBLAS and cuFFT are reference loops with
 // their documented argument rules (cublas_emu.go, cufft_emu.go). It checks
 // what runs on the host side of the GPU code on machines without a GPU,
 // and more strictly than a GPU would:
@@ -22,32 +22,20 @@ package cuda
 // (default 8GiB).
 
 /*
-#cgo CXXFLAGS: -std=c++20 -O2
-#cgo LDFLAGS: -pthread
-#include <stdint.h>
 #include <stdlib.h>
-int tl_emu_launch(const char *kernel, unsigned gx, unsigned gy, unsigned block, const uint64_t *words, int nargs);
 */
 import "C"
 
 import (
 	"bytes"
-	"embed"
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 	"unsafe"
 
+	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
-
-// The kernels' sources are embedded only so that the build cache sees
-// them: emu_kernels.cc includes them from a subdirectory, which cgo's
-// cache key does not cover.
-//
-//go:embed kernels/*.cu kernels/emu/*.h
-var emuSources embed.FS
 
 // DevicePtr is an address in an emulated GPU's memory (host memory).
 type DevicePtr uintptr
@@ -58,8 +46,6 @@ const Emulated = true
 const guardBytes = 4096
 
 var guardPattern = bytes.Repeat([]byte{0xa5}, guardBytes)
-
-var emuLaunch sync.Mutex // the emulator's state is global: one launch at a time
 
 type driver struct {
 	total, used int64
@@ -246,26 +232,16 @@ func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error {
 	return nil
 }
 
-// launchNow runs the kernel under the emulator, then checks every
-// allocation's guard zone.
+// launchNow runs the kernel under the emulator (kernelemu's Program of
+// kernels/*.cu, compiled at the process's first launch), then checks
+// every allocation's guard zone.
 func (drv *driver) launchNow(name string, gx, gy, block int, words []uint64) error {
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	var w *C.uint64_t
-	if len(words) > 0 {
-		w = (*C.uint64_t)(unsafe.Pointer(&words[0]))
+	prog, err := kernelemu.Kernels()
+	if err != nil {
+		return err
 	}
-	emuLaunch.Lock()
-	r := C.tl_emu_launch(cname, C.uint(gx), C.uint(gy), C.uint(block), w, C.int(len(words)))
-	emuLaunch.Unlock()
-	switch r {
-	case 0:
-	case -1:
-		return fmt.Errorf("no kernel %q", name)
-	case -2:
-		return fmt.Errorf("%d arguments do not match the kernel's parameters", len(words))
-	default:
-		return fmt.Errorf("the emulator could not run the launch (%d)", int(r))
+	if err := prog.Launch(name, gx, gy, block, words); err != nil {
+		return err
 	}
 	for _, a := range drv.allocs {
 		if err := a.checkGuard(); err != nil {

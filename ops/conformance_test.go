@@ -20,7 +20,7 @@ package ops
 //
 // What is not a per-case comparison of results stays in its own test: a
 // GPU stream's order, WriteFull and the fused PairwiseMatrix, each kernel
-// alone under the emulator program (emu_test.go), the CLI on the emulator
+// alone under the emulator (emu_test.go), the CLI on the emulator
 // (cmd/tapeloop); so do the ops with no GPU twin (Mirror, BatchStats,
 // ImageStats, WaveletMoments alone).
 

@@ -1,136 +1,55 @@
 package ops
 
-// The GPU kernels (cuda/kernels/*.cu) run on the CPU under a small CUDA
-// emulator (cuda/kernels/emu: each block's threads are std::threads,
+// The GPU kernels (cuda/kernels/*.cu) run on the CPU under the CUDA
+// emulator (internal/kernelemu: each block's threads are std::threads,
 // __syncthreads a barrier), through the same launch specifications the GPU
 // twins use (kernels.go), against the CPU ops. This checks the kernels'
 // arithmetic and indexing and the argument lists on machines without a
 // GPU; it skips where g++ is missing.
 
 import (
-	"fmt"
+	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"unsafe"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
-var (
-	emuOnce sync.Once
-	emuPath string
-	emuErr  error
-)
-
-func emulator(t *testing.T) string {
+// emulator is the emulator's Program of cuda/kernels/*.cu.
+func emulator(t *testing.T) *kernelemu.Program {
 	t.Helper()
-	gxx, err := exec.LookPath("g++")
-	if err != nil {
+	p, err := kernelemu.Kernels()
+	if errors.Is(err, kernelemu.ErrNoCompiler) {
 		t.Skip("g++ not installed: the CUDA emulator tests need it")
 	}
-	// Read the sources here so that go test's cache sees them change (the
-	// compiler reads them in a child process, which the cache cannot see).
-	srcs, _ := filepath.Glob(filepath.Join("..", "cuda", "kernels", "*.cu"))
-	more, _ := filepath.Glob(filepath.Join("..", "cuda", "kernels", "emu", "*"))
-	for _, f := range append(srcs, more...) {
-		if _, err := os.ReadFile(f); err != nil {
-			t.Fatal(err)
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
-	emuOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tapeloop-emu-")
-		if err != nil {
-			emuErr = err
-			return
-		}
-		emuPath = filepath.Join(dir, "emu")
-		src := filepath.Join("..", "cuda", "kernels", "emu", "emu_main.cc")
-		if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-o", emuPath, src, "-pthread").CombinedOutput(); err != nil {
-			emuErr = fmt.Errorf("compiling the emulator: %v\n%s", err, out)
-		}
-	})
-	if emuErr != nil {
-		t.Fatal(emuErr)
-	}
-	return emuPath
+	return p
 }
 
-// emuBuf is a host buffer standing for a device pointer.
-type emuBuf struct{ data any } // *[]float32, *[]float64
-
-// run executes l under the emulator; buffers are copied in and back out.
+// emulate runs l under the emulator. Its buffers are host slices standing
+// for device pointers: copied in, and back out after the kernel.
 func (l launch) emulate(t *testing.T) {
 	t.Helper()
-	bin := emulator(t)
-	dir := t.TempDir()
-	argv := []string{l.Kernel, fmt.Sprint(l.GX), fmt.Sprint(l.GY), fmt.Sprint(l.Block)}
-	var files []string
-	for i, a := range l.Args {
-		switch v := a.(type) {
-		case int64:
-			argv = append(argv, fmt.Sprintf("l:%d", v))
-		case float64:
-			argv = append(argv, "d:"+fmt.Sprintf("%.17g", v))
-		case emuBuf:
-			f := filepath.Join(dir, fmt.Sprintf("a%d", i))
-			if err := os.WriteFile(f, bytesOf(v.data), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			argv = append(argv, "p:"+f)
-			files = append(files, f)
-			continue
-		default:
-			t.Fatalf("argument %d of %s is a %T", i, l.Kernel, a)
-		}
-		files = append(files, "")
-	}
-	if out, err := exec.Command(bin, argv...).CombinedOutput(); err != nil {
-		t.Fatalf("emulating %s: %v\n%s", l.Kernel, err, out)
-	}
-	for i, f := range files {
-		if f == "" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(bytesOf(l.Args[i].(emuBuf).data), b)
+	if err := emulator(t).Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// bytesOf views a *[]float32 or *[]float64 as bytes (at least 8, so an
-// empty buffer still names a file).
-func bytesOf(p any) []byte {
-	switch s := p.(type) {
-	case *[]float32:
-		if len(*s) == 0 {
-			return make([]byte, 8)
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&(*s)[0])), 4*len(*s))
-	case *[]float64:
-		if len(*s) == 0 {
-			return make([]byte, 8)
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&(*s)[0])), 8*len(*s))
-	}
-	panic(fmt.Sprintf("emu: buffer %T", p))
-}
-
-func buf32(n int) *[]float32 {
+// buf32 is n NaN: unwritten elements show.
+func buf32(n int) []float32 {
 	s := make([]float32, n)
 	for i := range s {
-		s[i] = float32(math.NaN()) // poisoned: unwritten elements show
+		s[i] = float32(math.NaN())
 	}
-	return &s
+	return s
 }
 
 func TestEmuInterpKernel(t *testing.T) {
@@ -148,8 +67,8 @@ func TestEmuInterpKernel(t *testing.T) {
 		}
 		xs, out := append([]float32(nil), x...), buf32(outN)
 		gram, colsum, fpT := tab.gram, tab.colsum, tab.fpT32
-		interpLaunch(op, emuBuf{&xs}, emuBuf{&gram}, emuBuf{&colsum}, emuBuf{&fpT}, emuBuf{out}).emulate(t)
-		if e := relErr(*out, want.Data().([]float32)); !(e <= 1e-6) {
+		interpLaunch[any](op, xs, gram, colsum, fpT, out).emulate(t)
+		if e := relErr(out, want.Data().([]float32)); !(e <= 1e-6) {
 			t.Errorf("%v/%v: relative error %.3g", c.r, c.me, e)
 		}
 	}
@@ -171,8 +90,8 @@ func TestEmuDRRKernel(t *testing.T) {
 			v = volume.Pad(vol)
 		}
 		vv, ps, img := append([]float32(nil), v.V...), append([]float64(nil), poses...), buf32(batch*rows*cols)
-		drrLaunch(op, v.N, v.Origin, v.Spacing, emuBuf{&vv}, emuBuf{&ps}, emuBuf{img}).emulate(t)
-		if e := relErr(*img, want.Data().([]float32)); !(e <= 1e-5) {
+		drrLaunch[any](op, v.N, v.Origin, v.Spacing, vv, ps, img).emulate(t)
+		if e := relErr(img, want.Data().([]float32)); !(e <= 1e-5) {
 			t.Errorf("step %g: relative error %.3g", step, e)
 		}
 	}
@@ -223,11 +142,11 @@ func TestEmuPairwiseKernel(t *testing.T) {
 				norm = append(norm, data.norm[c0:]...)
 			}
 			out := buf32(batch*n - c0)
-			pairwiseLaunch(op, c0, batch, emuBuf{&rows}, emuBuf{&b}, emuBuf{out}, emuBuf{&rinv}, emuBuf{&norm}).emulate(t)
+			pairwiseLaunch[any](op, c0, batch, rows, b, out, rinv, norm).emulate(t)
 			ref := want.Data().([]float32)
 			var gs, ws []float32
 			for i := range batch {
-				gs = append(gs, (*out)[i*n:i*n+n-c0]...)
+				gs = append(gs, out[i*n:i*n+n-c0]...)
 				ws = append(ws, ref[i*n+c0:(i+1)*n]...)
 			}
 			if e := relErr(gs, ws); !(e <= 1e-5) {
@@ -252,7 +171,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		})
 		k := make([]float32, len(want))
 		part := make([]float64, wvBlocks)
-		l := hatLaunch(1, c[0], c[1], c[2], p, emuBuf{&k}, emuBuf{&part})
+		l := hatLaunch[any](1, c[0], c[1], c[2], p, k, part)
 		l.GX = 3 // fewer blocks than taps/256: each thread strides over several
 		l.emulate(t)
 		var e float64
@@ -279,7 +198,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		spec := normals32(rng, 2*n)
 		got := make([]float32, 2*n)
 		part := make([]float64, wvBlocks)
-		l := hatSpectrumLaunch(c.a, c.th, c.ph, c.ξ, q, emuBuf{&got}, emuBuf{&spec}, emuBuf{&part})
+		l := hatSpectrumLaunch[any](c.a, c.th, c.ph, c.ξ, q, got, spec, part)
 		l.GX = 2 // fewer blocks than coefficients/256: each thread strides over several
 		l.emulate(t)
 		want := make([]complex64, n)
@@ -316,7 +235,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		z := complex(a[i], a[i+1]) * complex(b[i], b[i+1])
 		want[i], want[i+1] = real(z), imag(z)
 	}
-	cmulLaunch(emuBuf{&a}, emuBuf{&b}, 301).emulate(t)
+	cmulLaunch[any](a, b, 301).emulate(t)
 	if d := relErr(a, want); !(d <= 1e-6) {
 		t.Errorf("cmul: relative error %.3g", d)
 	}
@@ -335,7 +254,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		}
 	}
 	part := make([]float64, 3*wvBlocks)
-	l := statsLaunch(emuBuf{&g}, q, lo, n, scale, emuBuf{&part})
+	l := statsLaunch[any](g, q, lo, n, scale, part)
 	l.GX = 1 // as at 200³ on a GPU, where each thread strides over ~30 elements
 	l.emulate(t)
 	var t1, t2 float64
@@ -370,7 +289,7 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 		}
 	}
 	cn := append([]float64(nil), data.norm[c0:]...)
-	cosineScaleLaunch(op, c0, batch, emuBuf{&out}, emuBuf{&rinv}, emuBuf{&cn}).emulate(t)
+	cosineScaleLaunch[any](op, c0, batch, out, rinv, cn).emulate(t)
 	if e := relErr(out, want); !(e <= 1e-6) {
 		t.Errorf("relative error %.3g", e)
 	}

@@ -11,8 +11,6 @@ package ops
 import (
 	"errors"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -22,40 +20,29 @@ import (
 	"github.com/tapeloop/tapeloop/internal/kernelemu"
 )
 
-func buildKernels(t *testing.T, ks ...*formula.CUDAKernel) (*kernelemu.Emulator, string) {
+// buildKernels compiles the kernels under the emulator.
+func buildKernels(t *testing.T, ks ...*formula.CUDAKernel) *kernelemu.Program {
 	t.Helper()
-	emuDir, err := filepath.Abs(filepath.Join("..", "cuda", "kernels", "emu"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.ReadFile(filepath.Join(emuDir, "emu.h")); err != nil { // read here: go test's cache sees it
-		t.Fatal(err)
-	}
-	var eks []kernelemu.Kernel
+	var srcs []string
 	for _, k := range ks {
-		ek := kernelemu.Kernel{Name: k.Name, Src: k.Src, Block: k.Block}
-		for _, p := range k.Params {
-			ek.Params = append(ek.Params, p.Type)
-		}
-		eks = append(eks, ek)
+		srcs = append(srcs, k.Src)
 	}
-	dir := t.TempDir()
-	e, err := kernelemu.Build(emuDir, dir, eks)
+	p, err := kernelemu.Compile(srcs...)
 	if errors.Is(err, kernelemu.ErrNoCompiler) {
 		t.Skip("g++ not installed: the CUDA emulator tests need it")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, dir
+	return p
 }
 
-func emulateLaunch(t *testing.T, e *kernelemu.Emulator, dir string, k *formula.CUDAKernel, l launch) {
+func emulateLaunch(t *testing.T, p *kernelemu.Program, k *formula.CUDAKernel, l launch) {
 	t.Helper()
 	if l.Block != k.Block {
 		t.Fatalf("%s: launched with %d threads per block, written for %d", k.Name, l.Block, k.Block)
 	}
-	if err := e.Run(dir, l.Kernel, l.GX, l.GY, l.Args...); err != nil {
+	if err := p.Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -93,7 +80,7 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 		setups = append(setups, setup{pf, k})
 		ks = append(ks, k)
 	}
-	e, dir := buildKernels(t, ks...)
+	e := buildKernels(t, ks...)
 	idx := make([]float64, batch)
 	for i := range idx {
 		idx[i] = float64(lo + i)
@@ -114,13 +101,13 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 			m := min(batch, n-lo)
 			// The twin's pointers: the rows at image lo, the columns and
 			// their values at image c0, the output at column c0.
-			out := *buf32(batch * n)
+			out := buf32(batch * n)
 			vals := s.pf.rowVals
 			ra, rb := vals[lo*nr:], vals[c0*nr:]
 			if nr == 0 {
 				ra, rb = []float64{0}, []float64{0}
 			}
-			emulateLaunch(t, e, dir, s.k, pairFormulaLaunch[any](s.k, m, n-c0, d, n, x[lo*d:], x[c0*d:], ra, rb, out[c0:]))
+			emulateLaunch(t, e, s.k, pairFormulaLaunch[any](s.k, m, n-c0, d, n, x[lo*d:], x[c0*d:], ra, rb, out[c0:]))
 			w := want.(*tensor.Dense).Data().([]float32)
 			var gs, ws []float32
 			for i := range m {
@@ -164,7 +151,7 @@ func TestEmuMapFormulaKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, dir := buildKernels(t, k)
+	e := buildKernels(t, k)
 	op := NewMapImages(mf, batch, rows, cols)
 	op.SetValidRows(valid)
 	want, err := op.Do(G.Value(tensor.New(tensor.WithShape(batch, rows, cols), tensor.WithBacking(x))))
@@ -172,10 +159,10 @@ func TestEmuMapFormulaKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	nv := valid * rows * cols
-	out := *buf32(batch * rows * cols)
+	out := buf32(batch * rows * cols)
 	l := mapFormulaLaunch[any](k, nv, x, out)
 	l.GX = 2 // fewer threads than values: the grid stride
-	emulateLaunch(t, e, dir, k, l)
+	emulateLaunch(t, e, k, l)
 	if e := relErr(out[:nv], want.(*tensor.Dense).Data().([]float32)[:nv]); !(e <= 1e-7) {
 		t.Errorf("relative error %.3g", e)
 	}

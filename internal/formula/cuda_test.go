@@ -426,48 +426,28 @@ func TestCUDASource(t *testing.T) {
 }
 
 // emulator runs the cases' kernels under the CUDA emulator.
-type emulator struct {
-	e   *kernelemu.Emulator
-	dir string
-}
+type emulator struct{ p *kernelemu.Program }
 
 func newEmulator(t *testing.T, cases []kernelCase) *emulator {
 	t.Helper()
-	emuDir, err := filepath.Abs(filepath.Join("..", "..", "cuda", "kernels", "emu"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.ReadFile(filepath.Join(emuDir, "emu.h")); err != nil { // read here: go test's cache sees it
-		t.Fatal(err)
-	}
-	var ks []kernelemu.Kernel
+	var srcs []string
 	for _, c := range cases {
-		ks = append(ks, emuKernel(c.k))
+		srcs = append(srcs, c.k.Src)
 	}
-	dir := t.TempDir()
-	e, err := kernelemu.Build(emuDir, dir, ks)
+	p, err := kernelemu.Compile(srcs...)
 	if errors.Is(err, kernelemu.ErrNoCompiler) {
 		t.Skip("g++ not installed: the emulated kernels need it")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &emulator{e: e, dir: dir}
-}
-
-// emuKernel is k for the emulator.
-func emuKernel(k *CUDAKernel) kernelemu.Kernel {
-	ek := kernelemu.Kernel{Name: k.Name, Src: k.Src, Block: k.Block}
-	for _, p := range k.Params {
-		ek.Params = append(ek.Params, p.Type)
-	}
-	return ek
+	return &emulator{p}
 }
 
 // run launches k over gx×gy blocks; buffers are copied in and back out.
 func (e *emulator) run(t *testing.T, k *CUDAKernel, gx, gy int, args ...any) {
 	t.Helper()
-	if err := e.e.Run(e.dir, k.Name, gx, gy, args...); err != nil {
+	if err := e.p.Run(k.Name, gx, gy, k.Block, args...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,6 +3,7 @@
 // barrier, __shared__ arrays function statics (blocks run one at a time),
 // atomicAdd an atomic_ref. Slow and only as faithful as that: it checks the
 // kernels' arithmetic and indexing, not their speed or the GPU's rounding.
+// internal/kernelemu compiles the kernels against it and launches them.
 #pragma once
 #include <atomic>
 #include <barrier>
