@@ -133,30 +133,32 @@ const char *tl_pairdist_isa(void) {
   return names[pick()];
 }
 
-#define DISPATCH(T, SUF)                                                              \
-  switch (pick() * 3 + metric) {                                                      \
-  case 6: kernel_l1_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;            \
-  case 7: kernel_l2_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;            \
-  case 8: kernel_dot_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;           \
-  case 3: kernel_l1_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;            \
-  case 4: kernel_l2_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;            \
-  case 5: kernel_dot_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;           \
-  case 0: kernel_l1_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;            \
-  case 1: kernel_l2_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;            \
-  default: kernel_dot_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo);                 \
+// DISPATCH calls the kernel for the metric on the instruction set picked.
+#define DISPATCH(T, SUF)                                                                                         \
+  switch (ISA_METRIC(pick(), metric)) {                                                                          \
+  case ISA_METRIC(TL_ISA_AVX512, TL_PAIR_L1): kernel_l1_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;   \
+  case ISA_METRIC(TL_ISA_AVX512, TL_PAIR_L2): kernel_l2_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;   \
+  case ISA_METRIC(TL_ISA_AVX512, TL_PAIR_DOT): kernel_dot_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break; \
+  case ISA_METRIC(TL_ISA_AVX2, TL_PAIR_L1): kernel_l1_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;     \
+  case ISA_METRIC(TL_ISA_AVX2, TL_PAIR_L2): kernel_l2_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;     \
+  case ISA_METRIC(TL_ISA_AVX2, TL_PAIR_DOT): kernel_dot_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;   \
+  case ISA_METRIC(TL_ISA_SSE2, TL_PAIR_L1): kernel_l1_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;     \
+  case ISA_METRIC(TL_ISA_SSE2, TL_PAIR_L2): kernel_l2_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;     \
+  default: kernel_dot_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo);                                            \
   }
+#define ISA_METRIC(isa, metric) ((isa) * 3 + (metric))
 
 void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *out, int64_t ldo, int metric) {
   // Dot products on AVX-512: the packed matrix product of gemm.c.
-  if (metric == 2 && pick() == TL_ISA_AVX512 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, -1) == 0) return;
+  if (metric == TL_PAIR_DOT && pick() == TL_ISA_AVX512 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, -1) == 0) return;
   DISPATCH(float, f32)
 }
 
 void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
                       float *out, int64_t ldo, int64_t lower) {
   if (pick() == TL_ISA_AVX512 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, lower) == 0) return;
-  const int metric = 2;
+  const int metric = TL_PAIR_DOT;
   DISPATCH(float, f32)
 }
 

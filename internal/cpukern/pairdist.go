@@ -10,11 +10,11 @@ import "unsafe"
 // Kernel selects what PairDist computes for each pair of rows.
 type Kernel int
 
-// The pairwise kernels.
+// The pairwise kernels: the metrics TL_PAIR_ of pairdist.h.
 const (
-	L1  Kernel = iota // −Σ_k |a_k − b_k|
-	L2                // −Σ_k (a_k − b_k)²
-	Dot               // Σ_k a_k·b_k
+	L1  Kernel = C.TL_PAIR_L1  // −Σ_k |a_k − b_k|
+	L2  Kernel = C.TL_PAIR_L2  // −Σ_k (a_k − b_k)²
+	Dot Kernel = C.TL_PAIR_DOT // Σ_k a_k·b_k
 )
 
 // PairDist32 sets out[i·ldo+j] to kernel k of rows a[i·lda:] and b[j·ldb:]

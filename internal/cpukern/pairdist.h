@@ -3,14 +3,16 @@
 #define TAPELOOP_PAIRDIST_H
 #include <stdint.h>
 
-// metric 0: out[i*ldo + j] = -sum_k |a[i*lda + k] - b[j*ldb + k]|
-// metric 1: out[i*ldo + j] = -sum_k (a[i*lda + k] - b[j*ldb + k])^2
-// metric 2: out[i*ldo + j] =  sum_k  a[i*lda + k] * b[j*ldb + k]
+// The metrics of tl_pairdist_f32 and tl_pairdist_f64:
+// TL_PAIR_L1:  out[i*ldo + j] = -sum_k |a[i*lda + k] - b[j*ldb + k]|
+// TL_PAIR_L2:  out[i*ldo + j] = -sum_k (a[i*lda + k] - b[j*ldb + k])^2
+// TL_PAIR_DOT: out[i*ldo + j] =  sum_k  a[i*lda + k] * b[j*ldb + k]
 // for 0 <= i < m, 0 <= j < n, 0 <= k < d; each pair summed in the same
 // order wherever it sits, so results do not depend on the blocking.
+enum { TL_PAIR_L1 = 0, TL_PAIR_L2 = 1, TL_PAIR_DOT = 2 };
 void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *out, int64_t ldo, int metric);
-// tl_dot_upper_f32 is tl_pairdist_f32's metric 2 for the pairs with
+// tl_dot_upper_f32 is tl_pairdist_f32's TL_PAIR_DOT for the pairs with
 // j + lower ≥ i (lower ≥ 0): others may be left as they were, or written.
 void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
                       float *out, int64_t ldo, int64_t lower);
