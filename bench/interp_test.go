@@ -13,6 +13,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
@@ -43,7 +44,7 @@ func seedTable(b *testing.B, r ops.Reduce, meth ops.Method) *ops.InterpTable {
 // sweep runs the whole seed case through a Program once and returns the
 // checksum and the wall time.
 func sweep(b *testing.B, tab *ops.InterpTable, r ops.Reduce, meth ops.Method, n int) (float64, time.Duration) {
-	job, err := graphs.NewInterp(graphs.InterpConfig{Table: tab, Reduce: r, Method: meth, Dtype: tensor.Float32,
+	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Method: meth, Dtype: tensor.Float32,
 		Queries: &graphs.UniformQueries{N: n, Lo: 0, Hi: 1, Seed: 1}})
 	if err != nil {
 		b.Fatal(err)

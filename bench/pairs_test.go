@@ -22,6 +22,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -107,7 +108,7 @@ func BenchmarkPairInterp(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	job, err := graphs.NewInterp(graphs.InterpConfig{Table: tab, Reduce: ops.ReduceSumSq, Dtype: tensor.Float32,
+	job, err := interp.New(interp.Setup{Table: tab, Reduce: ops.ReduceSumSq, Dtype: tensor.Float32,
 		Queries: &graphs.UniformQueries{N: batch, Lo: 0, Hi: 1, Seed: 1}})
 	if err != nil {
 		b.Fatal(err)

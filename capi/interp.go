@@ -9,20 +9,15 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/interp"
 )
 
-// interpConfig is the JSON config of tl_interp_create: the CLI's interp
-// flags (without the files) and its engine flags.
+// interpConfig is the JSON config of tl_interp_create: the engine's
+// fields and the interpolation's Config; the table comes as an argument.
 type interpConfig struct {
 	engineFields
-	A               float64            `json:"a"`
-	DX              *float64           `json:"dx"`
-	Reduce          string             `json:"reduce"`
-	Params          map[string]float64 `json:"params"`
-	Method          string             `json:"method"`
-	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
+	interp.Config
 }
 
 func init() { configs["interp"] = interpConfig{} }
@@ -36,9 +31,8 @@ func tl_interp_create(config *C.char, f *C.double, m, g C.int64_t, handle *C.int
 		if f == nil || m < 1 || g < 1 {
 			return nil, fmt.Errorf("--f: need an (M, G) table, got M = %d, G = %d", m, g)
 		}
-		tab := unsafe.Slice((*float64)(unsafe.Pointer(f)), int(m)*int(g)) // copied by CompileInterp
-		s := graphs.InterpSpec{A: c.A, DX: c.DX, Reduce: c.Reduce, Params: c.Params, Method: c.Method, FailOnNonFinite: c.FailOnNonFinite}
-		return graphs.CompileInterp(s, tab, int(m), int(g), dev)
+		tab := unsafe.Slice((*float64)(unsafe.Pointer(f)), int(m)*int(g)) // copied by interp.Compile
+		return interp.Compile(c.Config, tab, int(m), int(g), dev)
 	})
 }
 
@@ -48,7 +42,7 @@ func tl_interp_create(config *C.char, f *C.double, m, g C.int64_t, handle *C.int
 //export tl_interp_shape
 func tl_interp_shape(h C.int64_t, batch, cols, size *C.int64_t) *C.char {
 	return guard(func() error {
-		return call(h, "an interpolation", 0, func(p *graphs.InterpProgram) error {
+		return call(h, "an interpolation", 0, func(p *interp.Program) error {
 			*batch, *cols, *size = C.int64_t(p.Batch), C.int64_t(p.Cols), C.int64_t(p.Dtype.Size())
 			return nil
 		})
@@ -62,7 +56,7 @@ func tl_interp_shape(h C.int64_t, batch, cols, size *C.int64_t) *C.char {
 //export tl_interp_run
 func tl_interp_run(h C.int64_t, x unsafe.Pointer, n C.int64_t, out unsafe.Pointer, outLen C.int64_t, size C.int64_t, interruptible C.int) *C.char {
 	return guard(func() error {
-		return call(h, "an interpolation", interruptible, func(p *graphs.InterpProgram) error {
+		return call(h, "an interpolation", interruptible, func(p *interp.Program) error {
 			if int(size) != int(p.Dtype.Size()) {
 				return fmt.Errorf("interp: x has %d-byte values, the program is %v", size, p.Dtype)
 			}

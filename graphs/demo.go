@@ -82,7 +82,9 @@ func demoInterp(name, reduce string, n, batch int, size string) DemoCase {
 	return DemoCase{
 		Workload: name, Size: fmt.Sprintf("M=%d G=%d %s", m, g, size), batch: batch,
 		open: func(dev *engine.Device) (Task, error) {
-			return OpenInterp(InterpSpec{Interpolants: m, Grid: g, Points: n, Seed: 1, Reduce: reduce}, dev, false)
+			s := InterpSpec{Interpolants: m, Grid: g, Points: n, Seed: 1}
+			s.Reduce = reduce
+			return OpenInterp(s, dev, false)
 		},
 		result: func(t Task) string {
 			expect := float64(n*m) / 5

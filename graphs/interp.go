@@ -7,35 +7,20 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/tapeloop/tapeloop/graphs/option"
-
-	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
-	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// Queries supplies interpolation query points in order.
-type Queries interface {
-	// Len is the number of queries.
-	Len() int
-	// Read32 and Read64 fill dst with the next len(dst) queries; off is
-	// the index of dst[0], for error messages.
-	Read32(dst []float32, off int) error
-	Read64(dst []float64, off int) error
-}
-
-// ErrQuery is wrapped by errors about a query value.
-var ErrQuery = errors.New("interp: bad query")
-
 // UniformQueries are N points uniform on [Lo, Hi) from a PCG generator with
-// a fixed seed, generated as they are read: they take no memory.
+// a fixed seed, generated as they are read: they take no memory. They are
+// the built-in case's queries (InterpSpec without X).
 type UniformQueries struct {
 	N      int
 	Lo, Hi float64
@@ -78,10 +63,10 @@ type NpyQueries struct {
 // NewNpyQueries checks that r holds a non-empty vector.
 func NewNpyQueries(r *npy.Reader, path string) (*NpyQueries, error) {
 	if len(r.Shape) != 1 {
-		return nil, fmt.Errorf("%w: %s has shape %s, want a vector (N,)", ErrQuery, path, npy.ShapeString(r.Shape))
+		return nil, fmt.Errorf("%w: %s has shape %s, want a vector (N,)", interp.ErrQuery, path, npy.ShapeString(r.Shape))
 	}
 	if r.Shape[0] == 0 {
-		return nil, fmt.Errorf("%w: %s holds no queries", ErrQuery, path)
+		return nil, fmt.Errorf("%w: %s holds no queries", interp.ErrQuery, path)
 	}
 	return &NpyQueries{R: r, Path: path}, nil
 }
@@ -94,6 +79,9 @@ func (q *NpyQueries) Read32(dst []float32, off int) error { return readChecked(q
 
 // Read64 reads and checks the next len(dst) queries.
 func (q *NpyQueries) Read64(dst []float64, off int) error { return readChecked(q, dst, off) }
+
+// StagingBytes counts the reader's buffers.
+func (q *NpyQueries) StagingBytes(batch int) int64 { return int64(batch)*8 + 1<<16 }
 
 func readChecked[T float32 | float64](q *NpyQueries, dst []T, off int) error {
 	var err error
@@ -108,144 +96,13 @@ func readChecked[T float32 | float64](q *NpyQueries, dst []T, off int) error {
 	}
 	for i, v := range dst {
 		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-			return fmt.Errorf("%w: %s: x[%d] is %g", ErrQuery, q.Path, off+i, f)
+			return fmt.Errorf("%w: %s: x[%d] is %g", interp.ErrQuery, q.Path, off+i, f)
 		}
 	}
 	return nil
 }
 
-// InterpConfig describes an interpolation run: a prepared table, queries,
-// and optionally a .npy writer for the per-query results.
-type InterpConfig struct {
-	Table   *ops.InterpTable
-	Reduce  ops.Reduce
-	Method  ops.Method
-	Dtype   tensor.Dtype
-	Queries Queries
-	// Out, when set, receives the results in order: (N,) for sumsq and
-	// sum, (N, M) for none. Its shape must have been written accordingly.
-	Out *npy.Writer
-	// Device runs the op on a GPU (nil: the CPU).
-	Device ops.Device
-	// Formula is the user's reduction, for ops.ReduceFormula;
-	// FailOnNonFinite makes a NaN or infinite result of it an error.
-	Formula         *ops.InterpFormula
-	FailOnNonFinite bool
-}
-
-// Interp is the interpolation workload as a Job.
-type Interp struct {
-	cfg  InterpConfig
-	next int     // the next query Feed expects
-	Sum  float64 // Σ over consumed queries of the reduced values
-}
-
-// NewInterp checks cfg and returns the Job.
-func NewInterp(cfg InterpConfig) (*Interp, error) {
-	if cfg.Table == nil || cfg.Queries == nil {
-		return nil, errors.New("interp: config needs a table and queries")
-	}
-	if cfg.Queries.Len() < 1 {
-		return nil, fmt.Errorf("%w: no queries", ErrQuery)
-	}
-	if cfg.Dtype != tensor.Float32 && cfg.Dtype != tensor.Float64 {
-		return nil, fmt.Errorf("interp: dtype %v not supported (want float32 or float64)", cfg.Dtype)
-	}
-	return &Interp{cfg: cfg}, nil
-}
-
-// Name is "interp".
-func (w *Interp) Name() string { return "interp" }
-
-// ItemUnit names the items for the progress bar.
-func (w *Interp) ItemUnit() string { return "points" }
-
-// Dtype is the configured dtype.
-func (w *Interp) Dtype() tensor.Dtype { return w.cfg.Dtype }
-
-// Items is the number of queries.
-func (w *Interp) Items() int { return w.cfg.Queries.Len() }
-
-// MaxBatch caps batches at 65,536 queries: per-batch buffers stay in cache
-// and telemetry sees enough batches; larger batches gain nothing on a CPU.
-func (w *Interp) MaxBatch() int { return 1 << 16 }
-
-// Build is x (batch,) → Interp1D → y (batch,), or (batch, M) for
-// ReduceNone → BatchStats → [Σ y, max y]. The interpolation op reduces
-// over the M interpolants itself: with the Gram tables the reduction never
-// forms the M values.
-func (w *Interp) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
-	x := G.NewVector(g, w.cfg.Dtype, G.WithShape(batch), G.WithName("x"))
-	i1 := ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch)
-	i1.Formula = w.cfg.Formula
-	op, err := ops.OnDevice(i1, w.cfg.Device)
-	if err != nil {
-		return nil, nil, fmt.Errorf("interp: %w", err)
-	}
-	y, err := G.ApplyOpWithName(op, w.cfg.Reduce.String(), x)
-	if err != nil {
-		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
-	}
-	stats, err := G.ApplyOpWithName(ops.NewBatchStats(batch, y.Dims()), "total", y)
-	if err != nil {
-		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
-	}
-	return []*G.Node{x}, []*G.Node{y, stats}, nil
-}
-
-// StagingBytes counts the file reader's and writer's buffers.
-func (w *Interp) StagingBytes(batch int) int64 {
-	var b int64
-	if _, ok := w.cfg.Queries.(*NpyQueries); ok {
-		b += int64(batch)*8 + 1<<16
-	}
-	if w.cfg.Out != nil {
-		b += 1<<16 + 8192*8
-	}
-	return b
-}
-
-// Feed reads queries [off, off+n) into the input.
-func (w *Interp) Feed(in []*tensor.Dense, off, n int) error {
-	if off != w.next {
-		return fmt.Errorf("interp: queries are read in order: want batch at %d, got %d", w.next, off)
-	}
-	var err error
-	switch d := in[0].Data().(type) {
-	case []float32:
-		err = w.cfg.Queries.Read32(d[:n], off)
-	case []float64:
-		err = w.cfg.Queries.Read64(d[:n], off)
-	}
-	if err != nil {
-		return err
-	}
-	w.next = off + n
-	return nil
-}
-
-// Consume adds the batch's total to Sum and writes its results to Out.
-func (w *Interp) Consume(out []*tensor.Dense, off, n int) error {
-	if f := w.cfg.Formula; f != nil && w.cfg.FailOnNonFinite && f.NonFinite() > 0 {
-		return option.ErrNonFinite("--reduce", f.NonFinite())
-	}
-	w.Sum += out[1].Data().([]float64)[0]
-	if w.cfg.Out == nil {
-		return nil
-	}
-	rows := n
-	if w.cfg.Reduce == ops.ReduceNone {
-		rows = n * w.cfg.Table.M
-	}
-	switch d := out[0].Data().(type) {
-	case []float32:
-		return w.cfg.Out.Write32(d[:rows])
-	case []float64:
-		return w.cfg.Out.Write64(d[:rows])
-	}
-	return nil
-}
-
+// sum is Σ x in float64.
 func sum[T float32 | float64](x []T) float64 {
 	var s float64
 	for _, v := range x {
@@ -254,48 +111,15 @@ func sum[T float32 | float64](x []T) float64 {
 	return s
 }
 
-// InterpResult is the result block of an interp report.
-type InterpResult struct {
-	Sum          float64 `json:"sum"`
-	Reduce       string  `json:"reduce"`
-	Method       string  `json:"method"`
-	Queries      int     `json:"queries"`
-	Interpolants int     `json:"interpolants"`
-	Grid         int     `json:"grid"`
-	// NonFinite counts the NaN or infinite results of a formula.
-	NonFinite int64 `json:"nonfinite,omitempty"`
-}
-
-// Result summarises the run so far.
-func (w *Interp) Result() InterpResult {
-	r := InterpResult{Sum: w.Sum, Reduce: w.cfg.Reduce.String(), Method: w.cfg.Method.String(),
-		Queries: w.Items(), Interpolants: w.cfg.Table.M, Grid: w.cfg.Table.G}
-	if f := w.cfg.Formula; f != nil {
-		r.Reduce, r.NonFinite = f.F.Canonical(), f.NonFinite()
-	}
-	return r
-}
-
-// SetDevice places the op of the next Compile on dev (nil: the CPU).
-func (w *Interp) SetDevice(dev ops.Device) { w.cfg.Device = dev }
-
-// InterpSpec is an interpolation run as the user states it: files, sizes
-// and names. The zero value of each field is its documented default.
+// InterpSpec is an interpolation run as the command line states it: its
+// Config, and the files and sizes of its data. The zero value of each
+// field is its documented default.
 type InterpSpec struct {
+	interp.Config
 	F string // (M, G) .npy of interpolant values; "": the built-in table
 	X string // (N,) .npy of query points; "": Points uniform queries
-	A float64
-	// DX is the grid spacing; nil means 1/(G−1).
-	DX *float64
-	// Reduce is "sumsq" (default), "sum", "none", or a formula over the M
-	// values v at a point x reducing to one number, e.g. "max(v)" or
-	// "mean(exp(-v))", with Params; "sum(v^2)" is sumsq, "sum(v)" sum.
-	Reduce string
-	Params map[string]float64
-	// FailOnNonFinite makes a NaN or infinite result of a formula an error.
-	FailOnNonFinite bool
-	Method          string // "auto" (default) or "direct"
-	Out             string // .npy for the per-query results; "": none written
+	// Out is the .npy for the per-query results; "": none written.
+	Out string
 	// Without F: M interpolants of f = x² on G points over [0, 1].
 	Interpolants, Grid int
 	// Without X: N uniform queries over the grid from a fixed seed.
@@ -306,44 +130,12 @@ type InterpSpec struct {
 // DefaultInterpSpec is the built-in case: 300 interpolants of f = x² on a
 // 4096-point grid, evaluated at 10⁶ uniform points, reduced by Σ value².
 func DefaultInterpSpec() InterpSpec {
-	return InterpSpec{Interpolants: 300, Grid: 4096, Points: 1_000_000, Seed: 1, Reduce: "sumsq", Method: "auto"}
-}
-
-// parse reads the reduction and the method: a formula that is a built-in
-// reduction runs as the built-in.
-func (s InterpSpec) parse() (ops.Reduce, ops.Method, *formula.Formula, error) {
-	method, err := ops.ParseMethod(option.OrDefault(s.Method, "auto"))
-	if err != nil {
-		return 0, 0, nil, fmt.Errorf("--method: %w", err)
-	}
-	reduce, err := ops.ParseReduce(option.OrDefault(s.Reduce, "sumsq"))
-	if err == nil {
-		if err := option.NoParams(s.Params, "--reduce"); err != nil {
-			return 0, 0, nil, err
-		}
-		if s.FailOnNonFinite {
-			return 0, 0, nil, errors.New("--fail-on-nonfinite: it is for a formula in --reduce, and there is none")
-		}
-		return reduce, method, nil, nil
-	}
-	f, err := option.ParseFormula("--reduce", s.Reduce, ops.InterpVars, s.Params, true)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	for _, b := range []struct {
-		src    string
-		reduce ops.Reduce
-	}{{"sum(v^2)", ops.ReduceSumSq}, {"sum(v)", ops.ReduceSum}} {
-		if same, err := formula.Same(f, b.src); err == nil && same {
-			return b.reduce, method, nil, nil
-		}
-	}
-	return ops.ReduceFormula, method, f, nil
+	return InterpSpec{Config: interp.Config{Reduce: "sumsq", Method: "auto"}, Interpolants: 300, Grid: 4096, Points: 1_000_000, Seed: 1}
 }
 
 // Validate checks what can be checked before any file is read.
 func (s InterpSpec) Validate() error {
-	if _, _, _, err := s.parse(); err != nil {
+	if _, _, _, err := s.Parse(); err != nil {
 		return err
 	}
 	if s.F == "" {
@@ -360,31 +152,13 @@ func (s InterpSpec) Validate() error {
 	if s.X == "" && (s.Points < 1 || s.Points > maxPoints) {
 		return fmt.Errorf("--points %d: want 1 to %d (2³⁶) built-in queries", s.Points, int64(maxPoints))
 	}
-	if s.DX != nil {
-		if err := checkDX(*s.DX); err != nil {
+	if err := s.Config.Validate(); err != nil {
+		return err
+	}
+	if s.DX != nil && s.F == "" && s.Grid >= 4 {
+		if _, err := s.Spacing(s.Grid); err != nil {
 			return err
 		}
-		if s.F == "" && s.Grid >= 4 {
-			if err := checkGridEnd(s.A, *s.DX, s.Grid); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// checkDX refuses a grid spacing the interpolation cannot compute with:
-// not a finite number above 0, or so small (subnormal) or so large that
-// it or its reciprocal, by which every query is placed on the grid, is
-// not a normal number.
-func checkDX(dx float64) error {
-	switch {
-	case math.IsNaN(dx) || math.IsInf(dx, 0) || dx <= 0:
-		return fmt.Errorf("--dx %g: the grid spacing must be a finite number above 0", dx)
-	case dx < minNormal:
-		return fmt.Errorf("--dx %g: too small: a grid spacing must be at least %g (a subnormal spacing has too few digits)", dx, minNormal)
-	case 1/dx < minNormal:
-		return fmt.Errorf("--dx %g: too large: 1/dx is %g, below the smallest normal number %g", dx, 1/dx, minNormal)
 	}
 	return nil
 }
@@ -406,9 +180,6 @@ func checkGrid32(a, dx float64, g int) error {
 	return nil
 }
 
-// minNormal is the smallest normal float64, 2⁻¹⁰²².
-const minNormal = 0x1p-1022
-
 const (
 	// maxTable is the most values the built-in table may have.
 	maxTable = 1 << 31
@@ -417,26 +188,9 @@ const (
 	maxPoints = 1 << 36
 )
 
-// checkGridEnd refuses a grid whose last point a + (G−1)·dx is not a
-// finite number (an a or dx that is itself not valid is left to
-// ops.NewInterpTable to name).
-func checkGridEnd(a, dx float64, g int) error {
-	if !(dx > 0) || math.IsInf(dx, 0) || math.IsNaN(a) || math.IsInf(a, 0) {
-		return nil
-	}
-	if end := a + float64(g-1)*dx; math.IsInf(end, 0) || math.IsNaN(end) {
-		return fmt.Errorf("--dx %g: the grid's last point a + (G−1)·dx = %g + %d·%g is not finite", dx, a, g-1, dx)
-	}
-	// Queries are clamped to a + (G+1)·dx, one step past the padding.
-	if ub := a + float64(g+1)*dx; math.IsInf(ub, 0) || math.IsInf(float64(g+1)*dx, 0) {
-		return fmt.Errorf("--dx %g: the grid's extent (G+1)·dx = %d·%g is not finite", dx, g+1, dx)
-	}
-	return nil
-}
-
 // InterpTask is an opened interpolation run.
 type InterpTask struct {
-	job    *Interp
+	job    *interp.Job
 	closer []io.Closer
 	out    *atomicfile.File
 	writer *npy.Writer
@@ -450,7 +204,7 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	reduce, method, fx, _ := s.parse()
+	reduce, method, fx, _ := s.Parse()
 	if fx != nil && dev.GPU() {
 		return nil, errors.New("--reduce: a formula in interp runs on the CPU only; use --device cpu")
 	}
@@ -473,15 +227,9 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 		}
 		f = squareTable(m, g)
 	}
-	dx := 1 / float64(g-1)
-	if s.DX != nil {
-		dx = *s.DX
-		if err := checkDX(dx); err != nil {
-			return nil, err
-		}
-		if err := checkGridEnd(s.A, dx, g); err != nil {
-			return nil, err
-		}
+	dx, err := s.Spacing(g)
+	if err != nil {
+		return nil, err
 	}
 	dt := dev.Dtype()
 	if dt == tensor.Float32 {
@@ -493,7 +241,7 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 	if err != nil {
 		return nil, err
 	}
-	var q Queries
+	var q interp.Queries
 	if s.X != "" {
 		file, err := npy.Open(s.X)
 		if err != nil {
@@ -506,7 +254,7 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 	} else {
 		q = &UniformQueries{N: s.Points, Lo: s.A, Hi: s.A + float64(g-1)*dx, Seed: s.Seed}
 	}
-	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: q, FailOnNonFinite: s.FailOnNonFinite}
+	cfg := interp.Setup{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: q, FailOnNonFinite: s.FailOnNonFinite}
 	if fx != nil {
 		if cfg.Formula, err = ops.NewInterpFormula(fx, m); err != nil {
 			return nil, err
@@ -533,13 +281,19 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 		if t.writer, err = npy.NewWriter(t.out, npyDtype(dt), shape); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
-		cfg.Out = t.writer
+		cfg.Out = npyResults{t.writer}
 	}
-	if t.job, err = NewInterp(cfg); err != nil {
+	if t.job, err = interp.New(cfg); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
+
+// npyResults writes the results into an .npy file.
+type npyResults struct{ *npy.Writer }
+
+// StagingBytes counts the writer's buffers.
+func (npyResults) StagingBytes(int) int64 { return 1<<16 + 8192*8 }
 
 // readTable reads the (M, G) table of interpolant values at path, as
 // float64, after checking its shape and that it fits limit.
@@ -606,11 +360,11 @@ func squareTable(m, g int) []float64 {
 // Job is the interpolation job.
 func (t *InterpTask) Job() engine.Job { return t.job }
 
-// Result is the run's InterpResult.
+// Result is the run's interp.Result.
 func (t *InterpTask) Result() any { return t.job.Result() }
 
-// Summary is the run's InterpResult.
-func (t *InterpTask) Summary() InterpResult { return t.job.Result() }
+// Summary is the run's interp.Result.
+func (t *InterpTask) Summary() interp.Result { return t.job.Result() }
 
 // Commit flushes and renames the output.
 func (t *InterpTask) Commit() error {

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/interp"
 )
 
 const catInterp = "INTERPOLATION"
@@ -42,14 +43,15 @@ uniform queries. It prints the sum over all queries of the reduced value.`,
 // interpSpec reads the interpolation flags.
 func interpSpec(c *cli.Context) (graphs.InterpSpec, error) {
 	s := graphs.InterpSpec{
-		F: c.String("f"), X: c.String("x"), A: c.Float64("a"), Reduce: c.String("reduce"), Method: c.String("method"),
-		Out: c.String("out"), Interpolants: c.Int("interpolants"), Grid: c.Int("grid"), Points: c.Int("points"), Seed: c.Uint64("seed"),
+		Config: interp.Config{A: c.Float64("a"), Reduce: c.String("reduce"), Method: c.String("method"),
+			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name)},
+		F: c.String("f"), X: c.String("x"), Out: c.String("out"),
+		Interpolants: c.Int("interpolants"), Grid: c.Int("grid"), Points: c.Int("points"), Seed: c.Uint64("seed"),
 	}
 	if c.IsSet("dx") {
 		dx := c.Float64("dx")
 		s.DX = &dx
 	}
-	s.FailOnNonFinite = c.Bool(failNonFiniteFlag.Name)
 	var err error
 	s.Params, err = params(c)
 	return s, err
@@ -65,7 +67,7 @@ func runInterp(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	var r graphs.InterpResult
+	var r interp.Result
 	if _, err := runTask(c.Context, e, dev, t, func() {
 		r = t.Summary()
 		fmt.Fprintf(stdout, "interp: sum of %s over %d queries (M = %d, G = %d, %s): %.17g\n",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -60,7 +61,7 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 		"interp": {func() engine.Job {
 			j := newTestInterp(t, tab, ops.ReduceNone, tensor.Float64, x)
 			return j
-		}, func(j engine.Job) []float64 { return []float64{j.(*graphs.Interp).Sum} }},
+		}, func(j engine.Job) []float64 { return []float64{j.(*interp.Job).Sum} }},
 		"affinity symmetric": {func() engine.Job {
 			j, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL2, Symmetric: true})
 			if err != nil {
@@ -137,7 +138,7 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 }
 
 // failingFeed fails its third batch.
-type failingFeed struct{ *graphs.Interp }
+type failingFeed struct{ *interp.Job }
 
 var errFeed = errors.New("feed failed")
 
@@ -145,7 +146,7 @@ func (f failingFeed) Feed(in []*tensor.Dense, off, n int) error {
 	if off >= 8 {
 		return errFeed
 	}
-	return f.Interp.Feed(in, off, n)
+	return f.Job.Feed(in, off, n)
 }
 
 // An error while other devices' batches are in flight ends the run with

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -46,8 +47,8 @@ func randomTable(t testing.TB, rng *rand.Rand, m, g int, r ops.Reduce, dt tensor
 	return tab, f
 }
 
-func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.Dtype, x []float64) *graphs.Interp {
-	job, err := graphs.NewInterp(graphs.InterpConfig{Table: tab, Reduce: r, Dtype: dt, Queries: &sliceQueries{x: x}})
+func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.Dtype, x []float64) *interp.Job {
+	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Dtype: dt, Queries: &sliceQueries{x: x}})
 	if err != nil {
 		t.Fatal(err)
 	}

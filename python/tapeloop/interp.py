@@ -14,9 +14,11 @@ class Interp(Compiled):
     f: (M, G) table, copied once at creation (as float64). dx: the grid spacing
     (default 1/(G−1)). reduce: "sumsq" (Σ v², the default), "sum", "none" (all
     M values) or a formula over the M values v at x, e.g. "max(v)", with
-    params={...}. dtype: "float32" (default) or "float64". method: "auto" or
-    "direct". batch: the points per block (default: planned under mem_limit,
-    bytes or a size such as "2GiB"; by default half the memory available).
+    params={...}; fail_on_nonfinite=True makes a NaN or ±Inf value of the
+    formula an error (by default such values are returned). dtype: "float32"
+    (default) or "float64". method: "auto" or "direct". batch: the points per
+    block (default: planned under mem_limit, bytes or a size such as "2GiB"; by
+    default half the memory available).
     device: "cpu" (default) or "cuda" (a library built with CUDA; gpu: its
     number), as the CLI's --device.
 
@@ -58,12 +60,12 @@ class Interp(Compiled):
 
 
 def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", method="auto",
-           batch=None, mem_limit=None, device="cpu", gpu=None):
+           batch=None, mem_limit=None, device="cpu", gpu=None, fail_on_nonfinite=False):
     """One-shot Interp: f (M, G) evaluated at every point of x (N,); x is
     converted to dtype once when it is not already a C-contiguous array of it."""
     x = converted("x", x, dtype)
     if x.ndim != 1:
         raise Error(f"x: shape {x.shape}, want (N,)")
     with Interp(f, a, dx, batch=batch, reduce=reduce, params=params, dtype=dtype, method=method,
-                mem_limit=mem_limit, device=device, gpu=gpu) as r:
+                fail_on_nonfinite=fail_on_nonfinite, mem_limit=mem_limit, device=device, gpu=gpu) as r:
         return r(x)

@@ -1,25 +1,24 @@
-package graphs
+package interp
 
 import (
 	"fmt"
 	"math"
 
-	"github.com/tapeloop/tapeloop/graphs/option"
-
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// InterpProgram is an interpolation compiled once for blocks of Batch
+// Program is an interpolation compiled once for blocks of Batch
 // in-memory queries: the table is prepared at compile time, and each Run
 // evaluates any number of queries block by block, replaying the same
 // program over the same buffers.
-type InterpProgram struct {
+type Program struct {
 	ses   *engine.Session
-	job   *Interp
+	job   *Job
 	Batch int
 	M     int // interpolants
 	// Cols is M for the reduction "none" (an (n, M) result), else 0
@@ -28,26 +27,24 @@ type InterpProgram struct {
 	Dtype tensor.Dtype
 }
 
-// fixedQueries only counts: InterpProgram feeds its input itself, the
-// queries of each call.
+// fixedQueries only counts: Program feeds its input itself, the queries
+// of each call.
 type fixedQueries int
 
 func (q fixedQueries) Len() int                          { return int(q) }
 func (q fixedQueries) Read32(dst []float32, _ int) error { return nil }
 func (q fixedQueries) Read64(dst []float64, _ int) error { return nil }
 
-// CompileInterp validates s as the CLI does (its F, X, Out, Points and
-// Seed are not used: the table is f, (m, g) row-major, and the queries
-// come with each Run) and compiles the program on dev (nil: the CPU) in
-// its dtype, for blocks of its batch of queries (0: planned under its
-// memory limit).
-func CompileInterp(s InterpSpec, f []float64, m, g int, dev *engine.Device) (_ *InterpProgram, err error) {
+// Compile validates cfg and compiles the interpolation of the table f
+// ((m, g) row-major, copied) on dev (nil: the CPU) in its dtype, for
+// blocks of its batch of queries (0: planned under its memory limit); the
+// queries come with each Run.
+func Compile(cfg Config, f []float64, m, g int, dev *engine.Device) (_ *Program, err error) {
 	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
 	dt := dev.Dtype()
-	s.F, s.X, s.Out = "(array)", "(array)", ""
-	if err := s.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if m < 1 || g < 4 || len(f) != m*g {
@@ -60,25 +57,22 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *engine.Device) (_ *
 	if need > dev.MemLimit {
 		return nil, &engine.BudgetError{Workload: "interp's table", Need: need, Limit: dev.MemLimit}
 	}
-	reduce, method, fx, _ := s.parse()
-	dx := 1 / float64(g-1)
-	if s.DX != nil {
-		dx = *s.DX
-	}
-	if err := checkGridEnd(s.A, dx, g); err != nil {
-		return nil, err
-	}
-	tab, err := ops.NewInterpTable(append([]float64(nil), f...), m, g, s.A, dx, reduce, method, dt)
+	reduce, method, fx, _ := cfg.Parse()
+	dx, err := cfg.Spacing(g)
 	if err != nil {
 		return nil, err
 	}
-	cfg := InterpConfig{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: fixedQueries(1), FailOnNonFinite: s.FailOnNonFinite}
+	tab, err := ops.NewInterpTable(append([]float64(nil), f...), m, g, cfg.A, dx, reduce, method, dt)
+	if err != nil {
+		return nil, err
+	}
+	s := Setup{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: fixedQueries(1), FailOnNonFinite: cfg.FailOnNonFinite}
 	if fx != nil {
-		if cfg.Formula, err = ops.NewInterpFormula(fx, m); err != nil {
+		if s.Formula, err = ops.NewInterpFormula(fx, m); err != nil {
 			return nil, err
 		}
 	}
-	job, err := NewInterp(cfg)
+	job, err := New(s)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +80,7 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *engine.Device) (_ *
 	if err != nil {
 		return nil, err
 	}
-	p := &InterpProgram{ses: ses, job: job, Batch: ses.Batch(), M: m, Dtype: dt}
+	p := &Program{ses: ses, job: job, Batch: ses.Batch(), M: m, Dtype: dt}
 	if reduce == ops.ReduceNone {
 		p.Cols = m
 	}
@@ -95,7 +89,7 @@ func CompileInterp(s InterpSpec, f []float64, m, g int, dev *engine.Device) (_ *
 
 // OutLen is the number of values a Run of n queries writes: n, or n·M
 // for the reduction "none".
-func (p *InterpProgram) OutLen(n int) int {
+func (p *Program) OutLen(n int) int {
 	if p.Cols > 0 {
 		return n * p.Cols
 	}
@@ -105,25 +99,25 @@ func (p *InterpProgram) OutLen(n int) int {
 // Run evaluates the queries x (any number, at least one) into dst
 // (OutLen(len(x)) values), both of the program's dtype ([]float32 or
 // []float64). Neither is kept after Run returns.
-func (p *InterpProgram) Run(x, dst any) error {
+func (p *Program) Run(x, dst any) error {
 	switch xv := x.(type) {
 	case []float32:
 		d, ok := dst.([]float32)
 		if !ok || p.Dtype != tensor.Float32 {
 			return fmt.Errorf("%w: the program is %v, x is float32 and out is %T", engine.ErrBatch, p.Dtype, dst)
 		}
-		return p.run(&interpCall[float32]{p: p, x: xv, dst: d})
+		return p.run(&call[float32]{p: p, x: xv, dst: d})
 	case []float64:
 		d, ok := dst.([]float64)
 		if !ok || p.Dtype != tensor.Float64 {
 			return fmt.Errorf("%w: the program is %v, x is float64 and out is %T", engine.ErrBatch, p.Dtype, dst)
 		}
-		return p.run(&interpCall[float64]{p: p, x: xv, dst: d})
+		return p.run(&call[float64]{p: p, x: xv, dst: d})
 	}
 	return fmt.Errorf("%w: x is %T, want []float32 or []float64", engine.ErrBatch, x)
 }
 
-func (p *InterpProgram) run(c interface {
+func (p *Program) run(c interface {
 	engine.Job
 	check() error
 }) error {
@@ -133,17 +127,17 @@ func (p *InterpProgram) run(c interface {
 	return p.ses.Run(c)
 }
 
-// interpCall is one Run as a Job: its queries fed block by block from x,
-// the results copied into dst.
-type interpCall[T float32 | float64] struct {
-	*Interp
-	p      *InterpProgram
+// call is one Run as a Job: its queries fed block by block from x, the
+// results copied into dst.
+type call[T float32 | float64] struct {
+	*Job
+	p      *Program
 	x, dst []T
 	bad    int64 // the formula's non-finite count before the call
 }
 
-func (c *interpCall[T]) check() error {
-	c.Interp = c.p.job
+func (c *call[T]) check() error {
+	c.Job = c.p.job
 	if len(c.x) < 1 {
 		return fmt.Errorf("%w: x has no queries", engine.ErrBatch)
 	}
@@ -156,11 +150,11 @@ func (c *interpCall[T]) check() error {
 	return nil
 }
 
-func (c *interpCall[T]) Items() int { return len(c.x) }
+func (c *call[T]) Items() int { return len(c.x) }
 
 // Feed copies the block's queries, refusing NaN and ±Inf as the CLI's
 // reader does.
-func (c *interpCall[T]) Feed(in []*tensor.Dense, off, n int) error {
+func (c *call[T]) Feed(in []*tensor.Dense, off, n int) error {
 	x := c.x[off : off+n]
 	for i, v := range x {
 		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
@@ -171,7 +165,7 @@ func (c *interpCall[T]) Feed(in []*tensor.Dense, off, n int) error {
 	return nil
 }
 
-func (c *interpCall[T]) Consume(out []*tensor.Dense, off, n int) error {
+func (c *call[T]) Consume(out []*tensor.Dense, off, n int) error {
 	if f := c.p.job.cfg.Formula; f != nil && c.p.job.cfg.FailOnNonFinite && f.NonFinite() > c.bad {
 		return option.ErrNonFinite("--reduce", f.NonFinite()-c.bad)
 	}
@@ -181,14 +175,14 @@ func (c *interpCall[T]) Consume(out []*tensor.Dense, off, n int) error {
 }
 
 // Close releases the program.
-func (p *InterpProgram) Close() error { return p.ses.Close() }
+func (p *Program) Close() error { return p.ses.Close() }
 
 // Interrupt stops the call in progress (one made between calls stops the
 // next).
-func (p *InterpProgram) Interrupt() { p.ses.Interrupt() }
+func (p *Program) Interrupt() { p.ses.Interrupt() }
 
 // Report says how the calls so far went.
-func (p *InterpProgram) Report() engine.Report { return p.ses.Report() }
+func (p *Program) Report() engine.Report { return p.ses.Report() }
 
 // DOT is the compiled graph as Graphviz DOT.
-func (p *InterpProgram) DOT() (string, error) { return p.ses.DOT() }
+func (p *Program) DOT() (string, error) { return p.ses.DOT() }

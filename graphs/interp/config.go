@@ -1,0 +1,133 @@
+package interp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// Config is an interpolation as the user states it, without its data (the
+// table and the queries). The zero value of each field is its documented
+// default. Errors name the options as flags (--dx).
+type Config struct {
+	// A is the grid's origin: the interpolants' values are given at
+	// a + i·dx, i = 0…G−1.
+	A float64 `flag:"a" json:"a"`
+	// DX is the grid spacing; nil means 1/(G−1), a grid over [a, a+1].
+	DX *float64 `flag:"dx" json:"dx"`
+	// Reduce is what each query gives: "sumsq" (Σ value², the default),
+	// "sum", "none" (all M values), or a formula over the M values v at
+	// the point x reducing to one number, e.g. "max(v)" or
+	// "mean(exp(-v))", with Params; "sum(v^2)" is sumsq, "sum(v)" sum.
+	Reduce string `flag:"reduce" json:"reduce"`
+	// Params are the values of the formula's parameters, by name.
+	Params map[string]float64 `flag:"param" json:"params"`
+	// FailOnNonFinite makes a NaN or infinite result of the formula an
+	// error; without it they are counted and reported.
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	// Method is "auto" (the default: per-cell tables that reduce without
+	// forming the M values, for sumsq and sum) or "direct" (every value
+	// computed).
+	Method string `flag:"method" json:"method"`
+}
+
+// Validate checks the options without the data: the reduction, its
+// parameters, the method and the grid spacing.
+func (c Config) Validate() error {
+	if _, _, _, err := c.Parse(); err != nil {
+		return err
+	}
+	if c.DX != nil {
+		return checkDX(*c.DX)
+	}
+	return nil
+}
+
+// Parse reads the reduction and the method: a built-in reduction, or
+// ops.ReduceFormula and the parsed formula. A formula that is a built-in
+// reduction runs as the built-in.
+func (c Config) Parse() (ops.Reduce, ops.Method, *formula.Formula, error) {
+	method, err := ops.ParseMethod(option.OrDefault(c.Method, "auto"))
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("--method: %w", err)
+	}
+	reduce, err := ops.ParseReduce(option.OrDefault(c.Reduce, "sumsq"))
+	if err == nil {
+		if err := option.NoParams(c.Params, "--reduce"); err != nil {
+			return 0, 0, nil, err
+		}
+		if c.FailOnNonFinite {
+			return 0, 0, nil, errors.New("--fail-on-nonfinite: it is for a formula in --reduce, and there is none")
+		}
+		return reduce, method, nil, nil
+	}
+	f, err := option.ParseFormula("--reduce", c.Reduce, ops.InterpVars, c.Params, true)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	for _, b := range []struct {
+		src    string
+		reduce ops.Reduce
+	}{{"sum(v^2)", ops.ReduceSumSq}, {"sum(v)", ops.ReduceSum}} {
+		if same, err := formula.Same(f, b.src); err == nil && same {
+			return b.reduce, method, nil, nil
+		}
+	}
+	return ops.ReduceFormula, method, f, nil
+}
+
+// Spacing is the grid spacing of a grid of g points: DX, checked with the
+// grid's end, or 1/(g−1).
+func (c Config) Spacing(g int) (float64, error) {
+	if c.DX == nil {
+		return 1 / float64(g-1), nil
+	}
+	dx := *c.DX
+	if err := checkDX(dx); err != nil {
+		return 0, err
+	}
+	if err := checkGridEnd(c.A, dx, g); err != nil {
+		return 0, err
+	}
+	return dx, nil
+}
+
+// checkDX refuses a grid spacing the interpolation cannot compute with:
+// not a finite number above 0, or so small (subnormal) or so large that
+// it or its reciprocal, by which every query is placed on the grid, is
+// not a normal number.
+func checkDX(dx float64) error {
+	switch {
+	case math.IsNaN(dx) || math.IsInf(dx, 0) || dx <= 0:
+		return fmt.Errorf("--dx %g: the grid spacing must be a finite number above 0", dx)
+	case dx < minNormal:
+		return fmt.Errorf("--dx %g: too small: a grid spacing must be at least %g (a subnormal spacing has too few digits)", dx, minNormal)
+	case 1/dx < minNormal:
+		return fmt.Errorf("--dx %g: too large: 1/dx is %g, below the smallest normal number %g", dx, 1/dx, minNormal)
+	}
+	return nil
+}
+
+// minNormal is the smallest normal float64, 2⁻¹⁰²².
+const minNormal = 0x1p-1022
+
+// checkGridEnd refuses a grid whose last point a + (G−1)·dx is not a
+// finite number (an a or dx that is itself not valid is left to
+// ops.NewInterpTable to name).
+func checkGridEnd(a, dx float64, g int) error {
+	if !(dx > 0) || math.IsInf(dx, 0) || math.IsNaN(a) || math.IsInf(a, 0) {
+		return nil
+	}
+	if end := a + float64(g-1)*dx; math.IsInf(end, 0) || math.IsNaN(end) {
+		return fmt.Errorf("--dx %g: the grid's last point a + (G−1)·dx = %g + %d·%g is not finite", dx, a, g-1, dx)
+	}
+	// Queries are clamped to a + (G+1)·dx, one step past the padding.
+	if ub := a + float64(g+1)*dx; math.IsInf(ub, 0) || math.IsInf(float64(g+1)*dx, 0) {
+		return fmt.Errorf("--dx %g: the grid's extent (G+1)·dx = %d·%g is not finite", dx, g+1, dx)
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package interp
+
+import (
+	"errors"
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// Queries supplies interpolation query points in order.
+type Queries interface {
+	// Len is the number of queries.
+	Len() int
+	// Read32 and Read64 fill dst with the next len(dst) queries; off is
+	// the index of dst[0], for error messages.
+	Read32(dst []float32, off int) error
+	Read64(dst []float64, off int) error
+}
+
+// Results receives the per-query results in order: one value per query,
+// or M for the reduction "none", in the Job's dtype.
+type Results interface {
+	Write32(v []float32) error
+	Write64(v []float64) error
+}
+
+// Stager is implemented by Queries and Results that buffer: the bytes
+// they hold for a batch, which the plan counts.
+type Stager interface {
+	StagingBytes(batch int) int64
+}
+
+// ErrQuery is wrapped by errors about a query value.
+var ErrQuery = errors.New("interp: bad query")
+
+// Setup is what a Job runs: a prepared table, queries, and optionally a
+// receiver of the per-query results.
+type Setup struct {
+	Table   *ops.InterpTable
+	Reduce  ops.Reduce
+	Method  ops.Method
+	Dtype   tensor.Dtype
+	Queries Queries
+	// Out, when set, receives the results in order: (N,) for sumsq and
+	// sum, (N, M) for none.
+	Out Results
+	// Device runs the op on a GPU (nil: the CPU).
+	Device ops.Device
+	// Formula is the user's reduction, for ops.ReduceFormula;
+	// FailOnNonFinite makes a NaN or infinite result of it an error.
+	Formula         *ops.InterpFormula
+	FailOnNonFinite bool
+}
+
+// Job is the interpolation workload as an engine.Job.
+type Job struct {
+	cfg  Setup
+	next int     // the next query Feed expects
+	Sum  float64 // Σ over consumed queries of the reduced values
+}
+
+// New checks s and returns the Job.
+func New(s Setup) (*Job, error) {
+	if s.Table == nil || s.Queries == nil {
+		return nil, errors.New("interp: config needs a table and queries")
+	}
+	if s.Queries.Len() < 1 {
+		return nil, fmt.Errorf("%w: no queries", ErrQuery)
+	}
+	if s.Dtype != tensor.Float32 && s.Dtype != tensor.Float64 {
+		return nil, fmt.Errorf("interp: dtype %v not supported (want float32 or float64)", s.Dtype)
+	}
+	return &Job{cfg: s}, nil
+}
+
+// Name is "interp".
+func (w *Job) Name() string { return "interp" }
+
+// ItemUnit names the items for the progress bar.
+func (w *Job) ItemUnit() string { return "points" }
+
+// Dtype is the configured dtype.
+func (w *Job) Dtype() tensor.Dtype { return w.cfg.Dtype }
+
+// Items is the number of queries.
+func (w *Job) Items() int { return w.cfg.Queries.Len() }
+
+// MaxBatch caps batches at 65,536 queries: per-batch buffers stay in cache
+// and telemetry sees enough batches; larger batches gain nothing on a CPU.
+func (w *Job) MaxBatch() int { return 1 << 16 }
+
+// Build is x (batch,) → Interp1D → y (batch,), or (batch, M) for
+// ReduceNone → BatchStats → [Σ y, max y]. The interpolation op reduces
+// over the M interpolants itself: with the Gram tables the reduction never
+// forms the M values.
+func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
+	x := G.NewVector(g, w.cfg.Dtype, G.WithShape(batch), G.WithName("x"))
+	i1 := ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch)
+	i1.Formula = w.cfg.Formula
+	op, err := ops.OnDevice(i1, w.cfg.Device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("interp: %w", err)
+	}
+	y, err := G.ApplyOpWithName(op, w.cfg.Reduce.String(), x)
+	if err != nil {
+		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
+	}
+	stats, err := G.ApplyOpWithName(ops.NewBatchStats(batch, y.Dims()), "total", y)
+	if err != nil {
+		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
+	}
+	return []*G.Node{x}, []*G.Node{y, stats}, nil
+}
+
+// StagingBytes counts the buffers of the queries and the results that
+// have any (Stager).
+func (w *Job) StagingBytes(batch int) int64 {
+	var b int64
+	if s, ok := w.cfg.Queries.(Stager); ok {
+		b += s.StagingBytes(batch)
+	}
+	if s, ok := w.cfg.Out.(Stager); ok {
+		b += s.StagingBytes(batch)
+	}
+	return b
+}
+
+// Feed reads queries [off, off+n) into the input.
+func (w *Job) Feed(in []*tensor.Dense, off, n int) error {
+	if off != w.next {
+		return fmt.Errorf("interp: queries are read in order: want batch at %d, got %d", w.next, off)
+	}
+	var err error
+	switch d := in[0].Data().(type) {
+	case []float32:
+		err = w.cfg.Queries.Read32(d[:n], off)
+	case []float64:
+		err = w.cfg.Queries.Read64(d[:n], off)
+	}
+	if err != nil {
+		return err
+	}
+	w.next = off + n
+	return nil
+}
+
+// Consume adds the batch's total to Sum and passes its results to Out.
+func (w *Job) Consume(out []*tensor.Dense, off, n int) error {
+	if f := w.cfg.Formula; f != nil && w.cfg.FailOnNonFinite && f.NonFinite() > 0 {
+		return option.ErrNonFinite("--reduce", f.NonFinite())
+	}
+	w.Sum += out[1].Data().([]float64)[0]
+	if w.cfg.Out == nil {
+		return nil
+	}
+	rows := n
+	if w.cfg.Reduce == ops.ReduceNone {
+		rows = n * w.cfg.Table.M
+	}
+	switch d := out[0].Data().(type) {
+	case []float32:
+		return w.cfg.Out.Write32(d[:rows])
+	case []float64:
+		return w.cfg.Out.Write64(d[:rows])
+	}
+	return nil
+}
+
+// Result is the result block of an interp report.
+type Result struct {
+	Sum          float64 `json:"sum"`
+	Reduce       string  `json:"reduce"`
+	Method       string  `json:"method"`
+	Queries      int     `json:"queries"`
+	Interpolants int     `json:"interpolants"`
+	Grid         int     `json:"grid"`
+	// NonFinite counts the NaN or infinite results of a formula.
+	NonFinite int64 `json:"nonfinite,omitempty"`
+}
+
+// Result summarises the run so far.
+func (w *Job) Result() Result {
+	r := Result{Sum: w.Sum, Reduce: w.cfg.Reduce.String(), Method: w.cfg.Method.String(),
+		Queries: w.Items(), Interpolants: w.cfg.Table.M, Grid: w.cfg.Table.G}
+	if f := w.cfg.Formula; f != nil {
+		r.Reduce, r.NonFinite = f.F.Canonical(), f.NonFinite()
+	}
+	return r
+}
+
+// SetDevice places the op of the next Compile on dev (nil: the CPU).
+func (w *Job) SetDevice(dev ops.Device) { w.cfg.Device = dev }

@@ -1,0 +1,147 @@
+package interp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/tapeloop/tapeloop/graphs/engine"
+)
+
+// cpu is the CPU with batch items per batch (0: planned) under 1 GiB, in
+// dtype.
+func cpu(t testing.TB, batch int, dtype string) *engine.Device {
+	t.Helper()
+	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch, Dtype: dtype})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestCompile(t *testing.T) {
+	const m, g, batch = 7, 33, 1001
+	f := make([]float64, m*g)
+	for i := range f {
+		f[i] = float64(i%g) * 0.25
+	}
+	p, err := Compile(Config{Reduce: "sum"}, f, m, g, cpu(t, batch, "float64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	x := make([]float64, batch)
+	for i := range x {
+		x[i] = float64(i) / batch
+	}
+	dst := make([]float64, p.OutLen(batch))
+	if err := p.Run(x, dst); err != nil {
+		t.Fatal(err)
+	}
+	first := append([]float64(nil), dst...)
+	allocs := testing.AllocsPerRun(50, func() {
+		if err := p.Run(x, dst); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		if err := p.Run(x, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perRun := (after.TotalAlloc - before.TotalAlloc) / 100
+	t.Logf("%.0f allocations, %d bytes per Run", allocs, perRun)
+	// The TapeMachine's own bookkeeping allocates a little per run; no
+	// buffer of the batch's size may be among it.
+	if allocs > 64 || perRun > 4096 {
+		t.Errorf("a Run allocates %.0f objects, %d bytes: want at most 64 and 4096 (the batch is %d bytes)", allocs, perRun, 8*batch)
+	}
+	for i := range dst {
+		if dst[i] != first[i] {
+			t.Fatalf("run 2 differs from run 1 at %d: %g, %g", i, dst[i], first[i])
+		}
+	}
+	// Any number of queries: blocks of the batch, the last one short, each
+	// query's value the same as in one block.
+	long := make([]float64, 2*batch+batch/3)
+	for i := range long {
+		long[i] = x[(i*13)%batch]
+	}
+	got := make([]float64, len(long))
+	if err := p.Run(long, got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range long {
+		if got[i] != first[(i*13)%batch] {
+			t.Fatalf("query %d of %d: %g, alone in a full block %g", i, len(long), got[i], first[(i*13)%batch])
+		}
+	}
+	if err := p.Run(x[:0], dst[:0]); !errors.Is(err, engine.ErrBatch) {
+		t.Errorf("no queries: %v, want ErrBatch", err)
+	}
+	if err := p.Run(x[:batch-1], dst); !errors.Is(err, engine.ErrBatch) {
+		t.Errorf("out of the wrong length: %v, want ErrBatch", err)
+	}
+	if err := p.Run(make([]float32, batch), make([]float32, batch)); !errors.Is(err, engine.ErrBatch) {
+		t.Errorf("float32 batch of a float64 program: %v, want ErrBatch", err)
+	}
+	if _, err := Compile(Config{Reduce: "max(w)"}, f, m, g, cpu(t, batch, "float64")); err == nil || !strings.HasPrefix(err.Error(), `--reduce "max(w)"`) {
+		t.Errorf("bad formula: %v", err)
+	}
+}
+
+// FailOnNonFinite fails a call whose formula gives NaN or ±Inf, counting
+// that call's values only; without it they are returned.
+func TestCompileFailOnNonFinite(t *testing.T) {
+	const m, g, n = 2, 8, 50
+	f := make([]float64, m*g)
+	for i := range f {
+		// negative on the grid's second half; positive at 0, the value of
+		// a short block's padding
+		f[i] = 3.5 - float64(i%g)
+	}
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = float64(i) / (n - 1)
+	}
+	cfg := Config{Reduce: "log(max(v))"}
+	p, err := Compile(cfg, f, m, g, cpu(t, 16, "float64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	y := make([]float64, n)
+	if err := p.Run(x, y); err != nil {
+		t.Fatal(err)
+	}
+	var bad int
+	for _, v := range y {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad++
+		}
+	}
+	if bad == 0 || bad == n {
+		t.Fatalf("%d of %d values not finite: want some", bad, n)
+	}
+	cfg.FailOnNonFinite = true
+	q, err := Compile(cfg, f, m, g, cpu(t, n, "float64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	want := fmt.Sprintf("--reduce gave %d non-finite values (NaN or ±Inf) and --fail-on-nonfinite is set", bad)
+	for range 2 { // the second call counts its own values
+		if err := q.Run(x, y); err == nil || err.Error() != want {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	}
+	if err := q.Run(x[:5], y[:5]); err != nil {
+		t.Errorf("finite values only: %v", err)
+	}
+}
