@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/testutil"
@@ -34,7 +34,7 @@ func affinityRun(b *testing.B, x []float32, n, d int, m ops.Metric) (float64, ti
 	if err != nil {
 		b.Fatal(err)
 	}
-	job, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: m, Symmetric: true})
+	job, err := affinity.New(affinity.Setup{Data: data, Metric: m, Symmetric: true})
 	if err != nil {
 		b.Fatal(err)
 	}

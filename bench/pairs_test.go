@@ -21,6 +21,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/volume"
@@ -192,7 +193,7 @@ func BenchmarkPairAffinity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	job, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL1})
+	job, err := affinity.New(affinity.Setup{Data: data, Metric: ops.MetricL1})
 	if err != nil {
 		b.Fatal(err)
 	}

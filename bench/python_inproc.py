@@ -12,7 +12,7 @@ Run from the repository root, after `make build python`:
 figures; --python DIR and --graphs-test FILE take the package and the
 test binary from elsewhere, e.g. copies built together while the tree is
 being edited; about two minutes on 2 cores). It builds the
-graphs package's test binary once (`go test -c`), writes every input once
+graphs/affinity package's test binary once (`go test -c`), writes every input once
 (fixed seeds) into a temporary directory, and prints one Markdown table.
 Each row's two sides run in the same minutes, interleaved (the order
 alternating round by round), and every speed is quoted as a ratio of the
@@ -21,11 +21,11 @@ speed drifts by ±20 % over minutes.
 
 The rows (the name in brackets is --only's):
 
-1. Per call [call]. Go: `graphs.test -test.run '^$' -test.bench
+1. Per call [call]. Go: `affinity.test -test.run '^$' -test.bench
    AffinityProgram64x1024$ -test.benchtime 1000x`
-   (BenchmarkAffinityProgram64x1024 in graphs/inproc_bench_test.go:
-   CompileAffinity of dot, float32, 64 images of 1024 values,
-   AffinityOptions{}, one call outside the loop, then 1,000 calls of
+   (BenchmarkAffinityProgram64x1024 in graphs/affinity/program_bench_test.go:
+   affinity.Compile of dot, float32, 64 images of 1024 values, no top-k
+   or column images, one call outside the loop, then 1,000 calls of
    p.Run(x, nil, dst, nil, nil)): its ns/op (the mean call) and its
    median-ns/call (each call timed on its own). Python: a fresh
    tapeloop.Affinity(shape=(64, 1024)) each round, one warm-up call on a
@@ -174,7 +174,7 @@ def go_bench(testbin, name):
     """Run one benchmark of the test binary for CALLS iterations; return its
     ns/op and (when it reports one) its median-ns/call, in seconds."""
     out = subprocess.run([testbin, "-test.run", "^$", "-test.bench", name + "$", "-test.benchtime", f"{CALLS}x"],
-                         capture_output=True, text=True, check=True, cwd=os.path.join(ROOT, "graphs")).stdout
+                         capture_output=True, text=True, check=True, cwd=os.path.join(ROOT, "graphs", "affinity")).stdout
     line = re.search(r"^Benchmark" + name + r"\S*\s+\d+\s+(.*)$", out, re.M)
     if not line:
         raise RuntimeError(f"no result for {name} in:\n{out}")
@@ -481,8 +481,8 @@ def main():
     ap.add_argument("--json", help="write the raw figures to this file")
     ap.add_argument("--python", default=PYDIR,
                     help="the directory holding the tapeloop package and its library (default: python/ here)")
-    ap.add_argument("--graphs-test", help="the graphs package's test binary, built beforehand "
-                    "(default: built now, `go test -c ./graphs`)")
+    ap.add_argument("--graphs-test", help="the graphs/affinity package's test binary, built beforehand "
+                    "(default: built now, `go test -c ./graphs/affinity`)")
     a = ap.parse_args()
     PYDIR = os.path.abspath(a.python)
     sys.path.insert(0, PYDIR)
@@ -497,8 +497,8 @@ def main():
         if "call" in only:
             testbin = a.graphs_test and os.path.abspath(a.graphs_test)
             if not testbin:
-                testbin = os.path.join(tmp, "graphs.test")
-                subprocess.run(["go", "test", "-c", "-o", testbin, "./graphs"], check=True, cwd=ROOT)
+                testbin = os.path.join(tmp, "affinity.test")
+                subprocess.run(["go", "test", "-c", "-o", testbin, "./graphs/affinity"], check=True, cwd=ROOT)
             r, raw["call"] = row_call(testbin, a.rounds_call)
             rows += r
         ins, d = inputs(tmp)

@@ -9,24 +9,20 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 )
 
-// affinityConfig is the JSON config of tl_affinity_create: the CLI's
-// affinity flags (without the files; --block is the engine's batch), its
-// engine flags, the images' shape and the column images' count (cols, 0:
-// the batch against itself).
+// affinityConfig is the JSON config of tl_affinity_create: its engine
+// flags (--block is the engine's batch), the affinity's Config, and the
+// arguments only the C ABI has: the images' shape (n, d) and the column
+// images' count (cols, 0: the batch against itself).
 type affinityConfig struct {
 	engineFields
-	Metric  string             `json:"metric"`
-	Formula string             `json:"formula"`
-	Params  map[string]float64 `json:"params"`
-	Method  string             `json:"method"`
-	N       int                `json:"n"`
-	D       int                `json:"d"`
-	Cols    int                `json:"cols"`
-	TopK    int                `json:"topk"`
+	affinity.Config
+	N    int `json:"n"`
+	D    int `json:"d"`
+	Cols int `json:"cols"`
 }
 
 func init() { configs["affinity"] = affinityConfig{} }
@@ -38,8 +34,7 @@ func init() { configs["affinity"] = affinityConfig{} }
 //export tl_affinity_create
 func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
 	return create(config, handle, func(c affinityConfig, dev *engine.Device) (program, error) {
-		s := graphs.AffinitySpec{Metric: c.Metric, Formula: c.Formula, Params: c.Params, Method: c.Method}
-		return graphs.CompileAffinity(s, c.N, c.D, dev, graphs.AffinityOptions{TopK: c.TopK, Cols: c.Cols})
+		return affinity.Compile(c.Config, c.N, c.D, c.Cols, dev)
 	})
 }
 
@@ -54,7 +49,7 @@ func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
 func tl_affinity_run(h C.int64_t, x unsafe.Pointer, xLen C.int64_t, y unsafe.Pointer, yLen C.int64_t,
 	out unsafe.Pointer, idx *C.int64_t, vals *C.double, outLen C.int64_t, size C.int64_t, interruptible C.int) *C.char {
 	return guard(func() error {
-		return call(h, "an affinity", interruptible, func(p *graphs.AffinityProgram) error {
+		return call(h, "an affinity", interruptible, func(p *affinity.Program) error {
 			if int(size) != int(p.Dtype.Size()) {
 				return fmt.Errorf("affinity: x has %d-byte values, the program is %v", size, p.Dtype)
 			}

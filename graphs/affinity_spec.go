@@ -1,51 +1,44 @@
 package graphs
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs/option"
-
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
-	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// AffinitySpec is an affinity run as the user states it: files, sizes and
-// names. The settings whose every value is a choice the user can get
-// wrong (--topk 0 is an error, not "no top-k") are pointers, nil when not
-// given; the zero value of each other field is its documented default.
+// AffinitySpec is an affinity run as the user states it on the command
+// line: the computation (the embedded affinity.Config) and around it the
+// files, the built-in images' sizes, the block and the shards. The
+// settings whose every value is a choice the user can get wrong (--block
+// 0 is an error, not "planned") are pointers, nil when not given; the
+// zero value of each other field is its documented default.
 type AffinitySpec struct {
+	affinity.Config
 	// Images is an (N, H, W) or (N, D) .npy (uint8, uint16, int16, int32,
 	// float32 or float64); "": N standard-normal images of Height×Width
 	// from Seed.
 	Images           string
 	N, Height, Width int
 	Seed             uint64
-	Metric           string // "dot" (default), "cosine", "l1" or "l2"
-	// Formula is the user's own affinity over the flattened images a and
-	// b, reducing to one number per pair, e.g. "-sum(abs(a-b))" or
-	// "exp(-sum((a-b)^2)/(2*s^2))", with Params (s); it replaces Metric.
-	Formula string
-	Params  map[string]float64
-	// Method is "auto" (default: a formula made of dot products, sums of
-	// squares and per-image values runs on the dot-product kernel) or
-	// "direct" (every reduction over both images evaluated as written).
-	Method string
-	// FailOnNonFinite makes a NaN or infinite affinity an error.
-	FailOnNonFinite bool
-	TopK            *int // keep the K largest affinities per row, self excluded
-	Block           *int // rows per block, the batch; nil: planned
+	Block            *int // rows per block, the batch; nil: planned
 	// Shard computes only shard "i/n" of the rows (0 ≤ i < n) into an
 	// .npz Out, for `tapeloop merge`; Shards splits into this many
 	// shards, this job's index read from Env. Give one or neither.
@@ -54,9 +47,6 @@ type AffinitySpec struct {
 	// Env looks up the scheduler's variables for Shards (SLURM array or
 	// Kubernetes Indexed Job); nil: the process's environment.
 	Env func(string) (string, bool)
-	// TF32 lets the GPU's dot products use TF32 tensor cores; it needs a
-	// GPU device.
-	TF32 bool
 	// Out receives the (N, N) matrix as .npy, or for top-k or a shard an
 	// .npz; "": nothing written.
 	Out string
@@ -70,15 +60,12 @@ type AffinitySpec struct {
 // DefaultAffinitySpec is the built-in case: N = 10,000 standard-normal
 // images of 100×100, dot products.
 func DefaultAffinitySpec() AffinitySpec {
-	return AffinitySpec{N: 10_000, Height: 100, Width: 100, Seed: 1, Metric: "dot"}
+	return AffinitySpec{Config: affinity.Config{Metric: "dot"}, N: 10_000, Height: 100, Width: 100, Seed: 1}
 }
 
 // affinityPlan is what Validate derives from a spec.
 type affinityPlan struct {
-	metric       ops.Metric
-	formula      *formula.Formula
-	direct       bool
-	topk         int
+	affinity.Plan
 	index, count int // the shard; 0 of 1 when not sharded
 	sharded      bool
 }
@@ -91,44 +78,14 @@ func (s AffinitySpec) Validate() error {
 
 // check validates s, and with dev the settings that depend on the device.
 func (s AffinitySpec) check(dev *engine.Device) (p affinityPlan, err error) {
-	if p.metric, err = ops.ParseMetric(option.OrDefault(s.Metric, "dot")); err != nil {
-		return p, fmt.Errorf("--metric: %w", err)
-	}
-	switch option.OrDefault(s.Method, "auto") {
-	case "auto":
-	case "direct":
-		p.direct = true
-	default:
-		return p, fmt.Errorf("--method %q: want auto or direct", s.Method)
-	}
-	if s.Formula == "" {
-		if err := option.NoParams(s.Params, "--formula"); err != nil {
-			return p, err
-		}
-		if s.Method != "" || s.FailOnNonFinite {
-			return p, errors.New("--method and --fail-on-nonfinite: they are for a --formula, and none is given")
-		}
-	} else {
-		if s.Metric != "" {
-			return p, errors.New("--metric and --formula: give one")
-		}
-		if p.formula, err = option.ParseFormula("--formula", s.Formula, formula.PairVars, s.Params, true); err != nil {
-			return p, err
-		}
-		if s.TF32 {
-			return p, errors.New("--tf32: not used with --formula")
-		}
+	if p.Plan, err = s.Config.Parse(); err != nil {
+		return p, err
 	}
 	if s.Block != nil && *s.Block < 1 {
 		return p, fmt.Errorf("--block %d: must be at least 1", *s.Block)
 	}
-	if s.TF32 && dev != nil && !dev.GPU() {
-		return p, errors.New("--tf32: needs --device cuda")
-	}
-	if s.TopK != nil {
-		if p.topk = *s.TopK; p.topk < 1 {
-			return p, fmt.Errorf("--topk %d: must be at least 1", p.topk)
-		}
+	if err := s.Config.CheckRun(&p.Plan, dev); err != nil {
+		return p, err
 	}
 	if s.Images == "" {
 		if s.N < 1 || s.Height < 1 || s.Width < 1 {
@@ -143,7 +100,7 @@ func (s AffinitySpec) check(dev *engine.Device) (p affinityPlan, err error) {
 		return p, err
 	}
 	p.index, p.count, p.sharded = sc.index, sc.count, sc.sharded
-	if (p.sharded || p.topk > 0) && s.Out != "" && !strings.HasSuffix(strings.ToLower(s.Out), ".npz") {
+	if (p.sharded || p.TopK > 0) && s.Out != "" && !strings.HasSuffix(strings.ToLower(s.Out), ".npz") {
 		what := "--topk's indices and values are"
 		if p.sharded {
 			what = "a shard is"
@@ -155,7 +112,7 @@ func (s AffinitySpec) check(dev *engine.Device) (p affinityPlan, err error) {
 
 // AffinityTask is an opened affinity run.
 type AffinityTask struct {
-	job   *Affinity
+	job   *affinity.Job
 	dev   *engine.Device
 	out   *atomicfile.File
 	npz   *npy.NPZWriter
@@ -183,14 +140,14 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 	// 8-bit images with a built-in metric on the CPU: exactly, in integers.
 	var x8 []uint8
 	exact := false
-	if p.formula == nil && !dev.GPU() && s.Images != "" {
+	if p.Formula == nil && !dev.GPU() && s.Images != "" {
 		if x8, n, d, shape, exact, err = readImagesU8(s.Images, dev.MemLimit); err != nil {
 			return nil, err
 		}
 	}
 	switch {
 	case exact:
-		if data, err = ops.NewPairDataU8(x8, n, d, p.metric, dt); err != nil {
+		if data, err = ops.NewPairDataU8(x8, n, d, p.Metric, dt); err != nil {
 			return nil, err
 		}
 		fp = fingerprint(x8, "[]"+dt.String(), shape)
@@ -199,7 +156,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if x, n, d, shape, mapped, err = loadImages[float64](s, dev.MemLimit); err != nil {
 			return nil, err
 		}
-		if data, err = ops.NewPairData(x, n, d, p.metric); err != nil {
+		if data, err = ops.NewPairData(x, n, d, p.Metric); err != nil {
 			return nil, err
 		}
 		fp = Fingerprint(x, shape)
@@ -208,14 +165,14 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if x, n, d, shape, mapped, err = loadImages[float32](s, dev.MemLimit); err != nil {
 			return nil, err
 		}
-		if data, err = ops.NewPairData(x, n, d, p.metric); err != nil {
+		if data, err = ops.NewPairData(x, n, d, p.Metric); err != nil {
 			return nil, err
 		}
 		fp = Fingerprint(x, shape)
 	}
 	data.Mapped = mapped
-	if p.topk >= n {
-		return nil, fmt.Errorf("--topk %d: must be below N = %d (self is excluded)", p.topk, n)
+	if p.TopK >= n {
+		return nil, fmt.Errorf("--topk %d: must be below N = %d (self is excluded)", p.TopK, n)
 	}
 	lo, hi := shard.Rows(p.index, p.count, n)
 	if lo == hi {
@@ -239,22 +196,22 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 	if dt == tensor.Float64 {
 		t.dtype = npy.Float64
 	}
-	metric := p.metric.String()
+	metric := p.Metric.String()
 	if exact {
 		metric += " (8-bit, exact)"
 	}
-	cfg := AffinityConfig{Data: data, Metric: p.metric, Lo: lo, Hi: hi, TopK: p.topk, TF32: s.TF32, FailOnNonFinite: s.FailOnNonFinite}
-	if p.formula != nil {
-		if cfg.Formula, err = ops.NewPairFormula(p.formula, data, p.direct); err != nil {
+	cfg := affinity.Setup{Data: data, Metric: p.Metric, Lo: lo, Hi: hi, TopK: p.TopK, TF32: s.TF32, FailOnNonFinite: s.FailOnNonFinite}
+	if p.Formula != nil {
+		if cfg.Formula, err = ops.NewPairFormula(p.Formula, data, p.Direct); err != nil {
 			return nil, err
 		}
-		metric = "formula " + p.formula.Canonical() + " (" + option.OrDefault(s.Method, "auto") + ")"
+		metric = "formula " + p.Formula.Canonical() + " (" + option.OrDefault(s.Method, "auto") + ")"
 	}
 	t.meta = shard.Meta{N: n, D: d, Metric: metric, Dtype: dt.String(), Fingerprint: fp,
-		Lo: lo, Hi: hi, Index: p.index, Count: p.count, TopK: p.topk}
+		Lo: lo, Hi: hi, Index: p.index, Count: p.count, TopK: p.TopK}
 	// Hold the whole matrix and compute each pair once when it fits the
 	// limit beside the images and a modest block; else stream whole rows.
-	if !p.sharded && p.topk == 0 && !s.Streamed && (cfg.Formula == nil || cfg.Formula.Symmetric) {
+	if !p.sharded && p.TopK == 0 && !s.Streamed && (cfg.Formula == nil || cfg.Formula.Symmetric) {
 		sz := int64(dt.Size())
 		need := sz*(int64(n)*int64(n)+64*int64(n+d)) + data.Bytes()
 		if cfg.Formula != nil {
@@ -267,8 +224,8 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 			return nil, err
 		}
 		size := sysmem.Mul(int64(hi-lo), int64(n), int64(dt.Size()))
-		if p.topk > 0 {
-			size = sysmem.Mul(int64(hi-lo), int64(p.topk), int64(dt.Size())+8)
+		if p.TopK > 0 {
+			size = sysmem.Mul(int64(hi-lo), int64(p.TopK), int64(dt.Size())+8)
 		}
 		if err := atomicfile.CheckSpace(path, size); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
@@ -277,12 +234,12 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 			return nil, fmt.Errorf("--out: %w", err)
 		}
 		switch {
-		case p.sharded || p.topk > 0:
+		case p.sharded || p.TopK > 0:
 			t.npz = npy.NewNPZWriter(t.out)
 			if err = shard.WriteMeta(t.npz, t.meta); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
-			if p.topk == 0 {
+			if p.TopK == 0 {
 				if t.rows, err = t.npz.Create("affinity", t.dtype, []int{hi - lo, n}); err != nil {
 					return nil, fmt.Errorf("--out: %w", err)
 				}
@@ -292,12 +249,39 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 				return nil, fmt.Errorf("--out: %w", err)
 			}
 		}
-		cfg.Rows = t.rows
+		if t.rows != nil { // a typed nil would be a Rows to write to
+			cfg.Rows = t.rows
+		}
 	}
-	if t.job, err = NewAffinity(cfg); err != nil {
+	if t.job, err = affinity.New(cfg); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// Fingerprint identifies images: a SHA-256 over their shape and values
+// as computed on (after conversion to the computation's dtype), so shards
+// of the same input agree and shards of different inputs do not.
+func Fingerprint[T float32 | float64](x []T, shape []int) string {
+	return fingerprint(x, fmt.Sprintf("%T", x[:0]), shape)
+}
+
+// fingerprint hashes the values of x as float64 under the name of the
+// type they are computed in (so that 8-bit images, computed in integers,
+// match their float32 conversion).
+func fingerprint[E float32 | float64 | uint8](x []E, typ string, shape []int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s%v", typ, shape)
+	var buf [8 << 10]byte
+	for len(x) > 0 {
+		n := 0
+		for ; n < len(x) && 8*(n+1) <= len(buf); n++ {
+			binary.LittleEndian.PutUint64(buf[8*n:], math.Float64bits(float64(x[n])))
+		}
+		h.Write(buf[:8*n])
+		x = x[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // readImagesU8 reads an (N, H, W) or (N, D) uint8 .npy file, flattened,
@@ -404,11 +388,11 @@ func (t *AffinityTask) Job() engine.Job { return t.job }
 // spec's Block when there is one: run and print the job on it.
 func (t *AffinityTask) Device() *engine.Device { return t.dev }
 
-// Result is the run's AffinityResult.
+// Result is the run's affinity.Result.
 func (t *AffinityTask) Result() any { return t.job.Result() }
 
-// Summary is the run's AffinityResult.
-func (t *AffinityTask) Summary() AffinityResult { return t.job.Result() }
+// Summary is the run's affinity.Result.
+func (t *AffinityTask) Summary() affinity.Result { return t.job.Result() }
 
 // Commit writes the top-k arrays, closes the archive or flushes the
 // matrix, and renames the output into place.

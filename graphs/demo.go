@@ -34,7 +34,9 @@ func DemoCases() []DemoCase {
 			Workload: "affinity l1", Size: "N=2000 64×64 block=50",
 			open: func(dev *engine.Device) (Task, error) {
 				block := 50
-				return OpenAffinity(AffinitySpec{N: 2000, Height: 64, Width: 64, Seed: 1, Metric: "l1", Block: &block, Streamed: true}, dev, false)
+				s := AffinitySpec{N: 2000, Height: 64, Width: 64, Seed: 1, Block: &block, Streamed: true}
+				s.Metric = "l1"
+				return OpenAffinity(s, dev, false)
 			},
 			result: func(t Task) string {
 				const n, d = 2000, 64 * 64

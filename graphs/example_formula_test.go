@@ -18,8 +18,8 @@ func ExampleOpenAffinity_formula() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	spec := graphs.AffinitySpec{N: 300, Height: 8, Width: 8, Seed: 1,
-		Formula: "exp(-sum((a-b)^2)/(2*s^2))", Params: map[string]float64{"s": 8}}
+	spec := graphs.AffinitySpec{N: 300, Height: 8, Width: 8, Seed: 1}
+	spec.Formula, spec.Params = "exp(-sum((a-b)^2)/(2*s^2))", map[string]float64{"s": 8}
 	t, err := graphs.OpenAffinity(spec, dev, true)
 	if err != nil {
 		log.Fatal(err)

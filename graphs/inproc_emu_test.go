@@ -5,8 +5,9 @@ package graphs
 // The compiled in-process workloads on the CUDA emulator (build tag
 // tapeloop_cudaemu: the kernels on the CPU, cuBLAS and cuFFT as reference
 // loops) against the same programs on the CPU, over several calls with new
-// inputs each: what a GPU holds between calls (the affinity's images, the
-// DRR's volume, the wavelet's transformed volume) must follow each call.
+// inputs each: what a GPU holds between calls (the DRR's volume, the
+// wavelet's transformed volume) must follow each call. The affinity's are
+// in package affinity.
 
 import (
 	"math"
@@ -41,35 +42,6 @@ func near32(t *testing.T, what string, got, want []float32, tol float64) {
 
 func TestInprocOnEmulatedCUDA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
-	const n, d = 37, 29
-	for _, s := range []AffinitySpec{{Metric: "dot"}, {Metric: "cosine"}, {Metric: "l2"}, {Metric: "l1"},
-		{Formula: "exp(-sum((a-b)^2)/(2*s^2))", Params: map[string]float64{"s": 4}}} {
-		cpu, err := CompileAffinity(s, n, d, inprocDev(t, 7, "float32"), AffinityOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gpu, err := CompileAffinity(s, n, d, emuDev(t, 7), AffinityOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for call := range 3 { // each call new images: the device's copy must follow
-			x := make([]float32, n*d)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
-			want, got := make([]float32, n*n), make([]float32, n*n)
-			if err := cpu.Run(x, nil, want, nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := gpu.Run(x, nil, got, nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			near32(t, s.Metric+s.Formula+" call "+string(rune('0'+call)), got, want, 1e-5)
-		}
-		cpu.Close()
-		gpu.Close()
-	}
-
 	v := volume.Phantom(19, 192, 0.02)
 	ds := DefaultDRRSpec()
 	cpuDRR, err := CompileDRR(ds, v, 11, 13, inprocDev(t, 2, ""))

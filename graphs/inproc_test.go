@@ -1,11 +1,8 @@
 package graphs
 
 import (
-	"errors"
-	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
@@ -20,112 +17,6 @@ func inprocDev(t testing.TB, batch int, dtype string) *engine.Device {
 		t.Fatal(err)
 	}
 	return d
-}
-
-func TestCompileAffinity(t *testing.T) {
-	const n, d = 13, 7
-	for _, metric := range []string{"dot", "cosine", "l1", "l2"} {
-		p, err := CompileAffinity(AffinitySpec{Metric: metric}, n, d, inprocDev(t, 5, "float64"), AffinityOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst := make([]float64, n*n)
-		for run := range 2 { // the second run's images replace the first's
-			x := make([]float64, n*d)
-			for i := range x {
-				x[i] = float64((i*7+run*5)%11) - 4.5
-			}
-			if err := p.Run(x, nil, dst, nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			for i := range n {
-				for j := range n {
-					var dot, ni, nj, l1, l2 float64
-					for k := range d {
-						a, b := x[i*d+k], x[j*d+k]
-						dot, ni, nj = dot+a*b, ni+a*a, nj+b*b
-						l1, l2 = l1-math.Abs(a-b), l2-(a-b)*(a-b)
-					}
-					want := map[string]float64{"dot": dot, "cosine": dot / math.Sqrt(ni*nj), "l1": l1, "l2": l2}[metric]
-					if got := dst[i*n+j]; math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
-						t.Fatalf("%s, run %d: A[%d, %d] = %g, want %g", metric, run, i, j, got, want)
-					}
-				}
-			}
-		}
-		p.Close()
-	}
-	if _, err := CompileAffinity(AffinitySpec{Formula: "-sum(abs(a-c))"}, n, d, nil, AffinityOptions{}); err == nil || !strings.HasPrefix(err.Error(), "--formula") {
-		t.Errorf("bad formula: %v", err)
-	}
-}
-
-// affinityRef is −Σ(a−b)² of rows i of x and j of y, the l2 affinity.
-func affinityRef(x, y []float64, i, j, d int) float64 {
-	var s float64
-	for k := range d {
-		s -= (x[i*d+k] - y[j*d+k]) * (x[i*d+k] - y[j*d+k])
-	}
-	return s
-}
-
-func TestCompileAffinityColsAndTopK(t *testing.T) {
-	const n, c, d, k = 11, 6, 9, 3
-	rng := func(i int) float64 { return math.Sin(float64(i)*1.7+0.3) * 3 }
-	x, y := make([]float64, n*d), make([]float64, c*d)
-	for i := range x {
-		x[i] = rng(i)
-	}
-	for i := range y {
-		y[i] = rng(1000 + i)
-	}
-	cross, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 4, "float64"), AffinityOptions{Cols: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cross.Close()
-	dst := make([]float64, n*c)
-	if err := cross.Run(x, y, dst, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		for j := range c {
-			if want := affinityRef(x, y, i, j, d); math.Abs(dst[i*c+j]-want) > 1e-9*(1-want) {
-				t.Fatalf("A[%d, %d] = %g, want %g", i, j, dst[i*c+j], want)
-			}
-		}
-	}
-	if err := cross.Run(x, nil, dst, nil, nil); !errors.Is(err, engine.ErrBatch) {
-		t.Errorf("no column images: %v, want ErrBatch", err)
-	}
-	top, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 4, "float64"), AffinityOptions{TopK: k})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer top.Close()
-	idx, vals := make([]int64, n*k), make([]float64, n*k)
-	if err := top.Run(x, nil, nil, idx, vals); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		// the k largest of row i, self excluded, by a slow selection
-		used := map[int]bool{i: true}
-		for r := range k {
-			best := -1
-			for j := range n {
-				if !used[j] && (best < 0 || affinityRef(x, x, i, j, d) > affinityRef(x, x, i, best, d)) {
-					best = j
-				}
-			}
-			used[best] = true
-			if want := affinityRef(x, x, i, best, d); int(idx[i*k+r]) != best || math.Abs(vals[i*k+r]-want) > 1e-9*(1-want) {
-				t.Fatalf("row %d, rank %d: column %d (%g), want %d (%g)", i, r, idx[i*k+r], vals[i*k+r], best, want)
-			}
-		}
-	}
-	if _, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 0, "float64"), AffinityOptions{TopK: n}); err == nil || !strings.HasPrefix(err.Error(), "--topk") {
-		t.Errorf("top-k of N: %v", err)
-	}
 }
 
 func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
@@ -175,39 +66,4 @@ func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
 		}
 		p.Close()
 	}
-}
-
-func TestInterruptEndsOnlyTheCall(t *testing.T) {
-	const n, d = 3000, 512
-	p, err := CompileAffinity(AffinitySpec{Metric: "l2"}, n, d, inprocDev(t, 8, "float32"), AffinityOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	x := make([]float32, n*d)
-	for i := range x {
-		x[i] = float32(i%17) - 8
-	}
-	dst := make([]float32, n*n)
-	time.AfterFunc(50*time.Millisecond, p.Interrupt)
-	if err := p.Run(x, nil, dst, nil, nil); !errors.Is(err, engine.ErrInterrupted) {
-		t.Fatalf("interrupted call: %v, want ErrInterrupted", err)
-	}
-	if err := p.Run(x, nil, dst, nil, nil); err != nil {
-		t.Fatalf("the call after an interrupted one: %v", err)
-	}
-	for _, ij := range [][2]int{{0, 1}, {n - 1, 5}, {17, n - 2}} {
-		want := affinityRef(f64(x), f64(x), ij[0], ij[1], d)
-		if got := float64(dst[ij[0]*n+ij[1]]); math.Abs(got-want) > 1e-5*(1-want) {
-			t.Errorf("A%v = %g after the interrupted call, want %g", ij, got, want)
-		}
-	}
-}
-
-func f64(x []float32) []float64 {
-	y := make([]float64, len(x))
-	for i, v := range x {
-		y[i] = float64(v)
-	}
-	return y
 }

@@ -53,6 +53,10 @@ for metric in ["dot", "cosine", "l2", "l1"]:
           [(rng.standard_normal((n, d)).astype(np.float32),) for _ in range(k // 10)], 1e-4)
 cpu, gpu = both(tapeloop.Affinity, formula="exp(-sum((a-b)^2)/(2*s^2))", params={"s": 30}, shape=(n, d), block=32)
 check("affinity formula", cpu, gpu, [(rng.standard_normal((n, d)).astype(np.float32),) for _ in range(3)], 1e-4)
+# tf32: the GPU's dot products on TF32 tensor cores (operands rounded to 10 bits), against float32 on the CPU
+cpu, gpu = tapeloop.Affinity("dot", shape=(n, d), block=32), tapeloop.Affinity("dot", shape=(n, d), block=32,
+                                                                               device="cuda", tf32=True)
+check("affinity dot, tf32", cpu, gpu, [(rng.standard_normal((n, d)).astype(np.float32),) for _ in range(3)], 2e-3)
 
 vs, det, poses = (24, (16, 20), 40) if small else (128, (128, 128), 100)
 vol = rng.uniform(0, 0.03, (vs, vs, vs)).astype(np.float32)

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 )
 
 const catAffinity = "AFFINITY"
@@ -47,10 +48,12 @@ standard-normal images of 100×100.`,
 // affinitySpec reads the affinity flags.
 func affinitySpec(c *cli.Context) (graphs.AffinitySpec, error) {
 	s := graphs.AffinitySpec{
+		Config: affinity.Config{
+			Formula: c.String("formula"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
+			TopK: intIfSet(c, "topk"), TF32: c.Bool("tf32"),
+		},
 		Images: c.String("images"), N: c.Int("n"), Height: c.Int("height"), Width: c.Int("width"), Seed: c.Uint64("seed"),
-		TF32: c.Bool("tf32"), Out: c.String("out"),
-		TopK: intIfSet(c, "topk"), Block: intIfSet(c, "block"), Shards: intIfSet(c, "shards"),
-		Formula: c.String("formula"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
+		Out: c.String("out"), Block: intIfSet(c, "block"), Shards: intIfSet(c, "shards"),
 	}
 	if c.IsSet("metric") || !c.IsSet("formula") {
 		s.Metric = c.String("metric")
@@ -87,7 +90,7 @@ func runAffinity(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	var r graphs.AffinityResult
+	var r affinity.Result
 	if _, err := runTask(c.Context, e, t.Device(), t, func() {
 		r = t.Summary()
 		what := "all affinities"

@@ -11,9 +11,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 )
+
+// TestAffinityFlagsCoverConfig: every option of affinity.Config has its
+// flag, and the flag reaches the option.
+func TestAffinityFlagsCoverConfig(t *testing.T) {
+	checkFlagsCover(t, affinityCommand, affinity.Config{}, func(c *cli.Context) (any, error) { return affinitySpec(c) }, nil)
+}
 
 // TestAffinityMatchesSciPy compares every metric with a float64 NumPy/SciPy
 // reference on random uint8 and float32 images, N not a multiple of the block,

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/volume"
@@ -63,20 +64,20 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 			return j
 		}, func(j engine.Job) []float64 { return []float64{j.(*interp.Job).Sum} }},
 		"affinity symmetric": {func() engine.Job {
-			j, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL2, Symmetric: true})
+			j, err := affinity.New(affinity.Setup{Data: data, Metric: ops.MetricL2, Symmetric: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
-		}, func(j engine.Job) []float64 { return []float64{j.(*graphs.Affinity).Checksum} }},
+		}, func(j engine.Job) []float64 { return []float64{j.(*affinity.Job).Checksum} }},
 		"affinity top-k": {func() engine.Job {
-			j, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL2, TopK: 5})
+			j, err := affinity.New(affinity.Setup{Data: data, Metric: ops.MetricL2, TopK: 5})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
 		}, func(j engine.Job) []float64 {
-			a := j.(*graphs.Affinity)
+			a := j.(*affinity.Job)
 			out := append([]float64{}, a.Values...)
 			for _, i := range a.Indices {
 				out = append(out, float64(i))

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/ops"
@@ -238,7 +239,7 @@ func TestRunErrorIsTheOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := graphs.NewAffinity(graphs.AffinityConfig{Data: data, Metric: ops.MetricL1, Symmetric: true})
+	job, err := affinity.New(affinity.Setup{Data: data, Metric: ops.MetricL1, Symmetric: true})
 	if err != nil {
 		t.Fatal(err)
 	}

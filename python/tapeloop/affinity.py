@@ -14,13 +14,16 @@ class Affinity(Compiled):
     metric: "dot" (default), "cosine", "l1" (−Σ|xi−xj|) or "l2" (−Σ(xi−xj)²);
     or formula: your own affinity of images a and b, e.g.
     "exp(-sum((a-b)^2)/(2*s^2))", with params={"s": 40}, and method "auto" or
-    "direct" — the CLI's --metric, --formula, --param and --method. dtype:
-    "float32" (default) or "float64". topk=K keeps each row's K largest
-    affinities, self excluded (the CLI's --topk). cols=C compiles rows against
-    C column images. block: rows per replay (the CLI's --block; default
-    planned under mem_limit, bytes or a size such as "2GiB"). device: "cpu"
-    (default) or "cuda" (a library built with CUDA; gpu: its number), as the
-    CLI's --device.
+    "direct" — the CLI's --metric, --formula, --param and --method;
+    fail_on_nonfinite=True raises Error when the formula gives NaN or ±Inf
+    (the CLI's --fail-on-nonfinite). dtype: "float32" (default) or "float64".
+    topk=K keeps each row's K largest affinities, self excluded (the CLI's
+    --topk). cols=C compiles rows against C column images. block: rows per
+    replay (the CLI's --block; default planned under mem_limit, bytes or a
+    size such as "2GiB"). device: "cpu" (default) or "cuda" (a library built
+    with CUDA; gpu: its number), as the CLI's --device; tf32=True lets the
+    GPU's dot products (dot and cosine) use TF32 tensor cores (the CLI's
+    --tf32; it needs device="cuda").
 
     Call with X, a (B, D) array of dtype: it returns the (B, B) matrix, or with
     topk the pair (indices, values), int64 and float64 (B, K), best first.
@@ -36,7 +39,8 @@ class Affinity(Compiled):
     _what = "affinity"
 
     def __init__(self, metric=None, formula=None, params=None, *, shape, dtype="float32", method=None,
-                 cols=None, topk=None, block=None, mem_limit=None, device="cpu", gpu=None):
+                 cols=None, topk=None, block=None, mem_limit=None, device="cpu", gpu=None, tf32=False,
+                 fail_on_nonfinite=False):
         b, d = numbers("shape", shape, 2, int)
         block, cols, topk = integer("block", block), integer("cols", cols), integer("topk", topk)
         if block is not None and block < 1:
@@ -44,7 +48,7 @@ class Affinity(Compiled):
         cfg = config(n=b, d=d, dtype=str(np.dtype(dtype)), metric=(metric or "dot") if (metric or not formula) else None,
                      formula=formula, params=params_of(params), method=method, cols=cols,
                      topk=topk, batch=block or 0, mem_limit=mem_limit_of(mem_limit),
-                     device=device, gpu=gpu)
+                     device=device, gpu=gpu, tf32=bool(tf32), fail_on_nonfinite=bool(fail_on_nonfinite))
         h = ctypes.c_int64(0)
         check(lib.tl_affinity_create(cfg, ctypes.byref(h)))
         self._own(h.value)
@@ -96,15 +100,23 @@ class Affinity(Compiled):
 
 
 def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, mem_limit=None,
-             dtype="float32", method=None, device="cpu", gpu=None):
+             dtype="float32", method=None, device="cpu", gpu=None, tf32=False, fail_on_nonfinite=False, Y=None):
     """One-shot Affinity: the (N, N) matrix of X, (N, D) or (N, H, W) images
-    (flattened), or with topk=K the pair (indices, values), each (N, K); X is
-    converted to dtype once when it is not already a C-contiguous array of it.
-    block and mem_limit: as the CLI's --block and --mem-limit."""
+    (flattened), or with topk=K the pair (indices, values), each (N, K); with
+    Y=, (C, D) or (C, H, W) column images, the (N, C) affinities of X's
+    images against Y's (Affinity's cols=C). X and Y are converted to dtype
+    once when they are not already C-contiguous arrays of it. block and
+    mem_limit: as the CLI's --block and --mem-limit."""
     X = converted("X", X, dtype)
     if X.ndim < 2:
         raise Error(f"X: shape {X.shape}, want (N, D) or (N, H, W)")
     X = X.reshape(X.shape[0], -1)
+    if Y is not None:
+        Y = converted("Y", Y, dtype)
+        if Y.ndim < 2 or len(Y) < 1:
+            raise Error(f"Y: shape {Y.shape}, want (C, D) or (C, H, W) with C ≥ 1")
+        Y = Y.reshape(Y.shape[0], -1)
     with Affinity(metric, formula, params, shape=X.shape, dtype=dtype, method=method, topk=topk, block=block,
-                  mem_limit=mem_limit, device=device, gpu=gpu) as r:
-        return r(X)
+                  mem_limit=mem_limit, device=device, gpu=gpu, tf32=tf32, fail_on_nonfinite=fail_on_nonfinite,
+                  cols=None if Y is None else len(Y)) as r:
+        return r(X) if Y is None else r(X, Y)

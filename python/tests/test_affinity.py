@@ -1,5 +1,6 @@
 """tapeloop.Affinity against NumPy, the CLI, and itself over 1,000 calls."""
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -95,19 +96,94 @@ def test_wrong_shape_dtype_and_values():
         np.testing.assert_allclose(r(x), reference(x, "cosine"), rtol=1e-4, atol=1e-5)  # still usable
 
 
+# The CLI's flags and the package's keywords for the same options: the
+# library's errors name the keywords where the CLI's name the flags.
+KEYWORDS = {"formula": "formula=", "metric": "metric=", "param": "params=", "fail-on-nonfinite": "fail_on_nonfinite=",
+            "tf32": "tf32=", "device": "device="}
+
+
+def in_keywords(cli_message):
+    """The CLI's message with each option named by its keyword."""
+    return re.sub(r"--([a-z][a-z0-9-]*)", lambda m: KEYWORDS.get(m.group(1), m.group(0)), cli_message)
+
+
 def test_bad_formula_is_the_cli_message():
     with pytest.raises(tapeloop.Error) as e:
         tapeloop.Affinity(formula="-sum(abs(a-c))", shape=(4, 4))
     msg = str(e.value)
-    assert msg.startswith("--formula") and "\n" not in msg
+    assert msg.startswith("formula=") and "\n" not in msg
     if os.access(CLI, os.X_OK):
         cli = subprocess.run([CLI, "affinity", "--n", "4", "--height", "2", "--width", "2",
                               "--formula", "-sum(abs(a-c))"], capture_output=True, text=True)
-        assert cli.returncode != 0 and msg in cli.stderr
-    with pytest.raises(tapeloop.Error, match="--metric"):
+        assert cli.returncode != 0 and msg in in_keywords(cli.stderr)
+    with pytest.raises(tapeloop.Error, match="^metric=: "):
         tapeloop.Affinity("manhattan", shape=(4, 4))
-    with pytest.raises(tapeloop.Error, match="--metric and --formula: give one"):
+    with pytest.raises(tapeloop.Error, match="^metric= and formula=: give one"):
         tapeloop.Affinity("dot", formula="sum(a*b)", shape=(4, 4))
+
+
+def nonfinite_images():
+    """(16, 5) float64 images whose log(sum(a*b)) is NaN for some pairs (a
+    negative dot product) and finite for the others, and its reference."""
+    x = np.random.default_rng(11).uniform(0.5, 2, (16, 5))
+    x[3] = -x[3]  # image 3 against any other: a negative dot product
+    with np.errstate(invalid="ignore"):
+        return x, np.log(x @ x.T)
+
+
+def test_fail_on_nonfinite_raises_as_the_cli_does(tmp_path):
+    x, want = nonfinite_images()
+    good = np.abs(x)
+    # Without it, the NaN are the values, as NumPy gives them.
+    got = tapeloop.affinity(x, formula="log(sum(a*b))", dtype="float64", block=4)
+    assert np.isnan(got).sum() == np.isnan(want).sum() > 0
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    with tapeloop.Affinity(formula="log(sum(a*b))", shape=x.shape, dtype="float64", block=4,
+                           fail_on_nonfinite=True) as r:
+        np.testing.assert_allclose(r(good), np.log(good @ good.T), rtol=1e-12)
+        with pytest.raises(tapeloop.Error) as e:
+            r(x)
+        msg = str(e.value)
+        assert re.fullmatch(r"formula= gave \d+ non-finite values \(NaN or ±Inf\) and fail_on_nonfinite= is set", msg)
+        np.testing.assert_allclose(r(good), np.log(good @ good.T), rtol=1e-12)  # the next call counts its own
+    with pytest.raises(tapeloop.Error, match="^formula= gave"):
+        tapeloop.affinity(x, formula="log(sum(a*b))", dtype="float64", block=4, fail_on_nonfinite=True)
+    with pytest.raises(tapeloop.Error, match="^method= and fail_on_nonfinite=: they are for a formula="):
+        tapeloop.Affinity("dot", shape=(4, 4), fail_on_nonfinite=True)
+    if os.access(CLI, os.X_OK):
+        np.save(tmp_path / "x.npy", x)
+        cli = subprocess.run([CLI, "affinity", "-q", "--images", str(tmp_path / "x.npy"), "--dtype", "float64",
+                              "--block", "4", "--formula", "log(sum(a*b))", "--fail-on-nonfinite"],
+                             capture_output=True, text=True)
+        assert cli.returncode != 0 and msg in in_keywords(cli.stderr)
+
+
+def test_tf32_needs_a_gpu():
+    with pytest.raises(tapeloop.Error) as e:
+        tapeloop.Affinity("dot", shape=(4, 4), tf32=True)
+    msg = str(e.value)
+    assert msg == "tf32=: needs device= cuda"
+    with pytest.raises(tapeloop.Error, match="^tf32=: needs device= cuda$"):
+        tapeloop.affinity(np.ones((4, 4)), tf32=True)
+    with pytest.raises(tapeloop.Error, match="^tf32=: not used with formula=$"):
+        tapeloop.Affinity(formula="sum(a*b)", shape=(4, 4), tf32=True)
+    if os.access(CLI, os.X_OK):
+        cli = subprocess.run([CLI, "affinity", "-q", "--n", "4", "--height", "2", "--width", "2", "--tf32"],
+                             capture_output=True, text=True)
+        assert cli.returncode != 0 and msg in in_keywords(cli.stderr)
+
+
+def test_one_shot_against_columns():
+    rng = np.random.default_rng()
+    xr, yc = rng.standard_normal((19, 4, 6)), rng.standard_normal((7, 4, 6))
+    got = tapeloop.affinity(xr, "l1", dtype="float64", Y=yc)
+    both = reference(np.concatenate([xr, yc]).reshape(26, 24), "l1")
+    assert got.shape == (19, 7)
+    np.testing.assert_allclose(got, both[:19, 19:], rtol=1e-12)
+    with tapeloop.Affinity("l1", shape=(19, 24), cols=7, dtype="float64") as r:
+        np.testing.assert_array_equal(got, r(xr.reshape(19, 24), yc.reshape(7, 24)))
+    with pytest.raises(tapeloop.Error, match="Y: shape"):
+        tapeloop.affinity(xr, Y=np.ones(3))
 
 
 def test_thousand_calls_flat_memory():
@@ -161,7 +237,7 @@ def test_rows_against_columns(metric):
             r(xr, yc[:26])
         with pytest.raises(tapeloop.Error, match="call it with"):
             r(xr)
-    with pytest.raises(tapeloop.Error, match="--topk with cols"):
+    with pytest.raises(tapeloop.Error, match="^topk= with cols"):
         tapeloop.Affinity("dot", shape=(4, 4), cols=3, topk=2)
 
 

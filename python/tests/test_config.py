@@ -26,6 +26,7 @@ SAMPLES = {
     "device": "cuda", "gpu": 1, "batch": 7, "mem_limit": "1GiB", "dtype": "float64",
 }
 PER_WORKLOAD = {"drr": {"method": "trilinear"}}
+PER_WORKLOAD["affinity"] = {"n": 5, "d": 2, "cols": 2}
 # A keyword the Python package spells otherwise than the config's key.
 KEYWORD = {"affinity": {"batch": "block"}}
 
@@ -37,8 +38,12 @@ POSE = {"source": [0, -100, 0], "center": [0, 100, 0], "u": [1, 0, 0], "v": [0, 
 WORKLOADS = {
     "interp": (importlib.import_module("tapeloop.interp"), lambda **kw: tapeloop.Interp(np.ones((2, 5)), **kw),
                lambda **kw: tapeloop.interp(np.ones((2, 5)), np.zeros(3), **kw)),
-    "affinity": (importlib.import_module("tapeloop.affinity"), lambda **kw: tapeloop.Affinity(shape=(4, 3), **kw),
-                 lambda **kw: tapeloop.affinity(np.ones((4, 3)), **kw)),
+    # n, d and cols are the images' shapes: shape=(n, d) and cols, or X of
+    # (n, d) and Y of (cols, d)
+    "affinity": (importlib.import_module("tapeloop.affinity"),
+                 lambda n=4, d=3, **kw: tapeloop.Affinity(shape=(n, d), **kw),
+                 lambda n=4, d=3, cols=None, **kw: tapeloop.affinity(
+                     np.ones((n, d)), Y=None if cols is None else np.ones((cols, d)), **kw)),
     "drr": (importlib.import_module("tapeloop.drr"), lambda **kw: tapeloop.DRR(VOL, detector=(3, 3), **kw),
             lambda **kw: tapeloop.drr(VOL, poses=[POSE], detector=(3, 3), **kw)),
     "wavelet": (importlib.import_module("tapeloop.wavelet"), lambda **kw: tapeloop.Wavelet(VOL, **kw),

@@ -1,4 +1,4 @@
-package graphs
+package affinity
 
 import (
 	"fmt"
@@ -11,62 +11,53 @@ import (
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// AffinityOptions shape an AffinityProgram beyond its spec and device.
-type AffinityOptions struct {
-	// TopK > 0 keeps the K largest affinities of each row, self excluded.
-	TopK int
-	// Cols > 0 compiles rows against Cols other images: each Run takes N
-	// rows and Cols column images and gives the (N, Cols) affinities. The
-	// rows are computed against their own batch too (N·(N+Cols) pairs).
-	Cols int
+// Program is the affinity of a batch of N images of D values, against
+// itself or against Cols other images, compiled once in memory: each Run
+// replaces the images in the buffers the program holds and replays it
+// block by block.
+type Program struct {
+	ses        *engine.Session
+	job        *Job
+	data       *ops.PairData
+	cols, topk int
+	N, D       int
+	Dtype      tensor.Dtype
 }
 
-// AffinityProgram is the affinity of a batch of N images of D values,
-// against itself or against Cols other images, compiled once in memory:
-// each Run replaces the images in the buffers the program holds and
-// replays it block by block.
-type AffinityProgram struct {
-	ses   *engine.Session
-	job   *Affinity
-	data  *ops.PairData
-	opt   AffinityOptions
-	N, D  int
-	Dtype tensor.Dtype
-}
-
-// CompileAffinity validates s as the CLI does (its Images, Out, TopK,
-// Block and shard settings are not used: the images come with each Run,
-// the rest with opt) and compiles the affinity of n images of d values on
+// Compile checks cfg and compiles the affinity of n images of d values on
 // dev (nil: the CPU) in its dtype, in blocks of its batch of rows (0:
-// planned under its memory limit).
-func CompileAffinity(s AffinitySpec, n, d int, dev *engine.Device, opt AffinityOptions) (_ *AffinityProgram, err error) {
+// planned under its memory limit). With cols > 0 the n rows are computed
+// against cols other images too, and each Run gives the (n, cols)
+// affinities (N·(N+Cols) pairs); cfg.TopK is of a batch against itself.
+func Compile(cfg Config, n, d, cols int, dev *engine.Device) (_ *Program, err error) {
 	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
 	dt := dev.Dtype()
-	s.Images, s.Out, s.TopK, s.Block, s.Shard, s.Shards = "(array)", "", nil, nil, nil, nil
-	s.FailOnNonFinite = false
-	p, err := s.check(nil)
+	p, err := cfg.Parse()
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckRun(&p, dev); err != nil {
 		return nil, err
 	}
 	if n < 1 || d < 1 {
 		return nil, fmt.Errorf("shape (%d, %d): need N ≥ 1 images of D ≥ 1 values", n, d)
 	}
-	if opt.Cols < 0 {
-		return nil, fmt.Errorf("cols %d: want at least 1 column image", opt.Cols)
+	if cols < 0 {
+		return nil, fmt.Errorf("cols %d: want at least 1 column image", cols)
 	}
-	if opt.TopK != 0 && opt.Cols > 0 {
+	if p.TopK != 0 && cols > 0 {
 		return nil, fmt.Errorf("--topk with cols: top-k is of a batch against itself")
 	}
-	if opt.TopK < 0 || (opt.TopK > 0 && opt.TopK >= n) {
-		return nil, fmt.Errorf("--topk %d: must be between 1 and N−1 = %d (self is excluded)", opt.TopK, n-1)
+	if p.TopK >= n {
+		return nil, fmt.Errorf("--topk %d: must be between 1 and N−1 = %d (self is excluded)", p.TopK, n-1)
 	}
-	all := n + opt.Cols
+	all := n + cols
 	// The images (and the whole matrix of a batch against itself) are made
 	// here, before the plan: refuse what the limit cannot hold first.
 	need := sysmem.Mul(int64(all), int64(d), int64(dt.Size()))
-	if opt.TopK == 0 && opt.Cols == 0 {
+	if p.TopK == 0 && cols == 0 {
 		need = engine.AddBytes(need, sysmem.Mul(int64(n), int64(n), int64(dt.Size())))
 	}
 	if need < 0 || need > dev.MemLimit {
@@ -78,23 +69,23 @@ func CompileAffinity(s AffinitySpec, n, d int, dev *engine.Device, opt AffinityO
 	var data *ops.PairData
 	switch dt {
 	case tensor.Float32:
-		data, err = ops.NewPairData(ones[float32](all*d), all, d, p.metric)
+		data, err = ops.NewPairData(ones[float32](all*d), all, d, p.Metric)
 	case tensor.Float64:
-		data, err = ops.NewPairData(ones[float64](all*d), all, d, p.metric)
+		data, err = ops.NewPairData(ones[float64](all*d), all, d, p.Metric)
 	default:
 		return nil, fmt.Errorf("--dtype %v: want float32 or float64", dt)
 	}
 	if err != nil {
 		return nil, err
 	}
-	cfg := AffinityConfig{Data: data, Metric: p.metric, Lo: 0, Hi: n, TopK: opt.TopK}
-	if p.formula != nil {
-		if cfg.Formula, err = ops.NewPairFormula(p.formula, data, p.direct); err != nil {
+	s := Setup{Data: data, Metric: p.Metric, Lo: 0, Hi: n, TopK: p.TopK, TF32: cfg.TF32, FailOnNonFinite: cfg.FailOnNonFinite}
+	if p.Formula != nil {
+		if s.Formula, err = ops.NewPairFormula(p.Formula, data, p.Direct); err != nil {
 			return nil, err
 		}
 	}
-	cfg.Symmetric = (cfg.Formula == nil || cfg.Formula.Symmetric) && opt.TopK == 0 && opt.Cols == 0
-	job, err := NewAffinity(cfg)
+	s.Symmetric = (s.Formula == nil || s.Formula.Symmetric) && p.TopK == 0 && cols == 0
+	job, err := New(s)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +93,7 @@ func CompileAffinity(s AffinitySpec, n, d int, dev *engine.Device, opt AffinityO
 	if err != nil {
 		return nil, err
 	}
-	return &AffinityProgram{ses: ses, job: job, data: data, opt: opt, N: n, D: d, Dtype: dt}, nil
+	return &Program{ses: ses, job: job, data: data, cols: cols, topk: p.TopK, N: n, D: d, Dtype: dt}, nil
 }
 
 func ones[T float32 | float64](n int) []T {
@@ -114,18 +105,18 @@ func ones[T float32 | float64](n int) []T {
 }
 
 // Cols is the number of column images (0: the batch against itself).
-func (p *AffinityProgram) Cols() int { return p.opt.Cols }
+func (p *Program) Cols() int { return p.cols }
 
 // TopK is the number of affinities kept per row (0: all).
-func (p *AffinityProgram) TopK() int { return p.opt.TopK }
+func (p *Program) TopK() int { return p.topk }
 
 // OutLen is the number of values Run writes: N·N, N·Cols or N·TopK.
-func (p *AffinityProgram) OutLen() int {
+func (p *Program) OutLen() int {
 	switch {
-	case p.opt.TopK > 0:
-		return p.N * p.opt.TopK
-	case p.opt.Cols > 0:
-		return p.N * p.opt.Cols
+	case p.topk > 0:
+		return p.N * p.topk
+	case p.cols > 0:
+		return p.N * p.cols
 	}
 	return p.N * p.N
 }
@@ -136,7 +127,7 @@ func (p *AffinityProgram) OutLen() int {
 // without Cols. Without top-k dst is the matrix; with it, idx and vals
 // (N·TopK each) receive each row's columns and affinities, best first,
 // and dst is nil. Nothing is kept after Run returns.
-func (p *AffinityProgram) Run(x, y, dst any, idx []int64, vals []float64) error {
+func (p *Program) Run(x, y, dst any, idx []int64, vals []float64) error {
 	switch xv := x.(type) {
 	case []float32:
 		return runAffinity(p, xv, y, dst, idx, vals)
@@ -146,7 +137,7 @@ func (p *AffinityProgram) Run(x, y, dst any, idx []int64, vals []float64) error 
 	return fmt.Errorf("%w: x is %T, want []float32 or []float64", engine.ErrBatch, x)
 }
 
-func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx []int64, vals []float64) error {
+func runAffinity[T float32 | float64](p *Program, x []T, y, dst any, idx []int64, vals []float64) error {
 	var zero T
 	if _, f32 := any(zero).(float32); f32 != (p.Dtype == tensor.Float32) {
 		return fmt.Errorf("%w: the program is %v, x is %T", engine.ErrBatch, p.Dtype, x)
@@ -154,10 +145,10 @@ func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx
 	if len(x) != p.N*p.D {
 		return fmt.Errorf("%w: x has %d values, the program's images are (%d, %d)", engine.ErrBatch, len(x), p.N, p.D)
 	}
-	c := &affinityCall[T]{Affinity: p.job, p: p}
-	if p.opt.TopK > 0 {
+	c := &call[T]{Job: p.job, p: p}
+	if p.topk > 0 {
 		if len(idx) != p.OutLen() || len(vals) != p.OutLen() {
-			return fmt.Errorf("%w: top-k outputs of %d and %d values, want %d·%d", engine.ErrBatch, len(idx), len(vals), p.N, p.opt.TopK)
+			return fmt.Errorf("%w: top-k outputs of %d and %d values, want %d·%d", engine.ErrBatch, len(idx), len(vals), p.N, p.topk)
 		}
 		c.idx, c.vals = idx, vals
 	} else {
@@ -170,10 +161,10 @@ func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx
 	if err := p.data.ReloadRows(x, 0); err != nil {
 		return err
 	}
-	if p.opt.Cols > 0 {
+	if p.cols > 0 {
 		yv, ok := y.([]T)
-		if !ok || len(yv) != p.opt.Cols*p.D {
-			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", engine.ErrBatch, y, ops.SliceLen(y), p.opt.Cols, p.D, p.Dtype)
+		if !ok || len(yv) != p.cols*p.D {
+			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", engine.ErrBatch, y, ops.SliceLen(y), p.cols, p.D, p.Dtype)
 		}
 		if err := p.data.ReloadRows(yv, p.N); err != nil {
 			return err
@@ -183,23 +174,27 @@ func runAffinity[T float32 | float64](p *AffinityProgram, x []T, y, dst any, idx
 	}
 	if f := p.job.cfg.Formula; f != nil {
 		f.Reload(p.data)
+		p.job.bad0 = f.NonFinite() // FailOnNonFinite: this call's
 	}
 	p.job.Checksum = 0
 	return p.ses.Run(c)
 }
 
-// affinityCall is one Run as a Job: the blocks' results copied into the
-// caller's arrays.
-type affinityCall[T float32 | float64] struct {
-	*Affinity
-	p    *AffinityProgram
+// call is one Run as a Job: the blocks' results copied into the caller's
+// arrays.
+type call[T float32 | float64] struct {
+	*Job
+	p    *Program
 	dst  []T
 	idx  []int64
 	vals []float64
 }
 
-func (c *affinityCall[T]) Consume(out []*tensor.Dense, off, n int) error {
-	a := c.Affinity
+func (c *call[T]) Consume(out []*tensor.Dense, off, n int) error {
+	a := c.Job
+	if err := a.checkFinite(); err != nil {
+		return err
+	}
 	switch {
 	case a.cfg.Symmetric:
 		return nil
@@ -208,7 +203,7 @@ func (c *affinityCall[T]) Consume(out []*tensor.Dense, off, n int) error {
 	}
 	blk := out[0].Data().([]T)
 	all, c0 := a.cfg.Data.N, c.p.N
-	if c.p.opt.Cols == 0 {
+	if c.p.cols == 0 {
 		c0 = 0
 	}
 	w := all - c0
@@ -219,8 +214,8 @@ func (c *affinityCall[T]) Consume(out []*tensor.Dense, off, n int) error {
 }
 
 // Finish copies the whole matrix (symmetric) or the top-k results.
-func (c *affinityCall[T]) Finish() error {
-	a := c.Affinity
+func (c *call[T]) Finish() error {
+	a := c.Job
 	switch {
 	case a.cfg.Symmetric && a.full32 != nil:
 		copy(c.dst, any(a.full32).([]T))
@@ -234,14 +229,14 @@ func (c *affinityCall[T]) Finish() error {
 }
 
 // Close releases the program.
-func (p *AffinityProgram) Close() error { return p.ses.Close() }
+func (p *Program) Close() error { return p.ses.Close() }
 
 // Interrupt stops the call in progress (one made between calls stops the
 // next).
-func (p *AffinityProgram) Interrupt() { p.ses.Interrupt() }
+func (p *Program) Interrupt() { p.ses.Interrupt() }
 
 // Report says how the calls so far went.
-func (p *AffinityProgram) Report() engine.Report { return p.ses.Report() }
+func (p *Program) Report() engine.Report { return p.ses.Report() }
 
 // DOT is the compiled graph as Graphviz DOT.
-func (p *AffinityProgram) DOT() (string, error) { return p.ses.DOT() }
+func (p *Program) DOT() (string, error) { return p.ses.DOT() }

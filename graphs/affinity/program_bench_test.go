@@ -1,4 +1,4 @@
-package graphs
+package affinity
 
 import (
 	"math/rand/v2"
@@ -13,7 +13,8 @@ import (
 // overhead row, which makes the same calls through the Python package
 // (tapeloop.Affinity(shape=(64, 1024)) with out=) and compares the two.
 // The program is compiled as the C ABI compiles it for that object
-// (AffinityOptions{}: the block planned under the default memory limit),
+// (no top-k or column images: the block planned under the default memory
+// limit),
 // outside the timed loop. Besides ns/op (the mean) it reports the median
 // call as median-ns/call, each call timed on its own: on a shared machine
 // the median is the figure other tenants' bursts move least.
@@ -56,9 +57,9 @@ func BenchmarkAffinityReload64x1024(b *testing.B) {
 
 // affinity64x1024 compiles the benchmarks' affinity, closed when b ends,
 // and makes its standard-normal images.
-func affinity64x1024(b *testing.B) (*AffinityProgram, []float32) {
+func affinity64x1024(b *testing.B) (*Program, []float32) {
 	const n, d = 64, 1024
-	p, err := CompileAffinity(AffinitySpec{Metric: "dot"}, n, d, inprocDev(b, 0, "float32"), AffinityOptions{})
+	p, err := Compile(Config{Metric: "dot"}, n, d, 0, inprocDev(b, 0, "float32"))
 	if err != nil {
 		b.Fatal(err)
 	}

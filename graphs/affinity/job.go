@@ -1,25 +1,20 @@
-package graphs
+package affinity
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
-
-	"github.com/tapeloop/tapeloop/graphs/option"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// AffinityConfig describes a pairwise-affinity run over rows
-// [Lo, Hi) of the (N, N) matrix: all of it, or one shard.
-type AffinityConfig struct {
+// Setup describes a Job: the images, prepared, and what to compute of
+// rows [Lo, Hi) of the (N, N) matrix (all of it, or one shard). The file
+// layer (package graphs) and Compile make it from a Config.
+type Setup struct {
 	Data   *ops.PairData
 	Metric ops.Metric
 	Lo, Hi int // rows to compute; Hi == 0 means N
@@ -30,7 +25,7 @@ type AffinityConfig struct {
 	Symmetric bool
 	// Rows, when set and TopK is 0, receives the (Hi−Lo, N) rows in order
 	// (with Symmetric, all at once in Finish).
-	Rows *npy.Writer
+	Rows RowWriter
 	// Device runs the op on a GPU (nil: the CPU); TF32 lets its dot
 	// products use TF32 tensor cores.
 	Device ops.Device
@@ -41,10 +36,17 @@ type AffinityConfig struct {
 	FailOnNonFinite bool
 }
 
-// Affinity is the pairwise-affinity workload as a Job: each batch is a
+// RowWriter receives rows of affinities, row-major, in order, in the
+// images' dtype (an .npy writer, in package graphs).
+type RowWriter interface {
+	Write32([]float32) error
+	Write64([]float64) error
+}
+
+// Job is the pairwise-affinity workload as an engine.Job: each batch is a
 // block of rows compared against all N images.
-type Affinity struct {
-	cfg AffinityConfig
+type Job struct {
+	cfg Setup
 	// Checksum is Σ of every affinity computed (TopK: of those kept), in
 	// float64: streamed, the sum of each block's BatchStats Σ; symmetric,
 	// of the whole matrix in row order at Finish; top-k, of the kept
@@ -57,10 +59,11 @@ type Affinity struct {
 
 	full32 []float32 // the (N, N) matrix in symmetric mode
 	full64 []float64
+	bad0   int64 // the formula's non-finite values before this run
 }
 
-// NewAffinity checks cfg and returns the Job.
-func NewAffinity(cfg AffinityConfig) (*Affinity, error) {
+// New checks cfg and returns the Job.
+func New(cfg Setup) (*Job, error) {
 	if cfg.Data == nil {
 		return nil, errors.New("affinity: config needs the images")
 	}
@@ -77,7 +80,7 @@ func NewAffinity(cfg AffinityConfig) (*Affinity, error) {
 	if cfg.Symmetric && (cfg.TopK > 0 || cfg.Lo != 0 || cfg.Hi != n) {
 		return nil, errors.New("affinity: symmetric mode computes all rows and no top-k")
 	}
-	a := &Affinity{cfg: cfg}
+	a := &Job{cfg: cfg}
 	if cfg.Symmetric {
 		if cfg.Data.Dtype == tensor.Float32 {
 			a.full32 = make([]float32, n*n)
@@ -94,20 +97,20 @@ func NewAffinity(cfg AffinityConfig) (*Affinity, error) {
 }
 
 // Name is "affinity".
-func (a *Affinity) Name() string { return "affinity" }
+func (a *Job) Name() string { return "affinity" }
 
 // ItemUnit names the items for the progress bar.
-func (a *Affinity) ItemUnit() string { return "rows" }
+func (a *Job) ItemUnit() string { return "rows" }
 
 // Dtype is the images' dtype.
-func (a *Affinity) Dtype() tensor.Dtype { return a.cfg.Data.Dtype }
+func (a *Job) Dtype() tensor.Dtype { return a.cfg.Data.Dtype }
 
 // Items is the number of rows to compute.
-func (a *Affinity) Items() int { return a.cfg.Hi - a.cfg.Lo }
+func (a *Job) Items() int { return a.cfg.Hi - a.cfg.Lo }
 
 // MaxBatch caps blocks at 1024 rows: large enough for an efficient gemm,
 // small enough that the first batch is not most of the run.
-func (a *Affinity) MaxBatch() int { return 1024 }
+func (a *Job) MaxBatch() int { return 1024 }
 
 // Build is the pipeline for a block of batch rows: index (batch,) →
 // Pairwise → (batch, N), the op reading the block's rows from the images
@@ -122,7 +125,7 @@ func (a *Affinity) MaxBatch() int { return 1024 }
 //   - symmetric: Pairwise computes the upper block, (block, index) →
 //     Mirror → the (N, N) matrix; on a GPU that writes the blocks into the
 //     matrix itself, one fused op instead, PairwiseMatrix: index → (N, N).
-func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
+func (a *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	d := a.cfg.Data
 	index := G.NewVector(g, tensor.Float64, G.WithShape(batch), G.WithName("index"))
 	in = []*G.Node{index}
@@ -209,7 +212,7 @@ func (a *Affinity) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err erro
 
 // finishGraph adds the nodes after the block of affinities blk: Mirror
 // (symmetric), TopK, or BatchStats (streamed rows).
-func (a *Affinity) finishGraph(blk, index *G.Node, batch int, in []*G.Node) (_, out []*G.Node, err error) {
+func (a *Job) finishGraph(blk, index *G.Node, batch int, in []*G.Node) (_, out []*G.Node, err error) {
 	n := a.cfg.Data.N
 	var next *G.Node
 	switch {
@@ -234,7 +237,7 @@ func (a *Affinity) finishGraph(blk, index *G.Node, batch int, in []*G.Node) (_, 
 }
 
 // StagingBytes counts the output writer's buffers and the top-k results.
-func (a *Affinity) StagingBytes(batch int) int64 {
+func (a *Job) StagingBytes(batch int) int64 {
 	b := int64(len(a.Indices))*8 + int64(len(a.Values))*8
 	if a.cfg.Rows != nil {
 		b += 1<<16 + 8192*8
@@ -244,7 +247,7 @@ func (a *Affinity) StagingBytes(batch int) int64 {
 
 // Feed sets the block's index to images [Lo+off, Lo+off+n); the op reads
 // the images themselves.
-func (a *Affinity) Feed(in []*tensor.Dense, off, n int) error {
+func (a *Job) Feed(in []*tensor.Dense, off, n int) error {
 	idx := in[0].Data().([]float64)
 	for r := range n {
 		idx[r] = float64(a.cfg.Lo + off + r)
@@ -255,9 +258,9 @@ func (a *Affinity) Feed(in []*tensor.Dense, off, n int) error {
 // Consume takes the block's results: in symmetric mode nothing (the graph
 // wrote them into the matrix); with top-k the columns and values of each
 // row; else the block's Σ and its rows, written to Rows.
-func (a *Affinity) Consume(out []*tensor.Dense, off, n int) error {
-	if f := a.cfg.Formula; f != nil && a.cfg.FailOnNonFinite && f.NonFinite() > 0 {
-		return option.ErrNonFinite("--formula", f.NonFinite())
+func (a *Job) Consume(out []*tensor.Dense, off, n int) error {
+	if err := a.checkFinite(); err != nil {
+		return err
 	}
 	switch {
 	case a.cfg.Symmetric:
@@ -277,9 +280,18 @@ func (a *Affinity) Consume(out []*tensor.Dense, off, n int) error {
 	return fmt.Errorf("affinity: block dtype %v", out[0].Dtype())
 }
 
+// checkFinite is the error of a formula that gave NaN or ±Inf in this
+// run, with FailOnNonFinite.
+func (a *Job) checkFinite() error {
+	if f := a.cfg.Formula; f != nil && a.cfg.FailOnNonFinite && f.NonFinite() > a.bad0 {
+		return option.ErrNonFinite("--formula", f.NonFinite()-a.bad0)
+	}
+	return nil
+}
+
 // keep stores the top-k columns and values of rows [off, off+n) and adds
 // the values to Checksum, in order.
-func (a *Affinity) keep(cols, vals []float64, off, n int) {
+func (a *Job) keep(cols, vals []float64, off, n int) {
 	k := a.cfg.TopK
 	for i := range n * k {
 		a.Indices[off*k+i] = int64(cols[i])
@@ -288,7 +300,7 @@ func (a *Affinity) keep(cols, vals []float64, off, n int) {
 	}
 }
 
-func consumeBlock[T float32 | float64](a *Affinity, blk []T, out []*tensor.Dense, off, n int) error {
+func consumeBlock[T float32 | float64](a *Job, blk []T, out []*tensor.Dense, off, n int) error {
 	nn := a.cfg.Data.N
 	if k := a.cfg.TopK; k > 0 {
 		top := out[1].Data().([]float64)
@@ -318,7 +330,7 @@ func consumeBlock[T float32 | float64](a *Affinity, blk []T, out []*tensor.Dense
 
 // Finish completes a symmetric run: it adds up the matrix and writes it to
 // Rows. It does nothing in the other modes.
-func (a *Affinity) Finish() error {
+func (a *Job) Finish() error {
 	switch {
 	case a.full32 != nil:
 		a.Checksum = sum(a.full32)
@@ -334,8 +346,8 @@ func (a *Affinity) Finish() error {
 	return nil
 }
 
-// AffinityResult is the result block of an affinity report.
-type AffinityResult struct {
+// Result is the result block of an affinity report.
+type Result struct {
 	Metric    string  `json:"metric"`
 	N         int     `json:"n"`
 	D         int     `json:"d"`
@@ -351,8 +363,8 @@ type AffinityResult struct {
 }
 
 // Result summarises the run.
-func (a *Affinity) Result() AffinityResult {
-	r := AffinityResult{Metric: a.cfg.Metric.String(), N: a.cfg.Data.N, D: a.cfg.Data.D,
+func (a *Job) Result() Result {
+	r := Result{Metric: a.cfg.Metric.String(), N: a.cfg.Data.N, D: a.cfg.Data.D,
 		Rows: [2]int{a.cfg.Lo, a.cfg.Hi}, TopK: a.cfg.TopK, Symmetric: a.cfg.Symmetric, Checksum: a.Checksum}
 	if f := a.cfg.Formula; f != nil {
 		r.Metric, r.Formula, r.NonFinite = "formula", f.String(), f.NonFinite()
@@ -360,30 +372,13 @@ func (a *Affinity) Result() AffinityResult {
 	return r
 }
 
-// Fingerprint identifies images: a SHA-256 over their shape and values
-// as computed on (after conversion to the computation's dtype), so shards
-// of the same input agree and shards of different inputs do not.
-func Fingerprint[T float32 | float64](x []T, shape []int) string {
-	return fingerprint(x, fmt.Sprintf("%T", x[:0]), shape)
-}
-
-// fingerprint hashes the values of x as float64 under the name of the
-// type they are computed in (so that 8-bit images, computed in integers,
-// match their float32 conversion).
-func fingerprint[E float32 | float64 | uint8](x []E, typ string, shape []int) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s%v", typ, shape)
-	var buf [8 << 10]byte
-	for len(x) > 0 {
-		n := 0
-		for ; n < len(x) && 8*(n+1) <= len(buf); n++ {
-			binary.LittleEndian.PutUint64(buf[8*n:], math.Float64bits(float64(x[n])))
-		}
-		h.Write(buf[:8*n])
-		x = x[n:]
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
 // SetDevice places the op of the next Compile on dev (nil: the CPU).
-func (a *Affinity) SetDevice(dev ops.Device) { a.cfg.Device = dev }
+func (a *Job) SetDevice(dev ops.Device) { a.cfg.Device = dev }
+
+func sum[T float32 | float64](x []T) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v)
+	}
+	return s
+}

@@ -1,0 +1,109 @@
+package affinity
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// Config is an affinity as the user chooses it, the same for the command
+// line, the C ABI and Python. The zero value is dot products, all of
+// each row. Each field's flag tag is its command-line flag, its json tag
+// its JSON key and Python keyword.
+type Config struct {
+	// Metric is the affinity of two flattened images x_i and x_j: "dot"
+	// (Σ x_i·x_j, the default), "cosine" (dot/(‖x_i‖·‖x_j‖)), "l1"
+	// (−Σ|x_i − x_j|) or "l2" (−Σ(x_i − x_j)²). Not given with Formula.
+	Metric string `flag:"metric" json:"metric"`
+	// Formula is your own affinity of the flattened images a and b,
+	// reduced to one number per pair, e.g. "-sum(abs(a-b))" or
+	// "exp(-sum((a-b)^2)/(2*s^2))" (see docs/formulas.md); it replaces
+	// Metric.
+	Formula string `flag:"formula" json:"formula"`
+	// Params are the formula's parameters by name, e.g. s=40.
+	Params map[string]float64 `flag:"param" json:"params"`
+	// Method, with a formula: "auto" (the default: a formula made of dot
+	// products, sums of squares and per-image values runs on the
+	// dot-product kernel) or "direct" (every sum over both images
+	// evaluated as written).
+	Method string `flag:"method" json:"method"`
+	// FailOnNonFinite stops with an error when the formula gives NaN or
+	// ±Inf (otherwise such values are counted and reported).
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	// TopK keeps only the K largest affinities of each row, self
+	// excluded; nil keeps all of them. Given, it must be at least 1.
+	TopK *int `flag:"topk" json:"topk"`
+	// TF32 lets a GPU's dot products (dot and cosine) use TF32 tensor
+	// cores, about 1e-3 relative per product; it needs a GPU device.
+	TF32 bool `flag:"tf32" json:"tf32"`
+}
+
+// Plan is what a Config asks for, parsed.
+type Plan struct {
+	Metric  ops.Metric
+	Formula *formula.Formula // nil: Metric
+	Direct  bool             // the method "direct"
+	TopK    int              // 0: all of each row
+}
+
+// Validate checks what can be checked without the images and the device.
+func (c Config) Validate() error {
+	p, err := c.Parse()
+	if err == nil {
+		err = c.CheckRun(&p, nil)
+	}
+	return err
+}
+
+// Parse checks and reads the metric, the method and the formula with its
+// parameters. CheckRun checks the rest.
+func (c Config) Parse() (p Plan, err error) {
+	if p.Metric, err = ops.ParseMetric(option.OrDefault(c.Metric, "dot")); err != nil {
+		return p, fmt.Errorf("--metric: %w", err)
+	}
+	switch option.OrDefault(c.Method, "auto") {
+	case "auto":
+	case "direct":
+		p.Direct = true
+	default:
+		return p, fmt.Errorf("--method %q: want auto or direct", c.Method)
+	}
+	if c.Formula == "" {
+		if err := option.NoParams(c.Params, "--formula"); err != nil {
+			return p, err
+		}
+		if c.Method != "" || c.FailOnNonFinite {
+			return p, errors.New("--method and --fail-on-nonfinite: they are for a --formula, and none is given")
+		}
+		return p, nil
+	}
+	if c.Metric != "" {
+		return p, errors.New("--metric and --formula: give one")
+	}
+	if p.Formula, err = option.ParseFormula("--formula", c.Formula, formula.PairVars, c.Params, true); err != nil {
+		return p, err
+	}
+	if c.TF32 {
+		return p, errors.New("--tf32: not used with --formula")
+	}
+	return p, nil
+}
+
+// CheckRun checks the settings of the run that Parse leaves, into p: TF32
+// needs a GPU device (not checked while dev is nil, the device not yet
+// known), and a given TopK is at least 1.
+func (c Config) CheckRun(p *Plan, dev *engine.Device) error {
+	if c.TF32 && dev != nil && !dev.GPU() {
+		return errors.New("--tf32: needs --device cuda")
+	}
+	if c.TopK != nil {
+		if p.TopK = *c.TopK; p.TopK < 1 {
+			return fmt.Errorf("--topk %d: must be at least 1", p.TopK)
+		}
+	}
+	return nil
+}
