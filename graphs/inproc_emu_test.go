@@ -6,7 +6,8 @@ package graphs
 // tapeloop_cudaemu: the kernels on the CPU, cuBLAS and cuFFT as reference
 // loops) against the same programs on the CPU, over several calls with new
 // inputs each: what a GPU holds between calls (the affinity's images, the
-// DRR's volume, the wavelet's transformed volume) must follow each call.
+// wavelet's transformed volume) must follow each call. The DRR's are in
+// package drr.
 
 import (
 	"math"
@@ -14,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
-	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 func emuDev(t *testing.T, batch int) *engine.Device {
@@ -69,33 +69,6 @@ func TestInprocOnEmulatedCUDA(t *testing.T) {
 		cpu.Close()
 		gpu.Close()
 	}
-
-	v := volume.Phantom(19, 192, 0.02)
-	ds := DefaultDRRSpec()
-	cpuDRR, err := CompileDRR(ds, v, 11, 13, inprocDev(t, 2, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpuDRR, err := CompileDRR(ds, v, 11, 13, emuDev(t, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	poses, err := cpuDRR.Orbit(5, ds.SDD, ds.SID, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := 1; k <= 5; k += 2 { // 1, 3 and 5 poses: short batches too
-		want, got := make([]float32, k*11*13), make([]float32, k*11*13)
-		if err := cpuDRR.Run(poses[:k*PoseValues], want); err != nil {
-			t.Fatal(err)
-		}
-		if err := gpuDRR.Run(poses[:k*PoseValues], got); err != nil {
-			t.Fatal(err)
-		}
-		near32(t, "drr", got, want, 1e-5)
-	}
-	cpuDRR.Close()
-	gpuDRR.Close()
 
 	for _, boundary := range []string{"wrap", "reflect"} {
 		ws := DefaultWaveletSpec()
