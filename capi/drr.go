@@ -39,6 +39,9 @@ func init() { configs["drr"] = drrConfig{} }
 //export tl_drr_create
 func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.int64_t) *C.char {
 	return create(config, handle, func(c drrConfig, dev *engine.Device) (program, error) {
+		if c.Dtype != "" && c.Dtype != "float32" { // the CLI's drr has no engine --dtype
+			return nil, fmt.Errorf("--dtype %q: a DRR renders float32 images", c.Dtype)
+		}
 		vals, err := volumeOf(v, nx, ny, nz)
 		if err != nil {
 			return nil, err

@@ -25,9 +25,10 @@ SAMPLES = {
     "mu": "h", "post": "p", "step": 0.5,
     "device": "cuda", "gpu": 1, "batch": 7, "mem_limit": "1GiB", "dtype": "float64",
 }
-PER_WORKLOAD = {"drr": {"method": "trilinear"}}
+PER_WORKLOAD = {"drr": {"method": "trilinear", "rows": (5, 3), "cols": (5, 3),
+                        "direction": [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]}}
 # A keyword the Python package spells otherwise than the config's key.
-KEYWORD = {"affinity": {"batch": "block"}}
+KEYWORD = {"affinity": {"batch": "block"}, "drr": {"rows": "detector", "cols": "detector"}}
 
 VOL = np.ones((4, 4, 4), np.float32)
 POSE = {"source": [0, -100, 0], "center": [0, 100, 0], "u": [1, 0, 0], "v": [0, 0, 1], "pixel": [1, 1]}
@@ -39,8 +40,8 @@ WORKLOADS = {
                lambda **kw: tapeloop.interp(np.ones((2, 5)), np.zeros(3), **kw)),
     "affinity": (importlib.import_module("tapeloop.affinity"), lambda **kw: tapeloop.Affinity(shape=(4, 3), **kw),
                  lambda **kw: tapeloop.affinity(np.ones((4, 3)), **kw)),
-    "drr": (importlib.import_module("tapeloop.drr"), lambda **kw: tapeloop.DRR(VOL, detector=(3, 3), **kw),
-            lambda **kw: tapeloop.drr(VOL, poses=[POSE], detector=(3, 3), **kw)),
+    "drr": (importlib.import_module("tapeloop.drr"), lambda **kw: tapeloop.DRR(VOL, **kw),
+            lambda **kw: tapeloop.drr(VOL, poses=[POSE], **kw)),
     "wavelet": (importlib.import_module("tapeloop.wavelet"), lambda **kw: tapeloop.Wavelet(VOL, **kw),
                 lambda **kw: tapeloop.wavelet(VOL, 0.0, 0.0, 1.0, **kw)),
 }
