@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
@@ -25,7 +25,7 @@ func BenchmarkDRRSteadyState(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchmarkSteadyState(b, 4, func() engine.Job {
-		job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses, Step: 0.75})
+		job, err := drr.New(drr.Setup{Vol: v, Poses: poses, Step: 0.75})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func benchmarkDRR(b *testing.B, step float64) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		job, err := graphs.NewDRR(graphs.DRRConfig{Vol: v, Poses: poses, Step: step})
+		job, err := drr.New(drr.Setup{Vol: v, Poses: poses, Step: step})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/affinity"
+	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/volume"
@@ -248,7 +249,7 @@ func BenchmarkPairDRR(b *testing.B) {
 		b.Fatal(err)
 	}
 	pose := poses[1] // an oblique one
-	job, err := graphs.NewDRR(graphs.DRRConfig{Vol: vol, Poses: []ops.Pose{pose}, Step: step})
+	job, err := drr.New(drr.Setup{Vol: vol, Poses: []ops.Pose{pose}, Step: step})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,29 +9,26 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
-// drrConfig is the JSON config of tl_drr_create: the CLI's drr flags
-// (without the files and the poses), its engine flags, the detector and
-// the volume's placement.
+// drrConfig is the JSON config of tl_drr_create: the engine's fields,
+// the DRR's Config (the CLI's drr options; its spacing and origin place
+// the array, 1 mm and 0 when not given), and what only the in-process
+// object takes: the array's direction and the detector.
 type drrConfig struct {
 	engineFields
-	Spacing         [3]float64         `json:"spacing"`
-	Origin          [3]float64         `json:"origin"`
-	Direction       *[3][3]float64     `json:"direction"`
-	Rows            int                `json:"rows"`
-	Cols            int                `json:"cols"`
-	Method          string             `json:"method"`
-	Step            *float64           `json:"step"`
-	HU              bool               `json:"hu"`
-	MuWater         *float64           `json:"mu_water"`
-	Mu              string             `json:"mu"`
-	Post            string             `json:"post"`
-	Params          map[string]float64 `json:"params"`
-	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
+	drr.Config
+	// Direction is the world directions of the array's index axes, as
+	// columns (a volume file's header says it; the CLI has no flag);
+	// nil: the identity.
+	Direction *[3][3]float64 `json:"direction"`
+	// Rows and Cols are the detector's pixels (the CLI's --detector RxC,
+	// or its geometry file's).
+	Rows int `json:"rows"`
+	Cols int `json:"cols"`
 }
 
 func init() { configs["drr"] = drrConfig{} }
@@ -42,20 +39,22 @@ func init() { configs["drr"] = drrConfig{} }
 //export tl_drr_create
 func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.int64_t) *C.char {
 	return create(config, handle, func(c drrConfig, dev *engine.Device) (program, error) {
+		if c.Dtype != "" && c.Dtype != "float32" { // the CLI's drr has no engine --dtype
+			return nil, fmt.Errorf("--dtype %q: a DRR renders float32 images", c.Dtype)
+		}
 		vals, err := volumeOf(v, nx, ny, nz)
 		if err != nil {
 			return nil, err
 		}
-		vol := &volume.Volume{V: vals, N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: c.Spacing, Origin: c.Origin} // V copied by CompileDRR
+		// An array's own voxel size is 1 mm, its origin 0: the Config's
+		// spacing and origin replace them (V is copied by drr.Compile).
+		vol := &volume.Volume{V: vals, N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: [3]float64{1, 1, 1}}
 		if c.Direction != nil {
 			vol.Direction = *c.Direction
 		}
-		s := graphs.DefaultDRRSpec()
-		s.Method, s.Step, s.HU, s.Mu, s.Post, s.Params, s.FailOnNonFinite = orDefault(c.Method, s.Method), c.Step, c.HU, c.Mu, c.Post, c.Params, c.FailOnNonFinite
-		if c.MuWater != nil {
-			s.MuWater = *c.MuWater
-		}
-		return graphs.CompileDRR(s, vol, c.Rows, c.Cols, dev)
+		cfg := c.Config
+		cfg.Method = orDefault(cfg.Method, drr.DefaultConfig().Method)
+		return drr.Compile(cfg, vol, c.Rows, c.Cols, dev)
 	})
 }
 
@@ -72,7 +71,7 @@ func orDefault(s, def string) string {
 //export tl_drr_orbit
 func tl_drr_orbit(h C.int64_t, n C.int64_t, sdd, sid, pixel C.double, poses *C.double, length C.int64_t) *C.char {
 	return guard(func() error {
-		return call(h, "a DRR", 0, func(p *graphs.DRRProgram) error {
+		return call(h, "a DRR", 0, func(p *drr.Program) error {
 			x, err := p.Orbit(int(n), float64(sdd), float64(sid), float64(pixel))
 			if err != nil {
 				return err
@@ -93,7 +92,7 @@ func tl_drr_orbit(h C.int64_t, n C.int64_t, sdd, sid, pixel C.double, poses *C.d
 //export tl_drr_run
 func tl_drr_run(h C.int64_t, poses *C.double, length C.int64_t, out *C.float, outLen C.int64_t, missed *C.int, interruptible C.int) *C.char {
 	return guard(func() error {
-		return call(h, "a DRR", interruptible, func(p *graphs.DRRProgram) error {
+		return call(h, "a DRR", interruptible, func(p *drr.Program) error {
 			if poses == nil || out == nil || length < 0 || outLen < 0 {
 				return fmt.Errorf("drr: NULL or negative arrays")
 			}

@@ -166,7 +166,7 @@ func TestDRRCubePositionDICOM(t *testing.T) {
 			if bg := float64(c.bg)*dcmFloat(t, c.slope) + dcmFloat(t, c.intercept); bg > -1000 {
 				t.Fatalf("background %g HU: not air", bg)
 			}
-			mu := s.MuWater * (1 + hu/1000)
+			mu := s.Water() * (1 + hu/1000)
 			vol := float64(cubeSize[0]*cubeSize[1]*cubeSize[2]) * sp[0] * sp[1] * sp[2] * mu
 			worst = max(worst, checkCube(t, s, lps, true, vol))
 		})
@@ -396,10 +396,10 @@ func TestDRRDICOMMatchesDcm2niix(t *testing.T) {
 					}
 					s.Volume = spec[i].Dir
 					dicom := renderDRR(t, s)
-					s.Spacing = fmt.Sprintf("%.17g,%.17g,%.17g", sp[0], sp[1], sp[2])
-					s.Origin = fmt.Sprintf("%.17g,%.17g,%.17g", fo[0], fo[1], fo[2])
+					s.Spacing = &[3]float64{sp[0], sp[1], sp[2]}
+					s.Origin = &[3]float64{fo[0], fo[1], fo[2]}
 					own := renderDRR(t, s) // the series at dcm2niix's geometry
-					s.Volume, s.Spacing, s.Origin = nii, "", ""
+					s.Volume, s.Spacing, s.Origin = nii, nil, nil
 					niix := renderDRR(t, s)
 					rel, relOwn, moved := relDiff(t, dicom, niix), relDiff(t, own, niix), relDiff(t, dicom, own)
 					worst, worstOwn = max(worst, rel), max(worstOwn, relOwn)

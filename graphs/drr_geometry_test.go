@@ -417,7 +417,7 @@ func TestDRRCubePosition(t *testing.T) {
 		{"npy --origin --spacing", "siddon", func(t *testing.T, dir string, spec *DRRSpec) (string, affine, bool) {
 			path := filepath.Join(dir, "cube.npy")
 			writeCubeNpy(t, path)
-			spec.Origin, spec.Spacing = "-9,12.5,-31", "0.8,1.3,2.1"
+			spec.Origin, spec.Spacing = &[3]float64{-9, 12.5, -31}, &[3]float64{0.8, 1.3, 2.1}
 			return path, scaled(eye3, aniso, t0), false
 		}},
 		{"raw --origin --spacing", "trilinear", func(t *testing.T, dir string, spec *DRRSpec) (string, affine, bool) {
@@ -432,7 +432,7 @@ func TestDRRCubePosition(t *testing.T) {
 			}
 			os.WriteFile(path, b, 0o644)
 			spec.RawShape, spec.RawDtype = fmt.Sprintf("%d,%d,%d", cubeN[0], cubeN[1], cubeN[2]), "uint8"
-			spec.Origin, spec.Spacing = "-9,12.5,-31", "0.8,1.3,2.1"
+			spec.Origin, spec.Spacing = &[3]float64{-9, 12.5, -31}, &[3]float64{0.8, 1.3, 2.1}
 			return path, scaled(eye3, aniso, t0), false
 		}},
 	}

@@ -5,9 +5,9 @@ package graphs
 // The compiled in-process workloads on the CUDA emulator (build tag
 // tapeloop_cudaemu: the kernels on the CPU, cuBLAS and cuFFT as reference
 // loops) against the same programs on the CPU, over several calls with new
-// inputs each: what a GPU holds between calls (the DRR's volume, the
-// wavelet's transformed volume) must follow each call. The affinity's are
-// in package affinity.
+// inputs each: what a GPU holds between calls (the wavelet's transformed
+// volume) must follow each call. The affinity's and the DRR's are in their
+// own packages.
 
 import (
 	"math"
@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
-	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
 func emuDev(t *testing.T, batch int) *engine.Device {
@@ -42,32 +41,6 @@ func near32(t *testing.T, what string, got, want []float32, tol float64) {
 
 func TestInprocOnEmulatedCUDA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
-	v := volume.Phantom(19, 192, 0.02)
-	ds := DefaultDRRSpec()
-	cpuDRR, err := CompileDRR(ds, v, 11, 13, inprocDev(t, 2, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpuDRR, err := CompileDRR(ds, v, 11, 13, emuDev(t, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	poses, err := cpuDRR.Orbit(5, ds.SDD, ds.SID, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := 1; k <= 5; k += 2 { // 1, 3 and 5 poses: short batches too
-		want, got := make([]float32, k*11*13), make([]float32, k*11*13)
-		if err := cpuDRR.Run(poses[:k*PoseValues], want); err != nil {
-			t.Fatal(err)
-		}
-		if err := gpuDRR.Run(poses[:k*PoseValues], got); err != nil {
-			t.Fatal(err)
-		}
-		near32(t, "drr", got, want, 1e-5)
-	}
-	cpuDRR.Close()
-	gpuDRR.Close()
 
 	for _, boundary := range []string{"wrap", "reflect"} {
 		ws := DefaultWaveletSpec()

@@ -1,10 +1,13 @@
 package graphs
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
@@ -24,20 +27,29 @@ func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
 		s := DefaultDRRSpec()
 		s.Size, s.Orbit, s.Detector, s.Method = 23, 5, "17x13", method
 		s.Post = "exp(-p)"
-		task, err := OpenDRR(s, cpuDevice(t, 1<<30, "float32"), false)
+		s.Out = filepath.Join(t.TempDir(), "out")
+		task, err := OpenDRR(s, cpuDevice(t, 1<<30, "float32"), true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []float32
-		task.job.cfg.Image = func(_ int, img []float32, _, _ float32) error { want = append(want, img...); return nil }
 		if _, err := engine.Run(t.Context(), task.Job(), engine.RunConfig{MemLimit: 1 << 30}); err != nil {
 			t.Fatal(err)
 		}
+		if err := task.Commit(); err != nil {
+			t.Fatal(err)
+		}
 		task.Close()
+		_, w, err := npy.ReadAll64(filepath.Join(s.Out, "drr.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, len(w))
+		for i, x := range w {
+			want[i] = float32(x)
+		}
 
-		s.Post = "exp(-p)"
-		v := volume.Phantom(23, 192, s.MuWater)
-		p, err := CompileDRR(s, v, 17, 13, inprocDev(t, 2, ""))
+		v := volume.Phantom(23, 192, s.Water())
+		p, err := drr.Compile(s.Config, v, 17, 13, inprocDev(t, 2, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,6 +58,9 @@ func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := make([]float32, 5*17*13)
+		if len(want) != len(got) {
+			t.Fatalf("drr.npy holds %d values, want %d", len(want), len(got))
+		}
 		for range 2 {
 			if err := p.Run(poses, got); err != nil {
 				t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
@@ -322,7 +323,7 @@ func mergeDRR(s MergeSpec) (err error) {
 				return fmt.Errorf("--out: %w", err)
 			}
 			if ref.PNG {
-				lo, hi := imageRange(img)
+				lo, hi := drr.ImageRange(img)
 				if err := t.writePNG(i, img, lo, hi, ref.Rows, ref.Cols); err != nil {
 					c.Close()
 					return err
@@ -332,15 +333,4 @@ func mergeDRR(s MergeSpec) (err error) {
 		c.Close()
 	}
 	return t.Commit()
-}
-
-// imageRange is an image's smallest and largest value, taken as
-// ops.ImageStats takes them (float32, Go's min and max), which scale its
-// PNG.
-func imageRange(img []float32) (lo, hi float32) {
-	lo, hi = float32(math.Inf(1)), float32(math.Inf(-1))
-	for _, v := range img {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	return lo, hi
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/drr"
 )
 
 const catDRR = "DRR"
@@ -26,7 +27,7 @@ var drrFlags = []cli.Flag{
 	&cli.StringFlag{Name: "post", Category: catDRR, Usage: "your own formula applied to every pixel's line integral p, e.g. 'exp(-p)' (intensity) or '1-exp(-p)'"},
 	paramFlag,
 	failNonFiniteFlag,
-	&cli.Float64Flag{Name: "mu-water", Category: catDRR, Value: drrDefaults.MuWater, Usage: "attenuation of water per mm, for --hu and the phantom"},
+	&cli.Float64Flag{Name: "mu-water", Category: catDRR, Value: drr.DefaultMuWater, Usage: "attenuation of water per mm, for --hu and the phantom"},
 	&cli.IntFlag{Name: "size", Category: catDRR, Value: drrDefaults.Size, Usage: "the built-in Shepp–Logan phantom's size, without --volume"},
 	&cli.StringFlag{Name: "geometry", Category: catDRR, Usage: "poses from a JSON `FILE`: {\"poses\": [{\"source\", \"center\", \"u\", \"v\", \"rows\", \"cols\", \"pixel\"}, …]}"},
 	&cli.IntFlag{Name: "orbit", Category: catDRR, Value: drrDefaults.Orbit, Usage: "without --geometry: `P` poses over 360° about the z axis through the volume centre"},
@@ -79,13 +80,16 @@ func withoutDtype(flags []cli.Flag) []cli.Flag {
 	return out
 }
 
-// drrSpec reads the DRR flags.
+// drrSpec reads the DRR flags: the computation's into the spec's
+// drr.Config, the data's and the files' into the spec.
 func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
+	water := c.Float64("mu-water")
 	s := graphs.DRRSpec{
+		Config: drr.Config{Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: &water, Mu: c.String("mu"), Post: c.String("post"),
+			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name), Method: c.String("method")},
 		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), Series: c.String("series"),
-		Spacing: c.String("spacing"), Origin: c.String("origin"), Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: c.Float64("mu-water"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
-		Detector: c.String("detector"), Pixel: c.Float64("pixel"), Method: c.String("method"),
+		Detector: c.String("detector"), Pixel: c.Float64("pixel"),
 		Out: c.String("out"), PNG: c.Bool("png"), Warn: os.Stderr, Shards: intIfSet(c, "shards"),
 		Resume: c.Bool(resumeFlag.Name),
 	}
@@ -97,9 +101,14 @@ func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
 		step := c.Float64("step")
 		s.Step = &step
 	}
-	s.Mu, s.Post, s.FailOnNonFinite = c.String("mu"), c.String("post"), c.Bool(failNonFiniteFlag.Name)
 	var err error
-	s.Params, err = params(c)
+	if s.Params, err = params(c); err != nil {
+		return s, err
+	}
+	if s.Spacing, err = drr.ParseTriple("spacing", c.String("spacing")); err != nil {
+		return s, err
+	}
+	s.Origin, err = drr.ParseTriple("origin", c.String("origin"))
 	return s, err
 }
 
@@ -113,7 +122,7 @@ func runDRR(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
-	var r graphs.DRRResult
+	var r drr.Result
 	if _, err := runTask(c.Context, e, dev, t, func() {
 		r = t.Summary()
 		what := "line integrals"

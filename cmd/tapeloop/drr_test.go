@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/urfave/cli/v2"
 )
 
 func TestDRROrbitWritesImages(t *testing.T) {
@@ -174,4 +176,10 @@ func TestDRRFrameRAS(t *testing.T) {
 	if !differ {
 		t.Error("the RAS pose without --frame ras renders the same: the test cannot tell the frames apart")
 	}
+}
+
+// Every option of drr.Config has a drr flag that sets it.
+func TestDRRFlagsCoverConfig(t *testing.T) {
+	checkFlagsCover(t, drrCommand, drr.Config{}, func(c *cli.Context) (any, error) { return drrSpec(c) },
+		map[string]string{"method": "trilinear"})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/affinity"
+	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/volume"
@@ -85,12 +86,12 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 			return out
 		}},
 		"drr": {func() engine.Job {
-			j, err := graphs.NewDRR(graphs.DRRConfig{Vol: vol, Poses: poses, Step: 0.5})
+			j, err := drr.New(drr.Setup{Vol: vol, Poses: poses, Step: 0.5})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
-		}, func(j engine.Job) []float64 { return []float64{j.(*graphs.DRR).Sum, j.(*graphs.DRR).Max} }},
+		}, func(j engine.Job) []float64 { return []float64{j.(*drr.Job).Sum, j.(*drr.Job).Max} }},
 		"wavelet": {func() engine.Job {
 			_, pad := graphs.WaveletPads([3]int{9, 8, 7}, 1, combos)
 			src, err := ops.NewWaveletSource(wv, [3]int{9, 8, 7}, 1, ops.Reflect, pad)

@@ -49,17 +49,21 @@ class DRR(Compiled):
     call renders a set of poses, block by block, over the same buffers.
 
     volume: an (X, Y, Z) array, voxel (i, j, k) at volume[i, j, k], copied once
-    (as float32) at creation. spacing (mm) and origin (the centre of voxel
-    (0, 0, 0), world mm) place it; direction (3×3, columns the world
-    directions of the index axes) rotates it (default identity). The world
-    frame is the poses' (LPS for DICOM and plastimatch geometry). detector:
+    (as float32) at creation. spacing (its voxel size, mm) and origin (the
+    centre of voxel (0, 0, 0), world mm) place it; direction (3×3, columns the
+    world directions of the index axes) rotates it (default identity). The
+    world frame is the poses' (LPS for DICOM and plastimatch geometry); frame
+    ("lps", the default, or "ras") names it as the CLI's --frame does, and
+    converts nothing: an array, like an .npy file, has no header to convert
+    from, so its spacing, origin and direction are taken as given. detector:
     (R, C). method: "siddon" (exact path lengths, the default) or "trilinear"
     (samples step mm apart; default half the smallest voxel size). hu=True:
     the volume is in Hounsfield units (μ = mu_water·max(0, 1 + HU/1000));
     mu: your formula over a voxel's value h giving μ per mm, applied once;
     post: your formula over a pixel's line integral p, e.g. "exp(-p)";
     params: their parameters. batch: poses per block (default planned under
-    mem_limit). device: "cpu" (default) or "cuda" (a library built with
+    mem_limit). dtype: the images', "float32" (the only one; None is the
+    same). device: "cpu" (default) or "cuda" (a library built with
     CUDA; gpu: its number). The CLI's drr flags of the same names.
 
     Call with poses — a list of dicts with the geometry file's "source",
@@ -72,8 +76,8 @@ class DRR(Compiled):
     _what = "drr"
 
     def __init__(self, volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), *, detector=(200, 200),
-                 direction=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
-                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
+                 direction=None, frame=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
+                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, dtype=None, device="cpu", gpu=None):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"--volume: shape {v.shape}, want (X, Y, Z)")
@@ -88,10 +92,10 @@ class DRR(Compiled):
                     raise not_finite("direction", x, f" (row {i}, column {j})")
             dirn = dirn.tolist()
         cfg = config(spacing=numbers("spacing", spacing, 3), origin=numbers("origin", origin, 3), direction=dirn,
-                     rows=rows, cols=cols, method=method, step=finite("step", step), hu=bool(hu),
+                     frame=frame, rows=rows, cols=cols, method=method, step=finite("step", step), hu=bool(hu),
                      mu_water=finite("mu_water", mu_water), mu=mu, post=post,
                      params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite),
-                     batch=integer("batch", batch) or 0,
+                     batch=integer("batch", batch) or 0, dtype=dtype,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_drr_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
@@ -137,7 +141,7 @@ def drr(volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), poses=None, *, 
         sdd=1020.0, sid=510.0, pixel=2.0, **kw):
     """One-shot DRR: the (P, R, C) images of poses, or of the CLI's orbit of
     `orbit` poses (with sdd, sid, pixel) about the volume's centre. Other
-    keywords are DRR's (method, step, hu, mu, post, params, direction, …)."""
+    keywords are DRR's (method, step, hu, mu, post, params, direction, frame, …)."""
     if (poses is None) == (orbit is None):
         raise Error("drr: give poses or orbit=N, not both")
     with DRR(volume, spacing, origin, detector=detector, **kw) as r:

@@ -41,7 +41,7 @@ CASES = [
     ("boundary", lambda: tapeloop.Wavelet(V, boundary="mirror"), r'^--boundary: unknown boundary "mirror"'),
     ("mem_limit", lambda: tapeloop.affinity(np.ones((5, 3)), mem_limit="-5"), r'^--mem-limit "-5": bad size'),
     ("dtype", lambda: tapeloop.Affinity(shape=(3, 3), dtype="int8"), r"dtype"),
-    ("device", lambda: tapeloop.DRR(V, detector=(2, 2), device="tpu"), r'^--device "tpu": want cpu or cuda$'),
+    ("device", lambda: tapeloop.DRR(V, detector=(2, 2), device="tpu"), r'^device= "tpu": want cpu or cuda$'),
     ("mem_limit of words", lambda: tapeloop.Interp(np.ones((2, 5)), mem_limit="lots"), r"^--mem-limit"),
     # sizes over the memory limit: refused before anything is allocated
     ("affinity of 2⁴⁰ images", lambda: tapeloop.Affinity("dot", shape=(2**40, 2**40)),

@@ -25,10 +25,11 @@ SAMPLES = {
     "mu": "h", "post": "p", "step": 0.5,
     "device": "cuda", "gpu": 1, "batch": 7, "mem_limit": "1GiB", "dtype": "float64",
 }
-PER_WORKLOAD = {"drr": {"method": "trilinear"}}
+PER_WORKLOAD = {"drr": {"method": "trilinear", "rows": (5, 3), "cols": (5, 3),
+                        "direction": [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]}}
 PER_WORKLOAD["affinity"] = {"n": 5, "d": 2, "cols": 2}
 # A keyword the Python package spells otherwise than the config's key.
-KEYWORD = {"affinity": {"batch": "block"}}
+KEYWORD = {"affinity": {"batch": "block"}, "drr": {"rows": "detector", "cols": "detector"}}
 
 VOL = np.ones((4, 4, 4), np.float32)
 POSE = {"source": [0, -100, 0], "center": [0, 100, 0], "u": [1, 0, 0], "v": [0, 0, 1], "pixel": [1, 1]}
@@ -44,8 +45,8 @@ WORKLOADS = {
                  lambda n=4, d=3, **kw: tapeloop.Affinity(shape=(n, d), **kw),
                  lambda n=4, d=3, cols=None, **kw: tapeloop.affinity(
                      np.ones((n, d)), Y=None if cols is None else np.ones((cols, d)), **kw)),
-    "drr": (importlib.import_module("tapeloop.drr"), lambda **kw: tapeloop.DRR(VOL, detector=(3, 3), **kw),
-            lambda **kw: tapeloop.drr(VOL, poses=[POSE], detector=(3, 3), **kw)),
+    "drr": (importlib.import_module("tapeloop.drr"), lambda **kw: tapeloop.DRR(VOL, **kw),
+            lambda **kw: tapeloop.drr(VOL, poses=[POSE], **kw)),
     "wavelet": (importlib.import_module("tapeloop.wavelet"), lambda **kw: tapeloop.Wavelet(VOL, **kw),
                 lambda **kw: tapeloop.wavelet(VOL, 0.0, 0.0, 1.0, **kw)),
 }

@@ -102,19 +102,49 @@ def test_same_as_cli(tmp_path, method):
 
 
 @needs_cli
+def test_frame_as_the_cli_names_it(tmp_path):
+    """frame= is the CLI's --frame: for an array, as for an .npy file, it names
+    the frame of the spacing, origin and poses and converts nothing, so each
+    frame gives the CLI's images of the .npy file in it, the same in both."""
+    rng = np.random.default_rng()
+    vol = rng.uniform(0, 0.03, (11, 9, 13)).astype(np.float32)
+    spacing, origin = (1.5, 2.0, 0.75), (20.0, -35.5, 7.25)
+    centre = np.array(origin) + (np.array(vol.shape) - 1) / 2 * np.array(spacing)
+    poses = random_poses(rng, centre, 4, 10, 12)
+    np.save(tmp_path / "v.npy", vol)
+    (tmp_path / "g.json").write_text(json.dumps({"poses": poses}))
+    got = {}
+    for frame in ("lps", "ras"):
+        out = tmp_path / frame
+        subprocess.run([CLI, "drr", "--volume", str(tmp_path / "v.npy"), "--spacing", ",".join(map(repr, spacing)),
+                        "--origin", ",".join(map(repr, origin)), "--geometry", str(tmp_path / "g.json"),
+                        "--frame", frame, "--out", str(out), "-q"], check=True, capture_output=True)
+        with tapeloop.DRR(vol, spacing, origin, detector=(10, 12), frame=frame, dtype="float32") as r:
+            got[frame] = r(poses)
+        np.testing.assert_array_equal(got[frame], np.load(out / "drr.npy"))
+    assert got["lps"].max() > 0
+    np.testing.assert_array_equal(got["lps"], got["ras"])
+    with pytest.raises(tapeloop.Error, match=r'^frame= "RAS": want lps or ras$'):
+        tapeloop.DRR(vol, detector=(4, 4), frame="RAS")
+    with pytest.raises(tapeloop.Error, match=r'^dtype= "float64": a DRR renders float32 images$'):
+        tapeloop.DRR(vol, detector=(4, 4), dtype="float64")
+
+
+@needs_cli
 def test_errors_are_the_cli_messages(tmp_path):
     vol = np.ones((5, 6, 7), np.float32)
     with pytest.raises(tapeloop.Error) as e:
         tapeloop.DRR(vol, detector=(4, 4), post="exp(-q)")
     msg = str(e.value)
-    assert msg.startswith('--post "exp(-q)"') and "\n" not in msg
+    assert msg.startswith('post= "exp(-q)"') and "\n" not in msg
+    # The CLI's message, naming the keywords where it names the flags.
     cli = subprocess.run([CLI, "drr", "--size", "8", "--post", "exp(-q)"], capture_output=True, text=True)
-    assert cli.returncode != 0 and msg in cli.stderr
+    assert cli.returncode != 0 and msg in cli.stderr.replace("--post ", "post= ").replace("--param ", "params= ")
     bad = vol.copy()
     bad[1, 2, 3] = np.nan
     with pytest.raises(tapeloop.Error, match=r"voxel \(1, 2, 3\) is NaN"):
         tapeloop.DRR(bad, detector=(4, 4))
-    with pytest.raises(tapeloop.Error, match="--method"):
+    with pytest.raises(tapeloop.Error, match=r'^method= "raymarch": want siddon or trilinear$'):
         tapeloop.DRR(vol, detector=(4, 4), method="raymarch")
     with pytest.raises(tapeloop.Error, match="spacing"):
         tapeloop.DRR(vol, (1, 0, 1), detector=(4, 4))

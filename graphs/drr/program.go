@@ -1,4 +1,4 @@
-package graphs
+package drr
 
 import (
 	"fmt"
@@ -10,13 +10,13 @@ import (
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// DRRProgram is a DRR of one volume onto a Rows×Cols detector, compiled
+// Program is a DRR of one volume onto a Rows×Cols detector, compiled
 // once: each Run renders any number of poses, block by block, replaying
 // the same program over the same buffers.
-type DRRProgram struct {
+type Program struct {
 	ses        *engine.Session
-	job        *DRR
-	spec       DRRSpec
+	job        *Job
+	stepGiven  bool // the trilinear step is the Config's, not the default
 	Rows, Cols int
 	// AllMissed says every ray of the last Run missed the volume.
 	AllMissed bool
@@ -26,19 +26,17 @@ type DRRProgram struct {
 // (3), u (3), v (3) and pixel size (2), as in a geometry file.
 const PoseValues = 14
 
-// CompileDRR validates s as the CLI does (its Volume, Geometry, Orbit,
-// Out, PNG and shard settings are not used: the volume is v, copied, and
-// the poses come with each Run), applies --hu or --mu to the copy, and
-// compiles the DRR onto rows×cols pixels on dev (nil: the CPU) for blocks
-// of its batch of poses (0: planned under its memory limit).
-func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *engine.Device) (_ *DRRProgram, err error) {
+// Compile validates c and compiles the DRR of v onto rows×cols pixels on
+// dev (nil: the CPU) for blocks of its batch of poses (0: planned under
+// its memory limit); the poses come with each Run. v's values are copied
+// and v itself is left as it is: c's Spacing and Origin, when set,
+// replace the copy's (an array's voxel size and placement: v's are
+// usually 1 mm and 0), and HU or Mu convert its values.
+func Compile(c Config, v *volume.Volume, rows, cols int, dev *engine.Device) (_ *Program, err error) {
 	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
-	s.Volume, s.Geometry, s.Out, s.PNG, s.Shard, s.Shards, s.Resume = "(array)", "(array)", "", false, nil, nil, false
-	s.Series, s.RawShape, s.RawDtype = "", "", ""
-	p, err := s.parse()
-	if err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	if rows < 1 || cols < 1 {
@@ -50,36 +48,36 @@ func CompileDRR(s DRRSpec, v *volume.Volume, rows, cols int, dev *engine.Device)
 	if need := 4 * int64(len(v.V)); need > dev.MemLimit { // the copy made here, before the plan
 		return nil, &engine.BudgetError{Workload: "drr's volume", Need: need, Limit: dev.MemLimit}
 	}
-	c := *v
-	c.V = append([]float32(nil), v.V...)
-	if p.spacing != nil {
-		c.Spacing = *p.spacing
+	cp := *v
+	cp.V = append([]float32(nil), v.V...)
+	if c.Spacing != nil {
+		cp.Spacing = *c.Spacing
 	}
-	if p.origin != nil {
-		c.Origin = *p.origin
+	if c.Origin != nil {
+		cp.Origin = *c.Origin
 	}
-	if err := volume.Check(&c); err != nil {
+	if err := volume.Check(&cp); err != nil {
 		return nil, fmt.Errorf("--volume: %w", err)
 	}
-	if s.HU {
-		volume.ApplyHU(&c, s.MuWater)
+	if c.HU {
+		volume.ApplyHU(&cp, c.Water())
 	}
-	cfg := DRRConfig{Vol: &c, FailOnNonFinite: s.FailOnNonFinite}
-	if err := s.prepare(p, &cfg, rows, cols); err != nil {
+	s, err := c.Prepare(&cp, rows, cols)
+	if err != nil {
 		return nil, err
 	}
-	job := &DRR{cfg: cfg, rows: rows, cs: cols, noSum: true}
+	job := &Job{s: s, rows: rows, cols: cols, noSum: true}
 	ses, err := engine.NewSession(job, dev, true)
 	if err != nil {
 		return nil, err
 	}
-	return &DRRProgram{ses: ses, job: job, spec: s, Rows: rows, Cols: cols}, nil
+	return &Program{ses: ses, job: job, stepGiven: c.Step != nil, Rows: rows, Cols: cols}, nil
 }
 
 // Poses reads n poses of PoseValues numbers each (a geometry file's
 // source, center, u, v and pixel) onto the program's detector and
 // validates them.
-func (p *DRRProgram) Poses(x []float64) ([]ops.Pose, error) {
+func (p *Program) Poses(x []float64) ([]ops.Pose, error) {
 	if len(x) == 0 || len(x)%PoseValues != 0 {
 		return nil, fmt.Errorf("%w: %d numbers: want %d per pose (source, center, u, v, pixel)", ops.ErrGeometry, len(x), PoseValues)
 	}
@@ -105,8 +103,8 @@ func (p *DRRProgram) Poses(x []float64) ([]ops.Pose, error) {
 
 // Orbit is the CLI's --orbit n about the volume's centre, in Run's
 // layout (n·PoseValues numbers).
-func (p *DRRProgram) Orbit(n int, sdd, sid, pixel float64) ([]float64, error) {
-	poses, err := ops.Orbit(n, p.job.cfg.Vol.Centre(), sdd, sid, p.Rows, p.Cols, pixel)
+func (p *Program) Orbit(n int, sdd, sid, pixel float64) ([]float64, error) {
+	poses, err := ops.Orbit(n, p.job.s.Vol.Centre(), sdd, sid, p.Rows, p.Cols, pixel)
 	if err != nil {
 		return nil, err
 	}
@@ -122,9 +120,9 @@ func (p *DRRProgram) Orbit(n int, sdd, sid, pixel float64) ([]float64, error) {
 }
 
 // Run renders the poses x (PoseValues numbers each) into dst, (P, Rows,
-// Cols) float32: the line integrals, or --post of them. Neither is kept
+// Cols) float32: the line integrals, or Post of them. Neither is kept
 // after Run returns.
-func (p *DRRProgram) Run(x []float64, dst []float32) error {
+func (p *Program) Run(x []float64, dst []float32) error {
 	poses, err := p.Poses(x)
 	if err != nil {
 		return err
@@ -133,19 +131,19 @@ func (p *DRRProgram) Run(x []float64, dst []float32) error {
 	if len(dst) != len(poses)*per {
 		return fmt.Errorf("%w: out has %d values, want %d poses × %d×%d", engine.ErrBatch, len(dst), len(poses), p.Rows, p.Cols)
 	}
-	if p.job.cfg.Step > 0 {
-		if err := checkSamples(p.job.cfg.Vol, poses, p.job.cfg.Step, p.spec.Step != nil); err != nil {
+	if p.job.s.Step > 0 {
+		if err := CheckSamples(p.job.s.Vol, poses, p.job.s.Step, p.stepGiven); err != nil {
 			return err
 		}
 	}
 	j := p.job
-	j.cfg.Poses = poses
-	defer func() { j.cfg.Poses, j.cfg.Image = nil, nil }()
+	j.s.Poses = poses
+	defer func() { j.s.Poses, j.s.Image = nil, nil }()
 	j.Sum, j.Max, j.nonzero, j.done = 0, 0, 0, 0
-	if f := j.cfg.Post; f != nil {
+	if f := j.s.Post; f != nil {
 		f.ResetNonFinite()
 	}
-	j.cfg.Image = func(i int, img []float32, _, _ float32) error {
+	j.s.Image = func(i int, img []float32, _, _ float32) error {
 		copy(dst[i*per:(i+1)*per], img)
 		return nil
 	}
@@ -157,17 +155,17 @@ func (p *DRRProgram) Run(x []float64, dst []float32) error {
 }
 
 // Dtype is the images' dtype, float32.
-func (p *DRRProgram) Dtype() tensor.Dtype { return tensor.Float32 }
+func (p *Program) Dtype() tensor.Dtype { return tensor.Float32 }
 
 // Close releases the program.
-func (p *DRRProgram) Close() error { return p.ses.Close() }
+func (p *Program) Close() error { return p.ses.Close() }
 
 // Interrupt stops the call in progress (one made between calls stops the
 // next).
-func (p *DRRProgram) Interrupt() { p.ses.Interrupt() }
+func (p *Program) Interrupt() { p.ses.Interrupt() }
 
 // Report says how the calls so far went.
-func (p *DRRProgram) Report() engine.Report { return p.ses.Report() }
+func (p *Program) Report() engine.Report { return p.ses.Report() }
 
 // DOT is the compiled graph as Graphviz DOT.
-func (p *DRRProgram) DOT() (string, error) { return p.ses.DOT() }
+func (p *Program) DOT() (string, error) { return p.ses.DOT() }

@@ -1,0 +1,212 @@
+package drr
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// DefaultMuWater is the attenuation of water per mm that a nil
+// Config.MuWater stands for.
+const DefaultMuWater = 0.02
+
+// Config is what a user sets for a DRR: where the volume's voxels lie,
+// what their values mean, and how rays are integrated. The volume, the
+// detector and the poses are the run's data, not options. The zero value
+// is not valid (Method must be named); DefaultConfig holds the defaults.
+//
+// Each field's flag tag names its command-line flag and its json tag its
+// key in the C ABI's JSON config, which is its Python keyword.
+type Config struct {
+	// Spacing is the voxel size in mm along the volume's three index
+	// axes, overriding the volume's own; nil keeps the volume's: a NIfTI,
+	// MetaImage or DICOM header's, the phantom's, and 1 mm for an .npy or
+	// raw file and for an array given in process (so that, for an array,
+	// Spacing is simply its voxel size). The command line writes it
+	// sx,sy,sz.
+	Spacing *[3]float64 `flag:"spacing" json:"spacing"`
+	// Origin is the centre of voxel (0, 0, 0) in world mm, in Frame,
+	// overriding the volume's own; nil keeps the volume's (a header's, or
+	// 0,0,0 for an .npy or raw file and for an array given in process).
+	// The command line writes it ox,oy,oz.
+	Origin *[3]float64 `flag:"origin" json:"origin"`
+	// Frame is the world frame of the geometry (the poses, the orbit's
+	// centre, Origin): "lps", patient LPS mm as DICOM, ITK and plastimatch
+	// use ("" is the same), or "ras", nibabel's RAS mm. A NIfTI or
+	// MetaImage volume is converted into it from its header; an .npy or
+	// raw file, the phantom and an array given in process have no frame of
+	// their own: their index axes run along its x, y and z, placed by
+	// Spacing, Origin (and, in process, the array's direction) as given.
+	Frame string `flag:"frame" json:"frame"`
+	// HU says the volume's values are Hounsfield units, converted to
+	// attenuation per mm as μ = MuWater·max(0, 1 + HU/1000).
+	HU bool `flag:"hu" json:"hu"`
+	// MuWater is the attenuation of water per mm, for HU and the phantom;
+	// nil: DefaultMuWater.
+	MuWater *float64 `flag:"mu-water" json:"mu_water"`
+	// Mu is the user's formula over a voxel's value h giving its
+	// attenuation per mm, applied once to the volume before rendering
+	// (on the CPU, whatever the device), e.g.
+	// "where(h < -900, 0, 0.02*(1+h/1000))" (instead of HU); "": none.
+	Mu string `flag:"mu" json:"mu"`
+	// Post is the user's formula over a pixel's line integral p, applied
+	// to every image, e.g. "exp(-p)"; "": none. A reduction in Mu or Post
+	// (max(h), mean(p)) reduces over the whole volume or image.
+	Post string `flag:"post" json:"post"`
+	// Params holds the formulas' parameters by name (--param s=2.5).
+	Params map[string]float64 `flag:"param" json:"params"`
+	// FailOnNonFinite makes a NaN or infinite value of a formula an error
+	// (else they are counted and reported).
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	// Method is "siddon" (the exact radiological path: intersection
+	// length × value, summed over voxels) or "trilinear" (samples at the
+	// same fractions of every ray of a pose).
+	Method string `flag:"method" json:"method"`
+	// Step is trilinear's sample spacing in mm on each pose's longest ray,
+	// closer on shorter ones; nil: half the smallest voxel size. Siddon
+	// takes none.
+	Step *float64 `flag:"step" json:"step"`
+}
+
+// DefaultConfig is a DRR by Siddon's method of a volume as it is given,
+// in the LPS frame.
+func DefaultConfig() Config {
+	return Config{Frame: "lps", Method: "siddon"}
+}
+
+// Water is MuWater, or DefaultMuWater when it is nil.
+func (c Config) Water() float64 {
+	if c.MuWater == nil {
+		return DefaultMuWater
+	}
+	return *c.MuWater
+}
+
+// plan is a Config's text parsed.
+type plan struct {
+	mu, post  *formula.Formula
+	trilinear bool
+}
+
+// Validate checks c without any volume: the placement's numbers, the
+// frame, the units, the formulas with their parameters, and the method
+// with its step. Errors name the options as the command line does.
+func (c Config) Validate() error {
+	_, err := c.parse()
+	return err
+}
+
+func (c Config) parse() (p plan, err error) {
+	for _, t := range []struct {
+		name string
+		v    *[3]float64
+	}{{"spacing", c.Spacing}, {"origin", c.Origin}} {
+		if t.v == nil {
+			continue
+		}
+		for _, x := range t.v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return p, fmt.Errorf("--%s %g,%g,%g: %g is not a finite number", t.name, t.v[0], t.v[1], t.v[2], x)
+			}
+		}
+	}
+	if _, err := volume.ParseFrame(c.Frame); err != nil {
+		return p, err
+	}
+	if w := c.Water(); !(w > 0) || math.IsInf(w, 0) {
+		return p, fmt.Errorf("--mu-water %g: must be positive and finite", w)
+	}
+	if c.Mu != "" && c.HU {
+		return p, errors.New("--mu and --hu: give one (--mu maps the volume's values to attenuation itself)")
+	}
+	fs, err := option.ParseFormulas(c.Params,
+		option.Formula{Flag: "--mu", Src: c.Mu, Vars: ops.MuVars},
+		option.Formula{Flag: "--post", Src: c.Post, Vars: ops.PostVars})
+	if err != nil {
+		return p, err
+	}
+	p.mu, p.post = fs[0], fs[1]
+	if p.mu == nil && p.post == nil && c.FailOnNonFinite {
+		return p, errors.New("--fail-on-nonfinite: it is for --mu or --post, and neither is given")
+	}
+	switch c.Method {
+	case "siddon":
+		if c.Step != nil {
+			return p, fmt.Errorf("--step: only --method trilinear samples")
+		}
+	case "trilinear":
+		p.trilinear = true
+		if c.Step != nil && (!(*c.Step > 0) || math.IsInf(*c.Step, 0)) {
+			return p, fmt.Errorf("--step %g: must be positive", *c.Step)
+		}
+	default:
+		return p, fmt.Errorf("--method %q: want siddon or trilinear", c.Method)
+	}
+	return p, nil
+}
+
+// Prepare makes the Setup that renders v under c onto rows×cols images.
+// v is placed and in its final units already (Spacing, Origin and HU
+// applied by the caller, who read or made it); Prepare maps its values
+// through Mu in place (v holds attenuation after it), compiles Post for
+// rows×cols images and sets the trilinear step. The Setup has no poses
+// and no hooks yet.
+func (c Config) Prepare(v *volume.Volume, rows, cols int) (Setup, error) {
+	p, err := c.parse()
+	if err != nil {
+		return Setup{}, err
+	}
+	s := Setup{Vol: v, FailOnNonFinite: c.FailOnNonFinite}
+	if p.mu != nil {
+		mu, err := ops.NewMapFormula(p.mu, len(v.V))
+		if err != nil {
+			return Setup{}, err
+		}
+		mu.Apply32(v.V, v.V)
+		if n := mu.NonFinite(); n > 0 {
+			return Setup{}, fmt.Errorf("--mu %q: gave %d non-finite attenuations (NaN or ±Inf); a volume must be finite", p.mu, n)
+		}
+		s.Mu = p.mu.Canonical()
+	}
+	if p.post != nil {
+		if s.Post, err = ops.NewMapFormula(p.post, rows*cols); err != nil {
+			return Setup{}, err
+		}
+	}
+	if p.trilinear {
+		s.Step = 0.5 * min(v.Spacing[0], v.Spacing[1], v.Spacing[2])
+		if c.Step != nil {
+			s.Step = *c.Step
+		}
+	}
+	return s, nil
+}
+
+// ParseTriple reads "x,y,z", as the command line writes Spacing and
+// Origin, into three finite numbers; "" is nil. name is the flag's, for
+// the error.
+func ParseTriple(name, s string) (*[3]float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	f := strings.Split(s, ",")
+	if len(f) != 3 {
+		return nil, fmt.Errorf("--%s %q: want three comma-separated numbers", name, s)
+	}
+	var v [3]float64
+	for i, x := range f {
+		y, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil || math.IsNaN(y) || math.IsInf(y, 0) {
+			return nil, fmt.Errorf("--%s %q: %q is not a finite number", name, s, x)
+		}
+		v[i] = y
+	}
+	return &v, nil
+}
