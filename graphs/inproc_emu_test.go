@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 
@@ -105,11 +106,11 @@ func TestInprocOnEmulatedCUDA(t *testing.T) {
 		for i := range vol {
 			vol[i] = float32(rng.NormFloat64())
 		}
-		cpuW, err := CompileWavelet(ws, vol, nv, inprocDev(t, 0, ""))
+		cpuW, err := wavelet.Compile(ws.Config, vol, nv, inprocDev(t, 0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpuW, err := CompileWavelet(ws, vol, nv, emuDev(t, 0))
+		gpuW, err := wavelet.Compile(ws.Config, vol, nv, emuDev(t, 0))
 		if err != nil {
 			t.Fatal(err)
 		}

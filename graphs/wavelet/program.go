@@ -1,0 +1,177 @@
+package wavelet
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// Program is a wavelet sweep of one volume, compiled once: each Run
+// sweeps any (θ, φ, ξ) grid, batch by batch, replaying the same program
+// over the same volume, transformed once per padding.
+//
+// In reflect mode the program holds the volume's source for the largest
+// padding it has needed so far: a sweep that needs more (a wider kernel)
+// rebuilds the source for it and compiles the program again, once, and the
+// program keeps that size, so it grows to the largest sweep it has seen. The
+// source's padding only sizes its buffers: each combination runs with its
+// own (Pads), so the results do not depend on it. Wrap mode never
+// recompiles.
+type Program struct {
+	ses *engine.Session
+	// mu guards ses against Interrupt, Report and DOT while Run replaces it.
+	mu    sync.Mutex
+	src   *ops.WaveletSource
+	v     []float32
+	n     [3]int
+	a     float64
+	fail  bool
+	dev   *engine.Device
+	names []string
+	place []int
+}
+
+// Compile checks cfg and compiles the sweep of the volume v (copied) of
+// shape n on dev (nil: the CPU) for batches of dev's batch of
+// combinations (0: planned under its memory limit); the sweeps come with
+// each Run. In reflect mode the volume's source starts with the padding
+// of the round hat (θ = φ = 0, ξ = 1) and grows with the sweeps
+// (Program).
+func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program, err error) {
+	if dev, err = engine.InProcess(dev); err != nil {
+		return nil, err
+	}
+	p, err := cfg.Parse()
+	if err != nil {
+		return nil, err
+	}
+	if n[0] < 1 || n[1] < 1 || n[2] < 1 || sysmem.Mul(int64(n[0]), int64(n[1]), int64(n[2])) != int64(len(v)) {
+		return nil, fmt.Errorf("--volume: need an (X, Y, Z) array, got %d values for shape %v", len(v), n)
+	}
+	_, pad := Pads(n, cfg.A, []Combo{{0, 0, 1}})
+	if err := CheckPadding(n, pad, dev.MemLimit); err != nil {
+		return nil, err
+	}
+	prog := &Program{v: append([]float32(nil), v...), n: n, a: cfg.A, fail: cfg.FailOnNonFinite, dev: dev}
+	if prog.src, err = ops.NewWaveletSource(prog.v, n, cfg.A, p.Boundary, pad); err != nil {
+		return nil, err
+	}
+	if prog.src.Formulas, err = p.Formulas(n, dev.GPU()); err != nil {
+		return nil, err
+	}
+	var job *Job
+	if prog.ses, job, err = prog.compile(prog.src); err != nil {
+		return nil, err
+	}
+	prog.names, prog.place = job.columns()
+	return prog, nil
+}
+
+// compile compiles the sweep over src, and returns the job it compiled:
+// the round hat, a stand-in: the sweeps come with each call.
+func (p *Program) compile(src *ops.WaveletSource) (*engine.Session, *Job, error) {
+	job, err := New(Setup{Src: src, Combos: []Combo{{0, 0, 1}}, FailOnNonFinite: p.fail})
+	if err != nil {
+		return nil, nil, err
+	}
+	ses, err := engine.NewSession(job, p.dev, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ses, job, nil
+}
+
+// Columns names the values of a row of Run's output: the CLI's CSV
+// header, theta, phi, xi, energy, std, max, wavelet_energy and the user's
+// statistics.
+func (p *Program) Columns() []string { return append([]string(nil), p.names...) }
+
+// Run sweeps every combination of theta, phi and xi, θ outermost, then φ,
+// then ξ (as the CLI's --theta, --phi and --xi), into dst: a row of
+// len(Columns()) values per combination, in that order, each the number
+// the CLI writes in its CSV for the same volume and sweep. A sweep wider
+// than any before it in reflect mode recompiles the program first (see
+// Program). Nothing is kept after Run returns.
+func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
+	combos, err := Sweep(p.a, theta, phi, xi)
+	if err != nil {
+		return err
+	}
+	w := len(p.names)
+	if len(dst) != len(combos)*w {
+		return fmt.Errorf("%w: out has %d values, want %d combinations × %d columns", engine.ErrBatch, len(dst), len(combos), w)
+	}
+	_, pad := Pads(p.n, p.a, combos)
+	if err := CheckPadding(p.n, pad, p.dev.MemLimit); err != nil {
+		return err
+	}
+	if err := p.grow(pad); err != nil {
+		return err
+	}
+	p.src.MaxSupport = MaxSupport(p.a, combos)
+	job, err := New(Setup{Src: p.src, Combos: combos, FailOnNonFinite: p.fail})
+	if err != nil {
+		return err
+	}
+	if err := p.ses.Run(job); err != nil {
+		return err
+	}
+	for i := range combos {
+		job.values(dst[i*w:(i+1)*w], i, p.place)
+	}
+	return nil
+}
+
+// grow rebuilds the source for the padding pad and compiles the program
+// again when pad is beyond the source's in reflect mode; the new program
+// replaces the old one only once it is compiled.
+func (p *Program) grow(pad [3]int) error {
+	old := p.src
+	if old.Boundary != ops.Reflect || pad[0] <= old.MaxPad[0] && pad[1] <= old.MaxPad[1] && pad[2] <= old.MaxPad[2] {
+		return nil
+	}
+	for k := range 3 {
+		pad[k] = max(pad[k], old.MaxPad[k])
+	}
+	src, err := ops.NewWaveletSource(p.v, p.n, p.a, ops.Reflect, pad)
+	if err != nil {
+		return err
+	}
+	src.Formulas = old.Formulas
+	ses, _, err := p.compile(src)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.src = src
+	return p.ses.Recompiled(ses) // the calls so far stay counted
+}
+
+// Interrupt stops the call in progress, as session.Interrupt, also while
+// Run recompiles.
+func (p *Program) Interrupt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ses.Interrupt()
+}
+
+// Close releases the program.
+func (p *Program) Close() error { return p.ses.Close() }
+
+// Report says how the calls so far went.
+func (p *Program) Report() engine.Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ses.Report()
+}
+
+// DOT is the compiled graph as Graphviz DOT.
+func (p *Program) DOT() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ses.DOT()
+}
