@@ -25,6 +25,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -353,7 +354,7 @@ func BenchmarkPairWavelet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	job, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos})
+	job, err := wavelet.New(wavelet.Setup{Src: src, Combos: combos})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,35 +10,35 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-func waveletJob(b *testing.B, n int, bnd ops.Boundary, combos []graphs.Combo) *graphs.Wavelet {
+func waveletJob(b *testing.B, n int, bnd ops.Boundary, combos []wavelet.Combo) *wavelet.Job {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := make([]float32, n*n*n)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	_, pad := graphs.WaveletPads([3]int{n, n, n}, 1, combos)
+	_, pad := wavelet.Pads([3]int{n, n, n}, 1, combos)
 	src, err := ops.NewWaveletSource(x, [3]int{n, n, n}, 1, bnd, pad)
 	if err != nil {
 		b.Fatal(err)
 	}
-	job, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos})
+	job, err := wavelet.New(wavelet.Setup{Src: src, Combos: combos})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return job
 }
 
-func randomCombos(k int, xis []float64) []graphs.Combo {
+func randomCombos(k int, xis []float64) []wavelet.Combo {
 	rng := rand.New(rand.NewPCG(3, 4))
-	var c []graphs.Combo
+	var c []wavelet.Combo
 	for i := range k {
-		c = append(c, graphs.Combo{Theta: rng.Float64() * math.Pi, Phi: rng.Float64() * math.Pi, Xi: xis[i%len(xis)]})
+		c = append(c, wavelet.Combo{Theta: rng.Float64() * math.Pi, Phi: rng.Float64() * math.Pi, Xi: xis[i%len(xis)]})
 	}
 	return c
 }

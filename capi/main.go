@@ -137,6 +137,15 @@ func decode(cfg *C.char, v any) error {
 // engineFields is the part of every create config that the CLI's engine flags
 // hold: where to run, the batch, the memory limit and the dtype.
 type engineFields struct {
+	deviceFields
+	// Dtype is "float32" (the default) or "float64", where the workload
+	// has a choice.
+	Dtype string `json:"dtype" flag:"dtype"`
+}
+
+// deviceFields is engineFields without the dtype, for the create config
+// of a workload whose command has no --dtype (its types are fixed).
+type deviceFields struct {
 	// Device is "cpu" (the default) or "cuda", GPU its ordinal (default 0).
 	Device string `json:"device" flag:"device"`
 	GPU    *int   `json:"gpu" flag:"devices"`
@@ -145,9 +154,6 @@ type engineFields struct {
 	// MemLimit is bytes or a size such as "2GiB" ("" or "0": half of the
 	// memory available).
 	MemLimit string `json:"mem_limit" flag:"mem-limit"`
-	// Dtype is "float32" (the default) or "float64", where the workload
-	// has a choice.
-	Dtype string `json:"dtype" flag:"dtype"`
 }
 
 // configs holds, for each workload, a zero value of its create config
@@ -206,6 +212,9 @@ func create[T interface {
 		return nil
 	})
 }
+
+// open opens the device the config names, as the CLI's flags would.
+func (e deviceFields) open() (*engine.Device, error) { return engineFields{deviceFields: e}.open() }
 
 // open opens the device the config names, as the CLI's flags would.
 func (e engineFields) open() (*engine.Device, error) {

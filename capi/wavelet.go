@@ -6,28 +6,41 @@ package main
 import "C"
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 )
 
-// waveletConfig is the JSON config of tl_wavelet_create: the CLI's wavelet
-// flags (without the volume file, the sweep and the output) and its
-// engine flags.
+// waveletConfig is the JSON config of tl_wavelet_create: the engine's
+// fields but the dtype (the volume is float32, the statistics float64, as
+// the CLI's wavelet has no --dtype) and the wavelet's Config (the volume
+// comes as an array, the sweep with each tl_wavelet_run). An option left
+// out keeps its value in wavelet.DefaultConfig.
 type waveletConfig struct {
-	engineFields
-	A               *float64           `json:"a"`
-	Boundary        string             `json:"boundary"`
-	Kernel          string             `json:"kernel"`
-	Stats           []string           `json:"stats"`
-	Params          map[string]float64 `json:"params"`
-	FailOnNonFinite bool               `json:"fail_on_nonfinite"`
+	deviceFields
+	wavelet.Config
 }
 
 func init() { configs["wavelet"] = waveletConfig{} }
+
+// UnmarshalJSON decodes the config over wavelet.DefaultConfig, refusing
+// unknown fields as decode does.
+func (c *waveletConfig) UnmarshalJSON(b []byte) error {
+	type jsonConfig waveletConfig // without this method
+	j := jsonConfig{Config: wavelet.DefaultConfig()}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&j); err != nil {
+		return err
+	}
+	*c = waveletConfig(j)
+	return nil
+}
 
 // tl_wavelet_create compiles the wavelet sweep of the (nx, ny, nz) float32
 // volume v (C order, copied); *handle receives the object.
@@ -39,12 +52,7 @@ func tl_wavelet_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle 
 		if err != nil {
 			return nil, err
 		}
-		s := graphs.DefaultWaveletSpec()
-		if c.A != nil {
-			s.A = *c.A
-		}
-		s.Boundary, s.Kernel, s.Stats, s.Params, s.FailOnNonFinite = orDefault(c.Boundary, s.Boundary), c.Kernel, c.Stats, c.Params, c.FailOnNonFinite
-		return graphs.CompileWavelet(s, vol, [3]int{int(nx), int(ny), int(nz)}, dev) // vol copied
+		return wavelet.Compile(c.Config, vol, [3]int{int(nx), int(ny), int(nz)}, dev) // vol copied
 	})
 }
 
@@ -55,7 +63,7 @@ func tl_wavelet_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle 
 //export tl_wavelet_columns
 func tl_wavelet_columns(h C.int64_t, text **C.char) *C.char {
 	return guard(func() error {
-		return call(h, "a wavelet sweep", 0, func(p *graphs.WaveletProgram) error {
+		return call(h, "a wavelet sweep", 0, func(p *wavelet.Program) error {
 			if text == nil {
 				return fmt.Errorf("wavelet: NULL text")
 			}
@@ -74,7 +82,7 @@ func tl_wavelet_columns(h C.int64_t, text **C.char) *C.char {
 func tl_wavelet_run(h C.int64_t, theta *C.double, nt C.int64_t, phi *C.double, np C.int64_t, xi *C.double, nxi C.int64_t,
 	out *C.double, outLen C.int64_t, interruptible C.int) *C.char {
 	return guard(func() error {
-		return call(h, "a wavelet sweep", interruptible, func(p *graphs.WaveletProgram) error {
+		return call(h, "a wavelet sweep", interruptible, func(p *wavelet.Program) error {
 			if nt < 0 || np < 0 || nxi < 0 || outLen < 0 || (theta == nil && nt > 0) || (phi == nil && np > 0) ||
 				(xi == nil && nxi > 0) || (out == nil && outLen > 0) {
 				return fmt.Errorf("wavelet: NULL or negative arrays")

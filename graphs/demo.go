@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 )
 
 // DemoCase is one workload of the demo, on built-in data at a size that
@@ -64,7 +65,7 @@ func DemoCases() []DemoCase {
 			// costs more per batch, which the drift column would show).
 			Workload: "wavelet", Size: "24³ wrap 8θ×4φ×2ξ", batch: 2,
 			open: func(dev *engine.Device) (Task, error) {
-				s := WaveletSpec{Size: "24x24x24", Seed: 1, A: 1, Theta: "0:pi:8", Phi: "0:pi:4", Xi: "1,2", Boundary: "wrap"}
+				s := WaveletSpec{Config: wavelet.Config{A: 1, Boundary: "wrap"}, Size: "24x24x24", Seed: 1, Theta: "0:pi:8", Phi: "0:pi:4", Xi: "1,2"}
 				return OpenWavelet(s, dev, false)
 			},
 			result: func(t Task) string {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 )
 
 func emuDev(t *testing.T, batch int) *engine.Device {
@@ -50,11 +51,11 @@ func TestInprocOnEmulatedCUDA(t *testing.T) {
 		for i := range vol {
 			vol[i] = float32(rng.NormFloat64())
 		}
-		cpuW, err := CompileWavelet(ws, vol, nv, inprocDev(t, 0, ""))
+		cpuW, err := wavelet.Compile(ws.Config, vol, nv, inprocDev(t, 0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpuW, err := CompileWavelet(ws, vol, nv, emuDev(t, 0))
+		gpuW, err := wavelet.Compile(ws.Config, vol, nv, emuDev(t, 0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	}
 	wavelet := func(shard *string) func(out string, resume bool) (Task, error) {
 		return func(out string, resume bool) (Task, error) {
-			s := WaveletSpec{Size: "12x10x9", Seed: 5, A: 1, Theta: "0:pi:4", Phi: "0:pi:3", Xi: "1,2", Out: out, Resume: resume, Shard: shard}
+			s := WaveletSpec{Config: DefaultWaveletSpec().Config, Size: "12x10x9", Seed: 5, Theta: "0:pi:4", Phi: "0:pi:3", Xi: "1,2", Out: out, Resume: resume, Shard: shard}
 			return OpenWavelet(s, d, true)
 		}
 	}

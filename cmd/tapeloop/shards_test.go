@@ -45,7 +45,7 @@ func mergeRefuses(t *testing.T, what, out, want string, shards ...string) {
 // as three shard processes and merges them: the CSV must be the single
 // run's byte for byte. The sweep's ξ values give combinations paddings,
 // in reflect mode, that differ from those they get in a sweep of their
-// shard alone (WaveletPads groups sizes across the sweep), and round
+// shard alone (wavelet.Pads groups sizes across the sweep), and round
 // kernels (ξ = 1) shared with combinations of other shards. Merge must
 // refuse a missing shard and shards of another volume or kernel scale.
 func TestWaveletShardsMergeBitForBit(t *testing.T) {

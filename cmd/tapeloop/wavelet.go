@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 )
 
 const catWavelet = "WAVELET"
@@ -49,13 +50,17 @@ merge assembles the shards into the CSV one run writes, byte for byte.`,
 	Action: runWavelet,
 }
 
-// waveletSpec reads the wavelet flags.
+// waveletSpec reads the wavelet flags: the Config's, the volume, the
+// sweep and the output.
 func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
 	s := graphs.WaveletSpec{
+		Config: wavelet.Config{
+			A: c.Float64("a"), Boundary: c.String("boundary"), Kernel: c.String("kernel"),
+			Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
+		},
 		Volume: c.String("volume"), Size: c.String("size"), Seed: c.Uint64("seed"),
-		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"), A: c.Float64("a"),
-		Boundary: c.String("boundary"), Out: c.String("out"), Stdout: stdout, Warn: os.Stderr,
-		Kernel: c.String("kernel"), Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
+		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"),
+		Out: c.String("out"), Stdout: stdout, Warn: os.Stderr,
 		Shards: intIfSet(c, "shards"), Resume: c.Bool(resumeFlag.Name),
 	}
 	if c.IsSet("shard") {

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/testutil"
+	"github.com/urfave/cli/v2"
 )
 
 // TestWaveletMatchesSciPy compares the statistics with scipy.ndimage.convolve
@@ -138,4 +140,10 @@ func TestWaveletBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWaveletFlagsCoverConfig: every option of wavelet.Config has its
+// flag, which reaches the Config.
+func TestWaveletFlagsCoverConfig(t *testing.T) {
+	checkFlagsCover(t, waveletCommand, wavelet.Config{}, func(c *cli.Context) (any, error) { return waveletSpec(c) }, nil)
 }

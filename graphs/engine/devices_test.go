@@ -7,11 +7,11 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -51,9 +51,9 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	for i := range wv {
 		wv[i] = float32(rng.NormFloat64())
 	}
-	var combos []graphs.Combo
+	var combos []wavelet.Combo
 	for i := range 13 {
-		combos = append(combos, graphs.Combo{Theta: float64(i) * 0.3, Phi: float64(i) * 0.7, Xi: 1 + float64(i%3)})
+		combos = append(combos, wavelet.Combo{Theta: float64(i) * 0.3, Phi: float64(i) * 0.7, Xi: 1 + float64(i%3)})
 	}
 	type run struct {
 		job    func() engine.Job
@@ -93,19 +93,19 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 			return j
 		}, func(j engine.Job) []float64 { return []float64{j.(*drr.Job).Sum, j.(*drr.Job).Max} }},
 		"wavelet": {func() engine.Job {
-			_, pad := graphs.WaveletPads([3]int{9, 8, 7}, 1, combos)
+			_, pad := wavelet.Pads([3]int{9, 8, 7}, 1, combos)
 			src, err := ops.NewWaveletSource(wv, [3]int{9, 8, 7}, 1, ops.Reflect, pad)
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := graphs.NewWavelet(graphs.WaveletConfig{Src: src, Combos: combos})
+			j, err := wavelet.New(wavelet.Setup{Src: src, Combos: combos})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
 		}, func(j engine.Job) []float64 {
 			var out []float64
-			for _, s := range j.(*graphs.Wavelet).Stats {
+			for _, s := range j.(*wavelet.Job).Stats {
 				out = append(out, s[:]...)
 			}
 			return out

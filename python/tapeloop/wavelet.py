@@ -29,8 +29,10 @@ class Wavelet(Compiled):
     the hat, (3 - q)*exp(-q/2)); stats: your own statistics of each response
     g, a dict name → formula, e.g. {"l1": "sum(abs(g))"} (or the CLI's
     "name=formula" strings), each an extra column (named like a built-in one,
-    it fills that column); params: their
-    parameters. The CLI's wavelet flags of the same names (docs/wavelet.md).
+    it fills that column); params: their parameters; fail_on_nonfinite: a NaN
+    or infinite value of your kernel or statistics fails the call (default: it
+    is kept as the value). The CLI's wavelet flags of the same names
+    (docs/wavelet.md).
     batch: combinations per replay (default planned under mem_limit, bytes or
     a size such as "2GiB"). device: "cpu" (default) or "cuda" (a library
     built with CUDA; gpu: its number; the formulas run on the CPU only).
@@ -75,10 +77,10 @@ class Wavelet(Compiled):
 
 
 def wavelet(volume, theta, phi, xi, a=1.0, boundary="reflect", kernel=None, stats=None, params=None, batch=None,
-            mem_limit=None, device="cpu", gpu=None):
+            mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
     """One-shot Wavelet: the statistics of volume, (X, Y, Z), for every
     combination of theta, phi and xi, as a dict of column → 1-D float64
     array (see Wavelet); the volume is converted to float32 once."""
     with Wavelet(volume, a=a, boundary=boundary, kernel=kernel, stats=stats, params=params, batch=batch,
-                 mem_limit=mem_limit, device=device, gpu=gpu) as w:
+                 mem_limit=mem_limit, fail_on_nonfinite=fail_on_nonfinite, device=device, gpu=gpu) as w:
         return w(theta, phi, xi)

@@ -38,7 +38,7 @@ CASES = [
     ("table 1-D", lambda: tapeloop.interp(np.ones(5), np.zeros(3)), r"^--f: the table has shape \(5,\), want \(M, G\)$"),
     ("theta NaN", lambda: tapeloop.wavelet(V, [np.nan], 0, 1), r"wavelet: angles θ = NaN, φ = 0 must be finite"),
     ("theta 2-D", lambda: tapeloop.wavelet(V, np.zeros((2, 2)), 0, 1), r"^--theta: shape \(2, 2\)"),
-    ("boundary", lambda: tapeloop.Wavelet(V, boundary="mirror"), r'^--boundary: unknown boundary "mirror"'),
+    ("boundary", lambda: tapeloop.Wavelet(V, boundary="mirror"), r'^boundary=: unknown boundary "mirror"'),
     ("mem_limit", lambda: tapeloop.affinity(np.ones((5, 3)), mem_limit="-5"), r'^--mem-limit "-5": bad size'),
     ("dtype", lambda: tapeloop.Affinity(shape=(3, 3), dtype="int8"), r"dtype"),
     ("device", lambda: tapeloop.DRR(V, detector=(2, 2), device="tpu"), r'^device= "tpu": want cpu or cuda$'),

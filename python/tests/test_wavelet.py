@@ -115,8 +115,8 @@ def test_bad_input_is_the_cli_message(tmp_path):
     v = np.random.default_rng().standard_normal((6, 5, 4))
     with pytest.raises(tapeloop.Error) as e:
         tapeloop.Wavelet(v, stats={"l1": "sum(abs(h))"})
-    bad_formula = str(e.value)
-    assert bad_formula.startswith('--stat l1 "sum(abs(h))"') and "\n" not in bad_formula
+    bad_formula = str(e.value)  # the CLI's message, naming the keyword where the CLI names its flag
+    assert bad_formula.startswith('stats= l1 "sum(abs(h))"') and "\n" not in bad_formula
     with pytest.raises(tapeloop.Error) as e:
         tapeloop.Wavelet(v[0])
     flat = str(e.value)
@@ -134,11 +134,46 @@ def test_bad_input_is_the_cli_message(tmp_path):
     if HAS_CLI:
         np.save(tmp_path / "v.npy", v)
         np.save(tmp_path / "flat.npy", v[0])
-        for args, msg in [(["--volume", str(tmp_path / "v.npy"), "--stat", "l1=sum(abs(h))"], bad_formula),
+        for args, msg in [(["--volume", str(tmp_path / "v.npy"), "--stat", "l1=sum(abs(h))"],
+                           bad_formula.replace("stats= ", "--stat ").replace("params= ", "--param ")),
                           (["--volume", str(tmp_path / "flat.npy")], flat[len("--volume: the array"):]),
                           (["--volume", str(tmp_path / "v.npy"), "--theta", "0", "--phi", "0", "--xi", "1,0"], xi_zero)]:
             cli = subprocess.run([CLI, "wavelet", "--quiet", *args], capture_output=True, text=True)
             assert cli.returncode != 0 and msg in cli.stderr, (args, cli.stderr)
+
+
+def test_fail_on_nonfinite(tmp_path):
+    """fail_on_nonfinite, in the class and the one-shot function, refuses a
+    statistic that is NaN as the CLI's --fail-on-nonfinite does; without it
+    the NaN is the value, as in the CLI's CSV."""
+    v = np.random.default_rng(5).standard_normal((6, 5, 4)).astype(np.float32)
+    stats = {"s": "log(min(g) - 1e9)"}  # the log of a negative number: NaN
+    kept = tapeloop.wavelet(v, 0, 0, [1, 2], stats=stats)
+    assert np.isnan(kept["s"]).all() and np.isfinite(kept["energy"]).all()
+    with pytest.raises(tapeloop.Error) as e:
+        tapeloop.wavelet(v, 0, 0, [1, 2], stats=stats, fail_on_nonfinite=True)
+    refused = str(e.value)
+    assert refused == "kernel= or stats= gave 2 non-finite values (NaN or ±Inf) and fail_on_nonfinite= is set", refused
+    with tapeloop.Wavelet(v, stats=stats, fail_on_nonfinite=True) as w:
+        with pytest.raises(tapeloop.Error, match="fail_on_nonfinite= is set"):
+            w(0, 0, [1, 2])
+        with pytest.raises(tapeloop.Error, match="fail_on_nonfinite= is set"):
+            w(0, 0, 1)  # each call on its own
+    with pytest.raises(tapeloop.Error, match=r"^fail_on_nonfinite=: it is for kernel= or stats=, and neither is given"):
+        tapeloop.wavelet(v, 0, 0, 1, fail_on_nonfinite=True)
+    if HAS_CLI:
+        np.save(tmp_path / "v.npy", v)
+        args = [CLI, "wavelet", "--quiet", "--volume", str(tmp_path / "v.npy"), "--theta", "0", "--phi", "0",
+                "--xi", "1,2", "--stat", "s=" + stats["s"]]
+        cli = subprocess.run(args + ["--fail-on-nonfinite"], capture_output=True, text=True)
+        flags = refused.replace("kernel= or stats=", "--kernel or --stat").replace("fail_on_nonfinite=", "--fail-on-nonfinite")
+        assert cli.returncode != 0 and flags in cli.stderr, cli.stderr
+        cli = subprocess.run(args, capture_output=True, text=True, check=True)
+        header, *rows = cli.stdout.splitlines()
+        assert header.split(",")[-1] == "s" and len(rows) == 2
+        got = {name: [float(r.split(",")[i]) for r in rows] for i, name in enumerate(header.split(","))}
+        for name in got:
+            assert np.array_equal(got[name], kept[name], equal_nan=True), (name, got[name], kept[name])
 
 
 def test_thousand_calls_flat_memory():

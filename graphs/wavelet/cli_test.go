@@ -1,4 +1,4 @@
-package graphs
+package wavelet_test
 
 import (
 	"bytes"
@@ -6,19 +6,34 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 )
+
+// The in-process Program against the command line's run of the same
+// sweep (package graphs' OpenWavelet, its CSV): the same numbers and the
+// same errors.
+
+// cpu is the CPU under 1 GiB with batch items per batch (0: planned).
+func cpu(t testing.TB, batch int) *engine.Device {
+	t.Helper()
+	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
 
 // waveletCLIRun runs the sweep s as the CLI does and returns its CSV's
 // header, its rows parsed (the CSV prints each float64 exactly: the
 // shortest form that reads back the same), and the volume it swept.
-func waveletCLIRun(t *testing.T, s WaveletSpec) (header string, rows [][]float64, v []float32, n [3]int) {
+func waveletCLIRun(t *testing.T, s graphs.WaveletSpec) (header string, rows [][]float64, v []float32, n [3]int) {
 	t.Helper()
 	var csv bytes.Buffer
 	s.Stdout = &csv
-	task, err := OpenWavelet(s, cpuDevice(t, 1<<30, ""), true)
+	task, err := graphs.OpenWavelet(s, cpu(t, 0), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +56,7 @@ func waveletCLIRun(t *testing.T, s WaveletSpec) (header string, rows [][]float64
 		}
 		rows = append(rows, row)
 	}
-	src := task.job.cfg.Src
+	src := wavelet.JobSource(task.Job().(*wavelet.Job))
 	return lines[0], rows, src.V, src.N
 }
 
@@ -51,7 +66,7 @@ func sweepLists(t *testing.T, sw [3]string) (theta, phi, xi []float64) {
 	var l [3][]float64
 	for i, name := range []string{"theta", "phi", "xi"} {
 		var err error
-		if l[i], err = parseList(name, sw[i]); err != nil {
+		if l[i], err = wavelet.ParseList(name, sw[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,9 +96,9 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := DefaultWaveletSpec()
+			s := graphs.DefaultWaveletSpec()
 			s.Size, s.Seed, s.A, s.Boundary, s.Kernel, s.Stats = "13x11x9", 7, c.a, c.boundary, c.kernel, c.stats
-			var p *WaveletProgram
+			var p *wavelet.Program
 			defer func() {
 				if p != nil {
 					p.Close()
@@ -94,14 +109,15 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 				header, want, v, n := waveletCLIRun(t, s)
 				if p == nil {
 					var err error
-					if p, err = CompileWavelet(s, v, n, inprocDev(t, c.batch, "")); err != nil {
+					if p, err = wavelet.Compile(s.Config, v, n, cpu(t, c.batch)); err != nil {
 						t.Fatal(err)
 					}
 				}
 				if got := strings.Join(p.Columns(), ","); got != header {
 					t.Fatalf("columns %q, the CLI's header %q", got, header)
 				}
-				src, pad := p.src, p.src.MaxPad
+				src := wavelet.ProgramSource(p)
+				pad := src.MaxPad
 				theta, phi, xi := sweepLists(t, sw)
 				w := len(p.Columns())
 				got := make([]float64, len(want)*w)
@@ -117,9 +133,9 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 				}
 				// The first sweep may outgrow the round hat's padding the
 				// program starts with; the second outgrows the first's.
-				grew := p.src != src
+				grew := wavelet.ProgramSource(p) != src
 				if want := c.boundary == "reflect" && k == 1; k > 0 && grew != want {
-					t.Errorf("sweep %d: recompiled %v (padding %v → %v), want %v", k, grew, pad, p.src.MaxPad, want)
+					t.Errorf("sweep %d: recompiled %v (padding %v → %v), want %v", k, grew, pad, wavelet.ProgramSource(p).MaxPad, want)
 				}
 				if r := p.Report(); r.Calls != k+1 || r.LastItems != waveletJob(t, s).Items() {
 					t.Errorf("sweep %d: report %d calls of %d items, want %d calls", k, r.Calls, r.LastItems, k+1)
@@ -133,9 +149,9 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 }
 
 // waveletJob opens s, for its count of computed combinations.
-func waveletJob(t *testing.T, s WaveletSpec) engine.Job {
+func waveletJob(t *testing.T, s graphs.WaveletSpec) engine.Job {
 	t.Helper()
-	tk, err := OpenWavelet(s, cpuDevice(t, 1<<30, ""), false)
+	tk, err := graphs.OpenWavelet(s, cpu(t, 0), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +162,7 @@ func waveletJob(t *testing.T, s WaveletSpec) engine.Job {
 // TestCompileWaveletErrors: what the CLI refuses, with its message, and
 // the program usable after a refused call.
 func TestCompileWaveletErrors(t *testing.T) {
-	s := DefaultWaveletSpec()
+	s := graphs.DefaultWaveletSpec()
 	s.Size = "9x8x7"
 	n := [3]int{9, 8, 7}
 	v := make([]float32, 9*8*7)
@@ -155,14 +171,14 @@ func TestCompileWaveletErrors(t *testing.T) {
 	}
 	bad := s
 	bad.Stats = []string{"l1=sum(abs(h))"}
-	_, cliErr := OpenWavelet(bad, cpuDevice(t, 1<<30, ""), false)
-	if _, err := CompileWavelet(bad, v, n, inprocDev(t, 0, "")); err == nil || cliErr == nil || err.Error() != cliErr.Error() {
+	_, cliErr := graphs.OpenWavelet(bad, cpu(t, 0), false)
+	if _, err := wavelet.Compile(bad.Config, v, n, cpu(t, 0)); err == nil || cliErr == nil || err.Error() != cliErr.Error() {
 		t.Errorf("bad formula: %v, the CLI's %v", err, cliErr)
 	}
-	if _, err := CompileWavelet(s, v[:10], n, inprocDev(t, 0, "")); err == nil || !strings.HasPrefix(err.Error(), "--volume") {
+	if _, err := wavelet.Compile(s.Config, v[:10], n, cpu(t, 0)); err == nil || !strings.HasPrefix(err.Error(), "--volume") {
 		t.Errorf("a volume of the wrong size: %v", err)
 	}
-	p, err := CompileWavelet(s, v, n, inprocDev(t, 0, ""))
+	p, err := wavelet.Compile(s.Config, v, n, cpu(t, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +186,7 @@ func TestCompileWaveletErrors(t *testing.T) {
 	w := len(p.Columns())
 	for _, xi := range []string{"1,0", "-1"} {
 		s.Xi = xi
-		_, cliErr := OpenWavelet(s, cpuDevice(t, 1<<30, ""), false)
+		_, cliErr := graphs.OpenWavelet(s, cpu(t, 0), false)
 		theta, phi, x := sweepLists(t, [3]string{s.Theta, s.Phi, xi})
 		err := p.Run(theta, phi, x, make([]float64, len(theta)*len(phi)*len(x)*w))
 		if err == nil || cliErr == nil || err.Error() != cliErr.Error() {
@@ -188,37 +204,5 @@ func TestCompileWaveletErrors(t *testing.T) {
 	}
 	if p.Report().Calls != 1 {
 		t.Errorf("%d calls counted, want 1: refused calls do not count", p.Report().Calls)
-	}
-}
-
-// TestWaveletInterruptEndsOnlyTheCall: Interrupt stops a long sweep (its
-// first call recompiles the program on the way), and the next call runs.
-func TestWaveletInterruptEndsOnlyTheCall(t *testing.T) {
-	s := DefaultWaveletSpec()
-	s.Kernel = "(3 - q)*exp(-q/2)" // every combination computed
-	n := [3]int{40, 36, 32}
-	v := make([]float32, n[0]*n[1]*n[2])
-	for i := range v {
-		v[i] = float32(i%7) - 3
-	}
-	p, err := CompileWavelet(s, v, n, inprocDev(t, 4, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	theta, phi, xi := make([]float64, 40), []float64{0, 0.5, 1}, []float64{1.5, 2}
-	for i := range theta {
-		theta[i] = float64(i) * 0.05
-	}
-	dst := make([]float64, len(theta)*len(phi)*len(xi)*len(p.Columns()))
-	time.AfterFunc(30*time.Millisecond, p.Interrupt)
-	if err := p.Run(theta, phi, xi, dst); !errors.Is(err, engine.ErrInterrupted) {
-		t.Fatalf("interrupted call: %v, want ErrInterrupted", err)
-	}
-	if err := p.Run(theta[:2], phi, xi, dst[:2*len(phi)*len(xi)*len(p.Columns())]); err != nil {
-		t.Fatalf("the call after an interrupted one: %v", err)
-	}
-	if r := p.Report(); r.Calls != 1 {
-		t.Errorf("%d calls counted, want 1", r.Calls)
 	}
 }

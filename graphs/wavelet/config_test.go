@@ -1,0 +1,77 @@
+package wavelet
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want string // "": valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"wrap", func(c *Config) { c.Boundary = "wrap" }, ""},
+		{"boundary empty is reflect", func(c *Config) { c.Boundary = "" }, ""},
+		{"boundary", func(c *Config) { c.Boundary = "mirror" }, `--boundary: unknown boundary "mirror"`},
+		{"boundary first", func(c *Config) { c.Boundary, c.A = "mirror", 0 }, "--boundary"},
+		{"a zero", func(c *Config) { c.A = 0 }, "--a 0: wavelet: scale a = 0 must be positive"},
+		{"a negative", func(c *Config) { c.A = -1 }, "--a -1: "},
+		{"a infinite", func(c *Config) { c.A = math.Inf(1) }, "--a +Inf: wavelet: scale a = +Inf"},
+		{"a NaN", func(c *Config) { c.A = math.NaN() }, "--a NaN: "},
+		{"kernel", func(c *Config) { c.Kernel = "(3 - q)*exp(-q/2)*s"; c.Params = map[string]float64{"s": 2} }, ""},
+		{"kernel reduces", func(c *Config) { c.Kernel = "q - mean(q)" }, "--kernel"},
+		{"kernel unknown name", func(c *Config) { c.Kernel = "g" }, "--kernel"},
+		{"stats", func(c *Config) { c.Stats = []string{"l1=sum(abs(g))", "energy=sum(g^2)"} }, ""},
+		{"stat without name", func(c *Config) { c.Stats = []string{"sum(g)"} }, `--stat "sum(g)": want name=formula`},
+		{"stat empty formula", func(c *Config) { c.Stats = []string{"s= "} }, "want name=formula"},
+		{"stat bad name", func(c *Config) { c.Stats = []string{"2x=sum(g)"} }, `the name "2x" is not a name`},
+		{"stat name of a parameter's column", func(c *Config) { c.Stats = []string{"theta=sum(g^2)"} }, "already a column theta"},
+		{"stat twice", func(c *Config) { c.Stats = []string{"e=sum(g)", "e=max(g)"} }, "already a column e"},
+		{"stat not reducing", func(c *Config) { c.Stats = []string{"s=g^2"} }, "--stat s"},
+		{"parameter unused", func(c *Config) { c.Params = map[string]float64{"s": 2} }, "--param s: not used by any formula"},
+		{"fail on nonfinite with a stat", func(c *Config) { c.Stats, c.FailOnNonFinite = []string{"m=max(g)"}, true }, ""},
+		{"fail on nonfinite alone", func(c *Config) { c.FailOnNonFinite = true }, "--fail-on-nonfinite: it is for --kernel or --stat, and neither is given"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			c.edit(&cfg)
+			err := cfg.Validate()
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("unexpected error %v", err)
+			case c.want != "" && err == nil:
+				t.Errorf("accepted, want an error with %q", c.want)
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Errorf("error %q does not mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestParsedCanonical: the formulas a shard's fingerprint holds, the
+// kernel's first, with their parameters, in a form that does not depend
+// on the spaces they are written with.
+func TestParsedCanonical(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Kernel, cfg.Stats, cfg.Params = "(3  - q)*exp(-q/2)*s", []string{" l1 =  sum(abs(g))", "m=max(g)"}, map[string]float64{"s": 2}
+	p, err := cfg.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Kernel, cfg.Stats = "(3 - q)*exp(-q/2)*s", []string{"l1=sum(abs(g))", "m=max(g)"}
+	q, err := cfg.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := p.Canonical(), q.Canonical()
+	if len(got) != 3 || strings.Join(got, "\n") != strings.Join(want, "\n") || !strings.HasPrefix(got[1], "l1=") || !strings.Contains(got[0], "s=2") {
+		t.Errorf("canonical %q and %q, want the same three, the kernel's first with s=2", got, want)
+	}
+	if c, _ := DefaultConfig().Parse(); len(c.Canonical()) != 0 {
+		t.Errorf("no formulas: %q", c.Canonical())
+	}
+}

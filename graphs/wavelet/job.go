@@ -1,0 +1,421 @@
+package wavelet
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// Setup is what a Job sweeps: the volume's source, the combinations and
+// the range of them it computes.
+type Setup struct {
+	Src    *ops.WaveletSource
+	Combos []Combo
+	// FailOnNonFinite makes a NaN or infinite statistic of a run with
+	// formulas an error.
+	FailOnNonFinite bool
+	// Lo and Hi restrict the run to the combinations [Lo, Hi) of Combos
+	// (a shard; Hi = 0: all of them). Every combination gets the numbers
+	// the whole sweep gives it: its padding and the combination whose
+	// kernel it shares are found over all of Combos.
+	Lo, Hi int
+}
+
+// A Saver keeps the records of finished combinations (the file layer's
+// checkpoint): items are indices into Combos, recs their records of
+// Job.RecordBytes each, which Job.Restorer reads back.
+type Saver interface {
+	AppendItems(items []int, recs [][]byte) error
+}
+
+// Job is the wavelet sweep as an engine.Job: each batch is a set of
+// kernels. In reflect mode each combination runs on the volume extended by
+// what its own kernel needs (Pads), the combinations grouped by extension
+// (one transform of the volume per group), and the results are put back in
+// order.
+type Job struct {
+	cfg   Setup
+	dev   ops.Device   // the response op's device (nil: the CPU)
+	Stats [][4]float64 // energy, std, max, kernel energy, in Combos order
+	// Extra holds the values of the user's statistics, in Combos order
+	// (nil without any).
+	Extra [][]float64
+	order []int    // the order combinations run in
+	pad   [][3]int // per combination: its padding in reflect mode
+	same  [][]int  // per computed combination, the others with its kernel
+	// nonFinite counts NaN or infinite statistics of a run with formulas.
+	nonFinite int64
+	row       []byte
+	computed  int       // kernels the whole run convolves, resumed or not
+	csv       io.Writer // nil: no CSV
+	noHeader  bool
+	saver     Saver // nil: no checkpoint
+}
+
+// New checks cfg and returns the Job.
+func New(cfg Setup) (*Job, error) {
+	if cfg.Src == nil {
+		return nil, errors.New("wavelet: setup needs a volume")
+	}
+	if len(cfg.Combos) == 0 {
+		return nil, fmt.Errorf("%w: no combinations", ops.ErrWavelet)
+	}
+	if err := checkCombos(cfg.Src.A, cfg.Combos); err != nil {
+		return nil, err
+	}
+	if cfg.Hi == 0 {
+		cfg.Lo, cfg.Hi = 0, len(cfg.Combos)
+	}
+	if cfg.Lo < 0 || cfg.Hi > len(cfg.Combos) || cfg.Lo >= cfg.Hi {
+		return nil, fmt.Errorf("%w: combinations [%d, %d) of %d", ops.ErrWavelet, cfg.Lo, cfg.Hi, len(cfg.Combos))
+	}
+	w := &Job{cfg: cfg, Stats: make([][4]float64, len(cfg.Combos)), order: make([]int, len(cfg.Combos))}
+	if k := w.extra(); k > 0 {
+		w.Extra = make([][]float64, len(cfg.Combos))
+		for i := range w.Extra {
+			w.Extra[i] = make([]float64, k)
+		}
+	}
+	w.pad, _ = Pads(cfg.Src.N, cfg.Src.A, cfg.Combos)
+	// Combinations whose kernels are the same (the hat with ξ = 1 is
+	// round: every θ and φ; otherwise its stretched axis n and −n) are
+	// computed once, the first of each in Combos order (which may come
+	// before Lo); the others of [Lo, Hi) take its statistics.
+	w.order = w.order[:0]
+	w.same = make([][]int, len(cfg.Combos))
+	first := map[string]int{}
+	computed := make([]bool, len(cfg.Combos))
+	for i, c := range cfg.Combos[:cfg.Hi] {
+		key := kernelKey(c)
+		if cfg.Src.Formulas != nil && cfg.Src.Formulas.Kernel != nil {
+			key = "" // a formula may read θ, φ or the offsets themselves
+		}
+		j, ok := first[key]
+		if !ok || key == "" {
+			first[key], j = i, i
+		}
+		if i < cfg.Lo {
+			continue
+		}
+		if j != i {
+			w.same[j] = append(w.same[j], i)
+		}
+		if !computed[j] {
+			computed[j] = true
+			w.order = append(w.order, j)
+		}
+	}
+	sort.Ints(w.order)
+	w.computed = len(w.order)
+	if cfg.Src.Boundary == ops.Reflect {
+		size := func(p [3]int) int { return (2*p[0] + 1) * (2*p[1] + 1) * (2*p[2] + 1) }
+		sort.SliceStable(w.order, func(a, b int) bool {
+			pa, pb := w.pad[w.order[a]], w.pad[w.order[b]]
+			if size(pa) != size(pb) {
+				return size(pa) < size(pb)
+			}
+			for k := range 3 { // same size: group equal paddings together
+				if pa[k] != pb[k] {
+					return pa[k] < pb[k]
+				}
+			}
+			return false
+		})
+	}
+	return w, nil
+}
+
+// SetCSV makes Finish write the CSV to csv (nil: none): the header line
+// (unless noHeader, for a shard's rows) and one row per combination of
+// [Lo, Hi), in the order of Combos, each float64 in its shortest exact
+// form.
+func (w *Job) SetCSV(csv io.Writer, noHeader bool) { w.csv, w.noHeader = csv, noHeader }
+
+// SetSaver hands each consumed batch's computed combinations to s (nil:
+// none), after Restorer's restore and drop have run.
+func (w *Job) SetSaver(s Saver) { w.saver = s }
+
+// Computed is how many kernels the whole run convolves, those a resumed
+// run restores included: combinations with the same kernel are computed
+// once.
+func (w *Job) Computed() int { return w.computed }
+
+// Name is "wavelet".
+func (w *Job) Name() string { return "wavelet" }
+
+// ItemUnit names the items for the progress bar.
+func (w *Job) ItemUnit() string { return "combinations" }
+
+// Dtype is float64: the parameters and statistics.
+func (w *Job) Dtype() tensor.Dtype { return tensor.Float64 }
+
+// Items is the number of combinations.
+func (w *Job) Items() int { return len(w.order) }
+
+// MaxBatch is 8 kernels per replay.
+func (w *Job) MaxBatch() int { return 8 }
+
+// Build is combinations (batch, ops.WaveletParams) → WaveletResponse (on
+// the device: the convolutions, each response reduced to its sums) →
+// response (batch, ops.WaveletSums) → WaveletMoments (on the host) → stats
+// (batch, 4): energy, std, max, kernel energy.
+//
+// The kernel's sampling and transform stay inside the response op: as a
+// node of their own they would hold a transform-sized array per kernel of
+// the batch, and on a GPU the kernel is sampled on the device in the same
+// stream as its convolution.
+func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
+	p := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.WaveletParams), G.WithName("combinations"))
+	resp, err := ops.OnDevice(ops.NewWaveletResponse(w.cfg.Src, batch), w.dev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wavelet: %w", err)
+	}
+	sums, err := G.ApplyOpWithName(resp, "response", p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wavelet: build graph: %w", err)
+	}
+	mom := ops.NewWaveletMoments(w.cfg.Src.N, batch)
+	mom.Extra = w.extra()
+	s, err := G.ApplyOpWithName(mom, "stats", sums)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wavelet: build graph: %w", err)
+	}
+	return []*G.Node{p}, []*G.Node{s}, nil
+}
+
+// Feed writes the combinations run in places [off, off+n).
+func (w *Job) Feed(in []*tensor.Dense, off, n int) error {
+	d := in[0].Data().([]float64)
+	for r := range n {
+		i := w.order[off+r]
+		c, p := w.cfg.Combos[i], w.pad[i]
+		row := d[ops.WaveletParams*r : ops.WaveletParams*(r+1)]
+		row[0], row[1], row[2] = c.Theta, c.Phi, c.Xi
+		row[3], row[4], row[5] = float64(p[0]), float64(p[1]), float64(p[2])
+	}
+	return nil
+}
+
+// Consume records the batch's statistics in Combos order.
+func (w *Job) Consume(out []*tensor.Dense, off, n int) error {
+	s := out[0].Data().([]float64)
+	k := w.extra()
+	wd := 4 + k
+	for r := range n {
+		i := w.order[off+r]
+		w.Stats[i] = [4]float64{s[wd*r], s[wd*r+1], s[wd*r+2], s[wd*r+3]}
+		if k > 0 {
+			copy(w.Extra[i], s[wd*r+4:wd*(r+1)])
+		}
+		if w.cfg.Src.Formulas != nil {
+			w.nonFinite += option.CountNonFinite(s[wd*r : wd*(r+1)])
+		}
+		for _, j := range w.same[i] {
+			w.Stats[j] = w.Stats[i]
+			if k > 0 {
+				copy(w.Extra[j], w.Extra[i])
+			}
+		}
+	}
+	if w.cfg.FailOnNonFinite && w.nonFinite > 0 {
+		return option.ErrNonFinite("--kernel or --stat", w.nonFinite)
+	}
+	return w.save(off, n)
+}
+
+// RecordBytes is the size of a Saver's record: a computed combination's
+// statistics (the Saver names its combination).
+func (w *Job) RecordBytes() int { return 8 * (4 + w.extra()) }
+
+// save hands the combinations run in places [off, off+n) to the Saver.
+func (w *Job) save(off, n int) error {
+	if w.saver == nil {
+		return nil
+	}
+	recs := make([][]byte, n)
+	for r := range recs {
+		i := w.order[off+r]
+		b := make([]byte, 0, w.RecordBytes())
+		for _, v := range append(w.Stats[i][:], w.extraOf(i)...) {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		recs[r] = b
+	}
+	return w.saver.AppendItems(w.order[off:off+n], recs)
+}
+
+// extraOf is combination i's values of the user's statistics.
+func (w *Job) extraOf(i int) []float64 {
+	if w.Extra == nil {
+		return nil
+	}
+	return w.Extra[i]
+}
+
+// Restorer returns restore, which takes the combination of a Saver's
+// record (from an earlier run) as computed: its statistics, and those of the combinations
+// sharing its kernel, are set; and drop, which takes the combinations
+// restored out of the order still to run.
+func (w *Job) Restorer() (restore func(int, []byte) error, drop func()) {
+	todo := map[int]bool{}
+	for _, i := range w.order {
+		todo[i] = true
+	}
+	done := map[int]bool{}
+	k := w.extra()
+	vals := make([]float64, 4+k)
+	restore = func(i int, b []byte) error {
+		if !todo[i] || done[i] {
+			return fmt.Errorf("combination %d is not one whose kernel this run computes: remove the checkpoint to start over", i)
+		}
+		for j := range vals {
+			vals[j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
+		}
+		w.Stats[i] = [4]float64(vals[:4])
+		if k > 0 {
+			copy(w.Extra[i], vals[4:])
+		}
+		if w.cfg.Src.Formulas != nil {
+			w.nonFinite += option.CountNonFinite(vals)
+		}
+		for _, j := range w.same[i] {
+			w.Stats[j] = w.Stats[i]
+			if k > 0 {
+				copy(w.Extra[j], w.Extra[i])
+			}
+		}
+		done[i] = true
+		return nil
+	}
+	drop = func() { w.order = slices.DeleteFunc(w.order, func(i int) bool { return done[i] }) }
+	return restore, drop
+}
+
+// extra is the number of the user's statistics.
+func (w *Job) extra() int {
+	if f := w.cfg.Src.Formulas; f != nil {
+		return len(f.Stats)
+	}
+	return 0
+}
+
+// Finish writes the CSV (SetCSV), in Combos order.
+func (w *Job) Finish() error {
+	if w.csv == nil {
+		return nil
+	}
+	names, place := w.columns()
+	if !w.noHeader {
+		if _, err := io.WriteString(w.csv, strings.Join(names, ",")+"\n"); err != nil {
+			return err
+		}
+	}
+	vals := make([]float64, len(names))
+	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
+		b := w.row[:0]
+		w.values(vals, i, place)
+		for i, v := range vals {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendFloat(b, v, 'g', -1, 64)
+		}
+		b = append(b, '\n')
+		w.row = b
+		if _, err := w.csv.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// values writes combination i's CSV row into vals (one per column):
+// θ, φ, ξ, the built-in statistics, then the user's, each in the column
+// place gives it (columns).
+func (w *Job) values(vals []float64, i int, place []int) {
+	st, c := w.Stats[i], w.cfg.Combos[i]
+	copy(vals, []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]})
+	for k, col := range place {
+		vals[col] = w.Extra[i][k]
+	}
+}
+
+// Header is the CSV's header line, without its newline.
+func (w *Job) Header() string {
+	names, _ := w.columns()
+	return strings.Join(names, ",")
+}
+
+// columns names the CSV's columns and, per statistic of the user's, its
+// column: the built-in columns, a statistic named like one in its place,
+// the others after them.
+func (w *Job) columns() (names []string, place []int) {
+	names = []string{"theta", "phi", "xi", "energy", "std", "max", "wavelet_energy"}
+	at := map[string]int{}
+	for i, n := range names {
+		at[n] = i
+	}
+	if f := w.cfg.Src.Formulas; f != nil {
+		for _, st := range f.Stats {
+			i, ok := at[st.Name]
+			if !ok {
+				i = len(names)
+				names = append(names, st.Name)
+			}
+			place = append(place, i)
+		}
+	}
+	return names, place
+}
+
+// Result is the result block of a wavelet report.
+type Result struct {
+	Combinations int     `json:"combinations"`
+	MaxEnergy    float64 `json:"max_energy"`
+	Theta        float64 `json:"theta_of_max_energy"`
+	Phi          float64 `json:"phi_of_max_energy"`
+	Xi           float64 `json:"xi_of_max_energy"`
+	// Computed is how many kernels were convolved: combinations with the
+	// same kernel are computed once.
+	Computed int `json:"computed"`
+	// NonFinite counts the NaN or infinite statistics of a run with
+	// formulas.
+	NonFinite int64 `json:"nonfinite,omitempty"`
+	// Range is a shard's combinations [lo, hi) and the sweep's count.
+	Range [3]int `json:"range,omitzero"`
+}
+
+// Result names the combination with the largest response energy.
+func (w *Job) Result() Result {
+	r := Result{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: w.computed, NonFinite: w.nonFinite}
+	if w.cfg.Hi-w.cfg.Lo < len(w.cfg.Combos) {
+		r.Range = [3]int{w.cfg.Lo, w.cfg.Hi, len(w.cfg.Combos)}
+	}
+	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
+		if s := w.Stats[i]; i == w.cfg.Lo || s[0] > r.MaxEnergy {
+			c := w.cfg.Combos[i]
+			r.MaxEnergy, r.Theta, r.Phi, r.Xi = s[0], c.Theta, c.Phi, c.Xi
+		}
+	}
+	return r
+}
+
+// SetDevice places the response op of the next Compile on dev (nil: the
+// CPU), over a source of its own: sources are not shared between
+// concurrent ops.
+func (w *Job) SetDevice(dev ops.Device) {
+	w.dev = dev
+	w.cfg.Src = w.cfg.Src.Clone()
+}

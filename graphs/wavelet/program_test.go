@@ -1,0 +1,116 @@
+package wavelet
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapeloop/tapeloop/graphs/engine"
+)
+
+// cpu is the CPU under 1 GiB with batch items per batch (0: planned).
+func cpu(t testing.TB, batch int) *engine.Device {
+	t.Helper()
+	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestCompileRefusesTheConfig: Compile checks the Config as Validate
+// does, and its errors name the options as the command line's flags.
+func TestCompileRefusesTheConfig(t *testing.T) {
+	n := [3]int{6, 5, 4}
+	v := make([]float32, 6*5*4)
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"a zero", func(c *Config) { c.A = 0 }, "--a 0: wavelet: scale a = 0 must be positive"},
+		{"a NaN", func(c *Config) { c.A = math.NaN() }, "--a NaN: "},
+		{"boundary", func(c *Config) { c.Boundary = "mirror" }, `--boundary: unknown boundary "mirror"`},
+		{"stat", func(c *Config) { c.Stats = []string{"l1=sum(abs(h))"} }, `--stat l1 "sum(abs(h))"`},
+		{"unused parameter", func(c *Config) { c.Params = map[string]float64{"s": 2} }, "--param s: not used by any formula"},
+		{"fail without formulas", func(c *Config) { c.FailOnNonFinite = true }, "--fail-on-nonfinite: it is for --kernel or --stat"},
+	} {
+		cfg := DefaultConfig()
+		c.edit(&cfg)
+		verr := cfg.Validate()
+		p, err := Compile(cfg, v, n, cpu(t, 0))
+		if err == nil {
+			p.Close()
+			t.Errorf("%s: compiled", c.name)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), c.want) || verr == nil || verr.Error() != err.Error() {
+			t.Errorf("%s: %q (Validate: %v), want it to begin %q", c.name, err, verr, c.want)
+		}
+	}
+}
+
+// TestCompileFailOnNonFinite: with FailOnNonFinite a statistic that is
+// NaN fails the call, naming the option; without, it is the value.
+func TestCompileFailOnNonFinite(t *testing.T) {
+	n := [3]int{6, 5, 4}
+	v := make([]float32, 6*5*4)
+	for i := range v {
+		v[i] = float32(i%3) - 1
+	}
+	cfg := DefaultConfig()
+	cfg.Stats = []string{"s=log(min(g)-1e9)"}
+	for _, fail := range []bool{false, true} {
+		cfg.FailOnNonFinite = fail
+		p, err := Compile(cfg, v, n, cpu(t, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]float64, 2*len(p.Columns()))
+		err = p.Run([]float64{0}, []float64{0}, []float64{1, 2}, dst)
+		p.Close()
+		switch {
+		case fail && (err == nil || !strings.Contains(err.Error(), "--kernel or --stat gave ") ||
+			!strings.Contains(err.Error(), "--fail-on-nonfinite is set")):
+			t.Errorf("fail_on_nonfinite: %v, want the non-finite values refused", err)
+		case !fail && err != nil:
+			t.Errorf("without FailOnNonFinite: %v", err)
+		case !fail && !math.IsNaN(dst[len(dst)-1]):
+			t.Errorf("without FailOnNonFinite: s = %v, want NaN", dst[len(dst)-1])
+		}
+	}
+}
+
+// TestWaveletInterruptEndsOnlyTheCall: Interrupt stops a long sweep (its
+// first call recompiles the program on the way), and the next call runs.
+func TestWaveletInterruptEndsOnlyTheCall(t *testing.T) {
+	s := DefaultConfig()
+	s.Kernel = "(3 - q)*exp(-q/2)" // every combination computed
+	n := [3]int{40, 36, 32}
+	v := make([]float32, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = float32(i%7) - 3
+	}
+	p, err := Compile(s, v, n, cpu(t, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	theta, phi, xi := make([]float64, 40), []float64{0, 0.5, 1}, []float64{1.5, 2}
+	for i := range theta {
+		theta[i] = float64(i) * 0.05
+	}
+	dst := make([]float64, len(theta)*len(phi)*len(xi)*len(p.Columns()))
+	time.AfterFunc(30*time.Millisecond, p.Interrupt)
+	if err := p.Run(theta, phi, xi, dst); !errors.Is(err, engine.ErrInterrupted) {
+		t.Fatalf("interrupted call: %v, want ErrInterrupted", err)
+	}
+	if err := p.Run(theta[:2], phi, xi, dst[:2*len(phi)*len(xi)*len(p.Columns())]); err != nil {
+		t.Fatalf("the call after an interrupted one: %v", err)
+	}
+	if r := p.Report(); r.Calls != 1 {
+		t.Errorf("%d calls counted, want 1", r.Calls)
+	}
+}

@@ -1,0 +1,294 @@
+package wavelet
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/ops"
+)
+
+// Combo is one kernel of a wavelet sweep.
+type Combo struct{ Theta, Phi, Xi float64 }
+
+// Combos lists the sweep θ outermost, then φ, then ξ.
+func Combos(theta, phi, xi []float64) []Combo {
+	var c []Combo
+	for _, t := range theta {
+		for _, p := range phi {
+			for _, x := range xi {
+				c = append(c, Combo{t, p, x})
+			}
+		}
+	}
+	return c
+}
+
+// checkCombos checks every combination's kernel of scale a (ops.CheckHat)
+// and names the first that is not one.
+func checkCombos(a float64, combos []Combo) error {
+	for _, k := range combos {
+		if err := ops.CheckHat(a, k.Theta, k.Phi, k.Xi); err != nil {
+			return fmt.Errorf("θ = %g, φ = %g, ξ = %g: %w", k.Theta, k.Phi, k.Xi, err)
+		}
+	}
+	return nil
+}
+
+// MaxCombos is the most combinations one sweep may have (2²⁴).
+const MaxCombos = 1 << 24
+
+// Sweep is every combination of theta, phi and xi, θ outermost, then φ,
+// then ξ, each checked to be a kernel of scale a; errors name the
+// command line's --theta, --phi and --xi. Each list must hold a value,
+// and the sweep at most MaxCombos.
+func Sweep(a float64, theta, phi, xi []float64) ([]Combo, error) {
+	for _, l := range [...]struct {
+		name string
+		v    []float64
+	}{{"theta", theta}, {"phi", phi}, {"xi", xi}} {
+		if len(l.v) == 0 {
+			return nil, fmt.Errorf("--%s: empty list", l.name)
+		}
+	}
+	if c := sysmem.Mul(int64(len(theta)), int64(len(phi)), int64(len(xi))); c < 0 || c > MaxCombos {
+		return nil, fmt.Errorf("--theta × --phi × --xi: %d × %d × %d combinations; at most %d (2²⁴) in one run: split the sweep into several",
+			len(theta), len(phi), len(xi), MaxCombos)
+	}
+	combos := Combos(theta, phi, xi)
+	if err := checkCombos(a, combos); err != nil {
+		return nil, err
+	}
+	return combos, nil
+}
+
+// parseNumber parses a number that may use pi: 2.5, pi, -pi/4, 3pi/2, 0.5*pi.
+func parseNumber(s string) (float64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	bad := fmt.Errorf("%q is not a number (e.g. 2.5, pi, pi/4, 3*pi/2)", s)
+	num, den, hasDen := strings.Cut(t, "/")
+	d := 1.0
+	if hasDen {
+		var err error
+		if d, err = strconv.ParseFloat(strings.TrimSpace(den), 64); err != nil || d == 0 {
+			return 0, bad
+		}
+	}
+	num = strings.TrimSpace(num)
+	v := 1.0
+	if coef, ok := strings.CutSuffix(num, "pi"); ok {
+		coef = strings.TrimSuffix(strings.TrimSpace(coef), "*")
+		switch coef {
+		case "", "+":
+		case "-":
+			v = -1
+		default:
+			c, err := strconv.ParseFloat(coef, 64)
+			if err != nil {
+				return 0, bad
+			}
+			v = c
+		}
+		v *= math.Pi
+	} else {
+		c, err := strconv.ParseFloat(num, 64)
+		if err != nil {
+			return 0, bad
+		}
+		v = c
+	}
+	v /= d
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, bad
+	}
+	return v, nil
+}
+
+// ParseList parses a list of θ, φ or ξ as the command line writes it:
+// "a,b,c" or "START:STOP:COUNT" (COUNT values START + k·(STOP − START)/COUNT,
+// STOP excluded, like numpy.arange grids), each number a decimal or a
+// multiple of pi (pi/4, 3*pi/2, -pi); errors name the flag --name.
+func ParseList(name, s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("--%s: empty list", name)
+	}
+	if strings.Contains(s, ":") {
+		f := strings.Split(s, ":")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("--%s %q: want START:STOP:COUNT", name, s)
+		}
+		lo, err := parseNumber(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		hi, err := parseNumber(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f[2]))
+		if err != nil || n < 1 || n > MaxCombos {
+			return nil, fmt.Errorf("--%s %q: COUNT %q must be an integer from 1 to %d (2²⁴)", name, s, f[2], MaxCombos)
+		}
+		out := make([]float64, n)
+		for k := range out {
+			out[k] = lo + float64(k)*(hi-lo)/float64(n)
+		}
+		return out, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := parseNumber(f)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Pads returns, for every combination, the padding it runs with
+// in reflect mode for a volume of n, and the largest over all. A kernel of
+// half-widths h needs a transform of at least n + 2h along each axis,
+// rounded up to the next size the FFT handles fastest; its padding is all
+// that size leaves, (size − n)/2. Combinations that share a transform size
+// share one transform of the volume, so a size needed by few combinations is
+// merged into a larger one where the extra cost of the larger transforms is
+// less than the volume's transform it saves (reflectGroups).
+func Pads(n [3]int, a float64, combos []Combo) (pads [][3]int, largest [3]int) {
+	dims := make([][3]int, len(combos))
+	for i, c := range combos {
+		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+		for k := range 3 {
+			dims[i][k] = ops.FFTSize(n[k] + 2*h[k])
+		}
+	}
+	dims = reflectGroups(dims)
+	pads = make([][3]int, len(combos))
+	for i, d := range dims {
+		for k := range 3 {
+			pads[i][k] = (d[k] - n[k]) / 2
+			largest[k] = max(largest[k], pads[i][k])
+		}
+	}
+	return pads, largest
+}
+
+// volumeCost is what transforming the extended volume costs in units of
+// one combination on a transform of the same size: a forward transform and
+// the extension, against a product of spectra and an inverse transform.
+const volumeCost = 2
+
+// reflectGroups maps each combination's transform size to the one it runs
+// with: sizes needed by few combinations are merged, smallest groups first,
+// each into the group (or the elementwise larger size of the two) where the
+// merge saves most, counting a combination's cost as its transform's
+// volume and a group's as volumeCost more.
+func reflectGroups(need [][3]int) [][3]int {
+	type group struct {
+		dims [3]int
+		n    int
+		into int // the group it was merged into, or -1
+	}
+	index := map[[3]int]int{}
+	var gs []*group
+	for _, d := range need {
+		if _, ok := index[d]; !ok {
+			index[d] = len(gs)
+			gs = append(gs, &group{dims: d, into: -1})
+		}
+		gs[index[d]].n++
+	}
+	vol := func(d [3]int) float64 { return float64(d[0]) * float64(d[1]) * float64(d[2]) }
+	cost := func(d [3]int, n int) float64 { return (float64(n) + volumeCost) * vol(d) }
+	order := make([]int, len(gs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return gs[order[a]].n < gs[order[b]].n })
+	for _, a := range order {
+		ga := gs[a]
+		best, save := -1, 0.0
+		for b, gb := range gs {
+			if b == a || gb.into >= 0 {
+				continue
+			}
+			var m [3]int
+			for k := range 3 {
+				m[k] = max(ga.dims[k], gb.dims[k])
+			}
+			if d := cost(ga.dims, ga.n) + cost(gb.dims, gb.n) - cost(m, ga.n+gb.n); d > save {
+				best, save = b, d
+			}
+		}
+		if best >= 0 {
+			gb := gs[best]
+			for k := range 3 {
+				gb.dims[k] = max(gb.dims[k], ga.dims[k])
+			}
+			gb.n += ga.n
+			ga.into = best
+		}
+	}
+	out := make([][3]int, len(need))
+	for i, d := range need {
+		g := index[d]
+		for gs[g].into >= 0 {
+			g = gs[g].into
+		}
+		out[i] = gs[g].dims
+	}
+	return out
+}
+
+// kernelKey names the hat of c up to what does not change it: "" never
+// matches. With ξ = 1 the hat is round (the same for every θ and φ);
+// otherwise it depends on ξ and on its stretched axis n up to sign (ψ is
+// symmetric about n and ψ(r) = ψ(−r)), the first row of the rotation.
+func kernelKey(c Combo) string {
+	if c.Xi == 1 {
+		return "round"
+	}
+	ct, st, cp, sp := math.Cos(c.Theta), math.Sin(c.Theta), math.Cos(c.Phi), math.Sin(c.Phi)
+	n := [3]float64{cp * ct, -st, sp * ct}
+	for _, v := range n { // the sign: the first clearly nonzero component positive
+		if math.Abs(v) > 1e-9 {
+			if v < 0 {
+				n[0], n[1], n[2] = -n[0], -n[1], -n[2]
+			}
+			break
+		}
+	}
+	r := func(v float64) float64 { return math.Round(v*1e12) / 1e12 }
+	return fmt.Sprintf("%v|%v,%v,%v", c.Xi, r(n[0]), r(n[1]), r(n[2]))
+}
+
+// MaxSupport is the largest half-widths of the hats of scale a over
+// combos, along each axis (ops.WaveletSource.MaxSupport).
+func MaxSupport(a float64, combos []Combo) [3]int {
+	var m [3]int
+	for _, c := range combos {
+		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+		for k := range 3 {
+			m[k] = max(m[k], h[k])
+		}
+	}
+	return m
+}
+
+// CheckPadding refuses a sweep over a volume of n whose largest padding
+// is pad when the volume extended by pad on every side, the least any
+// transform of the sweep takes, does not fit limit by itself.
+func CheckPadding(n, pad [3]int, limit int64) error {
+	padded := sysmem.Mul(int64(n[0]+2*pad[0]), int64(n[1]+2*pad[1]), int64(n[2]+2*pad[2]), 4)
+	if padded < 0 || padded > limit {
+		if padded < 0 {
+			padded = math.MaxInt64
+		}
+		return &engine.BudgetError{Workload: "wavelet's padded volume", Need: padded, Limit: limit}
+	}
+	return nil
+}
