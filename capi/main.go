@@ -164,7 +164,7 @@ var configs = map[string]any{}
 
 // extraNames maps the flags of inputs that the C ABI takes as arrays to
 // the arguments the Python package names them by.
-var extraNames = map[string]string{"f": "f", "x": "x", "volume": "volume", "images": "x"}
+var extraNames = map[string]string{"f": "f", "x": "x", "volume": "volume", "images": "x", "detector": "detector"}
 
 var (
 	namesOnce sync.Once

@@ -240,7 +240,7 @@ def params_of(params):
         try:
             out[str(k)] = float(v)
         except (TypeError, ValueError):
-            raise Error(f"--param {k}={v!r}: not a number") from None
+            raise Error(f"params= {k}={v!r}: not a number") from None
         if not math.isfinite(out[str(k)]):
             raise not_finite("params", v, f" (parameter {str(k)!r})")
     return out

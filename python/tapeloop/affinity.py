@@ -44,7 +44,7 @@ class Affinity(Compiled):
         b, d = numbers("shape", shape, 2, int)
         block, cols, topk = integer("block", block), integer("cols", cols), integer("topk", topk)
         if block is not None and block < 1:
-            raise Error(f"--block {block}: must be at least 1")
+            raise Error(f"block= {block}: must be at least 1")
         cfg = config(n=b, d=d, dtype=str(np.dtype(dtype)), metric=(metric or "dot") if (metric or not formula) else None,
                      formula=formula, params=params_of(params), method=method, cols=cols,
                      topk=topk, batch=block or 0, mem_limit=mem_limit_of(mem_limit),

@@ -80,7 +80,7 @@ class DRR(Compiled):
                  params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, dtype=None, device="cpu", gpu=None):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
-            raise Error(f"--volume: shape {v.shape}, want (X, Y, Z)")
+            raise Error(f"volume=: shape {v.shape}, want (X, Y, Z)")
         rows, cols = numbers("detector", detector, 2, int)
         dirn = None
         if direction is not None:

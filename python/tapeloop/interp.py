@@ -38,7 +38,7 @@ class Interp(Compiled):
                  dtype="float32", method="auto", fail_on_nonfinite=False, mem_limit=None, device="cpu", gpu=None):
         f = converted("f", f, np.float64)
         if f.ndim != 2:
-            raise Error(f"--f: the table has shape {f.shape}, want (M, G)")
+            raise Error(f"f=: the table has shape {f.shape}, want (M, G)")
         cfg = config(a=finite("a", a), dx=finite("dx", dx), reduce=reduce, method=method,
                      batch=integer("batch", batch) or 0, dtype=str(np.dtype(dtype)), fail_on_nonfinite=bool(fail_on_nonfinite),
                      params=params_of(params), mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)

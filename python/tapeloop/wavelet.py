@@ -11,7 +11,7 @@ def _values(name, x):
     """x, a number or a 1-D sequence, as a C-contiguous float64 array."""
     a = converted(name, x, np.float64)
     if a.ndim > 1:
-        raise Error(f"--{name}: shape {a.shape}, want a number or a 1-D list")
+        raise Error(f"{name}=: shape {a.shape}, want a number or a 1-D list")
     return a.reshape(-1)
 
 
@@ -52,7 +52,7 @@ class Wavelet(Compiled):
                  mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
-            raise Error(f"--volume: the array has shape {v.shape}, want a 3-D volume")
+            raise Error(f"volume=: the array has shape {v.shape}, want a 3-D volume")
         if isinstance(stats, dict):
             stats = [f"{name}={formula}" for name, formula in stats.items()]
         cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, stats=list(stats) if stats else None,

@@ -13,7 +13,7 @@ CASES = [
     ("origin of None", lambda: tapeloop.DRR(V, origin=None, detector=(3, 3)), r"^origin: want 3 numbers"),
     ("detector of one", lambda: tapeloop.DRR(V, detector=(3,)), r"^detector: want 2 integers"),
     ("detector of halves", lambda: tapeloop.DRR(V, detector=(3.5, 3)), r"^detector: want 2 integers"),
-    ("detector below 1", lambda: tapeloop.DRR(V, detector=(-3, 3)), r"^--detector -3x3: want R, C ≥ 1$"),
+    ("detector below 1", lambda: tapeloop.DRR(V, detector=(-3, 3)), r"^detector= -3x3: want R, C ≥ 1$"),
     ("direction 2×2", lambda: tapeloop.DRR(V, detector=(3, 3), direction=np.eye(2)), r"^direction: shape \(2, 2\)"),
     ("direction not a rotation", lambda: tapeloop.DRR(V, detector=(3, 3), direction=np.ones((3, 3))),
      r"direction of index axis 0 is not a unit vector"),
@@ -26,23 +26,23 @@ CASES = [
      r"^geometry: pose 0 has cols 5, the object's detector is 3x4$"),
     ("orbit of none", lambda: tapeloop.drr(V, orbit=0, detector=(3, 3)), r"^geometry: --orbit 0: need at least one pose$"),
     ("poses and orbit", lambda: tapeloop.drr(V, poses=np.zeros((1, 14)), orbit=3, detector=(3, 3)), r"give poses or orbit"),
-    ("volume 2-D", lambda: tapeloop.DRR(V[0], detector=(3, 3)), r"^--volume: shape \(5, 6\), want \(X, Y, Z\)$"),
+    ("volume 2-D", lambda: tapeloop.DRR(V[0], detector=(3, 3)), r"^volume=: shape \(5, 6\), want \(X, Y, Z\)$"),
     ("volume of text", lambda: tapeloop.DRR(np.array([["a"]]), detector=(3, 3)), r"^volume: cannot be read as float32"),
     ("shape of three", lambda: tapeloop.Affinity(shape=(1, 2, 3)), r"^shape: want 2 integers"),
     ("shape below 1", lambda: tapeloop.Affinity(shape=(-1, 4)), r"^shape \(-1, 4\): need N ≥ 1 images of D ≥ 1 values$"),
-    ("block below 1", lambda: tapeloop.affinity(np.ones((5, 3)), block=-2), r"^--block -2: must be at least 1$"),
+    ("block below 1", lambda: tapeloop.affinity(np.ones((5, 3)), block=-2), r"^block= -2: must be at least 1$"),
     ("param of text", lambda: tapeloop.Affinity(formula="sum(a*b)*s", params={"s": "x"}, shape=(3, 3)),
-     r"^--param s='x': not a number$"),
+     r"^params= s='x': not a number$"),
     ("images of text", lambda: tapeloop.affinity([["a", "b"]]), r"^X: cannot be read as float32"),
     ("queries of text", lambda: tapeloop.interp(np.ones((2, 8)), ["a", "b"]), r"^x: cannot be read as float32"),
-    ("table 1-D", lambda: tapeloop.interp(np.ones(5), np.zeros(3)), r"^--f: the table has shape \(5,\), want \(M, G\)$"),
+    ("table 1-D", lambda: tapeloop.interp(np.ones(5), np.zeros(3)), r"^f=: the table has shape \(5,\), want \(M, G\)$"),
     ("theta NaN", lambda: tapeloop.wavelet(V, [np.nan], 0, 1), r"wavelet: angles θ = NaN, φ = 0 must be finite"),
-    ("theta 2-D", lambda: tapeloop.wavelet(V, np.zeros((2, 2)), 0, 1), r"^--theta: shape \(2, 2\)"),
+    ("theta 2-D", lambda: tapeloop.wavelet(V, np.zeros((2, 2)), 0, 1), r"^theta=: shape \(2, 2\)"),
     ("boundary", lambda: tapeloop.Wavelet(V, boundary="mirror"), r'^boundary=: unknown boundary "mirror"'),
-    ("mem_limit", lambda: tapeloop.affinity(np.ones((5, 3)), mem_limit="-5"), r'^--mem-limit "-5": bad size'),
+    ("mem_limit", lambda: tapeloop.affinity(np.ones((5, 3)), mem_limit="-5"), r'^mem_limit= "-5": bad size'),
     ("dtype", lambda: tapeloop.Affinity(shape=(3, 3), dtype="int8"), r"dtype"),
     ("device", lambda: tapeloop.DRR(V, detector=(2, 2), device="tpu"), r'^device= "tpu": want cpu or cuda$'),
-    ("mem_limit of words", lambda: tapeloop.Interp(np.ones((2, 5)), mem_limit="lots"), r"^--mem-limit"),
+    ("mem_limit of words", lambda: tapeloop.Interp(np.ones((2, 5)), mem_limit="lots"), r"^mem_limit="),
     # sizes over the memory limit: refused before anything is allocated
     ("affinity of 2⁴⁰ images", lambda: tapeloop.Affinity("dot", shape=(2**40, 2**40)),
      r"^plan: affinity's images and matrix needs more than 8 EiB, over the memory limit"),
@@ -54,7 +54,7 @@ CASES = [
 ]
 if "not in this build" in tapeloop.build():
     CASES.append(("cuda in a CPU build", lambda: tapeloop.Affinity("dot", shape=(4, 4), device="cuda"),
-                  r"^--device cuda: this tapeloop was built without CUDA"))
+                  r"^device= cuda: this tapeloop was built without CUDA"))
 
 
 @pytest.mark.parametrize("name,call,message", CASES, ids=[c[0] for c in CASES])

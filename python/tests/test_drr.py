@@ -148,7 +148,7 @@ def test_errors_are_the_cli_messages(tmp_path):
         tapeloop.DRR(vol, detector=(4, 4), method="raymarch")
     with pytest.raises(tapeloop.Error, match="spacing"):
         tapeloop.DRR(vol, (1, 0, 1), detector=(4, 4))
-    with pytest.raises(tapeloop.Error, match=r"--volume: shape \(5, 42\)"):
+    with pytest.raises(tapeloop.Error, match=r"volume=: shape \(5, 42\)"):
         tapeloop.DRR(vol.reshape(5, 42), detector=(4, 4))
     with tapeloop.DRR(vol, detector=(4, 4)) as r:
         p = r.orbit(2)

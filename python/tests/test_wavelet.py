@@ -120,7 +120,7 @@ def test_bad_input_is_the_cli_message(tmp_path):
     with pytest.raises(tapeloop.Error) as e:
         tapeloop.Wavelet(v[0])
     flat = str(e.value)
-    assert flat.startswith("--volume") and flat.endswith("has shape (5, 4), want a 3-D volume")
+    assert flat.startswith("volume=") and flat.endswith("has shape (5, 4), want a 3-D volume")
     with tapeloop.Wavelet(v) as w:
         with pytest.raises(tapeloop.Error) as e:
             w(0, 0, [1, 0])
