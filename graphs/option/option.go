@@ -64,15 +64,18 @@ func Names(extra map[string]string, cfgs ...any) map[string]string {
 	return m
 }
 
-var flagRef = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
+// flagRef is a flag named in a message: "--" at the start or after a
+// character that cannot end a word ("a--dx" in a formula is not a flag).
+var flagRef = regexp.MustCompile(`(^|[^\w-])--([a-z][a-z0-9-]*)`)
 
 // Keywords rewrites each option named as a flag in msg (--dx, --param) as
 // the keyword names maps it to (dx=, params=); flags names does not hold
 // are left as they are.
 func Keywords(msg string, names map[string]string) string {
 	return flagRef.ReplaceAllStringFunc(msg, func(s string) string {
-		if k, ok := names[s[2:]]; ok {
-			return k + "="
+		m := flagRef.FindStringSubmatch(s)
+		if k, ok := names[m[2]]; ok {
+			return m[1] + k + "="
 		}
 		return s
 	})
