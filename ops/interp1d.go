@@ -246,8 +246,14 @@ type Interp1D struct {
 	// Formula is the user's reduction, for ReduceFormula.
 	Formula *InterpFormula
 
-	out *tensor.Dense
+	valid int // the real queries of the next batch; 0: all of it
+	out   *tensor.Dense
 }
+
+// SetValidRows sets how many leading queries of the next batch are real:
+// a formula is evaluated, and its NaN and infinite results counted, on
+// those only, not on the zeros padding a short last batch.
+func (op *Interp1D) SetValidRows(n int) { op.valid = min(max(n, 0), op.Batch) }
 
 // NewInterp1D returns the op for batches of batch queries.
 func NewInterp1D(t *InterpTable, reduce Reduce, method Method, dtype tensor.Dtype, batch int) *Interp1D {
@@ -341,7 +347,11 @@ func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
 	g := t.grid()
 	switch {
 	case op.Reduce == ReduceFormula:
-		formulaReduce(op.Formula, t, fpT, x, out)
+		n := len(x)
+		if op.valid > 0 {
+			n = op.valid
+		}
+		formulaReduce(op.Formula, t, fpT, x[:n], out[:n])
 	case op.Reduce == ReduceSumSq && t.gram != nil:
 		parallel.For(len(x), grain, func(lo, hi int) { cpukern.InterpGram(out[lo:hi], x[lo:hi], g, t.gram) })
 	case op.Reduce == ReduceSum && t.colsum != nil:

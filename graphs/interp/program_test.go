@@ -145,3 +145,35 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 		t.Errorf("finite values only: %v", err)
 	}
 }
+
+// TestFormulaCountsOnlyRealQueries: a short last block is padded with
+// x = 0, where this table's formula is -Inf; those rows are not the
+// caller's and must neither be counted nor fail the call.
+func TestFormulaCountsOnlyRealQueries(t *testing.T) {
+	const m, g = 3, 8
+	f := make([]float64, m*g)
+	for i := range f {
+		x := float64(i%g) / (g - 1)
+		f[i] = x * x // 0 at x = 0: log(max(v)) is -Inf there
+	}
+	for _, n := range []int{1, 5, 7, 10} { // batch 4: blocks of 1, 1, 3 and 2 real queries
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = 0.05 + 0.9*float64(i)/float64(n)
+		}
+		p, err := Compile(Config{Reduce: "log(max(v))", FailOnNonFinite: true}, f, m, g, cpu(t, 4, "float64"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float64, n)
+		if err := p.Run(x, y); err != nil {
+			t.Errorf("%d queries, none at 0: %v", n, err)
+		}
+		for i, v := range y {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Errorf("%d queries: y[%d] = %g", n, i, v)
+			}
+		}
+		p.Close()
+	}
+}
