@@ -13,7 +13,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/testutil"
-	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 func randomImages(n, d int) []float32 {
@@ -29,8 +29,8 @@ func randomImages(n, d int) []float32 {
 // affinityRun computes the whole (N, N) matrix as `tapeloop affinity` does
 // when it fits in memory (each pair once), without writing it, and returns
 // the wall time.
-func affinityRun(b *testing.B, x []float32, n, d int, m ops.Metric) (float64, time.Duration) {
-	data, err := ops.NewPairData(x, n, d, m)
+func affinityRun(b *testing.B, x []float32, n, d int, m pairwise.Metric) (float64, time.Duration) {
+	data, err := pairwise.NewPairData(x, n, d, m)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func peer(b *testing.B, n, d int, metric string) float64 {
 // benchmarkVsPeer alternates tapeloop and the NumPy/SciPy peer on the same
 // sizes and reports both medians, their ratio, and tapeloop's rate in
 // pair-dimensions per second of the whole matrix (N²·D / time).
-func benchmarkVsPeer(b *testing.B, n, d int, m ops.Metric) {
+func benchmarkVsPeer(b *testing.B, n, d int, m pairwise.Metric) {
 	x := randomImages(n, d)
 	var ours, theirs []float64
 	for b.Loop() {
@@ -79,11 +79,13 @@ func benchmarkVsPeer(b *testing.B, n, d int, m ops.Metric) {
 
 // BenchmarkAffinityDotVsNumPy: the original case's size, N = 10,000 images of
 // D = 10,000 values, dot, against NumPy's x @ x.T (OpenBLAS syrk).
-func BenchmarkAffinityDotVsNumPy(b *testing.B) { benchmarkVsPeer(b, 10_000, 10_000, ops.MetricDot) }
+func BenchmarkAffinityDotVsNumPy(b *testing.B) {
+	benchmarkVsPeer(b, 10_000, 10_000, pairwise.MetricDot)
+}
 
 // BenchmarkAffinityL1VsSciPy: l1 against scipy's cdist(cityblock), at a
 // size scipy finishes in seconds.
-func BenchmarkAffinityL1VsSciPy(b *testing.B) { benchmarkVsPeer(b, 1000, 10_000, ops.MetricL1) }
+func BenchmarkAffinityL1VsSciPy(b *testing.B) { benchmarkVsPeer(b, 1000, 10_000, pairwise.MetricL1) }
 
 // BenchmarkAffinityL1 is l1 at N = 4096, D = 10,000, reporting N²·D per
 // second (each pair is computed once, so the kernel itself does half).
@@ -92,7 +94,7 @@ func BenchmarkAffinityL1(b *testing.B) {
 	x := randomImages(n, d)
 	var total time.Duration
 	for b.Loop() {
-		_, t := affinityRun(b, x, n, d, ops.MetricL1)
+		_, t := affinityRun(b, x, n, d, pairwise.MetricL1)
 		total += t
 	}
 	b.ReportMetric(float64(n)*n*d*float64(b.N)/total.Seconds(), "pair-dims/s")

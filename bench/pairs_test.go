@@ -28,6 +28,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 // runFresh builds a graph with build, runs it once on a new TapeMachine
@@ -191,11 +192,11 @@ func BenchmarkPairAffinity(b *testing.B) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	data, err := ops.NewPairData(x, n, d, ops.MetricL1)
+	data, err := pairwise.NewPairData(x, n, d, pairwise.MetricL1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	job, err := affinity.New(affinity.Setup{Data: data, Metric: ops.MetricL1})
+	job, err := affinity.New(affinity.Setup{Data: data, Metric: pairwise.MetricL1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
-	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 // AffinitySpec is an affinity run as the user states it on the command
@@ -132,7 +132,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		return nil, err
 	}
 	dt := dev.Dtype()
-	var data *ops.PairData
+	var data *pairwise.PairData
 	var shape []int
 	var fp string
 	var n, d int
@@ -147,7 +147,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 	}
 	switch {
 	case exact:
-		if data, err = ops.NewPairDataU8(x8, n, d, p.Metric, dt); err != nil {
+		if data, err = pairwise.NewPairDataU8(x8, n, d, p.Metric, dt); err != nil {
 			return nil, err
 		}
 		fp = fingerprint(x8, "[]"+dt.String(), shape)
@@ -156,7 +156,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if x, n, d, shape, mapped, err = loadImages[float64](s, dev.MemLimit); err != nil {
 			return nil, err
 		}
-		if data, err = ops.NewPairData(x, n, d, p.Metric); err != nil {
+		if data, err = pairwise.NewPairData(x, n, d, p.Metric); err != nil {
 			return nil, err
 		}
 		fp = Fingerprint(x, shape)
@@ -165,7 +165,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if x, n, d, shape, mapped, err = loadImages[float32](s, dev.MemLimit); err != nil {
 			return nil, err
 		}
-		if data, err = ops.NewPairData(x, n, d, p.Metric); err != nil {
+		if data, err = pairwise.NewPairData(x, n, d, p.Metric); err != nil {
 			return nil, err
 		}
 		fp = Fingerprint(x, shape)
@@ -202,7 +202,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 	}
 	cfg := affinity.Setup{Data: data, Metric: p.Metric, Lo: lo, Hi: hi, TopK: p.TopK, TF32: s.TF32, FailOnNonFinite: s.FailOnNonFinite}
 	if p.Formula != nil {
-		if cfg.Formula, err = ops.NewPairFormula(p.Formula, data, p.Direct); err != nil {
+		if cfg.Formula, err = pairwise.NewPairFormula(p.Formula, data, p.Direct); err != nil {
 			return nil, err
 		}
 		metric = "formula " + p.Formula.Canonical() + " (" + option.OrDefault(s.Method, "auto") + ")"

@@ -32,11 +32,6 @@ func backends(t *testing.T) []backend {
 	return []backend{cpuBackend, {
 		name: "cuda", dev: device(t), gpu: true, float32Only: true,
 		poison: poisonDevice, release: releaseTwin,
-		chunk: func(op G.Op, rows int) {
-			if p, ok := op.(*pairwiseCUDA); ok {
-				p.chunk = rows
-			}
-		},
 	}}
 }
 
@@ -51,14 +46,8 @@ func poisonDevice(t *testing.T, op G.Op) {
 		err = cuda.Poison(o.dev, o.y, int64(o.Batch*o.outLen()))
 	case *drrCUDA:
 		err = cuda.Poison(o.dev, o.dimg, int64(o.Batch*o.Rows*o.Cols))
-	case *pairwiseCUDA:
-		err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Data.N))
 	case *waveletCUDA:
 		err = cuda.Poison(o.dev, o.dres, int64(2*WaveletSums*o.Batch))
-	case *pairFormulaCUDA:
-		if o.arena != nil {
-			err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Data.N))
-		}
 	case *mapImagesCUDA:
 		if o.arena != nil {
 			err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Rows*o.Cols))
@@ -78,11 +67,7 @@ func releaseTwin(op G.Op) error {
 		a = o.arena
 	case *drrCUDA:
 		a = o.arena
-	case *pairwiseCUDA:
-		a = o.arena
 	case *waveletCUDA:
-		a = o.arena
-	case *pairFormulaCUDA:
 		a = o.arena
 	case *mapImagesCUDA:
 		a = o.arena

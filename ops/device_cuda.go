@@ -10,6 +10,13 @@ import (
 	"github.com/tapeloop/tapeloop/cuda"
 )
 
+// cudaTwinner is implemented by the ops of other packages (ops/pairwise)
+// that have a CUDA twin: OnDevice returns it, on d. Package ops cannot
+// name them without an import cycle.
+type cudaTwinner interface {
+	OnDevice(d *cuda.Device) (G.Op, error)
+}
+
 func onDevice(op G.Op, dev Device) (G.Op, error) {
 	d, ok := dev.(*cuda.Device)
 	if !ok {
@@ -20,14 +27,12 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newInterp1DCUDA(o, d)
 	case *DRR:
 		return newDRRCUDA(o, d), nil
-	case *Pairwise:
-		return newPairwiseCUDA(o, d)
-	case *PairwiseFormula:
-		return newPairFormulaCUDA(o, d)
 	case *WaveletResponse:
 		return newWaveletCUDA(o, d), nil
 	case *MapImages:
 		return newMapImagesCUDA(o, d)
+	case cudaTwinner:
+		return o.OnDevice(d)
 	}
 	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
 }

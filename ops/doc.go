@@ -18,6 +18,7 @@ import (
 	"hash"
 	"hash/fnv"
 
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"gorgonia.org/tensor"
 )
 
@@ -33,27 +34,6 @@ type Resident interface {
 // memory the op keeps.
 type DeviceResident interface {
 	DeviceBytes() int64
-}
-
-// FullWriter is implemented by the pairwise op's GPU twin: given the whole
-// (N, N) float32 matrix of a symmetric run, WriteFull reports whether its
-// blocks (with Upper) will be written straight into it, each block's rows
-// from the diagonal on and their transposes in the rows below, so that the
-// caller need not mirror them; its output tensor is then not written.
-// FuseMatrix turns such an op into PairwiseMatrix.
-type FullWriter interface {
-	WriteFull(full []float32) bool
-}
-
-// TopKSelector is implemented by the pairwise op's GPU twin: SelectTopK
-// reports whether it will select the top k of each of its blocks' rows on
-// the device, as TopK does (self skipped, ties to the smaller column). Its
-// block output then holds, in each row, only those k values at their
-// columns, and TopIndices is the (Batch, k) columns, as TopK's output.
-// FuseTopK turns such an op into PairwiseTopK.
-type TopKSelector interface {
-	SelectTopK(k int) bool
-	TopIndices() *tensor.Dense
 }
 
 // Owner is implemented by ops whose output buffer is theirs for the life of
@@ -85,4 +65,18 @@ func hashcode(op interface{ WriteHash(hash.Hash) }) uint32 {
 	h := fnv.New32a()
 	op.WriteHash(h)
 	return h.Sum32()
+}
+
+// newOwned allocates an op's output buffer, backed by huge pages where the
+// kernel allows, so that its first fill does not fault 4 KiB at a time.
+func newOwned(dt tensor.Dtype, shape ...int) *tensor.Dense {
+	n := tensor.Shape(shape).TotalSize()
+	if dt == tensor.Float64 {
+		b := make([]float64, n)
+		sysmem.AdviseHugePagesOf(b)
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
+	}
+	b := make([]float32, n)
+	sysmem.AdviseHugePagesOf(b)
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
 }

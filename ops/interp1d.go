@@ -111,6 +111,11 @@ type InterpTable struct {
 
 var tableIDs atomic.Uint64
 
+// NewTableID numbers a table of data an op holds (InterpTable,
+// WaveletVolume, pairwise.PairData) for the op's hash and name: one
+// sequence across all of them, so no two tables share a number.
+func NewTableID() uint64 { return tableIDs.Add(1) }
+
 // ErrInterpInput is wrapped by every error about the interpolants' data.
 var ErrInterpInput = errors.New("interp")
 

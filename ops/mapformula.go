@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"hash"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -155,3 +156,13 @@ func (op *MapImages) WriteHash(h hash.Hash) {
 func (op *MapImages) Hashcode() uint32 { return hashcode(op) }
 
 func (op *MapImages) String() string { return fmt.Sprintf("per pixel: %s", op.F.F.Canonical()) }
+
+func countBad[T float32 | float64](v []T) int64 {
+	var c int64
+	for _, x := range v {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			c++
+		}
+	}
+	return c
+}

@@ -27,17 +27,6 @@ func TestOpsStopWhenAsked(t *testing.T) {
 	}
 	drr := NewDRR(vol, 5, 7, 0, 2)
 	in := tensor.New(tensor.WithShape(2, PoseWidth), tensor.WithBacking(poses))
-	x := make([]float32, 40*6)
-	for i := range x {
-		x[i] = float32(i%11) - 5
-	}
-	data, err := NewPairData(x, 40, 6, MetricL1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pw := NewPairwise(data, MetricL1, 8)
-	pw.RowsFromData = true
-	idx := tensor.New(tensor.WithShape(8), tensor.WithBacking([]float64{0, 1, 2, 3, 4, 5, 6, 7}))
 	for _, c := range []struct {
 		name string
 		op   interface {
@@ -46,7 +35,6 @@ func TestOpsStopWhenAsked(t *testing.T) {
 		}
 	}{
 		{"drr", stopRun{drr, func() error { _, err := drr.Do(in); return err }}},
-		{"pairwise", stopRun{pw, func() error { _, err := pw.Do(idx); return err }}},
 	} {
 		var flag atomic.Bool
 		c.op.SetStop(&flag)

@@ -7,7 +7,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/internal/formula"
-	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 // Config is an affinity as the user chooses it, the same for the command
@@ -44,7 +44,7 @@ type Config struct {
 
 // Plan is what a Config asks for, parsed.
 type Plan struct {
-	Metric  ops.Metric
+	Metric  pairwise.Metric
 	Formula *formula.Formula // nil: Metric
 	Direct  bool             // the method "direct"
 	TopK    int              // 0: all of each row
@@ -62,7 +62,7 @@ func (c Config) Validate() error {
 // Parse checks and reads the metric, the method and the formula with its
 // parameters. CheckRun checks the rest.
 func (c Config) Parse() (p Plan, err error) {
-	if p.Metric, err = ops.ParseMetric(option.OrDefault(c.Metric, "dot")); err != nil {
+	if p.Metric, err = pairwise.ParseMetric(option.OrDefault(c.Metric, "dot")); err != nil {
 		return p, fmt.Errorf("--metric: %w", err)
 	}
 	switch option.OrDefault(c.Method, "auto") {

@@ -9,14 +9,15 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 // Setup describes a Job: the images, prepared, and what to compute of
 // rows [Lo, Hi) of the (N, N) matrix (all of it, or one shard). The file
 // layer (package graphs) and Compile make it from a Config.
 type Setup struct {
-	Data   *ops.PairData
-	Metric ops.Metric
+	Data   *pairwise.PairData
+	Metric pairwise.Metric
 	Lo, Hi int // rows to compute; Hi == 0 means N
 	TopK   int // > 0: keep the K largest affinities per row, self excluded
 	// Symmetric holds the whole (N, N) matrix in memory and computes each
@@ -32,7 +33,7 @@ type Setup struct {
 	TF32   bool
 	// Formula, when set, is the user's affinity, replacing Metric;
 	// FailOnNonFinite makes a NaN or infinite value of it an error.
-	Formula         *ops.PairFormula
+	Formula         *pairwise.PairFormula
 	FailOnNonFinite bool
 }
 
@@ -131,20 +132,20 @@ func (a *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	in = []*G.Node{index}
 	metric := a.cfg.Metric
 	if f := a.cfg.Formula; f != nil && f.Plan.Product != nil {
-		metric = ops.MetricDot
+		metric = pairwise.MetricDot
 	}
 	var pw G.Op // the block's affinities: a formula per pair, 8-bit images, or a metric
 	switch f := a.cfg.Formula; {
 	case f != nil && f.Plan.Product == nil:
-		op := ops.NewPairwiseFormula(f, d, batch)
+		op := pairwise.NewPairwiseFormula(f, d, batch)
 		op.Upper, op.RowsFromData = a.cfg.Symmetric, true
 		pw = op
 	case d.U8 != nil:
-		op := ops.NewPairwiseU8(d, metric, batch)
+		op := pairwise.NewPairwiseU8(d, metric, batch)
 		op.Upper, op.RowsFromData = a.cfg.Symmetric, true
 		pw = op
 	default:
-		op := ops.NewPairwise(d, metric, batch)
+		op := pairwise.NewPairwise(d, metric, batch)
 		op.Upper, op.TF32, op.RowsFromData = a.cfg.Symmetric, a.cfg.TF32, true
 		pw = op
 	}
@@ -178,7 +179,7 @@ func (a *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		pm := ops.NewPairMap(f, d, batch)
+		pm := pairwise.NewPairMap(f, d, batch)
 		pm.Upper = a.cfg.Symmetric
 		blk, err := apply(pm, "formula", dot, index)
 		if err != nil {
@@ -192,12 +193,12 @@ func (a *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	}
 	switch {
 	case a.cfg.Symmetric && a.full32 != nil:
-		if f, ok := ops.FuseMatrix(op, a.full32); ok {
+		if f, ok := pairwise.FuseMatrix(op, a.full32); ok {
 			m, err := apply(f, "matrix", index)
 			return in, []*G.Node{m}, err
 		}
 	case a.cfg.TopK > 0:
-		if f, ok := ops.FuseTopK(op, a.cfg.TopK); ok {
+		if f, ok := pairwise.FuseTopK(op, a.cfg.TopK); ok {
 			top, err := apply(f, "topk", index)
 			return in, []*G.Node{top}, err
 		}
@@ -221,12 +222,12 @@ func (a *Job) finishGraph(blk, index *G.Node, batch int, in []*G.Node) (_, out [
 		if a.full32 != nil {
 			full = a.full32
 		}
-		if next, err = G.ApplyOpWithName(ops.NewMirror(full, n, batch), "matrix", blk, index); err != nil {
+		if next, err = G.ApplyOpWithName(pairwise.NewMirror(full, n, batch), "matrix", blk, index); err != nil {
 			return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
 		}
 		return in, []*G.Node{next}, nil
 	case a.cfg.TopK > 0:
-		next, err = G.ApplyOpWithName(ops.NewTopK(a.cfg.TopK, n, batch), "topk", blk, index)
+		next, err = G.ApplyOpWithName(pairwise.NewTopK(a.cfg.TopK, n, batch), "topk", blk, index)
 	default:
 		next, err = G.ApplyOpWithName(ops.NewBatchStats(batch, 2), "total", blk)
 	}

@@ -12,18 +12,18 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/formula"
-	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 // testImages is a small float32 image set.
-func testImages(t *testing.T, n, d int, metric ops.Metric) *ops.PairData {
+func testImages(t *testing.T, n, d int, metric pairwise.Metric) *pairwise.PairData {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(71, 72))
 	x := make([]float32, n*d)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	data, err := ops.NewPairData(x, n, d, metric)
+	data, err := pairwise.NewPairData(x, n, d, metric)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,17 +33,17 @@ func testImages(t *testing.T, n, d int, metric ops.Metric) *ops.PairData {
 // TestAffinityGraph: the graph of each mode is the pipeline, ops in order
 // from the index on, and its DOT shows every node.
 func TestAffinityGraph(t *testing.T) {
-	data := testImages(t, 37, 11, ops.MetricL2)
+	data := testImages(t, 37, 11, pairwise.MetricL2)
 	for _, c := range []struct {
 		name string
 		cfg  Setup
 		want []string // the ops, in the graph's order
 	}{
-		{"streamed", Setup{}, []string{"input", "*ops.Pairwise", "*ops.BatchStats"}},
-		{"top-k", Setup{TopK: 4}, []string{"input", "*ops.Pairwise", "*ops.TopK"}},
-		{"symmetric", Setup{Symmetric: true}, []string{"input", "*ops.Pairwise", "*ops.Mirror"}},
+		{"streamed", Setup{}, []string{"input", "*pairwise.Pairwise", "*ops.BatchStats"}},
+		{"top-k", Setup{TopK: 4}, []string{"input", "*pairwise.Pairwise", "*pairwise.TopK"}},
+		{"symmetric", Setup{Symmetric: true}, []string{"input", "*pairwise.Pairwise", "*pairwise.Mirror"}},
 	} {
-		c.cfg.Data, c.cfg.Metric = data, ops.MetricL2
+		c.cfg.Data, c.cfg.Metric = data, pairwise.MetricL2
 		job, err := New(c.cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -80,10 +80,10 @@ func TestAffinityGraph(t *testing.T) {
 // kept values in row order. The last block is short.
 func TestAffinityChecksums(t *testing.T) {
 	const n, d, batch = 37, 11, 8
-	data := testImages(t, n, d, ops.MetricL1)
-	rows := pairwiseRows(t, data, ops.MetricL1)
+	data := testImages(t, n, d, pairwise.MetricL1)
+	rows := pairwiseRows(t, data, pairwise.MetricL1)
 	run := func(cfg Setup) *Job {
-		cfg.Data, cfg.Metric = data, ops.MetricL1
+		cfg.Data, cfg.Metric = data, pairwise.MetricL1
 		job, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -114,7 +114,7 @@ func TestAffinityChecksums(t *testing.T) {
 	job := run(Setup{TopK: k})
 	var kept float64
 	for i := range n {
-		for _, j := range ops.TopKRow(rows[i*n:(i+1)*n], i, k, nil) {
+		for _, j := range pairwise.TopKRow(rows[i*n:(i+1)*n], i, k, nil) {
 			kept += float64(rows[i*n+j])
 		}
 	}
@@ -124,9 +124,9 @@ func TestAffinityChecksums(t *testing.T) {
 }
 
 // pairwiseRows is the whole (N, N) matrix computed a row at a time.
-func pairwiseRows(t *testing.T, data *ops.PairData, m ops.Metric) []float32 {
+func pairwiseRows(t *testing.T, data *pairwise.PairData, m pairwise.Metric) []float32 {
 	t.Helper()
-	op := ops.NewPairwise(data, m, 2) // the second row index breaks the run: one row computed
+	op := pairwise.NewPairwise(data, m, 2) // the second row index breaks the run: one row computed
 	op.RowsFromData = true
 	var out []float32
 	for i := range data.N {
@@ -143,13 +143,13 @@ func pairwiseRows(t *testing.T, data *ops.PairData, m ops.Metric) []float32 {
 // each mode allocates no buffers, only the TapeMachine's and the worker
 // pool's bookkeeping, as TestProgramReplayDoesNotAllocate bounds it.
 func TestAffinityReplayDoesNotAllocate(t *testing.T) {
-	data := testImages(t, 300, 40, ops.MetricDot)
-	formula := func(src string) *ops.PairFormula {
+	data := testImages(t, 300, 40, pairwise.MetricDot)
+	formula := func(src string) *pairwise.PairFormula {
 		f, err := formula.Parse(src, formula.Env{Flag: "--formula", Vars: formula.PairVars, Reduce: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pf, err := ops.NewPairFormula(f, data, false)
+		pf, err := pairwise.NewPairFormula(f, data, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestAffinityReplayDoesNotAllocate(t *testing.T) {
 		{"formula per pair, symmetric", Setup{Formula: perPair, Symmetric: true}},
 		{"formula from dot products, streamed", Setup{Formula: product}},
 		{"formula from dot products, top-k", Setup{Formula: product, TopK: 5}}} {
-		c.cfg.Data, c.cfg.Metric = data, ops.MetricDot
+		c.cfg.Data, c.cfg.Metric = data, pairwise.MetricDot
 		job, err := New(c.cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
-	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 // Program is the affinity of a batch of N images of D values, against
@@ -18,7 +18,7 @@ import (
 type Program struct {
 	ses        *engine.Session
 	job        *Job
-	data       *ops.PairData
+	data       *pairwise.PairData
 	cols, topk int
 	N, D       int
 	Dtype      tensor.Dtype
@@ -66,12 +66,12 @@ func Compile(cfg Config, n, d, cols int, dev *engine.Device) (_ *Program, err er
 		}
 		return nil, &engine.BudgetError{Workload: "affinity's images and matrix", Need: need, Limit: dev.MemLimit}
 	}
-	var data *ops.PairData
+	var data *pairwise.PairData
 	switch dt {
 	case tensor.Float32:
-		data, err = ops.NewPairData(ones[float32](all*d), all, d, p.Metric)
+		data, err = pairwise.NewPairData(ones[float32](all*d), all, d, p.Metric)
 	case tensor.Float64:
-		data, err = ops.NewPairData(ones[float64](all*d), all, d, p.Metric)
+		data, err = pairwise.NewPairData(ones[float64](all*d), all, d, p.Metric)
 	default:
 		return nil, fmt.Errorf("--dtype %v: want float32 or float64", dt)
 	}
@@ -80,7 +80,7 @@ func Compile(cfg Config, n, d, cols int, dev *engine.Device) (_ *Program, err er
 	}
 	s := Setup{Data: data, Metric: p.Metric, Lo: 0, Hi: n, TopK: p.TopK, TF32: cfg.TF32, FailOnNonFinite: cfg.FailOnNonFinite}
 	if p.Formula != nil {
-		if s.Formula, err = ops.NewPairFormula(p.Formula, data, p.Direct); err != nil {
+		if s.Formula, err = pairwise.NewPairFormula(p.Formula, data, p.Direct); err != nil {
 			return nil, err
 		}
 	}
@@ -154,7 +154,7 @@ func runAffinity[T float32 | float64](p *Program, x []T, y, dst any, idx []int64
 	} else {
 		d, ok := dst.([]T)
 		if !ok || len(d) != p.OutLen() {
-			return fmt.Errorf("%w: out is %T of %d values, want %d %v values", engine.ErrBatch, dst, ops.SliceLen(dst), p.OutLen(), p.Dtype)
+			return fmt.Errorf("%w: out is %T of %d values, want %d %v values", engine.ErrBatch, dst, pairwise.SliceLen(dst), p.OutLen(), p.Dtype)
 		}
 		c.dst = d
 	}
@@ -164,7 +164,7 @@ func runAffinity[T float32 | float64](p *Program, x []T, y, dst any, idx []int64
 	if p.cols > 0 {
 		yv, ok := y.([]T)
 		if !ok || len(yv) != p.cols*p.D {
-			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", engine.ErrBatch, y, ops.SliceLen(y), p.cols, p.D, p.Dtype)
+			return fmt.Errorf("%w: y is %T of %d values, the program's column images are (%d, %d) %v", engine.ErrBatch, y, pairwise.SliceLen(y), p.cols, p.D, p.Dtype)
 		}
 		if err := p.data.ReloadRows(yv, p.N); err != nil {
 			return err

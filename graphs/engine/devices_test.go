@@ -14,6 +14,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 // cpus stands for several devices: one CPU Program per entry, run
@@ -34,7 +35,7 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	for i := range imgs {
 		imgs[i] = float32(rng.NormFloat64())
 	}
-	data, err := ops.NewPairData(imgs, 97, 23, ops.MetricL2)
+	data, err := pairwise.NewPairData(imgs, 97, 23, pairwise.MetricL2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,14 +66,14 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 			return j
 		}, func(j engine.Job) []float64 { return []float64{j.(*interp.Job).Sum} }},
 		"affinity symmetric": {func() engine.Job {
-			j, err := affinity.New(affinity.Setup{Data: data, Metric: ops.MetricL2, Symmetric: true})
+			j, err := affinity.New(affinity.Setup{Data: data, Metric: pairwise.MetricL2, Symmetric: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return j
 		}, func(j engine.Job) []float64 { return []float64{j.(*affinity.Job).Checksum} }},
 		"affinity top-k": {func() engine.Job {
-			j, err := affinity.New(affinity.Setup{Data: data, Metric: ops.MetricL2, TopK: 5})
+			j, err := affinity.New(affinity.Setup{Data: data, Metric: pairwise.MetricL2, TopK: 5})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
 
 // sliceQueries serves queries from memory, for tests.
@@ -234,11 +235,11 @@ func TestRunErrorIsTheOps(t *testing.T) {
 	for i := range x {
 		x[i] = float32(i % 7)
 	}
-	data, err := ops.NewPairData(x, n, d, ops.MetricL1)
+	data, err := pairwise.NewPairData(x, n, d, pairwise.MetricL1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := affinity.New(affinity.Setup{Data: data, Metric: ops.MetricL1, Symmetric: true})
+	job, err := affinity.New(affinity.Setup{Data: data, Metric: pairwise.MetricL1, Symmetric: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build tapeloop_cuda || tapeloop_cudaemu
 
-package ops
+package pairwise
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/cuda"
 	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 // pairFormulaCUDA is PairwiseFormula on a GPU: the formula's
@@ -163,7 +164,7 @@ func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 		rb = 0
 	}
 	if op.stopped() {
-		return nil, ErrStopped
+		return nil, ops.ErrStopped
 	}
 	nc := d.N - c0
 	l := pairFormulaLaunch(op.kernel, m, nc, d.D, d.N, a, op.x+cuda.DevicePtr(4*int64(c0)*int64(d.D)), ra, rb,
@@ -181,7 +182,7 @@ func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 	}
 	pf.bad.Add(bad)
 	if op.stopped() {
-		return nil, ErrStopped
+		return nil, ops.ErrStopped
 	}
 	return op.out, nil
 }

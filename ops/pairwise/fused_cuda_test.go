@@ -1,12 +1,13 @@
 //go:build tapeloop_cuda || tapeloop_cudaemu
 
-package ops
+package pairwise
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/ops"
 	"gorgonia.org/tensor"
 )
 
@@ -29,7 +30,7 @@ func TestFusedPairwiseCUDA(t *testing.T) {
 		twin := func(upper bool) *pairwiseCUDA {
 			pw := NewPairwise(data, metric, batch)
 			pw.RowsFromData, pw.Upper = true, upper
-			op, err := OnDevice(pw, dev)
+			op, err := ops.OnDevice(pw, dev)
 			if err != nil {
 				t.Fatal(err)
 			}

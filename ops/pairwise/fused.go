@@ -1,10 +1,11 @@
-package ops
+package pairwise
 
 import (
 	"fmt"
 	"hash"
 
 	"github.com/chewxy/hm"
+	"github.com/tapeloop/tapeloop/ops"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -16,6 +17,27 @@ import (
 // own, so that a graph shows which path it takes; FuseTopK and FuseMatrix
 // build them where the device offers the pass (TopKSelector, FullWriter),
 // and report false elsewhere (the CPU), where the two ops stay.
+
+// FullWriter is implemented by the pairwise op's GPU twin: given the whole
+// (N, N) float32 matrix of a symmetric run, WriteFull reports whether its
+// blocks (with Upper) will be written straight into it, each block's rows
+// from the diagonal on and their transposes in the rows below, so that the
+// caller need not mirror them; its output tensor is then not written.
+// FuseMatrix turns such an op into PairwiseMatrix.
+type FullWriter interface {
+	WriteFull(full []float32) bool
+}
+
+// TopKSelector is implemented by the pairwise op's GPU twin: SelectTopK
+// reports whether it will select the top k of each of its blocks' rows on
+// the device, as TopK does (self skipped, ties to the smaller column). Its
+// block output then holds, in each row, only those k values at their
+// columns, and TopIndices is the (Batch, k) columns, as TopK's output.
+// FuseTopK turns such an op into PairwiseTopK.
+type TopKSelector interface {
+	SelectTopK(k int) bool
+	TopIndices() *tensor.Dense
+}
 
 // pairwiser is implemented by Pairwise and its GPU twins: the op's
 // parameters.
@@ -202,14 +224,14 @@ func (op *PairwiseMatrix) String() string {
 }
 
 func residentBytes(op G.Op) int64 {
-	if r, ok := op.(Resident); ok {
+	if r, ok := op.(ops.Resident); ok {
 		return r.ResidentBytes()
 	}
 	return 0
 }
 
 func deviceBytes(op G.Op) int64 {
-	if r, ok := op.(DeviceResident); ok {
+	if r, ok := op.(ops.DeviceResident); ok {
 		return r.DeviceBytes()
 	}
 	return 0

@@ -1,6 +1,6 @@
 //go:build tapeloop_cuda || tapeloop_cudaemu
 
-package ops
+package pairwise
 
 import (
 	"fmt"

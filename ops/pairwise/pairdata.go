@@ -1,4 +1,4 @@
-package ops
+package pairwise
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 // Metric is a pairwise affinity between two flattened images x_i, x_j.
@@ -71,7 +72,7 @@ func NewPairDataU8(x []uint8, n, d int, metric Metric, dtype tensor.Dtype) (*Pai
 	if n < 1 || d < 1 || len(x) != n*d {
 		return nil, fmt.Errorf("%w: need N ≥ 1 images of D ≥ 1 values, got N = %d, D = %d, %d values", ErrPairInput, n, d, len(x))
 	}
-	p := &PairData{N: n, D: d, Dtype: dtype, U8: cpukern.NewU8Rows(x, n, d), id: tableIDs.Add(1)}
+	p := &PairData{N: n, D: d, Dtype: dtype, U8: cpukern.NewU8Rows(x, n, d), id: ops.NewTableID()}
 	if metric == MetricCosine {
 		for i, q := range p.U8.SumSq {
 			if q == 0 {
@@ -88,7 +89,7 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 	if n < 1 || d < 1 || len(x) != n*d {
 		return nil, fmt.Errorf("%w: need N ≥ 1 images of D ≥ 1 values, got N = %d, D = %d, %d values", ErrPairInput, n, d, len(x))
 	}
-	p := &PairData{N: n, D: d, id: tableIDs.Add(1)}
+	p := &PairData{N: n, D: d, id: ops.NewTableID()}
 	switch v := any(x).(type) {
 	case []float32:
 		p.X32, p.Dtype = v, tensor.Float32

@@ -1,16 +1,16 @@
-package ops
+package pairwise
 
 import (
 	"fmt"
 	"hash"
 	"strings"
 
+	"sync"
+	"sync/atomic"
+
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-	"math"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/formula"
@@ -167,16 +167,6 @@ func countRow[T float32 | float64](o []T, c0, img int, upper bool) int64 {
 	c *= 2
 	if d := img - c0; d >= 0 && d < len(o) && countBad(o[d:d+1]) > 0 {
 		c--
-	}
-	return c
-}
-
-func countBad[T float32 | float64](v []T) int64 {
-	var c int64
-	for _, x := range v {
-		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-			c++
-		}
 	}
 	return c
 }

@@ -1,4 +1,4 @@
-package ops
+package pairwise
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/parallel"
-	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 // pairBlocks is what the pairwise ops (Pairwise, PairwiseFormula,
@@ -123,11 +123,11 @@ func (op *pairBlocks) output() *tensor.Dense {
 	return op.out
 }
 
-// finish is the op's output, or ErrStopped if the op was stopped during
+// finish is the op's output, or ops.ErrStopped if the op was stopped during
 // the run.
 func (op *pairBlocks) finish() (G.Value, error) {
 	if op.stopped() {
-		return nil, ErrStopped
+		return nil, ops.ErrStopped
 	}
 	return op.out, nil
 }
@@ -176,18 +176,4 @@ func byRows(lo, hi, chunk int, stop func() bool, tile func(r, m int)) {
 	for r := lo; r < hi && !stop(); r += chunk {
 		tile(r, min(chunk, hi-r))
 	}
-}
-
-// newOwned allocates an op's output buffer, backed by huge pages where the
-// kernel allows, so that its first fill does not fault 4 KiB at a time.
-func newOwned(dt tensor.Dtype, shape ...int) *tensor.Dense {
-	n := tensor.Shape(shape).TotalSize()
-	if dt == tensor.Float64 {
-		b := make([]float64, n)
-		sysmem.AdviseHugePagesOf(b)
-		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
-	}
-	b := make([]float32, n)
-	sysmem.AdviseHugePagesOf(b)
-	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
 }

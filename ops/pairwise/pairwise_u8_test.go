@@ -1,4 +1,4 @@
-package ops
+package pairwise
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/ops"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -39,7 +40,7 @@ func TestConformancePairwiseU8(t *testing.T) {
 					t.Run(fmt.Sprintf("%v/%v/refused", m, dt), func(t *testing.T) {
 						op := NewPairwiseU8(data, m, batch)
 						op.RowsFromData = true
-						if o, err := OnDevice(op, b.dev); err == nil {
+						if o, err := ops.OnDevice(op, b.dev); err == nil {
 							t.Errorf("%s accepted 8-bit images: %v", b.name, o)
 						}
 					})

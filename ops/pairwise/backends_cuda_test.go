@@ -1,0 +1,76 @@
+//go:build tapeloop_cuda || tapeloop_cudaemu
+
+package pairwise
+
+import (
+	"sync"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/tapeloop/tapeloop/cuda"
+)
+
+var (
+	gpuOnce sync.Once
+	gpu     *cuda.Device
+	gpuErr  error
+)
+
+// device is GPU 0 (under tapeloop_cudaemu, the emulated one), opened once.
+func device(tb testing.TB) *cuda.Device {
+	gpuOnce.Do(func() { gpu, gpuErr = cuda.Open(0) })
+	if gpuErr != nil {
+		tb.Fatalf("opening GPU 0: %v", gpuErr)
+	}
+	return gpu
+}
+
+// backends are, as in package ops, the places the conformance suites run: the CPU, and GPU 0
+// through the ops' CUDA twins.
+func backends(t *testing.T) []backend {
+	return []backend{cpuBackend, {
+		name: "cuda", dev: device(t), gpu: true, float32Only: true,
+		poison: poisonDevice, release: releaseTwin,
+		chunk: func(op G.Op, rows int) {
+			if p, ok := op.(*pairwiseCUDA); ok {
+				p.chunk = rows
+			}
+		},
+	}}
+}
+
+// poisonDevice fills a twin's device output with NaN, so that what its
+// kernels do not write shows (the wavelet twin's: its four float64 sums
+// per row, NaN as two float32 NaN patterns).
+func poisonDevice(t *testing.T, op G.Op) {
+	t.Helper()
+	var err error
+	switch o := op.(type) {
+	case *pairwiseCUDA:
+		err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Data.N))
+	case *pairFormulaCUDA:
+		if o.arena != nil {
+			err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Data.N))
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releaseTwin frees a twin's arena (the emulator checks its guard zone:
+// a kernel that wrote past it fails here).
+func releaseTwin(op G.Op) error {
+	var a *cuda.Arena
+	switch o := op.(type) {
+	case *pairwiseCUDA:
+		a = o.arena
+	case *pairFormulaCUDA:
+		a = o.arena
+	}
+	if a == nil {
+		return nil
+	}
+	return a.Free()
+}

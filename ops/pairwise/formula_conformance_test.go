@@ -1,0 +1,184 @@
+package pairwise
+
+// Conformance of the ops that run users' formulas, on every backend (see
+// conformance_test.go): Pairwise with a Formula (per pair),
+// against refFormula, the formula's graph evaluated node by node in
+// float64 with formula.Apply.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/internal/formula"
+)
+
+// refFormula evaluates g over vectors of n elements: vars gives each
+// variable's values (n for a vector, 1 for a number). The result has n
+// values, or one.
+func refFormula(g *formula.Graph, n int, vars [][]float64) []float64 {
+	val := map[*formula.Node][]float64{}
+	var eval func(x *formula.Node) []float64
+	eval = func(x *formula.Node) []float64 {
+		if v, ok := val[x]; ok {
+			return v
+		}
+		var v []float64
+		switch {
+		case x.Op == formula.OpConst:
+			v = []float64{x.Val}
+		case x.Op == formula.OpVar:
+			v = vars[x.Var]
+		case x.Op.IsReduction():
+			a := eval(x.Args[0])
+			r := map[formula.Op]float64{formula.OpSum: 0, formula.OpRMax: math.Inf(-1), formula.OpRMin: math.Inf(1)}[x.Op]
+			for _, e := range a {
+				switch {
+				case x.Op == formula.OpSum:
+					r += e
+				case x.Op == formula.OpRMax && e > r, x.Op == formula.OpRMin && e < r:
+					r = e
+				}
+			}
+			v = []float64{r}
+		default:
+			args := make([][]float64, len(x.Args))
+			for i, a := range x.Args {
+				args[i] = eval(a)
+			}
+			v = make([]float64, 1)
+			if x.Vec {
+				v = make([]float64, n)
+			}
+			at := make([]float64, len(args))
+			for k := range v {
+				for i, a := range args {
+					at[i] = a[min(k, len(a)-1)] // a number broadcasts
+				}
+				v[k] = formula.Apply(x.Op, at...)
+			}
+		}
+		val[x] = v
+		return v
+	}
+	return eval(g.Root)
+}
+
+// pairFormulas are affinity formulas computed per pair: over both images,
+// with values of each image (means, norms), with reductions nested in
+// others (two and three passes), and a formula otherwise rewritten over
+// dot products, here kept per pair (direct).
+var pairFormulaCases = []struct {
+	src    string
+	direct bool
+}{
+	{"-sum(abs(a-b))", false},
+	{"sum(min(a,b))/sum(max(a,b))", false},
+	{"sum((a-mean(a))*(b-mean(b)))/(norm(a-mean(a))*norm(b-mean(b)))", true},
+	{"max(abs(a-b-mean(a-b))) + min(a*b)", false},
+	{"sum(where(a > b, sigmoid(a-b), tanh(b-a)))", false},
+	{"exp(-sum((a-b)^2)/(2*s^2))", true},
+}
+
+func TestConformancePairFormula(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	type fixture struct {
+		n, d, batch int
+		x           []float64
+	}
+	var fixtures []fixture
+	for _, s := range []struct{ n, d, batch int }{{41, 19, 8}, {75, 40, 20}} {
+		x := widen(normals32(rng, s.n*s.d))
+		fixtures = append(fixtures, fixture{s.n, s.d, s.batch, x})
+	}
+	onEveryBackend(t, func(t *testing.T, b backend) {
+		for _, fx := range fixtures {
+			n, d, batch := fx.n, fx.d, fx.batch
+			data := pairData(t, tensor.Float32, fx.x, n, d, MetricDot)
+			for _, fc := range pairFormulaCases {
+				f, err := formula.Parse(fc.src, formula.Env{Flag: "--formula", Vars: formula.PairVars, Reduce: true,
+					Params: map[string]float64{"s": 3}, Shared: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := f.Graph(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x32 := widen(narrow(fx.x))
+				ref := make([]float64, n*n)
+				for i := range n {
+					for j := range n {
+						ref[i*n+j] = refFormula(g, d, [][]float64{x32[i*d : (i+1)*d], x32[j*d : (j+1)*d]})[0]
+					}
+				}
+				pf, err := NewPairFormula(f, data, fc.direct)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pf.Plan.Pair == nil {
+					t.Fatalf("%s: not computed per pair", fc.src)
+				}
+				for _, c := range pairLayouts(n, batch) {
+					if c.chunk != 0 {
+						continue // chunks are the metric twin's
+					}
+					t.Run(fmt.Sprintf("N%d_D%d/%s/%s", n, d, fc.src, c.name), func(t *testing.T) {
+						pw := NewPairwiseFormula(pf, data, batch)
+						pw.Upper, pw.RowsFromData = c.upper, c.fromData
+						op := b.place(t, pw)
+						index := make([]float64, batch) // padding rows: index 0
+						rows := make([]float64, batch*d)
+						for i := range c.rows {
+							index[i] = float64(c.lo + i)
+							copy(rows[i*d:(i+1)*d], fx.x[(c.lo+i)*d:(c.lo+i+1)*d])
+						}
+						if c.bad != nil {
+							index = c.bad
+						}
+						in := []G.Value{denseOf(tensor.Float32, rows, batch, d), denseOf(tensor.Float64, index)}
+						if c.fromData {
+							in = in[1:]
+						}
+						if c.bad != nil {
+							if _, err := op.Do(in...); err == nil {
+								t.Fatalf("index %v accepted", c.bad)
+							}
+							return
+						}
+						c0 := 0
+						if c.upper {
+							c0 = c.lo
+						}
+						runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+							got := valuesOf(out)
+							var gs, ws []float64
+							for i := range c.rows {
+								gs = append(gs, got[i*n+c0:(i+1)*n]...)
+								ws = append(ws, ref[(c.lo+i)*n+c0:(c.lo+i+1)*n]...)
+							}
+							if e := relErr(gs, ws); !(e <= 2e-5) {
+								t.Errorf("%s: relative error %.3g > 2e-5", run, e)
+							}
+							if run != secondRun {
+								return
+							}
+							for i := range batch {
+								for j := range n {
+									padding := i >= c.rows
+									if (j < c0 || padding && c.fromData) && got[i*n+j] != 777 {
+										t.Fatalf("(%d, %d) = %v: written", i, j, got[i*n+j])
+									}
+								}
+							}
+						}, in...)
+					})
+				}
+			}
+		}
+	})
+}
