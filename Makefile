@@ -6,7 +6,7 @@ BIN     := bin/tapeloop
 PKG     := ./cmd/tapeloop
 PYLIB   := python/tapeloop/libtapeloop.so
 # Packages whose tests also run under the race detector.
-RACE    := ./graphs/ ./ops/ ./internal/...
+RACE    := ./graphs/ ./ops/... ./internal/...
 # What the binaries are built from: a file target below is rebuilt only
 # when one of these is newer (the tests, the Python package and bin/ are
 # not among them).
@@ -56,7 +56,7 @@ test-full:
 test-emu:
 	@if command -v g++ >/dev/null 2>&1; then \
 	  set -x; $(GO) vet -tags tapeloop_cudaemu ./... && \
-	  $(GO) test $(SHORT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/ ./graphs/ ./cmd/tapeloop/; \
+	  $(GO) test $(SHORT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/... ./graphs/ ./cmd/tapeloop/; \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
@@ -113,7 +113,7 @@ test-python:
 ## bench: the op and full-size benchmarks, with the NumPy peer side by side.
 bench: test-deps
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 3x .
-	$(GO) test -run '^$$' -bench . -benchtime 20x -count 3 ./ops/ ./internal/cpukern/
+	$(GO) test -run '^$$' -bench . -benchtime 20x -count 3 ./ops/... ./internal/cpukern/
 
 ## compare: tapeloop against its peers, each at its best (NumPy/SciPy with
 ## OpenBLAS set to the CPU's real kernels, FAISS for top-k, plastimatch for
@@ -171,12 +171,14 @@ build-cuda:
 	$(CUDA_ENV) $(GO) build -tags $(CUDA_TAG) -o bin/tapeloop-cuda $(PKG)
 
 ## gpu-bin: everything scripts/gpu-check.sh runs on a GPU machine (which has
-## no Go toolchain): the GPU binary, the GPU test binary of ops and the GPU
+## no Go toolchain): the GPU binary, the GPU test binaries of ops and
+## ops/pairwise and the GPU
 ## build of the Python package's library. All are stripped (-s -w), to
 ## travel light to the GPU machine.
 gpu-bin:
 	$(CUDA_ENV) $(GO) build -ldflags='-s -w' -tags $(CUDA_TAG) -o bin/tapeloop-cuda $(PKG)
 	$(CUDA_ENV) $(GO) test -c -ldflags='-s -w' -tags $(CUDA_TAG) -o bin/ops-cuda.test ./ops
+	$(CUDA_ENV) $(GO) test -c -ldflags='-s -w' -tags $(CUDA_TAG) -o bin/pairwise-cuda.test ./ops/pairwise
 	$(CUDA_ENV) $(GO) build -ldflags='-s -w' -tags $(CUDA_TAG) -buildmode=c-shared -o bin/libtapeloop-cuda.so ./capi
 
 ## python-cuda: the Python package's library from the GPU flavour, in place
@@ -185,12 +187,13 @@ gpu-bin:
 python-cuda:
 	$(CUDA_ENV) $(GO) build -tags $(CUDA_TAG) -buildmode=c-shared -o $(PYLIB) ./capi
 
-## gpu-bin-emu: the same two binaries from the CUDA emulator build, in
+## gpu-bin-emu: the same binaries from the CUDA emulator build, in
 ## bin/emu/, and gpu-check-dry: scripts/gpu-check.sh rehearsed with them at
 ## small sizes (no GPU needed).
 gpu-bin-emu:
 	$(GO) build -tags tapeloop_cudaemu -o bin/emu/tapeloop-cuda $(PKG)
 	$(GO) test -c -tags tapeloop_cudaemu -o bin/emu/ops-cuda.test ./ops
+	$(GO) test -c -tags tapeloop_cudaemu -o bin/emu/pairwise-cuda.test ./ops/pairwise
 	$(GO) build -tags tapeloop_cudaemu -buildmode=c-shared -o bin/emu/libtapeloop-cuda.so ./capi
 
 gpu-check-dry: gpu-bin-emu
@@ -201,6 +204,7 @@ check-cuda:
 	$(CUDA_ENV) $(GO) build -tags $(CUDA_TAG) ./...
 	$(CUDA_ENV) $(GO) vet -tags $(CUDA_TAG) ./...
 	$(CUDA_ENV) $(GO) test -c -tags $(CUDA_TAG) -o /dev/null ./ops
+	$(CUDA_ENV) $(GO) test -c -tags $(CUDA_TAG) -o /dev/null ./ops/pairwise
 
 ## generate: the formula evaluator's generated files (go generate), then the
 ## kernels' PTX (nvcc); commit the result. Each

@@ -8,6 +8,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // BatchStats is the Gorgonia op that reduces the valid rows of a batch to
@@ -99,6 +101,6 @@ func sumMax[T float32 | float64](x []T) (sum, mx float64) {
 func (op *BatchStats) WriteHash(h hash.Hash) { fmt.Fprintf(h, "BatchStats %d %d", op.Batch, op.Dims) }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *BatchStats) Hashcode() uint32 { return hashcode(op) }
+func (op *BatchStats) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *BatchStats) String() string { return "BatchStats{Σ, max over valid rows}" }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // backend is one place the ops run.
@@ -124,7 +125,7 @@ func runTwice(t *testing.T, b backend, op G.Op, mark float64, check func(run str
 	}
 	out := v.(*tensor.Dense)
 	check("first run", out)
-	fill(out, mark)
+	opstest.Fill(out, mark)
 	if b.poison != nil {
 		b.poison(t, op)
 	}
@@ -164,11 +165,11 @@ func interpConformanceCases() []interpCase {
 	var cases []interpCase
 	for _, s := range []struct{ m, g, n int }{{1, 4, 997}, {7, 5, 997}, {13, 64, 997}, {300, 257, 997}, {37, 300, 1000}, {5, 33, 1}} {
 		a, dx := rng.NormFloat64()*3, 0.01+rng.Float64()
-		f := normals64(rng, s.m*s.g)
+		f := opstest.Normals64(rng, s.m*s.g)
 		for i := range f {
 			f[i] += 0.5
 		}
-		x := widen(narrow(testQueries(rng, s.n, a, dx, s.g)))
+		x := opstest.Widen(opstest.Narrow(testQueries(rng, s.n, a, dx, s.g)))
 		for _, r := range []Reduce{ReduceSumSq, ReduceSum, ReduceNone} {
 			var want []float64
 			for _, xv := range x {
@@ -185,7 +186,7 @@ func interpConformanceCases() []interpCase {
 	for i := range f {
 		f[i] = float64(i) * dx * float64(i) * dx
 	}
-	x := widen(narrow([]float64{0.1, 0.2345, 0.5, 0.777, 0.9}))
+	x := opstest.Widen(opstest.Narrow([]float64{0.1, 0.2345, 0.5, 0.777, 0.9}))
 	for _, r := range []Reduce{ReduceSumSq, ReduceSum, ReduceNone} {
 		want := make([]float64, len(x))
 		for i, xv := range x {
@@ -228,10 +229,10 @@ func runInterpConformance(t *testing.T, b backend, cases []interpCase) {
 					tol = 1e-5
 				}
 				runTwice(t, b, op, math.NaN(), func(run string, out *tensor.Dense) {
-					if e := relErr(valuesOf(out), c.want); !(e <= tol) {
+					if e := opstest.RelErr(opstest.ValuesOf(out), c.want); !(e <= tol) {
 						t.Errorf("%s: relative error %.3g > %g", run, e, tol)
 					}
-				}, denseOf(dt, c.x))
+				}, opstest.DenseOf(dt, c.x))
 			})
 		}
 	}
@@ -290,7 +291,7 @@ func drrLayouts(rows, cols, batch int) *tensor.Dense {
 func drrConformanceCases(t *testing.T) []drrCase {
 	rng := rand.New(rand.NewPCG(51, 52))
 	n := [3]int64{21, 24, 15}
-	vol := &volume.Volume{N: n, Origin: [3]float64{-10.5, -12, -7.5}, Spacing: [3]float64{1, 1, 1}, V: uniform32(rng, int(n[0]*n[1]*n[2]))}
+	vol := &volume.Volume{N: n, Origin: [3]float64{-10.5, -12, -7.5}, Spacing: [3]float64{1, 1, 1}, V: opstest.Uniform32(rng, int(n[0]*n[1]*n[2]))}
 	layouts := drrLayouts(5, 7, 3)
 	oblique, obliquePoses := drrFixture(rand.New(rand.NewPCG(33, 34)), [3]int64{41, 32, 23}, 400, 150, 1.3, 47, 39, 3)
 	turned, turnedPoses := drrFixture(rand.New(rand.NewPCG(83, 84)), [3]int64{30, 24, 18}, 400, 150, 1.3, 24, 20, 3)
@@ -398,7 +399,7 @@ func runDRRConformance(t *testing.T, b backend, cases []drrCase) {
 			op := b.place(t, NewDRR(c.vol, c.rows, c.cols, c.step, c.batch))
 			runTwice(t, b, op, math.NaN(), func(run string, out *tensor.Dense) {
 				got := out.Data().([]float32)
-				if e := relErr(got, c.want); !(e <= 1e-5) {
+				if e := opstest.RelErr(got, c.want); !(e <= 1e-5) {
 					t.Errorf("%s: relative error %.3g > 1e-5", run, e)
 				}
 				if b.gpu {
@@ -448,7 +449,7 @@ func waveletConformanceCases() []waveletCase {
 		if fx.own && testing.Short() {
 			continue // its reference takes minutes under the race detector
 		}
-		v := normals32(rand.New(rand.NewPCG(fx.seed, fx.seed+1)), fx.n[0]*fx.n[1]*fx.n[2])
+		v := opstest.Normals32(rand.New(rand.NewPCG(fx.seed, fx.seed+1)), fx.n[0]*fx.n[1]*fx.n[2])
 		var pad [3]int
 		for _, c := range fx.combos {
 			h := HatSupport(a, c[0], c[1], c[2])
@@ -521,7 +522,7 @@ func runWaveletConformance(t *testing.T, b backend, cases []waveletCase) {
 			var stats *tensor.Dense
 			runTwice(t, b, op, 777, func(run string, sums *tensor.Dense) {
 				if stats != nil {
-					fill(stats, 778)
+					opstest.Fill(stats, 778)
 				}
 				v, err := mom.Do(sums)
 				if err != nil {

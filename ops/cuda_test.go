@@ -16,6 +16,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // BenchmarkInterpCUDASeed: the seed case, 10⁶ queries per launch, M = 300,
@@ -57,7 +58,7 @@ func BenchmarkDRRCUDA(b *testing.B) {
 	const n, rows, cols, batch = 256, 200, 200, 64
 	rng := rand.New(rand.NewPCG(35, 36))
 	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
-	vol.V = uniform32(rng, n*n*n)
+	vol.V = opstest.Uniform32(rng, n*n*n)
 	var poses []float64
 	for k := range batch {
 		poses = append(poses, orbitPose([3]float64{}, float64(k)*2*math.Pi/batch, 1020, 510, rows, cols, 2)...)
@@ -91,7 +92,7 @@ func BenchmarkWaveletCUDA200(b *testing.B) {
 	dev := device(b)
 	const n = 200
 	rng := rand.New(rand.NewPCG(43, 44))
-	v := normals32(rng, n*n*n)
+	v := opstest.Normals32(rng, n*n*n)
 	src, err := NewWaveletSource(v, [3]int{n, n, n}, 1, Wrap, [3]int{})
 	if err != nil {
 		b.Fatal(err)

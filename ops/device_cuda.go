@@ -36,16 +36,3 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 	}
 	return nil, fmt.Errorf("ops: %v has no CUDA twin yet", op)
 }
-
-// run launches l on dev and waits for it.
-func run(dev *cuda.Device, l launch) error { return dev.Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...) }
-
-// enqueue queues l on dev without waiting (see cuda.Device.Launch).
-func enqueue(dev *cuda.Device, l launch) error {
-	return dev.Launch(l.Kernel, l.GX, l.GY, l.Block, l.Args...)
-}
-
-// enqueueOn queues l on stream s.
-func enqueueOn(s *cuda.Stream, l launch) error {
-	return s.Launch(l.Kernel, l.GX, l.GY, l.Block, l.Args...)
-}

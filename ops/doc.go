@@ -14,13 +14,7 @@
 // implementing Resident, which the planner in package graphs adds up.
 package ops
 
-import (
-	"hash"
-	"hash/fnv"
-
-	"github.com/tapeloop/tapeloop/internal/sysmem"
-	"gorgonia.org/tensor"
-)
+import "github.com/tapeloop/tapeloop/ops/internal/opkit"
 
 // Resident is implemented by ops that hold memory besides their output:
 // precomputed tables or scratch buffers, in bytes.
@@ -43,40 +37,9 @@ type Owner interface {
 	OwnsOutput() bool
 }
 
-// owned answers the Op methods every tapeloop CPU op answers alike: it
-// returns its own buffer (not a pointer into an input), calls nothing
-// external, overwrites no input, and owns its output (Owner).
-type owned struct{}
-
-// ReturnsPtr is false: the output is the op's own buffer.
-func (owned) ReturnsPtr() bool { return false }
-
-// CallsExtern is false: the op runs on the CPU.
-func (owned) CallsExtern() bool { return false }
-
-// OverwritesInput is -1: inputs are left as they are.
-func (owned) OverwritesInput() int { return -1 }
-
-// OwnsOutput is true: the output is read in place.
-func (owned) OwnsOutput() bool { return true }
-
-// hashcode is the FNV-1a hash of what an op writes in WriteHash.
-func hashcode(op interface{ WriteHash(hash.Hash) }) uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
-
-// newOwned allocates an op's output buffer, backed by huge pages where the
-// kernel allows, so that its first fill does not fault 4 KiB at a time.
-func newOwned(dt tensor.Dtype, shape ...int) *tensor.Dense {
-	n := tensor.Shape(shape).TotalSize()
-	if dt == tensor.Float64 {
-		b := make([]float64, n)
-		sysmem.AdviseHugePagesOf(b)
-		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
-	}
-	b := make([]float32, n)
-	sysmem.AdviseHugePagesOf(b)
-	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(b))
-}
+// The pieces every op is made of, shared with package ops/pairwise.
+type (
+	owned     = opkit.Owned
+	stoppable = opkit.Stoppable
+	launch    = opkit.Launch
+)

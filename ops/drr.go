@@ -13,6 +13,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // DRR is the Gorgonia op that renders digitally reconstructed radiographs:
@@ -174,7 +175,7 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("drr: poses %v, want float64 (%d, %d)", in[0].Shape(), op.Batch, PoseWidth)
 	}
 	if op.out == nil {
-		op.out = newOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
+		op.out = opkit.NewOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
 		op.fans = make([]cpukern.Fan, 0, op.Batch*max(op.Rows, op.Cols))
 		op.kvol = op.kernelVolume()
 	}
@@ -183,11 +184,11 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	// Eight fans per hand-out keep neighbouring columns, which read many of
 	// the same voxels, on one core (8 beats 1 and 32).
 	parallel.Dynamic(len(op.fans), 8, func(lo, hi int) {
-		if !op.stopped() {
+		if !op.Stopped() {
 			cpukern.DRRFans(op.kvol, op.fans[lo:hi], out, op.Step)
 		}
 	})
-	if op.stopped() {
+	if op.Stopped() {
 		return nil, ErrStopped
 	}
 	return op.out, nil
@@ -213,7 +214,7 @@ func (op *DRR) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *DRR) Hashcode() uint32 { return hashcode(op) }
+func (op *DRR) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *DRR) String() string {
 	method := "siddon"

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/cuda"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // drrCUDA is DRR on a GPU: one thread per ray, every pose of the batch in
@@ -85,7 +86,7 @@ func (op *drrCUDA) Do(in ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	w := op.vol
-	if err := run(op.dev, drrLaunch(op.DRR, w.n, w.o, w.s, op.dv, op.dpose, op.dimg)); err != nil {
+	if err := opkit.Run(op.dev, drrLaunch(op.DRR, w.n, w.o, w.s, op.dv, op.dpose, op.dimg)); err != nil {
 		return nil, err
 	}
 	if err := cuda.Download(op.dev, op.out.Data().([]float32), op.dimg); err != nil {
@@ -101,6 +102,6 @@ func (op *drrCUDA) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *drrCUDA) Hashcode() uint32 { return hashcode(op) }
+func (op *drrCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *drrCUDA) String() string { return op.DRR.String() + "@" + op.dev.String() }

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // drrImages renders poses (batch × PoseWidth) of vol with a fresh op.
@@ -51,7 +52,7 @@ func TestDRRDirectionIsTheRearrangedVolume(t *testing.T) {
 	n := [3]int64{7, 9, 5}
 	v := &volume.Volume{N: n, Origin: [3]float64{3, -4, 6}, Spacing: [3]float64{1.1, 0.7, 1.6},
 		// Index i runs along +y, j along −z, k along −x.
-		Direction: [3][3]float64{{0, 0, -1}, {1, 0, 0}, {0, -1, 0}}, V: uniform32(rng, int(n[0]*n[1]*n[2]))}
+		Direction: [3][3]float64{{0, 0, -1}, {1, 0, 0}, {0, -1, 0}}, V: opstest.Uniform32(rng, int(n[0]*n[1]*n[2]))}
 	// The same voxels along x, y, z: x ← −k, y ← i, z ← −j.
 	w := &volume.Volume{N: [3]int64{n[2], n[0], n[1]}, Spacing: [3]float64{1.6, 1.1, 0.7},
 		Origin: v.World([3]float64{0, float64(n[1] - 1), float64(n[2] - 1)}), V: make([]float32, len(v.V))}

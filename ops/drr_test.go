@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // orbitPose encodes the pose at angle alpha of a circular orbit about the
@@ -37,7 +38,7 @@ func benchmarkDRR(b *testing.B, step float64, tilt bool) {
 	const n, rows, cols, batch = 256, 200, 200, 4
 	rng := rand.New(rand.NewPCG(53, 54))
 	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
-	vol.V = uniform32(rng, n*n*n)
+	vol.V = opstest.Uniform32(rng, n*n*n)
 	sysmem.AdviseHugePagesOf(vol.V)
 	op := NewDRR(vol, rows, cols, step, batch)
 	var poses []float64
@@ -80,7 +81,7 @@ func TestDRRValidRows(t *testing.T) {
 	const n, rows, cols, batch = 21, 9, 11, 3
 	rng := rand.New(rand.NewPCG(7, 8))
 	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-10, -10, -10}, Spacing: [3]float64{1, 1, 1}}
-	vol.V = uniform32(rng, n*n*n)
+	vol.V = opstest.Uniform32(rng, n*n*n)
 	op := NewDRR(vol, rows, cols, 0, batch)
 	st := NewImageStats(batch, rows, cols)
 	var poses []float64

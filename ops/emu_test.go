@@ -8,7 +8,6 @@ package ops
 // GPU; it skips where g++ is missing.
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -17,43 +16,12 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
-	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
-// emulator is the emulator's Program of cuda/kernels/*.cu.
-func emulator(t *testing.T) *kernelemu.Program {
-	t.Helper()
-	p, err := kernelemu.Kernels()
-	if errors.Is(err, kernelemu.ErrNoCompiler) {
-		t.Skip("g++ not installed: the CUDA emulator tests need it")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// emulate runs l under the emulator. Its buffers are host slices standing
-// for device pointers: copied in, and back out after the kernel.
-func (l launch) emulate(t *testing.T) {
-	t.Helper()
-	if err := emulator(t).Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// buf32 is n NaN: unwritten elements show.
-func buf32(n int) []float32 {
-	s := make([]float32, n)
-	for i := range s {
-		s[i] = float32(math.NaN())
-	}
-	return s
-}
-
 func TestEmuInterpKernel(t *testing.T) {
-	emulator(t)
+	opstest.Emulator(t)
 	rng := rand.New(rand.NewPCG(51, 52))
 	const m, g, batch = 13, 50, 300
 	f, x := interpFixture(rng, m, g, batch)
@@ -65,17 +33,17 @@ func TestEmuInterpKernel(t *testing.T) {
 		if c.r == ReduceNone {
 			outN = batch * m
 		}
-		xs, out := append([]float32(nil), x...), buf32(outN)
+		xs, out := append([]float32(nil), x...), opstest.Buf32(outN)
 		gram, colsum, fpT := tab.gram, tab.colsum, tab.fpT32
-		interpLaunch[any](op, xs, gram, colsum, fpT, out).emulate(t)
-		if e := relErr(out, want.Data().([]float32)); !(e <= 1e-6) {
+		opstest.Emulate(t, interpLaunch[any](op, xs, gram, colsum, fpT, out))
+		if e := opstest.RelErr(out, want.Data().([]float32)); !(e <= 1e-6) {
 			t.Errorf("%v/%v: relative error %.3g", c.r, c.me, e)
 		}
 	}
 }
 
 func TestEmuDRRKernel(t *testing.T) {
-	emulator(t)
+	opstest.Emulator(t)
 	const rows, cols, batch = 12, 10, 3
 	vol, in := drrFixture(rand.New(rand.NewPCG(53, 54)), [3]int64{20, 16, 12}, 300, 100, 2.5, rows, cols, batch)
 	poses := in.Data().([]float64)
@@ -89,9 +57,9 @@ func TestEmuDRRKernel(t *testing.T) {
 		if step > 0 {
 			v = volume.Pad(vol)
 		}
-		vv, ps, img := append([]float32(nil), v.V...), append([]float64(nil), poses...), buf32(batch*rows*cols)
-		drrLaunch[any](op, v.N, v.Origin, v.Spacing, vv, ps, img).emulate(t)
-		if e := relErr(img, want.Data().([]float32)); !(e <= 1e-5) {
+		vv, ps, img := append([]float32(nil), v.V...), append([]float64(nil), poses...), opstest.Buf32(batch*rows*cols)
+		opstest.Emulate(t, drrLaunch[any](op, v.N, v.Origin, v.Spacing, vv, ps, img))
+		if e := opstest.RelErr(img, want.Data().([]float32)); !(e <= 1e-5) {
 			t.Errorf("step %g: relative error %.3g", step, e)
 		}
 	}
@@ -100,7 +68,7 @@ func TestEmuDRRKernel(t *testing.T) {
 // The three kernels of the wavelet twin, each against its CPU counterpart:
 // the kernel array and its energy, the spectrum product, the statistics.
 func TestEmuWaveletKernels(t *testing.T) {
-	emulator(t)
+	opstest.Emulator(t)
 	rng := rand.New(rand.NewPCG(57, 58))
 	p := [3]int{14, 11, 9} // smaller than the kernel: taps wrap and add up
 	for _, c := range [][3]float64{{0.3, 1.1, 2}, {2.5, 0.4, 0.7}} {
@@ -114,7 +82,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		part := make([]float64, wvBlocks)
 		l := hatLaunch[any](1, c[0], c[1], c[2], p, k, part)
 		l.GX = 3 // fewer blocks than taps/256: each thread strides over several
-		l.emulate(t)
+		opstest.Emulate(t, l)
 		var e float64
 		for _, v := range part[:l.GX] {
 			e += v
@@ -122,7 +90,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		if math.Abs(e-energy) > 1e-9*energy {
 			t.Errorf("%v: kernel energy %v, want %v", c, e, energy)
 		}
-		if d := relErr(k, want); !(d <= 1e-6) {
+		if d := opstest.RelErr(k, want); !(d <= 1e-6) {
 			t.Errorf("%v: kernel array relative error %.3g", c, d)
 		}
 	}
@@ -136,12 +104,12 @@ func TestEmuWaveletKernels(t *testing.T) {
 		q := c.p
 		h := q[2]/2 + 1
 		n := q[0] * q[1] * h
-		spec := normals32(rng, 2*n)
+		spec := opstest.Normals32(rng, 2*n)
 		got := make([]float32, 2*n)
 		part := make([]float64, wvBlocks)
 		l := hatSpectrumLaunch[any](c.a, c.th, c.ph, c.ξ, q, got, spec, part)
 		l.GX = 2 // fewer blocks than coefficients/256: each thread strides over several
-		l.emulate(t)
+		opstest.Emulate(t, l)
 		want := make([]complex64, n)
 		sc := unsafe.Slice((*complex64)(unsafe.Pointer(&spec[0])), n)
 		b := hatB(c.a, c.th, c.ph, c.ξ)
@@ -160,7 +128,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 			t.Errorf("hat_spectrum %v: Σψ² %v, want %v", c, e, we)
 		}
 		ws := unsafe.Slice((*float32)(unsafe.Pointer(&want[0])), 2*n)
-		d := relErr(got, ws)
+		d := opstest.RelErr(got, ws)
 		if !(d <= 1e-6) {
 			t.Errorf("hat_spectrum %v: relative error %.3g", c, d)
 		}
@@ -176,13 +144,13 @@ func TestEmuWaveletKernels(t *testing.T) {
 		z := complex(a[i], a[i+1]) * complex(b[i], b[i+1])
 		want[i], want[i+1] = real(z), imag(z)
 	}
-	cmulLaunch[any](a, b, 301).emulate(t)
-	if d := relErr(a, want); !(d <= 1e-6) {
+	opstest.Emulate(t, cmulLaunch[any](a, b, 301))
+	if d := opstest.RelErr(a, want); !(d <= 1e-6) {
 		t.Errorf("cmul: relative error %.3g", d)
 	}
 	// crop_stats over a block of a response array.
 	q, lo, n := [3]int{13, 12, 11}, [3]int{2, 3, 1}, [3]int{9, 7, 8}
-	g := normals32(rng, q[0]*q[1]*q[2])
+	g := opstest.Normals32(rng, q[0]*q[1]*q[2])
 	const scale = 0.25
 	var s1, s2 float64
 	mx := math.Inf(-1)
@@ -197,7 +165,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 	part := make([]float64, 3*wvBlocks)
 	l := statsLaunch[any](g, q, lo, n, scale, part)
 	l.GX = 1 // as at 200³ on a GPU, where each thread strides over ~30 elements
-	l.emulate(t)
+	opstest.Emulate(t, l)
 	var t1, t2 float64
 	tm := math.Inf(-1)
 	for i := range l.GX {
@@ -212,7 +180,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 // widened by a tenth at each end, so that some fall below a and some above
 // the grid.
 func interpFixture(rng *rand.Rand, m, g, batch int) ([]float64, []float32) {
-	f := normals64(rng, m*g)
+	f := opstest.Normals64(rng, m*g)
 	x := make([]float32, batch)
 	for i := range x {
 		x[i] = float32(rng.Float64()*1.2 - 0.1)

@@ -13,6 +13,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // refFormula evaluates g over vectors of n elements: vars gives each
@@ -114,8 +115,8 @@ func TestConformanceMapImages(t *testing.T) {
 					rc.SetValidRows(valid)
 				}
 				runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
-					got := valuesOf(out)
-					if e := relErr(got[:valid*per], want); !(e <= 1e-6) {
+					got := opstest.ValuesOf(out)
+					if e := opstest.RelErr(got[:valid*per], want); !(e <= 1e-6) {
 						t.Errorf("%s: relative error %.3g > 1e-6", run, e)
 					}
 					if run != secondRun {
@@ -126,7 +127,7 @@ func TestConformanceMapImages(t *testing.T) {
 							t.Fatalf("element %d of an invalid image = %v: written", valid*per+k, v)
 						}
 					}
-				}, denseOf(tensor.Float32, x, batch, rows, cols))
+				}, opstest.DenseOf(tensor.Float32, x, batch, rows, cols))
 			})
 		}
 	})

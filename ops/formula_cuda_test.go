@@ -13,6 +13,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 func TestCUDAFormulaOnDevice(t *testing.T) {
@@ -27,7 +28,7 @@ func TestCUDAFormulaOnDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := normals32(rng, 3*40*50)
+	x := opstest.Normals32(rng, 3*40*50)
 	img := tensor.New(tensor.WithShape(3, 40, 50), tensor.WithBacking(x))
 	wantImg, err := NewMapImages(mf, 3, 40, 50).Do(img)
 	if err != nil {
@@ -45,7 +46,7 @@ func TestCUDAFormulaOnDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := relErr(gotImg.(*tensor.Dense).Data().([]float32), wantImg.(*tensor.Dense).Data().([]float32)); !(e <= 1e-6) {
+	if e := opstest.RelErr(gotImg.(*tensor.Dense).Data().([]float32), wantImg.(*tensor.Dense).Data().([]float32)); !(e <= 1e-6) {
 		t.Errorf("MapImages: relative error %.3g against the CPU", e)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/kernelemu"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // buildKernels compiles the kernels under the emulator.
@@ -78,11 +79,11 @@ func TestEmuMapFormulaKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	nv := valid * rows * cols
-	out := buf32(batch * rows * cols)
+	out := opstest.Buf32(batch * rows * cols)
 	l := mapFormulaLaunch[any](k, nv, x, out)
 	l.GX = 2 // fewer threads than values: the grid stride
 	emulateLaunch(t, e, k, l)
-	if e := relErr(out[:nv], want.(*tensor.Dense).Data().([]float32)[:nv]); !(e <= 1e-7) {
+	if e := opstest.RelErr(out[:nv], want.(*tensor.Dense).Data().([]float32)[:nv]); !(e <= 1e-7) {
 		t.Errorf("relative error %.3g", e)
 	}
 	for i, v := range out[nv:] {

@@ -8,6 +8,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // ImageStats is the Gorgonia op that summarises each image of a batch:
@@ -99,6 +101,6 @@ func (op *ImageStats) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *ImageStats) Hashcode() uint32 { return hashcode(op) }
+func (op *ImageStats) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *ImageStats) String() string { return "ImageStats{per image: min, max, nonzero pixels}" }

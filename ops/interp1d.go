@@ -14,6 +14,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // Reduce selects what Interp1D returns for each query.
@@ -389,7 +390,7 @@ func (op *Interp1D) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *Interp1D) Hashcode() uint32 { return hashcode(op) }
+func (op *Interp1D) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *Interp1D) String() string {
 	if op.Formula != nil {

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/cuda"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // interp1DCUDA is Interp1D on a GPU: one launch per batch, one thread per
@@ -96,7 +97,7 @@ func (op *interp1DCUDA) Do(in ...G.Value) (G.Value, error) {
 	if err := cuda.Upload(op.dev, op.x, x.Data().([]float32)); err != nil {
 		return nil, err
 	}
-	if err := run(op.dev, interpLaunch(op.Interp1D, op.x, op.gram, op.colsum, op.fpT, op.y)); err != nil {
+	if err := opkit.Run(op.dev, interpLaunch(op.Interp1D, op.x, op.gram, op.colsum, op.fpT, op.y)); err != nil {
 		return nil, err
 	}
 	if err := cuda.Download(op.dev, op.out.Data().([]float32), op.y); err != nil {
@@ -112,6 +113,6 @@ func (op *interp1DCUDA) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *interp1DCUDA) Hashcode() uint32 { return hashcode(op) }
+func (op *interp1DCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *interp1DCUDA) String() string { return op.Interp1D.String() + "@" + op.dev.String() }

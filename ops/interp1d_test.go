@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // refInterp is the original case's semantics written out literally, in float64:
@@ -110,12 +111,12 @@ func TestInterpTableRejectsBadInput(t *testing.T) {
 
 func benchmarkInterp(b *testing.B, r Reduce, meth Method, m, g, n int) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	f := widen(uniform32(rng, m*g))
+	f := opstest.Widen(opstest.Uniform32(rng, m*g))
 	tab, err := NewInterpTable(f, m, g, 0, 1.0/float64(g-1), r, meth, tensor.Float32)
 	if err != nil {
 		b.Fatal(err)
 	}
-	x := uniform32(rng, n)
+	x := opstest.Uniform32(rng, n)
 	op := NewInterp1D(tab, r, meth, tensor.Float32, n)
 	in := tensor.New(tensor.WithBacking(x))
 	b.ReportAllocs()
@@ -149,8 +150,8 @@ func BenchmarkInterp1DNone(b *testing.B) {
 func BenchmarkInterp1DSeed(b *testing.B) {
 	const m, g, n = 300, 4096, 1_000_000
 	rng := rand.New(rand.NewPCG(3, 4))
-	f := widen(uniform32(rng, m*g))
-	x := uniform32(rng, n)
+	f := opstest.Widen(opstest.Uniform32(rng, m*g))
+	x := opstest.Uniform32(rng, n)
 	in := tensor.New(tensor.WithBacking(x))
 	var out []float32 // shared by the cases, (N, M) at the largest
 	cases := []struct {

@@ -7,6 +7,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // InterpVars are the variables of an interpolation's reduction: the M
@@ -71,7 +72,7 @@ func formulaReduce[T float32 | float64](f *InterpFormula, t *InterpTable, fpT, x
 			}
 			s.st.Reset()
 			s.st.Interp(t.M, s.start, s.w, fpT, x[c:e], out[c:e])
-			bad += countBad(out[c:e])
+			bad += opkit.CountBad(out[c:e])
 		}
 		f.bad.Add(bad)
 	})

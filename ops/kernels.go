@@ -13,16 +13,8 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
-
-// launch is one kernel launch: gx×gy blocks of block threads.
-type launch struct {
-	Kernel        string
-	GX, GY, Block int
-	Args          []any
-}
-
-func blocks(n, block int) int { return (n + block - 1) / block }
 
 // What the interp1d_f32 kernel computes for each query, its argument mode:
 // the values of enum interp_mode in cuda/kernels/interp.cu.
@@ -52,7 +44,7 @@ func interpMode(op *Interp1D) int64 {
 
 func interpLaunch[P any](op *Interp1D, x, gram, colsum, fpT, out P) launch {
 	t := op.Table
-	return launch{"interp1d_f32", blocks(op.Batch, 256), 1, 256, []any{x, int64(op.Batch), t.A, t.Dx, t.ub, int64(t.G),
+	return launch{Kernel: "interp1d_f32", GX: opkit.Blocks(op.Batch, 256), GY: 1, Block: 256, Args: []any{x, int64(op.Batch), t.A, t.Dx, t.ub, int64(t.G),
 		int64(t.M), interpMode(op), gram, colsum, fpT, out}}
 }
 
@@ -62,7 +54,7 @@ func interpLaunch[P any](op *Interp1D, x, gram, colsum, fpT, out P) launch {
 // The kernel takes the box by its low corner, origin − spacing/2.
 func drrLaunch[P any](op *DRR, n [3]int64, origin, spacing [3]float64, v, poses, img P) launch {
 	c := volume.CornerOf(origin, spacing)
-	return launch{"drr", blocks(op.Batch*op.Rows*op.Cols, 128), 1, 128, []any{v, n[0], n[1], n[2], c[0], c[1],
+	return launch{Kernel: "drr", GX: opkit.Blocks(op.Batch*op.Rows*op.Cols, 128), GY: 1, Block: 128, Args: []any{v, n[0], n[1], n[2], c[0], c[1],
 		c[2], spacing[0], spacing[1], spacing[2], poses, int64(op.Batch), int64(op.Rows), int64(op.Cols), op.Step, img}}
 }
 
@@ -75,7 +67,7 @@ func hatLaunch[P any](a, theta, phi, xi float64, p [3]int, k, part P) launch {
 	h := HatSupport(a, theta, phi, xi)
 	r := hatRotation(theta, phi)
 	taps := (2*h[0] + 1) * (2*h[1] + 1) * (2*h[2] + 1)
-	return launch{"hat_scatter", min(blocks(taps, 256), wvBlocks), 1, 256, []any{k, int64(p[0]), int64(p[1]), int64(p[2]),
+	return launch{Kernel: "hat_scatter", GX: min(opkit.Blocks(taps, 256), wvBlocks), GY: 1, Block: 256, Args: []any{k, int64(p[0]), int64(p[1]), int64(p[2]),
 		int64(h[0]), int64(h[1]), int64(h[2]), a, xi, r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2], r[2][0],
 		r[2][1], r[2][2], part}}
 }
@@ -91,21 +83,21 @@ func hatSpectrumLaunch[P any](a, theta, phi, xi float64, p [3]int, half, spec, p
 	// The ellipsoid ωᵀBω < thr lies in |ω_a| ≤ √(thr·M_aa), M = B⁻¹.
 	m := [3]float64{b[1][1]*b[2][2] - b[1][2]*b[1][2], b[0][0]*b[2][2] - b[0][2]*b[0][2], b[0][0]*b[1][1] - b[0][1]*b[0][1]}
 	n := p[0] * p[1] * (p[2]/2 + 1)
-	return launch{"hat_spectrum", min(blocks(n, 256), wvBlocks), 1, 256, []any{half, spec, int64(p[0]), int64(p[1]), int64(p[2]),
+	return launch{Kernel: "hat_spectrum", GX: min(opkit.Blocks(n, 256), wvBlocks), GY: 1, Block: 256, Args: []any{half, spec, int64(p[0]), int64(p[1]), int64(p[2]),
 		b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2], c, thr,
 		math.Sqrt(thr * m[0] / det), math.Sqrt(thr * m[1] / det), math.Sqrt(thr * m[2] / det), 1 / float64(p[0]*p[1]*p[2]), part}}
 }
 
 // cmulLaunch multiplies n complex64 at a by those at b, in place.
 func cmulLaunch[P any](a, b P, n int) launch {
-	return launch{"cmul", blocks(n, 256), 1, 256, []any{a, b, int64(n)}}
+	return launch{Kernel: "cmul", GX: opkit.Blocks(n, 256), GY: 1, Block: 256, Args: []any{a, b, int64(n)}}
 }
 
 // statsLaunch reduces the response g (an array of dims p) over the block
 // [lo, lo+n), times scale: per block of threads, sum, sum of squares and
 // maximum to part.
 func statsLaunch[P any](g P, p, lo, n [3]int, scale float64, part P) launch {
-	return launch{"crop_stats", min(blocks(n[0]*n[1]*n[2], 256), wvBlocks), 1, 256, []any{g, int64(p[1]), int64(p[2]),
+	return launch{Kernel: "crop_stats", GX: min(opkit.Blocks(n[0]*n[1]*n[2], 256), wvBlocks), GY: 1, Block: 256, Args: []any{g, int64(p[1]), int64(p[2]),
 		int64(lo[0]), int64(lo[1]), int64(lo[2]), int64(n[0]), int64(n[1]), int64(n[2]), scale, part}}
 }
 
@@ -113,7 +105,7 @@ func statsLaunch[P any](g P, p, lo, n [3]int, scale float64, part P) launch {
 // by half-sample symmetric reflection shifted by pad (transformVolume's
 // extension).
 func reflectExtendLaunch[P any](v P, n [3]int, ext P, p, pad [3]int) launch {
-	return launch{"reflect_extend", min(blocks(p[0]*p[1]*p[2], 256), 1<<16), 1, 256, []any{v, int64(n[0]), int64(n[1]),
+	return launch{Kernel: "reflect_extend", GX: min(opkit.Blocks(p[0]*p[1]*p[2], 256), 1<<16), GY: 1, Block: 256, Args: []any{v, int64(n[0]), int64(n[1]),
 		int64(n[2]), ext, int64(p[0]), int64(p[1]), int64(p[2]), int64(pad[0]), int64(pad[1]), int64(pad[2])}}
 }
 
@@ -121,12 +113,12 @@ func reflectExtendLaunch[P any](v P, n [3]int, ext P, p, pad [3]int) launch {
 // nstat blocks' statistics at part, nhat blocks' ψ² sums at hat, into the
 // four doubles at res.
 func finishLaunch[P any](part P, nstat int, hat P, nhat int, res P) launch {
-	return launch{"finish_stats", 1, 1, 256, []any{part, int64(nstat), hat, int64(nhat), res}}
+	return launch{Kernel: "finish_stats", GX: 1, GY: 1, Block: 256, Args: []any{part, int64(nstat), hat, int64(nhat), res}}
 }
 
 // mapFormulaLaunch applies a user's formula (formula.CUDAMap's kernel k,
 // compiled at run time, over one input) to the n values at x, into out.
 // The kernel strides over its grid: at most 4096 blocks.
 func mapFormulaLaunch[P any](k *formula.CUDAKernel, n int, x, out P) launch {
-	return launch{k.Name, max(1, min(blocks(n, k.Block), 4096)), 1, k.Block, []any{x, out, int64(n)}}
+	return launch{Kernel: k.Name, GX: max(1, min(opkit.Blocks(n, k.Block), 4096)), GY: 1, Block: k.Block, Args: []any{x, out, int64(n)}}
 }

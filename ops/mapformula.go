@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"math"
 	"sync"
 	"sync/atomic"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // MuVars and PostVars are the variables of the DRR's formulas: a voxel's
@@ -83,7 +83,7 @@ func (m *MapFormula) run(x, out []float32) {
 	st.Reset()
 	st.Run(len(x), [][]float32{x}, [][]float32{out})
 	m.states.Put(st)
-	m.bad.Add(countBad(out))
+	m.bad.Add(opkit.CountBad(out))
 }
 
 // MapImages is the Gorgonia op that applies a MapFormula to each image of
@@ -138,7 +138,7 @@ func (op *MapImages) Do(in ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("mapimages: want float32 (%d, %d, %d)", op.Batch, op.Rows, op.Cols)
 	}
 	if op.out == nil {
-		op.out = newOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
+		op.out = opkit.NewOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
 	}
 	src, dst := x.Data().([]float32), op.out.Data().([]float32)
 	for i := range min(op.valid, op.Batch) {
@@ -153,16 +153,6 @@ func (op *MapImages) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *MapImages) Hashcode() uint32 { return hashcode(op) }
+func (op *MapImages) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *MapImages) String() string { return fmt.Sprintf("per pixel: %s", op.F.F.Canonical()) }
-
-func countBad[T float32 | float64](v []T) int64 {
-	var c int64
-	for _, x := range v {
-		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-			c++
-		}
-	}
-	return c
-}

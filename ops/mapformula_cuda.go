@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/cuda"
 	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // mapImagesCUDA is MapImages on a GPU: the formula's elementwise kernel
@@ -107,14 +108,14 @@ func (op *mapImagesCUDA) Do(in ...G.Value) (G.Value, error) {
 	if err := cuda.Upload(op.dev, op.din, x.Data().([]float32)[:n]); err != nil {
 		return nil, err
 	}
-	if err := run(op.dev, mapFormulaLaunch(op.kernel, n, op.din, op.dout)); err != nil {
+	if err := opkit.Run(op.dev, mapFormulaLaunch(op.kernel, n, op.din, op.dout)); err != nil {
 		return nil, err
 	}
 	dst := op.out.Data().([]float32)[:n]
 	if err := cuda.Download(op.dev, dst, op.dout); err != nil {
 		return nil, err
 	}
-	op.F.bad.Add(countBad(dst))
+	op.F.bad.Add(opkit.CountBad(dst))
 	return op.out, nil
 }
 
@@ -125,7 +126,7 @@ func (op *mapImagesCUDA) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *mapImagesCUDA) Hashcode() uint32 { return hashcode(op) }
+func (op *mapImagesCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *mapImagesCUDA) String() string {
 	if op.cpu {

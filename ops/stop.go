@@ -15,12 +15,3 @@ type Stopper interface {
 
 // ErrStopped is returned by an op whose stop flag was set during its run.
 var ErrStopped = errors.New("ops: stopped")
-
-// stoppable implements Stopper for the ops that embed it.
-type stoppable struct{ flag *atomic.Bool }
-
-// SetStop sets the flag the op checks between blocks of work.
-func (s *stoppable) SetStop(flag *atomic.Bool) { s.flag = flag }
-
-// stopped reports whether the op should stop.
-func (s *stoppable) stopped() bool { return s.flag != nil && s.flag.Load() }

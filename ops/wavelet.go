@@ -13,6 +13,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // WaveletParams is the width of a WaveletResponse input row: θ, φ, ξ and
@@ -102,7 +103,7 @@ func (op *WaveletResponse) eachRow(in []G.Value, setup func() error, sums func(r
 	}
 	p, o := params.Float64s(), op.out.Float64s() // Data() would box a slice header per call
 	for b := range op.Batch {
-		if op.stopped() {
+		if op.Stopped() {
 			return nil, ErrStopped
 		}
 		r := p[WaveletParams*b : WaveletParams*(b+1)]
@@ -322,7 +323,7 @@ func (op *WaveletResponse) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *WaveletResponse) Hashcode() uint32 { return hashcode(op) }
+func (op *WaveletResponse) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *WaveletResponse) String() string {
 	kernel, stats := "", ""

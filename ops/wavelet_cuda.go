@@ -9,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/tapeloop/tapeloop/cuda"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // waveletCUDA is WaveletResponse on a GPU: per combination the volume's
@@ -134,7 +135,7 @@ func (op *waveletCUDA) volume(pad [3]int) (*deviceVolume, error) {
 	// Queued behind the earlier combinations, which still read the old
 	// spectrum: the stream runs them first.
 	op.cur = nil
-	if err := enqueue(op.dev, reflectExtendLaunch(op.vol, src.N, op.resp, w.dims, w.pad)); err != nil {
+	if err := opkit.Enqueue(op.dev, reflectExtendLaunch(op.vol, src.N, op.resp, w.dims, w.pad)); err != nil {
 		return nil, err
 	}
 	if err := op.fft.Forward(op.resp, op.spec); err != nil {
@@ -202,21 +203,21 @@ func (op *waveletCUDA) queue(w *deviceVolume, slot int, theta, phi, xi float64) 
 	// box is wider than the transform (the kernel would overlap itself):
 	// then sampled, transformed and multiplied.
 	hl := hatSpectrumLaunch(a, theta, phi, xi, d, op.half, op.spec, hatParts)
-	steps := []func() error{func() error { return enqueue(op.dev, hl) }}
+	steps := []func() error{func() error { return opkit.Enqueue(op.dev, hl) }}
 	if 2*h[0] >= d[0] || 2*h[1] >= d[1] || 2*h[2] >= d[2] {
 		hl = hatLaunch(a, theta, phi, xi, d, op.kern, hatParts)
 		steps = []func() error{
 			func() error { return cuda.Zero(op.dev, op.kern, p0*p1*p2) },
-			func() error { return enqueue(op.dev, hl) },
+			func() error { return opkit.Enqueue(op.dev, hl) },
 			func() error { return op.fft.Forward(op.kern, op.half) },
-			func() error { return enqueue(op.dev, cmulLaunch(op.half, op.spec, w.halfLen())) },
+			func() error { return opkit.Enqueue(op.dev, cmulLaunch(op.half, op.spec, w.halfLen())) },
 		}
 	}
 	for _, step := range append(steps, []func() error{
 		func() error { return op.fft.Inverse(op.half, op.resp) },
-		func() error { return enqueue(op.dev, sl) },
+		func() error { return opkit.Enqueue(op.dev, sl) },
 		func() error {
-			return enqueue(op.dev, finishLaunch(op.dparts, sl.GX, hatParts, hl.GX, op.dres+cuda.DevicePtr(8*4*slot)))
+			return opkit.Enqueue(op.dev, finishLaunch(op.dparts, sl.GX, hatParts, hl.GX, op.dres+cuda.DevicePtr(8*4*slot)))
 		},
 	}...) {
 		if err := step(); err != nil {
@@ -233,6 +234,6 @@ func (op *waveletCUDA) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *waveletCUDA) Hashcode() uint32 { return hashcode(op) }
+func (op *waveletCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *waveletCUDA) String() string { return op.WaveletResponse.String() + "@" + op.dev.String() }

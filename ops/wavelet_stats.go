@@ -8,6 +8,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // WaveletMoments is the Gorgonia op that turns each row of WaveletResponse's
@@ -83,7 +85,7 @@ func (op *WaveletMoments) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *WaveletMoments) Hashcode() uint32 { return hashcode(op) }
+func (op *WaveletMoments) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *WaveletMoments) String() string {
 	return fmt.Sprintf("WaveletMoments{%v voxels: energy, std, max, kernel energy}", op.N)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU check, for a machine with an NVIDIA GPU and no Go toolchain. Build the
-# inputs beforehand where Go is: `make gpu-bin` (bin/tapeloop-cuda and
-# bin/ops-cuda.test). Runs in a few minutes on one GPU:
-#   1. the ops' conformance suites (ops/conformance_test.go: every op's
+# inputs beforehand where Go is: `make gpu-bin` (bin/tapeloop-cuda,
+# bin/ops-cuda.test and bin/pairwise-cuda.test). Runs in a few minutes on one GPU:
+#   1. the ops' conformance suites (ops/conformance_test.go and ops/pairwise's: every op's
 #      cases against their references, run unchanged on the CPU and on the
 #      GPU; the GPU's outputs poisoned with NaN before the second run) and
 #      the GPU twins' own tests (stream order, WriteFull);
@@ -66,14 +66,18 @@ fi
 
 echo "== 1. ops on the GPU: conformance suites (cpu and cuda) and the twins' own tests"
 # Each test's result, and of its subtests only the failures and what they
-# report (-test.v lists every case; the whole log stays in $OUT/ops.log).
-"$BIN/ops-cuda.test" -test.run 'CUDA|Conformance' -test.v >"$OUT/ops.log" 2>&1 || fail "ops-cuda.test"
-grep -E '^(--- |ok|FAIL|PASS|panic)|^ +--- FAIL|^ +[a-z_]+_test\.go:[0-9]+: ' "$OUT/ops.log"
-grep -qE '^--- PASS: TestConformance' "$OUT/ops.log" || fail "no conformance suite ran"
+# report (-test.v lists every case; the whole log stays in $OUT/ops.log and $OUT/pairwise.log).
+for t in ops pairwise; do
+	"$BIN/$t-cuda.test" -test.run 'CUDA|Conformance' -test.v >"$OUT/$t.log" 2>&1 || fail "$t-cuda.test"
+	grep -E '^(--- |ok|FAIL|PASS|panic)|^ +--- FAIL|^ +[a-z_]+_test\.go:[0-9]+: ' "$OUT/$t.log"
+	grep -qE '^--- PASS: TestConformance' "$OUT/$t.log" || fail "no conformance suite of $t ran"
+done
 
 if [ "$SMALL" != 1 ]; then
 	echo "== 2. timings (go test -bench, synchronised)"
-	"$BIN/ops-cuda.test" -test.run '^$' -test.bench 'CUDA' -test.benchtime 20x 2>&1 | grep -E '^(Benchmark|FAIL|panic)' || fail "benchmarks"
+	for t in ops pairwise; do
+		"$BIN/$t-cuda.test" -test.run '^$' -test.bench 'CUDA' -test.benchtime 20x 2>&1 | grep -E '^(Benchmark|FAIL|panic)' || fail "$t benchmarks"
+	done
 fi
 
 echo "== 3. whole runs (--device cuda --report)"

@@ -14,9 +14,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/ops"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // backend is one place the ops run.
@@ -105,7 +107,7 @@ func runTwice(t *testing.T, b backend, op G.Op, mark float64, check func(run str
 	}
 	out := v.(*tensor.Dense)
 	check("first run", out)
-	fill(out, mark)
+	opstest.Fill(out, mark)
 	if b.poison != nil {
 		b.poison(t, op)
 	}
@@ -222,7 +224,7 @@ func topkFixtures() []topkFixture {
 	for i := range ints {
 		ints[i] = float64(rng.IntN(7) - 3)
 	}
-	norms := widen(normals32(rng, n*d))
+	norms := opstest.Widen(opstest.Normals32(rng, n*d))
 	for _, x := range [][]float64{ints, norms} {
 		for _, c := range []int{9, 77, 230} {
 			copy(x[c*d:(c+1)*d], x[5*d:6*d])
@@ -235,7 +237,7 @@ func TestConformancePairwise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	var fixtures []pairFixture
 	for _, s := range []struct{ n, d, batch int }{{41, 19, 8}, {151, 77, 40}} {
-		x := widen(normals32(rng, s.n*s.d))
+		x := opstest.Widen(opstest.Normals32(rng, s.n*s.d))
 		for i := range x {
 			x[i] = float64(float32(x[i] + 0.2))
 		}
@@ -262,7 +264,7 @@ func pairData(t *testing.T, dt tensor.Dtype, x []float64, n, d int, m Metric) *P
 	var data *PairData
 	var err error
 	if dt == tensor.Float32 {
-		data, err = NewPairData(narrow(x), n, d, m)
+		data, err = NewPairData(opstest.Narrow(x), n, d, m)
 	} else {
 		data, err = NewPairData(x, n, d, m)
 	}
@@ -304,7 +306,7 @@ func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
 					if c.bad != nil {
 						index = c.bad
 					}
-					in := []G.Value{denseOf(dt, rows, batch, d), denseOf(tensor.Float64, index)}
+					in := []G.Value{opstest.DenseOf(dt, rows, batch, d), opstest.DenseOf(tensor.Float64, index)}
 					if c.fromData {
 						in = in[1:]
 					}
@@ -319,13 +321,13 @@ func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
 						c0 = c.lo
 					}
 					runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
-						got := valuesOf(out)
+						got := opstest.ValuesOf(out)
 						var gs, ws []float64
 						for i := range c.rows {
 							gs = append(gs, got[i*n+c0:(i+1)*n]...)
 							ws = append(ws, ref[(c.lo+i)*n+c0:(c.lo+i+1)*n]...)
 						}
-						if e := relErr(gs, ws); !(e <= tol) {
+						if e := opstest.RelErr(gs, ws); !(e <= tol) {
 							t.Errorf("%s: relative error %.3g > %g", run, e, tol)
 						}
 						if run != secondRun {
@@ -386,7 +388,7 @@ func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
 						for i := range idx {
 							idx[i] = float64(min(lo+i, n-1))
 						}
-						index := denseOf(tensor.Float64, idx)
+						index := opstest.DenseOf(tensor.Float64, idx)
 						// A GPU selects up to topkMax itself; past that, and on the CPU, TopK does.
 						picks, vals := selectTopK(t, op, k, n, batch, index, b.gpu && k <= topkMax)
 						for r := range min(batch, n-lo) {
@@ -442,7 +444,7 @@ func selectTopK(t *testing.T, op G.Op, k, n, batch int, index *tensor.Dense, fus
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := valuesOf(blk.(*tensor.Dense))
+	block := opstest.ValuesOf(blk.(*tensor.Dense))
 	picks = top.(*tensor.Dense).Data().([]float64)
 	vals = make([]float64, len(picks))
 	for i, j := range picks {

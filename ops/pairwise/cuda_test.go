@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 	"gorgonia.org/tensor"
 )
 
@@ -25,7 +26,7 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(43, 44))
 	const n, d, batch = 150, 77, 40
-	x := normals32(rng, n*d)
+	x := opstest.Normals32(rng, n*d)
 	for _, metric := range []Metric{MetricL1, MetricL2, MetricDot, MetricCosine} {
 		data, err := NewPairData(x, n, d, metric)
 		if err != nil {
@@ -71,7 +72,7 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 				}
 			}
 		}
-		if e := relErr(full, want); !(e <= 1e-5) {
+		if e := opstest.RelErr(full, want); !(e <= 1e-5) {
 			t.Errorf("%v: relative error %.3g", metric, e)
 		}
 	}
@@ -91,7 +92,7 @@ func BenchmarkPairwiseCUDA(b *testing.B) {
 	dev := device(b)
 	const n, d, batch = 10_000, 10_000, 1000
 	rng := rand.New(rand.NewPCG(39, 40))
-	x := normals32(rng, n*d)
+	x := opstest.Normals32(rng, n*d)
 	full := make([]float32, n*n) // the matrix the blocks go into, as the command's
 	var index []*tensor.Dense
 	for lo := 0; lo < n; lo += batch {

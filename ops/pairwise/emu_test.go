@@ -8,53 +8,22 @@ package pairwise
 // GPU; it skips where g++ is missing.
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/kernelemu"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
-// emulator is the emulator's Program of cuda/kernels/*.cu.
-func emulator(t *testing.T) *kernelemu.Program {
-	t.Helper()
-	p, err := kernelemu.Kernels()
-	if errors.Is(err, kernelemu.ErrNoCompiler) {
-		t.Skip("g++ not installed: the CUDA emulator tests need it")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// emulate runs l under the emulator. Its buffers are host slices standing
-// for device pointers: copied in, and back out after the kernel.
-func (l launch) emulate(t *testing.T) {
-	t.Helper()
-	if err := emulator(t).Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// buf32 is n NaN: unwritten elements show.
-func buf32(n int) []float32 {
-	s := make([]float32, n)
-	for i := range s {
-		s[i] = float32(math.NaN())
-	}
-	return s
-}
 func TestEmuPairwiseKernel(t *testing.T) {
-	emulator(t)
+	opstest.Emulator(t)
 	rng := rand.New(rand.NewPCG(55, 56))
 	// 150 rows against 300 images: more than one 128×128 tile each way,
 	// and d not a multiple of the 16-wide k-slices.
 	const n, d, batch, lo = 300, 37, 150, 30
-	x := normals32(rng, n*d)
+	x := opstest.Normals32(rng, n*d)
 	idx := make([]float64, batch)
 	for i := range idx {
 		idx[i] = float64(lo + i)
@@ -92,31 +61,31 @@ func TestEmuPairwiseKernel(t *testing.T) {
 			if len(data.norm) > 0 {
 				norm = append(norm, data.norm[c0:]...)
 			}
-			out := buf32(batch*n - c0)
-			pairwiseLaunch[any](op, c0, batch, rows, b, out, rinv, norm).emulate(t)
+			out := opstest.Buf32(batch*n - c0)
+			opstest.Emulate(t, pairwiseLaunch[any](op, c0, batch, rows, b, out, rinv, norm))
 			ref := want.Data().([]float32)
 			var gs, ws []float32
 			for i := range batch {
 				gs = append(gs, out[i*n:i*n+n-c0]...)
 				ws = append(ws, ref[i*n+c0:(i+1)*n]...)
 			}
-			if e := relErr(gs, ws); !(e <= 1e-5) {
+			if e := opstest.RelErr(gs, ws); !(e <= 1e-5) {
 				t.Errorf("%v upper=%v: relative error %.3g", metric, upper, e)
 			}
 		}
 	}
 }
 func TestEmuCosineScaleKernel(t *testing.T) {
-	emulator(t)
+	opstest.Emulator(t)
 	rng := rand.New(rand.NewPCG(59, 60))
 	const n, d, batch, c0 = 40, 3, 7, 11
-	x := normals32(rng, n*d)
+	x := opstest.Normals32(rng, n*d)
 	data, err := NewPairData(x, n, d, MetricCosine)
 	if err != nil {
 		t.Fatal(err)
 	}
 	op := NewPairwise(data, MetricCosine, batch)
-	out := normals32(rng, batch*n-c0) // from column c0 of row 0, as the twin passes it
+	out := opstest.Normals32(rng, batch*n-c0) // from column c0 of row 0, as the twin passes it
 	rinv := make([]float64, batch)
 	for i := range rinv {
 		rinv[i] = 0.5 + rng.Float64()
@@ -128,8 +97,8 @@ func TestEmuCosineScaleKernel(t *testing.T) {
 		}
 	}
 	cn := append([]float64(nil), data.norm[c0:]...)
-	cosineScaleLaunch[any](op, c0, batch, out, rinv, cn).emulate(t)
-	if e := relErr(out, want); !(e <= 1e-6) {
+	opstest.Emulate(t, cosineScaleLaunch[any](op, c0, batch, out, rinv, cn))
+	if e := opstest.RelErr(out, want); !(e <= 1e-6) {
 		t.Errorf("relative error %.3g", e)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // refFormula evaluates g over vectors of n elements: vars gives each
@@ -92,7 +93,7 @@ func TestConformancePairFormula(t *testing.T) {
 	}
 	var fixtures []fixture
 	for _, s := range []struct{ n, d, batch int }{{41, 19, 8}, {75, 40, 20}} {
-		x := widen(normals32(rng, s.n*s.d))
+		x := opstest.Widen(opstest.Normals32(rng, s.n*s.d))
 		fixtures = append(fixtures, fixture{s.n, s.d, s.batch, x})
 	}
 	onEveryBackend(t, func(t *testing.T, b backend) {
@@ -109,7 +110,7 @@ func TestConformancePairFormula(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				x32 := widen(narrow(fx.x))
+				x32 := opstest.Widen(opstest.Narrow(fx.x))
 				ref := make([]float64, n*n)
 				for i := range n {
 					for j := range n {
@@ -140,7 +141,7 @@ func TestConformancePairFormula(t *testing.T) {
 						if c.bad != nil {
 							index = c.bad
 						}
-						in := []G.Value{denseOf(tensor.Float32, rows, batch, d), denseOf(tensor.Float64, index)}
+						in := []G.Value{opstest.DenseOf(tensor.Float32, rows, batch, d), opstest.DenseOf(tensor.Float64, index)}
 						if c.fromData {
 							in = in[1:]
 						}
@@ -155,13 +156,13 @@ func TestConformancePairFormula(t *testing.T) {
 							c0 = c.lo
 						}
 						runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
-							got := valuesOf(out)
+							got := opstest.ValuesOf(out)
 							var gs, ws []float64
 							for i := range c.rows {
 								gs = append(gs, got[i*n+c0:(i+1)*n]...)
 								ws = append(ws, ref[(c.lo+i)*n+c0:(c.lo+i+1)*n]...)
 							}
-							if e := relErr(gs, ws); !(e <= 2e-5) {
+							if e := opstest.RelErr(gs, ws); !(e <= 2e-5) {
 								t.Errorf("%s: relative error %.3g > 2e-5", run, e)
 							}
 							if run != secondRun {

@@ -14,13 +14,14 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 func TestCUDAFormulaOnDevice(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(71, 72))
 	const n, d, batch = 300, 333, 64
-	data, err := NewPairData(normals32(rng, n*d), n, d, MetricDot)
+	data, err := NewPairData(opstest.Normals32(rng, n*d), n, d, MetricDot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestCUDAFormulaOnDevice(t *testing.T) {
 	if !(dev.BusySeconds() > before) {
 		t.Error("no GPU time counted: the kernel did not run on the device")
 	}
-	if e := relErr(got.(*tensor.Dense).Data().([]float32), want.(*tensor.Dense).Data().([]float32)); !(e <= 1e-5) {
+	if e := opstest.RelErr(got.(*tensor.Dense).Data().([]float32), want.(*tensor.Dense).Data().([]float32)); !(e <= 1e-5) {
 		t.Errorf("relative error %.3g against the CPU", e)
 	}
 }

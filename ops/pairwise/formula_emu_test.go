@@ -17,6 +17,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/kernelemu"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // buildKernels compiles the kernels under the emulator.
@@ -49,7 +50,7 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 	// 50 rows against 120 images: more than one block each way, and d
 	// not a multiple of the 32 elements staged at a time.
 	const n, d, batch, lo = 120, 45, 50, 30
-	x := normals32(rng, n*d)
+	x := opstest.Normals32(rng, n*d)
 	data, err := NewPairData(x, n, d, MetricDot)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 			m := min(batch, n-lo)
 			// The twin's pointers: the rows at image lo, the columns and
 			// their values at image c0, the output at column c0.
-			out := buf32(batch * n)
+			out := opstest.Buf32(batch * n)
 			vals := s.pf.rowVals
 			ra, rb := vals[lo*nr:], vals[c0*nr:]
 			if nr == 0 {
@@ -111,7 +112,7 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 				gs = append(gs, out[i*n+c0:(i+1)*n]...)
 				ws = append(ws, w[i*n+c0:(i+1)*n]...)
 			}
-			if e := relErr(gs, ws); !(e <= 1e-5) {
+			if e := opstest.RelErr(gs, ws); !(e <= 1e-5) {
 				t.Errorf("%s, upper %v: relative error %.3g", s.pf.Formula, upper, e)
 			}
 			for i := range batch {

@@ -5,9 +5,11 @@ import (
 	"hash"
 
 	"github.com/chewxy/hm"
-	"github.com/tapeloop/tapeloop/ops"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // A pairwise op on a GPU can do in one pass what the CPU does in two ops:
@@ -141,7 +143,7 @@ func (op *PairwiseTopK) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *PairwiseTopK) Hashcode() uint32 { return hashcode(op) }
+func (op *PairwiseTopK) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *PairwiseTopK) String() string {
 	return fmt.Sprintf("GPU fused pairwise+top-k: %v, K=%d", op.inner, op.K)
@@ -216,7 +218,7 @@ func (op *PairwiseMatrix) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *PairwiseMatrix) Hashcode() uint32 { return hashcode(op) }
+func (op *PairwiseMatrix) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *PairwiseMatrix) String() string {
 	n := op.inner.pairwise().Data.N

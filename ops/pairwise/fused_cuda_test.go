@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 	"gorgonia.org/tensor"
 )
 
@@ -21,7 +22,7 @@ func TestFusedPairwiseCUDA(t *testing.T) {
 	dev := device(t)
 	rng := rand.New(rand.NewPCG(51, 52))
 	const n, d, batch = 150, 23, 40
-	x := normals32(rng, n*d)
+	x := opstest.Normals32(rng, n*d)
 	for _, metric := range []Metric{MetricL1, MetricDot, MetricCosine} {
 		data, err := NewPairData(x, n, d, metric)
 		if err != nil {
@@ -107,7 +108,7 @@ func TestFusedPairwiseCUDA(t *testing.T) {
 				}
 			}
 		}
-		if e := relErr(full, want); !(e <= 1e-5) {
+		if e := opstest.RelErr(full, want); !(e <= 1e-5) {
 			t.Errorf("%v: relative error %.3g", metric, e)
 		}
 		host := int64(batch) * n * 4

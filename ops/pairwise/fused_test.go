@@ -3,6 +3,8 @@ package pairwise
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // TestFuseOnTheCPU: the CPU's Pairwise has no fused passes: the graph
@@ -10,7 +12,7 @@ import (
 func TestFuseOnTheCPU(t *testing.T) {
 	rng := rand.New(rand.NewPCG(49, 50))
 	const n, d = 30, 4
-	data, err := NewPairData(normals32(rng, n*d), n, d, MetricDot)
+	data, err := NewPairData(opstest.Normals32(rng, n*d), n, d, MetricDot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,16 +7,10 @@ package pairwise
 // buffers through the same argument lists. Integers are int64 and reals
 // float64: every kernel parameter is 8 bytes wide.
 
-import "github.com/tapeloop/tapeloop/internal/formula"
-
-// launch is one kernel launch: gx×gy blocks of block threads.
-type launch struct {
-	Kernel        string
-	GX, GY, Block int
-	Args          []any
-}
-
-func blocks(n, block int) int { return (n + block - 1) / block }
+import (
+	"github.com/tapeloop/tapeloop/internal/formula"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
+)
 
 // pairwiseLaunch computes columns c0… of the block's first m rows: b and
 // out point at column c0 of the images and of the output row 0, norm at
@@ -24,7 +18,7 @@ func blocks(n, block int) int { return (n + block - 1) / block }
 func pairwiseLaunch[P any](op *Pairwise, c0, m int, rows, b, out, rinv, norm P) launch {
 	name := map[Metric]string{MetricL1: "pairwise_l1", MetricL2: "pairwise_l2", MetricDot: "pairwise_dot", MetricCosine: "pairwise_cosine"}[op.Metric]
 	nc := op.Data.N - c0
-	return launch{name, blocks(nc, 128), blocks(m, 128), 256, []any{rows, int64(m), b, int64(nc),
+	return launch{Kernel: name, GX: opkit.Blocks(nc, 128), GY: opkit.Blocks(m, 128), Block: 256, Args: []any{rows, int64(m), b, int64(nc),
 		int64(op.Data.D), out, int64(op.Data.N), rinv, norm}}
 }
 
@@ -32,14 +26,14 @@ func pairwiseLaunch[P any](op *Pairwise, c0, m int, rows, b, out, rinv, norm P) 
 // columns c0… (out at column c0 of row 0, cnorm at norm[c0]), into cosines.
 func cosineScaleLaunch[P any](op *Pairwise, c0, m int, out, rinv, cnorm P) launch {
 	nc := op.Data.N - c0
-	return launch{"cosine_scale", blocks(m*nc, 256), 1, 256, []any{out, int64(m), int64(nc),
+	return launch{Kernel: "cosine_scale", GX: opkit.Blocks(m*nc, 256), GY: 1, Block: 256, Args: []any{out, int64(m), int64(nc),
 		int64(op.Data.N), rinv, cnorm}}
 }
 
 // transposeLaunch writes the transpose of the rows×cols matrix at in
 // (leading dimension ldi) to out (leading dimension ldo).
 func transposeLaunch[P any](in P, ldi, rows, cols int, out P, ldo int) launch {
-	return launch{"transpose", blocks(cols, 32), blocks(rows, 32), 256, []any{in, int64(ldi), int64(rows), int64(cols), out, int64(ldo)}}
+	return launch{Kernel: "transpose", GX: opkit.Blocks(cols, 32), GY: opkit.Blocks(rows, 32), Block: 256, Args: []any{in, int64(ldi), int64(rows), int64(cols), out, int64(ldo)}}
 }
 
 // topkLaunch selects the top k of each of m rows of the block at blk
@@ -51,7 +45,7 @@ func topkLaunch[P any](blk P, ldb, m, n, k, self0 int, vals, idx P) launch {
 	if k > 32 {
 		name, threads = "topk_rows128", 32
 	}
-	return launch{name, m, 1, threads, []any{blk, int64(ldb), int64(n), int64(k), int64(self0), vals, idx}}
+	return launch{Kernel: name, GX: m, GY: 1, Block: threads, Args: []any{blk, int64(ldb), int64(n), int64(k), int64(self0), vals, idx}}
 }
 
 // topkMax is the largest k the GPU selects.
@@ -62,6 +56,5 @@ const topkMax = 128
 // against the n images at b (their values at rb), d elements each, into
 // out with rows ldo apart.
 func pairFormulaLaunch[P any](k *formula.CUDAKernel, m, n, d, ldo int, a, b, ra, rb, out P) launch {
-	return launch{k.Name, blocks(n, k.PerBlock), blocks(m, k.RowsPerBlock), k.Block,
-		[]any{a, b, ra, rb, out, int64(m), int64(n), int64(d), int64(ldo)}}
+	return launch{Kernel: k.Name, GX: opkit.Blocks(n, k.PerBlock), GY: opkit.Blocks(m, k.RowsPerBlock), Block: k.Block, Args: []any{a, b, ra, rb, out, int64(m), int64(n), int64(d), int64(ldo)}}
 }

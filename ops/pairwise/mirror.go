@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // Mirror is the Gorgonia op that assembles a symmetric (N, N) matrix from
@@ -147,7 +148,7 @@ func (op *Mirror) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *Mirror) Hashcode() uint32 { return hashcode(op) }
+func (op *Mirror) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *Mirror) String() string {
 	return fmt.Sprintf("Mirror{upper blocks → the (%d, %d) matrix}", op.N, op.N)

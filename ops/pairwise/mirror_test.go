@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // TestMirrorAssemblesTheMatrix: upper blocks of Pairwise (the last one
@@ -15,7 +17,7 @@ import (
 func TestMirrorAssemblesTheMatrix(t *testing.T) {
 	rng := rand.New(rand.NewPCG(47, 48))
 	const n, d, batch = 300, 13, 40 // blocks of 40: the transposes span two 256-row tiles
-	x := widen(normals32(rng, n*d))
+	x := opstest.Widen(opstest.Normals32(rng, n*d))
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
 		data := pairData(t, dt, x, n, d, MetricL1)
 		up := NewPairwise(data, MetricL1, batch)
@@ -61,9 +63,9 @@ func TestMirrorAssemblesTheMatrix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want = append(want, valuesOf(w.(*tensor.Dense))[:m*n]...)
+			want = append(want, opstest.ValuesOf(w.(*tensor.Dense))[:m*n]...)
 		}
-		got := floats(full)
+		got := opstest.Floats(full)
 		for i := range got {
 			if got[i] != got[i] || got[i] != got[(i%n)*n+i/n] {
 				t.Fatalf("%v: (%d, %d) = %v, transposed %v", dt, i/n, i%n, got[i], got[(i%n)*n+i/n])

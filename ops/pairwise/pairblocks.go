@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // pairBlocks is what the pairwise ops (Pairwise, PairwiseFormula,
@@ -118,7 +119,7 @@ func (op *pairBlocks) block(in []G.Value) (rows *tensor.Dense, lo, m, c0 int, er
 // output is the op's (Batch, N) output buffer, allocated at the first run.
 func (op *pairBlocks) output() *tensor.Dense {
 	if op.out == nil {
-		op.out = newOwned(op.Data.Dtype, op.Batch, op.Data.N)
+		op.out = opkit.NewOwned(op.Data.Dtype, op.Batch, op.Data.N)
 	}
 	return op.out
 }
@@ -126,7 +127,7 @@ func (op *pairBlocks) output() *tensor.Dense {
 // finish is the op's output, or ops.ErrStopped if the op was stopped during
 // the run.
 func (op *pairBlocks) finish() (G.Value, error) {
-	if op.stopped() {
+	if op.Stopped() {
 		return nil, ops.ErrStopped
 	}
 	return op.out, nil

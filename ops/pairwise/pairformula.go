@@ -15,6 +15,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // PairFormula is a user's affinity formula prepared over the images: its
@@ -160,12 +161,12 @@ func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float
 // [c0, N) of image img's row: with upper, each off-diagonal value stands
 // for two entries of the matrix (it is mirrored).
 func countRow[T float32 | float64](o []T, c0, img int, upper bool) int64 {
-	c := countBad(o)
+	c := opkit.CountBad(o)
 	if !upper {
 		return c
 	}
 	c *= 2
-	if d := img - c0; d >= 0 && d < len(o) && countBad(o[d:d+1]) > 0 {
+	if d := img - c0; d >= 0 && d < len(o) && opkit.CountBad(o[d:d+1]) > 0 {
 		c--
 	}
 	return c
@@ -243,7 +244,7 @@ func (op *PairMap) Do(in ...G.Value) (G.Value, error) {
 		c0 = lo
 	}
 	if op.out == nil {
-		op.out = newOwned(op.Data.Dtype, op.Batch, n)
+		op.out = opkit.NewOwned(op.Data.Dtype, op.Batch, n)
 	}
 	switch b := blk.Data().(type) {
 	case []float32:
@@ -263,7 +264,7 @@ func (op *PairMap) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *PairMap) Hashcode() uint32 { return hashcode(op) }
+func (op *PairMap) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *PairMap) String() string {
 	return fmt.Sprintf("f(a, b) = %s, from %s", op.F.Formula.Canonical(), strings.Join(op.F.Plan.Terms, ", "))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // Pairwise is the Gorgonia op that computes a built-in metric between a
@@ -111,7 +112,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 	}
 	gemm := k == cpukern.Dot && f32 && cpukern.GEMM()
 	switch {
-	case gemm && upper && !op.stopped():
+	case gemm && upper && !op.Stopped():
 		// The upper triangle only, each core a range of columns holding
 		// an equal share of its pairs, then the pairs below the diagonal
 		// copied from their mirror images.
@@ -123,7 +124,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 		cut := upperSplit(nc, b, workers)
 		parallel.For(len(cut)-1, 1, func(w0, w1 int) {
 			for w := w0; w < w1; w++ {
-				for r := 0; r < min(b, cut[w+1]) && !op.stopped(); r += dotChunk * 2 {
+				for r := 0; r < min(b, cut[w+1]) && !op.Stopped(); r += dotChunk * 2 {
 					clo, chi := max(cut[w], r), cut[w+1]
 					m := min(dotChunk*2, b-r, chi-r)
 					cpukern.DotUpper32(m, chi-clo, dd, r32[r*dd:], dd, x32[clo*dd:], dd, o32[r*n+c0+clo:], n, clo-r)
@@ -138,8 +139,8 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 				}
 			}
 		})
-	case gemm && !op.stopped():
-		byColumns(b, nc, op.stopped, func(clo, chi, r, m int) {
+	case gemm && !op.Stopped():
+		byColumns(b, nc, op.Stopped, func(clo, chi, r, m int) {
 			kernel(m, chi-clo, dd, rows[r*dd:], dd, x[clo*dd:], dd, out[r*n+c0+clo:], n, k)
 		})
 	}
@@ -148,7 +149,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 	}
 	parallel.For(b, 4, func(lo, hi int) {
 		if !gemm {
-			byRows(lo, hi, chunk, op.stopped, func(r, m int) {
+			byRows(lo, hi, chunk, op.Stopped, func(r, m int) {
 				kernel(m, nc, dd, rows[r*dd:], dd, x, dd, out[r*n+c0:], n, k)
 			})
 		}
@@ -211,7 +212,7 @@ func (op *Pairwise) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *Pairwise) Hashcode() uint32 { return hashcode(op) }
+func (op *Pairwise) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *Pairwise) String() string {
 	if op.Upper {

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/cuda"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // pairwiseCUDA is Pairwise on a GPU: the N images resident on the device;
@@ -274,7 +275,7 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 		return op.selectTop(lo, m)
 	}
 	if tail := d.N - c0 - m; op.full != nil && tail > 0 { // the columns beyond the block, into the rows below it
-		if err := enqueueOn(op.comp, transposeLaunch(op.dout+cuda.DevicePtr(4*(c0+m)), d.N, m, tail, op.dT, m)); err != nil {
+		if err := opkit.EnqueueOn(op.comp, transposeLaunch(op.dout+cuda.DevicePtr(4*(c0+m)), d.N, m, tail, op.dT, m)); err != nil {
 			return nil, err
 		}
 		if err := op.copy.After(op.comp); err != nil {
@@ -298,7 +299,7 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 // of the host output and the columns in TopIndices.
 func (op *pairwiseCUDA) selectTop(lo, m int) (G.Value, error) {
 	d, k := op.Data, op.topK
-	if err := enqueueOn(op.comp, topkLaunch(op.dout, d.N, m, d.N, k, lo, op.dvals, op.didx)); err != nil {
+	if err := opkit.EnqueueOn(op.comp, topkLaunch(op.dout, d.N, m, d.N, k, lo, op.dvals, op.didx)); err != nil {
 		return nil, err
 	}
 	if err := op.comp.End(); err != nil {
@@ -328,14 +329,14 @@ func (op *pairwiseCUDA) compute(c0, m int, a, rinv, out cuda.DevicePtr) error {
 		norm = 0
 	}
 	if op.Metric != MetricDot && op.Metric != MetricCosine {
-		return enqueueOn(op.comp, pairwiseLaunch(op.Pairwise, c0, m, a, b, out, rinv, norm))
+		return opkit.EnqueueOn(op.comp, pairwiseLaunch(op.Pairwise, c0, m, a, b, out, rinv, norm))
 	}
 	// Column-major, the rows' columns c0… are Xᵀ·rows.
 	if err := op.blas.GemmTNOn(op.comp, d.N-c0, m, d.D, b, d.D, a, d.D, out, d.N); err != nil {
 		return err
 	}
 	if op.Metric == MetricCosine {
-		return enqueueOn(op.comp, cosineScaleLaunch(op.Pairwise, c0, m, out, rinv, norm))
+		return opkit.EnqueueOn(op.comp, cosineScaleLaunch(op.Pairwise, c0, m, out, rinv, norm))
 	}
 	return nil
 }
@@ -347,6 +348,6 @@ func (op *pairwiseCUDA) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *pairwiseCUDA) Hashcode() uint32 { return hashcode(op) }
+func (op *pairwiseCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *pairwiseCUDA) String() string { return op.Pairwise.String() + "@" + op.dev.String() }

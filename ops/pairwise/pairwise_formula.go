@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // PairwiseFormula is the Gorgonia op that computes a user's formula
@@ -66,7 +67,7 @@ func formulaBlock[T float32 | float64](op *PairwiseFormula, c0, b int, idx []flo
 		st := getStates[T](pf)
 		defer pf.states.Put(st)
 		var bad int64
-		byRows(lo, hi, rowChunk, op.stopped, func(r, m int) {
+		byRows(lo, hi, rowChunk, op.Stopped, func(r, m int) {
 			for i := range m {
 				img := int(idx[r+i])
 				copy(st.ra[i*nr:(i+1)*nr], pf.rowVals[img*nr:(img+1)*nr])
@@ -91,7 +92,7 @@ func (op *PairwiseFormula) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *PairwiseFormula) Hashcode() uint32 { return hashcode(op) }
+func (op *PairwiseFormula) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *PairwiseFormula) String() string {
 	return fmt.Sprintf("f(a, b) = %s, N=%d, D=%d", op.Formula.Formula.Canonical(), op.Data.N, op.Data.D)

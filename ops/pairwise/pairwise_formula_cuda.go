@@ -13,6 +13,7 @@ import (
 	"github.com/tapeloop/tapeloop/cuda"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // pairFormulaCUDA is PairwiseFormula on a GPU: the formula's
@@ -163,13 +164,13 @@ func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 	if nr == 0 {
 		rb = 0
 	}
-	if op.stopped() {
+	if op.Stopped() {
 		return nil, ops.ErrStopped
 	}
 	nc := d.N - c0
 	l := pairFormulaLaunch(op.kernel, m, nc, d.D, d.N, a, op.x+cuda.DevicePtr(4*int64(c0)*int64(d.D)), ra, rb,
 		op.dout+cuda.DevicePtr(4*int64(c0)))
-	if err := run(op.dev, l); err != nil {
+	if err := opkit.Run(op.dev, l); err != nil {
 		return nil, err
 	}
 	host := op.out.Data().([]float32)
@@ -178,10 +179,10 @@ func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 	}
 	var bad int64
 	for i := range m {
-		bad += countBad(host[i*d.N+c0 : (i+1)*d.N])
+		bad += opkit.CountBad(host[i*d.N+c0 : (i+1)*d.N])
 	}
 	pf.bad.Add(bad)
-	if op.stopped() {
+	if op.Stopped() {
 		return nil, ops.ErrStopped
 	}
 	return op.out, nil
@@ -194,7 +195,7 @@ func (op *pairFormulaCUDA) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *pairFormulaCUDA) Hashcode() uint32 { return hashcode(op) }
+func (op *pairFormulaCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *pairFormulaCUDA) String() string {
 	if op.cpu {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // refAffinity is the definition in float64, one pair at a time.
@@ -89,7 +91,7 @@ func TestTopKRowBreaksTiesBySmallerIndex(t *testing.T) {
 func BenchmarkTopKSeed(b *testing.B) {
 	const n, batch, k = 10_000, 1000, 10
 	rng := rand.New(rand.NewPCG(1, 2))
-	blk := normals32(rng, batch*n)
+	blk := opstest.Normals32(rng, batch*n)
 	idx := make([]float64, batch)
 	for i := range idx {
 		idx[i] = float64(i)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // PairwiseU8 is Pairwise over 8-bit images (NewPairDataU8): the built-in
@@ -57,13 +58,13 @@ func pairU8Block[T float32 | float64](op *PairwiseU8, lo, c0, m int, out []T) {
 	k := map[Metric]cpukern.U8Metric{MetricDot: cpukern.U8Dot, MetricCosine: cpukern.U8Cosine, MetricL1: cpukern.U8L1,
 		MetricL2: cpukern.U8L2}[op.Metric]
 	if k != cpukern.U8L1 {
-		byColumns(m, n-c0, op.stopped, func(clo, chi, r, mr int) {
+		byColumns(m, n-c0, op.Stopped, func(clo, chi, r, mr int) {
 			cpukern.PairU8(d.U8, lo+r, mr, c0+clo, chi-clo, k, out[r*n+c0+clo:], n)
 		})
 		return
 	}
 	parallel.For(m, 4, func(r0, r1 int) {
-		byRows(r0, r1, rowChunk, op.stopped, func(r, mr int) {
+		byRows(r0, r1, rowChunk, op.Stopped, func(r, mr int) {
 			cpukern.PairU8(d.U8, lo+r, mr, c0, n-c0, k, out[r*n+c0:], n)
 		})
 	})
@@ -78,7 +79,7 @@ func (op *PairwiseU8) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *PairwiseU8) Hashcode() uint32 { return hashcode(op) }
+func (op *PairwiseU8) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *PairwiseU8) String() string {
 	if op.Upper {

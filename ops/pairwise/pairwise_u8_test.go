@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/ops"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
 // TestConformancePairwiseU8: 8-bit images against the definition
@@ -70,9 +72,9 @@ func runPairwiseU8Case(t *testing.T, b backend, data *PairData, ref []float64, m
 	if c.bad != nil {
 		index = c.bad
 	}
-	in := []G.Value{denseOf(tensor.Float64, index)}
+	in := []G.Value{opstest.DenseOf(tensor.Float64, index)}
 	if !c.fromData {
-		in = append([]G.Value{denseOf(dt, make([]float64, batch*data.D), batch, data.D)}, in...)
+		in = append([]G.Value{opstest.DenseOf(dt, make([]float64, batch*data.D), batch, data.D)}, in...)
 		if _, err := op.Do(in...); err == nil {
 			t.Fatal("a block given as rows accepted")
 		}
@@ -89,7 +91,7 @@ func runPairwiseU8Case(t *testing.T, b backend, data *PairData, ref []float64, m
 		c0 = c.lo
 	}
 	runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
-		got := valuesOf(out)
+		got := opstest.ValuesOf(out)
 		for i := range batch {
 			for j := range n {
 				g := got[i*n+j]

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // TopK is the Gorgonia op that selects, in each row of a (Batch, N) block
@@ -151,6 +152,6 @@ func (op *TopK) WriteHash(h hash.Hash) {
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
-func (op *TopK) Hashcode() uint32 { return hashcode(op) }
+func (op *TopK) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *TopK) String() string { return fmt.Sprintf("TopK{K=%d, N=%d}", op.K, op.N) }
