@@ -172,6 +172,28 @@ func TestAffinityShardsMergeBitForBit(t *testing.T) {
 			t.Errorf("%s: merged shards differ from the single run", m)
 		}
 	}
+	// Top-k: the merged archive is the single run's, meta.json included,
+	// and is itself a whole run that merges again into the same bytes.
+	for _, c := range [][]string{
+		{"affinity", "--quiet", "--n", "233", "--height", "7", "--width", "5", "--metric", "cosine", "--block", "30", "--topk", "6"},
+		{"affinity", "--quiet", "--n", "97", "--height", "5", "--width", "3", "--metric", "l1", "--dtype", "float64", "--topk", "9"},
+	} {
+		name := c[len(c)-1] + c[9]
+		mustRun(append(c, "--out", p(name+".npz"))...)
+		var shards []string
+		for i := range 3 {
+			shards = append(shards, p(fmt.Sprintf("%s-%d.npz", name, i)))
+			mustRun(append(c, "--shard", fmt.Sprintf("%d/3", i), "--out", shards[i])...)
+		}
+		mustRun(append([]string{"merge", "--out", p(name + "-merged.npz")}, shards[2], shards[0], shards[1])...)
+		mustRun("merge", "--out", p(name+"-again.npz"), p(name+"-merged.npz"))
+		a, _ := os.ReadFile(p(name + ".npz"))
+		for _, m := range []string{"-merged.npz", "-again.npz"} {
+			if b, _ := os.ReadFile(p(name + m)); len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("top-k %s: %s differs from the single run's archive", name, m)
+			}
+		}
+	}
 	common := []string{"affinity", "--quiet", "--n", "301", "--height", "9", "--width", "11", "--metric", "l1", "--block", "40"}
 	mustRun(append(common, "--out", p("whole.npy"))...)
 	for i := range 3 {

@@ -304,7 +304,14 @@ func Merge(out string, paths []string) error {
 			return fmt.Errorf("write %s: %w", out, err)
 		}
 	} else {
+		// The archive an unsharded top-k run writes: its meta.json (the
+		// whole run as shard 0 of 1), then the indices and the values.
 		z := npy.NewNPZWriter(f)
+		whole := ref
+		whole.Lo, whole.Hi, whole.Index, whole.Count = 0, ref.N, 0, 1
+		if err := WriteMeta(z, whole); err != nil {
+			return fmt.Errorf("write %s: %w", out, err)
+		}
 		k := ref.TopK
 		for _, member := range []struct {
 			name string
