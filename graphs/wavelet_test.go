@@ -22,8 +22,8 @@ func TestWaveletSpecValidate(t *testing.T) {
 		{"wrap", func(s *WaveletSpec) { s.Boundary = "wrap" }, ""},
 		{"boundary empty is reflect", func(s *WaveletSpec) { s.Boundary = "" }, ""},
 		{"volume file: size unused", func(s *WaveletSpec) { s.Volume, s.Size = "v.npy", "" }, ""},
-		{"xi zero", func(s *WaveletSpec) { s.Xi = "0,1" }, "θ = 0, φ = 0, ξ = 0: wavelet: stretch ξ = 0 must be positive"},
-		{"xi negative", func(s *WaveletSpec) { s.Xi = "-1" }, "ξ = -1"},
+		{"xi zero: a row of NaN", func(s *WaveletSpec) { s.Xi = "0,1" }, ""},
+		{"xi negative: a row of NaN", func(s *WaveletSpec) { s.Xi = "-1" }, ""},
 		{"a zero", func(s *WaveletSpec) { s.A = 0 }, "θ = 0, φ = 0, ξ = 1: wavelet: scale a = 0 must be positive"},
 		{"a infinite", func(s *WaveletSpec) { s.A = math.Inf(1) }, "a = +Inf"},
 		{"a NaN", func(s *WaveletSpec) { s.A = math.NaN() }, "a = NaN"},
@@ -40,7 +40,7 @@ func TestWaveletSpecValidate(t *testing.T) {
 		{"size zero", func(s *WaveletSpec) { s.Size = "0x3x3" }, "--size"},
 		{"size trailing", func(s *WaveletSpec) { s.Size = "3x3x3x" }, "--size"},
 		{"size too large", func(s *WaveletSpec) { s.Size = "1000x1000x1000" }, "--size"},
-		{"kernels before size", func(s *WaveletSpec) { s.Size, s.Xi = "8x8", "0" }, "ξ = 0"},
+		{"sweep before size", func(s *WaveletSpec) { s.Size, s.Xi = "8x8", "1:2:0" }, "--xi"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -47,7 +47,7 @@ var (
 	paramFlag = &cli.StringSliceFlag{Name: "param", Category: "FORMULA",
 		Usage: "a formula's parameter, `name=value` (repeat for each)"}
 	failNonFiniteFlag = &cli.BoolFlag{Name: "fail-on-nonfinite", Category: "FORMULA",
-		Usage: "stop with an error when a formula gives NaN or ±Inf (else they are counted and reported)"}
+		Usage: "stop with an error when a formula gives NaN or ±Inf, or a wavelet combination has no kernel (ξ = 0) (else they are counted and reported)"}
 )
 
 // resumeFlag continues a wavelet or DRR run from the checkpoint beside its

@@ -21,7 +21,7 @@ var waveletFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "a", Category: catWavelet, Value: waveletDefaults.A, Usage: "kernel scale a (voxels)"},
 	&cli.StringFlag{Name: "theta", Category: catWavelet, Value: waveletDefaults.Theta, Usage: "θ values: a comma-separated `LIST` or START:STOP:COUNT (STOP excluded); pi allowed"},
 	&cli.StringFlag{Name: "phi", Category: catWavelet, Value: waveletDefaults.Phi, Usage: "φ values, as --theta"},
-	&cli.StringFlag{Name: "xi", Category: catWavelet, Value: waveletDefaults.Xi, Usage: "stretch ξ values (> 0), as --theta"},
+	&cli.StringFlag{Name: "xi", Category: catWavelet, Value: waveletDefaults.Xi, Usage: "stretch ξ values, as --theta (ξ ≤ 0 has no kernel: its row holds NaN)"},
 	&cli.StringFlag{Name: "boundary", Category: catWavelet, Value: waveletDefaults.Boundary, Usage: "reflect (half-sample symmetric) or wrap (periodic), as scipy.ndimage.convolve"},
 	&cli.StringFlag{Name: "kernel", Category: catWavelet, Usage: "your own kernel over the offset x, y, z, the rotated offset u, v, w and theta, phi, xi, a, sampled over the hat's support box (default: the hat, (3 - q)*exp(-q/2), q = (v/a)^2 + (u/(a*xi))^2 + (w/a)^2; see docs/formulas.md)"},
 	&cli.StringSliceFlag{Name: "stat", Category: catWavelet, Usage: "your own statistic of each response g, `name=formula` reducing to one number, e.g. l1=sum(abs(g)): a CSV column (repeat for each)"},
@@ -91,8 +91,15 @@ func runWavelet(c *cli.Context) error {
 		if r.Range != [3]int{} {
 			what = fmt.Sprintf("combinations [%d, %d) of %d", r.Range[0], r.Range[1], r.Range[2])
 		}
-		fmt.Fprintf(os.Stderr, "wavelet: %s; largest energy %.6g at θ = %.4g, φ = %.4g, ξ = %.4g\n",
-			what, r.MaxEnergy, r.Theta, r.Phi, r.Xi)
+		if r.NoKernel < r.Combinations {
+			fmt.Fprintf(os.Stderr, "wavelet: %s; largest energy %.6g at θ = %.4g, φ = %.4g, ξ = %.4g\n",
+				what, r.MaxEnergy, r.Theta, r.Phi, r.Xi)
+		} else {
+			fmt.Fprintf(os.Stderr, "wavelet: %s; none has a kernel\n", what)
+		}
+	}
+	if r.NoKernel > 0 {
+		fmt.Fprintf(os.Stderr, "warning: %d combinations have no kernel (the first: %s); their rows hold NaN\n", r.NoKernel, r.NoKernelWhy)
 	}
 	warnNonFinite(e, "--kernel or --stat", r.NonFinite)
 	return nil

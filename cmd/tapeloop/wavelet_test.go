@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -115,7 +116,7 @@ func TestWaveletBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"xi zero", []string{"--xi", "0,1"}, "θ = 0, φ = 0, ξ = 0: wavelet: stretch ξ = 0 must be positive"},
+		{"xi zero failing on non-finite", []string{"--xi", "1,0", "--fail-on-nonfinite"}, "combinations have no kernel (the first: θ = 0, φ = 0, ξ = 0: wavelet: stretch ξ = 0 must be positive)"},
 		{"NaN volume", []string{"--volume", p("nan.npy")}, "is NaN"},
 		{"not 3-D", []string{"--volume", p("flat.npy")}, "3-D"},
 		{"missing volume", []string{"--volume", p("none.npy")}, "--volume"},
@@ -140,6 +141,71 @@ func TestWaveletBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWaveletNoKernelRows: a sweep whose ξ list starts at 0, as
+// numpy.arange(0, n) does, runs to the end. The rows of ξ ≤ 0 hold NaN,
+// are counted on stderr and in the report, and every other row is the one
+// the sweep without them writes, byte for byte, in both boundary modes and
+// with a statistic of the user's.
+func TestWaveletNoKernelRows(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	for _, b := range []string{"reflect", "wrap"} {
+		base := []string{"wavelet", "--size", "13x11x9", "--seed", "4", "--theta", "0:pi:3", "--phi", "0,0.7",
+			"--boundary", b, "--stat", "l1=sum(abs(g))", "-a", "1.3"}
+		_, stderr, code := run(t, append(base, "--xi", "0,1,-2,2.5", "--out", p(b+"-all.csv"), "--report", p(b+".json"))...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", b, code, stderr)
+		}
+		if want := "warning: 12 combinations have no kernel (the first: θ = 0, φ = 0, ξ = 0: wavelet: stretch ξ = 0 must be positive); their rows hold NaN\n"; !strings.Contains(stderr, want) {
+			t.Errorf("%s: stderr %q, want the line %q", b, stderr, want)
+		}
+		if _, stderr, code := run(t, append(base, "--quiet", "--xi", "1,2.5", "--out", p(b+"-some.csv"))...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", b, code, stderr)
+		}
+		all, some := readLines(t, p(b+"-all.csv")), readLines(t, p(b+"-some.csv"))
+		if len(all) != 1+3*2*4 || len(some) != 1+3*2*2 || all[0] != some[0] {
+			t.Fatalf("%s: %d and %d lines, headers %q and %q", b, len(all), len(some), all[0], some[0])
+		}
+		j := 1
+		for _, line := range all[1:] {
+			f := strings.Split(line, ",")
+			if xi, _ := strconv.ParseFloat(f[2], 64); xi > 0 {
+				if line != some[j] {
+					t.Errorf("%s: row %q, the sweep without ξ ≤ 0 writes %q", b, line, some[j])
+				}
+				j++
+				continue
+			}
+			if strings.Join(f[3:], ",") != "NaN,NaN,NaN,NaN,NaN" {
+				t.Errorf("%s: row %q of ξ ≤ 0, want NaN statistics", b, line)
+			}
+		}
+		var rep struct {
+			Result struct {
+				Combinations int `json:"combinations"`
+				NoKernel     int `json:"no_kernel"`
+				Computed     int `json:"computed"`
+			} `json:"result"`
+		}
+		if raw, err := os.ReadFile(p(b + ".json")); err != nil || json.Unmarshal(raw, &rep) != nil {
+			t.Fatalf("%s: report: %v", b, err)
+		}
+		if r := rep.Result; r.Combinations != 24 || r.NoKernel != 12 || r.Computed > 12 {
+			t.Errorf("%s: report %+v, want 24 combinations, 12 without a kernel, at most 12 computed", b, r)
+		}
+	}
+}
+
+// readLines is a text file's lines, without the last newline.
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
 // TestWaveletFlagsCoverConfig: every option of wavelet.Config has its

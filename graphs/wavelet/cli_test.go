@@ -3,6 +3,8 @@ package wavelet_test
 import (
 	"bytes"
 	"errors"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,13 +186,48 @@ func TestCompileWaveletErrors(t *testing.T) {
 	}
 	defer p.Close()
 	w := len(p.Columns())
+	// ξ ≤ 0 has no kernel: its rows are NaN, the others those of a sweep
+	// without it; with FailOnNonFinite it is refused as the CLI refuses it.
+	strict := s
+	strict.FailOnNonFinite = true
+	ps, err := wavelet.Compile(strict.Config, v, n, cpu(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	runs := 0 // the calls of p that succeed
 	for _, xi := range []string{"1,0", "-1"} {
-		s.Xi = xi
-		_, cliErr := graphs.OpenWavelet(s, cpu(t, 0), false)
 		theta, phi, x := sweepLists(t, [3]string{s.Theta, s.Phi, xi})
-		err := p.Run(theta, phi, x, make([]float64, len(theta)*len(phi)*len(x)*w))
-		if err == nil || cliErr == nil || err.Error() != cliErr.Error() {
-			t.Errorf("ξ = %s: %v, the CLI's %v", xi, err, cliErr)
+		got := make([]float64, len(theta)*len(phi)*len(x)*w)
+		if err := p.Run(theta, phi, x, got); err != nil {
+			t.Fatalf("ξ = %s: %v", xi, err)
+		}
+		runs++
+		for i := 0; i < len(got); i += w {
+			row, c := got[i:i+w], x[(i/w)%len(x)]
+			if c > 0 {
+				want := make([]float64, w)
+				if err := p.Run([]float64{row[0]}, []float64{row[1]}, []float64{c}, want); err != nil {
+					t.Fatal(err)
+				}
+				runs++
+				if !slices.Equal(row, want) {
+					t.Errorf("ξ = %s: row %v, alone %v", xi, row, want)
+				}
+				continue
+			}
+			for _, v := range row[3:] {
+				if !math.IsNaN(v) {
+					t.Errorf("ξ = %g has no kernel: row %v, want NaN statistics", c, row)
+					break
+				}
+			}
+		}
+		strict.Xi = xi
+		_, cliErr := graphs.OpenWavelet(strict, cpu(t, 0), false)
+		err := ps.Run(theta, phi, x, got)
+		if err == nil || cliErr == nil || err.Error() != cliErr.Error() || !strings.HasPrefix(err.Error(), "--fail-on-nonfinite: ") {
+			t.Errorf("ξ = %s, failing on non-finite values: %v, the CLI's %v", xi, err, cliErr)
 		}
 	}
 	if err := p.Run([]float64{0}, nil, []float64{1}, nil); err == nil || err.Error() != "--phi: empty list" {
@@ -202,7 +239,7 @@ func TestCompileWaveletErrors(t *testing.T) {
 	if err := p.Run([]float64{0}, []float64{0}, []float64{1}, make([]float64, w)); err != nil {
 		t.Errorf("after refused calls: %v", err)
 	}
-	if p.Report().Calls != 1 {
-		t.Errorf("%d calls counted, want 1: refused calls do not count", p.Report().Calls)
+	if calls := p.Report().Calls; calls != runs+1 {
+		t.Errorf("%d calls counted, want %d: refused calls do not count", calls, runs+1)
 	}
 }

@@ -36,7 +36,8 @@ type Config struct {
 	// (--param s=2.5 on the command line); each must be used.
 	Params map[string]float64 `flag:"param" json:"params"`
 	// FailOnNonFinite makes a NaN or infinite value of a formula (Kernel or
-	// Stats, one of which it needs) an error rather than a warning.
+	// Stats), or a combination without a kernel (ξ = 0), an error rather
+	// than a warning.
 	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
 }
 
@@ -103,9 +104,6 @@ func (c Config) Parse() (*Parsed, error) {
 		return nil, err
 	}
 	p.kernel, p.stats = fs[0], fs[1:]
-	if p.kernel == nil && len(p.stats) == 0 && c.FailOnNonFinite {
-		return nil, errors.New("--fail-on-nonfinite: it is for --kernel or --stat, and neither is given")
-	}
 	return p, nil
 }
 

@@ -57,11 +57,15 @@ type Job struct {
 	same  [][]int  // per computed combination, the others with its kernel
 	// nonFinite counts NaN or infinite statistics of a run with formulas.
 	nonFinite int64
-	row       []byte
-	computed  int       // kernels the whole run convolves, resumed or not
-	csv       io.Writer // nil: no CSV
-	noHeader  bool
-	saver     Saver // nil: no checkpoint
+	// bad counts the combinations of [Lo, Hi) without a kernel (not
+	// Computable), badWhy says why for the first of them.
+	bad      int
+	badWhy   error
+	row      []byte
+	computed int       // kernels the whole run convolves, resumed or not
+	csv      io.Writer // nil: no CSV
+	noHeader bool
+	saver    Saver // nil: no checkpoint
 }
 
 // New checks cfg and returns the Job.
@@ -72,7 +76,7 @@ func New(cfg Setup) (*Job, error) {
 	if len(cfg.Combos) == 0 {
 		return nil, fmt.Errorf("%w: no combinations", ops.ErrWavelet)
 	}
-	if err := checkCombos(cfg.Src.A, cfg.Combos); err != nil {
+	if err := ops.CheckHat(cfg.Src.A, 0, 0, 1); err != nil {
 		return nil, err
 	}
 	if cfg.Hi == 0 {
@@ -98,6 +102,12 @@ func New(cfg Setup) (*Job, error) {
 	first := map[string]int{}
 	computed := make([]bool, len(cfg.Combos))
 	for i, c := range cfg.Combos[:cfg.Hi] {
+		if err := Computable(cfg.Src.A, c); err != nil {
+			if i >= cfg.Lo {
+				w.uncomputable(i, err)
+			}
+			continue
+		}
 		key := kernelKey(c)
 		if cfg.Src.Formulas != nil && cfg.Src.Formulas.Kernel != nil {
 			key = "" // a formula may read θ, φ or the offsets themselves
@@ -117,6 +127,9 @@ func New(cfg Setup) (*Job, error) {
 			w.order = append(w.order, j)
 		}
 	}
+	if w.bad > 0 && cfg.FailOnNonFinite {
+		return nil, fmt.Errorf("--fail-on-nonfinite: %d combinations have no kernel (the first: %w)", w.bad, w.badWhy)
+	}
 	sort.Ints(w.order)
 	w.computed = len(w.order)
 	if cfg.Src.Boundary == ops.Reflect {
@@ -135,6 +148,21 @@ func New(cfg Setup) (*Job, error) {
 		})
 	}
 	return w, nil
+}
+
+// uncomputable gives combination i, which has no kernel (err says why),
+// NaN statistics.
+func (w *Job) uncomputable(i int, err error) {
+	if w.bad == 0 {
+		w.badWhy = err
+	}
+	w.bad++
+	w.Stats[i] = [4]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	if w.Extra != nil {
+		for k := range w.Extra[i] {
+			w.Extra[i][k] = math.NaN()
+		}
+	}
 }
 
 // SetCSV makes Finish write the CSV to csv (nil: none): the header line
@@ -393,18 +421,27 @@ type Result struct {
 	// NonFinite counts the NaN or infinite statistics of a run with
 	// formulas.
 	NonFinite int64 `json:"nonfinite,omitempty"`
+	// NoKernel counts the combinations without a kernel (ξ = 0, say),
+	// whose rows hold NaN, and NoKernelWhy says why for the first.
+	NoKernel    int    `json:"no_kernel,omitempty"`
+	NoKernelWhy string `json:"no_kernel_first,omitempty"`
 	// Range is a shard's combinations [lo, hi) and the sweep's count.
 	Range [3]int `json:"range,omitzero"`
 }
 
 // Result names the combination with the largest response energy.
 func (w *Job) Result() Result {
-	r := Result{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: w.computed, NonFinite: w.nonFinite}
+	r := Result{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: w.computed, NonFinite: w.nonFinite, NoKernel: w.bad}
+	if w.badWhy != nil {
+		r.NoKernelWhy = w.badWhy.Error()
+	}
 	if w.cfg.Hi-w.cfg.Lo < len(w.cfg.Combos) {
 		r.Range = [3]int{w.cfg.Lo, w.cfg.Hi, len(w.cfg.Combos)}
 	}
+	first := true
 	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
-		if s := w.Stats[i]; i == w.cfg.Lo || s[0] > r.MaxEnergy {
+		if s := w.Stats[i]; !math.IsNaN(s[0]) && (first || s[0] > r.MaxEnergy) {
+			first = false
 			c := w.cfg.Combos[i]
 			r.MaxEnergy, r.Theta, r.Phi, r.Xi = s[0], c.Theta, c.Phi, c.Xi
 		}

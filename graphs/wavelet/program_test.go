@@ -35,7 +35,6 @@ func TestCompileRefusesTheConfig(t *testing.T) {
 		{"boundary", func(c *Config) { c.Boundary = "mirror" }, `--boundary: unknown boundary "mirror"`},
 		{"stat", func(c *Config) { c.Stats = []string{"l1=sum(abs(h))"} }, `--stat l1 "sum(abs(h))"`},
 		{"unused parameter", func(c *Config) { c.Params = map[string]float64{"s": 2} }, "--param s: not used by any formula"},
-		{"fail without formulas", func(c *Config) { c.FailOnNonFinite = true }, "--fail-on-nonfinite: it is for --kernel or --stat"},
 	} {
 		cfg := DefaultConfig()
 		c.edit(&cfg)

@@ -28,13 +28,14 @@ func Combos(theta, phi, xi []float64) []Combo {
 	return c
 }
 
-// checkCombos checks every combination's kernel of scale a (ops.CheckHat)
-// and names the first that is not one.
-func checkCombos(a float64, combos []Combo) error {
-	for _, k := range combos {
-		if err := ops.CheckHat(a, k.Theta, k.Phi, k.Xi); err != nil {
-			return fmt.Errorf("θ = %g, φ = %g, ξ = %g: %w", k.Theta, k.Phi, k.Xi, err)
-		}
+// Computable reports whether combination c has a kernel of scale a
+// (ops.CheckHat): ξ positive and finite, θ and φ finite. A sweep may hold
+// combinations with ξ ≤ 0 (ξ = 0 in a list made with arange(0, 20)):
+// their rows hold NaN and the rest of the sweep runs. Sweep refuses a
+// non-finite θ, φ or ξ.
+func Computable(a float64, c Combo) error {
+	if err := ops.CheckHat(a, c.Theta, c.Phi, c.Xi); err != nil {
+		return fmt.Errorf("θ = %g, φ = %g, ξ = %g: %w", c.Theta, c.Phi, c.Xi, err)
 	}
 	return nil
 }
@@ -43,9 +44,10 @@ func checkCombos(a float64, combos []Combo) error {
 const MaxCombos = 1 << 24
 
 // Sweep is every combination of theta, phi and xi, θ outermost, then φ,
-// then ξ, each checked to be a kernel of scale a; errors name the
-// command line's --theta, --phi and --xi. Each list must hold a value,
-// and the sweep at most MaxCombos.
+// then ξ; errors name the command line's --theta, --phi and --xi. Each
+// list must hold a value, every value be finite, and the sweep hold at
+// most MaxCombos. A combination with ξ ≤ 0 has no kernel (Computable) and
+// is kept: the Job gives its row NaN.
 func Sweep(a float64, theta, phi, xi []float64) ([]Combo, error) {
 	for _, l := range [...]struct {
 		name string
@@ -60,8 +62,11 @@ func Sweep(a float64, theta, phi, xi []float64) ([]Combo, error) {
 			len(theta), len(phi), len(xi), MaxCombos)
 	}
 	combos := Combos(theta, phi, xi)
-	if err := checkCombos(a, combos); err != nil {
-		return nil, err
+	for _, c := range combos {
+		finite := !math.IsNaN(c.Theta+c.Phi+c.Xi) && !math.IsInf(c.Theta+c.Phi+c.Xi, 0)
+		if err := Computable(a, c); err != nil && (!finite || ops.CheckHat(a, 0, 0, 1) != nil) {
+			return nil, err
+		}
 	}
 	return combos, nil
 }
@@ -157,18 +162,27 @@ func ParseList(name, s string) ([]float64, error) {
 // that size leaves, (size − n)/2. Combinations that share a transform size
 // share one transform of the volume, so a size needed by few combinations is
 // merged into a larger one where the extra cost of the larger transforms is
-// less than the volume's transform it saves (reflectGroups).
+// less than the volume's transform it saves (reflectGroups). A
+// combination that is not Computable runs nothing: its padding is zero
+// and it takes no part in the grouping.
 func Pads(n [3]int, a float64, combos []Combo) (pads [][3]int, largest [3]int) {
-	dims := make([][3]int, len(combos))
+	var dims [][3]int
+	var at []int // the combination of each of dims
 	for i, c := range combos {
-		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
-		for k := range 3 {
-			dims[i][k] = ops.FFTSize(n[k] + 2*h[k])
+		if Computable(a, c) != nil {
+			continue
 		}
+		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+		var d [3]int
+		for k := range 3 {
+			d[k] = ops.FFTSize(n[k] + 2*h[k])
+		}
+		dims, at = append(dims, d), append(at, i)
 	}
 	dims = reflectGroups(dims)
 	pads = make([][3]int, len(combos))
-	for i, d := range dims {
+	for j, d := range dims {
+		i := at[j]
 		for k := range 3 {
 			pads[i][k] = (d[k] - n[k]) / 2
 			largest[k] = max(largest[k], pads[i][k])
@@ -271,6 +285,9 @@ func kernelKey(c Combo) string {
 func MaxSupport(a float64, combos []Combo) [3]int {
 	var m [3]int
 	for _, c := range combos {
+		if Computable(a, c) != nil {
+			continue
+		}
 		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
 		for k := range 3 {
 			m[k] = max(m[k], h[k])

@@ -122,22 +122,30 @@ def test_bad_input_is_the_cli_message(tmp_path):
     flat = str(e.value)
     assert flat.startswith("volume=") and flat.endswith("has shape (5, 4), want a 3-D volume")
     with tapeloop.Wavelet(v) as w:
-        with pytest.raises(tapeloop.Error) as e:
-            w(0, 0, [1, 0])
-        xi_zero = str(e.value)
-        assert xi_zero == "θ = 0, φ = 0, ξ = 0: wavelet: stretch ξ = 0 must be positive"
+        # ξ = 0 has no kernel: its row is NaN, the other the row alone.
+        got, alone = w(0, 0, [1, 0]), w(0, 0, 1)
+        for name, col in got.items():
+            if name not in ("theta", "phi", "xi"):
+                assert col[0] == alone[name][0] and np.isnan(col[1]), name
         with pytest.raises(tapeloop.Error, match="--phi: empty list"):
             w(0, [], 1)
         with pytest.raises(tapeloop.Error, match="at most 16777216"):
             w(np.zeros(300), np.zeros(300), np.ones(300))
         assert len(w(0, 0, 1)["energy"]) == 1  # usable after refused calls
+    with tapeloop.Wavelet(v, fail_on_nonfinite=True) as w:
+        with pytest.raises(tapeloop.Error) as e:
+            w(0, 0, [1, 0])
+        xi_zero = str(e.value)
+        assert xi_zero == ("fail_on_nonfinite=: 1 combinations have no kernel "
+                           "(the first: θ = 0, φ = 0, ξ = 0: wavelet: stretch ξ = 0 must be positive)"), xi_zero
     if HAS_CLI:
         np.save(tmp_path / "v.npy", v)
         np.save(tmp_path / "flat.npy", v[0])
         for args, msg in [(["--volume", str(tmp_path / "v.npy"), "--stat", "l1=sum(abs(h))"],
                            bad_formula.replace("stats= ", "--stat ").replace("params= ", "--param ")),
                           (["--volume", str(tmp_path / "flat.npy")], flat[len("--volume: the array"):]),
-                          (["--volume", str(tmp_path / "v.npy"), "--theta", "0", "--phi", "0", "--xi", "1,0"], xi_zero)]:
+                          (["--volume", str(tmp_path / "v.npy"), "--theta", "0", "--phi", "0", "--xi", "1,0", "--fail-on-nonfinite"],
+                           xi_zero.replace("fail_on_nonfinite=", "--fail-on-nonfinite"))]:
             cli = subprocess.run([CLI, "wavelet", "--quiet", *args], capture_output=True, text=True)
             assert cli.returncode != 0 and msg in cli.stderr, (args, cli.stderr)
 
@@ -159,8 +167,10 @@ def test_fail_on_nonfinite(tmp_path):
             w(0, 0, [1, 2])
         with pytest.raises(tapeloop.Error, match="fail_on_nonfinite= is set"):
             w(0, 0, 1)  # each call on its own
-    with pytest.raises(tapeloop.Error, match=r"^fail_on_nonfinite=: it is for kernel= or stats=, and neither is given"):
-        tapeloop.wavelet(v, 0, 0, 1, fail_on_nonfinite=True)
+    # Without formulas it still refuses a combination without a kernel.
+    assert np.isfinite(tapeloop.wavelet(v, 0, 0, 1, fail_on_nonfinite=True)["energy"]).all()
+    with pytest.raises(tapeloop.Error, match=r"^fail_on_nonfinite=: 1 combinations have no kernel"):
+        tapeloop.wavelet(v, 0, 0, [0, 1], fail_on_nonfinite=True)
     if HAS_CLI:
         np.save(tmp_path / "v.npy", v)
         args = [CLI, "wavelet", "--quiet", "--volume", str(tmp_path / "v.npy"), "--theta", "0", "--phi", "0",
