@@ -22,7 +22,7 @@ func waveletJob(b *testing.B, n int, bnd ops.Boundary, combos []wavelet.Combo) *
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	_, pad := wavelet.Pads([3]int{n, n, n}, 1, combos)
+	_, pad := wavelet.HatPads([3]int{n, n, n}, 1, combos)
 	src, err := ops.NewWaveletSource(x, [3]int{n, n, n}, 1, bnd, pad)
 	if err != nil {
 		b.Fatal(err)

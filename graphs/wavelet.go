@@ -155,7 +155,15 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	}
 	// A shard pads for the whole sweep: the paddings depend on which
 	// combinations run together (wavelet.Pads).
-	_, pad := wavelet.Pads(n, s.A, p.combos)
+	formulas, err := p.cfg.Formulas(n, dev.GPU())
+	if err != nil {
+		return nil, err
+	}
+	sup, err := wavelet.Supports(s.A, formulas.KernelFormula(), p.combos)
+	if err != nil {
+		return nil, err
+	}
+	_, pad := wavelet.Pads(n, s.A, p.combos, sup)
 	if err := wavelet.CheckPadding(n, pad, dev.MemLimit); err != nil {
 		return nil, err
 	}
@@ -163,10 +171,8 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	if err != nil {
 		return nil, err
 	}
-	src.MaxSupport = wavelet.MaxSupport(s.A, p.combos)
-	if src.Formulas, err = p.cfg.Formulas(n, dev.GPU()); err != nil {
-		return nil, err
-	}
+	src.MaxSupport = wavelet.MaxSupport(sup)
+	src.Formulas = formulas
 	t := &WaveletTask{}
 	defer func() {
 		if err != nil {

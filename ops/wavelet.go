@@ -204,6 +204,9 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 		resp = s.resp[:w.plan.Len()]
 	}
 	h := HatSupport(w.A, theta, phi, xi)
+	if f != nil && f.Kernel != nil {
+		h = f.Kernel.box(w.A, theta, phi, xi)
+	}
 	if w.Boundary == Reflect && (h[0] > w.Pad[0] || h[1] > w.Pad[1] || h[2] > w.Pad[2]) {
 		panic("ops: wavelet kernel wider than the volume's reflect padding")
 	}

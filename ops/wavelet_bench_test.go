@@ -25,7 +25,7 @@ func BenchmarkWaveletCombination(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kf, err := NewKernelFormula(f)
+	kf, err := NewKernelFormula(f, 0, [3]int{1 << 10, 1 << 10, 1 << 10})
 	if err != nil {
 		b.Fatal(err)
 	}

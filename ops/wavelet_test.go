@@ -36,13 +36,6 @@ func TestHatSupportHoldsTheEllipsoid(t *testing.T) {
 	}
 }
 
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // refConvolve is scipy.ndimage.convolve written out in float64:
 // out[x] = Σ_s ψ(s)·V[ext(x − s)], ext(i − s) looked up per axis (e[i − s + h],
 // computed once).
@@ -89,7 +82,7 @@ func TestHatSpectrumMatchesSampledKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kf, err := NewKernelFormula(f)
+	kf, err := NewKernelFormula(f, 0, [3]int{1 << 10, 1 << 10, 1 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+	"math"
 	"sync"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
@@ -35,6 +37,15 @@ type WaveletFormulas struct {
 	Stats  []*WaveletStat
 }
 
+// KernelFormula is f's kernel formula, nil for the built-in hat (or a
+// nil f).
+func (f *WaveletFormulas) KernelFormula() *KernelFormula {
+	if f == nil {
+		return nil
+	}
+	return f.Kernel
+}
+
 // extra is the number of statistics beyond the built-in ones.
 func (f *WaveletFormulas) extra() int {
 	if f == nil {
@@ -43,17 +54,39 @@ func (f *WaveletFormulas) extra() int {
 	return len(f.Stats)
 }
 
-// KernelFormula is a user's wavelet kernel, sampled at every offset of
-// the Mexican hat's support box of the same parameters.
+// KernelTolerance is where a kernel formula's reach ends: the kernel is
+// sampled over the box outside which |ψ| stays below KernelTolerance times
+// its largest |ψ|. The built-in hat's box, q ≤ 36, ends at 1.7·10⁻⁷ of
+// its peak.
+const KernelTolerance = 1e-7
+
+// KernelFormula is a user's wavelet kernel, sampled over its own reach
+// (Support) around the kernel's centre.
 type KernelFormula struct {
 	F    *formula.Formula
 	Prog *cpukern.FxProgram
+	// Reach, when positive, is the half-width of the box the kernel is
+	// sampled over along every axis, the user's choice; zero: the
+	// kernel's own reach.
+	Reach int
+	// Limit is the largest half-width the kernel's own reach may have
+	// along each axis: the volume's size less one.
+	Limit [3]int
 
-	states sync.Pool
+	states   sync.Pool
+	supports sync.Map // [4]float64{a, θ, φ, ξ} → supportOf
 }
 
-// NewKernelFormula compiles f, checked against KernelVars.
-func NewKernelFormula(f *formula.Formula) (*KernelFormula, error) {
+// supportOf is a memoised Support.
+type supportOf struct {
+	h   [3]int
+	err error
+}
+
+// NewKernelFormula compiles f, checked against KernelVars, for a volume
+// of n voxels along each axis: sampled over reach voxels from its centre
+// along every axis, or with reach zero over its own reach.
+func NewKernelFormula(f *formula.Formula, reach int, n [3]int) (*KernelFormula, error) {
 	g, err := f.Graph(1)
 	if err != nil {
 		return nil, err
@@ -62,7 +95,11 @@ func NewKernelFormula(f *formula.Formula) (*KernelFormula, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &KernelFormula{F: f, Prog: p}, nil
+	k := &KernelFormula{F: f, Prog: p, Reach: reach}
+	for i := range 3 {
+		k.Limit[i] = max(n[i]-1, 0)
+	}
+	return k, nil
 }
 
 type kernelRows struct {
@@ -70,10 +107,106 @@ type kernelRows struct {
 	x, y, z, u, v, w, q, psi []float64
 }
 
-// Sample evaluates the kernel at every integer offset of HatSupport, in
-// Hat's order, and calls fn for each.
+var axisNames = [3]string{"first (x)", "second (y)", "third (z)"}
+
+// Support returns the half-widths of the box the kernel of a, θ, φ and ξ
+// is sampled over. With Reach set, Reach along every axis. Otherwise the
+// kernel's own reach: it is evaluated on boxes that double along each
+// axis where it has not yet fallen below KernelTolerance of its largest
+// |ψ| at the box's faces, and along each axis the reach is the largest
+// offset where it has not. A kernel that has not fallen below that at
+// Limit, the volume's edge, is refused. The answer is kept per
+// combination.
+func (k *KernelFormula) Support(a, theta, phi, xi float64) ([3]int, error) {
+	if k.Reach > 0 {
+		return [3]int{k.Reach, k.Reach, k.Reach}, nil
+	}
+	key := [4]float64{a, theta, phi, xi}
+	if s, ok := k.supports.Load(key); ok {
+		return s.(supportOf).h, s.(supportOf).err
+	}
+	h, err := k.reach(a, theta, phi, xi)
+	k.supports.Store(key, supportOf{h, err})
+	return h, err
+}
+
+// reach finds the kernel's own reach (Support).
+func (k *KernelFormula) reach(a, theta, phi, xi float64) ([3]int, error) {
+	var h [3]int
+	for i := range 3 {
+		h[i] = min(4, k.Limit[i])
+	}
+	for {
+		// slab[i][o+h[i]]: the largest |ψ| where the offset along axis i
+		// is o.
+		var slab [3][]float64
+		for i := range 3 {
+			slab[i] = make([]float64, 2*h[i]+1)
+		}
+		k.sample(a, theta, phi, xi, h, func(x, y, z int, psi float64) {
+			m := math.Abs(psi)
+			for i, o := range [3]int{x + h[0], y + h[1], z + h[2]} {
+				if m > slab[i][o] {
+					slab[i][o] = m
+				}
+			}
+		})
+		var peak float64
+		for _, m := range slab[0] {
+			peak = max(peak, m)
+		}
+		var reach [3]int
+		grow := false
+		for i := range 3 {
+			for o, m := range slab[i] {
+				if m > KernelTolerance*peak {
+					reach[i] = max(reach[i], abs(o-h[i]))
+				}
+			}
+			if reach[i] < h[i] {
+				continue
+			}
+			if h[i] == k.Limit[i] {
+				edge := max(slab[i][0], slab[i][2*h[i]])
+				return reach, fmt.Errorf("--kernel: θ = %g, φ = %g, ξ = %g: it does not decay within the volume: along its %s axis, %d voxels from its centre, at the volume's edge, it is still %.2g of its largest value; give --reach to sample it over a box of your choice",
+					theta, phi, xi, axisNames[i], h[i], edge/peak)
+			}
+			h[i], grow = min(2*h[i], k.Limit[i]), true
+		}
+		if !grow {
+			return reach, nil
+		}
+	}
+}
+
+func abs(i int) int {
+	if i < 0 {
+		return -i
+	}
+	return i
+}
+
+// Sample evaluates the kernel at every integer offset of its Support, in
+// Hat's order, calls fn for each, and returns the support. A kernel whose
+// Support is refused is sampled over Limit.
 func (k *KernelFormula) Sample(a, theta, phi, xi float64, fn func(x, y, z int, psi float64)) [3]int {
-	h := HatSupport(a, theta, phi, xi)
+	h := k.box(a, theta, phi, xi)
+	k.sample(a, theta, phi, xi, h, fn)
+	return h
+}
+
+// box is the box Sample samples: Support, or Limit where it is refused.
+func (k *KernelFormula) box(a, theta, phi, xi float64) [3]int {
+	h, err := k.Support(a, theta, phi, xi)
+	if err != nil {
+		return k.Limit
+	}
+	return h
+}
+
+// sample evaluates the kernel at every integer offset of the box of
+// half-widths h, in Hat's order, and calls fn for each.
+func (k *KernelFormula) sample(a, theta, phi, xi float64, h [3]int, fn func(x, y, z int, psi float64)) {
 	r := hatRotation(theta, phi)
 	s, ok := k.states.Get().(*kernelRows)
 	if !ok {
@@ -88,8 +221,8 @@ func (k *KernelFormula) Sample(a, theta, phi, xi float64, fn func(x, y, z int, p
 	}
 	s.st.Reset()
 	s.st.Regs[0], s.st.Regs[1], s.st.Regs[2], s.st.Regs[3] = theta, phi, xi, a
-	in := [][]float64{s.x, s.y, s.z, s.u, s.v, s.w, s.q}
-	out := [][]float64{s.psi}
+	in := [][]float64{s.x[:nz], s.y[:nz], s.z[:nz], s.u[:nz], s.v[:nz], s.w[:nz], s.q[:nz]}
+	out := [][]float64{s.psi[:nz]}
 	for x := -h[0]; x <= h[0]; x++ {
 		for y := -h[1]; y <= h[1]; y++ {
 			fx, fy := float64(x), float64(y)
@@ -108,7 +241,6 @@ func (k *KernelFormula) Sample(a, theta, phi, xi float64, fn func(x, y, z int, p
 			}
 		}
 	}
-	return h
 }
 
 // WaveletStat is a named statistic of each response: a formula over g

@@ -287,11 +287,11 @@ for th in (0.0, 0.9):
             c, s, cp, sp = np.cos(th), np.sin(th), np.cos(ph), np.sin(ph)
             R = np.array([[cp * c, -s, sp * c], [cp * s, c, sp * s], [-sp, 0, cp]])
             dd = np.array([(a * xi) ** 2, a * a, a * a])
-            h = [int(np.ceil(np.sqrt(36 * np.sum(R[:, i] ** 2 * dd)) - 1e-9)) for i in range(3)]
-            x, y, z = np.meshgrid(*[np.arange(-k, k + 1) for k in h], indexing="ij")
+            # A box past the kernel's reach: e^(-64/(2a²)) is 6e-9 of its peak.
+            x, y, z = np.meshgrid(*[np.arange(-8, 9)] * 3, indexing="ij")
             u = R[0, 0] * x + R[0, 1] * y + R[0, 2] * z
             w = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z
-            psi = np.exp(-(x**2 + y**2 + z**2) / (2 * a * a)) * np.cos(u / xi) - 0.1 * (w > 0)
+            psi = np.exp(-(x**2 + y**2 + z**2) / (2 * a * a)) * (np.cos(u / xi) - 0.1 * (w > 0))
             g = ndimage.convolve(v.astype(np.float64), psi, mode="reflect")
             rows.append((th, ph, xi, (g**2).sum(), g.std(), g.max(), (psi**2).sum(), np.abs(g).sum(), g.mean(), ((g - g.mean())**4).mean()))
 np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
@@ -301,7 +301,7 @@ np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
 	}
 	out := p("stats.csv")
 	_, se, code := run(t, "wavelet", "-q", "--volume", p("v.npy"), "--a", "1.3", "--theta", "0,0.9", "--phi", "0.4", "--xi", "1,1.7",
-		"--kernel", "exp(-(x^2+y^2+z^2)/(2*a^2))*cos(u/xi) - c*(w > 0)", "--param", "c=0.1",
+		"--kernel", "exp(-(x^2+y^2+z^2)/(2*a^2))*(cos(u/xi) - c*(w > 0))", "--param", "c=0.1",
 		"--stat", "l1=sum(abs(g))", "--stat", "m=mean(g)", "--stat", "k4=mean((g-mean(g))^4)", "--batch", "3", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
@@ -320,13 +320,14 @@ np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
 			}
 		}
 	}
-	// The hat written as a formula is sampled and transformed; the
-	// built-in's transform is computed in closed form (the hat on the whole
-	// grid, not cut at its support box): the same statistics within 10⁻⁵
+	// The hat written as a formula is sampled and transformed (over
+	// --reach 13: its own reach is past this small volume); the built-in's
+	// transform is computed in closed form (the hat on the whole grid, not
+	// cut at its support box): the same statistics within 10⁻⁵
 	// (combinations with distinct kernels; the built-in computes a kernel
 	// shared by several combinations once, a formula every time).
 	a, b := p("builtin.csv"), p("formula.csv")
-	for _, c := range [][]string{{"--out", a}, {"--out", b, "--kernel", "(3 - q)*exp(-q/2)"}} {
+	for _, c := range [][]string{{"--out", a}, {"--out", b, "--kernel", "(3 - q)*exp(-q/2)", "--reach", "13"}} {
 		args := append([]string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0:pi:3", "--phi", "0.4", "--xi", "2"}, c...)
 		if _, se, code := run(t, args...); code != 0 {
 			t.Fatalf("exit %d: %s", code, se)
@@ -347,7 +348,7 @@ np.savetxt(d + "/ref.csv", np.array(rows), delimiter=",")
 	// θ + π (the same stretched axis) computed once by the built-in, every
 	// time by the formula: the same statistics, to rounding.
 	a2, b2 := p("builtin2.csv"), p("formula2.csv")
-	for _, c := range [][]string{{"--out", a2}, {"--out", b2, "--kernel", "(3 - q)*exp(-q/2)"}} {
+	for _, c := range [][]string{{"--out", a2}, {"--out", b2, "--kernel", "(3 - q)*exp(-q/2)", "--reach", "13"}} {
 		args := append([]string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0.3,0.9,3.4415926535897931", "--phi", "0,0.7",
 			"--xi", "1,2", "--report", c[1] + ".json"}, c...)
 		if _, se, code := run(t, args...); code != 0 {
@@ -424,4 +425,77 @@ func TestAffinityFormulaShards(t *testing.T) {
 	if code != 1 || !strings.Contains(se, "different run") || !strings.Contains(se, "s=3") {
 		t.Errorf("shards of two parameter values: exit %d: %s", code, se)
 	}
+}
+
+// TestWaveletKernelReach: a --kernel is sampled over its own reach, not the
+// hat's box. A wide Gaussian (σ = 5 voxels, reach 28) against NumPy's
+// convolution of the volume, extended half-sample symmetric as
+// scipy.ndimage's reflect mode, with the kernel sampled on a box past its
+// reach, by FFT; Σ ψ² against its analytic sum over the lattice. The same
+// kernel on a volume too small for it is refused, naming its reach, and
+// with --reach it is sampled over that box, as NumPy does with the same box.
+func TestWaveletKernelReach(t *testing.T) {
+	py := testutil.Python(t, "numpy", "scipy.signal")
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	script := `
+import numpy as np, sys
+from scipy import signal
+d = sys.argv[1]
+rng = np.random.default_rng(16011)
+def ref(v, h, name):
+    x, y, z = np.meshgrid(*[np.arange(-k, k + 1) for k in h], indexing="ij")
+    psi = np.exp(-(x**2 + y**2 + z**2) / 50.0) * (1 + 0.2 * np.cos(0.7 * y))
+    e = np.pad(v.astype(np.float64), [(k, k) for k in h], mode="symmetric")
+    g = signal.fftconvolve(e, psi, mode="valid")
+    assert g.shape == v.shape
+    np.savetxt(d + "/" + name, [[(g**2).sum(), g.std(), g.max(), (psi**2).sum()]], delimiter=",")
+v = rng.standard_normal((40, 37, 44)).astype(np.float32)
+np.save(d + "/big.npy", v)
+ref(v, (36, 36, 36), "big.csv")
+s = rng.standard_normal((21, 19, 17)).astype(np.float32)
+np.save(d + "/small.npy", s)
+ref(s, (6, 6, 6), "small.csv")
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+	kernel := "exp(-(x^2+y^2+z^2)/50)*(1 + 0.2*cos(0.7*y))"
+	check := func(name string, extra ...string) {
+		t.Helper()
+		out := p(name + "-got.csv")
+		args := append([]string{"wavelet", "-q", "--volume", p(name + ".npy"), "--theta", "0", "--phi", "0", "--xi", "1",
+			"--kernel", kernel, "--out", out}, extra...)
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, se)
+		}
+		got, want := readCSV(t, out, true)[0][3:], readCSV(t, p(name+".csv"), false)[0]
+		for j := range want {
+			if d := math.Abs(got[j] - want[j]); !(d <= 1e-5*math.Abs(want[j])) {
+				t.Errorf("%s: statistic %d is %v, NumPy %v", name, j, got[j], want[j])
+			}
+		}
+		if name == "big" {
+			// Σ ψ² of the plain Gaussian part bounds the sampled energy:
+			// over the lattice it is (Σ_k e^{-k²/25})³, about (5√π)³.
+			var s1 float64
+			for k := -60; k <= 60; k++ {
+				s1 += math.Exp(-float64(k*k) / 25)
+			}
+			if e := got[3]; !(e > s1*s1*s1) {
+				t.Errorf("Σ ψ² = %v, not above the Gaussian's %v: the kernel was cut short", e, s1*s1*s1)
+			}
+		}
+	}
+	check("big")
+	_, se, code := run(t, "wavelet", "-q", "--volume", p("small.npy"), "--theta", "0", "--phi", "0", "--xi", "1",
+		"--kernel", kernel, "--out", p("refused.csv"))
+	want := "tapeloop: --kernel: θ = 0, φ = 0, ξ = 1: it does not decay within the volume: along its third (z) axis, 16 voxels from its centre"
+	if code != 1 || !strings.HasPrefix(se, want) || strings.Count(se, "\n") != 1 {
+		t.Errorf("a kernel wider than the volume: exit %d, stderr %q; want 1 and %q…", code, se, want)
+	}
+	if _, err := os.Stat(p("refused.csv")); err == nil {
+		t.Error("refused, but refused.csv was written")
+	}
+	check("small", "--reach", "6")
 }

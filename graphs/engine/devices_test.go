@@ -94,7 +94,7 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 			return j
 		}, func(j engine.Job) []float64 { return []float64{j.(*drr.Job).Sum, j.(*drr.Job).Max} }},
 		"wavelet": {func() engine.Job {
-			_, pad := wavelet.Pads([3]int{9, 8, 7}, 1, combos)
+			_, pad := wavelet.HatPads([3]int{9, 8, 7}, 1, combos)
 			src, err := ops.NewWaveletSource(wv, [3]int{9, 8, 7}, 1, ops.Reflect, pad)
 			if err != nil {
 				t.Fatal(err)

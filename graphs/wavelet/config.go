@@ -24,9 +24,16 @@ type Config struct {
 	Boundary string `flag:"boundary" json:"boundary"`
 	// Kernel is your own kernel, a formula over the offset x, y, z from
 	// its centre, the offset u, v, w in the kernel's frame, q and theta,
-	// phi, xi, a, sampled over the Mexican hat's support box; "": the hat,
-	// (3 - q)*exp(-q/2) with q = (v/a)^2 + (u/(a*xi))^2 + (w/a)^2.
+	// phi, xi, a, sampled over its own reach (where it falls below 10⁻⁷
+	// of its largest value; it must within the volume) or over Reach;
+	// "": the hat, (3 - q)*exp(-q/2) with q = (v/a)^2 + (u/(a*xi))^2 +
+	// (w/a)^2.
 	Kernel string `flag:"kernel" json:"kernel"`
+	// Reach, when positive, is the half-width in voxels, along every
+	// axis, of the box Kernel is sampled over, in place of its own reach:
+	// the volume's half size, say, for a kernel made on a grid the size of
+	// the volume.
+	Reach int `flag:"reach" json:"reach"`
 	// Stats are your own statistics of each response g, each
 	// "name=formula" reducing to one number, e.g. "l1=sum(abs(g))": extra
 	// columns after the built-in ones (a statistic named like a built-in
@@ -40,6 +47,9 @@ type Config struct {
 	// than a warning.
 	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
 }
+
+// maxReach bounds Reach, far past any volume that fits in memory.
+const maxReach = 1 << 20
 
 // DefaultConfig is the hat of scale 1 with reflecting boundaries.
 func DefaultConfig() Config { return Config{A: 1, Boundary: "reflect"} }
@@ -65,6 +75,7 @@ func ParseBoundary(name string) (ops.Boundary, error) {
 type Parsed struct {
 	Boundary  ops.Boundary
 	kernel    *formula.Formula
+	reach     int
 	stats     []*formula.Formula
 	statNames []string
 }
@@ -104,6 +115,15 @@ func (c Config) Parse() (*Parsed, error) {
 		return nil, err
 	}
 	p.kernel, p.stats = fs[0], fs[1:]
+	switch {
+	case c.Reach < 0:
+		return nil, fmt.Errorf("--reach %d: want a half-width in voxels, at least 1", c.Reach)
+	case c.Reach > 0 && p.kernel == nil:
+		return nil, fmt.Errorf("--reach: it is for --kernel (the built-in hat's box is its own)")
+	case c.Reach > maxReach:
+		return nil, fmt.Errorf("--reach %d: at most %d voxels", c.Reach, maxReach)
+	}
+	p.reach = c.Reach
 	return p, nil
 }
 
@@ -120,7 +140,7 @@ func (p *Parsed) Formulas(n [3]int, gpu bool) (*ops.WaveletFormulas, error) {
 	f := &ops.WaveletFormulas{}
 	if p.kernel != nil {
 		var err error
-		if f.Kernel, err = ops.NewKernelFormula(p.kernel); err != nil {
+		if f.Kernel, err = ops.NewKernelFormula(p.kernel, p.reach, n); err != nil {
 			return nil, err
 		}
 	}
@@ -140,6 +160,9 @@ func (p *Parsed) Canonical() []string {
 	var out []string
 	if p.kernel != nil {
 		out = append(out, p.kernel.Canonical())
+		if p.reach > 0 {
+			out = append(out, fmt.Sprintf("reach=%d", p.reach))
+		}
 	}
 	for i, st := range p.stats {
 		out = append(out, p.statNames[i]+"="+st.Canonical())

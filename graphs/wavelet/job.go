@@ -92,7 +92,11 @@ func New(cfg Setup) (*Job, error) {
 			w.Extra[i] = make([]float64, k)
 		}
 	}
-	w.pad, _ = Pads(cfg.Src.N, cfg.Src.A, cfg.Combos)
+	sup, err := Supports(cfg.Src.A, KernelOf(cfg.Src), cfg.Combos)
+	if err != nil {
+		return nil, err
+	}
+	w.pad, _ = Pads(cfg.Src.N, cfg.Src.A, cfg.Combos, sup)
 	// Combinations whose kernels are the same (the hat with ξ = 1 is
 	// round: every θ and φ; otherwise its stretched axis n and −n) are
 	// computed once, the first of each in Combos order (which may come
@@ -149,6 +153,9 @@ func New(cfg Setup) (*Job, error) {
 	}
 	return w, nil
 }
+
+// KernelOf is src's kernel formula, nil for the built-in hat.
+func KernelOf(src *ops.WaveletSource) *ops.KernelFormula { return src.Formulas.KernelFormula() }
 
 // uncomputable gives combination i, which has no kernel (err says why),
 // NaN statistics.

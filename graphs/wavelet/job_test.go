@@ -41,12 +41,13 @@ func sweepJob(t testing.TB, n [3]int, seed uint64, a float64, bnd ops.Boundary, 
 		v[i] = float32(rng.NormFloat64())
 	}
 	combos := sweep(t, a, theta, phi, xi)
-	_, pad := Pads(n, a, combos)
+	_, pad := HatPads(n, a, combos)
 	src, err := ops.NewWaveletSource(v, n, a, bnd, pad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.MaxSupport = MaxSupport(a, combos)
+	sup, _ := Supports(a, nil, combos)
+	src.MaxSupport = MaxSupport(sup)
 	job, err := New(Setup{Src: src, Combos: combos})
 	if err != nil {
 		t.Fatal(err)
@@ -152,10 +153,10 @@ func TestWaveletReplayDoesNotAllocate(t *testing.T) {
 func TestWaveletShardRunsAsInTheSweep(t *testing.T) {
 	n := [3]int{20, 18, 16}
 	combos := sweep(t, 1, "0:pi:3", "0:pi:2", "1,1.5,2.5,4")
-	full, _ := Pads(n, 1, combos)
+	full, _ := HatPads(n, 1, combos)
 	differs := false
 	for i := range combos {
-		alone, _ := Pads(n, 1, combos[i:i+1])
+		alone, _ := HatPads(n, 1, combos[i:i+1])
 		differs = differs || alone[0] != full[i]
 	}
 	if !differs {
@@ -221,7 +222,7 @@ func TestWaveletPadsCoverEachKernel(t *testing.T) {
 		for range 1 + rng.IntN(40) {
 			combos = append(combos, Combo{Theta: rng.Float64() * math.Pi, Phi: rng.Float64() * math.Pi, Xi: []float64{0.5, 1, 2, 4}[rng.IntN(4)]})
 		}
-		pads, largest := Pads(n, a, combos)
+		pads, largest := HatPads(n, a, combos)
 		for i, c := range combos {
 			h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
 			for k := range 3 {
@@ -251,3 +252,4 @@ func TestWaveletPadsCoverEachKernel(t *testing.T) {
 		t.Errorf("the lone combination runs on %v, smaller than it needs", got[len(got)-1])
 	}
 }
+

@@ -51,7 +51,18 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 	if n[0] < 1 || n[1] < 1 || n[2] < 1 || sysmem.Mul(int64(n[0]), int64(n[1]), int64(n[2])) != int64(len(v)) {
 		return nil, fmt.Errorf("--volume: need an (X, Y, Z) array, got %d values for shape %v", len(v), n)
 	}
-	_, pad := Pads(n, cfg.A, []Combo{{0, 0, 1}})
+	formulas, err := p.Formulas(n, dev.GPU())
+	if err != nil {
+		return nil, err
+	}
+	// The round hat's padding to start with, or the kernel formula's for
+	// θ = φ = 0, ξ = 1 when it decays within the volume.
+	round := []Combo{{0, 0, 1}}
+	sup, err := Supports(cfg.A, formulas.KernelFormula(), round)
+	if err != nil {
+		sup = [][3]int{{}}
+	}
+	_, pad := Pads(n, cfg.A, round, sup)
 	if err := CheckPadding(n, pad, dev.MemLimit); err != nil {
 		return nil, err
 	}
@@ -59,9 +70,7 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 	if prog.src, err = ops.NewWaveletSource(prog.v, n, cfg.A, p.Boundary, pad); err != nil {
 		return nil, err
 	}
-	if prog.src.Formulas, err = p.Formulas(n, dev.GPU()); err != nil {
-		return nil, err
-	}
+	prog.src.Formulas = formulas
 	var job *Job
 	if prog.ses, job, err = prog.compile(prog.src); err != nil {
 		return nil, err
@@ -104,14 +113,18 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 	if len(dst) != len(combos)*w {
 		return fmt.Errorf("%w: out has %d values, want %d combinations × %d columns", engine.ErrBatch, len(dst), len(combos), w)
 	}
-	_, pad := Pads(p.n, p.a, combos)
+	sup, err := Supports(p.a, KernelOf(p.src), combos)
+	if err != nil {
+		return err
+	}
+	_, pad := Pads(p.n, p.a, combos, sup)
 	if err := CheckPadding(p.n, pad, p.dev.MemLimit); err != nil {
 		return err
 	}
 	if err := p.grow(pad); err != nil {
 		return err
 	}
-	p.src.MaxSupport = MaxSupport(p.a, combos)
+	p.src.MaxSupport = MaxSupport(sup)
 	job, err := New(Setup{Src: p.src, Combos: combos, FailOnNonFinite: p.fail})
 	if err != nil {
 		return err

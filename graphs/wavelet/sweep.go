@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -155,27 +156,54 @@ func ParseList(name, s string) ([]float64, error) {
 	return out, nil
 }
 
-// Pads returns, for every combination, the padding it runs with
-// in reflect mode for a volume of n, and the largest over all. A kernel of
-// half-widths h needs a transform of at least n + 2h along each axis,
-// rounded up to the next size the FFT handles fastest; its padding is all
-// that size leaves, (size − n)/2. Combinations that share a transform size
-// share one transform of the volume, so a size needed by few combinations is
-// merged into a larger one where the extra cost of the larger transforms is
-// less than the volume's transform it saves (reflectGroups). A
-// combination that is not Computable runs nothing: its padding is zero
-// and it takes no part in the grouping.
-func Pads(n [3]int, a float64, combos []Combo) (pads [][3]int, largest [3]int) {
+// Supports returns every combination's kernel half-widths along each
+// axis: the hat's box (ops.HatSupport), or with a kernel formula k its
+// Support, whose error (a kernel that does not decay within the volume)
+// is returned; zero for a combination without a kernel (Computable).
+func Supports(a float64, k *ops.KernelFormula, combos []Combo) ([][3]int, error) {
+	sup := make([][3]int, len(combos))
+	errs := make([]error, len(combos))
+	parallel.For(len(combos), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			c := combos[i]
+			switch {
+			case Computable(a, c) != nil:
+			case k != nil:
+				sup[i], errs[i] = k.Support(a, c.Theta, c.Phi, c.Xi)
+			default:
+				sup[i] = ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+			}
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sup, nil
+}
+
+// Pads returns, for every combination, the padding it runs with in
+// reflect mode for a volume of n, given its kernel's half-widths sup
+// (Supports), and the largest over all. A kernel of half-widths h needs a
+// transform of at least n + 2h along each axis, rounded up to the next
+// size the FFT handles fastest; its padding is all that size leaves,
+// (size − n)/2. Combinations that share a transform size share one
+// transform of the volume, so a size needed by few combinations is merged
+// into a larger one where the extra cost of the larger transforms is less
+// than the volume's transform it saves (reflectGroups). A combination that
+// is not Computable runs nothing: its padding is zero and it takes no
+// part in the grouping.
+func Pads(n [3]int, a float64, combos []Combo, sup [][3]int) (pads [][3]int, largest [3]int) {
 	var dims [][3]int
 	var at []int // the combination of each of dims
 	for i, c := range combos {
 		if Computable(a, c) != nil {
 			continue
 		}
-		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
 		var d [3]int
 		for k := range 3 {
-			d[k] = ops.FFTSize(n[k] + 2*h[k])
+			d[k] = ops.FFTSize(n[k] + 2*sup[i][k])
 		}
 		dims, at = append(dims, d), append(at, i)
 	}
@@ -280,15 +308,17 @@ func kernelKey(c Combo) string {
 	return fmt.Sprintf("%v|%v,%v,%v", c.Xi, r(n[0]), r(n[1]), r(n[2]))
 }
 
-// MaxSupport is the largest half-widths of the hats of scale a over
-// combos, along each axis (ops.WaveletSource.MaxSupport).
-func MaxSupport(a float64, combos []Combo) [3]int {
+// HatPads is Pads for the built-in hat of scale a.
+func HatPads(n [3]int, a float64, combos []Combo) (pads [][3]int, largest [3]int) {
+	sup, _ := Supports(a, nil, combos) // the hat's own box: never refused
+	return Pads(n, a, combos, sup)
+}
+
+// MaxSupport is the largest of the half-widths sup (Supports) along each
+// axis (ops.WaveletSource.MaxSupport).
+func MaxSupport(sup [][3]int) [3]int {
 	var m [3]int
-	for _, c := range combos {
-		if Computable(a, c) != nil {
-			continue
-		}
-		h := ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+	for _, h := range sup {
 		for k := range 3 {
 			m[k] = max(m[k], h[k])
 		}

@@ -206,3 +206,29 @@ def test_dot():
         assert "digraph" in dot and "WaveletResponse" in dot
     with pytest.raises(tapeloop.Error, match="closed"):
         w(0, 0, 1)
+
+
+def test_kernel_reach():
+    """A kernel is sampled over its own reach (a Gaussian of σ = 3 voxels:
+    about 17), or over reach= voxels from its centre: both against NumPy's
+    convolution of the volume extended as scipy.ndimage's reflect mode; a
+    kernel that does not decay within the volume is refused."""
+    signal = pytest.importorskip("scipy.signal")
+    rng = np.random.default_rng(16013)
+    v = rng.standard_normal((29, 26, 31)).astype(np.float32)
+    kernel = "exp(-(x^2+y^2+z^2)/18)*(1 + 0.3*sin(0.5*z))"
+
+    def ref(h):
+        x, y, z = np.meshgrid(*[np.arange(-h, h + 1)] * 3, indexing="ij")
+        psi = np.exp(-(x**2 + y**2 + z**2) / 18) * (1 + 0.3 * np.sin(0.5 * z))
+        g = signal.fftconvolve(np.pad(v.astype(np.float64), h, mode="symmetric"), psi, mode="valid")
+        return np.array([(g**2).sum(), g.std(), g.max(), (psi**2).sum()])
+
+    for reach, h in ((None, 24), (5, 5)):
+        got = tapeloop.wavelet(v, 0, 0, 1, kernel=kernel, reach=reach)
+        got = np.array([got[c][0] for c in ("energy", "std", "max", "wavelet_energy")])
+        np.testing.assert_allclose(got, ref(h), rtol=1e-5)
+    with pytest.raises(tapeloop.Error, match=r"^kernel=: θ = 0, φ = 0, ξ = 1: it does not decay within the volume"):
+        tapeloop.wavelet(v[:12, :12, :12], 0, 0, 1, kernel=kernel)
+    with pytest.raises(tapeloop.Error, match=r"^reach=: it is for kernel="):
+        tapeloop.wavelet(v, 0, 0, 1, reach=3)
