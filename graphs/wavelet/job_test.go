@@ -252,4 +252,3 @@ func TestWaveletPadsCoverEachKernel(t *testing.T) {
 		t.Errorf("the lone combination runs on %v, smaller than it needs", got[len(got)-1])
 	}
 }
-
