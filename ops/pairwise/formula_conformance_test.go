@@ -2,12 +2,11 @@ package pairwise
 
 // Conformance of the ops that run users' formulas, on every backend (see
 // conformance_test.go): Pairwise with a Formula (per pair),
-// against refFormula, the formula's graph evaluated node by node in
+// against opstest.RefFormula, the formula's graph evaluated node by node in
 // float64 with formula.Apply.
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -17,57 +16,6 @@ import (
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
-
-// refFormula evaluates g over vectors of n elements: vars gives each
-// variable's values (n for a vector, 1 for a number). The result has n
-// values, or one.
-func refFormula(g *formula.Graph, n int, vars [][]float64) []float64 {
-	val := map[*formula.Node][]float64{}
-	var eval func(x *formula.Node) []float64
-	eval = func(x *formula.Node) []float64 {
-		if v, ok := val[x]; ok {
-			return v
-		}
-		var v []float64
-		switch {
-		case x.Op == formula.OpConst:
-			v = []float64{x.Val}
-		case x.Op == formula.OpVar:
-			v = vars[x.Var]
-		case x.Op.IsReduction():
-			a := eval(x.Args[0])
-			r := map[formula.Op]float64{formula.OpSum: 0, formula.OpRMax: math.Inf(-1), formula.OpRMin: math.Inf(1)}[x.Op]
-			for _, e := range a {
-				switch {
-				case x.Op == formula.OpSum:
-					r += e
-				case x.Op == formula.OpRMax && e > r, x.Op == formula.OpRMin && e < r:
-					r = e
-				}
-			}
-			v = []float64{r}
-		default:
-			args := make([][]float64, len(x.Args))
-			for i, a := range x.Args {
-				args[i] = eval(a)
-			}
-			v = make([]float64, 1)
-			if x.Vec {
-				v = make([]float64, n)
-			}
-			at := make([]float64, len(args))
-			for k := range v {
-				for i, a := range args {
-					at[i] = a[min(k, len(a)-1)] // a number broadcasts
-				}
-				v[k] = formula.Apply(x.Op, at...)
-			}
-		}
-		val[x] = v
-		return v
-	}
-	return eval(g.Root)
-}
 
 // pairFormulas are affinity formulas computed per pair: over both images,
 // with values of each image (means, norms), with reductions nested in
@@ -114,7 +62,7 @@ func TestConformancePairFormula(t *testing.T) {
 				ref := make([]float64, n*n)
 				for i := range n {
 					for j := range n {
-						ref[i*n+j] = refFormula(g, d, [][]float64{x32[i*d : (i+1)*d], x32[j*d : (j+1)*d]})[0]
+						ref[i*n+j] = opstest.RefFormula(g, d, [][]float64{x32[i*d : (i+1)*d], x32[j*d : (j+1)*d]})[0]
 					}
 				}
 				pf, err := NewPairFormula(f, data, fc.direct)
