@@ -34,7 +34,7 @@ func TestConformanceMapImages(t *testing.T) {
 	for i := range x {
 		x[i] = float64(float32(rng.Float64() * 3))
 	}
-	onEveryBackend(t, func(t *testing.T, b backend) {
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) {
 		for _, src := range mapFormulaCases {
 			t.Run(src, func(t *testing.T) {
 				f, err := formula.Parse(src, formula.Env{Flag: "--post", Vars: PostVars})
@@ -56,18 +56,18 @@ func TestConformanceMapImages(t *testing.T) {
 				}
 				mi := NewMapImages(mf, batch, rows, cols)
 				mi.SetValidRows(valid)
-				op := b.place(t, mi)
+				op := b.Place(t, mi)
 				if rc, ok := op.(RowCounter); !ok {
 					t.Fatalf("%v does not take the valid row count", op)
 				} else {
 					rc.SetValidRows(valid)
 				}
-				runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+				opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 					got := opstest.ValuesOf(out)
 					if e := opstest.RelErr(got[:valid*per], want); !(e <= 1e-6) {
 						t.Errorf("%s: relative error %.3g > 1e-6", run, e)
 					}
-					if run != secondRun {
+					if run != opstest.SecondRun {
 						return
 					}
 					for k, v := range got[valid*per:] {

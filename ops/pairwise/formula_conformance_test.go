@@ -44,7 +44,7 @@ func TestConformancePairFormula(t *testing.T) {
 		x := opstest.Widen(opstest.Normals32(rng, s.n*s.d))
 		fixtures = append(fixtures, fixture{s.n, s.d, s.batch, x})
 	}
-	onEveryBackend(t, func(t *testing.T, b backend) {
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) {
 		for _, fx := range fixtures {
 			n, d, batch := fx.n, fx.d, fx.batch
 			data := pairData(t, tensor.Float32, fx.x, n, d, MetricDot)
@@ -79,7 +79,7 @@ func TestConformancePairFormula(t *testing.T) {
 					t.Run(fmt.Sprintf("N%d_D%d/%s/%s", n, d, fc.src, c.name), func(t *testing.T) {
 						pw := NewPairwiseFormula(pf, data, batch)
 						pw.Upper, pw.RowsFromData = c.upper, c.fromData
-						op := b.place(t, pw)
+						op := b.Place(t, pw)
 						index := make([]float64, batch) // padding rows: index 0
 						rows := make([]float64, batch*d)
 						for i := range c.rows {
@@ -103,7 +103,7 @@ func TestConformancePairFormula(t *testing.T) {
 						if c.upper {
 							c0 = c.lo
 						}
-						runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+						opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 							got := opstest.ValuesOf(out)
 							var gs, ws []float64
 							for i := range c.rows {
@@ -113,7 +113,7 @@ func TestConformancePairFormula(t *testing.T) {
 							if e := opstest.RelErr(gs, ws); !(e <= 2e-5) {
 								t.Errorf("%s: relative error %.3g > 2e-5", run, e)
 							}
-							if run != secondRun {
+							if run != opstest.SecondRun {
 								return
 							}
 							for i := range batch {
