@@ -50,6 +50,57 @@ type pairLayout struct {
 	bad             []float64 // the index of a block the op refuses
 }
 
+// input is the op's input for block c of x's images of d values: its
+// rows as a batch×d tensor of dt (padding: zero rows) and its index
+// (padding: image 0; c.bad where set), or the index alone where the rows
+// come from the data.
+func (c pairLayout) input(x []float64, batch, d int, dt tensor.Dtype) []G.Value {
+	rows := make([]float64, batch*d)
+	for i := range c.rows {
+		copy(rows[i*d:(i+1)*d], x[(c.lo+i)*d:(c.lo+i+1)*d])
+	}
+	in := []G.Value{opstest.DenseOf(dt, rows, batch, d), opstest.DenseOf(tensor.Float64, c.index(batch))}
+	if c.fromData {
+		return in[1:]
+	}
+	return in
+}
+
+// index is block c's index: its images from lo on, then image 0 for the
+// padding rows; c.bad where set.
+func (c pairLayout) index(batch int) []float64 {
+	if c.bad != nil {
+		return c.bad
+	}
+	index := make([]float64, batch)
+	for i := range c.rows {
+		index[i] = float64(c.lo + i)
+	}
+	return index
+}
+
+// refused: where block c has a bad index, op must refuse in (else t
+// fails); true then, and the case is done.
+func (c pairLayout) refused(t *testing.T, op G.Op, in []G.Value) bool {
+	t.Helper()
+	if c.bad == nil {
+		return false
+	}
+	if _, err := op.Do(in...); err == nil {
+		t.Fatalf("index %v accepted", c.bad)
+	}
+	return true
+}
+
+// firstCol is the first column block c's rows owe: lo in an upper block,
+// else 0.
+func (c pairLayout) firstCol() int {
+	if c.upper {
+		return c.lo
+	}
+	return 0
+}
+
 func pairLayouts(n, batch int) []pairLayout {
 	mid, short := n/3, batch/2+1
 	seq := func(from float64) []float64 {
@@ -202,29 +253,11 @@ func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
 					if b.Chunk != nil {
 						b.Chunk(op, c.chunk)
 					}
-					index := make([]float64, batch) // padding rows: index 0
-					rows := make([]float64, batch*d)
-					for i := range c.rows {
-						index[i] = float64(c.lo + i)
-						copy(rows[i*d:(i+1)*d], fx.x[(c.lo+i)*d:(c.lo+i+1)*d])
-					}
-					if c.bad != nil {
-						index = c.bad
-					}
-					in := []G.Value{opstest.DenseOf(dt, rows, batch, d), opstest.DenseOf(tensor.Float64, index)}
-					if c.fromData {
-						in = in[1:]
-					}
-					if c.bad != nil {
-						if _, err := op.Do(in...); err == nil {
-							t.Fatalf("index %v accepted", c.bad)
-						}
+					in := c.input(fx.x, batch, d, dt)
+					if c.refused(t, op, in) {
 						return
 					}
-					c0 := 0
-					if c.upper {
-						c0 = c.lo
-					}
+					c0 := c.firstCol()
 					opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 						got := opstest.ValuesOf(out)
 						var gs, ws []float64

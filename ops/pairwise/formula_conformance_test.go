@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/formula"
@@ -80,29 +79,11 @@ func TestConformancePairFormula(t *testing.T) {
 						pw := NewPairwiseFormula(pf, data, batch)
 						pw.Upper, pw.RowsFromData = c.upper, c.fromData
 						op := b.Place(t, pw)
-						index := make([]float64, batch) // padding rows: index 0
-						rows := make([]float64, batch*d)
-						for i := range c.rows {
-							index[i] = float64(c.lo + i)
-							copy(rows[i*d:(i+1)*d], fx.x[(c.lo+i)*d:(c.lo+i+1)*d])
-						}
-						if c.bad != nil {
-							index = c.bad
-						}
-						in := []G.Value{opstest.DenseOf(tensor.Float32, rows, batch, d), opstest.DenseOf(tensor.Float64, index)}
-						if c.fromData {
-							in = in[1:]
-						}
-						if c.bad != nil {
-							if _, err := op.Do(in...); err == nil {
-								t.Fatalf("index %v accepted", c.bad)
-							}
+						in := c.input(fx.x, batch, d, tensor.Float32)
+						if c.refused(t, op, in) {
 							return
 						}
-						c0 := 0
-						if c.upper {
-							c0 = c.lo
-						}
+						c0 := c.firstCol()
 						opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 							got := opstest.ValuesOf(out)
 							var gs, ws []float64

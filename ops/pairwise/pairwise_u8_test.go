@@ -65,14 +65,7 @@ func runPairwiseU8Case(t *testing.T, b backend, data *PairData, ref []float64, m
 	n, batch := data.N, 40
 	op := NewPairwiseU8(data, m, batch)
 	op.Upper, op.RowsFromData = c.upper, c.fromData
-	index := make([]float64, batch) // padding rows: index 0
-	for i := range c.rows {
-		index[i] = float64(c.lo + i)
-	}
-	if c.bad != nil {
-		index = c.bad
-	}
-	in := []G.Value{opstest.DenseOf(tensor.Float64, index)}
+	in := []G.Value{opstest.DenseOf(tensor.Float64, c.index(batch))}
 	if !c.fromData {
 		in = append([]G.Value{opstest.DenseOf(dt, make([]float64, batch*data.D), batch, data.D)}, in...)
 		if _, err := op.Do(in...); err == nil {
@@ -80,16 +73,10 @@ func runPairwiseU8Case(t *testing.T, b backend, data *PairData, ref []float64, m
 		}
 		return
 	}
-	if c.bad != nil {
-		if _, err := op.Do(in...); err == nil {
-			t.Fatalf("index %v accepted", c.bad)
-		}
+	if c.refused(t, op, in) {
 		return
 	}
-	c0 := 0
-	if c.upper {
-		c0 = c.lo
-	}
+	c0 := c.firstCol()
 	opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 		got := opstest.ValuesOf(out)
 		for i := range batch {
