@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -19,9 +20,9 @@ import (
 func TestDRRSpecValidate(t *testing.T) {
 	num := func(x float64) *float64 { return &x }
 	cases := []struct {
-		name string
-		edit func(*DRRSpec)
-		want string // "": valid
+		Name string
+		Edit func(*DRRSpec)
+		Want string // "": valid
 	}{
 		{"default", func(*DRRSpec) {}, ""},
 		{"spacing and origin", func(s *DRRSpec) { s.Spacing, s.Origin = &[3]float64{1, 2, 3}, &[3]float64{-1, 0, 1e3} }, ""},
@@ -52,19 +53,12 @@ func TestDRRSpecValidate(t *testing.T) {
 		{"png with out", func(s *DRRSpec) { s.PNG, s.Out = true, "dir" }, ""},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			s := DefaultDRRSpec()
-			c.edit(&s)
+			c.Edit(&s)
 			err := s.Validate()
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("rejected: %v", err)
-			case c.want != "" && err == nil:
-				t.Errorf("accepted, want %q", c.want)
-			case c.want != "" && !strings.Contains(err.Error(), c.want):
-				t.Errorf("error %q, want %q", err, c.want)
-			}
-			if err != nil && strings.Contains(c.want, "geometry:") && !errors.Is(err, ops.ErrGeometry) {
+			graphstest.WantError(t, err, c.Want)
+			if err != nil && strings.Contains(c.Want, "geometry:") && !errors.Is(err, ops.ErrGeometry) {
 				t.Errorf("error %q does not wrap ops.ErrGeometry", err)
 			}
 		})

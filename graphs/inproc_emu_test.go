@@ -14,31 +14,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 )
-
-func emuDev(t *testing.T, batch int) *engine.Device {
-	t.Helper()
-	d, err := engine.Open(engine.Engine{Device: "cuda", MemLimit: 1 << 30, Batch: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func near32(t *testing.T, what string, got, want []float32, tol float64) {
-	t.Helper()
-	scale := 0.0
-	for _, v := range want {
-		scale = max(scale, math.Abs(float64(v)))
-	}
-	for i := range want {
-		if d := math.Abs(float64(got[i] - want[i])); !(d <= tol*scale) {
-			t.Fatalf("%s: value %d: GPU %g, CPU %g", what, i, got[i], want[i])
-		}
-	}
-}
 
 func TestInprocOnEmulatedCUDA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
@@ -51,11 +29,11 @@ func TestInprocOnEmulatedCUDA(t *testing.T) {
 		for i := range vol {
 			vol[i] = float32(rng.NormFloat64())
 		}
-		cpuW, err := wavelet.Compile(ws.Config, vol, nv, inprocDev(t, 0, ""))
+		cpuW, err := wavelet.Compile(ws.Config, vol, nv, graphstest.CPU(t, 0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpuW, err := wavelet.Compile(ws.Config, vol, nv, emuDev(t, 0))
+		gpuW, err := wavelet.Compile(ws.Config, vol, nv, graphstest.EmulatedCUDA(t, 0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,20 +7,10 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
-
-// inprocDev is the CPU with batch items per batch (0: planned) under
-// 1 GiB, in dtype.
-func inprocDev(t testing.TB, batch int, dtype string) *engine.Device {
-	t.Helper()
-	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch, Dtype: dtype})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
 	for _, method := range []string{"siddon", "trilinear"} {
@@ -49,7 +39,7 @@ func TestCompileDRRMatchesTheCLIRun(t *testing.T) {
 		}
 
 		v := volume.Phantom(23, 192, s.Water())
-		p, err := drr.Compile(s.Config, v, 17, 13, inprocDev(t, 2, ""))
+		p, err := drr.Compile(s.Config, v, 17, 13, graphstest.CPU(t, 2, ""))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,14 +9,15 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 )
 
 func TestWaveletSpecValidate(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*WaveletSpec)
-		want string // "": valid
+	graphstest.RunValidate(t, DefaultWaveletSpec, (*WaveletSpec).Validate, []struct {
+		Name string
+		Edit func(*WaveletSpec)
+		Want string // "": valid
 	}{
 		{"defaults", func(*WaveletSpec) {}, ""},
 		{"wrap", func(s *WaveletSpec) { s.Boundary = "wrap" }, ""},
@@ -41,22 +42,7 @@ func TestWaveletSpecValidate(t *testing.T) {
 		{"size trailing", func(s *WaveletSpec) { s.Size = "3x3x3x" }, "--size"},
 		{"size too large", func(s *WaveletSpec) { s.Size = "1000x1000x1000" }, "--size"},
 		{"sweep before size", func(s *WaveletSpec) { s.Size, s.Xi = "8x8", "1:2:0" }, "--xi"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s := DefaultWaveletSpec()
-			c.edit(&s)
-			err := s.Validate()
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("unexpected error %v", err)
-			case c.want != "" && err == nil:
-				t.Errorf("accepted, want an error with %q", c.want)
-			case c.want != "" && !strings.Contains(err.Error(), c.want):
-				t.Errorf("error %q does not mention %q", err, c.want)
-			}
-		})
-	}
+	})
 }
 
 // The CSV goes to Stdout without Out, to Out (renamed into place on

@@ -3,35 +3,20 @@
 package ops
 
 import (
-	"sync"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
 
 	"github.com/tapeloop/tapeloop/cuda"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
-
-var (
-	gpuOnce sync.Once
-	gpu     *cuda.Device
-	gpuErr  error
-)
-
-// device is GPU 0 (under tapeloop_cudaemu, the emulated one), opened once.
-func device(tb testing.TB) *cuda.Device {
-	gpuOnce.Do(func() { gpu, gpuErr = cuda.Open(0) })
-	if gpuErr != nil {
-		tb.Fatalf("opening GPU 0: %v", gpuErr)
-	}
-	return gpu
-}
 
 // backends are the places the conformance suites run: the CPU, and GPU 0
 // through the ops' CUDA twins.
 func backends(t *testing.T) []backend {
 	return []backend{cpuBackend, {
-		name: "cuda", dev: device(t), gpu: true, float32Only: true,
-		poison: poisonDevice, release: releaseTwin,
+		Name: "cuda", Dev: opstest.Device(t), OnDevice: OnDevice, GPU: true, Float32Only: true,
+		Poison: poisonDevice, Release: releaseTwin,
 	}}
 }
 

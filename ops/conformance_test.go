@@ -39,107 +39,11 @@ import (
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
-// backend is one place the ops run.
-type backend struct {
-	name string
-	dev  Device // nil: the CPU
-	// gpu: float32 sums in another order than the CPU's (tiles, FMA,
-	// cuBLAS, cuFFT) and TF32 where asked; the suites hold it to the
-	// tolerances the GPU twins have always been held to.
-	gpu bool
-	// float32Only: Interp1D and Pairwise run in float32 only; asked for
-	// float64, OnDevice must refuse.
-	float32Only bool
-	// poison fills with NaN what an op computes into besides its host
-	// output (which runTwice marks itself): on a GPU, the twin's device
-	// output. Nil: nothing more.
-	poison func(t *testing.T, op G.Op)
-	// chunk sets a pairwise op's rows per chunk (0: its own choice); nil
-	// where blocks are not split.
-	chunk func(op G.Op, rows int)
-	// release frees what an op holds on the backend when its subtest ends
-	// (on a GPU its arena; the emulator checks the arena's guard zone as it
-	// frees it); nil: nothing to free.
-	release func(op G.Op) error
-}
+// backend is one place the ops run (see opstest.Backend).
+type backend = opstest.Backend[Device]
 
 // cpuBackend runs the ops as they are.
-var cpuBackend = backend{name: "cpu"}
-
-// onEveryBackend runs suite once per backend, as a subtest named for it.
-func onEveryBackend(t *testing.T, suite func(t *testing.T, b backend)) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) { suite(t, b) })
-	}
-}
-
-// place returns op on b: op itself on the CPU, its twin on a GPU, which
-// is released when the subtest ends.
-func (b backend) place(t *testing.T, op G.Op) G.Op {
-	t.Helper()
-	o, err := OnDevice(op, b.dev)
-	if err != nil {
-		t.Fatalf("%s: %v", b.name, err)
-	}
-	if b.release != nil {
-		t.Cleanup(func() {
-			if err := b.release(o); err != nil {
-				t.Errorf("releasing %v: %v", o, err)
-			}
-		})
-	}
-	return o
-}
-
-// dtypes are the dtypes b runs Interp1D and Pairwise in.
-func (b backend) dtypes() []tensor.Dtype {
-	if b.float32Only {
-		return []tensor.Dtype{tensor.Float32}
-	}
-	return []tensor.Dtype{tensor.Float32, tensor.Float64}
-}
-
-// refusesFloat64: on a float32-only backend, OnDevice must refuse the
-// float64 op mk makes (a subtest says so).
-func (b backend) refusesFloat64(t *testing.T, mk func(t *testing.T) G.Op) {
-	if !b.float32Only {
-		return
-	}
-	t.Run("float64 refused", func(t *testing.T) {
-		if _, err := OnDevice(mk(t), b.dev); err == nil {
-			t.Errorf("%s accepted a float64 op", b.name)
-		}
-	})
-}
-
-// runTwice runs op on in and hands its output to check; then fills that
-// output with mark (and, on a GPU, the device's with NaN) and runs op
-// again: the output must come back in the same buffer, and check sees it
-// again, as "second run": what the op owes rewritten, what it does not
-// still mark.
-func runTwice(t *testing.T, b backend, op G.Op, mark float64, check func(run string, out *tensor.Dense), in ...G.Value) {
-	t.Helper()
-	v, err := op.Do(in...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := v.(*tensor.Dense)
-	check("first run", out)
-	opstest.Fill(out, mark)
-	if b.poison != nil {
-		b.poison(t, op)
-	}
-	v2, err := op.Do(in...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v2 != v {
-		t.Fatal("second run: the output came in another buffer")
-	}
-	check(secondRun, out)
-}
-
-const secondRun = "second run"
+var cpuBackend = backend{Name: "cpu", OnDevice: OnDevice}
 
 // ---- Interp1D ----
 
@@ -204,11 +108,11 @@ func interpConformanceCases() []interpCase {
 
 func TestConformanceInterp1D(t *testing.T) {
 	cases := interpConformanceCases()
-	onEveryBackend(t, func(t *testing.T, b backend) { runInterpConformance(t, b, cases) })
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) { runInterpConformance(t, b, cases) })
 }
 
 func runInterpConformance(t *testing.T, b backend, cases []interpCase) {
-	b.refusesFloat64(t, func(t *testing.T) G.Op {
+	b.RefusesFloat64(t, func(t *testing.T) G.Op {
 		c := cases[0]
 		tab, err := NewInterpTable(c.f, c.m, c.g, c.a, c.dx, c.r, c.me, tensor.Float64)
 		if err != nil {
@@ -217,18 +121,18 @@ func runInterpConformance(t *testing.T, b backend, cases []interpCase) {
 		return NewInterp1D(tab, c.r, c.me, tensor.Float64, len(c.x))
 	})
 	for _, c := range cases {
-		for _, dt := range b.dtypes() {
+		for _, dt := range b.Dtypes() {
 			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
 				tab, err := NewInterpTable(c.f, c.m, c.g, c.a, c.dx, c.r, c.me, dt)
 				if err != nil {
 					t.Fatal(err)
 				}
-				op := b.place(t, NewInterp1D(tab, c.r, c.me, dt, len(c.x)))
+				op := b.Place(t, NewInterp1D(tab, c.r, c.me, dt, len(c.x)))
 				tol := 1e-12
 				if dt == tensor.Float32 {
 					tol = 1e-5
 				}
-				runTwice(t, b, op, math.NaN(), func(run string, out *tensor.Dense) {
+				opstest.RunTwice(t, b, op, math.NaN(), func(run string, out *tensor.Dense) {
 					if e := opstest.RelErr(opstest.ValuesOf(out), c.want); !(e <= tol) {
 						t.Errorf("%s: relative error %.3g > %g", run, e, tol)
 					}
@@ -386,7 +290,7 @@ func maxSamples(vol *volume.Volume, p []float64, rows, cols int, step float64) f
 
 func TestConformanceDRR(t *testing.T) {
 	cases := drrConformanceCases(t)
-	onEveryBackend(t, func(t *testing.T, b backend) { runDRRConformance(t, b, cases) })
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) { runDRRConformance(t, b, cases) })
 }
 
 // runDRRConformance: norm-wise within 1e-5 of the definition on every
@@ -396,13 +300,13 @@ func TestConformanceDRR(t *testing.T) {
 func runDRRConformance(t *testing.T, b backend, cases []drrCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			op := b.place(t, NewDRR(c.vol, c.rows, c.cols, c.step, c.batch))
-			runTwice(t, b, op, math.NaN(), func(run string, out *tensor.Dense) {
+			op := b.Place(t, NewDRR(c.vol, c.rows, c.cols, c.step, c.batch))
+			opstest.RunTwice(t, b, op, math.NaN(), func(run string, out *tensor.Dense) {
 				got := out.Data().([]float32)
 				if e := opstest.RelErr(got, c.want); !(e <= 1e-5) {
 					t.Errorf("%s: relative error %.3g > 1e-5", run, e)
 				}
-				if b.gpu {
+				if b.GPU {
 					return
 				}
 				for i, w := range c.want {
@@ -497,12 +401,12 @@ func waveletConformanceCases() []waveletCase {
 
 func TestConformanceWavelet(t *testing.T) {
 	cases := waveletConformanceCases()
-	onEveryBackend(t, func(t *testing.T, b backend) { runWaveletConformance(t, b, cases) })
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) { runWaveletConformance(t, b, cases) })
 }
 
 // runWaveletConformance: each case through WaveletResponse with
 // WaveletMoments after it on the host, as a sweep's graph runs them
-// (graphs.Wavelet). runTwice marks the sums and, on a GPU, poisons them;
+// (graphs.Wavelet). opstest.RunTwice marks the sums and, on a GPU, poisons them;
 // the statistics' buffer is marked before the second run too, so a
 // statistic either op owes and does not write shows. Every statistic
 // within 1e-5·(1 + |want|) on the CPU (float32 transforms, ~1e-7
@@ -517,10 +421,10 @@ func runWaveletConformance(t *testing.T, b backend, cases []waveletCase) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			op := b.place(t, NewWaveletResponse(src, rows))
+			op := b.Place(t, NewWaveletResponse(src, rows))
 			mom := NewWaveletMoments(c.n, rows)
 			var stats *tensor.Dense
-			runTwice(t, b, op, 777, func(run string, sums *tensor.Dense) {
+			opstest.RunTwice(t, b, op, 777, func(run string, sums *tensor.Dense) {
 				if stats != nil {
 					opstest.Fill(stats, 778)
 				}
@@ -535,7 +439,7 @@ func runWaveletConformance(t *testing.T, b backend, cases []waveletCase) {
 				got := stats.Data().([]float64)
 				for i, w := range c.want {
 					tol := 1e-5 * (1 + math.Abs(w))
-					if b.gpu {
+					if b.GPU {
 						tol = 1e-4 * math.Abs(w)
 					}
 					if g := got[i]; math.IsNaN(w) && !math.IsNaN(g) || !math.IsNaN(w) && !(math.Abs(g-w) <= tol) {

@@ -22,7 +22,7 @@ import (
 // BenchmarkInterpCUDASeed: the seed case, 10⁶ queries per launch, M = 300,
 // G = 4096, sumsq (Gram path), copies in and out included.
 func BenchmarkInterpCUDASeed(b *testing.B) {
-	dev := device(b)
+	dev := opstest.Device(b)
 	const m, g, n = 300, 4096, 1_000_000
 	f := make([]float64, m*g)
 	for i := range f {
@@ -54,7 +54,7 @@ func BenchmarkInterpCUDASeed(b *testing.B) {
 // BenchmarkDRRCUDA: 256³, 200×200, 64 poses per launch, trilinear at
 // 0.5 mm (~500 samples per ray) and Siddon.
 func BenchmarkDRRCUDA(b *testing.B) {
-	dev := device(b)
+	dev := opstest.Device(b)
 	const n, rows, cols, batch = 256, 200, 200, 64
 	rng := rand.New(rand.NewPCG(35, 36))
 	vol := &volume.Volume{N: [3]int64{n, n, n}, Origin: [3]float64{-128, -128, -128}, Spacing: [3]float64{1, 1, 1}}
@@ -89,7 +89,7 @@ func BenchmarkDRRCUDA(b *testing.B) {
 // BenchmarkWaveletCUDA200: 200³, wrap, ξ ∈ {1, 2, 4} at random
 // orientations, one combination per Do; s/combination as reported.
 func BenchmarkWaveletCUDA200(b *testing.B) {
-	dev := device(b)
+	dev := opstest.Device(b)
 	const n = 200
 	rng := rand.New(rand.NewPCG(43, 44))
 	v := opstest.Normals32(rng, n*n*n)

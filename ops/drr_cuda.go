@@ -96,12 +96,9 @@ func (op *drrCUDA) Do(in ...G.Value) (G.Value, error) {
 }
 
 // WriteHash adds the device to the CPU op's parameters.
-func (op *drrCUDA) WriteHash(h hash.Hash) {
-	op.DRR.WriteHash(h)
-	fmt.Fprintf(h, "@%v", op.dev)
-}
+func (op *drrCUDA) WriteHash(h hash.Hash) { opkit.WriteTwinHash(h, op.DRR, op.dev) }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *drrCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
-func (op *drrCUDA) String() string { return op.DRR.String() + "@" + op.dev.String() }
+func (op *drrCUDA) String() string { return opkit.TwinString(op.DRR, op.dev, false) }

@@ -2,11 +2,10 @@ package ops
 
 // Conformance of the ops that run users' formulas, on every backend (see
 // conformance_test.go): MapImages (Pairwise with a Formula is in ops/pairwise),
-// against refFormula, the formula's graph evaluated node by node in
+// against opstest.RefFormula, the formula's graph evaluated node by node in
 // float64 with formula.Apply.
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -15,57 +14,6 @@ import (
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
-
-// refFormula evaluates g over vectors of n elements: vars gives each
-// variable's values (n for a vector, 1 for a number). The result has n
-// values, or one.
-func refFormula(g *formula.Graph, n int, vars [][]float64) []float64 {
-	val := map[*formula.Node][]float64{}
-	var eval func(x *formula.Node) []float64
-	eval = func(x *formula.Node) []float64 {
-		if v, ok := val[x]; ok {
-			return v
-		}
-		var v []float64
-		switch {
-		case x.Op == formula.OpConst:
-			v = []float64{x.Val}
-		case x.Op == formula.OpVar:
-			v = vars[x.Var]
-		case x.Op.IsReduction():
-			a := eval(x.Args[0])
-			r := map[formula.Op]float64{formula.OpSum: 0, formula.OpRMax: math.Inf(-1), formula.OpRMin: math.Inf(1)}[x.Op]
-			for _, e := range a {
-				switch {
-				case x.Op == formula.OpSum:
-					r += e
-				case x.Op == formula.OpRMax && e > r, x.Op == formula.OpRMin && e < r:
-					r = e
-				}
-			}
-			v = []float64{r}
-		default:
-			args := make([][]float64, len(x.Args))
-			for i, a := range x.Args {
-				args[i] = eval(a)
-			}
-			v = make([]float64, 1)
-			if x.Vec {
-				v = make([]float64, n)
-			}
-			at := make([]float64, len(args))
-			for k := range v {
-				for i, a := range args {
-					at[i] = a[min(k, len(a)-1)] // a number broadcasts
-				}
-				v[k] = formula.Apply(x.Op, at...)
-			}
-		}
-		val[x] = v
-		return v
-	}
-	return eval(g.Root)
-}
 
 // mapFormulaCases are formulas per pixel: elementwise (on a GPU, a
 // kernel), and one reducing over the whole image (the CPU op, whatever
@@ -86,7 +34,7 @@ func TestConformanceMapImages(t *testing.T) {
 	for i := range x {
 		x[i] = float64(float32(rng.Float64() * 3))
 	}
-	onEveryBackend(t, func(t *testing.T, b backend) {
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) {
 		for _, src := range mapFormulaCases {
 			t.Run(src, func(t *testing.T) {
 				f, err := formula.Parse(src, formula.Env{Flag: "--post", Vars: PostVars})
@@ -104,22 +52,22 @@ func TestConformanceMapImages(t *testing.T) {
 				per := rows * cols
 				var want []float64
 				for i := range valid {
-					want = append(want, refFormula(g, per, [][]float64{x[i*per : (i+1)*per]})...)
+					want = append(want, opstest.RefFormula(g, per, [][]float64{x[i*per : (i+1)*per]})...)
 				}
 				mi := NewMapImages(mf, batch, rows, cols)
 				mi.SetValidRows(valid)
-				op := b.place(t, mi)
+				op := b.Place(t, mi)
 				if rc, ok := op.(RowCounter); !ok {
 					t.Fatalf("%v does not take the valid row count", op)
 				} else {
 					rc.SetValidRows(valid)
 				}
-				runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+				opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 					got := opstest.ValuesOf(out)
 					if e := opstest.RelErr(got[:valid*per], want); !(e <= 1e-6) {
 						t.Errorf("%s: relative error %.3g > 1e-6", run, e)
 					}
-					if run != secondRun {
+					if run != opstest.SecondRun {
 						return
 					}
 					for k, v := range got[valid*per:] {

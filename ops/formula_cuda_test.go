@@ -17,7 +17,7 @@ import (
 )
 
 func TestCUDAFormulaOnDevice(t *testing.T) {
-	dev := device(t)
+	dev := opstest.Device(t)
 	rng := rand.New(rand.NewPCG(71, 72))
 	// MapImages: the kernel over the valid images.
 	pf2, err := formula.Parse("where(p < 0, 0, 1-exp(-p))", formula.Env{Flag: "--post", Vars: PostVars})

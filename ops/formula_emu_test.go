@@ -9,7 +9,6 @@ package ops
 // where their launches are checked without a GPU. Skipped without g++.
 
 import (
-	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -17,36 +16,8 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/formula"
-	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
-
-// buildKernels compiles the kernels under the emulator.
-func buildKernels(t *testing.T, ks ...*formula.CUDAKernel) *kernelemu.Program {
-	t.Helper()
-	var srcs []string
-	for _, k := range ks {
-		srcs = append(srcs, k.Src)
-	}
-	p, err := kernelemu.Compile(srcs...)
-	if errors.Is(err, kernelemu.ErrNoCompiler) {
-		t.Skip("g++ not installed: the CUDA emulator tests need it")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func emulateLaunch(t *testing.T, p *kernelemu.Program, k *formula.CUDAKernel, l launch) {
-	t.Helper()
-	if l.Block != k.Block {
-		t.Fatalf("%s: launched with %d threads per block, written for %d", k.Name, l.Block, k.Block)
-	}
-	if err := p.Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestEmuMapFormulaKernel(t *testing.T) {
 	const batch, rows, cols, valid = 4, 30, 50, 3 // more values than the kernel's threads: its grid stride
@@ -71,7 +42,7 @@ func TestEmuMapFormulaKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := buildKernels(t, k)
+	e := opstest.CompileKernels(t, k)
 	op := NewMapImages(mf, batch, rows, cols)
 	op.SetValidRows(valid)
 	want, err := op.Do(G.Value(tensor.New(tensor.WithShape(batch, rows, cols), tensor.WithBacking(x))))
@@ -82,7 +53,7 @@ func TestEmuMapFormulaKernel(t *testing.T) {
 	out := opstest.Buf32(batch * rows * cols)
 	l := mapFormulaLaunch[any](k, nv, x, out)
 	l.GX = 2 // fewer threads than values: the grid stride
-	emulateLaunch(t, e, k, l)
+	opstest.EmulateKernel(t, e, k, l)
 	if e := opstest.RelErr(out[:nv], want.(*tensor.Dense).Data().([]float32)[:nv]); !(e <= 1e-7) {
 		t.Errorf("relative error %.3g", e)
 	}

@@ -107,12 +107,9 @@ func (op *interp1DCUDA) Do(in ...G.Value) (G.Value, error) {
 }
 
 // WriteHash adds the device to the CPU op's parameters.
-func (op *interp1DCUDA) WriteHash(h hash.Hash) {
-	op.Interp1D.WriteHash(h)
-	fmt.Fprintf(h, "@%v", op.dev)
-}
+func (op *interp1DCUDA) WriteHash(h hash.Hash) { opkit.WriteTwinHash(h, op.Interp1D, op.dev) }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *interp1DCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
-func (op *interp1DCUDA) String() string { return op.Interp1D.String() + "@" + op.dev.String() }
+func (op *interp1DCUDA) String() string { return opkit.TwinString(op.Interp1D, op.dev, false) }

@@ -120,17 +120,9 @@ func (op *mapImagesCUDA) Do(in ...G.Value) (G.Value, error) {
 }
 
 // WriteHash adds the device to the CPU op's parameters.
-func (op *mapImagesCUDA) WriteHash(h hash.Hash) {
-	op.MapImages.WriteHash(h)
-	fmt.Fprintf(h, "@%v", op.dev)
-}
+func (op *mapImagesCUDA) WriteHash(h hash.Hash) { opkit.WriteTwinHash(h, op.MapImages, op.dev) }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *mapImagesCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
-func (op *mapImagesCUDA) String() string {
-	if op.cpu {
-		return op.MapImages.String() + "@" + op.dev.String() + " (on the CPU: run-time kernels are not emulated)"
-	}
-	return op.MapImages.String() + "@" + op.dev.String()
-}
+func (op *mapImagesCUDA) String() string { return opkit.TwinString(op.MapImages, op.dev, op.cpu) }

@@ -228,12 +228,9 @@ func (op *waveletCUDA) queue(w *deviceVolume, slot int, theta, phi, xi float64) 
 }
 
 // WriteHash adds the device to the CPU op's parameters.
-func (op *waveletCUDA) WriteHash(h hash.Hash) {
-	op.WaveletResponse.WriteHash(h)
-	fmt.Fprintf(h, "@%v", op.dev)
-}
+func (op *waveletCUDA) WriteHash(h hash.Hash) { opkit.WriteTwinHash(h, op.WaveletResponse, op.dev) }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *waveletCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
-func (op *waveletCUDA) String() string { return op.WaveletResponse.String() + "@" + op.dev.String() }
+func (op *waveletCUDA) String() string { return opkit.TwinString(op.WaveletResponse, op.dev, false) }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 )
 
 // BenchmarkAffinityProgram64x1024 is one call of a compiled dot-product
@@ -59,7 +61,7 @@ func BenchmarkAffinityReload64x1024(b *testing.B) {
 // and makes its standard-normal images.
 func affinity64x1024(b *testing.B) (*Program, []float32) {
 	const n, d = 64, 1024
-	p, err := Compile(Config{Metric: "dot"}, n, d, 0, inprocDev(b, 0, "float32"))
+	p, err := Compile(Config{Metric: "dot"}, n, d, 0, graphstest.CPU(b, 0, "float32"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,41 +12,19 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 )
-
-func emuDev(t *testing.T, batch int) *engine.Device {
-	t.Helper()
-	d, err := engine.Open(engine.Engine{Device: "cuda", MemLimit: 1 << 30, Batch: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func near32(t *testing.T, what string, got, want []float32, tol float64) {
-	t.Helper()
-	scale := 0.0
-	for _, v := range want {
-		scale = max(scale, math.Abs(float64(v)))
-	}
-	for i := range want {
-		if d := math.Abs(float64(got[i] - want[i])); !(d <= tol*scale) {
-			t.Fatalf("%s: value %d: GPU %g, CPU %g", what, i, got[i], want[i])
-		}
-	}
-}
 
 func TestInprocOnEmulatedCUDA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	const n, d = 37, 29
 	for _, s := range []Config{{Metric: "dot"}, {Metric: "cosine"}, {Metric: "l2"}, {Metric: "l1"},
 		{Formula: "exp(-sum((a-b)^2)/(2*s^2))", Params: map[string]float64{"s": 4}}} {
-		cpu, err := Compile(s, n, d, 0, inprocDev(t, 7, "float32"))
+		cpu, err := Compile(s, n, d, 0, graphstest.CPU(t, 7, "float32"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpu, err := Compile(s, n, d, 0, emuDev(t, 7))
+		gpu, err := Compile(s, n, d, 0, graphstest.EmulatedCUDA(t, 7))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +40,7 @@ func TestInprocOnEmulatedCUDA(t *testing.T) {
 			if err := gpu.Run(x, nil, got, nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			near32(t, s.Metric+s.Formula+" call "+string(rune('0'+call)), got, want, 1e-5)
+			graphstest.Near32(t, s.Metric+s.Formula+" call "+string(rune('0'+call)), got, want, 1e-5)
 		}
 		cpu.Close()
 		gpu.Close()
@@ -76,11 +54,11 @@ func TestInprocTF32OnEmulatedCUDA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(93, 94))
 	const n, d = 37, 29
 	for _, metric := range []string{"dot", "cosine"} {
-		full, err := Compile(Config{Metric: metric}, n, d, 0, emuDev(t, 7))
+		full, err := Compile(Config{Metric: metric}, n, d, 0, graphstest.EmulatedCUDA(t, 7))
 		if err != nil {
 			t.Fatal(err)
 		}
-		tf32, err := Compile(Config{Metric: metric, TF32: true}, n, d, 0, emuDev(t, 7))
+		tf32, err := Compile(Config{Metric: metric, TF32: true}, n, d, 0, graphstest.EmulatedCUDA(t, 7))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +73,7 @@ func TestInprocTF32OnEmulatedCUDA(t *testing.T) {
 		if err := tf32.Run(x, nil, got, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		near32(t, metric+" tf32", got, want, 3e-3*math.Sqrt(d))
+		graphstest.Near32(t, metric+" tf32", got, want, 3e-3*math.Sqrt(d))
 		moved := 0
 		for i := range want {
 			if got[i] != want[i] {

@@ -8,25 +8,15 @@ import (
 	"time"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 )
-
-// inprocDev is the CPU with batch items per batch (0: planned) under
-// 1 GiB, in dtype.
-func inprocDev(t testing.TB, batch int, dtype string) *engine.Device {
-	t.Helper()
-	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch, Dtype: dtype})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 func intp(v int) *int { return &v }
 
 func TestCompileAffinity(t *testing.T) {
 	const n, d = 13, 7
 	for _, metric := range []string{"dot", "cosine", "l1", "l2"} {
-		p, err := Compile(Config{Metric: metric}, n, d, 0, inprocDev(t, 5, "float64"))
+		p, err := Compile(Config{Metric: metric}, n, d, 0, graphstest.CPU(t, 5, "float64"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +70,7 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 	for i := range y {
 		y[i] = rng(1000 + i)
 	}
-	cross, err := Compile(Config{Metric: "l2"}, n, d, c, inprocDev(t, 4, "float64"))
+	cross, err := Compile(Config{Metric: "l2"}, n, d, c, graphstest.CPU(t, 4, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +89,7 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 	if err := cross.Run(x, nil, dst, nil, nil); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("no column images: %v, want ErrBatch", err)
 	}
-	top, err := Compile(Config{Metric: "l2", TopK: intp(k)}, n, d, 0, inprocDev(t, 4, "float64"))
+	top, err := Compile(Config{Metric: "l2", TopK: intp(k)}, n, d, 0, graphstest.CPU(t, 4, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +114,14 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Compile(Config{Metric: "l2", TopK: intp(n)}, n, d, 0, inprocDev(t, 0, "float64")); err == nil || !strings.HasPrefix(err.Error(), "--topk") {
+	if _, err := Compile(Config{Metric: "l2", TopK: intp(n)}, n, d, 0, graphstest.CPU(t, 0, "float64")); err == nil || !strings.HasPrefix(err.Error(), "--topk") {
 		t.Errorf("top-k of N: %v", err)
 	}
 }
 
 func TestInterruptEndsOnlyTheCall(t *testing.T) {
 	const n, d = 3000, 512
-	p, err := Compile(Config{Metric: "l2"}, n, d, 0, inprocDev(t, 8, "float32"))
+	p, err := Compile(Config{Metric: "l2"}, n, d, 0, graphstest.CPU(t, 8, "float32"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +181,11 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 	}
 	const f = "log(sum(a*b))"
 	for _, method := range []string{"auto", "direct"} {
-		strict, err := Compile(Config{Formula: f, Method: method, FailOnNonFinite: true}, n, d, 0, inprocDev(t, 4, "float64"))
+		strict, err := Compile(Config{Formula: f, Method: method, FailOnNonFinite: true}, n, d, 0, graphstest.CPU(t, 4, "float64"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		lax, err := Compile(Config{Formula: f, Method: method}, n, d, 0, inprocDev(t, 4, "float64"))
+		lax, err := Compile(Config{Formula: f, Method: method}, n, d, 0, graphstest.CPU(t, 4, "float64"))
 		if err != nil {
 			t.Fatal(err)
 		}

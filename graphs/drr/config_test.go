@@ -4,15 +4,17 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 )
 
 func num(x float64) *float64 { return &x }
 
 func TestConfigValidate(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*Config)
-		want string // "": valid
+	graphstest.RunValidate(t, DefaultConfig, (*Config).Validate, []struct {
+		Name string
+		Edit func(*Config)
+		Want string // "": valid
 	}{
 		{"default", func(*Config) {}, ""},
 		{"trilinear default step", func(c *Config) { c.Method = "trilinear" }, ""},
@@ -41,22 +43,7 @@ func TestConfigValidate(t *testing.T) {
 		{"step 0", func(c *Config) { c.Method, c.Step = "trilinear", num(0) }, "--step 0: must be positive"},
 		{"step negative", func(c *Config) { c.Method, c.Step = "trilinear", num(-1) }, "--step -1: must be positive"},
 		{"step infinite", func(c *Config) { c.Method, c.Step = "trilinear", num(math.Inf(1)) }, "--step +Inf: must be positive"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			c.edit(&cfg)
-			err := cfg.Validate()
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("rejected: %v", err)
-			case c.want != "" && err == nil:
-				t.Errorf("accepted, want %q", c.want)
-			case c.want != "" && !strings.Contains(err.Error(), c.want):
-				t.Errorf("error %q, want %q", err, c.want)
-			}
-		})
-	}
+	})
 }
 
 // ParseTriple is how the command line reads --spacing and --origin.

@@ -9,18 +9,8 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 )
-
-// cpu is the CPU with batch items per batch (0: planned) under 1 GiB, in
-// dtype.
-func cpu(t testing.TB, batch int, dtype string) *engine.Device {
-	t.Helper()
-	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch, Dtype: dtype})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 func TestCompile(t *testing.T) {
 	const m, g, batch = 7, 33, 1001
@@ -28,7 +18,7 @@ func TestCompile(t *testing.T) {
 	for i := range f {
 		f[i] = float64(i%g) * 0.25
 	}
-	p, err := Compile(Config{Reduce: "sum"}, f, m, g, cpu(t, batch, "float64"))
+	p, err := Compile(Config{Reduce: "sum"}, f, m, g, graphstest.CPU(t, batch, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +81,7 @@ func TestCompile(t *testing.T) {
 	if err := p.Run(make([]float32, batch), make([]float32, batch)); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("float32 batch of a float64 program: %v, want ErrBatch", err)
 	}
-	if _, err := Compile(Config{Reduce: "max(w)"}, f, m, g, cpu(t, batch, "float64")); err == nil || !strings.HasPrefix(err.Error(), `--reduce "max(w)"`) {
+	if _, err := Compile(Config{Reduce: "max(w)"}, f, m, g, graphstest.CPU(t, batch, "float64")); err == nil || !strings.HasPrefix(err.Error(), `--reduce "max(w)"`) {
 		t.Errorf("bad formula: %v", err)
 	}
 }
@@ -111,7 +101,7 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 		x[i] = float64(i) / (n - 1)
 	}
 	cfg := Config{Reduce: "log(max(v))"}
-	p, err := Compile(cfg, f, m, g, cpu(t, 16, "float64"))
+	p, err := Compile(cfg, f, m, g, graphstest.CPU(t, 16, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +120,7 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 		t.Fatalf("%d of %d values not finite: want some", bad, n)
 	}
 	cfg.FailOnNonFinite = true
-	q, err := Compile(cfg, f, m, g, cpu(t, n, "float64"))
+	q, err := Compile(cfg, f, m, g, graphstest.CPU(t, n, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +151,7 @@ func TestFormulaCountsOnlyRealQueries(t *testing.T) {
 		for i := range x {
 			x[i] = 0.05 + 0.9*float64(i)/float64(n)
 		}
-		p, err := Compile(Config{Reduce: "log(max(v))", FailOnNonFinite: true}, f, m, g, cpu(t, 4, "float64"))
+		p, err := Compile(Config{Reduce: "log(max(v))", FailOnNonFinite: true}, f, m, g, graphstest.CPU(t, 4, "float64"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,22 +11,13 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 )
 
 // The in-process Program against the command line's run of the same
 // sweep (package graphs' OpenWavelet, its CSV): the same numbers and the
 // same errors.
-
-// cpu is the CPU under 1 GiB with batch items per batch (0: planned).
-func cpu(t testing.TB, batch int) *engine.Device {
-	t.Helper()
-	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // waveletCLIRun runs the sweep s as the CLI does and returns its CSV's
 // header, its rows parsed (the CSV prints each float64 exactly: the
@@ -35,7 +26,7 @@ func waveletCLIRun(t *testing.T, s graphs.WaveletSpec) (header string, rows [][]
 	t.Helper()
 	var csv bytes.Buffer
 	s.Stdout = &csv
-	task, err := graphs.OpenWavelet(s, cpu(t, 0), true)
+	task, err := graphs.OpenWavelet(s, graphstest.CPU(t, 0, ""), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +102,7 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 				header, want, v, n := waveletCLIRun(t, s)
 				if p == nil {
 					var err error
-					if p, err = wavelet.Compile(s.Config, v, n, cpu(t, c.batch)); err != nil {
+					if p, err = wavelet.Compile(s.Config, v, n, graphstest.CPU(t, c.batch, "")); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -153,7 +144,7 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 // waveletJob opens s, for its count of computed combinations.
 func waveletJob(t *testing.T, s graphs.WaveletSpec) engine.Job {
 	t.Helper()
-	tk, err := graphs.OpenWavelet(s, cpu(t, 0), false)
+	tk, err := graphs.OpenWavelet(s, graphstest.CPU(t, 0, ""), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,14 +164,14 @@ func TestCompileWaveletErrors(t *testing.T) {
 	}
 	bad := s
 	bad.Stats = []string{"l1=sum(abs(h))"}
-	_, cliErr := graphs.OpenWavelet(bad, cpu(t, 0), false)
-	if _, err := wavelet.Compile(bad.Config, v, n, cpu(t, 0)); err == nil || cliErr == nil || err.Error() != cliErr.Error() {
+	_, cliErr := graphs.OpenWavelet(bad, graphstest.CPU(t, 0, ""), false)
+	if _, err := wavelet.Compile(bad.Config, v, n, graphstest.CPU(t, 0, "")); err == nil || cliErr == nil || err.Error() != cliErr.Error() {
 		t.Errorf("bad formula: %v, the CLI's %v", err, cliErr)
 	}
-	if _, err := wavelet.Compile(s.Config, v[:10], n, cpu(t, 0)); err == nil || !strings.HasPrefix(err.Error(), "--volume") {
+	if _, err := wavelet.Compile(s.Config, v[:10], n, graphstest.CPU(t, 0, "")); err == nil || !strings.HasPrefix(err.Error(), "--volume") {
 		t.Errorf("a volume of the wrong size: %v", err)
 	}
-	p, err := wavelet.Compile(s.Config, v, n, cpu(t, 0))
+	p, err := wavelet.Compile(s.Config, v, n, graphstest.CPU(t, 0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +181,7 @@ func TestCompileWaveletErrors(t *testing.T) {
 	// without it; with FailOnNonFinite it is refused as the CLI refuses it.
 	strict := s
 	strict.FailOnNonFinite = true
-	ps, err := wavelet.Compile(strict.Config, v, n, cpu(t, 0))
+	ps, err := wavelet.Compile(strict.Config, v, n, graphstest.CPU(t, 0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +215,7 @@ func TestCompileWaveletErrors(t *testing.T) {
 			}
 		}
 		strict.Xi = xi
-		_, cliErr := graphs.OpenWavelet(strict, cpu(t, 0), false)
+		_, cliErr := graphs.OpenWavelet(strict, graphstest.CPU(t, 0, ""), false)
 		err := ps.Run(theta, phi, x, got)
 		if err == nil || cliErr == nil || err.Error() != cliErr.Error() || !strings.HasPrefix(err.Error(), "--fail-on-nonfinite: ") {
 			t.Errorf("ξ = %s, failing on non-finite values: %v, the CLI's %v", xi, err, cliErr)

@@ -4,13 +4,15 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 )
 
 func TestConfigValidate(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*Config)
-		want string // "": valid
+	graphstest.RunValidate(t, DefaultConfig, (*Config).Validate, []struct {
+		Name string
+		Edit func(*Config)
+		Want string // "": valid
 	}{
 		{"defaults", func(*Config) {}, ""},
 		{"wrap", func(c *Config) { c.Boundary = "wrap" }, ""},
@@ -34,22 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{"parameter unused", func(c *Config) { c.Params = map[string]float64{"s": 2} }, "--param s: not used by any formula"},
 		{"fail on nonfinite with a stat", func(c *Config) { c.Stats, c.FailOnNonFinite = []string{"m=max(g)"}, true }, ""},
 		{"fail on nonfinite alone: for the combinations without a kernel", func(c *Config) { c.FailOnNonFinite = true }, ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			c.edit(&cfg)
-			err := cfg.Validate()
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("unexpected error %v", err)
-			case c.want != "" && err == nil:
-				t.Errorf("accepted, want an error with %q", c.want)
-			case c.want != "" && !strings.Contains(err.Error(), c.want):
-				t.Errorf("error %q does not mention %q", err, c.want)
-			}
-		})
-	}
+	})
 }
 
 // TestParsedCanonical: the formulas a shard's fingerprint holds, the

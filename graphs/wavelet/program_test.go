@@ -8,17 +8,8 @@ import (
 	"time"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 )
-
-// cpu is the CPU under 1 GiB with batch items per batch (0: planned).
-func cpu(t testing.TB, batch int) *engine.Device {
-	t.Helper()
-	d, err := engine.Open(engine.Engine{MemLimit: 1 << 30, Batch: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // TestCompileRefusesTheConfig: Compile checks the Config as Validate
 // does, and its errors name the options as the command line's flags.
@@ -39,7 +30,7 @@ func TestCompileRefusesTheConfig(t *testing.T) {
 		cfg := DefaultConfig()
 		c.edit(&cfg)
 		verr := cfg.Validate()
-		p, err := Compile(cfg, v, n, cpu(t, 0))
+		p, err := Compile(cfg, v, n, graphstest.CPU(t, 0, ""))
 		if err == nil {
 			p.Close()
 			t.Errorf("%s: compiled", c.name)
@@ -63,7 +54,7 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 	cfg.Stats = []string{"s=log(min(g)-1e9)"}
 	for _, fail := range []bool{false, true} {
 		cfg.FailOnNonFinite = fail
-		p, err := Compile(cfg, v, n, cpu(t, 0))
+		p, err := Compile(cfg, v, n, graphstest.CPU(t, 0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +83,7 @@ func TestWaveletInterruptEndsOnlyTheCall(t *testing.T) {
 	for i := range v {
 		v[i] = float32(i%7) - 3
 	}
-	p, err := Compile(s, v, n, cpu(t, 4))
+	p, err := Compile(s, v, n, graphstest.CPU(t, 4, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

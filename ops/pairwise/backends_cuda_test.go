@@ -3,36 +3,22 @@
 package pairwise
 
 import (
-	"sync"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
 
 	"github.com/tapeloop/tapeloop/cuda"
+	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
-var (
-	gpuOnce sync.Once
-	gpu     *cuda.Device
-	gpuErr  error
-)
-
-// device is GPU 0 (under tapeloop_cudaemu, the emulated one), opened once.
-func device(tb testing.TB) *cuda.Device {
-	gpuOnce.Do(func() { gpu, gpuErr = cuda.Open(0) })
-	if gpuErr != nil {
-		tb.Fatalf("opening GPU 0: %v", gpuErr)
-	}
-	return gpu
-}
-
-// backends are, as in package ops, the places the conformance suites run: the CPU, and GPU 0
-// through the ops' CUDA twins.
+// backends are, as in package ops, the places the conformance suites
+// run: the CPU, and GPU 0 through the ops' CUDA twins.
 func backends(t *testing.T) []backend {
 	return []backend{cpuBackend, {
-		name: "cuda", dev: device(t), gpu: true, float32Only: true,
-		poison: poisonDevice, release: releaseTwin,
-		chunk: func(op G.Op, rows int) {
+		Name: "cuda", Dev: opstest.Device(t), OnDevice: ops.OnDevice, GPU: true, Float32Only: true,
+		Poison: poisonDevice, Release: releaseTwin,
+		Chunk: func(op G.Op, rows int) {
 			if p, ok := op.(*pairwiseCUDA); ok {
 				p.chunk = rows
 			}
@@ -41,8 +27,7 @@ func backends(t *testing.T) []backend {
 }
 
 // poisonDevice fills a twin's device output with NaN, so that what its
-// kernels do not write shows (the wavelet twin's: its four float64 sums
-// per row, NaN as two float32 NaN patterns).
+// kernels do not write shows.
 func poisonDevice(t *testing.T, op G.Op) {
 	t.Helper()
 	var err error

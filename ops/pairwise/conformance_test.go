@@ -5,7 +5,8 @@ package pairwise
 // has, the CPU always and the GPU twins (ops.OnDevice) in builds with
 // tapeloop_cuda or tapeloop_cudaemu. TestConformancePairwise includes
 // top-k: the fused PairwiseTopK where the device offers it, else TopK, as
-// graphs.Affinity selects. The backend harness is a copy of package ops's.
+// graphs.Affinity selects. The backend harness is opstest.Backend, as in
+// package ops.
 
 import (
 	"fmt"
@@ -21,107 +22,11 @@ import (
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
-// backend is one place the ops run.
-type backend struct {
-	name string
-	dev  ops.Device // nil: the CPU
-	// gpu: float32 sums in another order than the CPU's (tiles, FMA,
-	// cuBLAS, cuFFT) and TF32 where asked; the suites hold it to the
-	// tolerances the GPU twins have always been held to.
-	gpu bool
-	// float32Only: Interp1D and Pairwise run in float32 only; asked for
-	// float64, OnDevice must refuse.
-	float32Only bool
-	// poison fills with NaN what an op computes into besides its host
-	// output (which runTwice marks itself): on a GPU, the twin's device
-	// output. Nil: nothing more.
-	poison func(t *testing.T, op G.Op)
-	// chunk sets a pairwise op's rows per chunk (0: its own choice); nil
-	// where blocks are not split.
-	chunk func(op G.Op, rows int)
-	// release frees what an op holds on the backend when its subtest ends
-	// (on a GPU its arena; the emulator checks the arena's guard zone as it
-	// frees it); nil: nothing to free.
-	release func(op G.Op) error
-}
+// backend is one place the ops run (see opstest.Backend).
+type backend = opstest.Backend[ops.Device]
 
 // cpuBackend runs the ops as they are.
-var cpuBackend = backend{name: "cpu"}
-
-// onEveryBackend runs suite once per backend, as a subtest named for it.
-func onEveryBackend(t *testing.T, suite func(t *testing.T, b backend)) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) { suite(t, b) })
-	}
-}
-
-// place returns op on b: op itself on the CPU, its twin on a GPU, which
-// is released when the subtest ends.
-func (b backend) place(t *testing.T, op G.Op) G.Op {
-	t.Helper()
-	o, err := ops.OnDevice(op, b.dev)
-	if err != nil {
-		t.Fatalf("%s: %v", b.name, err)
-	}
-	if b.release != nil {
-		t.Cleanup(func() {
-			if err := b.release(o); err != nil {
-				t.Errorf("releasing %v: %v", o, err)
-			}
-		})
-	}
-	return o
-}
-
-// dtypes are the dtypes b runs Interp1D and Pairwise in.
-func (b backend) dtypes() []tensor.Dtype {
-	if b.float32Only {
-		return []tensor.Dtype{tensor.Float32}
-	}
-	return []tensor.Dtype{tensor.Float32, tensor.Float64}
-}
-
-// refusesFloat64: on a float32-only backend, OnDevice must refuse the
-// float64 op mk makes (a subtest says so).
-func (b backend) refusesFloat64(t *testing.T, mk func(t *testing.T) G.Op) {
-	if !b.float32Only {
-		return
-	}
-	t.Run("float64 refused", func(t *testing.T) {
-		if _, err := ops.OnDevice(mk(t), b.dev); err == nil {
-			t.Errorf("%s accepted a float64 op", b.name)
-		}
-	})
-}
-
-// runTwice runs op on in and hands its output to check; then fills that
-// output with mark (and, on a GPU, the device's with NaN) and runs op
-// again: the output must come back in the same buffer, and check sees it
-// again, as "second run": what the op owes rewritten, what it does not
-// still mark.
-func runTwice(t *testing.T, b backend, op G.Op, mark float64, check func(run string, out *tensor.Dense), in ...G.Value) {
-	t.Helper()
-	v, err := op.Do(in...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := v.(*tensor.Dense)
-	check("first run", out)
-	opstest.Fill(out, mark)
-	if b.poison != nil {
-		b.poison(t, op)
-	}
-	v2, err := op.Do(in...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v2 != v {
-		t.Fatal("second run: the output came in another buffer")
-	}
-	check(secondRun, out)
-}
-
-const secondRun = "second run"
+var cpuBackend = backend{Name: "cpu", OnDevice: ops.OnDevice}
 
 // ---- Pairwise and TopK ----
 
@@ -143,6 +48,57 @@ type pairLayout struct {
 	upper, fromData bool
 	chunk           int
 	bad             []float64 // the index of a block the op refuses
+}
+
+// input is the op's input for block c of x's images of d values: its
+// rows as a batch×d tensor of dt (padding: zero rows) and its index
+// (padding: image 0; c.bad where set), or the index alone where the rows
+// come from the data.
+func (c pairLayout) input(x []float64, batch, d int, dt tensor.Dtype) []G.Value {
+	rows := make([]float64, batch*d)
+	for i := range c.rows {
+		copy(rows[i*d:(i+1)*d], x[(c.lo+i)*d:(c.lo+i+1)*d])
+	}
+	in := []G.Value{opstest.DenseOf(dt, rows, batch, d), opstest.DenseOf(tensor.Float64, c.index(batch))}
+	if c.fromData {
+		return in[1:]
+	}
+	return in
+}
+
+// index is block c's index: its images from lo on, then image 0 for the
+// padding rows; c.bad where set.
+func (c pairLayout) index(batch int) []float64 {
+	if c.bad != nil {
+		return c.bad
+	}
+	index := make([]float64, batch)
+	for i := range c.rows {
+		index[i] = float64(c.lo + i)
+	}
+	return index
+}
+
+// refused: where block c has a bad index, op must refuse in (else t
+// fails); true then, and the case is done.
+func (c pairLayout) refused(t *testing.T, op G.Op, in []G.Value) bool {
+	t.Helper()
+	if c.bad == nil {
+		return false
+	}
+	if _, err := op.Do(in...); err == nil {
+		t.Fatalf("index %v accepted", c.bad)
+	}
+	return true
+}
+
+// firstCol is the first column block c's rows owe: lo in an upper block,
+// else 0.
+func (c pairLayout) firstCol() int {
+	if c.upper {
+		return c.lo
+	}
+	return 0
 }
 
 func pairLayouts(n, batch int) []pairLayout {
@@ -188,7 +144,7 @@ func pairTol(b backend, dt tensor.Dtype, tf32 bool) float64 {
 	switch {
 	case dt == tensor.Float64:
 		return 1e-14
-	case !b.gpu:
+	case !b.GPU:
 		return 1e-6
 	case tf32:
 		return 3e-4
@@ -244,8 +200,8 @@ func TestConformancePairwise(t *testing.T) {
 		fixtures = append(fixtures, pairFixture{fmt.Sprintf("N%d_D%d_B%d", s.n, s.d, s.batch), s.n, s.d, s.batch, x})
 	}
 	tops := topkFixtures()
-	onEveryBackend(t, func(t *testing.T, b backend) {
-		b.refusesFloat64(t, func(t *testing.T) G.Op {
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) {
+		b.RefusesFloat64(t, func(t *testing.T) G.Op {
 			fx := fixtures[0]
 			return NewPairwise(pairData(t, tensor.Float64, fx.x, fx.n, fx.d, MetricL1), MetricL1, fx.batch)
 		})
@@ -283,7 +239,7 @@ func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
 	n, d, batch := fx.n, fx.d, fx.batch
 	for _, mc := range pairMetrics {
 		ref := refMatrix(fx.x, n, d, mc.metric)
-		for _, dt := range b.dtypes() {
+		for _, dt := range b.Dtypes() {
 			if mc.tf32 && dt == tensor.Float64 {
 				continue
 			}
@@ -293,34 +249,16 @@ func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
 				t.Run(fmt.Sprintf("%s/%v/tf32=%v/%v/%s", fx.name, mc.metric, mc.tf32, dt, c.name), func(t *testing.T) {
 					pw := NewPairwise(data, mc.metric, batch)
 					pw.Upper, pw.RowsFromData, pw.TF32 = c.upper, c.fromData, mc.tf32
-					op := b.place(t, pw)
-					if b.chunk != nil {
-						b.chunk(op, c.chunk)
+					op := b.Place(t, pw)
+					if b.Chunk != nil {
+						b.Chunk(op, c.chunk)
 					}
-					index := make([]float64, batch) // padding rows: index 0
-					rows := make([]float64, batch*d)
-					for i := range c.rows {
-						index[i] = float64(c.lo + i)
-						copy(rows[i*d:(i+1)*d], fx.x[(c.lo+i)*d:(c.lo+i+1)*d])
-					}
-					if c.bad != nil {
-						index = c.bad
-					}
-					in := []G.Value{opstest.DenseOf(dt, rows, batch, d), opstest.DenseOf(tensor.Float64, index)}
-					if c.fromData {
-						in = in[1:]
-					}
-					if c.bad != nil {
-						if _, err := op.Do(in...); err == nil {
-							t.Fatalf("index %v accepted", c.bad)
-						}
+					in := c.input(fx.x, batch, d, dt)
+					if c.refused(t, op, in) {
 						return
 					}
-					c0 := 0
-					if c.upper {
-						c0 = c.lo
-					}
-					runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+					c0 := c.firstCol()
+					opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 						got := opstest.ValuesOf(out)
 						var gs, ws []float64
 						for i := range c.rows {
@@ -330,7 +268,7 @@ func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
 						if e := opstest.RelErr(gs, ws); !(e <= tol) {
 							t.Errorf("%s: relative error %.3g > %g", run, e, tol)
 						}
-						if run != secondRun {
+						if run != opstest.SecondRun {
 							return
 						}
 						for i := range batch {
@@ -372,7 +310,7 @@ func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
 	for _, mc := range metrics {
 		ref := refMatrix(fx.x, n, d, mc.metric)
 		exact := fx.integers && mc.metric != MetricCosine
-		for _, dt := range b.dtypes() {
+		for _, dt := range b.Dtypes() {
 			if mc.tf32 && dt == tensor.Float64 || !fx.integers && dt == tensor.Float64 {
 				continue
 			}
@@ -383,14 +321,14 @@ func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
 					t.Run(fmt.Sprintf("topk/%s/%v/tf32=%v/%v/k=%d/lo=%d", fx.name, mc.metric, mc.tf32, dt, k, lo), func(t *testing.T) {
 						pw := NewPairwise(data, mc.metric, batch)
 						pw.RowsFromData, pw.TF32 = true, mc.tf32
-						op := b.place(t, pw)
+						op := b.Place(t, pw)
 						idx := make([]float64, batch)
 						for i := range idx {
 							idx[i] = float64(min(lo+i, n-1))
 						}
 						index := opstest.DenseOf(tensor.Float64, idx)
 						// A GPU selects up to topkMax itself; past that, and on the CPU, TopK does.
-						picks, vals := selectTopK(t, op, k, n, batch, index, b.gpu && k <= topkMax)
+						picks, vals := selectTopK(t, op, k, n, batch, index, b.GPU && k <= topkMax)
 						for r := range min(batch, n-lo) {
 							row := ref[(lo+r)*n : (lo+r+1)*n]
 							want := refTopK(row, lo+r, k)

@@ -13,9 +13,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gorgonia.org/tensor"
+
 	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
-	"gorgonia.org/tensor"
 )
 
 // TestPairwiseCUDAWritesFull: with WriteFull, a symmetric run's blocks
@@ -23,7 +24,7 @@ import (
 // NaN first: every element written, the matrix exactly symmetric, and
 // equal to the CPU's full rows.
 func TestPairwiseCUDAWritesFull(t *testing.T) {
-	dev := device(t)
+	dev := opstest.Device(t)
 	rng := rand.New(rand.NewPCG(43, 44))
 	const n, d, batch = 150, 77, 40
 	x := opstest.Normals32(rng, n*d)
@@ -89,7 +90,7 @@ func TestPairwiseCUDAWritesFull(t *testing.T) {
 // the whole matrix: s/matrix is the original case's figure (dot with TF32 ≤ 15 ms,
 // l1 ≤ 100 ms on an H200).
 func BenchmarkPairwiseCUDA(b *testing.B) {
-	dev := device(b)
+	dev := opstest.Device(b)
 	const n, d, batch = 10_000, 10_000, 1000
 	rng := rand.New(rand.NewPCG(39, 40))
 	x := opstest.Normals32(rng, n*d)

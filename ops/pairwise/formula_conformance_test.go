@@ -2,72 +2,19 @@ package pairwise
 
 // Conformance of the ops that run users' formulas, on every backend (see
 // conformance_test.go): Pairwise with a Formula (per pair),
-// against refFormula, the formula's graph evaluated node by node in
+// against opstest.RefFormula, the formula's graph evaluated node by node in
 // float64 with formula.Apply.
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
-	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
-
-// refFormula evaluates g over vectors of n elements: vars gives each
-// variable's values (n for a vector, 1 for a number). The result has n
-// values, or one.
-func refFormula(g *formula.Graph, n int, vars [][]float64) []float64 {
-	val := map[*formula.Node][]float64{}
-	var eval func(x *formula.Node) []float64
-	eval = func(x *formula.Node) []float64 {
-		if v, ok := val[x]; ok {
-			return v
-		}
-		var v []float64
-		switch {
-		case x.Op == formula.OpConst:
-			v = []float64{x.Val}
-		case x.Op == formula.OpVar:
-			v = vars[x.Var]
-		case x.Op.IsReduction():
-			a := eval(x.Args[0])
-			r := map[formula.Op]float64{formula.OpSum: 0, formula.OpRMax: math.Inf(-1), formula.OpRMin: math.Inf(1)}[x.Op]
-			for _, e := range a {
-				switch {
-				case x.Op == formula.OpSum:
-					r += e
-				case x.Op == formula.OpRMax && e > r, x.Op == formula.OpRMin && e < r:
-					r = e
-				}
-			}
-			v = []float64{r}
-		default:
-			args := make([][]float64, len(x.Args))
-			for i, a := range x.Args {
-				args[i] = eval(a)
-			}
-			v = make([]float64, 1)
-			if x.Vec {
-				v = make([]float64, n)
-			}
-			at := make([]float64, len(args))
-			for k := range v {
-				for i, a := range args {
-					at[i] = a[min(k, len(a)-1)] // a number broadcasts
-				}
-				v[k] = formula.Apply(x.Op, at...)
-			}
-		}
-		val[x] = v
-		return v
-	}
-	return eval(g.Root)
-}
 
 // pairFormulas are affinity formulas computed per pair: over both images,
 // with values of each image (means, norms), with reductions nested in
@@ -96,7 +43,7 @@ func TestConformancePairFormula(t *testing.T) {
 		x := opstest.Widen(opstest.Normals32(rng, s.n*s.d))
 		fixtures = append(fixtures, fixture{s.n, s.d, s.batch, x})
 	}
-	onEveryBackend(t, func(t *testing.T, b backend) {
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) {
 		for _, fx := range fixtures {
 			n, d, batch := fx.n, fx.d, fx.batch
 			data := pairData(t, tensor.Float32, fx.x, n, d, MetricDot)
@@ -114,7 +61,7 @@ func TestConformancePairFormula(t *testing.T) {
 				ref := make([]float64, n*n)
 				for i := range n {
 					for j := range n {
-						ref[i*n+j] = refFormula(g, d, [][]float64{x32[i*d : (i+1)*d], x32[j*d : (j+1)*d]})[0]
+						ref[i*n+j] = opstest.RefFormula(g, d, [][]float64{x32[i*d : (i+1)*d], x32[j*d : (j+1)*d]})[0]
 					}
 				}
 				pf, err := NewPairFormula(f, data, fc.direct)
@@ -131,31 +78,13 @@ func TestConformancePairFormula(t *testing.T) {
 					t.Run(fmt.Sprintf("N%d_D%d/%s/%s", n, d, fc.src, c.name), func(t *testing.T) {
 						pw := NewPairwiseFormula(pf, data, batch)
 						pw.Upper, pw.RowsFromData = c.upper, c.fromData
-						op := b.place(t, pw)
-						index := make([]float64, batch) // padding rows: index 0
-						rows := make([]float64, batch*d)
-						for i := range c.rows {
-							index[i] = float64(c.lo + i)
-							copy(rows[i*d:(i+1)*d], fx.x[(c.lo+i)*d:(c.lo+i+1)*d])
-						}
-						if c.bad != nil {
-							index = c.bad
-						}
-						in := []G.Value{opstest.DenseOf(tensor.Float32, rows, batch, d), opstest.DenseOf(tensor.Float64, index)}
-						if c.fromData {
-							in = in[1:]
-						}
-						if c.bad != nil {
-							if _, err := op.Do(in...); err == nil {
-								t.Fatalf("index %v accepted", c.bad)
-							}
+						op := b.Place(t, pw)
+						in := c.input(fx.x, batch, d, tensor.Float32)
+						if c.refused(t, op, in) {
 							return
 						}
-						c0 := 0
-						if c.upper {
-							c0 = c.lo
-						}
-						runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+						c0 := c.firstCol()
+						opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 							got := opstest.ValuesOf(out)
 							var gs, ws []float64
 							for i := range c.rows {
@@ -165,7 +94,7 @@ func TestConformancePairFormula(t *testing.T) {
 							if e := opstest.RelErr(gs, ws); !(e <= 2e-5) {
 								t.Errorf("%s: relative error %.3g > 2e-5", run, e)
 							}
-							if run != secondRun {
+							if run != opstest.SecondRun {
 								return
 							}
 							for i := range batch {

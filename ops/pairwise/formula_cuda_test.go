@@ -18,7 +18,7 @@ import (
 )
 
 func TestCUDAFormulaOnDevice(t *testing.T) {
-	dev := device(t)
+	dev := opstest.Device(t)
 	rng := rand.New(rand.NewPCG(71, 72))
 	const n, d, batch = 300, 333, 64
 	data, err := NewPairData(opstest.Normals32(rng, n*d), n, d, MetricDot)

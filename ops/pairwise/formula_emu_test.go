@@ -9,42 +9,15 @@ package pairwise
 // where their launches are checked without a GPU. Skipped without g++.
 
 import (
-	"errors"
 	"math/rand/v2"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/formula"
-	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
 )
 
-// buildKernels compiles the kernels under the emulator.
-func buildKernels(t *testing.T, ks ...*formula.CUDAKernel) *kernelemu.Program {
-	t.Helper()
-	var srcs []string
-	for _, k := range ks {
-		srcs = append(srcs, k.Src)
-	}
-	p, err := kernelemu.Compile(srcs...)
-	if errors.Is(err, kernelemu.ErrNoCompiler) {
-		t.Skip("g++ not installed: the CUDA emulator tests need it")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-func emulateLaunch(t *testing.T, p *kernelemu.Program, k *formula.CUDAKernel, l launch) {
-	t.Helper()
-	if l.Block != k.Block {
-		t.Fatalf("%s: launched with %d threads per block, written for %d", k.Name, l.Block, k.Block)
-	}
-	if err := p.Run(l.Kernel, l.GX, l.GY, l.Block, l.Args...); err != nil {
-		t.Fatal(err)
-	}
-}
 func TestEmuPairFormulaKernel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	// 50 rows against 120 images: more than one block each way, and d
@@ -78,7 +51,7 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 		setups = append(setups, setup{pf, k})
 		ks = append(ks, k)
 	}
-	e := buildKernels(t, ks...)
+	e := opstest.CompileKernels(t, ks...)
 	idx := make([]float64, batch)
 	for i := range idx {
 		idx[i] = float64(lo + i)
@@ -105,7 +78,7 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 			if nr == 0 {
 				ra, rb = []float64{0}, []float64{0}
 			}
-			emulateLaunch(t, e, s.k, pairFormulaLaunch[any](s.k, m, n-c0, d, n, x[lo*d:], x[c0*d:], ra, rb, out[c0:]))
+			opstest.EmulateKernel(t, e, s.k, pairFormulaLaunch[any](s.k, m, n-c0, d, n, x[lo*d:], x[c0*d:], ra, rb, out[c0:]))
 			w := want.(*tensor.Dense).Data().([]float32)
 			var gs, ws []float32
 			for i := range m {

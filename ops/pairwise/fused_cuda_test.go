@@ -7,9 +7,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gorgonia.org/tensor"
+
 	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/internal/opstest"
-	"gorgonia.org/tensor"
 )
 
 // TestFusedPairwiseCUDA: PairwiseTopK's columns are TopKRow's over the
@@ -19,7 +20,7 @@ import (
 // device memory and its host block; FuseMatrix refuses a block without
 // Upper, FuseTopK an upper one.
 func TestFusedPairwiseCUDA(t *testing.T) {
-	dev := device(t)
+	dev := opstest.Device(t)
 	rng := rand.New(rand.NewPCG(51, 52))
 	const n, d, batch = 150, 23, 40
 	x := opstest.Normals32(rng, n*d)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash"
 	"strings"
-
 	"sync"
 	"sync/atomic"
 

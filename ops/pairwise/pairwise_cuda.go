@@ -342,12 +342,9 @@ func (op *pairwiseCUDA) compute(c0, m int, a, rinv, out cuda.DevicePtr) error {
 }
 
 // WriteHash adds the device to the CPU op's parameters.
-func (op *pairwiseCUDA) WriteHash(h hash.Hash) {
-	op.Pairwise.WriteHash(h)
-	fmt.Fprintf(h, "@%v", op.dev)
-}
+func (op *pairwiseCUDA) WriteHash(h hash.Hash) { opkit.WriteTwinHash(h, op.Pairwise, op.dev) }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *pairwiseCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
-func (op *pairwiseCUDA) String() string { return op.Pairwise.String() + "@" + op.dev.String() }
+func (op *pairwiseCUDA) String() string { return opkit.TwinString(op.Pairwise, op.dev, false) }

@@ -189,17 +189,11 @@ func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 }
 
 // WriteHash adds the device to the CPU op's parameters.
-func (op *pairFormulaCUDA) WriteHash(h hash.Hash) {
-	op.PairwiseFormula.WriteHash(h)
-	fmt.Fprintf(h, "@%v", op.dev)
-}
+func (op *pairFormulaCUDA) WriteHash(h hash.Hash) { opkit.WriteTwinHash(h, op.PairwiseFormula, op.dev) }
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *pairFormulaCUDA) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *pairFormulaCUDA) String() string {
-	if op.cpu {
-		return op.PairwiseFormula.String() + "@" + op.dev.String() + " (on the CPU: run-time kernels are not emulated)"
-	}
-	return op.PairwiseFormula.String() + "@" + op.dev.String()
+	return opkit.TwinString(op.PairwiseFormula, op.dev, op.cpu)
 }

@@ -30,7 +30,7 @@ func TestConformancePairwiseU8(t *testing.T) {
 		x8[i] = uint8(rng.IntN(256))
 		x[i] = float64(x8[i])
 	}
-	onEveryBackend(t, func(t *testing.T, b backend) {
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) {
 		for _, m := range []Metric{MetricDot, MetricCosine, MetricL1, MetricL2} {
 			ref := refMatrix(x, n, d, m)
 			for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
@@ -38,12 +38,12 @@ func TestConformancePairwiseU8(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if b.dev != nil {
+				if b.Dev != nil {
 					t.Run(fmt.Sprintf("%v/%v/refused", m, dt), func(t *testing.T) {
 						op := NewPairwiseU8(data, m, batch)
 						op.RowsFromData = true
-						if o, err := ops.OnDevice(op, b.dev); err == nil {
-							t.Errorf("%s accepted 8-bit images: %v", b.name, o)
+						if o, err := ops.OnDevice(op, b.Dev); err == nil {
+							t.Errorf("%s accepted 8-bit images: %v", b.Name, o)
 						}
 					})
 					continue
@@ -65,14 +65,7 @@ func runPairwiseU8Case(t *testing.T, b backend, data *PairData, ref []float64, m
 	n, batch := data.N, 40
 	op := NewPairwiseU8(data, m, batch)
 	op.Upper, op.RowsFromData = c.upper, c.fromData
-	index := make([]float64, batch) // padding rows: index 0
-	for i := range c.rows {
-		index[i] = float64(c.lo + i)
-	}
-	if c.bad != nil {
-		index = c.bad
-	}
-	in := []G.Value{opstest.DenseOf(tensor.Float64, index)}
+	in := []G.Value{opstest.DenseOf(tensor.Float64, c.index(batch))}
 	if !c.fromData {
 		in = append([]G.Value{opstest.DenseOf(dt, make([]float64, batch*data.D), batch, data.D)}, in...)
 		if _, err := op.Do(in...); err == nil {
@@ -80,23 +73,17 @@ func runPairwiseU8Case(t *testing.T, b backend, data *PairData, ref []float64, m
 		}
 		return
 	}
-	if c.bad != nil {
-		if _, err := op.Do(in...); err == nil {
-			t.Fatalf("index %v accepted", c.bad)
-		}
+	if c.refused(t, op, in) {
 		return
 	}
-	c0 := 0
-	if c.upper {
-		c0 = c.lo
-	}
-	runTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
+	c0 := c.firstCol()
+	opstest.RunTwice(t, b, op, 777, func(run string, out *tensor.Dense) {
 		got := opstest.ValuesOf(out)
 		for i := range batch {
 			for j := range n {
 				g := got[i*n+j]
 				if i >= c.rows || j < c0 {
-					if run == secondRun && g != 777 {
+					if run == opstest.SecondRun && g != 777 {
 						t.Fatalf("%s: (%d, %d) = %v: written", run, i, j, g)
 					}
 					continue
