@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
@@ -86,24 +87,43 @@ func tl_drr_orbit(h C.int64_t, n C.int64_t, sdd, sid, pixel C.double, poses *C.d
 }
 
 // tl_drr_run renders the poses (n·14 values) into out (n·rows·cols
-// float32 values); *missed is set to 1 when every ray missed the volume.
+// float32 values); *warned is set to 1 when the run has warnings about its
+// geometry (tl_drr_warnings), every ray missing the volume among them.
 // Both arrays are used only during the call.
 //
 //export tl_drr_run
-func tl_drr_run(h C.int64_t, poses *C.double, length C.int64_t, out *C.float, outLen C.int64_t, missed *C.int, interruptible C.int) *C.char {
+func tl_drr_run(h C.int64_t, poses *C.double, length C.int64_t, out *C.float, outLen C.int64_t, warned *C.int, interruptible C.int) *C.char {
 	return guard(func() error {
 		return call(h, "a DRR", interruptible, func(p *drr.Program) error {
 			if poses == nil || out == nil || length < 0 || outLen < 0 {
 				return fmt.Errorf("drr: NULL or negative arrays")
 			}
 			err := p.Run(unsafe.Slice((*float64)(unsafe.Pointer(poses)), int(length)), unsafe.Slice((*float32)(unsafe.Pointer(out)), int(outLen)))
-			if err == nil && missed != nil {
-				*missed = 0
-				if p.AllMissed {
-					*missed = 1
+			if err == nil && warned != nil {
+				*warned = 0
+				if len(p.Warnings) > 0 {
+					*warned = 1
 				}
 			}
 			return err
+		})
+	})
+}
+
+// tl_drr_warnings sets *text to the last run's warnings about its
+// geometry, a line each (a source or detector inside the volume, the
+// volume behind the source, poses whose every ray missed it), for the
+// caller to free with tl_free.
+//
+//export tl_drr_warnings
+func tl_drr_warnings(h C.int64_t, text **C.char) *C.char {
+	return guard(func() error {
+		return call(h, "a DRR", 0, func(p *drr.Program) error {
+			if text == nil {
+				return fmt.Errorf("drr: NULL text")
+			}
+			*text = C.CString(strings.Join(p.Warnings, "\n"))
+			return nil
 		})
 	})
 }

@@ -464,6 +464,14 @@ func (t *DRRTask) Summary() drr.Result { return t.job.Result() }
 // AllMissed reports whether every ray of the run missed the volume.
 func (t *DRRTask) AllMissed() bool { return t.job.AllMissed() }
 
+// GeometryWarnings are the faults of the run's geometry, a line each
+// (drr.CheckGeometry).
+func (t *DRRTask) GeometryWarnings() []string { return t.job.GeometryWarnings() }
+
+// Missed is the line about the poses whose every ray missed the volume,
+// "" when none did.
+func (t *DRRTask) Missed() string { return t.job.Missed() }
+
 // Commit flushes drr.npy (or closes a shard's archive) and renames it and
 // the PNGs into place.
 func (t *DRRTask) Commit() error {

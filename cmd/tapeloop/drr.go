@@ -31,8 +31,9 @@ var drrFlags = []cli.Flag{
 	&cli.IntFlag{Name: "size", Category: catDRR, Value: drrDefaults.Size, Usage: "the built-in Shepp–Logan phantom's size, without --volume"},
 	&cli.StringFlag{Name: "geometry", Category: catDRR, Usage: "poses from a JSON `FILE`: {\"poses\": [{\"source\", \"center\", \"u\", \"v\", \"rows\", \"cols\", \"pixel\"}, …]}"},
 	&cli.IntFlag{Name: "orbit", Category: catDRR, Value: drrDefaults.Orbit, Usage: "without --geometry: `P` poses over 360° about the z axis through the volume centre"},
-	&cli.Float64Flag{Name: "sdd", Category: catDRR, Value: drrDefaults.SDD, Usage: "orbit: source–detector distance, mm"},
-	&cli.Float64Flag{Name: "sid", Category: catDRR, Value: drrDefaults.SID, Usage: "orbit: source–isocentre distance, mm"},
+	&cli.Float64Flag{Name: "sdd", Category: catDRR, Value: drrDefaults.SDD, Usage: "orbit: source–detector distance, mm (radiography's SID, source-to-image)"},
+	&cli.Float64Flag{Name: "sid", Aliases: []string{"sad"}, Category: catDRR, Value: drrDefaults.SID, Usage: "orbit: source–isocentre distance, mm (SAD, source-to-axis; not radiography's SID, source-to-image, which is --sdd)"},
+	&cli.BoolFlag{Name: "strict", Category: catDRR, Usage: "make a fault of the geometry an error: a source inside the volume, a detector reaching into it, the volume behind the source, a pose whose every ray misses it (else a warning each)"},
 	&cli.StringFlag{Name: "detector", Category: catDRR, Value: drrDefaults.Detector, Usage: "orbit: detector `RxC` pixels"},
 	&cli.Float64Flag{Name: "pixel", Category: catDRR, Value: drrDefaults.Pixel, Usage: "orbit: pixel size, mm"},
 	&cli.StringFlag{Name: "method", Category: catDRR, Value: drrDefaults.Method, Usage: "siddon (exact radiological path) or trilinear"},
@@ -86,7 +87,7 @@ func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
 	water := c.Float64("mu-water")
 	s := graphs.DRRSpec{
 		Config: drr.Config{Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: &water, Mu: c.String("mu"), Post: c.String("post"),
-			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name), Method: c.String("method")},
+			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name), Method: c.String("method"), Strict: c.Bool("strict")},
 		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), Series: c.String("series"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"),
@@ -122,6 +123,9 @@ func runDRR(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
+	for _, w := range t.GeometryWarnings() {
+		fmt.Fprintln(os.Stderr, "tapeloop: warning: "+w)
+	}
 	var r drr.Result
 	if _, err := runTask(c.Context, e, dev, t, func() {
 		r = t.Summary()
@@ -137,8 +141,8 @@ func runDRR(c *cli.Context) error {
 	}); err != nil {
 		return t.Unfinished(err)
 	}
-	if t.AllMissed() {
-		fmt.Fprintln(os.Stderr, "tapeloop: warning: every ray missed the volume: check the geometry against the volume's origin, spacing and direction, and --frame")
+	if m := t.Missed(); m != "" {
+		fmt.Fprintln(os.Stderr, "tapeloop: warning: "+m)
 	}
 	warnNonFinite(e, "--post", r.NonFinite)
 	return nil

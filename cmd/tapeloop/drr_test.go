@@ -183,3 +183,65 @@ func TestDRRFlagsCoverConfig(t *testing.T) {
 	checkFlagsCover(t, drrCommand, drr.Config{}, func(c *cli.Context) (any, error) { return drrSpec(c) },
 		map[string]string{"method": "trilinear"})
 }
+
+// TestDRRGeometryFaults: --sid taken for radiography's SID puts the
+// detector inside the phantom: one warning line naming the distance, the
+// images still written; --strict makes it exit 1 with nothing written.
+// --sad is --sid by its other name. Poses whose every ray misses the
+// volume are counted after the run, and refused with --strict.
+func TestDRRGeometryFaults(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	// The 32 mm phantom: sdd 1000 with sid 990 puts the detector 10 mm
+	// past its centre, 6 mm inside its far face (the detector's corners
+	// reach 2 mm further out along it).
+	base := []string{"drr", "--size", "32", "--spacing", "1,1,1", "--orbit", "3", "--detector", "4x4", "--pixel", "1", "--sdd", "1000"}
+	_, se, code := run(t, append(base, "--sid", "990", "--out", p("warned"))...)
+	want := "tapeloop: warning: 3 of 3 poses have their detector reaching into the volume (pose 0: 6 mm inside its nearest face); --sid is the source–isocentre distance, --sdd the source–detector (radiography's SID)\n"
+	if code != 0 || !strings.Contains(se, want) {
+		t.Errorf("exit %d, stderr %q; want 0 and the line %q", code, se, want)
+	}
+	if _, err := os.Stat(p("warned/drr.npy")); err != nil {
+		t.Errorf("warned, but the images are not written: %v", err)
+	}
+	_, se, code = run(t, append(base, "--sad", "990", "--strict", "--out", p("strict"))...)
+	if code != 1 || !strings.HasPrefix(se, "tapeloop: geometry: --strict: 3 of 3 poses have their detector reaching into the volume (pose 0: 6 mm") || strings.Count(se, "\n") != 1 {
+		t.Errorf("--strict: exit %d, stderr %q; want 1 and one line", code, se)
+	}
+	if _, err := os.Stat(p("strict")); err == nil {
+		t.Error("--strict refused the run, but its output directory exists")
+	}
+	// A sound orbit: no warning.
+	if _, se, code := run(t, append(base, "--sid", "500", "--quiet")...); code != 0 || strings.Contains(se, "warning") {
+		t.Errorf("a sound orbit: exit %d, stderr %q", code, se)
+	}
+	// A 16 mm cube of ones about (7.5, 7.5, 7.5): pose 0 through it, pose
+	// 1 300 mm above it.
+	writeNpy(t, p("cube.npy"), []int{16, 16, 16}, ones(16*16*16))
+	geo := `{"poses": [
+ {"source": [7.5, -500, 7.5], "center": [7.5, 500, 7.5], "u": [1, 0, 0], "v": [0, 0, 1], "rows": 4, "cols": 4, "pixel": [1, 1]},
+ {"source": [7.5, -500, 307.5], "center": [7.5, 500, 307.5], "u": [1, 0, 0], "v": [0, 0, 1], "rows": 4, "cols": 4, "pixel": [1, 1]}]}`
+	if err := os.WriteFile(p("g.json"), []byte(geo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	geoArgs := []string{"drr", "--quiet", "--volume", p("cube.npy"), "--geometry", p("g.json")}
+	_, se, code = run(t, geoArgs...)
+	if want := "tapeloop: warning: 1 of 2 poses: every ray missed the volume (pose 1: its central ray passes 300 mm from the volume's centre)"; code != 0 || !strings.Contains(se, want) {
+		t.Errorf("a pose that misses: exit %d, stderr %q; want 0 and %q", code, se, want)
+	}
+	if _, se, code = run(t, append(geoArgs, "--strict", "--out", p("missed"))...); code != 1 || !strings.Contains(se, "--strict: 1 of 2 poses: every ray missed the volume (pose 1") {
+		t.Errorf("a pose that misses, --strict: exit %d, stderr %q", code, se)
+	}
+	if _, err := os.Stat(p("missed/drr.npy")); err == nil {
+		t.Error("--strict refused the run, but drr.npy was written")
+	}
+}
+
+// ones is n ones.
+func ones(n int) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = 1
+	}
+	return x
+}

@@ -73,6 +73,10 @@ type Config struct {
 	// closer on shorter ones; nil: half the smallest voxel size. Siddon
 	// takes none.
 	Step *float64 `flag:"step" json:"step"`
+	// Strict makes a fault of the geometry an error: a source inside the
+	// volume, a detector reaching into it, the volume behind the source,
+	// or a pose whose every ray misses it; else each kind is a warning.
+	Strict bool `flag:"strict" json:"strict"`
 }
 
 // DefaultConfig is a DRR by Siddon's method of a volume as it is given,
@@ -163,7 +167,7 @@ func (c Config) Prepare(v *volume.Volume, rows, cols int) (Setup, error) {
 	if err != nil {
 		return Setup{}, err
 	}
-	s := Setup{Vol: v, FailOnNonFinite: c.FailOnNonFinite}
+	s := Setup{Vol: v, FailOnNonFinite: c.FailOnNonFinite, Strict: c.Strict}
 	if p.mu != nil {
 		mu, err := ops.NewMapFormula(p.mu, len(v.V))
 		if err != nil {

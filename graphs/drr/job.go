@@ -28,6 +28,10 @@ type Setup struct {
 	// value of it an error.
 	Post            *ops.MapFormula
 	FailOnNonFinite bool
+	// Strict makes a fault of the geometry (CheckGeometry, or a pose
+	// whose every ray misses the volume) an error; else Warnings lists
+	// them.
+	Strict bool
 	// Device runs the DRR op on a GPU (nil: the CPU).
 	Device ops.Device
 	// Out, when set, receives the images in pose order, a batch at a
@@ -75,6 +79,10 @@ type Job struct {
 	// run's totals).
 	noSum bool
 	hits  []int // a batch's hits for the Saver, reused
+	// geometry holds CheckGeometry's lines, missed the poses whose every
+	// ray missed the volume.
+	geometry []string
+	missed   finding
 }
 
 // New checks s and returns the Job.
@@ -93,7 +101,56 @@ func New(s Setup) (*Job, error) {
 			return nil, fmt.Errorf("%w: pose %d's detector differs from pose 0's", ops.ErrGeometry, i)
 		}
 	}
-	return &Job{s: s, rows: s.Poses[0].Rows, cols: s.Poses[0].Cols}, nil
+	w := &Job{s: s, rows: s.Poses[0].Rows, cols: s.Poses[0].Cols, geometry: CheckGeometry(s.Vol, s.Poses, s.First)}
+	if s.Strict && len(w.geometry) > 0 {
+		return nil, fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, w.geometry[0])
+	}
+	return w, nil
+}
+
+// hit records pose i's count of rays that hit the volume; with Strict a
+// pose that none hit is an error.
+func (w *Job) hit(i, hits int) error {
+	if hits > 0 {
+		return nil
+	}
+	w.missed.add(w.s.First+i, 0)
+	if w.s.Strict {
+		return fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, missedLine(w.s.Vol, w.s.Poses[i], finding{n: 1, first: w.s.First + i}, w.total()))
+	}
+	return nil
+}
+
+// total is the number of poses of the run (of all shards).
+func (w *Job) total() int {
+	if w.s.Total > 0 {
+		return w.s.Total
+	}
+	return len(w.s.Poses)
+}
+
+// Warnings are the faults of the geometry (CheckGeometry, known before
+// the run) and, after it, the poses whose every ray missed the volume
+// (Missed): a line each.
+func (w *Job) Warnings() []string {
+	out := append([]string(nil), w.geometry...)
+	if m := w.Missed(); m != "" {
+		out = append(out, m)
+	}
+	return out
+}
+
+// GeometryWarnings are CheckGeometry's lines for the run's poses.
+func (w *Job) GeometryWarnings() []string { return w.geometry }
+
+// Missed is the line about the poses rendered so far whose every ray
+// missed the volume, "" when there are none.
+func (w *Job) Missed() string {
+	if w.missed.n == 0 {
+		return ""
+	}
+	f := w.missed
+	return missedLine(w.s.Vol, w.s.Poses[f.first-w.s.First], f, w.total())
 }
 
 // SetSaver makes the Job hand each batch it finishes to sv.
@@ -211,6 +268,9 @@ func (w *Job) Consume(out []*tensor.Dense, off, n int) error {
 		st := stats[r*ops.ImageStatsWidth : (r+1)*ops.ImageStatsWidth]
 		w.Max = max(w.Max, st[1])
 		w.nonzero += int(rays[r*ops.ImageStatsWidth+2])
+		if err := w.hit(w.done+off+r, int(rays[r*ops.ImageStatsWidth+2])); err != nil {
+			return err
+		}
 		if w.s.Image != nil {
 			if err := w.s.Image(w.done+off+r, img, float32(st[0]), float32(st[1])); err != nil {
 				return err
@@ -245,6 +305,9 @@ func (w *Job) Restore(pose int, img []float32, hits int) error {
 		return fmt.Errorf("pose %d restored after %d poses: the checkpoint is corrupt", pose, w.done)
 	}
 	w.nonzero += hits
+	if err := w.hit(pose, hits); err != nil {
+		return err
+	}
 	for _, v := range img {
 		w.Sum += float64(v)
 	}

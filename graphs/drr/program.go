@@ -20,6 +20,9 @@ type Program struct {
 	Rows, Cols int
 	// AllMissed says every ray of the last Run missed the volume.
 	AllMissed bool
+	// Warnings are the last Run's faults of the geometry, a line each
+	// (Job.Warnings).
+	Warnings []string
 }
 
 // PoseValues is the length of a pose as Run takes it: source (3), centre
@@ -137,6 +140,10 @@ func (p *Program) Run(x []float64, dst []float32) error {
 		}
 	}
 	j := p.job
+	j.geometry, j.missed = CheckGeometry(j.s.Vol, poses, 0), finding{}
+	if j.s.Strict && len(j.geometry) > 0 {
+		return fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, j.geometry[0])
+	}
 	j.s.Poses = poses
 	defer func() { j.s.Poses, j.s.Image = nil, nil }()
 	j.Sum, j.Max, j.nonzero, j.done = 0, 0, 0, 0
@@ -150,7 +157,7 @@ func (p *Program) Run(x []float64, dst []float32) error {
 	if err := p.ses.Run(j); err != nil {
 		return err
 	}
-	p.AllMissed = j.AllMissed()
+	p.AllMissed, p.Warnings = j.AllMissed(), j.Warnings()
 	return nil
 }
 

@@ -162,16 +162,21 @@ func ParseList(name, s string) ([]float64, error) {
 // is returned; zero for a combination without a kernel (Computable).
 func Supports(a float64, k *ops.KernelFormula, combos []Combo) ([][3]int, error) {
 	sup := make([][3]int, len(combos))
+	if k == nil {
+		for i, c := range combos {
+			if Computable(a, c) == nil {
+				sup[i] = ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
+			}
+		}
+		return sup, nil
+	}
+	// A formula's reach is found by evaluating it (memoised per
+	// combination): in parallel.
 	errs := make([]error, len(combos))
 	parallel.For(len(combos), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			c := combos[i]
-			switch {
-			case Computable(a, c) != nil:
-			case k != nil:
+			if c := combos[i]; Computable(a, c) == nil {
 				sup[i], errs[i] = k.Support(a, c.Theta, c.Phi, c.Xi)
-			default:
-				sup[i] = ops.HatSupport(a, c.Theta, c.Phi, c.Xi)
 			}
 		}
 	})

@@ -40,6 +40,7 @@ PROTOS = {
     "tl_drr_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
     "tl_drr_orbit": ([_i64, _i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, _ptr, _i64], _err),
     "tl_drr_run": ([_i64, _ptr, _i64, _ptr, _i64, ctypes.POINTER(ctypes.c_int), ctypes.c_int], _err),
+    "tl_drr_warnings": ([_i64, _txt], _err),
     "tl_wavelet_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
     "tl_wavelet_columns": ([_i64, _txt], _err),
     "tl_wavelet_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, ctypes.c_int], _err),

@@ -4,12 +4,10 @@ import warnings
 
 import numpy as np
 
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, check, config, converted, finite, get_ident,
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, check, config, converted, finite, get_ident,
                    getsignal, integer, lib, mem_limit_of, not_finite, numbers, output, params_of)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
-
-MISSED = ("every ray missed the volume: check the geometry against the volume's origin, spacing and direction")
 
 
 def poses_array(poses, detector):
@@ -61,7 +59,10 @@ class DRR(Compiled):
     the volume is in Hounsfield units (μ = mu_water·max(0, 1 + HU/1000));
     mu: your formula over a voxel's value h giving μ per mm, applied once;
     post: your formula over a pixel's line integral p, e.g. "exp(-p)";
-    params: their parameters. batch: poses per block (default planned under
+    params: their parameters. A fault of a call's geometry (a source inside
+    the volume, a detector reaching into it, the volume behind the source, a
+    pose whose every ray misses it) is a warning (warnings.warn, a line
+    each), or with strict=True an Error. batch: poses per block (default planned under
     mem_limit). dtype: the images', "float32" (the only one; None is the
     same). device: "cpu" (default) or "cuda" (a library built with
     CUDA; gpu: its number). The CLI's drr flags of the same names.
@@ -77,7 +78,8 @@ class DRR(Compiled):
 
     def __init__(self, volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), *, detector=(200, 200),
                  direction=None, frame=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
-                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, dtype=None, device="cpu", gpu=None):
+                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, strict=False, dtype=None, device="cpu",
+                 gpu=None):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"volume=: shape {v.shape}, want (X, Y, Z)")
@@ -94,7 +96,7 @@ class DRR(Compiled):
         cfg = config(spacing=numbers("spacing", spacing, 3), origin=numbers("origin", origin, 3), direction=dirn,
                      frame=frame, rows=rows, cols=cols, method=method, step=finite("step", step), hu=bool(hu),
                      mu_water=finite("mu_water", mu_water), mu=mu, post=post,
-                     params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite),
+                     params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), strict=bool(strict),
                      batch=integer("batch", batch) or 0, dtype=dtype,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
@@ -128,12 +130,13 @@ class DRR(Compiled):
         else:
             img = output(out, np.float32, (n,) + self.detector)
         it = 1 if get_ident() == MAIN_THREAD and getsignal(SIGINT) is DEFAULT_INT else 0
-        missed = ctypes.c_int(0)
-        err = self._run(h, p.ctypes.data, p.size, img.ctypes.data, img.size, ctypes.byref(missed), it)
+        warned = ctypes.c_int(0)
+        err = self._run(h, p.ctypes.data, p.size, img.ctypes.data, img.size, ctypes.byref(warned), it)
         if err:
             check(err)
-        if missed.value:
-            warnings.warn(MISSED, stacklevel=2)
+        if warned.value:  # the geometry's faults (strict=True makes them errors)
+            for line in _text(lib.tl_drr_warnings, h).splitlines():
+                warnings.warn(line, stacklevel=2)
         return img
 
 

@@ -176,6 +176,26 @@ def test_all_rays_missed_warns():
             r(r.orbit(2))
 
 
+def test_geometry_faults_warn_or_fail():
+    """A detector reaching into the volume (the orbit's sid mistaken for
+    radiography's SID) is a warning naming the distance, as the CLI's; with
+    strict=True an Error, and nothing is rendered."""
+    v = np.ones((20, 20, 20), np.float32)  # a 20 mm box about (9.5, 9.5, 9.5)
+    with tapeloop.DRR(v, detector=(4, 4)) as r:
+        poses = r.orbit(3, sdd=1020.0, sid=1015.0, pixel=1.0)  # the detector 5 mm past the centre: 5 mm inside
+        with pytest.warns(UserWarning, match=r"^3 of 3 poses have their detector reaching into the volume "
+                                             r"\(pose 0: 5 mm inside its nearest face\)"):
+            r(poses)
+    with tapeloop.DRR(v, detector=(4, 4), strict=True) as r:
+        with pytest.raises(tapeloop.Error, match=r"^geometry: strict=: 3 of 3 poses have their detector reaching"):
+            r(r.orbit(3, sdd=1020.0, sid=1015.0, pixel=1.0))
+        far = {"source": [1000, 1000, 1000], "center": [1000, 1000, 900], "u": [1, 0, 0], "v": [0, 1, 0],
+               "pixel": [1, 1]}
+        with pytest.raises(tapeloop.Error, match="every ray missed the volume"):
+            r(far)
+        assert r(r.orbit(2)).shape == (2, 4, 4)  # a sound geometry: no warning, no error
+
+
 def test_thousand_poses_one_per_call_flat_memory():
     """The DRR loop: one volume, one pose per iteration."""
     rng = np.random.default_rng()
