@@ -98,8 +98,11 @@ func runAffinity(c *cli.Context) error {
 			what = fmt.Sprintf("the top %d per row", r.TopK)
 		}
 		metric := r.Metric
-		if r.Formula != "" {
+		switch {
+		case r.Formula != "":
 			metric = fmt.Sprintf("f(a, b) = %s", shortFormula(r.Formula))
+		case spec.Formula != "": // the formula is a built-in metric: its kernel ran
+			metric = fmt.Sprintf("f(a, b) = %s (the built-in %s)", shortFormula(spec.Formula), r.Metric)
 		}
 		fmt.Fprintf(stdout, "affinity: %s over %d images of %d values, rows [%d, %d), %s: sum of %s %.17g\n",
 			metric, r.N, r.D, r.Rows[0], r.Rows[1], dev.Dtype(), what, r.Checksum)

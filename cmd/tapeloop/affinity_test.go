@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -439,5 +440,40 @@ np.save(d + "/cosine.npy", dot / (np.sqrt(sq.astype(np.float64))[:, None] * np.s
 	b, _ := os.ReadFile(p("l2_float32_2.npy"))
 	if string(a) != string(b) {
 		t.Error("merged shards differ from one run")
+	}
+}
+
+// TestAffinityFormulaThatIsABuiltin: the author's own spelling of a
+// built-in metric runs the built-in kernel: the (N, N) matrix and the
+// top-k archive byte for byte those of --metric, in float32 and float64.
+func TestAffinityFormulaThatIsABuiltin(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	for _, c := range []struct{ metric, formula string }{
+		{"l1", "-sum(abs(a - b))"},
+		{"l2", "-sum((a-b)^2)"},
+		{"dot", "sum(a*b)"},
+		{"cosine", "sum(a*b)/sqrt(sum(a^2)*sum(b^2))"},
+	} {
+		for _, dt := range []string{"float32", "float64"} {
+			for _, out := range []string{".npy", ".npz"} {
+				base := []string{"affinity", "--quiet", "-n", "157", "--height", "7", "--width", "9", "--dtype", dt}
+				if out == ".npz" {
+					base = append(base, "--topk", "5")
+				}
+				a, b := p(c.metric+dt+"-metric"+out), p(c.metric+dt+"-formula"+out)
+				base = slices.Clip(base) // each append below makes its own array
+				for _, args := range [][]string{append(base, "--metric", c.metric, "--out", a), append(base, "--formula", c.formula, "--out", b)} {
+					if _, se, code := run(t, args...); code != 0 {
+						t.Fatalf("%v: exit %d: %s", args, code, se)
+					}
+				}
+				x, _ := os.ReadFile(a)
+				y, _ := os.ReadFile(b)
+				if len(x) == 0 || !bytes.Equal(x, y) {
+					t.Errorf("%s %s%s: --formula %q differs from --metric %s", c.metric, dt, out, c.formula, c.metric)
+				}
+			}
+		}
 	}
 }

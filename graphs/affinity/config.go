@@ -3,6 +3,8 @@ package affinity
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/option"
@@ -46,8 +48,11 @@ type Config struct {
 type Plan struct {
 	Metric  pairwise.Metric
 	Formula *formula.Formula // nil: Metric
-	Direct  bool             // the method "direct"
-	TopK    int              // 0: all of each row
+	// Builtin is the user's formula, in canonical form, when it is the
+	// built-in Metric written out (Formula is then nil).
+	Builtin string
+	Direct  bool // the method "direct"
+	TopK    int  // 0: all of each row
 }
 
 // Validate checks what can be checked without the images and the device.
@@ -90,7 +95,60 @@ func (c Config) Parse() (p Plan, err error) {
 	if c.TF32 {
 		return p, errors.New("--tf32: not used with --formula")
 	}
+	// A formula that is a built-in metric, as written, runs as the metric:
+	// its kernel, its speed, its values (unless --method direct asks for
+	// the formula evaluated as written).
+	if m, ok := builtinOf(p.Formula); ok && !p.Direct {
+		p.Metric, p.Builtin, p.Formula = m, p.Formula.Canonical(), nil
+	}
 	return p, nil
+}
+
+// builtins are the built-in metrics written as formulas: each spelling,
+// parsed, is compared with a user's formula by canonical form.
+var builtins = []struct {
+	metric    pairwise.Metric
+	spellings []string
+}{
+	{pairwise.MetricDot, []string{"sum(a*b)", "sum(b*a)"}},
+	{pairwise.MetricL1, []string{"-sum(abs(a-b))", "-sum(abs(b-a))"}},
+	{pairwise.MetricL2, []string{"-sum((a-b)^2)", "-sum((b-a)^2)", "-sum((a-b)*(a-b))", "-sum((b-a)*(b-a))"}},
+	{pairwise.MetricCosine, []string{
+		"sum(a*b)/sqrt(sum(a^2)*sum(b^2))", "sum(a*b)/(sqrt(sum(a^2))*sqrt(sum(b^2)))",
+		"sum(a*b)/sqrt(sum(a*a)*sum(b*b))", "sum(a*b)/(sqrt(sum(a*a))*sqrt(sum(b*b)))",
+	}},
+}
+
+// builtinOf is the built-in metric f is, as written up to spaces,
+// parentheses and x^2 for x*x (the same nodes, in the same order), if any.
+func builtinOf(f *formula.Formula) (pairwise.Metric, bool) {
+	got := structure(f)
+	for _, b := range builtins {
+		for _, src := range b.spellings {
+			g, err := formula.Parse(src, f.Env)
+			if err == nil && got != "" && structure(g) == got {
+				return b.metric, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// structure is f's nodes (formula.Graph) written out, "" if it has none.
+func structure(f *formula.Formula) string {
+	g, err := f.Graph(1)
+	if err != nil {
+		return ""
+	}
+	var sb strings.Builder
+	for _, n := range g.Nodes {
+		fmt.Fprintf(&sb, "%d %x %d (", n.Op, math.Float64bits(n.Val), n.Var)
+		for _, a := range n.Args {
+			fmt.Fprintf(&sb, "%d ", a.ID())
+		}
+		sb.WriteString(");")
+	}
+	return sb.String()
 }
 
 // CheckRun checks the settings of the run that Parse leaves, into p: TF32

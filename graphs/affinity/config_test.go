@@ -41,3 +41,46 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestFormulaThatIsABuiltin: a formula that is a built-in metric as
+// written (up to spaces, parentheses, the order of a − b and x^2 for x·x)
+// runs as the metric; one that only resembles it, or asked for with
+// --method direct, stays a formula.
+func TestFormulaThatIsABuiltin(t *testing.T) {
+	cases := []struct {
+		src, method string
+		want        string // the metric, "": a formula
+	}{
+		{"-sum(abs(a-b))", "", "l1"},
+		{" - sum( abs( b - a ) ) ", "", "l1"},
+		{"-sum((a-b)^2)", "", "l2"},
+		{"-sum((b - a)*(b - a))", "", "l2"},
+		{"sum(a*b)", "", "dot"},
+		{"sum(b*a)", "auto", "dot"},
+		{"sum(a*b)/sqrt(sum(a^2)*sum(b^2))", "", "cosine"},
+		{"sum(a*b)/(sqrt(sum(a*a))*sqrt(sum(b*b)))", "", "cosine"},
+		{"-sum(abs(a-b))", "direct", ""},
+		{"sum(abs(a-b))", "", ""},
+		{"-2*sum(abs(a-b))", "", ""},
+		{"-sum(abs(a-b))/s", "", ""},
+		{"sqrt(sum((a-b)^2))", "", ""},
+		{"sum(a*b) + 1", "", ""},
+		{"-mean(abs(a-b))", "", ""},
+	}
+	for _, c := range cases {
+		cfg := Config{Formula: c.src, Method: c.method}
+		if strings.HasSuffix(c.src, "/s") {
+			cfg.Params = map[string]float64{"s": 1}
+		}
+		p, err := cfg.Parse()
+		if err != nil {
+			t.Fatalf("%q: %v", c.src, err)
+		}
+		switch {
+		case c.want == "" && (p.Formula == nil || p.Builtin != ""):
+			t.Errorf("%q (method %q): runs as the built-in %v, want the formula", c.src, c.method, p.Metric)
+		case c.want != "" && (p.Formula != nil || p.Metric.String() != c.want || p.Builtin == ""):
+			t.Errorf("%q: formula %v, metric %v; want the built-in %s", c.src, p.Formula != nil, p.Metric, c.want)
+		}
+	}
+}

@@ -254,3 +254,12 @@ def test_block_and_memory_limit_give_the_same_matrix():
                 assert plan["planned_bytes"] <= plan["mem_limit_bytes"]
     with pytest.raises(tapeloop.Error, match="over the memory limit"):
         tapeloop.Affinity("l2", shape=(5000, 64), mem_limit="1KiB")
+
+
+def test_formula_that_is_a_builtin_runs_the_builtin():
+    """The author's -sum(abs(a-b)) is --metric l1: the same kernel, the
+    same values bit for bit (and so for l2, dot, cosine)."""
+    x = np.random.default_rng(28007).standard_normal((83, 5, 7)).astype(np.float32)
+    for metric, f in (("l1", "-sum(abs(a-b))"), ("l2", "-sum((a - b)^2)"), ("dot", "sum(a*b)"),
+                      ("cosine", "sum(a*b)/sqrt(sum(a^2)*sum(b^2))")):
+        np.testing.assert_array_equal(tapeloop.affinity(x, formula=f), tapeloop.affinity(x, metric=metric))
