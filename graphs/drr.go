@@ -198,6 +198,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 		}
 	}
 	t := &DRRTask{dir: s.Out, n: len(poses), rows: poses[0].Rows, cols: poses[0].Cols}
+	frame := p.frame
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -227,6 +228,10 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 			meta := shard.RangeMeta{Workload: shard.DRR, Items: len(poses), Lo: lo, Hi: hi, Index: p.shard.index, Count: p.shard.count,
 				Fingerprint: fp, Rows: r, Cols: c, PNG: s.PNG}
 			if err = shard.WriteRangeMeta(t.npz, meta); err != nil {
+				return nil, fmt.Errorf("--out: %w", err)
+			}
+			// The whole run's geometry.json, which the merge writes.
+			if err = writeGeometry(t.npz.CreateRaw, poses, p.frame); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
 			if t.writer, err = t.npz.Create("drr", npy.Float32, []int{hi - lo, r, c}); err != nil {
@@ -275,6 +280,9 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 		setup.Out = t.writer
 		if s.PNG {
 			setup.Image = func(i int, img []float32, lo, hi float32) error { return t.writePNG(i, img, lo, hi, p.Rows, p.Cols) }
+		}
+		if err := t.createGeometry(poses, frame); err != nil {
+			return nil, err
 		}
 	}
 	if t.job, err = drr.New(setup); err != nil {
@@ -416,13 +424,55 @@ func (s DRRSpec) poses(p drrPlan, v *volume.Volume) ([]ops.Pose, error) {
 			return nil, fmt.Errorf("--geometry: %w", err)
 		}
 		defer f.Close()
-		poses, err := ops.ReadGeometry(f)
+		poses, frame, err := ops.ReadGeometryFrame(f)
 		if err != nil {
 			return nil, fmt.Errorf("--geometry: %s: %w", s.Geometry, err)
+		}
+		if frame != "" && frame != string(p.frame) {
+			return nil, fmt.Errorf("--geometry: %s: its poses are in the %s frame, --frame is %s: give --frame %s", s.Geometry, frame, p.frame, frame)
 		}
 		return poses, nil
 	}
 	return ops.Orbit(s.Orbit, v.Centre(), s.SDD, s.SID, p.rows, p.cols, s.Pixel)
+}
+
+// writeGeometry writes the geometry.json of poses in frame (drr.Geometry)
+// to a file that create makes.
+func writeGeometry(create func(string) (io.Writer, error), poses []ops.Pose, frame volume.Frame) error {
+	b, err := drr.Geometry(poses, string(frame))
+	if err != nil {
+		return err
+	}
+	w, err := create("geometry.json")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// createGeometry writes DIR/geometry.json, the poses with their projection
+// matrices, to a temporary file renamed with the images on Commit.
+func (t *DRRTask) createGeometry(poses []ops.Pose, frame volume.Frame) error {
+	b, err := drr.Geometry(poses, string(frame))
+	if err != nil {
+		return err
+	}
+	return t.createSide("geometry.json", b)
+}
+
+// createSide writes b to DIR/name, a temporary file renamed with the images
+// on Commit.
+func (t *DRRTask) createSide(name string, b []byte) error {
+	f, err := atomicfile.Create(filepath.Join(t.dir, name))
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	t.pngs = append(t.pngs, f)
+	if _, err := f.Write(b); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
 }
 
 // writePNG writes pose i's image, its line integrals scaled from [lo, hi]

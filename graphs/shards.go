@@ -307,6 +307,13 @@ func mergeDRR(s MergeSpec) (err error) {
 	if t.writer, err = npy.NewWriter(t.npyOut, npy.Float32, []int{ref.Items, ref.Rows, ref.Cols}); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	// The run's geometry.json, which every shard carries (the same: the
+	// shards come from one run).
+	if g, err := all[0].Z.ReadRaw("geometry.json", 1<<30); err == nil {
+		if err := t.createSide("geometry.json", g); err != nil {
+			return err
+		}
+	}
 	img := make([]float32, ref.Rows*ref.Cols)
 	for _, o := range all {
 		r, c, err := o.Z.Open("drr")

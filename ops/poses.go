@@ -177,25 +177,40 @@ func Orbit(n int, c [3]float64, sdd, sid float64, rows, cols int, pixel float64)
 // field present, vectors of exactly three numbers. All poses of one run
 // share the detector size.
 func ReadGeometry(r io.Reader) ([]Pose, error) {
+	poses, _, err := ReadGeometryFrame(r)
+	return poses, err
+}
+
+// ReadGeometryFrame is ReadGeometry, and the world frame the document
+// names ("frame": "lps" or "ras"; "" when it names none). It also reads
+// the geometry.json a DRR run writes, whose projection matrices it
+// ignores.
+func ReadGeometryFrame(r io.Reader) ([]Pose, string, error) {
 	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
 	dec.DisallowUnknownFields()
 	var doc struct {
-		Poses []struct {
+		Frame      string `json:"frame"`
+		Projection string `json:"projection"`
+		Poses      []struct {
 			Source, Center, U, V, Pixel []float64
 			Rows, Cols                  *int
+			Matrix                      json.RawMessage `json:"matrix"`
 		} `json:"poses"`
 	}
 	if err := dec.Decode(&doc); err != nil {
-		return nil, decodeError(err)
+		return nil, "", decodeError(err)
+	}
+	if doc.Frame != "" && doc.Frame != "lps" && doc.Frame != "ras" {
+		return nil, "", fmt.Errorf("%w: \"frame\" is %q, want \"lps\" or \"ras\"", ErrGeometry, doc.Frame)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: more data after the JSON document (at byte %d)", ErrGeometry, dec.InputOffset())
+		return nil, "", fmt.Errorf("%w: more data after the JSON document (at byte %d)", ErrGeometry, dec.InputOffset())
 	}
 	if len(doc.Poses) == 0 {
-		return nil, fmt.Errorf("%w: no poses", ErrGeometry)
+		return nil, "", fmt.Errorf("%w: no poses", ErrGeometry)
 	}
 	if len(doc.Poses) > MaxPoses {
-		return nil, fmt.Errorf("%w: %d poses; at most %d (2²⁰) in one run", ErrGeometry, len(doc.Poses), MaxPoses)
+		return nil, "", fmt.Errorf("%w: %d poses; at most %d (2²⁰) in one run", ErrGeometry, len(doc.Poses), MaxPoses)
 	}
 	poses := make([]Pose, len(doc.Poses))
 	for i, q := range doc.Poses {
@@ -206,21 +221,21 @@ func ReadGeometry(r io.Reader) ([]Pose, error) {
 			dst  []float64
 		}{{"source", q.Source, p.Source[:]}, {"center", q.Center, p.Center[:]}, {"u", q.U, p.U[:]}, {"v", q.V, p.V[:]}, {"pixel", q.Pixel, p.Pixel[:]}} {
 			if len(f.src) != len(f.dst) {
-				return nil, fmt.Errorf("%w: pose %d: %q must be %d numbers, got %d", ErrGeometry, i, f.name, len(f.dst), len(f.src))
+				return nil, "", fmt.Errorf("%w: pose %d: %q must be %d numbers, got %d", ErrGeometry, i, f.name, len(f.dst), len(f.src))
 			}
 			copy(f.dst, f.src)
 		}
 		if q.Rows == nil || q.Cols == nil {
-			return nil, fmt.Errorf("%w: pose %d lacks rows or cols", ErrGeometry, i)
+			return nil, "", fmt.Errorf("%w: pose %d lacks rows or cols", ErrGeometry, i)
 		}
 		p.Rows, p.Cols = *q.Rows, *q.Cols
 		if err := p.Validate(i); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if p.Rows != poses[0].Rows || p.Cols != poses[0].Cols {
-			return nil, fmt.Errorf("%w: pose %d has a %d×%d detector, pose 0 %d×%d; one run renders one detector size",
+			return nil, "", fmt.Errorf("%w: pose %d has a %d×%d detector, pose 0 %d×%d; one run renders one detector size",
 				ErrGeometry, i, p.Rows, p.Cols, poses[0].Rows, poses[0].Cols)
 		}
 	}
-	return poses, nil
+	return poses, doc.Frame, nil
 }

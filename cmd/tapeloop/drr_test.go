@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	bin "encoding/binary"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
@@ -244,4 +246,50 @@ func ones(n int) []float64 {
 		x[i] = 1
 	}
 	return x
+}
+
+// TestDRRGeometryFile: a run writes geometry.json beside drr.npy, every pose
+// with its projection matrix; the merge of its shards writes the same
+// file; read back with --geometry it renders the same images, and with
+// another --frame it is refused.
+func TestDRRGeometryFile(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	base := []string{"drr", "--quiet", "--size", "24", "--orbit", "5", "--detector", "9x7"}
+	mustRun := func(args ...string) {
+		t.Helper()
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, se)
+		}
+	}
+	mustRun(append(base, "--out", p("whole"))...)
+	for i := range 2 {
+		mustRun(append(base, "--shard", fmt.Sprintf("%d/2", i), "--out", p(fmt.Sprintf("s%d.npz", i)))...)
+	}
+	mustRun("merge", "--out", p("merged"), p("s1.npz"), p("s0.npz"))
+	mustRun("drr", "--quiet", "--size", "24", "--geometry", p("whole/geometry.json"), "--out", p("again"))
+	g, err := os.ReadFile(p("whole/geometry.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Frame string
+		Poses []struct {
+			Rows, Cols int
+			Matrix     [3][4]float64
+		}
+	}
+	if err := json.Unmarshal(g, &doc); err != nil || doc.Frame != "lps" || len(doc.Poses) != 5 || doc.Poses[0].Rows != 9 || doc.Poses[0].Matrix[2] == [4]float64{} {
+		t.Fatalf("geometry.json: %v, %+v", err, doc)
+	}
+	for _, f := range []string{"merged/geometry.json", "merged/drr.npy", "again/drr.npy"} {
+		want, _ := os.ReadFile(p("whole/" + filepath.Base(f)))
+		if got, _ := os.ReadFile(p(f)); len(want) == 0 || !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the run's", f)
+		}
+	}
+	_, se, code := run(t, "drr", "--quiet", "--size", "24", "--geometry", p("whole/geometry.json"), "--frame", "ras")
+	if code != 1 || !strings.Contains(se, "its poses are in the lps frame, --frame is ras") {
+		t.Errorf("another frame: exit %d, stderr %q", code, se)
+	}
 }

@@ -104,7 +104,7 @@ func TestDRRShardsMergeBitForBit(t *testing.T) {
 		if _, se, code := run(t, "merge", "--out", p(m+"-merged"), shards[1], shards[2], shards[0]); code != 0 {
 			t.Fatalf("%s: merge: exit %d: %s", m, code, se)
 		}
-		names := []string{"drr.npy"}
+		names := []string{"drr.npy", "geometry.json"}
 		for i := range 7 {
 			names = append(names, fmt.Sprintf("drr_%04d.png", i))
 		}

@@ -2,9 +2,11 @@ package drr
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -63,5 +65,107 @@ func TestCheckGeometry(t *testing.T) {
 	// A padded volume has the same box.
 	if pb := boxOf(volume.Pad(v)); math.Abs(pb.depth(c)-10) > 1e-9 {
 		t.Errorf("padded: the centre is %g mm deep, want 10", pb.depth(c))
+	}
+}
+
+// TestProjection: a pose's projection matrix takes every point of the ray
+// through pixel (c, r), in front of the source, to column c, row r, with
+// w > 0; a point behind the source gets w < 0. Oblique, tilted poses with
+// rectangular pixels and odd detector sizes.
+func TestProjection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 28))
+	for k := range 20 {
+		p := ops.Pose{Rows: 3 + rng.IntN(40), Cols: 3 + rng.IntN(40), Pixel: [2]float64{0.3 + rng.Float64()*2, 0.3 + rng.Float64()*2}}
+		for a := range 3 {
+			p.Source[a], p.Center[a] = rng.NormFloat64()*300, rng.NormFloat64()*300
+			p.U[a], p.V[a] = rng.NormFloat64(), rng.NormFloat64()
+		}
+		if p.Validate(k) != nil {
+			continue
+		}
+		m := Projection(p)
+		var e [ops.PoseWidth]float64
+		p.Encode(e[:])
+		for range 10 {
+			c, r, lambda := rng.Float64()*float64(p.Cols-1), rng.Float64()*float64(p.Rows-1), 0.05+rng.Float64()*3
+			var x [4]float64
+			for a := range 3 {
+				pix := e[3+a] + c*e[6+a] + r*e[9+a]
+				x[a] = e[a] + lambda*(pix-e[a])
+			}
+			x[3] = 1
+			var uvw [3]float64
+			for i := range 3 {
+				for j := range 4 {
+					uvw[i] += m[i][j] * x[j]
+				}
+			}
+			if !(uvw[2] > 0) || math.Abs(uvw[0]/uvw[2]-c) > 1e-7 || math.Abs(uvw[1]/uvw[2]-r) > 1e-7 {
+				t.Fatalf("pose %d: the point at λ = %.3g on the ray of (c, r) = (%.4f, %.4f) projects to (%.6f, %.6f), w = %g", k, lambda, c, r, uvw[0]/uvw[2], uvw[1]/uvw[2], uvw[2])
+			}
+			var back float64
+			for j := range 3 {
+				back += m[2][j] * (2*e[j] - x[j]) // the point mirrored through the source
+			}
+			if back+m[2][3] >= 0 {
+				t.Fatalf("pose %d: a point behind the source has w = %g, want < 0", k, back+m[2][3])
+			}
+		}
+	}
+}
+
+// TestProjectionMatchesTheImage renders a volume that is zero but for one
+// voxel and checks that each pose's image of it is centred where the
+// projection matrix puts that voxel's centre (to 0.1 pixel: perspective
+// moves a box's image centroid a little off its centre's image).
+func TestProjectionMatchesTheImage(t *testing.T) {
+	n := [3]int64{15, 13, 11}
+	v := &volume.Volume{V: make([]float32, n[0]*n[1]*n[2]), N: n, Spacing: [3]float64{0.6, 0.5, 0.7}, Origin: [3]float64{-9, 4, 2}}
+	i, j, k := 9, 4, 6
+	v.V[(int64(i)*n[1]+int64(j))*n[2]+int64(k)] = 100
+	x := v.World([3]float64{float64(i), float64(j), float64(k)})
+	prog, err := Compile(DefaultConfig(), v, 61, 57, graphstest.CPU(t, 2, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	x14, err := prog.Orbit(5, 900, 400, 0.15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := make([]float32, 5*61*57)
+	if err := prog.Run(x14, images); err != nil {
+		t.Fatal(err)
+	}
+	poses := make([]ops.Pose, 5)
+	for pi := range poses {
+		q := x14[pi*PoseValues:]
+		p := &poses[pi]
+		copy(p.Source[:], q[0:3])
+		copy(p.Center[:], q[3:6])
+		copy(p.U[:], q[6:9])
+		copy(p.V[:], q[9:12])
+		copy(p.Pixel[:], q[12:14])
+		p.Rows, p.Cols = 61, 57
+	}
+	for pi, p := range poses {
+		img := images[pi*61*57 : (pi+1)*61*57]
+		// The image's centroid: the voxel's footprint is several pixels
+		// wide, its brightest pixel anywhere in it.
+		var sum, sc, sr float64
+		for q, val := range img {
+			sum += float64(val)
+			sc += float64(val) * float64(q%57)
+			sr += float64(val) * float64(q/57)
+		}
+		m := Projection(p)
+		var uvw [3]float64
+		for a := range 3 {
+			uvw[a] = m[a][0]*x[0] + m[a][1]*x[1] + m[a][2]*x[2] + m[a][3]
+		}
+		c, r := uvw[0]/uvw[2], uvw[1]/uvw[2]
+		if gc, gr := sc/sum, sr/sum; !(sum > 0) || math.Abs(gc-c) > 0.1 || math.Abs(gr-r) > 0.1 {
+			t.Errorf("pose %d: the voxel's image is centred at (column %.3f, row %.3f), the matrix puts its centre at (%.3f, %.3f)", pi, gc, gr, c, r)
+		}
 	}
 }
