@@ -37,6 +37,11 @@ type DRRSpec struct {
 	// int16, uint32, int32, float32 or float64, little endian) describe a
 	// raw volume.
 	RawShape, RawDtype string
+	// RawOrder is the order of a raw volume's voxels in the file: "zyx"
+	// (also ""; C order: x the slowest axis, z the fastest, as NumPy
+	// writes) or "xyz" (x fastest, as Fortran, MATLAB and many scanners'
+	// and InVesalius' exports write).
+	RawOrder string
 	// Series picks a DICOM series by its SeriesInstanceUID when the Volume
 	// directory holds several; "": the only one.
 	Series string
@@ -82,6 +87,7 @@ func DefaultDRRSpec() DRRSpec {
 type drrPlan struct {
 	frame      volume.Frame
 	shape      [3]int
+	xFastest   bool // a raw volume's voxels in x-fastest order
 	rows, cols int
 	shard      shardChoice
 }
@@ -94,6 +100,16 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 	}
 	if p.frame, err = volume.ParseFrame(s.Frame); err != nil {
 		return p, err
+	}
+	switch s.RawOrder {
+	case "", "zyx":
+	case "xyz":
+		p.xFastest = true
+	default:
+		return p, fmt.Errorf("--order %q: want zyx (C order, z fastest) or xyz (x fastest)", s.RawOrder)
+	}
+	if s.RawOrder != "" && (s.Volume == "" || s.RawShape == "") {
+		return p, errors.New("--order: it is for a raw --volume, with --shape and --dtype")
 	}
 	if s.Volume != "" {
 		if s.RawShape != "" {
@@ -391,7 +407,7 @@ func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, setup drr.Setup
 // spacing, origin and units.
 func (s DRRSpec) loadVolume(p drrPlan) (*volume.Volume, error) {
 	if s.Volume != "" {
-		opt := volume.Options{Spacing: s.Spacing, Origin: s.Origin, Shape: p.shape, Dtype: s.RawDtype, Frame: p.frame, Warn: s.Warn, Series: s.Series}
+		opt := volume.Options{Spacing: s.Spacing, Origin: s.Origin, Shape: p.shape, Dtype: s.RawDtype, XFastest: p.xFastest, Frame: p.frame, Warn: s.Warn, Series: s.Series}
 		v, err := volume.Load(s.Volume, opt)
 		if err != nil {
 			return nil, fmt.Errorf("--volume: %w", err)

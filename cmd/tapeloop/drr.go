@@ -19,7 +19,8 @@ var drrFlags = []cli.Flag{
 	&cli.StringFlag{Name: "spacing", Category: catDRR, Usage: "voxel size `sx,sy,sz` in mm (default: the file's, or 1,1,1)"},
 	&cli.StringFlag{Name: "origin", Category: catDRR, Usage: "centre of voxel (0,0,0) `ox,oy,oz` in mm, in --frame, as NIfTI, MetaImage and DICOM define it (from a corner: corner + spacing/2; default: the file's, or 0,0,0)"},
 	&cli.StringFlag{Name: "frame", Category: catDRR, Value: drrDefaults.Frame, Usage: "world frame of the geometry, orbit centre and --origin: lps (patient LPS mm, as DICOM, ITK, plastimatch) or ras (nibabel's RAS mm)"},
-	&cli.StringFlag{Name: "shape", Category: catDRR, Usage: "raw volumes: `X,Y,Z` (C order: the last axis varies fastest)"},
+	&cli.StringFlag{Name: "shape", Category: catDRR, Usage: "raw volumes: `X,Y,Z`"},
+	&cli.StringFlag{Name: "order", Category: catDRR, Usage: "raw volumes: the voxels' order in the file, zyx (C order, z fastest, as NumPy writes; the default) or xyz (x fastest, as Fortran, MATLAB, InVesalius' matrix.dat and many scanners' exports)"},
 	&cli.StringFlag{Name: "dtype", Category: catDRR, Usage: "raw volumes: uint8, int8, uint16, int16, uint32, int32, float32 or float64, little endian"},
 	&cli.StringFlag{Name: "series", Category: catDRR, Usage: "DICOM: the SeriesInstanceUID to read when the directory holds several (`UID`)"},
 	&cli.BoolFlag{Name: "hu", Category: catDRR, Usage: "the volume is in Hounsfield units: μ = μ_water·max(0, 1 + HU/1000)"},
@@ -88,7 +89,7 @@ func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
 	s := graphs.DRRSpec{
 		Config: drr.Config{Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: &water, Mu: c.String("mu"), Post: c.String("post"),
 			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name), Method: c.String("method"), Strict: c.Bool("strict")},
-		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), Series: c.String("series"),
+		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), RawOrder: c.String("order"), Series: c.String("series"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"),
 		Out: c.String("out"), PNG: c.Bool("png"), Warn: os.Stderr, Shards: intIfSet(c, "shards"),

@@ -293,3 +293,61 @@ func TestDRRGeometryFile(t *testing.T) {
 		t.Errorf("another frame: exit %d, stderr %q", code, se)
 	}
 }
+
+// TestDRRRawOrder: a raw volume written x fastest (Fortran order, as
+// InVesalius' matrix.dat) read with --order xyz renders what the same
+// volume as .npy renders, byte for byte; read as the default zyx it does
+// not. --order without a raw volume, or with another value, is refused.
+func TestDRRRawOrder(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	const nx, ny, nz = 13, 10, 7
+	vals := make([]float64, nx*ny*nz) // C order: (x·ny + y)·nz + z
+	raw := make([]byte, 0, 2*len(vals))
+	for i := range vals {
+		vals[i] = float64((i*7919)%601 - 300)
+	}
+	for z := range nz { // x fastest
+		for y := range ny {
+			for x := range nx {
+				u := uint16(int16(vals[(x*ny+y)*nz+z]))
+				raw = append(raw, byte(u), byte(u>>8)) // little endian
+			}
+		}
+	}
+	writeNpy(t, p("v.npy"), []int{nx, ny, nz}, vals)
+	if err := os.WriteFile(p("v.raw"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"drr", "--quiet", "--orbit", "3", "--detector", "8x9", "--pixel", "3"}
+	rawArgs := []string{"--volume", p("v.raw"), "--shape", "13,10,7", "--dtype", "int16"}
+	for _, c := range [][]string{
+		{"--volume", p("v.npy"), "--out", p("npy")},
+		append(append([]string{}, rawArgs...), "--order", "xyz", "--out", p("xyz")),
+		append(append([]string{}, rawArgs...), "--out", p("zyx")),
+	} {
+		if _, se, code := run(t, append(append([]string{}, base...), c...)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", c, code, se)
+		}
+	}
+	want, _ := os.ReadFile(p("npy/drr.npy"))
+	if got, _ := os.ReadFile(p("xyz/drr.npy")); len(want) == 0 || !bytes.Equal(got, want) {
+		t.Error("--order xyz: the images differ from the .npy volume's")
+	}
+	if got, _ := os.ReadFile(p("zyx/drr.npy")); bytes.Equal(got, want) {
+		t.Error("the x-fastest file read as zyx renders the .npy volume's images: the test cannot tell the orders apart")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(append([]string{}, rawArgs...), "--order", "yxz"), `--order "yxz": want zyx`},
+		{[]string{"--volume", p("v.npy"), "--order", "xyz"}, "--order: it is for a raw --volume"},
+		{[]string{"--order", "xyz"}, "--order: it is for a raw --volume"},
+	} {
+		_, se, code := run(t, append(append([]string{}, base...), c.args...)...)
+		if code != 1 || !strings.Contains(se, c.want) || strings.Count(se, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, se, c.want)
+		}
+	}
+}

@@ -71,6 +71,9 @@ type Options struct {
 	Origin  *[3]float64 // the centre of voxel (0, 0, 0), in Frame; overrides the file's (default 0)
 	Shape   [3]int      // raw files: the shape
 	Dtype   string      // raw files: uint8, int8, uint16, int16, uint32, int32, float32, float64
+	// XFastest says a raw file's voxels run x fastest (Fortran order), not
+	// z fastest (C order).
+	XFastest bool
 	// Frame is the world frame the volume comes out in ("": LPS). Files
 	// that place the volume in the patient (NIfTI, MetaImage) are
 	// converted to it; .npy and raw volumes have no frame: their index
@@ -113,7 +116,7 @@ func Load(path string, opt Options) (*Volume, error) {
 	case strings.HasSuffix(lower, ".mha"), strings.HasSuffix(lower, ".mhd"):
 		v, err = loadMeta(path, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".raw"), opt.Dtype != "" || opt.Shape != [3]int{}:
-		v, err = loadRaw(path, opt.Shape, opt.Dtype)
+		v, err = loadRaw(path, opt.Shape, opt.Dtype, opt.XFastest)
 		frameless = true
 	default:
 		return nil, fmt.Errorf("%w: %s: unknown format %q (want .npy, .nii, .nii.gz, .mha, .mhd, a DICOM series directory, or raw with --shape and --dtype)", ErrVolume, path, filepath.Ext(path))
@@ -298,7 +301,7 @@ func readVoxels(r io.Reader, v *Volume, el element, xFastest bool) error {
 	return nil
 }
 
-func loadRaw(path string, shape [3]int, dtype string) (*Volume, error) {
+func loadRaw(path string, shape [3]int, dtype string, xFastest bool) (*Volume, error) {
 	if shape == [3]int{} || dtype == "" {
 		return nil, fmt.Errorf("%w: %s: a raw volume needs --shape X,Y,Z and --dtype", ErrVolume, path)
 	}
@@ -323,7 +326,7 @@ func loadRaw(path string, shape [3]int, dtype string) (*Volume, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := readVoxels(bufioReader(f), v, el, false); err != nil {
+	if err := readVoxels(bufioReader(f), v, el, xFastest); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return v, nil
