@@ -118,7 +118,7 @@ func TestOpenDRROutputs(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if got := strings.Join(names, " "); got != "drr.npy drr_0000.png drr_0001.png drr_0002.png drr_0003.png drr_0004.png" {
+	if got := strings.Join(names, " "); got != "drr.npy drr_0000.png drr_0001.png drr_0002.png drr_0003.png drr_0004.png geometry.json" {
 		t.Errorf("outputs: %s", got)
 	}
 	h, data, err := npy.ReadAll64(filepath.Join(dir, "drr.npy"))
