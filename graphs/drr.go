@@ -61,6 +61,13 @@ type DRRSpec struct {
 	// A shard goes to an .npz Out instead, its PNGs written by the merge.
 	Out string
 	PNG bool
+	// PNGScale is how the PNGs map line integrals to gray: "image" (also
+	// ""; each image from its own smallest to its largest value) or
+	// "global" (every image over the run's smallest to largest). Window
+	// and Level, given together, map [Level − Window/2, Level + Window/2]
+	// instead, clipping what lies outside.
+	PNGScale      string
+	Window, Level *float64
 	// Shard renders only shard "i/n" of the poses (0 ≤ i < n, a
 	// contiguous range) into an .npz Out, for `tapeloop merge`; Shards
 	// splits into this many shards, this job's index read from Env (nil:
@@ -88,6 +95,7 @@ type drrPlan struct {
 	frame      volume.Frame
 	shape      [3]int
 	xFastest   bool // a raw volume's voxels in x-fastest order
+	png        pngScale
 	rows, cols int
 	shard      shardChoice
 }
@@ -141,6 +149,9 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 	if s.PNG && s.Out == "" {
 		return p, fmt.Errorf("--png: needs --out DIR")
 	}
+	if p.png, err = s.pngScale(); err != nil {
+		return p, err
+	}
 	if p.shard, err = parseShard(s.Shard, s.Shards, s.Env, s.Out); err != nil {
 		return p, err
 	}
@@ -148,6 +159,64 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 		return p, errors.New("--resume: it needs --out: a run without output keeps no checkpoint")
 	}
 	return p, nil
+}
+
+// pngScale checks PNGScale, Window and Level.
+func (s DRRSpec) pngScale() (pngScale, error) {
+	var sc pngScale
+	switch s.PNGScale {
+	case "", "image":
+	case "global":
+		sc.global = true
+	default:
+		return sc, fmt.Errorf("--png-scale %q: want image or global", s.PNGScale)
+	}
+	if (s.Window == nil) != (s.Level == nil) {
+		return sc, errors.New("--window and --level: give both")
+	}
+	if s.Window != nil {
+		w, l := *s.Window, *s.Level
+		if !(w > 0) || math.IsInf(w, 0) || math.IsNaN(l) || math.IsInf(l, 0) {
+			return sc, fmt.Errorf("--window %g --level %g: want a positive, finite window and a finite level", w, l)
+		}
+		if sc.global {
+			return sc, errors.New("--window and --png-scale global: give one")
+		}
+		sc.window, sc.lo, sc.hi = true, float32(l-w/2), float32(l+w/2)
+	}
+	if (s.PNGScale != "" || s.Window != nil) && !s.PNG {
+		return sc, errors.New("--png-scale, --window and --level: they are for --png")
+	}
+	return sc, nil
+}
+
+// pngScale is how a run's PNGs map line integrals to gray (DRRSpec's
+// PNGScale, Window and Level).
+type pngScale struct {
+	global, window bool
+	lo, hi         float32 // the window; with global, the run's range so far
+}
+
+// meta is the scale as a shard's metadata holds it.
+func (sc pngScale) meta() (string, [2]float64) {
+	switch {
+	case sc.global:
+		return "global", [2]float64{}
+	case sc.window:
+		return "window", [2]float64{float64(sc.lo), float64(sc.hi)}
+	}
+	return "", [2]float64{}
+}
+
+// pngScaleOf is the scale a shard's metadata holds.
+func pngScaleOf(m shard.RangeMeta) pngScale {
+	switch m.PNGScale {
+	case "global":
+		return pngScale{global: true}
+	case "window":
+		return pngScale{window: true, lo: float32(m.PNGWindow[0]), hi: float32(m.PNGWindow[1])}
+	}
+	return pngScale{}
 }
 
 // Validate checks what can be checked before any file is read.
@@ -170,6 +239,49 @@ type DRRTask struct {
 	npz    *npy.NPZWriter   // a shard's archive
 	writer *npy.Writer
 	pngs   []*atomicfile.File // written and closed, renamed on Commit
+	scale  pngScale
+	ranged bool // with a global scale: some image has set scale.lo and hi
+}
+
+// pngOf writes pose i's PNG as its image comes: scaled over the image's
+// own range lo to hi, or over the window; with a global scale it only
+// widens the run's range, and Commit writes the PNGs.
+func (t *DRRTask) pngOf(i int, img []float32, lo, hi float32) error {
+	switch {
+	case t.scale.global:
+		if !t.ranged || lo < t.scale.lo {
+			t.scale.lo = lo
+		}
+		if !t.ranged || hi > t.scale.hi {
+			t.scale.hi = hi
+		}
+		t.ranged = true
+		return nil
+	case t.scale.window:
+		lo, hi = t.scale.lo, t.scale.hi
+	}
+	return t.writePNG(i, img, lo, hi, t.rows, t.cols)
+}
+
+// globalPNGs writes every pose's PNG over the run's range, reading the
+// images back from drr.npy, written whole and flushed.
+func (t *DRRTask) globalPNGs() error {
+	per := t.rows * t.cols
+	off := int64(len(npy.EncodeHeader(npy.Float32, []int{t.n, t.rows, t.cols})))
+	b := make([]byte, 4*per)
+	img := make([]float32, per)
+	for i := range t.n {
+		if _, err := t.npyOut.ReadAt(b, off+int64(i)*int64(len(b))); err != nil {
+			return fmt.Errorf("--png: reading drr.npy back: %w", err)
+		}
+		for k := range img {
+			img[k] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:]))
+		}
+		if err := t.writePNG(i, img, t.scale.lo, t.scale.hi, t.rows, t.cols); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // OpenDRR validates s, reads the volume, builds the poses and, with
@@ -214,7 +326,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 		}
 	}
 	t := &DRRTask{dir: s.Out, n: len(poses), rows: poses[0].Rows, cols: poses[0].Cols}
-	frame := p.frame
+	frame, scale := p.frame, p.png
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -243,6 +355,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 			t.npz = npy.NewNPZWriter(t.npyOut)
 			meta := shard.RangeMeta{Workload: shard.DRR, Items: len(poses), Lo: lo, Hi: hi, Index: p.shard.index, Count: p.shard.count,
 				Fingerprint: fp, Rows: r, Cols: c, PNG: s.PNG}
+			meta.PNGScale, meta.PNGWindow = p.png.meta()
 			if err = shard.WriteRangeMeta(t.npz, meta); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
@@ -295,7 +408,8 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 		}
 		setup.Out = t.writer
 		if s.PNG {
-			setup.Image = func(i int, img []float32, lo, hi float32) error { return t.writePNG(i, img, lo, hi, p.Rows, p.Cols) }
+			t.scale = scale
+			setup.Image = t.pngOf
 		}
 		if err := t.createGeometry(poses, frame); err != nil {
 			return nil, err
@@ -399,6 +513,12 @@ func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, setup drr.Setup
 	}
 	f.params(s.Params)
 	f.str(fmt.Sprint(s.PNG))
+	if sc, err := s.pngScale(); err == nil { // checked: parse ran first
+		if name, w := sc.meta(); name != "" {
+			f.str(name)
+			f.f64s(w[0], w[1])
+		}
+	}
 	f.str(dev.Kind())
 	return f.sum()
 }
@@ -500,7 +620,11 @@ func (t *DRRTask) writePNG(i int, img []float32, lo, hi float32, rows, cols int)
 		scale = 65535 / (hi - lo)
 	}
 	for k, v := range img {
-		x := uint16(math.Round(float64((v - lo) * scale)))
+		y := math.Round(float64((v - lo) * scale))
+		x := uint16(min(max(y, 0), 65535)) // a window clips; NaN is 0
+		if math.IsNaN(y) {
+			x = 0
+		}
 		g.Pix[2*k], g.Pix[2*k+1] = byte(x>>8), byte(x)
 	}
 	var buf bytes.Buffer
@@ -550,6 +674,11 @@ func (t *DRRTask) Commit() error {
 	}
 	if err := flush(); err != nil {
 		return fmt.Errorf("--out: %w", err)
+	}
+	if t.scale.global && t.npz == nil {
+		if err := t.globalPNGs(); err != nil {
+			return err
+		}
 	}
 	// The PNGs go first and drr.npy last: a run killed in between has no
 	// drr.npy yet, and its checkpoint and temporary files say so; the

@@ -315,6 +315,24 @@ func mergeDRR(s MergeSpec) (err error) {
 		}
 	}
 	img := make([]float32, ref.Rows*ref.Cols)
+	sc := pngScaleOf(ref)
+	if ref.PNG && sc.global { // a first pass for the run's range
+		first := true
+		err := eachShardImage(all, img, func(int, []float32) error {
+			lo, hi := drr.ImageRange(img)
+			if first || lo < sc.lo {
+				sc.lo = lo
+			}
+			if first || hi > sc.hi {
+				sc.hi = hi
+			}
+			first = false
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	for _, o := range all {
 		r, c, err := o.Z.Open("drr")
 		if err != nil {
@@ -331,6 +349,9 @@ func mergeDRR(s MergeSpec) (err error) {
 			}
 			if ref.PNG {
 				lo, hi := drr.ImageRange(img)
+				if sc.global || sc.window {
+					lo, hi = sc.lo, sc.hi
+				}
 				if err := t.writePNG(i, img, lo, hi, ref.Rows, ref.Cols); err != nil {
 					c.Close()
 					return err
@@ -340,4 +361,27 @@ func mergeDRR(s MergeSpec) (err error) {
 		c.Close()
 	}
 	return t.Commit()
+}
+
+// eachShardImage calls fn with each pose's image of the DRR shards all, in
+// order, read into img.
+func eachShardImage(all []shard.RangeShard, img []float32, fn func(pose int, img []float32) error) error {
+	for _, o := range all {
+		r, c, err := o.Z.Open("drr")
+		if err != nil {
+			return fmt.Errorf("%w: %v", shard.ErrShards, err)
+		}
+		for i := o.Meta.Lo; i < o.Meta.Hi; i++ {
+			if _, err := r.Read32(img); err != nil {
+				c.Close()
+				return fmt.Errorf("%w: %s: %v", shard.ErrShards, o.Path, err)
+			}
+			if err := fn(i, img); err != nil {
+				c.Close()
+				return err
+			}
+		}
+		c.Close()
+	}
+	return nil
 }

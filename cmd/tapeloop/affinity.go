@@ -80,6 +80,15 @@ func intIfSet(c *cli.Context, name string) *int {
 	return &v
 }
 
+// floatIfSet is the flag's value, nil when it is not given.
+func floatIfSet(c *cli.Context, name string) *float64 {
+	if !c.IsSet(name) {
+		return nil
+	}
+	v := c.Float64(name)
+	return &v
+}
+
 func runAffinity(c *cli.Context) error {
 	spec, err := affinitySpec(c)
 	if err != nil {

@@ -41,6 +41,9 @@ var drrFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "step", Category: catDRR, Usage: "trilinear: sample spacing in mm on each pose's longest ray, closer on shorter ones (default half the smallest voxel size)"},
 	&cli.StringFlag{Name: "out", Category: catDRR, Usage: "write drr.npy (P, R, C) float32 line integrals into `DIR` (a shard: to FILE.npz)"},
 	&cli.BoolFlag{Name: "png", Category: catDRR, Usage: "with --out: also one 16-bit PNG per pose, drr_0000.png … (shards: written by tapeloop merge)"},
+	&cli.StringFlag{Name: "png-scale", Category: catDRR, Usage: "with --png: image (each image from its own smallest to largest value; the default) or global (every image over the run's range)"},
+	&cli.Float64Flag{Name: "window", Category: catDRR, Usage: "with --png and --level: map line integrals from level − W/2 to level + W/2 to black to white, clipping the rest (`W`)"},
+	&cli.Float64Flag{Name: "level", Category: catDRR, Usage: "with --png and --window: the line integral at mid-gray (`L`)"},
 	&cli.StringFlag{Name: "shard", Category: catDRR, Usage: "render only shard `i/n` of the poses (0 ≤ i < n, a contiguous range) into --out FILE.npz (merge with tapeloop merge)"},
 	&cli.IntFlag{Name: "shards", Category: catDRR, Usage: "split into `n` shards, this job's index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"},
 	resumeFlag,
@@ -92,7 +95,8 @@ func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
 		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), RawOrder: c.String("order"), Series: c.String("series"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"),
-		Out: c.String("out"), PNG: c.Bool("png"), Warn: os.Stderr, Shards: intIfSet(c, "shards"),
+		Out: c.String("out"), PNG: c.Bool("png"), PNGScale: c.String("png-scale"),
+		Window: floatIfSet(c, "window"), Level: floatIfSet(c, "level"), Warn: os.Stderr, Shards: intIfSet(c, "shards"),
 		Resume: c.Bool(resumeFlag.Name),
 	}
 	if c.IsSet("shard") {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -347,6 +348,99 @@ func TestDRRRawOrder(t *testing.T) {
 	} {
 		_, se, code := run(t, append(append([]string{}, base...), c.args...)...)
 		if code != 1 || !strings.Contains(se, c.want) || strings.Count(se, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, se, c.want)
+		}
+	}
+}
+
+// TestDRRPNGScale: --png-scale global maps every image over the run's
+// smallest to largest line integral, --window W --level L over [L − W/2,
+// L + W/2] with clipping: each PNG's gray against drr.npy's values through
+// that map; the merge of shards writes the same PNGs.
+func TestDRRPNGScale(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	base := []string{"drr", "--quiet", "--size", "28", "--orbit", "4", "--detector", "11x13", "--png"}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		shard bool
+	}{
+		{"global", []string{"--png-scale", "global"}, true},
+		{"window", []string{"--window", "0.5", "--level", "0.4"}, true},
+	} {
+		args := append(append(slices.Clip(base), c.args...), "--out", p(c.name))
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, se)
+		}
+		_, vals, err := npy.ReadAll64(p(c.name + "/drr.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := 0.4-0.25, 0.4+0.25
+		if c.name == "global" {
+			lo, hi = slices.Min(vals), slices.Max(vals)
+		}
+		per := 11 * 13
+		clipped := 0
+		for i := range 4 {
+			f, err := os.Open(p(fmt.Sprintf("%s/drr_%04d.png", c.name, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := img.(*image.Gray16)
+			for k := range per {
+				v := float64(float32(vals[i*per+k]))
+				want := math.Round(float64((float32(v) - float32(lo)) * (65535 / (float32(hi) - float32(lo)))))
+				want = min(max(want, 0), 65535)
+				if want == 0 || want == 65535 {
+					clipped++
+				}
+				if got := float64(g.Gray16At(k%13, k/13).Y); math.Abs(got-want) > 1 {
+					t.Fatalf("%s: pose %d pixel %d: gray %v, want %v for %v over [%v, %v]", c.name, i, k, got, want, v, lo, hi)
+				}
+			}
+		}
+		if c.name == "window" && clipped == 0 {
+			t.Errorf("window: no pixel clipped: the window does not test clipping")
+		}
+		if c.shard {
+			var shards []string
+			for i := range 2 {
+				shards = append(shards, p(fmt.Sprintf("%s-%d.npz", c.name, i)))
+				sargs := append(append(slices.Clip(base), c.args...), "--shard", fmt.Sprintf("%d/2", i), "--out", shards[i])
+				if _, se, code := run(t, sargs...); code != 0 {
+					t.Fatalf("%s shard %d: exit %d: %s", c.name, i, code, se)
+				}
+			}
+			if _, se, code := run(t, "merge", "--out", p(c.name+"-merged"), shards[1], shards[0]); code != 0 {
+				t.Fatalf("%s: merge: exit %d: %s", c.name, code, se)
+			}
+			for i := range 4 {
+				n := fmt.Sprintf("drr_%04d.png", i)
+				want, _ := os.ReadFile(p(c.name + "/" + n))
+				if got, _ := os.ReadFile(p(c.name + "-merged/" + n)); len(want) == 0 || !bytes.Equal(got, want) {
+					t.Errorf("%s: merged %s differs from the run's", c.name, n)
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--png-scale", "local"}, `--png-scale "local": want image or global`},
+		{[]string{"--window", "1"}, "--window and --level: give both"},
+		{[]string{"--window", "0", "--level", "1"}, "want a positive, finite window"},
+		{[]string{"--window", "1", "--level", "1", "--png-scale", "global"}, "--window and --png-scale global: give one"},
+	} {
+		_, se, code := run(t, append(append(slices.Clip(base), c.args...), "--out", p("bad"))...)
+		if code != 1 || !strings.Contains(se, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, se, c.want)
 		}
 	}

@@ -41,6 +41,11 @@ type RangeMeta struct {
 	Rows        int    `json:"rows,omitempty"`
 	Cols        int    `json:"cols,omitempty"`
 	PNG         bool   `json:"png,omitempty"`
+	// PNGScale is how the merge scales the PNGs: "" (each image its own
+	// range), "global" (the run's range) or "window" (PNGWindow, the lowest
+	// and highest value mapped).
+	PNGScale  string     `json:"png_scale,omitempty"`
+	PNGWindow [2]float64 `json:"png_window,omitzero"`
 }
 
 // WriteRangeMeta writes meta.json into z.
