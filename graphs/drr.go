@@ -56,6 +56,13 @@ type DRRSpec struct {
 	SDD, SID float64
 	Detector string
 	Pixel    float64
+	// Isocenter "x,y,z" (mm, in Frame) is the point the orbit turns about
+	// ("": the volume's centre), Start its first pose's angle in degrees
+	// and Axis the axis it turns about: "x", "y", "z" (also "") or a
+	// vector "ax,ay,az" (ops.OrbitAbout).
+	Isocenter string
+	Start     float64
+	Axis      string
 	// Out is a directory for drr.npy, (P, R, C) float32 line integrals;
 	// "": nothing written. PNG adds one 16-bit PNG per pose, drr_0000.png …
 	// A shard goes to an .npz Out instead, its PNGs written by the merge.
@@ -96,6 +103,8 @@ type drrPlan struct {
 	shape      [3]int
 	xFastest   bool // a raw volume's voxels in x-fastest order
 	png        pngScale
+	iso        *[3]float64 // the orbit's isocentre; nil: the volume's centre
+	axis       [3]float64  // the orbit's axis
 	rows, cols int
 	shard      shardChoice
 }
@@ -144,6 +153,26 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 		}
 		if err := ops.CheckOrbit(s.Orbit, s.SDD, s.SID, p.rows, p.cols, s.Pixel); err != nil {
 			return p, err
+		}
+		if p.iso, err = drr.ParseTriple("isocenter", s.Isocenter); err != nil {
+			return p, err
+		}
+		switch s.Axis {
+		case "", "z":
+			p.axis = [3]float64{0, 0, 1}
+		case "x":
+			p.axis = [3]float64{1, 0, 0}
+		case "y":
+			p.axis = [3]float64{0, 1, 0}
+		default:
+			a, err := drr.ParseTriple("axis", s.Axis)
+			if err != nil || a[0] == 0 && a[1] == 0 && a[2] == 0 {
+				return p, fmt.Errorf("--axis %q: want x, y, z or a nonzero vector ax,ay,az", s.Axis)
+			}
+			p.axis = *a
+		}
+		if math.IsNaN(s.Start) || math.IsInf(s.Start, 0) {
+			return p, fmt.Errorf("--start %g: want a finite angle in degrees", s.Start)
 		}
 	}
 	if s.PNG && s.Out == "" {
@@ -569,7 +598,11 @@ func (s DRRSpec) poses(p drrPlan, v *volume.Volume) ([]ops.Pose, error) {
 		}
 		return poses, nil
 	}
-	return ops.Orbit(s.Orbit, v.Centre(), s.SDD, s.SID, p.rows, p.cols, s.Pixel)
+	c := v.Centre()
+	if p.iso != nil {
+		c = *p.iso
+	}
+	return ops.OrbitAbout(s.Orbit, c, p.axis, s.Start, s.SDD, s.SID, p.rows, p.cols, s.Pixel)
 }
 
 // writeGeometry writes the geometry.json of poses in frame (drr.Geometry)

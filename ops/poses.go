@@ -125,15 +125,67 @@ func LongestRay(pose []float64, rows, cols int) float64 {
 
 // orbitAt is pose k of n of an orbit about c (see Orbit).
 func orbitAt(k, n int, c [3]float64, sdd, sid float64, rows, cols int, pixel float64) Pose {
-	a := 2 * math.Pi * float64(k) / float64(n)
-	ca, sa := math.Cos(a), math.Sin(a)
-	return Pose{
-		Source: [3]float64{c[0] + sid*ca, c[1] + sid*sa, c[2]},
-		Center: [3]float64{c[0] - (sdd-sid)*ca, c[1] - (sdd-sid)*sa, c[2]},
-		U:      [3]float64{-sa, ca, 0},
-		V:      [3]float64{0, 0, -1},
-		Rows:   rows, Cols: cols, Pixel: [2]float64{pixel, pixel},
+	return orbitAbout(k, n, c, zAxis, 0, sdd, sid, rows, cols, pixel)
+}
+
+var zAxis = [3]float64{0, 0, 1}
+
+// orbitAbout is pose k of n of an orbit about the axis through c (see
+// OrbitAbout): α = start + 2πk/n, the source along cos α·e₁ + sin α·e₂
+// from c, where e₁, e₂ and the unit axis a are right-handed; u = a × (the
+// source's direction), v = −a.
+func orbitAbout(k, n int, c, axis [3]float64, start, sdd, sid float64, rows, cols int, pixel float64) Pose {
+	al := start + 2*math.Pi*float64(k)/float64(n)
+	ca, sa := math.Cos(al), math.Sin(al)
+	if axis == zAxis { // written out: the same numbers, signed zeros too, as orbits always had
+		return Pose{
+			Source: [3]float64{c[0] + sid*ca, c[1] + sid*sa, c[2]},
+			Center: [3]float64{c[0] - (sdd-sid)*ca, c[1] - (sdd-sid)*sa, c[2]},
+			U:      [3]float64{-sa, ca, 0},
+			V:      [3]float64{0, 0, -1},
+			Rows:   rows, Cols: cols, Pixel: [2]float64{pixel, pixel},
+		}
 	}
+	a, e1, e2 := orbitFrame(axis)
+	var p Pose
+	for i := range 3 {
+		d := ca*e1[i] + sa*e2[i]
+		p.Source[i] = c[i] + sid*d
+		p.Center[i] = c[i] - (sdd-sid)*d
+		p.U[i] = -sa*e1[i] + ca*e2[i]
+		p.V[i] = 0 - a[i] // 0, not −0, where the axis has none
+	}
+	p.Rows, p.Cols, p.Pixel = rows, cols, [2]float64{pixel, pixel}
+	return p
+}
+
+// orbitFrame is the unit axis a and the directions e₁, e₂ of angle 0 and
+// 90° about it: about z, x and y; about x, y and z; about y, z and x; about
+// another axis, the first of x, y, z by the axis's largest component's
+// successor, made perpendicular.
+func orbitFrame(axis [3]float64) (a, e1, e2 [3]float64) {
+	n := norm3(axis)
+	for i := range 3 {
+		a[i] = axis[i] / n
+	}
+	big := 0
+	for i := range 3 {
+		if math.Abs(a[i]) > math.Abs(a[big]) {
+			big = i
+		}
+	}
+	ref := [3]float64{}
+	ref[(big+1)%3] = 1
+	dot := ref[0]*a[0] + ref[1]*a[1] + ref[2]*a[2]
+	for i := range 3 {
+		e1[i] = ref[i] - dot*a[i]
+	}
+	m := norm3(e1)
+	for i := range 3 {
+		e1[i] /= m
+	}
+	e2 = [3]float64{a[1]*e1[2] - a[2]*e1[1], a[2]*e1[0] - a[0]*e1[2], a[0]*e1[1] - a[1]*e1[0]}
+	return a, e1, e2
 }
 
 // CheckOrbit checks Orbit's parameters without building the poses: at
@@ -160,12 +212,33 @@ func CheckOrbit(n int, sdd, sid float64, rows, cols int, pixel float64) error {
 // detector centre at c − (sdd − sid)·(cos α, sin α, 0), u = (−sin α, cos α, 0)
 // and v = (0, 0, −1).
 func Orbit(n int, c [3]float64, sdd, sid float64, rows, cols int, pixel float64) ([]Pose, error) {
+	return OrbitAbout(n, c, zAxis, 0, sdd, sid, rows, cols, pixel)
+}
+
+// OrbitAbout is Orbit about the axis through c (any nonzero vector; z is
+// Orbit's), from start degrees: pose k at α = start + 360°·k/n. About z,
+// angle 0 puts the source on +x of c, 90° on +y; about x, 0 on +y and 90°
+// on +z; about y, 0 on +z and 90° on +x. The detector's columns run
+// against the axis (v = −axis) and its rows along axis × (the source's
+// direction).
+func OrbitAbout(n int, c, axis [3]float64, start, sdd, sid float64, rows, cols int, pixel float64) ([]Pose, error) {
 	if err := CheckOrbit(n, sdd, sid, rows, cols, pixel); err != nil {
 		return nil, err
 	}
+	if l := norm3(axis); !(l > 0) || math.IsInf(l, 0) {
+		return nil, fmt.Errorf("%w: orbit axis %v: want a nonzero, finite vector", ErrGeometry, axis)
+	}
+	if math.IsNaN(start) || math.IsInf(start, 0) {
+		return nil, fmt.Errorf("%w: orbit start %g°: want a finite angle", ErrGeometry, start)
+	}
+	for _, x := range c {
+		if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > MaxCoordinate {
+			return nil, fmt.Errorf("%w: orbit isocentre %v: want finite coordinates of at most %g mm", ErrGeometry, c, MaxCoordinate)
+		}
+	}
 	poses := make([]Pose, n)
 	for k := range poses {
-		poses[k] = orbitAt(k, n, c, sdd, sid, rows, cols, pixel)
+		poses[k] = orbitAbout(k, n, c, axis, start*math.Pi/180, sdd, sid, rows, cols, pixel)
 		if err := poses[k].Validate(k); err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/ops"
 	"github.com/urfave/cli/v2"
 )
 
@@ -344,7 +345,7 @@ func TestDRRRawOrder(t *testing.T) {
 	}{
 		{append(append([]string{}, rawArgs...), "--order", "yxz"), `--order "yxz": want zyx`},
 		{[]string{"--volume", p("v.npy"), "--order", "xyz"}, "--order: it is for a raw --volume"},
-		{[]string{"--order", "xyz"}, "--order: it is for a raw --volume"},
+		{[]string{"--order", "xyz"}, "--order describes a --volume file, and there is none"},
 	} {
 		_, se, code := run(t, append(append([]string{}, base...), c.args...)...)
 		if code != 1 || !strings.Contains(se, c.want) || strings.Count(se, "\n") != 1 {
@@ -444,4 +445,86 @@ func TestDRRPNGScale(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, se, c.want)
 		}
 	}
+}
+
+// TestDRROrbitAxis: an orbit about x of a volume renders what an orbit
+// about z renders of the same volume turned so that x goes to z (its axes
+// cycled: B[j, k, i] = A[i, j, k]), from the same start; an orbit about z
+// through the volume's centre from 0° is the default orbit, byte for byte;
+// and the poses of geometry.json lie where --isocenter, --start and --axis
+// put them.
+func TestDRROrbitAxis(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	const n = 12
+	a := make([]float64, n*n*n)
+	b := make([]float64, n*n*n)
+	for i := range n {
+		for j := range n {
+			for k := range n {
+				v := float64((i*131+j*37+k*11)%17) / 17
+				a[(i*n+j)*n+k] = v
+				b[(j*n+k)*n+i] = v
+			}
+		}
+	}
+	writeNpy(t, p("a.npy"), []int{n, n, n}, a)
+	writeNpy(t, p("b.npy"), []int{n, n, n}, b)
+	orbit := []string{"drr", "--quiet", "--orbit", "5", "--detector", "9x11", "--pixel", "2", "--start", "17"}
+	mustRun := func(args ...string) {
+		t.Helper()
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, se)
+		}
+	}
+	mustRun(append(slices.Clip(orbit), "--volume", p("a.npy"), "--axis", "x", "--out", p("ax"))...)
+	mustRun(append(slices.Clip(orbit), "--volume", p("b.npy"), "--out", p("bz"))...)
+	_, x, err := npy.ReadAll64(p("ax/drr.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, z, _ := npy.ReadAll64(p("bz/drr.npy"))
+	if len(x) != 5*9*11 || len(z) != len(x) || relDiff(x, z) > 1e-5 {
+		t.Errorf("about x of A and about z of A turned: %d and %d values, relative difference %.3g", len(x), len(z), relDiff(x, z))
+	}
+	// Through the centre, about z, from 0°: the default orbit.
+	mustRun("drr", "--quiet", "--volume", p("a.npy"), "--orbit", "5", "--detector", "9x11", "--out", p("d"))
+	mustRun("drr", "--quiet", "--volume", p("a.npy"), "--orbit", "5", "--detector", "9x11", "--isocenter", "5.5,5.5,5.5", "--axis", "0,0,1", "--start", "0", "--out", p("e"))
+	for _, f := range []string{"drr.npy", "geometry.json"} {
+		d, _ := os.ReadFile(p("d/" + f))
+		if e, _ := os.ReadFile(p("e/" + f)); len(d) == 0 || !bytes.Equal(d, e) {
+			t.Errorf("the default orbit spelled out: %s differs", f)
+		}
+	}
+	// The poses about y through (1, 2, 3), from 90°: about y, 0° puts the
+	// source on +z, 90° on +x.
+	mustRun("drr", "--quiet", "--volume", p("a.npy"), "--orbit", "4", "--detector", "3x3", "--sid", "100", "--sdd", "160",
+		"--isocenter", "1,2,3", "--axis", "y", "--start", "90", "--out", p("y"))
+	g, _ := os.ReadFile(p("y/geometry.json"))
+	var doc struct{ Poses []ops.Pose }
+	if err := json.Unmarshal(g, &doc); err != nil || len(doc.Poses) != 4 {
+		t.Fatalf("geometry.json: %v", err)
+	}
+	iso := [3]float64{1, 2, 3}
+	wantSrc := [][3]float64{{101, 2, 3}, {1, 2, -97}, {-99, 2, 3}, {1, 2, 103}}
+	for k, q := range doc.Poses {
+		for c := range 3 {
+			if math.Abs(q.Source[c]-wantSrc[k][c]) > 1e-9 || math.Abs((q.Center[c]-iso[c])+0.6*(q.Source[c]-iso[c])) > 1e-9 {
+				t.Fatalf("pose %d: source %v, detector centre %v; want the source at %v and the detector 60 mm beyond the isocentre", k, q.Source, q.Center, wantSrc[k])
+			}
+		}
+		if q.V != [3]float64{0, -1, 0} {
+			t.Errorf("pose %d: v %v, want −y", k, q.V)
+		}
+	}
+}
+
+// relDiff is ‖x − y‖ / ‖y‖.
+func relDiff(x, y []float64) float64 {
+	var num, den float64
+	for i := range y {
+		num += (x[i] - y[i]) * (x[i] - y[i])
+		den += y[i] * y[i]
+	}
+	return math.Sqrt(num / den)
 }

@@ -82,13 +82,13 @@ var ignoredWith = map[string][]struct {
 	},
 	"drr": {
 		{[]string{"size"}, "volume", "--size is the built-in phantom's"},
-		{[]string{"orbit", "sdd", "sid", "detector", "pixel"}, "geometry", "its file gives the poses"},
+		{[]string{"orbit", "sdd", "sid", "detector", "pixel", "isocenter", "start", "axis"}, "geometry", "its file gives the poses"},
 	},
 	"wavelet": {{[]string{"size", "seed"}, "volume", "--size and --seed make the built-in volume"}},
 }
 
 // needsVolume lists the DRR flags that describe a --volume file.
-var needsVolume = []string{"shape", "dtype", "hu"}
+var needsVolume = []string{"shape", "dtype", "hu", "order"}
 
 // checkCommandFlags refuses stray arguments and flags the command would
 // ignore. It runs before the command's action (cli.Command.Before).
