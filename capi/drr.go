@@ -66,14 +66,23 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// tl_drr_orbit writes the CLI's --orbit n poses about the volume's centre
-// into poses (n·14 values: source, center, u, v, pixel).
+// tl_drr_orbit writes the CLI's --orbit n poses into poses (n·14 values:
+// source, center, u, v, pixel): about axis (3 values; NULL: z) through iso
+// (3 values; NULL: the volume's centre), from start degrees.
 //
 //export tl_drr_orbit
-func tl_drr_orbit(h C.int64_t, n C.int64_t, sdd, sid, pixel C.double, poses *C.double, length C.int64_t) *C.char {
+func tl_drr_orbit(h C.int64_t, n C.int64_t, sdd, sid, pixel C.double, iso *C.double, start C.double, axis *C.double, poses *C.double, length C.int64_t) *C.char {
 	return guard(func() error {
 		return call(h, "a DRR", 0, func(p *drr.Program) error {
-			x, err := p.Orbit(int(n), float64(sdd), float64(sid), float64(pixel))
+			var c *[3]float64
+			if iso != nil {
+				c = (*[3]float64)(unsafe.Slice((*float64)(unsafe.Pointer(iso)), 3))
+			}
+			a := [3]float64{0, 0, 1}
+			if axis != nil {
+				a = [3]float64(unsafe.Slice((*float64)(unsafe.Pointer(axis)), 3))
+			}
+			x, err := p.OrbitAbout(int(n), c, a, float64(start), float64(sdd), float64(sid), float64(pixel))
 			if err != nil {
 				return err
 			}

@@ -51,7 +51,7 @@ char *tl_affinity_run(int64_t h, void *x, int64_t xLen, void *y, int64_t yLen, v
 
 /* drr: radiographs of a float32 (nx, ny, nz) volume; a pose is 14 doubles. */
 char *tl_drr_create(char *config, float *v, int64_t nx, int64_t ny, int64_t nz, int64_t *handle);
-char *tl_drr_orbit(int64_t h, int64_t n, double sdd, double sid, double pixel, double *poses, int64_t length);
+char *tl_drr_orbit(int64_t h, int64_t n, double sdd, double sid, double pixel, double *iso, double start, double *axis, double *poses, int64_t length);
 char *tl_drr_run(int64_t h, double *poses, int64_t length, float *out, int64_t outLen, int *warned, int interruptible);
 char *tl_drr_warnings(int64_t h, char **text);
 

@@ -107,7 +107,18 @@ func (p *Program) Poses(x []float64) ([]ops.Pose, error) {
 // Orbit is the CLI's --orbit n about the volume's centre, in Run's
 // layout (n·PoseValues numbers).
 func (p *Program) Orbit(n int, sdd, sid, pixel float64) ([]float64, error) {
-	poses, err := ops.Orbit(n, p.job.s.Vol.Centre(), sdd, sid, p.Rows, p.Cols, pixel)
+	return p.OrbitAbout(n, nil, [3]float64{0, 0, 1}, 0, sdd, sid, pixel)
+}
+
+// OrbitAbout is the CLI's --orbit n with --isocenter iso (nil: the
+// volume's centre), --axis and --start (degrees), in Run's layout
+// (ops.OrbitAbout).
+func (p *Program) OrbitAbout(n int, iso *[3]float64, axis [3]float64, start, sdd, sid, pixel float64) ([]float64, error) {
+	c := p.job.s.Vol.Centre()
+	if iso != nil {
+		c = *iso
+	}
+	poses, err := ops.OrbitAbout(n, c, axis, start, sdd, sid, p.Rows, p.Cols, pixel)
 	if err != nil {
 		return nil, err
 	}

@@ -105,15 +105,27 @@ class DRR(Compiled):
         self.detector = (rows, cols)
         self._run = lib.tl_drr_run
 
-    def orbit(self, n, sdd=1020.0, sid=510.0, pixel=2.0):
-        """The CLI's --orbit n: n poses over 360° about the z axis through the
-        volume's centre, source–detector distance sdd and source–isocentre
-        distance sid (mm), square pixels of pixel mm; an (n, 14) array."""
+    def orbit(self, n, sdd=1020.0, sid=510.0, pixel=2.0, isocenter=None, start=0.0, axis="z"):
+        """The CLI's --orbit n: n poses over 360° about axis ("x", "y", "z" or
+        a 3-vector; the CLI's --axis) through isocenter (world mm; default the
+        volume's centre), pose k at start + 360°·k/n degrees, source–detector
+        distance sdd and source–isocentre distance sid (mm), square pixels of
+        pixel mm; an (n, 14) array."""
         n, sdd, sid, pixel = integer("orbit", n), finite("sdd", sdd), finite("sid", sid), finite("pixel", pixel)
         if n < 1:
             raise Error(f"geometry: --orbit {n}: need at least one pose")
+        iso = None
+        if isocenter is not None:
+            iso = converted("isocenter", isocenter, np.float64).ravel()
+            if iso.size != 3:
+                raise Error(f"isocenter=: want 3 numbers, got {iso.size}")
+        axes = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
+        ax = converted("axis", axes[axis] if isinstance(axis, str) and axis in axes else axis, np.float64).ravel()
+        if ax.size != 3:
+            raise Error(f'axis=: want "x", "y", "z" or 3 numbers, got {axis!r}')
         p = np.empty((n, 14), np.float64)
-        check(lib.tl_drr_orbit(self._handle(), n, sdd, sid, pixel, p.ctypes.data, p.size))
+        check(lib.tl_drr_orbit(self._handle(), n, sdd, sid, pixel, None if iso is None else iso.ctypes.data,
+                               finite("start", start), ax.ctypes.data, p.ctypes.data, p.size))
         return p
 
     def __call__(self, poses, out=None):

@@ -208,3 +208,17 @@ def test_thousand_poses_one_per_call_flat_memory():
         np.testing.assert_array_equal(out[0], r(poses[-1])[0])
         rep = r.report()
         assert rep["calls"] >= 1200 and rep["summary"]["drift"] < 2
+
+def test_orbit_about_an_axis():
+    """orbit() takes the CLI's --isocenter, --start and --axis: about y
+    through (1, 2, 3) from 90°, the sources where the angle puts them (0° on
+    +z, 90° on +x), the detector beyond the isocentre, v = −y; about z
+    through the centre from 0° it is the default orbit."""
+    with tapeloop.DRR(np.ones((6, 6, 6), np.float32), detector=(3, 3)) as r:
+        p = r.orbit(4, sdd=160.0, sid=100.0, isocenter=(1, 2, 3), axis="y", start=90)
+        np.testing.assert_allclose(p[:, 0:3], [[101, 2, 3], [1, 2, -97], [-99, 2, 3], [1, 2, 103]], atol=1e-9)
+        np.testing.assert_allclose(p[:, 3:6] - [1, 2, 3], -0.6 * (p[:, 0:3] - [1, 2, 3]), atol=1e-9)
+        np.testing.assert_array_equal(p[:, 9:12], np.tile([0.0, -1.0, 0.0], (4, 1)))
+        np.testing.assert_array_equal(r.orbit(5), r.orbit(5, isocenter=(2.5, 2.5, 2.5), axis=(0, 0, 1), start=0))
+        with pytest.raises(tapeloop.Error, match="axis="):
+            r.orbit(2, axis=(1, 0))
