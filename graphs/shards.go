@@ -333,32 +333,21 @@ func mergeDRR(s MergeSpec) (err error) {
 			return err
 		}
 	}
-	for _, o := range all {
-		r, c, err := o.Z.Open("drr")
-		if err != nil {
-			return fmt.Errorf("%w: %v", shard.ErrShards, err)
+	err = eachShardImage(all, img, func(i int, img []float32) error {
+		if err := t.writer.Write32(img); err != nil {
+			return fmt.Errorf("--out: %w", err)
 		}
-		for i := o.Meta.Lo; i < o.Meta.Hi; i++ {
-			if _, err := r.Read32(img); err != nil {
-				c.Close()
-				return fmt.Errorf("%w: %s: %v", shard.ErrShards, o.Path, err)
-			}
-			if err := t.writer.Write32(img); err != nil {
-				c.Close()
-				return fmt.Errorf("--out: %w", err)
-			}
-			if ref.PNG {
-				lo, hi := drr.ImageRange(img)
-				if sc.global || sc.window {
-					lo, hi = sc.lo, sc.hi
-				}
-				if err := t.writePNG(i, img, lo, hi, ref.Rows, ref.Cols); err != nil {
-					c.Close()
-					return err
-				}
-			}
+		if !ref.PNG {
+			return nil
 		}
-		c.Close()
+		lo, hi := drr.ImageRange(img)
+		if sc.global || sc.window {
+			lo, hi = sc.lo, sc.hi
+		}
+		return t.writePNG(i, img, lo, hi, ref.Rows, ref.Cols)
+	})
+	if err != nil {
+		return err
 	}
 	return t.Commit()
 }
