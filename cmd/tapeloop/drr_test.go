@@ -484,8 +484,8 @@ func TestDRROrbitAxis(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, z, _ := npy.ReadAll64(p("bz/drr.npy"))
-	if len(x) != 5*9*11 || len(z) != len(x) || relDiff(x, z) > 1e-5 {
-		t.Errorf("about x of A and about z of A turned: %d and %d values, relative difference %.3g", len(x), len(z), relDiff(x, z))
+	if len(x) != 5*9*11 || len(z) != len(x) || normRel(x, z) > 1e-5 {
+		t.Errorf("about x of A and about z of A turned: %d and %d values, relative difference %.3g", len(x), len(z), normRel(x, z))
 	}
 	// Through the centre, about z, from 0°: the default orbit.
 	mustRun("drr", "--quiet", "--volume", p("a.npy"), "--orbit", "5", "--detector", "9x11", "--out", p("d"))
@@ -517,14 +517,4 @@ func TestDRROrbitAxis(t *testing.T) {
 			t.Errorf("pose %d: v %v, want −y", k, q.V)
 		}
 	}
-}
-
-// relDiff is ‖x − y‖ / ‖y‖.
-func relDiff(x, y []float64) float64 {
-	var num, den float64
-	for i := range y {
-		num += (x[i] - y[i]) * (x[i] - y[i])
-		den += y[i] * y[i]
-	}
-	return math.Sqrt(num / den)
 }
