@@ -153,6 +153,7 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	if err != nil {
 		return nil, err
 	}
+	v, n = p.cfg.Arrange(v, n)
 	// A shard pads for the whole sweep: the paddings depend on which
 	// combinations run together (wavelet.Pads).
 	formulas, err := p.cfg.Formulas(n, dev.GPU())

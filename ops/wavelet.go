@@ -253,7 +253,7 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 		}
 	}
 	for k, st := range f.Stats {
-		dst[WaveletSums+k] = st.eval(resp, rows)
+		dst[WaveletSums+k] = st.eval(resp, rows, w.A, theta, phi, xi)
 	}
 }
 

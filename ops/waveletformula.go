@@ -27,8 +27,16 @@ var KernelVars = []formula.Var{
 	{Name: "a", About: "the kernel scale a"},
 }
 
-// StatVars are the variables of a wavelet statistic: the response.
-var StatVars = []formula.Var{{Name: "g", Vector: true, About: "the response at every voxel"}}
+// StatVars are the variables of a wavelet statistic: the response and
+// the combination's parameters, so that a statistic may weigh a response
+// by its kernel, as max(g)/sqrt(xi^2 + 2*a^2).
+var StatVars = []formula.Var{
+	{Name: "g", Vector: true, About: "the response at every voxel"},
+	{Name: "theta", About: "the combination's θ"},
+	{Name: "phi", About: "the combination's φ"},
+	{Name: "xi", About: "the combination's stretch ξ"},
+	{Name: "a", About: "the kernel scale a"},
+}
 
 // WaveletFormulas are a sweep's formulas: the kernel (nil: the Mexican
 // hat) and statistics of each response beside the built-in ones.
@@ -72,6 +80,13 @@ type KernelFormula struct {
 	// Limit is the largest half-width the kernel's own reach may have
 	// along each axis: the volume's size less one.
 	Limit [3]int
+	// OnGrid samples the kernel over a grid the size of the volume
+	// instead, centred as scipy.ndimage centres a kernel: along an axis
+	// of n voxels, the offsets −⌊n/2⌋ … n − 1 − ⌊n/2⌋.
+	OnGrid bool
+	// AxisNames name the axes in errors (nil: first (x), second (y),
+	// third (z)).
+	AxisNames [3]string
 
 	states   sync.Pool
 	supports sync.Map // [4]float64{a, θ, φ, ξ} → supportOf
@@ -109,6 +124,16 @@ type kernelRows struct {
 
 var axisNames = [3]string{"first (x)", "second (y)", "third (z)"}
 
+// gridHalf is the half-widths of the box around the volume's grid, ⌊n/2⌋
+// along an axis of n voxels.
+func (k *KernelFormula) gridHalf() [3]int {
+	var h [3]int
+	for i := range 3 {
+		h[i] = (k.Limit[i] + 1) / 2
+	}
+	return h
+}
+
 // Support returns the half-widths of the box the kernel of a, θ, φ and ξ
 // is sampled over. With Reach set, Reach along every axis. Otherwise the
 // kernel's own reach: it is evaluated on boxes that double along each
@@ -118,6 +143,9 @@ var axisNames = [3]string{"first (x)", "second (y)", "third (z)"}
 // Limit, the volume's edge, is refused. The answer is kept per
 // combination.
 func (k *KernelFormula) Support(a, theta, phi, xi float64) ([3]int, error) {
+	if k.OnGrid {
+		return k.gridHalf(), nil
+	}
 	if k.Reach > 0 {
 		return [3]int{k.Reach, k.Reach, k.Reach}, nil
 	}
@@ -168,8 +196,12 @@ func (k *KernelFormula) reach(a, theta, phi, xi float64) ([3]int, error) {
 			}
 			if h[i] == k.Limit[i] {
 				edge := max(slab[i][0], slab[i][2*h[i]])
-				return reach, fmt.Errorf("--kernel: θ = %g, φ = %g, ξ = %g: it does not decay within the volume: along its %s axis, %d voxels from its centre, at the volume's edge, it is still %.2g of its largest value; give --reach to sample it over a box of your choice",
-					theta, phi, xi, axisNames[i], h[i], edge/peak)
+				names := axisNames
+				if k.AxisNames[0] != "" {
+					names = k.AxisNames
+				}
+				return reach, fmt.Errorf("--kernel: θ = %g, φ = %g, ξ = %g: it does not decay within the volume: along its %s axis, %d voxels from its centre, at the volume's edge, it is still %.2g of its largest value; give --reach to sample it over a box of your choice (--reach volume: the volume's grid)",
+					theta, phi, xi, names[i], h[i], edge/peak)
 			}
 			h[i], grow = min(2*h[i], k.Limit[i]), true
 		}
@@ -223,8 +255,22 @@ func (k *KernelFormula) sample(a, theta, phi, xi float64, h [3]int, fn func(x, y
 	s.st.Regs[0], s.st.Regs[1], s.st.Regs[2], s.st.Regs[3] = theta, phi, xi, a
 	in := [][]float64{s.x[:nz], s.y[:nz], s.z[:nz], s.u[:nz], s.v[:nz], s.w[:nz], s.q[:nz]}
 	out := [][]float64{s.psi[:nz]}
+	// On the volume's grid, an axis of even length stops one short of h
+	// on its positive side: those samples are zero.
+	top := h
+	if k.OnGrid {
+		for i := range 3 {
+			top[i] = k.Limit[i] - h[i]
+		}
+	}
 	for x := -h[0]; x <= h[0]; x++ {
 		for y := -h[1]; y <= h[1]; y++ {
+			if x > top[0] || y > top[1] {
+				for i := range nz {
+					fn(x, y, i-h[2], 0)
+				}
+				continue
+			}
 			fx, fy := float64(x), float64(y)
 			for i := range nz {
 				fz := float64(i - h[2])
@@ -237,6 +283,9 @@ func (k *KernelFormula) sample(a, theta, phi, xi float64, h [3]int, fn func(x, y
 			}
 			s.st.Run(nz, in, out)
 			for i := range nz {
+				if i-h[2] > top[2] {
+					s.psi[i] = 0
+				}
 				fn(x, y, i-h[2], s.psi[i])
 			}
 		}
@@ -260,20 +309,26 @@ func NewWaveletStat(name string, f *formula.Formula, n int) (*WaveletStat, error
 	if err != nil {
 		return nil, err
 	}
-	p, err := formula.Lower(g, []int{0}, false)
+	p, err := formula.Lower(g, []int{0, 1, 2, 3, 4}, false)
 	if err != nil {
 		return nil, err
 	}
 	return &WaveletStat{Name: name, F: f, Prog: p}, nil
 }
 
-// eval evaluates the statistic over resp, given as pieces by each.
-func (s *WaveletStat) eval(resp []float32, each func(piece func(lo, hi int))) float64 {
+// ReadsOrientation reports whether the statistic reads θ or φ: then two
+// combinations with the same kernel may still differ in it.
+func (s *WaveletStat) ReadsOrientation() bool { return s.F.Uses("theta") || s.F.Uses("phi") }
+
+// eval evaluates the statistic over resp, given as pieces by each, for
+// the combination θ, φ, ξ of kernel scale a.
+func (s *WaveletStat) eval(resp []float32, each func(piece func(lo, hi int)), a, theta, phi, xi float64) float64 {
 	st, ok := s.states.Get().(*cpukern.FxState[float32])
 	if !ok {
 		st = cpukern.NewFxState[float32](s.Prog)
 	}
 	defer s.states.Put(st)
 	st.Reset()
+	st.Regs[0], st.Regs[1], st.Regs[2], st.Regs[3] = theta, phi, xi, a
 	return st.Stream(resp, each)
 }

@@ -1017,7 +1017,7 @@ func hostileCases() []hostile {
 		wv("xi negative failing on non-finite", "ξ = -1", "--xi", "-1", "--fail-on-nonfinite"),
 		wv("reach negative", "--reach -1: want a half-width in voxels", "--kernel", "exp(-q)", "--reach", "-1"),
 		wv("reach without a kernel", "--reach: it is for --kernel", "--reach", "3"),
-		wv("reach not a number", `invalid value "far" for flag -reach`, "--kernel", "exp(-q)", "--reach", "far"),
+		wv("reach not a number", `--reach "far": want a half-width in voxels, or volume`, "--kernel", "exp(-q)", "--reach", "far"),
 		wv("kernel past the volume", "--kernel: θ = 0, φ = 0, ξ = 1: it does not decay within the volume", "--theta", "0", "--phi", "0", "--xi", "1", "--kernel", "exp(-(x^2+y^2+z^2)/200)"),
 		wv("too many combinations", "combinations", "--theta", "0:1:4096", "--phi", "0:1:4096", "--xi", "1,2"),
 		wv("boundary", "mirror", "--boundary", "mirror"),

@@ -24,7 +24,8 @@ var waveletFlags = []cli.Flag{
 	&cli.StringFlag{Name: "xi", Category: catWavelet, Value: waveletDefaults.Xi, Usage: "stretch ξ values, as --theta (ξ ≤ 0 has no kernel: its row holds NaN)"},
 	&cli.StringFlag{Name: "boundary", Category: catWavelet, Value: waveletDefaults.Boundary, Usage: "reflect (half-sample symmetric) or wrap (periodic), as scipy.ndimage.convolve"},
 	&cli.StringFlag{Name: "kernel", Category: catWavelet, Usage: "your own kernel over the offset x, y, z, the rotated offset u, v, w and theta, phi, xi, a, sampled over its own reach, where it falls below 1e-7 of its largest value, which must be within the volume (default: the hat, (3 - q)*exp(-q/2), q = (v/a)^2 + (u/(a*xi))^2 + (w/a)^2; see docs/formulas.md)"},
-	&cli.IntFlag{Name: "reach", Category: catWavelet, Usage: "sample --kernel over `R` voxels from its centre along every axis instead of its own reach (e.g. half the volume's size, for a kernel made on a grid of the volume's size)"},
+	&cli.StringFlag{Name: "reach", Category: catWavelet, Usage: "sample --kernel over `R` voxels from its centre along every axis instead of its own reach, or over the volume's grid with R = volume (as a kernel made with meshgrid over the volume's shape, centred as scipy.ndimage centres it)"},
+	&cli.StringFlag{Name: "indexing", Category: catWavelet, Value: "ij", Usage: "the axes the kernel's x and y run along, as numpy.meshgrid's indexing: ij (x along the volume's first axis) or xy (x along its second, y its first: np.meshgrid(x, y, z)'s default)"},
 	&cli.StringSliceFlag{Name: "stat", Category: catWavelet, Usage: "your own statistic of each response g, `name=formula` reducing to one number, e.g. l1=sum(abs(g)): a CSV column (repeat for each)"},
 	paramFlag,
 	failNonFiniteFlag,
@@ -56,7 +57,7 @@ merge assembles the shards into the CSV one run writes, byte for byte.`,
 func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
 	s := graphs.WaveletSpec{
 		Config: wavelet.Config{
-			A: c.Float64("a"), Boundary: c.String("boundary"), Kernel: c.String("kernel"), Reach: c.Int("reach"),
+			A: c.Float64("a"), Boundary: c.String("boundary"), Kernel: c.String("kernel"), Reach: wavelet.KernelReach(c.String("reach")), Indexing: c.String("indexing"),
 			Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
 		},
 		Volume: c.String("volume"), Size: c.String("size"), Seed: c.Uint64("seed"),

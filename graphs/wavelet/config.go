@@ -1,9 +1,11 @@
 package wavelet
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/token"
+	"strconv"
 	"strings"
 
 	"github.com/tapeloop/tapeloop/graphs/option"
@@ -25,15 +27,23 @@ type Config struct {
 	// Kernel is your own kernel, a formula over the offset x, y, z from
 	// its centre, the offset u, v, w in the kernel's frame, q and theta,
 	// phi, xi, a, sampled over its own reach (where it falls below 10⁻⁷
-	// of its largest value; it must within the volume) or over Reach;
+	// of its largest value; it must be within the volume) or over Reach;
 	// "": the hat, (3 - q)*exp(-q/2) with q = (v/a)^2 + (u/(a*xi))^2 +
 	// (w/a)^2.
 	Kernel string `flag:"kernel" json:"kernel"`
-	// Reach, when positive, is the half-width in voxels, along every
-	// axis, of the box Kernel is sampled over, in place of its own reach:
-	// the volume's half size, say, for a kernel made on a grid the size of
-	// the volume.
-	Reach int `flag:"reach" json:"reach"`
+	// Reach is the box Kernel is sampled over in place of its own reach:
+	// a number R of voxels from its centre along every axis, or "volume",
+	// a grid the size of the volume centred as scipy.ndimage.convolve
+	// centres a kernel (offsets −⌊n/2⌋ … n − 1 − ⌊n/2⌋ along an axis of n
+	// voxels), as a NumPy program that makes its kernel with meshgrid over
+	// the volume's shape; "" (or 0): the kernel's own reach.
+	Reach KernelReach `flag:"reach" json:"reach"`
+	// Indexing is which of the volume's axes the kernel's x and y run
+	// along, as NumPy's meshgrid names it: "ij" (also when empty) x along
+	// the first axis, y the second; "xy" (meshgrid's default, as in
+	// np.meshgrid(x, y, z)) x along the second, y the first. z is the
+	// third either way. It turns the built-in hat as well as a Kernel.
+	Indexing string `flag:"indexing" json:"indexing"`
 	// Stats are your own statistics of each response g, each
 	// "name=formula" reducing to one number, e.g. "l1=sum(abs(g))": extra
 	// columns after the built-in ones (a statistic named like a built-in
@@ -73,11 +83,14 @@ func ParseBoundary(name string) (ops.Boundary, error) {
 
 // Parsed is a Config checked, its boundary and formulas parsed.
 type Parsed struct {
-	Boundary  ops.Boundary
-	kernel    *formula.Formula
-	reach     int
-	stats     []*formula.Formula
-	statNames []string
+	Boundary ops.Boundary
+	kernel   *formula.Formula
+	reach    int // the box's half-width (0: the kernel's own reach)
+	// reachVolume samples the kernel over the volume's grid.
+	reachVolume bool
+	xy          bool // Indexing "xy"
+	stats       []*formula.Formula
+	statNames   []string
 }
 
 // Parse checks c as Validate and returns it parsed.
@@ -116,15 +129,96 @@ func (c Config) Parse() (*Parsed, error) {
 	}
 	p.kernel, p.stats = fs[0], fs[1:]
 	switch {
-	case c.Reach < 0:
-		return nil, fmt.Errorf("--reach %d: want a half-width in voxels, at least 1", c.Reach)
-	case c.Reach > 0 && p.kernel == nil:
-		return nil, fmt.Errorf("--reach: it is for --kernel (the built-in hat's box is its own)")
-	case c.Reach > maxReach:
-		return nil, fmt.Errorf("--reach %d: at most %d voxels", c.Reach, maxReach)
+	case c.Indexing != "" && c.Indexing != "ij" && c.Indexing != "xy":
+		return nil, fmt.Errorf("--indexing %q: want ij (x along the volume's first axis) or xy (x along its second, as np.meshgrid(x, y, z))", c.Indexing)
 	}
-	p.reach = c.Reach
+	p.xy = c.Indexing == "xy"
+	if p.reach, p.reachVolume, err = c.Reach.parse(); err != nil {
+		return nil, err
+	}
+	if (p.reach > 0 || p.reachVolume) && p.kernel == nil {
+		return nil, fmt.Errorf("--reach: it is for --kernel (the built-in hat's box is its own)")
+	}
 	return p, nil
+}
+
+// KernelReach is the box a kernel formula is sampled over: "" or "0" its
+// own reach, a number R of voxels from its centre along every axis, or
+// "volume", a grid the size of the volume (Config.Reach). In JSON it is a
+// number or a string.
+type KernelReach string
+
+// UnmarshalJSON accepts a number or a string.
+func (r *KernelReach) UnmarshalJSON(b []byte) error {
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err == nil {
+		*r = KernelReach(n.String())
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("reach: want a number of voxels or \"volume\"")
+	}
+	*r = KernelReach(s)
+	return nil
+}
+
+// parse reads r: a half-width in voxels (0: the kernel's own reach) or
+// the volume's grid.
+func (r KernelReach) parse() (reach int, volume bool, err error) {
+	s := strings.TrimSpace(string(r))
+	switch s {
+	case "", "0":
+		return 0, false, nil
+	case "volume":
+		return 0, true, nil
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, false, fmt.Errorf("--reach %q: want a half-width in voxels, or volume (a grid the size of the volume)", s)
+	case n < 0:
+		return 0, false, fmt.Errorf("--reach %d: want a half-width in voxels, at least 1", n)
+	case n > maxReach:
+		return 0, false, fmt.Errorf("--reach %d: at most %d voxels", n, maxReach)
+	}
+	return n, false, nil
+}
+
+// Arrange returns the volume v of shape n as the sweep computes on it:
+// with Indexing "xy" its first two axes swapped (the kernel's x then runs
+// along the volume's first axis, as it does with "ij"; every statistic
+// is the same over the swapped response), else v itself. A volume that
+// is square across those axes is swapped in place.
+func (p *Parsed) Arrange(v []float32, n [3]int) ([]float32, [3]int) {
+	if !p.xy {
+		return v, n
+	}
+	return SwapXY(v, n, n[0] == n[1])
+}
+
+// SwapXY swaps the first two axes of v of shape n (C order), in place
+// when inPlace (n[0] = n[1]), and returns the result and its shape.
+func SwapXY[T any](v []T, n [3]int, inPlace bool) ([]T, [3]int) {
+	m := [3]int{n[1], n[0], n[2]}
+	if inPlace && n[0] == n[1] {
+		for i := range n[0] {
+			for j := i + 1; j < n[1]; j++ {
+				a, b := v[(i*n[1]+j)*n[2]:][:n[2]], v[(j*n[1]+i)*n[2]:][:n[2]]
+				for k := range a {
+					a[k], b[k] = b[k], a[k]
+				}
+			}
+		}
+		return v, m
+	}
+	out := make([]T, len(v))
+	for i := range n[0] {
+		for j := range n[1] {
+			copy(out[(j*n[0]+i)*n[2]:][:n[2]], v[(i*n[1]+j)*n[2]:][:n[2]])
+		}
+	}
+	return out, m
 }
 
 // Formulas compiles the kernel and statistics for responses over a volume
@@ -142,6 +236,10 @@ func (p *Parsed) Formulas(n [3]int, gpu bool) (*ops.WaveletFormulas, error) {
 		var err error
 		if f.Kernel, err = ops.NewKernelFormula(p.kernel, p.reach, n); err != nil {
 			return nil, err
+		}
+		f.Kernel.OnGrid = p.reachVolume
+		if p.xy { // the volume's first two axes are swapped (Arrange)
+			f.Kernel.AxisNames = [3]string{"second (x)", "first (y)", "third (z)"}
 		}
 	}
 	for i, st := range p.stats {
@@ -163,6 +261,12 @@ func (p *Parsed) Canonical() []string {
 		if p.reach > 0 {
 			out = append(out, fmt.Sprintf("reach=%d", p.reach))
 		}
+		if p.reachVolume {
+			out = append(out, "reach=volume")
+		}
+	}
+	if p.xy {
+		out = append(out, "indexing=xy")
 	}
 	for i, st := range p.stats {
 		out = append(out, p.statNames[i]+"="+st.Canonical())

@@ -113,8 +113,8 @@ func New(cfg Setup) (*Job, error) {
 			continue
 		}
 		key := kernelKey(c)
-		if cfg.Src.Formulas != nil && cfg.Src.Formulas.Kernel != nil {
-			key = "" // a formula may read θ, φ or the offsets themselves
+		if !sharesKernels(cfg.Src.Formulas) {
+			key = ""
 		}
 		j, ok := first[key]
 		if !ok || key == "" {
@@ -152,6 +152,24 @@ func New(cfg Setup) (*Job, error) {
 		})
 	}
 	return w, nil
+}
+
+// sharesKernels reports whether combinations with the same built-in
+// kernel may be computed once: not with a kernel formula, which may read
+// θ, φ or the offsets themselves, nor with a statistic that reads θ or φ.
+func sharesKernels(f *ops.WaveletFormulas) bool {
+	if f == nil {
+		return true
+	}
+	if f.Kernel != nil {
+		return false
+	}
+	for _, st := range f.Stats {
+		if st.ReadsOrientation() {
+			return false
+		}
+	}
+	return true
 }
 
 // KernelOf is src's kernel formula, nil for the built-in hat.

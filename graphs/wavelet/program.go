@@ -51,6 +51,8 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 	if n[0] < 1 || n[1] < 1 || n[2] < 1 || sysmem.Mul(int64(n[0]), int64(n[1]), int64(n[2])) != int64(len(v)) {
 		return nil, fmt.Errorf("--volume: need an (X, Y, Z) array, got %d values for shape %v", len(v), n)
 	}
+	// The volume as the sweep computes on it (Indexing), copied.
+	v, n = p.Arrange(append([]float32(nil), v...), n)
 	formulas, err := p.Formulas(n, dev.GPU())
 	if err != nil {
 		return nil, err
@@ -66,7 +68,7 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 	if err := CheckPadding(n, pad, dev.MemLimit); err != nil {
 		return nil, err
 	}
-	prog := &Program{v: append([]float32(nil), v...), n: n, a: cfg.A, fail: cfg.FailOnNonFinite, dev: dev}
+	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, dev: dev}
 	if prog.src, err = ops.NewWaveletSource(prog.v, n, cfg.A, p.Boundary, pad); err != nil {
 		return nil, err
 	}

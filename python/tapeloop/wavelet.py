@@ -15,6 +15,15 @@ def _values(name, x):
     return a.reshape(-1)
 
 
+def _reach(reach):
+    """reach=: None, a number of voxels, or "volume"."""
+    if isinstance(reach, str):
+        if reach != "volume":
+            raise Error(f'reach={reach!r}: want a half-width in voxels, or "volume" (a grid the size of the volume)')
+        return reach
+    return integer("reach", reach) or 0
+
+
 class Wavelet(Compiled):
     """The wavelet sweep of one volume, compiled once; each call sweeps a
     (θ, φ, ξ) grid, batch by batch, over the same buffers and the volume's
@@ -27,9 +36,16 @@ class Wavelet(Compiled):
     default) or "wrap" (periodic), as scipy.ndimage.convolve. kernel: your own
     kernel formula over x, y, z, u, v, w, q and theta, phi, xi, a (default:
     the hat, (3 - q)*exp(-q/2)), sampled over its own reach (where it falls
-    below 1e-7 of its largest value; it must within the volume) or, with
-    reach, over reach voxels from its centre along every axis; stats: your own statistics of each response
-    g, a dict name → formula, e.g. {"l1": "sum(abs(g))"} (or the CLI's
+    below 1e-7 of its largest value; it must be within the volume) or, with
+    reach, over reach voxels from its centre along every axis, or with
+    reach="volume" over the volume's grid (as a kernel made with np.meshgrid
+    over the volume's shape, centred as scipy.ndimage centres it); indexing:
+    which axes the kernel's x and y run along, as np.meshgrid's indexing:
+    "ij" (the default: x along the volume's first axis) or "xy" (x along its
+    second, y its first, as np.meshgrid(x, y, z) makes them; the built-in hat
+    turns too); stats: your own statistics of each response
+    g (which may also read theta, phi, xi and a), a dict name → formula,
+    e.g. {"l1": "sum(abs(g))", "wt_max": "max(g)/sqrt(xi^2 + 2*a^2)"} (or the CLI's
     "name=formula" strings), each an extra column (named like a built-in one,
     it fills that column); params: their parameters; fail_on_nonfinite: a NaN
     or infinite value of your kernel or statistics fails the call (default: it
@@ -50,14 +66,14 @@ class Wavelet(Compiled):
 
     _what = "wavelet"
 
-    def __init__(self, volume, *, a=1.0, boundary="reflect", kernel=None, reach=None, stats=None, params=None,
-                 batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
+    def __init__(self, volume, *, a=1.0, boundary="reflect", kernel=None, reach=None, indexing="ij", stats=None,
+                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"volume=: the array has shape {v.shape}, want a 3-D volume")
         if isinstance(stats, dict):
             stats = [f"{name}={formula}" for name, formula in stats.items()]
-        cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, reach=integer("reach", reach) or 0,
+        cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, reach=_reach(reach), indexing=indexing,
                      stats=list(stats) if stats else None,
                      params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), batch=integer("batch", batch) or 0,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
@@ -79,11 +95,12 @@ class Wavelet(Compiled):
         return {name: np.ascontiguousarray(out[:, i]) for i, name in enumerate(self.columns)}
 
 
-def wavelet(volume, theta, phi, xi, a=1.0, boundary="reflect", kernel=None, reach=None, stats=None, params=None,
-            batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
+def wavelet(volume, theta, phi, xi, a=1.0, boundary="reflect", kernel=None, reach=None, indexing="ij", stats=None,
+            params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
     """One-shot Wavelet: the statistics of volume, (X, Y, Z), for every
     combination of theta, phi and xi, as a dict of column → 1-D float64
     array (see Wavelet); the volume is converted to float32 once."""
-    with Wavelet(volume, a=a, boundary=boundary, kernel=kernel, reach=reach, stats=stats, params=params, batch=batch,
+    with Wavelet(volume, a=a, boundary=boundary, kernel=kernel, reach=reach, indexing=indexing, stats=stats,
+                 params=params, batch=batch,
                  mem_limit=mem_limit, fail_on_nonfinite=fail_on_nonfinite, device=device, gpu=gpu) as w:
         return w(theta, phi, xi)

@@ -247,3 +247,37 @@ def test_kernel_reach():
         tapeloop.wavelet(v[:12, :12, :12], 0, 0, 1, kernel=kernel)
     with pytest.raises(tapeloop.Error, match=r"^reach=: it is for kernel="):
         tapeloop.wavelet(v, 0, 0, 1, reach=3)
+
+
+def test_kernel_on_the_volume_grid_in_meshgrid_order():
+    """reach="volume" samples the kernel on a grid the size of the volume,
+    centred as scipy.ndimage centres a kernel, and indexing="xy" runs its x
+    along the volume's second axis, as np.meshgrid(x, y, z) makes it: the
+    statistics of scipy.ndimage.convolve with that kernel. A statistic reads
+    the combination's ξ and a."""
+    ndimage = pytest.importorskip("scipy.ndimage")
+    rng = np.random.default_rng(16017)
+    v = rng.standard_normal((13, 18, 9)).astype(np.float32)
+    th, ph, xi, a = 0.4, 2.2, 3.0, 1.1
+    kernel = "(3 - q)*exp(-q/2)*(1 + 0.3*tanh(x - 0.5*y))"
+
+    def kern(x, y, z):
+        u = x*np.cos(ph)*np.cos(th) - y*np.sin(th) + z*np.sin(ph)*np.cos(th)
+        w = x*np.cos(ph)*np.sin(th) + y*np.cos(th) + z*np.sin(ph)*np.sin(th)
+        t = -x*np.sin(ph) + z*np.cos(ph)
+        q = (w/a)**2 + (u/(a*xi))**2 + (t/a)**2
+        return (3 - q)*np.exp(-q/2)*(1 + 0.3*np.tanh(x - 0.5*y))
+
+    ax = [np.arange(m) - m//2 for m in v.shape]
+    for indexing, grid in (("ij", np.meshgrid(ax[0], ax[1], ax[2], indexing="ij")),
+                           ("xy", np.meshgrid(ax[1], ax[0], ax[2]))):
+        g = ndimage.convolve(v.astype(np.float64), kern(*grid))
+        got = tapeloop.wavelet(v, th, ph, xi, a=a, kernel=kernel, reach="volume", indexing=indexing,
+                               stats={"wt": "max(g)/sqrt(xi^2 + 2*a^2)"})
+        got = np.array([got[c][0] for c in ("energy", "std", "max", "wt")])
+        want = np.array([(g**2).sum(), g.std(), g.max(), g.max()/np.sqrt(xi**2 + 2*a**2)])
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+    with pytest.raises(tapeloop.Error, match=r"^reach='far': want a half-width in voxels"):
+        tapeloop.wavelet(v, 0, 0, 1, kernel=kernel, reach="far")
+    with pytest.raises(tapeloop.Error, match=r"^indexing="):
+        tapeloop.wavelet(v, 0, 0, 1, indexing="yx")
