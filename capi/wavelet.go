@@ -93,6 +93,22 @@ func tl_wavelet_run(h C.int64_t, theta *C.double, nt C.int64_t, phi *C.double, n
 }
 
 // doubles is the caller's n values at x (nil when n is 0).
+// tl_wavelet_response writes the response G of the combination theta,
+// phi, xi into out: outLen = nx·ny·nz float32 values, the volume's shape
+// as given to tl_wavelet_create, C order.
+//
+//export tl_wavelet_response
+func tl_wavelet_response(h C.int64_t, theta, phi, xi C.double, out *C.float, outLen C.int64_t, interruptible C.int) *C.char {
+	return guard(func() error {
+		return call(h, "a wavelet sweep", interruptible, func(p *wavelet.Program) error {
+			if out == nil || outLen < 0 {
+				return fmt.Errorf("wavelet: NULL or negative arrays")
+			}
+			return p.Response(float64(theta), float64(phi), float64(xi), unsafe.Slice((*float32)(unsafe.Pointer(out)), int(outLen)))
+		})
+	})
+}
+
 func doubles(x *C.double, n C.int64_t) []float64 {
 	if n == 0 {
 		return nil

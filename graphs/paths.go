@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
 )
@@ -163,5 +164,13 @@ func (s DRRSpec) OutputPaths() []Path {
 // InputPaths is the volume.
 func (s WaveletSpec) InputPaths() []Path { return []Path{{Flag: "volume", Path: s.Volume}} }
 
-// OutputPaths is the CSV file.
-func (s WaveletSpec) OutputPaths() []Path { return []Path{{Flag: "out", Path: s.Out}} }
+// OutputPaths is the CSV file and the files of --save-response.
+func (s WaveletSpec) OutputPaths() []Path {
+	out := []Path{{Flag: "out", Path: s.Out}}
+	for _, r := range s.SaveResponses {
+		if _, file, ok := strings.Cut(r, ":"); ok {
+			out = append(out, Path{Flag: "save-response", Path: strings.TrimSpace(file)})
+		}
+	}
+	return out
+}

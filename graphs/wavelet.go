@@ -49,6 +49,10 @@ type WaveletSpec struct {
 	// Resume continues the run whose checkpoint is beside Out (see
 	// openCheckpoint); without it, a checkpoint there is refused.
 	Resume bool
+	// SaveResponses write the response G of chosen combinations, each
+	// "θ,φ,ξ:FILE.npy", as float32 arrays of the volume's shape, when the
+	// run finishes. A shard writes those of its own combinations.
+	SaveResponses []string
 }
 
 // DefaultWaveletSpec is the built-in sweep: a random 32³ volume, θ over
@@ -63,6 +67,7 @@ type waveletPlan struct {
 	combos []wavelet.Combo
 	size   [3]int // without a volume file
 	shard  shardChoice
+	save   []wavelet.SavedResponse
 }
 
 func (s WaveletSpec) parse() (p waveletPlan, err error) {
@@ -88,6 +93,10 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 	if p.cfg, err = s.Config.Parse(); err != nil {
 		return p, err
 	}
+	if p.save, err = wavelet.ParseSaveResponses(s.SaveResponses, s.A, p.combos); err != nil {
+		return p, err
+	}
+
 	if p.shard, err = parseShard(s.Shard, s.Shards, s.Env, s.Out); err != nil {
 		return p, err
 	}
@@ -125,6 +134,11 @@ type WaveletTask struct {
 	out   *atomicfile.File
 	npz   *npy.NPZWriter // a shard's archive
 	csv   *bufio.Writer
+	// save are the responses to write at Commit, those of [lo, hi);
+	// swapXY turns them back to the volume's axes (Indexing "xy").
+	save   []wavelet.SavedResponse
+	swapXY bool
+	n      [3]int // the volume's shape as computed on
 }
 
 // OpenWavelet validates s, reads or makes the volume, and creates the
@@ -153,6 +167,7 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	if err != nil {
 		return nil, err
 	}
+	n0 := n
 	v, n = p.cfg.Arrange(v, n)
 	// A shard pads for the whole sweep: the paddings depend on which
 	// combinations run together (wavelet.Pads).
@@ -174,7 +189,12 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	}
 	src.MaxSupport = wavelet.MaxSupport(sup)
 	src.Formulas = formulas
-	t := &WaveletTask{}
+	t := &WaveletTask{n: n, swapXY: n != n0 || s.Indexing == "xy"}
+	for _, r := range p.save {
+		if r.Combo >= lo && r.Combo < hi && withOutput {
+			t.save = append(t.save, r)
+		}
+	}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -286,6 +306,9 @@ func (t *WaveletTask) Summary() wavelet.Result { return t.job.Result() }
 // Commit flushes the CSV, closes a shard's archive and renames the
 // output file into place.
 func (t *WaveletTask) Commit() error {
+	if err := t.writeResponses(); err != nil {
+		return err
+	}
 	if t.csv != nil {
 		if err := t.csv.Flush(); err != nil {
 			return fmt.Errorf("--out: %w", err)
@@ -305,6 +328,53 @@ func (t *WaveletTask) Commit() error {
 	err := removeCheckpoint(&t.ckp)
 	t.claim.release()
 	return err
+}
+
+// writeResponses writes the responses of --save-response, each through a
+// temporary file renamed when whole, in the volume's own axes.
+func (t *WaveletTask) writeResponses() error {
+	if len(t.save) == 0 {
+		return nil
+	}
+	g := make([]float32, t.n[0]*t.n[1]*t.n[2])
+	for _, r := range t.save {
+		if err := t.job.Response(r.Combo, g); err != nil {
+			return fmt.Errorf("--save-response %s: %w", r.File, err)
+		}
+		out, n := g, t.n
+		if t.swapXY {
+			out, n = wavelet.SwapXY(g, t.n, false)
+		}
+		if err := writeNpy32(r.File, out, n[:]); err != nil {
+			return fmt.Errorf("--save-response: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeNpy32 writes v of shape n to the .npy file path, through a
+// temporary file renamed when whole.
+func writeNpy32(path string, v []float32, n []int) error {
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	b := bufio.NewWriterSize(f, 1<<20)
+	w, err := npy.NewWriter(b, npy.Float32, n)
+	if err == nil {
+		err = w.Write32(v)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = b.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Commit()
 }
 
 // Close removes an uncommitted output file and closes the checkpoint,

@@ -132,6 +132,7 @@ type waveletScratch struct {
 	parts    [][3]float64               // sums of the response, per piece of the inverse transform
 	energies []float64                  // per-row parts of the kernel's Σ ψ̂²
 	rows     *parallel.Buffers[float64] // HatMul's row buffers, one per worker
+	capture  []float32                  // where sums copies the response (Response), nil: nowhere
 }
 
 func (s *WaveletSource) newScratch() *waveletScratch {
@@ -196,8 +197,8 @@ func (s *waveletScratch) kernelArray(w *WaveletVolume) []float32 {
 func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) {
 	p := w.plan.Dims
 	half := s.half[:w.plan.HalfLen()]
-	var resp []float32 // only the user's statistics read the response after the sums
-	if f != nil && len(f.Stats) > 0 {
+	var resp []float32 // only the user's statistics and Response read the response after the sums
+	if f != nil && len(f.Stats) > 0 || s.capture != nil {
 		if s.resp == nil {
 			s.resp = make([]float32, s.n)
 		}
@@ -240,6 +241,14 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 		}
 	}
 	dst[0], dst[1], dst[2], dst[3] = sum, sum2, mx, kernelEnergy
+	if s.capture != nil {
+		for i := range n[0] {
+			for j := range n[1] {
+				lo := ((i+w.Pad[0])*p[1]+j+w.Pad[1])*p[2] + w.Pad[2]
+				copy(s.capture[(i*n[1]+j)*n[2]:][:n[2]], resp[lo:lo+n[2]])
+			}
+		}
+	}
 	if f == nil {
 		return
 	}
@@ -255,6 +264,29 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	for k, st := range f.Stats {
 		dst[WaveletSums+k] = st.eval(resp, rows, w.A, theta, phi, xi)
 	}
+}
+
+// Response writes the response G of the combination θ, φ, ξ, computed on
+// the volume extended by pad (its padding in the sweep), to dst: the
+// volume's shape, C order. It runs on the CPU, with the source's kernel
+// formula; the source's statistics formulas are not evaluated.
+func (s *WaveletSource) Response(dst []float32, theta, phi, xi float64, pad [3]int) error {
+	if err := CheckHat(s.A, theta, phi, xi); err != nil {
+		return err
+	}
+	if len(dst) != s.N[0]*s.N[1]*s.N[2] {
+		return fmt.Errorf("wavelet: response buffer of %d values, want %v", len(dst), s.N)
+	}
+	w := s.Volume(pad)
+	sc := w.newScratch()
+	sc.capture = dst
+	var f *WaveletFormulas
+	if k := s.Formulas.KernelFormula(); k != nil {
+		f = &WaveletFormulas{Kernel: k}
+	}
+	var sums [WaveletSums]float64
+	w.sums(sums[:], theta, phi, xi, sc, f)
+	return nil
 }
 
 // hatFill returns the fill hook of InverseRealCropWith that sets rows of

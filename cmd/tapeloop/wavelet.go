@@ -30,6 +30,7 @@ var waveletFlags = []cli.Flag{
 	paramFlag,
 	failNonFiniteFlag,
 	&cli.StringFlag{Name: "out", Category: catWavelet, Usage: "write the statistics CSV to `FILE` (default: standard output; a shard: an .npz)"},
+	&cli.StringSliceFlag{Name: "save-response", Category: catWavelet, Usage: "write the response G of one combination, `THETA,PHI,XI:FILE.npy` (e.g. 0,pi/4,2:g.npy), float32 of the volume's shape, when the run ends (repeat for more; a shard writes those of its combinations)"},
 	&cli.StringFlag{Name: "shard", Category: catWavelet, Usage: "compute only shard `i/n` of the combinations (0 ≤ i < n, in CSV order) into --out FILE.npz (merge with tapeloop merge)"},
 	&cli.IntFlag{Name: "shards", Category: catWavelet, Usage: "split into `n` shards, this job's index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"},
 	resumeFlag,
@@ -63,7 +64,7 @@ func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
 		Volume: c.String("volume"), Size: c.String("size"), Seed: c.Uint64("seed"),
 		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"),
 		Out: c.String("out"), Stdout: stdout, Warn: os.Stderr,
-		Shards: intIfSet(c, "shards"), Resume: c.Bool(resumeFlag.Name),
+		Shards: intIfSet(c, "shards"), Resume: c.Bool(resumeFlag.Name), SaveResponses: c.StringSlice("save-response"),
 	}
 	if c.IsSet("shard") {
 		v := c.String("shard")

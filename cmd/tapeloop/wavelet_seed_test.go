@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 )
 
@@ -201,4 +204,78 @@ stats(hat(*np.meshgrid(b, b, b)), "hat-xy.csv")
 	check("grid-ij.csv", "--kernel", kernel, "--reach", "volume", "--indexing", "ij")
 	check("grid-xy.csv", "--kernel", kernel, "--reach", "volume", "--indexing", "xy")
 	check("hat-xy.csv", "--indexing", "xy")
+}
+
+// TestWaveletSaveResponse: --save-response writes the response G of
+// chosen combinations, float32 in the volume's own shape, also with
+// --indexing xy on a volume of three different sizes: against
+// scipy.ndimage.convolve with the kernel made by np.meshgrid (indexing
+// "xy"), and against the run's own CSV row. A shard writes the responses
+// of its own combinations only.
+func TestWaveletSaveResponse(t *testing.T) {
+	py := testutil.Python(t, "numpy", "scipy.ndimage")
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	script := `
+import numpy as np, sys
+from scipy import ndimage
+d = sys.argv[1]
+rng = np.random.default_rng(29)
+v = rng.standard_normal((14, 19, 10)).astype(np.float32)
+np.save(d + "/v.npy", v)
+th, ph, xi, a = np.pi/4, np.pi/3, 2.0, 1.0
+c, s = np.cos, np.sin
+b = np.arange(-13, 14)
+x, y, z = np.meshgrid(b, b, b)  # x along the second axis
+u = x*c(ph)*c(th) - y*s(th) + z*s(ph)*c(th)
+w = x*c(ph)*s(th) + y*c(th) + z*s(ph)*s(th)
+t = -x*s(ph) + z*c(ph)
+q = (w/a)**2 + (u/(a*xi))**2 + (t/a)**2
+np.save(d + "/want.npy", ndimage.convolve(v.astype(np.float64), (3 - q)*np.exp(-q/2)))
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+	args := []string{"wavelet", "-q", "--volume", p("v.npy"), "--theta", "0,pi/4", "--phi", "pi/3", "--xi", "1,2", "--indexing", "xy"}
+	if _, se, code := run(t, append(args, "--out", p("s.csv"), "--save-response", "pi/4,pi/3,2:"+p("g.npy"))...); code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	h, g, err := npy.ReadAll64(p("g.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want, err := npy.ReadAll64(p("want.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(h.Shape) != "[14 19 10]" || h.Dtype != npy.Float32 {
+		t.Fatalf("response of shape %v, %v; want the volume's [14 19 10], float32", h.Shape, h.Dtype)
+	}
+	var peak, worst, energy float64
+	for i := range want {
+		peak = max(peak, math.Abs(want[i]))
+		worst = max(worst, math.Abs(g[i]-want[i]))
+		energy += g[i] * g[i]
+	}
+	if !(worst <= 1e-4*peak) {
+		t.Errorf("response differs from scipy.ndimage.convolve by %.3g (its peak %.3g)", worst, peak)
+	}
+	row := readCSV(t, p("s.csv"), true)[3]
+	if d := math.Abs(energy - row[3]); !(d <= 1e-5*row[3]) {
+		t.Errorf("Σ G² of the saved response %v, the CSV's energy %v", energy, row[3])
+	}
+	// Two shards of four combinations: the response of the fourth is the
+	// second shard's to write.
+	for i := range 2 {
+		out := p(fmt.Sprintf("shard%d.npz", i))
+		if _, se, code := run(t, append(args, "--shard", fmt.Sprintf("%d/2", i), "--out", out, "--save-response", "pi/4,pi/3,2:"+p(fmt.Sprintf("g%d.npy", i)))...); code != 0 {
+			t.Fatalf("shard %d: exit %d: %s", i, code, se)
+		}
+	}
+	if _, err := os.Stat(p("g0.npy")); err == nil {
+		t.Error("shard 0 wrote the response of a combination of shard 1")
+	}
+	if _, g1, err := npy.ReadAll64(p("g1.npy")); err != nil || !slices.Equal(g1, g) {
+		t.Error("shard 1's response differs from the whole run's")
+	}
 }

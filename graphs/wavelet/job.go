@@ -172,6 +172,14 @@ func sharesKernels(f *ops.WaveletFormulas) bool {
 	return true
 }
 
+// Response writes the response G of combination i (an index into Combos)
+// to dst, the volume's shape as the sweep computes on it, C order: on
+// the CPU, extended by the padding the sweep gives it.
+func (w *Job) Response(i int, dst []float32) error {
+	c := w.cfg.Combos[i]
+	return w.cfg.Src.Response(dst, c.Theta, c.Phi, c.Xi, w.pad[i])
+}
+
 // KernelOf is src's kernel formula, nil for the built-in hat.
 func KernelOf(src *ops.WaveletSource) *ops.KernelFormula { return src.Formulas.KernelFormula() }
 

@@ -29,6 +29,7 @@ type Program struct {
 	n     [3]int
 	a     float64
 	fail  bool
+	xy    bool // the volume's first two axes are swapped (Indexing "xy")
 	dev   *engine.Device
 	names []string
 	place []int
@@ -68,7 +69,7 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 	if err := CheckPadding(n, pad, dev.MemLimit); err != nil {
 		return nil, err
 	}
-	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, dev: dev}
+	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, xy: p.xy, dev: dev}
 	if prog.src, err = ops.NewWaveletSource(prog.v, n, cfg.A, p.Boundary, pad); err != nil {
 		return nil, err
 	}
@@ -137,6 +138,40 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 	for i := range combos {
 		job.values(dst[i*w:(i+1)*w], i, p.place)
 	}
+	return nil
+}
+
+// Response writes the response G of the combination θ, φ, ξ to dst, the
+// volume's shape (as given to Compile), C order: the convolution whose
+// statistics Run gives, on the CPU.
+func (p *Program) Response(theta, phi, xi float64, dst []float32) error {
+	c := []Combo{{theta, phi, xi}}
+	if err := Computable(p.a, c[0]); err != nil {
+		return err
+	}
+	if len(dst) != len(p.v) {
+		return fmt.Errorf("%w: out has %d values, want the volume's %d", engine.ErrBatch, len(dst), len(p.v))
+	}
+	sup, err := Supports(p.a, KernelOf(p.src), c)
+	if err != nil {
+		return err
+	}
+	pads, pad := Pads(p.n, p.a, c, sup)
+	if err := CheckPadding(p.n, pad, p.dev.MemLimit); err != nil {
+		return err
+	}
+	if err := p.grow(pad); err != nil {
+		return err
+	}
+	if !p.xy {
+		return p.src.Response(dst, theta, phi, xi, pads[0])
+	}
+	g := make([]float32, len(dst))
+	if err := p.src.Response(g, theta, phi, xi, pads[0]); err != nil {
+		return err
+	}
+	g, _ = SwapXY(g, p.n, false)
+	copy(dst, g)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package wavelet
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -343,4 +344,50 @@ func CheckPadding(n, pad [3]int, limit int64) error {
 		return &engine.BudgetError{Workload: "wavelet's padded volume", Need: padded, Limit: limit}
 	}
 	return nil
+}
+
+// A SavedResponse is a combination whose response G a run writes to a
+// .npy file (--save-response).
+type SavedResponse struct {
+	Combo int // an index into the sweep's combinations
+	File  string
+}
+
+// ParseSaveResponses reads --save-response specs, each "θ,φ,ξ:FILE.npy"
+// (numbers as in a LIST: 0,pi/4,2:g.npy), against the sweep's
+// combinations: each must name one of them that has a kernel (within
+// 10⁻⁹ in each value), and each a file of its own.
+func ParseSaveResponses(specs []string, a float64, combos []Combo) ([]SavedResponse, error) {
+	var out []SavedResponse
+	files := map[string]bool{}
+	for _, spec := range specs {
+		vals, file, ok := strings.Cut(spec, ":")
+		file = strings.TrimSpace(file)
+		parts := strings.Split(vals, ",")
+		if !ok || len(parts) != 3 || !strings.HasSuffix(file, ".npy") {
+			return nil, fmt.Errorf("--save-response %q: want THETA,PHI,XI:FILE.npy, e.g. 0,pi/4,2:g.npy", spec)
+		}
+		var c [3]float64
+		for i, s := range parts {
+			v, err := parseNumber(strings.TrimSpace(s))
+			if err != nil {
+				return nil, fmt.Errorf("--save-response %q: %w", spec, err)
+			}
+			c[i] = v
+		}
+		near := func(x, y float64) bool { return math.Abs(x-y) <= 1e-9*max(1, math.Abs(y)) }
+		i := slices.IndexFunc(combos, func(k Combo) bool { return near(c[0], k.Theta) && near(c[1], k.Phi) && near(c[2], k.Xi) })
+		if i < 0 {
+			return nil, fmt.Errorf("--save-response %q: θ = %g, φ = %g, ξ = %g is not a combination of the sweep (--theta, --phi, --xi)", spec, c[0], c[1], c[2])
+		}
+		if err := Computable(a, combos[i]); err != nil {
+			return nil, fmt.Errorf("--save-response %q: %w", spec, err)
+		}
+		if files[file] {
+			return nil, fmt.Errorf("--save-response %q: %s is named twice", spec, file)
+		}
+		files[file] = true
+		out = append(out, SavedResponse{Combo: i, File: file})
+	}
+	return out, nil
 }

@@ -45,6 +45,7 @@ PROTOS = {
     "tl_wavelet_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
     "tl_wavelet_columns": ([_i64, _txt], _err),
     "tl_wavelet_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, ctypes.c_int], _err),
+    "tl_wavelet_response": ([_i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, _ptr, _i64, ctypes.c_int], _err),
 }
 
 

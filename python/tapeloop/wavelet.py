@@ -94,6 +94,16 @@ class Wavelet(Compiled):
                                  out.ctypes.data, out.size, interruptible()))
         return {name: np.ascontiguousarray(out[:, i]) for i, name in enumerate(self.columns)}
 
+    def response(self, theta, phi, xi):
+        """The response G of one combination (θ, φ, ξ: numbers): the volume
+        convolved with its kernel, a float32 array of the volume's shape,
+        the convolution whose statistics a call gives (the author's G_Ixy)."""
+        h = self._handle()
+        out = np.empty(self.shape, np.float32)
+        check(lib.tl_wavelet_response(h, finite("theta", theta), finite("phi", phi), finite("xi", xi),
+                                      out.ctypes.data, out.size, interruptible()))
+        return out
+
 
 def wavelet(volume, theta, phi, xi, a=1.0, boundary="reflect", kernel=None, reach=None, indexing="ij", stats=None,
             params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):

@@ -281,3 +281,30 @@ def test_kernel_on_the_volume_grid_in_meshgrid_order():
         tapeloop.wavelet(v, 0, 0, 1, kernel=kernel, reach="far")
     with pytest.raises(tapeloop.Error, match=r"^indexing="):
         tapeloop.wavelet(v, 0, 0, 1, indexing="yx")
+
+
+def test_response():
+    """Wavelet.response gives the response G of one combination, the
+    volume's shape, as scipy.ndimage.convolve gives it with the kernel on
+    the volume's grid in np.meshgrid's "xy" order; its Σ G² is the call's
+    energy."""
+    ndimage = pytest.importorskip("scipy.ndimage")
+    rng = np.random.default_rng(16019)
+    v = rng.standard_normal((11, 16, 9)).astype(np.float32)
+    th, ph, xi = 1.1, 0.3, 2.0
+    kernel = "(3 - q)*exp(-q/2)*(1 + 0.2*x)"
+    with tapeloop.Wavelet(v, kernel=kernel, reach="volume", indexing="xy") as w:
+        g = w.response(th, ph, xi)
+        row = w(th, ph, xi)
+        with pytest.raises(tapeloop.Error, match=r"ξ = 0"):
+            w.response(0, 0, 0)
+    ax = [np.arange(m) - m//2 for m in v.shape]
+    x, y, z = np.meshgrid(ax[1], ax[0], ax[2])
+    u = x*np.cos(ph)*np.cos(th) - y*np.sin(th) + z*np.sin(ph)*np.cos(th)
+    s = x*np.cos(ph)*np.sin(th) + y*np.cos(th) + z*np.sin(ph)*np.sin(th)
+    t = -x*np.sin(ph) + z*np.cos(ph)
+    q = s**2 + (u/xi)**2 + t**2
+    want = ndimage.convolve(v.astype(np.float64), (3 - q)*np.exp(-q/2)*(1 + 0.2*x))
+    assert g.dtype == np.float32 and g.shape == v.shape
+    np.testing.assert_allclose(g, want, atol=1e-4*np.abs(want).max())
+    np.testing.assert_allclose((g.astype(np.float64)**2).sum(), row["energy"][0], rtol=1e-5)
