@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
@@ -118,8 +119,9 @@ func NewKernelFormula(f *formula.Formula, reach int, n [3]int) (*KernelFormula, 
 }
 
 type kernelRows struct {
-	st                       *cpukern.FxState[float64]
-	x, y, z, u, v, w, q, psi []float64
+	st                  *cpukern.FxState[float64]
+	x, y, z, u, v, w, q []float64 // one chunk of offsets
+	plane               []float64 // the kernel over a plane of constant x
 }
 
 var axisNames = [3]string{"first (x)", "second (y)", "third (z)"}
@@ -237,24 +239,14 @@ func (k *KernelFormula) box(a, theta, phi, xi float64) [3]int {
 }
 
 // sample evaluates the kernel at every integer offset of the box of
-// half-widths h, in Hat's order, and calls fn for each.
+// half-widths h, in Hat's order, and calls fn for each. The planes of
+// constant x are evaluated in parallel, a group of them at a time, each in
+// as few calls of the evaluator as its length allows, and handed to fn in
+// order.
 func (k *KernelFormula) sample(a, theta, phi, xi float64, h [3]int, fn func(x, y, z int, psi float64)) {
 	r := hatRotation(theta, phi)
-	s, ok := k.states.Get().(*kernelRows)
-	if !ok {
-		s = &kernelRows{st: cpukern.NewFxState[float64](k.Prog)}
-	}
-	defer k.states.Put(s)
-	nz := 2*h[2] + 1
-	if len(s.z) < nz {
-		for _, p := range []*[]float64{&s.x, &s.y, &s.z, &s.u, &s.v, &s.w, &s.q, &s.psi} {
-			*p = make([]float64, nz)
-		}
-	}
-	s.st.Reset()
-	s.st.Regs[0], s.st.Regs[1], s.st.Regs[2], s.st.Regs[3] = theta, phi, xi, a
-	in := [][]float64{s.x[:nz], s.y[:nz], s.z[:nz], s.u[:nz], s.v[:nz], s.w[:nz], s.q[:nz]}
-	out := [][]float64{s.psi[:nz]}
+	ny, nz := 2*h[1]+1, 2*h[2]+1
+	plane := ny * nz
 	// On the volume's grid, an axis of even length stops one short of h
 	// on its positive side: those samples are zero.
 	top := h
@@ -263,17 +255,31 @@ func (k *KernelFormula) sample(a, theta, phi, xi float64, h [3]int, fn func(x, y
 			top[i] = k.Limit[i] - h[i]
 		}
 	}
-	for x := -h[0]; x <= h[0]; x++ {
-		for y := -h[1]; y <= h[1]; y++ {
-			if x > top[0] || y > top[1] {
-				for i := range nz {
-					fn(x, y, i-h[2], 0)
-				}
-				continue
-			}
-			fx, fy := float64(x), float64(y)
-			for i := range nz {
-				fz := float64(i - h[2])
+	workers := max(1, min(runtime.GOMAXPROCS(0), 2*h[0]+1))
+	rows := make([]*kernelRows, workers)
+	for i := range rows {
+		s, ok := k.states.Get().(*kernelRows)
+		if !ok {
+			s = &kernelRows{st: cpukern.NewFxState[float64](k.Prog)}
+		}
+		s.grow(min(plane, maxKernelChunk), plane)
+		rows[i] = s
+		defer k.states.Put(s)
+	}
+	eval := func(s *kernelRows, x int) {
+		psi := s.plane[:plane]
+		if x > top[0] {
+			clear(psi)
+			return
+		}
+		fx := float64(x)
+		s.st.Reset()
+		s.st.Regs[0], s.st.Regs[1], s.st.Regs[2], s.st.Regs[3] = theta, phi, xi, a
+		for lo := 0; lo < plane; lo += len(s.x) {
+			m := min(len(s.x), plane-lo)
+			for i := range m {
+				y, z := (lo+i)/nz-h[1], (lo+i)%nz-h[2]
+				fy, fz := float64(y), float64(z)
 				s.x[i], s.y[i], s.z[i] = fx, fy, fz
 				s.u[i] = r[0][0]*fx + r[0][1]*fy + r[0][2]*fz
 				s.v[i] = r[1][0]*fx + r[1][1]*fy + r[1][2]*fz
@@ -281,14 +287,56 @@ func (k *KernelFormula) sample(a, theta, phi, xi float64, h [3]int, fn func(x, y
 				rT, rp, rp2 := s.u[i], s.v[i], s.w[i]
 				s.q[i] = (rp/a)*(rp/a) + (rT/(a*xi))*(rT/(a*xi)) + (rp2/a)*(rp2/a)
 			}
-			s.st.Run(nz, in, out)
-			for i := range nz {
-				if i-h[2] > top[2] {
-					s.psi[i] = 0
+			in := [][]float64{s.x[:m], s.y[:m], s.z[:m], s.u[:m], s.v[:m], s.w[:m], s.q[:m]}
+			s.st.Run(m, in, [][]float64{psi[lo : lo+m]})
+		}
+		if k.OnGrid {
+			for y := -h[1]; y <= h[1]; y++ {
+				for z := -h[2]; z <= h[2]; z++ {
+					if y > top[1] || z > top[2] {
+						psi[(y+h[1])*nz+z+h[2]] = 0
+					}
 				}
-				fn(x, y, i-h[2], s.psi[i])
 			}
 		}
+	}
+	var wg sync.WaitGroup
+	for x0 := -h[0]; x0 <= h[0]; x0 += workers {
+		n := min(workers, h[0]-x0+1)
+		if n == 1 {
+			eval(rows[0], x0)
+		} else {
+			for w := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					eval(rows[w], x0+w)
+				}()
+			}
+			wg.Wait()
+		}
+		for w := range n {
+			psi := rows[w].plane[:plane]
+			for i, v := range psi {
+				fn(x0+w, i/nz-h[1], i%nz-h[2], v)
+			}
+		}
+	}
+}
+
+// maxKernelChunk is the most offsets a kernel formula is evaluated over
+// in one call.
+const maxKernelChunk = 1 << 14
+
+// grow makes s's arrays hold chunk offsets and a plane of plane.
+func (s *kernelRows) grow(chunk, plane int) {
+	if len(s.x) < chunk {
+		for _, p := range []*[]float64{&s.x, &s.y, &s.z, &s.u, &s.v, &s.w, &s.q} {
+			*p = make([]float64, chunk)
+		}
+	}
+	if len(s.plane) < plane {
+		s.plane = make([]float64, plane)
 	}
 }
 
