@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,7 +20,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
-	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/stackfile"
 )
 
 // shardChoice is a workload's --shard or --shards, parsed.
@@ -285,7 +286,23 @@ func mergeDRR(s MergeSpec) (err error) {
 				shard.ErrShards, o.Path, r.Dtype.Name(), npy.ShapeString(r.Shape), o.Meta.Hi-o.Meta.Lo, ref.Rows, ref.Cols)
 		}
 	}
-	t := &DRRTask{dir: s.Out}
+	formats := ref.Formats
+	if len(formats) == 0 {
+		formats = []string{"npy"}
+	}
+	for _, f := range formats {
+		if !slices.Contains(stackFormats, f) {
+			return fmt.Errorf("%w: %s: format %q: the shard is corrupt or from a later version", shard.ErrShards, all[0].Path, f)
+		}
+	}
+	var outs []Path
+	for _, f := range formats[1:] { // Merge checked the first, drr.npy, or the directory
+		outs = append(outs, Path{Flag: "out", Path: filepath.Join(s.Out, "drr."+f)})
+	}
+	if err := CheckPaths(nil, outs); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	t := &DRRTask{dir: s.Out, n: ref.Items, rows: ref.Rows, cols: ref.Cols}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -294,18 +311,11 @@ func mergeDRR(s MergeSpec) (err error) {
 	if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	px := 4
-	if ref.PNG {
-		px = 6
-	}
-	if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), sysmem.Mul(int64(ref.Items), int64(ref.Rows), int64(ref.Cols), int64(px))); err != nil {
+	if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), stacksSpace(len(formats), ref.PNG, ref.Items, ref.Rows, ref.Cols)); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if t.npyOut, err = atomicfile.Create(filepath.Join(s.Out, "drr.npy")); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if t.writer, err = npy.NewWriter(t.npyOut, npy.Float32, []int{ref.Items, ref.Rows, ref.Cols}); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	if err := t.createStacks(formats, stackfile.Stack{N: ref.Items, Rows: ref.Rows, Cols: ref.Cols, Pixel: ref.Pixel}); err != nil {
+		return err
 	}
 	// The run's geometry.json, which every shard carries (the same: the
 	// shards come from one run).
@@ -334,8 +344,8 @@ func mergeDRR(s MergeSpec) (err error) {
 		}
 	}
 	err = eachShardImage(all, img, func(i int, img []float32) error {
-		if err := t.writer.Write32(img); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if err := t.stacks.Write32(img); err != nil {
+			return err
 		}
 		if !ref.PNG {
 			return nil
