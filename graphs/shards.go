@@ -133,7 +133,8 @@ func (f *runPrint) sum() string { return hex.EncodeToString(f.h.Sum(nil)[:16]) }
 type MergeSpec struct {
 	// Out is what one unsharded run writes: for affinity shards the
 	// (N, N) .npy, or for top-k shards an .npz; for wavelet shards the
-	// CSV file; for DRR shards the directory of drr.npy (and the PNGs).
+	// CSV file; for DRR shards the directory of drr.npy (or the files of
+	// the shards' --format) and the PNGs.
 	Out    string
 	Shards []string // the shards' .npz files, in any order
 }
@@ -264,9 +265,10 @@ func copyLines(w io.Writer, o shard.RangeShard) error {
 	return nil
 }
 
-// mergeDRR writes drr.npy into the Out directory from the shards' images
-// in pose order and, when the run wrote PNGs, one per pose, as OpenDRR's
-// task does.
+// mergeDRR writes drr.npy (or the files the shards' --format names:
+// drr.npy, drr.mha, drr.tiff) into the Out directory from the shards'
+// images in pose order and, when the run wrote PNGs, one per pose, as
+// OpenDRR's task does.
 func mergeDRR(s MergeSpec) (err error) {
 	all, err := shard.OpenRange(shard.DRR, s.Shards)
 	if err != nil {
@@ -295,8 +297,8 @@ func mergeDRR(s MergeSpec) (err error) {
 			return fmt.Errorf("%w: %s: format %q: the shard is corrupt or from a later version", shard.ErrShards, all[0].Path, f)
 		}
 	}
-	var outs []Path
-	for _, f := range formats[1:] { // Merge checked the first, drr.npy, or the directory
+	outs := []Path{{Flag: "out", Path: s.Out, Dir: true}}
+	for _, f := range formats {
 		outs = append(outs, Path{Flag: "out", Path: filepath.Join(s.Out, "drr."+f)})
 	}
 	if err := CheckPaths(nil, outs); err != nil {
