@@ -11,6 +11,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/engine"
@@ -18,6 +20,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
+	"github.com/tapeloop/tapeloop/internal/stackfile"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
@@ -68,6 +71,11 @@ type DRRSpec struct {
 	// A shard goes to an .npz Out instead, its PNGs written by the merge.
 	Out string
 	PNG bool
+	// Format lists the files of the images Out receives, comma-separated
+	// (parseFormats): npy (drr.npy), mha (drr.mha, a MetaImage) and tiff
+	// (drr.tiff, a multi-page float32 TIFF); "": npy. A shard records it
+	// and the merge writes them.
+	Format string
 	// PNGScale is how the PNGs map line integrals to gray: "image" (also
 	// ""; each image from its own smallest to its largest value) or
 	// "global" (every image over the run's smallest to largest). Window
@@ -107,6 +115,7 @@ type drrPlan struct {
 	axis       [3]float64  // the orbit's axis
 	rows, cols int
 	shard      shardChoice
+	formats    []string // Format parsed: npy, mha, tiff, in that order
 }
 
 // parse checks the spec without reading any file: the Config, then the
@@ -178,6 +187,12 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 	if s.PNG && s.Out == "" {
 		return p, fmt.Errorf("--png: needs --out DIR")
 	}
+	if p.formats, err = parseFormats(s.Format); err != nil {
+		return p, err
+	}
+	if s.Format != "" && s.Out == "" {
+		return p, fmt.Errorf("--format %s: needs --out DIR", s.Format)
+	}
 	if p.png, err = s.pngScale(); err != nil {
 		return p, err
 	}
@@ -188,6 +203,62 @@ func (s DRRSpec) parse() (p drrPlan, err error) {
 		return p, errors.New("--resume: it needs --out: a run without output keeps no checkpoint")
 	}
 	return p, nil
+}
+
+// stackFormats are the files a run's images can be written to, in the
+// order parseFormats gives them: drr.npy, drr.mha, drr.tiff.
+var stackFormats = []string{"npy", "mha", "tiff"}
+
+// parseFormats reads --format: a comma-separated list of npy, mha and
+// tiff (also tif), each at most once; "" is npy. The list comes back in
+// stackFormats' order, so that two spellings of one choice are one.
+func parseFormats(s string) ([]string, error) {
+	if s == "" {
+		return []string{"npy"}, nil
+	}
+	seen := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if f == "tif" {
+			f = "tiff"
+		}
+		switch {
+		case f == "png":
+			return nil, fmt.Errorf("--format %q: PNGs are --png (16-bit images for viewing); --format lists the float32 files: npy, mha, tiff", s)
+		case !slices.Contains(stackFormats, f):
+			return nil, fmt.Errorf("--format %q: %q is not a format: want a comma-separated list of npy, mha and tiff", s, f)
+		case seen[f]:
+			return nil, fmt.Errorf("--format %q: %s is given twice", s, f)
+		}
+		seen[f] = true
+	}
+	var out []string
+	for _, f := range stackFormats {
+		if seen[f] {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// formatsMeta is the formats as a shard's metadata holds them: nil for
+// drr.npy alone, as shards written before --format existed say.
+func formatsMeta(f []string) []string {
+	if slices.Equal(f, []string{"npy"}) {
+		return nil
+	}
+	return f
+}
+
+// commonPixel is the poses' pixel size, (column, row) spacing in mm, when
+// every pose has the same; else zero.
+func commonPixel(poses []ops.Pose) [2]float64 {
+	for _, p := range poses[1:] {
+		if p.Pixel != poses[0].Pixel {
+			return [2]float64{}
+		}
+	}
+	return poses[0].Pixel
 }
 
 // pngScale checks PNGScale, Window and Level.
@@ -263,10 +334,11 @@ type DRRTask struct {
 	claim  *claim // the checkpoint's lock, and what it holds
 	ckp    *checkpoint.File
 	dir    string
-	dirs   []string         // directories Open created for Out, outermost first
-	npyOut *atomicfile.File // drr.npy, or a shard's archive
-	npz    *npy.NPZWriter   // a shard's archive
-	writer *npy.Writer
+	dirs   []string           // directories Open created for Out, outermost first
+	npyOut *atomicfile.File   // a shard's archive
+	npz    *npy.NPZWriter     // and its writer
+	writer *npy.Writer        // and its images
+	stacks stacks             // drr.npy, drr.mha, drr.tiff: the formats asked for
 	pngs   []*atomicfile.File // written and closed, renamed on Commit
 	scale  pngScale
 	ranged bool // with a global scale: some image has set scale.lo and hi
@@ -293,15 +365,17 @@ func (t *DRRTask) pngOf(i int, img []float32, lo, hi float32) error {
 }
 
 // globalPNGs writes every pose's PNG over the run's range, reading the
-// images back from drr.npy, written whole and flushed.
+// images back from the first of the stacks (drr.npy, drr.mha or
+// drr.tiff: each holds them as contiguous float32 values), written whole
+// and flushed.
 func (t *DRRTask) globalPNGs() error {
 	per := t.rows * t.cols
-	off := int64(len(npy.EncodeHeader(npy.Float32, []int{t.n, t.rows, t.cols})))
+	src := t.stacks[0]
 	b := make([]byte, 4*per)
 	img := make([]float32, per)
 	for i := range t.n {
-		if _, err := t.npyOut.ReadAt(b, off+int64(i)*int64(len(b))); err != nil {
-			return fmt.Errorf("--png: reading drr.npy back: %w", err)
+		if _, err := src.f.ReadAt(b, src.off+int64(i)*int64(len(b))); err != nil {
+			return fmt.Errorf("--png: reading %s back: %w", src.name, err)
 		}
 		for k := range img {
 			img[k] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:]))
@@ -383,8 +457,11 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 			}
 			t.npz = npy.NewNPZWriter(t.npyOut)
 			meta := shard.RangeMeta{Workload: shard.DRR, Items: len(poses), Lo: lo, Hi: hi, Index: p.shard.index, Count: p.shard.count,
-				Fingerprint: fp, Rows: r, Cols: c, PNG: s.PNG}
+				Fingerprint: fp, Rows: r, Cols: c, PNG: s.PNG, Formats: formatsMeta(p.formats)}
 			meta.PNGScale, meta.PNGWindow = p.png.meta()
+			if meta.Formats != nil {
+				meta.Pixel = commonPixel(poses)
+			}
 			if err = shard.WriteRangeMeta(t.npz, meta); err != nil {
 				return nil, fmt.Errorf("--out: %w", err)
 			}
@@ -420,22 +497,14 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 		// a resumed run needs the room its first run had, less the
 		// records already in the checkpoint.
 		atomicfile.Sweep(s.Out)
-		size := sysmem.Mul(int64(len(poses)), int64(rows), int64(cols), 4)
-		if s.PNG {
-			size = sysmem.Mul(int64(len(poses)), int64(rows), int64(cols), 6)
-		}
-		size = engine.AddBytes(size, checkpointSpace(len(poses)-t.claim.Saved(), h.Record))
+		size := engine.AddBytes(stacksSpace(len(p.formats), s.PNG, len(poses), rows, cols), checkpointSpace(len(poses)-t.claim.Saved(), h.Record))
 		if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), size); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
-		if t.npyOut, err = atomicfile.Create(filepath.Join(s.Out, "drr.npy")); err != nil {
-			return nil, fmt.Errorf("--out: %w", err)
+		if err := t.createStacks(p.formats, stackfile.Stack{N: len(poses), Rows: rows, Cols: cols, Pixel: commonPixel(poses)}); err != nil {
+			return nil, err
 		}
-		p := poses[0]
-		if t.writer, err = npy.NewWriter(t.npyOut, npy.Float32, []int{len(poses), p.Rows, p.Cols}); err != nil {
-			return nil, fmt.Errorf("--out: %w", err)
-		}
-		setup.Out = t.writer
+		setup.Out = t.stacks
 		if s.PNG {
 			t.scale = scale
 			setup.Image = t.pngOf
@@ -620,6 +689,74 @@ func writeGeometry(create func(string) (io.Writer, error), poses []ops.Pose, fra
 	return err
 }
 
+// stacksSpace is the disk space of n images of rows×cols in as many
+// stack files, and with png their PNGs (at most 2 bytes a pixel).
+func stacksSpace(files int, png bool, n, rows, cols int) int64 {
+	px := 4 * int64(files)
+	if png {
+		px += 2
+	}
+	return sysmem.Mul(int64(n), int64(rows), int64(cols), px)
+}
+
+// stackOut is one file of a run's images: drr.npy, drr.mha or drr.tiff.
+type stackOut struct {
+	name string
+	f    *atomicfile.File
+	w    interface {
+		Write32([]float32) error
+		Flush() error
+	}
+	off int64 // where its images start
+}
+
+// stacks are the files of a run's images, each receiving every image.
+type stacks []stackOut
+
+// Write32 writes images to every file.
+func (s stacks) Write32(v []float32) error {
+	for _, o := range s {
+		if err := o.w.Write32(v); err != nil {
+			return fmt.Errorf("--out: write %s: %w", o.f.Path, err)
+		}
+	}
+	return nil
+}
+
+// createStacks creates DIR/drr.FORMAT for each of formats (parseFormats'
+// names) as a temporary file, its header written, for the images of st.
+func (t *DRRTask) createStacks(formats []string, st stackfile.Stack) error {
+	for _, format := range formats {
+		name := "drr." + format
+		f, err := atomicfile.Create(filepath.Join(t.dir, name))
+		if err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		t.stacks = append(t.stacks, stackOut{name: name, f: f})
+		o := &t.stacks[len(t.stacks)-1]
+		switch format {
+		case "npy":
+			o.off = int64(len(npy.EncodeHeader(npy.Float32, []int{st.N, st.Rows, st.Cols})))
+			o.w, err = npy.NewWriter(f, npy.Float32, []int{st.N, st.Rows, st.Cols})
+		case "mha":
+			var w *stackfile.Writer
+			w, err = stackfile.NewMHA(f, st)
+			o.w, o.off = w, int64(len(stackfile.MHAHeader(st)))
+		case "tiff":
+			var w *stackfile.Writer
+			if w, err = stackfile.NewTIFF(f, st, stackfile.TIFFOptions{}); err == nil {
+				o.w, o.off = w, w.DataOffset()
+			}
+		default:
+			err = fmt.Errorf("no such format %q", format)
+		}
+		if err != nil {
+			return fmt.Errorf("--out: %s: %w", f.Path, err)
+		}
+	}
+	return nil
+}
+
 // createGeometry writes DIR/geometry.json, the poses with their projection
 // matrices, to a temporary file renamed with the images on Commit.
 func (t *DRRTask) createGeometry(poses []ops.Pose, frame volume.Frame) error {
@@ -695,40 +832,53 @@ func (t *DRRTask) GeometryWarnings() []string { return t.job.GeometryWarnings() 
 // "" when none did.
 func (t *DRRTask) Missed() string { return t.job.Missed() }
 
-// Commit flushes drr.npy (or closes a shard's archive) and renames it and
-// the PNGs into place.
+// Commit flushes drr.npy and the other stack files (or closes a shard's
+// archive) and renames them and the PNGs into place.
 func (t *DRRTask) Commit() error {
-	if t.npyOut == nil {
+	if t.npyOut == nil && t.stacks == nil {
 		return nil
 	}
-	flush := t.writer.Flush
+	// The shard's archive, or the stacks: the first of them (drr.npy when
+	// asked for) is renamed last.
+	var files []*atomicfile.File
 	if t.npz != nil {
-		flush = t.npz.Close
+		if err := t.npz.Close(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		files = append(files, t.npyOut)
 	}
-	if err := flush(); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	for _, o := range t.stacks {
+		if err := o.w.Flush(); err != nil {
+			return fmt.Errorf("--out: write %s: %w", o.f.Path, err)
+		}
+		files = append(files, o.f)
 	}
 	if t.scale.global && t.npz == nil {
 		if err := t.globalPNGs(); err != nil {
 			return err
 		}
 	}
-	// The PNGs go first and drr.npy last: a run killed in between has no
-	// drr.npy yet, and its checkpoint and temporary files say so; the
-	// next run in the directory removes the temporaries.
-	if err := t.npyOut.Sync(); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	// The PNGs and the other files go first and drr.npy last: a run
+	// killed in between has no drr.npy yet, and its checkpoint and
+	// temporary files say so; the next run in the directory removes the
+	// temporaries.
+	for _, f := range files {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("--out: write %s: %w", f.Path, err)
+		}
 	}
 	for _, p := range t.pngs {
 		if err := p.Rename(); err != nil {
 			return fmt.Errorf("--png: %w", err)
 		}
 	}
-	if err := t.npyOut.Commit(); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	for _, f := range append(files[1:], files[0]) {
+		if err := f.Commit(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
 	}
 	atomicfile.KeepDirs(t.dirs)
-	t.npyOut, t.dirs = nil, nil
+	t.npyOut, t.stacks, t.dirs = nil, nil, nil
 	err := removeCheckpoint(&t.ckp)
 	t.claim.release()
 	return err
@@ -741,6 +891,10 @@ func (t *DRRTask) Close() error {
 		t.npyOut.Abort()
 		t.npyOut = nil
 	}
+	for _, o := range t.stacks {
+		o.f.Abort() // a no-op on those renamed
+	}
+	t.stacks = nil
 	for _, p := range t.pngs {
 		p.Abort() // a no-op on those renamed
 	}

@@ -1,6 +1,7 @@
 package graphs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/ops"
+	"gorgonia.org/tensor"
 )
 
 // TestDRRSpecValidate checks the spec's own fields, and that it checks
@@ -51,6 +53,13 @@ func TestDRRSpecValidate(t *testing.T) {
 		{"step 0", func(s *DRRSpec) { s.Method, s.Step = "trilinear", num(0) }, "--step 0: must be positive"},
 		{"png without out", func(s *DRRSpec) { s.PNG = true }, "--png: needs --out DIR"},
 		{"png with out", func(s *DRRSpec) { s.PNG, s.Out = true, "dir" }, ""},
+		{"format", func(s *DRRSpec) { s.Format, s.Out = "tiff, MHA,npy", "dir" }, ""},
+		{"format tif", func(s *DRRSpec) { s.Format, s.Out = "tif", "dir" }, ""},
+		{"format without out", func(s *DRRSpec) { s.Format = "mha" }, "--format mha: needs --out DIR"},
+		{"format unknown", func(s *DRRSpec) { s.Format, s.Out = "npy,nrrd", "dir" }, `--format "npy,nrrd": "nrrd" is not a format: want a comma-separated list of npy, mha and tiff`},
+		{"format empty item", func(s *DRRSpec) { s.Format, s.Out = "npy,,mha", "dir" }, `"" is not a format`},
+		{"format twice", func(s *DRRSpec) { s.Format, s.Out = "tiff,tif", "dir" }, `--format "tiff,tif": tiff is given twice`},
+		{"format png", func(s *DRRSpec) { s.Format, s.Out = "png", "dir" }, "PNGs are --png"},
 	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
@@ -171,4 +180,119 @@ func TestOpenDRRWithoutOutput(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("--out made without output: %v", err)
 	}
+}
+
+// parseFormats puts the formats in one order, whatever the spelling.
+func TestParseFormats(t *testing.T) {
+	for in, want := range map[string]string{"": "npy", "npy": "npy", "tiff,npy": "npy tiff", " TIF , mha": "mha tiff", "mha,tiff,npy": "npy mha tiff"} {
+		got, err := parseFormats(in)
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("%q: %v %v, want %s", in, got, err, want)
+		}
+	}
+}
+
+// --format writes drr.mha and drr.tiff beside or instead of drr.npy, each
+// holding the images as drr.npy's data, byte for byte, after its own
+// header; PNGs scaled over the run's range read the images back from
+// whichever comes first. The formats are not part of what a checkpoint
+// records: a run resumed with other formats writes what a run with those
+// formats from the start writes.
+func TestOpenDRRFormats(t *testing.T) {
+	dev, err := engine.CPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev = dev.Quiet()
+	root := t.TempDir()
+	run := func(dir, format string, stopAfter int, resume bool) {
+		t.Helper()
+		s := smallDRR(filepath.Join(root, dir))
+		s.Format, s.PNG, s.PNGScale, s.Resume = format, true, "global", resume
+		task, err := OpenDRR(s, dev, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer task.Close()
+		job := task.Job()
+		if stopAfter > 0 {
+			job = &stopAfterBatches{Job: job, left: stopAfter}
+		}
+		if _, err := dev.WithBatch(2).Run(context.Background(), job); err != nil {
+			if stopAfter > 0 {
+				return // stopped: Close keeps the checkpoint
+			}
+			t.Fatal(err)
+		}
+		if err := task.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("npy", "", 0, false)
+	run("all", "tiff,mha,npy", 0, false)
+	run("tiff", "tiff", 0, false)
+	run("resumed", "mha", 1, false)
+	if _, err := os.Stat(filepath.Join(root, "resumed", "drr.npy.ckpt")); err != nil {
+		t.Fatalf("no checkpoint after a stopped run: %v", err)
+	}
+	run("resumed", "npy,tiff", 0, true)
+
+	read := func(dir, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(root, dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	names := func(dir string) string {
+		entries, _ := os.ReadDir(filepath.Join(root, dir))
+		var n []string
+		for _, e := range entries {
+			n = append(n, e.Name())
+		}
+		return strings.Join(n, " ")
+	}
+	pngs := "drr_0000.png drr_0001.png drr_0002.png drr_0003.png drr_0004.png geometry.json"
+	for dir, want := range map[string]string{"npy": "drr.npy ", "all": "drr.mha drr.npy drr.tiff ", "tiff": "drr.tiff ", "resumed": "drr.npy drr.tiff "} {
+		if got := names(dir); got != want+pngs {
+			t.Errorf("%s: %s, want %s", dir, got, want+pngs)
+		}
+	}
+	npyFile := read("npy", "drr.npy")
+	data := npyFile[len(npyFile)-5*12*10*4:]
+	for _, f := range []struct{ dir, name string }{{"all", "drr.mha"}, {"all", "drr.tiff"}, {"tiff", "drr.tiff"}} {
+		if b := read(f.dir, f.name); !bytes.Contains(b, data) {
+			t.Errorf("%s/%s does not hold drr.npy's images", f.dir, f.name)
+		}
+	}
+	if b := read("all", "drr.mha"); !bytes.HasPrefix(b, []byte("ObjectType = Image\n")) || !bytes.Contains(b, []byte("ElementSpacing = 16 16 1\nDimSize = 10 12 5\n")) || !bytes.HasSuffix(b, data) {
+		t.Errorf("drr.mha: a header of the wrong size or spacing, or not the images after it:\n%s", b[:min(len(b), 400)])
+	}
+	for _, dir := range []string{"all", "tiff", "resumed"} {
+		for _, n := range strings.Fields(pngs) {
+			if !bytes.Equal(read(dir, n), read("npy", n)) {
+				t.Errorf("%s/%s differs from the drr.npy run's", dir, n)
+			}
+		}
+	}
+	for _, n := range []string{"drr.npy", "drr.tiff"} {
+		if !bytes.Equal(read("resumed", n), read("all", n)) {
+			t.Errorf("the resumed run's %s differs from the uninterrupted run's", n)
+		}
+	}
+}
+
+// stopAfterBatches fails a job's Consume after its first left batches, as
+// a run stopped part way.
+type stopAfterBatches struct {
+	engine.Job
+	left int
+}
+
+func (s *stopAfterBatches) Consume(out []*tensor.Dense, off, n int) error {
+	if s.left == 0 {
+		return errors.New("stopped")
+	}
+	s.left--
+	return s.Job.Consume(out, off, n)
 }

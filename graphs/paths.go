@@ -149,8 +149,8 @@ func (s DRRSpec) InputPaths() []Path {
 	return []Path{{Flag: "volume", Path: s.Volume}, {Flag: "geometry", Path: s.Geometry}}
 }
 
-// OutputPaths is the output directory and the stack written into it, or
-// a shard's file.
+// OutputPaths is the output directory and the stacks written into it
+// (drr.npy, drr.mha, drr.tiff, as Format asks), or a shard's file.
 func (s DRRSpec) OutputPaths() []Path {
 	if s.Out == "" {
 		return nil
@@ -158,7 +158,15 @@ func (s DRRSpec) OutputPaths() []Path {
 	if s.Shard != nil || s.Shards != nil {
 		return []Path{{Flag: "out", Path: s.Out}} // a shard's archive
 	}
-	return []Path{{Flag: "out", Path: s.Out, Dir: true}, {Flag: "out", Path: filepath.Join(s.Out, "drr.npy")}}
+	out := []Path{{Flag: "out", Path: s.Out, Dir: true}}
+	formats, err := parseFormats(s.Format)
+	if err != nil {
+		formats = []string{"npy"} // refused when the spec is validated
+	}
+	for _, f := range formats {
+		out = append(out, Path{Flag: "out", Path: filepath.Join(s.Out, "drr."+f)})
+	}
+	return out
 }
 
 // InputPaths is the volume.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,7 +20,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/shard"
-	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/stackfile"
 )
 
 // shardChoice is a workload's --shard or --shards, parsed.
@@ -132,7 +133,8 @@ func (f *runPrint) sum() string { return hex.EncodeToString(f.h.Sum(nil)[:16]) }
 type MergeSpec struct {
 	// Out is what one unsharded run writes: for affinity shards the
 	// (N, N) .npy, or for top-k shards an .npz; for wavelet shards the
-	// CSV file; for DRR shards the directory of drr.npy (and the PNGs).
+	// CSV file; for DRR shards the directory of drr.npy (or the files of
+	// the shards' --format) and the PNGs.
 	Out    string
 	Shards []string // the shards' .npz files, in any order
 }
@@ -263,9 +265,10 @@ func copyLines(w io.Writer, o shard.RangeShard) error {
 	return nil
 }
 
-// mergeDRR writes drr.npy into the Out directory from the shards' images
-// in pose order and, when the run wrote PNGs, one per pose, as OpenDRR's
-// task does.
+// mergeDRR writes drr.npy (or the files the shards' --format names:
+// drr.npy, drr.mha, drr.tiff) into the Out directory from the shards'
+// images in pose order and, when the run wrote PNGs, one per pose, as
+// OpenDRR's task does.
 func mergeDRR(s MergeSpec) (err error) {
 	all, err := shard.OpenRange(shard.DRR, s.Shards)
 	if err != nil {
@@ -285,7 +288,23 @@ func mergeDRR(s MergeSpec) (err error) {
 				shard.ErrShards, o.Path, r.Dtype.Name(), npy.ShapeString(r.Shape), o.Meta.Hi-o.Meta.Lo, ref.Rows, ref.Cols)
 		}
 	}
-	t := &DRRTask{dir: s.Out}
+	formats := ref.Formats
+	if len(formats) == 0 {
+		formats = []string{"npy"}
+	}
+	for _, f := range formats {
+		if !slices.Contains(stackFormats, f) {
+			return fmt.Errorf("%w: %s: format %q: the shard is corrupt or from a later version", shard.ErrShards, all[0].Path, f)
+		}
+	}
+	outs := []Path{{Flag: "out", Path: s.Out, Dir: true}}
+	for _, f := range formats {
+		outs = append(outs, Path{Flag: "out", Path: filepath.Join(s.Out, "drr."+f)})
+	}
+	if err := CheckPaths(nil, outs); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	t := &DRRTask{dir: s.Out, n: ref.Items, rows: ref.Rows, cols: ref.Cols}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -294,18 +313,11 @@ func mergeDRR(s MergeSpec) (err error) {
 	if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	px := 4
-	if ref.PNG {
-		px = 6
-	}
-	if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), sysmem.Mul(int64(ref.Items), int64(ref.Rows), int64(ref.Cols), int64(px))); err != nil {
+	if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), stacksSpace(len(formats), ref.PNG, ref.Items, ref.Rows, ref.Cols)); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if t.npyOut, err = atomicfile.Create(filepath.Join(s.Out, "drr.npy")); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if t.writer, err = npy.NewWriter(t.npyOut, npy.Float32, []int{ref.Items, ref.Rows, ref.Cols}); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	if err := t.createStacks(formats, stackfile.Stack{N: ref.Items, Rows: ref.Rows, Cols: ref.Cols, Pixel: ref.Pixel}); err != nil {
+		return err
 	}
 	// The run's geometry.json, which every shard carries (the same: the
 	// shards come from one run).
@@ -334,8 +346,8 @@ func mergeDRR(s MergeSpec) (err error) {
 		}
 	}
 	err = eachShardImage(all, img, func(i int, img []float32) error {
-		if err := t.writer.Write32(img); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if err := t.stacks.Write32(img); err != nil {
+			return err
 		}
 		if !ref.PNG {
 			return nil

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,7 +44,8 @@ var drrFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "pixel", Category: catDRR, Value: drrDefaults.Pixel, Usage: "orbit: pixel size, mm"},
 	&cli.StringFlag{Name: "method", Category: catDRR, Value: drrDefaults.Method, Usage: "siddon (exact radiological path) or trilinear"},
 	&cli.Float64Flag{Name: "step", Category: catDRR, Usage: "trilinear: sample spacing in mm on each pose's longest ray, closer on shorter ones (default half the smallest voxel size)"},
-	&cli.StringFlag{Name: "out", Category: catDRR, Usage: "write drr.npy (P, R, C) float32 line integrals into `DIR` (a shard: to FILE.npz)"},
+	&cli.StringFlag{Name: "out", Category: catDRR, Usage: "write drr.npy (P, R, C) float32 line integrals (or the files --format names) and geometry.json into `DIR` (a shard: to FILE.npz)"},
+	&cli.StringFlag{Name: "format", Category: catDRR, Value: "npy", Usage: "with --out: the files of the float32 images, a comma-separated `LIST` of npy (drr.npy, (P, R, C) for NumPy), mha (drr.mha, a MetaImage of C×R×P for ITK, SimpleITK, 3D Slicer) and tiff (drr.tiff, one 32-bit float page per pose for ImageJ/Fiji, tifffile)"},
 	&cli.BoolFlag{Name: "png", Category: catDRR, Usage: "with --out: also one 16-bit PNG per pose, drr_0000.png … (shards: written by tapeloop merge)"},
 	&cli.StringFlag{Name: "png-scale", Category: catDRR, Usage: "with --png: image (each image from its own smallest to largest value; the default) or global (every image over the run's range)"},
 	&cli.Float64Flag{Name: "window", Category: catDRR, Usage: "with --png and --level: map line integrals from level − W/2 to level + W/2 to black to white, clipping the rest (`W`)"},
@@ -71,7 +74,14 @@ along x, y and z.
 --shard i/n (or --shards n under a SLURM array or a Kubernetes Indexed Job)
 renders a contiguous range of the poses into a shard file; tapeloop merge
 assembles the shards into the drr.npy (and PNGs) one run writes, byte for
-byte.`,
+byte.
+
+--format npy,mha,tiff writes the images for other tools too: drr.mha, a
+MetaImage (ITK, SimpleITK, 3D Slicer, plastimatch), and drr.tiff, a stack of
+32-bit float pages (ImageJ/Fiji, tifffile). Either holds each image in its
+own detector frame (pixel spacing in mm, pixel (0, 0) at the origin, the
+pose number along the third axis); geometry.json places every pose in the
+world.`,
 	Flags:  append(append([]cli.Flag{}, drrFlags...), withoutDtype(engineFlags)...),
 	Action: runDRR,
 }
@@ -105,6 +115,11 @@ func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
 	if c.IsSet("shard") {
 		v := c.String("shard")
 		s.Shard = &v
+	}
+	if c.IsSet("format") { // not given: drr.npy, and no --out needed
+		if s.Format = c.String("format"); strings.TrimSpace(s.Format) == "" {
+			return s, errors.New("--format: empty: want a comma-separated list of npy, mha and tiff")
+		}
 	}
 	if c.IsSet("step") {
 		step := c.Float64("step")

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -97,6 +98,10 @@ func TestDRRBadInput(t *testing.T) {
 		{"missing volume", []string{"--volume", p("nope.npy")}, "nope.npy"},
 		{"a rule of the spec", []string{"--size", "8", "--method", "joseph"}, "--method"},
 		{"unknown frame", []string{"--size", "8", "--frame", "xyz"}, `--frame "xyz": want lps or ras`},
+		{"unknown format", []string{"--size", "8", "--format", "npy,nrrd"}, `--format "npy,nrrd": "nrrd" is not a format`},
+		{"empty format", []string{"--size", "8", "--format", ""}, "--format: empty"},
+		{"format twice", []string{"--size", "8", "--format", "tif,tiff"}, "tiff is given twice"},
+		{"png as a format", []string{"--size", "8", "--format", "png"}, "PNGs are --png"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -112,6 +117,22 @@ func TestDRRBadInput(t *testing.T) {
 				t.Errorf("output left: %v", entries)
 			}
 		})
+	}
+	// --format without --out: refused, nothing written in the working
+	// directory.
+	for _, f := range []string{"mha", "npy"} {
+		wd := t.TempDir()
+		cmd := exec.Command(binary, "drr", "--quiet", "--size", "8", "--orbit", "2", "--detector", "4x4", "--format", f)
+		cmd.Dir = wd
+		var se bytes.Buffer
+		cmd.Stderr = &se
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || se.String() != "tapeloop: --format "+f+": needs --out DIR\n" {
+			t.Errorf("--format %s without --out: %v, stderr %q", f, err, se.String())
+		}
+		if entries, _ := os.ReadDir(wd); len(entries) != 0 {
+			t.Errorf("--format %s without --out left %v", f, entries)
+		}
 	}
 	// All rays missing the volume: a warning, not an error.
 	os.WriteFile(p("miss.json"), []byte(`{"poses": [`+strings.Replace(strings.Replace(pose, `[1.5,1.5,100]`, `[500,500,100]`, 1), `[1.5,1.5,-100]`, `[500,500,-100]`, 1)+`]}`), 0o644)

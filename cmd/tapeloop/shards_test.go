@@ -89,14 +89,25 @@ func TestWaveletShardsMergeBitForBit(t *testing.T) {
 }
 
 // TestDRRShardsMergeBitForBit renders poses with PNGs as three shard
-// processes and merges them: drr.npy and every PNG must be the single
-// run's byte for byte. Merge must refuse a missing shard, shards of
-// another geometry or volume, and a mix with wavelet shards.
+// processes and merges them: drr.npy (or with --format, drr.mha and
+// drr.tiff) and every PNG must be the single run's byte for byte. Merge
+// must refuse a missing shard, shards of another geometry or volume or
+// --format, and a mix with wavelet shards.
 func TestDRRShardsMergeBitForBit(t *testing.T) {
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
-	for _, m := range []string{"siddon", "trilinear"} {
-		args := []string{"drr", "--quiet", "--size", "24", "--orbit", "7", "--detector", "9x11", "--method", m, "--png"}
+	var sdd, siddon []string // shards of another run, and of the siddon case
+	for _, c := range []struct {
+		m, format string
+		stacks    []string
+	}{{"siddon", "", []string{"drr.npy"}}, {"trilinear", "", []string{"drr.npy"}}, {"formats", "tiff,mha", []string{"drr.mha", "drr.tiff"}}} {
+		m := c.m
+		args := []string{"drr", "--quiet", "--size", "24", "--orbit", "7", "--detector", "9x11", "--png"}
+		if c.format != "" {
+			args = append(args, "--format", c.format) // the siddon case's run, other files
+		} else {
+			args = append(args, "--method", m)
+		}
 		if _, se, code := run(t, append(args, "--out", p(m))...); code != 0 {
 			t.Fatalf("%s: exit %d: %s", m, code, se)
 		}
@@ -104,7 +115,11 @@ func TestDRRShardsMergeBitForBit(t *testing.T) {
 		if _, se, code := run(t, "merge", "--out", p(m+"-merged"), shards[1], shards[2], shards[0]); code != 0 {
 			t.Fatalf("%s: merge: exit %d: %s", m, code, se)
 		}
-		names := []string{"drr.npy", "geometry.json"}
+		if m == "siddon" {
+			siddon = shards
+			sdd = runShards(t, dir, "sdd", 3, append(args, "--sdd", "1000")...)
+		}
+		names := append([]string{"geometry.json"}, c.stacks...)
 		for i := range 7 {
 			names = append(names, fmt.Sprintf("drr_%04d.png", i))
 		}
@@ -119,10 +134,12 @@ func TestDRRShardsMergeBitForBit(t *testing.T) {
 				t.Errorf("%s: merged %s differs from the single run's", m, n)
 			}
 		}
+		if m == "formats" {
+			mergeRefuses(t, "other formats", p("formats-mixed"), "same --format", shards[0], siddon[1], shards[2])
+		}
 		if m != "siddon" {
 			continue
 		}
-		sdd := runShards(t, dir, "sdd", 3, append(args, "--sdd", "1000")...)
 		vol := runShards(t, dir, "vol", 3, append(args, "--mu-water", "0.03")...)
 		wav := runShards(t, dir, "wav", 3, "wavelet", "--quiet", "--size", "8x8x8", "--theta", "0", "--phi", "0", "--xi", "1,2,3")
 		mergeRefuses(t, "missing", p("missing"), "missing", shards[1], shards[2])

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
@@ -46,6 +48,12 @@ type RangeMeta struct {
 	// and highest value mapped).
 	PNGScale  string     `json:"png_scale,omitempty"`
 	PNGWindow [2]float64 `json:"png_window,omitzero"`
+	// Formats are the files of a DRR's images the merge writes (npy, mha,
+	// tiff); none: drr.npy alone. Pixel is the detector's (column, row)
+	// pixel size in mm that drr.mha and drr.tiff record, zero when the
+	// poses' differ.
+	Formats []string   `json:"formats,omitempty"`
+	Pixel   [2]float64 `json:"pixel,omitzero"`
 }
 
 // WriteRangeMeta writes meta.json into z.
@@ -160,6 +168,10 @@ func OpenRange(workload string, paths []string) (_ []RangeShard, err error) {
 			return nil, fmt.Errorf("%w: %s is from a different run than %s (another input, parameter, formula or device: fingerprint %s/%s, %d/%d %s)",
 				ErrShards, o.Path, all[0].Path, m.Fingerprint, ref.Fingerprint, m.Items, ref.Items, what)
 		}
+		if !slices.Equal(m.Formats, ref.Formats) || m.Pixel != ref.Pixel {
+			return nil, fmt.Errorf("%w: %s was rendered with --format %s and %s with --format %s: give every shard of a run the same --format",
+				ErrShards, o.Path, formatList(m.Formats), all[0].Path, formatList(ref.Formats))
+		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Meta.Lo < all[j].Meta.Lo })
 	spans := make([]span, len(all))
@@ -177,4 +189,12 @@ func CloseAll(all []RangeShard) {
 	for _, o := range all {
 		o.Z.Close()
 	}
+}
+
+// formatList is a shard's Formats as --format writes them.
+func formatList(f []string) string {
+	if len(f) == 0 {
+		return "npy"
+	}
+	return strings.Join(f, ",")
 }
