@@ -27,6 +27,9 @@ type WaveletSpec struct {
 	// Volume is a .npy, .nii, .nii.gz, .mha or .mhd file; "": a volume of
 	// standard normal values of Size from Seed.
 	Volume string
+	// Series picks the DICOM series (its SeriesInstanceUID) when Volume
+	// is a directory holding several.
+	Series string
 	Size   string // "XxYxZ", each at least 1; without Volume
 	Seed   uint64
 	// Theta, Phi and Xi are the values of θ, φ and ξ, each a
@@ -89,6 +92,9 @@ func (s WaveletSpec) parse() (p waveletPlan, err error) {
 		if p.size, err = parseSize(s.Size); err != nil {
 			return p, err
 		}
+		if s.Series != "" {
+			return p, fmt.Errorf("--series %s: picks a DICOM series of --volume, and there is none", s.Series)
+		}
 	}
 	if p.cfg, err = s.Config.Parse(); err != nil {
 		return p, err
@@ -150,7 +156,7 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 		return nil, err
 	}
 	if s.Volume != "" {
-		if err := checkVolumeFits("wavelet", s.Volume, volume.Options{}, dev.MemLimit); err != nil {
+		if err := checkVolumeFits("wavelet", s.Volume, volume.Options{Series: s.Series}, dev.MemLimit); err != nil {
 			return nil, err
 		}
 	}
@@ -279,7 +285,7 @@ func (s WaveletSpec) fingerprint(p waveletPlan, v []float32, n [3]int, header st
 // the random volume: standard normals rounded to float32.
 func (s WaveletSpec) volume(p waveletPlan) ([]float32, [3]int, error) {
 	if s.Volume != "" {
-		v, err := volume.Load(s.Volume, volume.Options{VoxelsOnly: true, Warn: s.Warn})
+		v, err := volume.Load(s.Volume, volume.Options{VoxelsOnly: true, Warn: s.Warn, Series: s.Series})
 		if err != nil {
 			return nil, [3]int{}, fmt.Errorf("--volume: %w", err)
 		}

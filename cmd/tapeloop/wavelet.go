@@ -15,7 +15,8 @@ const catWavelet = "WAVELET"
 var waveletDefaults = graphs.DefaultWaveletSpec()
 
 var waveletFlags = []cli.Flag{
-	&cli.StringFlag{Name: "volume", Category: catWavelet, Usage: "the volume: .npy, .nii, .nii.gz, .mha or .mhd (`FILE`)"},
+	&cli.StringFlag{Name: "volume", Category: catWavelet, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd or a DICOM series (its directory or one of its files) (`FILE`)"},
+	&cli.StringFlag{Name: "series", Category: catWavelet, Usage: "DICOM: the SeriesInstanceUID to read when --volume's directory holds several"},
 	&cli.StringFlag{Name: "size", Category: catWavelet, Value: waveletDefaults.Size, Usage: "the built-in random volume's `XxYxZ`, without --volume"},
 	&cli.Uint64Flag{Name: "seed", Category: catWavelet, Value: waveletDefaults.Seed, Usage: "random seed of the built-in volume"},
 	&cli.Float64Flag{Name: "a", Category: catWavelet, Value: waveletDefaults.A, Usage: "kernel scale a (voxels)"},
@@ -61,7 +62,7 @@ func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
 			A: c.Float64("a"), Boundary: c.String("boundary"), Kernel: c.String("kernel"), Reach: wavelet.KernelReach(c.String("reach")), Indexing: c.String("indexing"),
 			Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
 		},
-		Volume: c.String("volume"), Size: c.String("size"), Seed: c.Uint64("seed"),
+		Volume: c.String("volume"), Series: c.String("series"), Size: c.String("size"), Seed: c.Uint64("seed"),
 		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"),
 		Out: c.String("out"), Stdout: stdout, Warn: os.Stderr,
 		Shards: intIfSet(c, "shards"), Resume: c.Bool(resumeFlag.Name), SaveResponses: c.StringSlice("save-response"),
