@@ -119,7 +119,22 @@ func parseFilter(src string) (filterStage, error) {
 
 // needsPixel says whether the stage's taps depend on the detector's pixel
 // size: a σ in mm, a derivative per mm.
-func (f filterStage) needsPixel() bool { return f.kind != "box" && (f.kind != "gauss" || f.mm) }
+func (f filterStage) needsPixel() bool {
+	u, v := f.pixelAxes()
+	return u || v
+}
+
+// pixelAxes says which of the pixel's sizes the taps depend on: along a
+// row (du), down a column (dv).
+func (f filterStage) pixelAxes() (du, dv bool) {
+	switch f.kind {
+	case "gauss":
+		return f.mm, f.mm
+	case "deriv", "sobel":
+		return f.axis == 'x', f.axis == 'y'
+	}
+	return false, false
+}
 
 // String is the stage written out in full, as shards record it.
 func (f filterStage) String() string {
@@ -221,14 +236,15 @@ func (f *Filter) SetPoses(poses []ops.Pose) error {
 	}
 	px := poses[0].Pixel
 	for i, p := range poses {
-		if math.Abs(p.Pixel[0]-px[0]) > 1e-9*px[0] || math.Abs(p.Pixel[1]-px[1]) > 1e-9*px[1] {
-			for _, s := range f.stages {
-				if s.needsPixel() {
-					return fmt.Errorf("--filter %q: poses 0 and %d have different pixel sizes (%g×%g and %g×%g mm), and the filter is in mm: give σ in pixels (sigma_px), or render them apart",
-						s, i, px[0], px[1], p.Pixel[0], p.Pixel[1])
-				}
+		differs := [2]bool{math.Abs(p.Pixel[0]-px[0]) > 1e-9*px[0], math.Abs(p.Pixel[1]-px[1]) > 1e-9*px[1]}
+		if !differs[0] && !differs[1] {
+			continue
+		}
+		for _, s := range f.stages {
+			if u, v := s.pixelAxes(); u && differs[0] || v && differs[1] {
+				return fmt.Errorf("--filter %q: poses 0 and %d have different pixel sizes (%g×%g and %g×%g mm), and the filter is in mm on the detector: render poses of one pixel size together, or give a Gaussian's σ in pixels (sigma_px)",
+					s, i, px[0], px[1], p.Pixel[0], p.Pixel[1])
 			}
-			break
 		}
 	}
 	if px == f.pixel {
