@@ -586,7 +586,7 @@ func (s DRRSpec) warn(msg string) {
 // fingerprint identifies what a shard's images depend on: the volume as
 // rendered (its values after --hu or --mu, its grid and placement), every
 // pose of the run, the method and step, the formulas with their
-// parameters, the PNG choice and the kind of device (a GPU rounds
+// parameters, the filters, the PNG choice and the kind of device (a GPU rounds
 // otherwise than the CPU).
 func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, setup drr.Setup, dev *engine.Device) string {
 	f := newRunPrint(shard.DRR)
@@ -608,6 +608,11 @@ func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, setup drr.Setup
 	f.str(setup.Mu)
 	if setup.Post != nil {
 		f.str(setup.Post.F.Canonical())
+	}
+	if setup.Filter != nil {
+		for _, st := range setup.Filter.Stages() {
+			f.str("filter " + st)
+		}
 	}
 	f.params(s.Params)
 	f.str(fmt.Sprint(s.PNG))

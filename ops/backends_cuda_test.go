@@ -37,6 +37,10 @@ func poisonDevice(t *testing.T, op G.Op) {
 		if o.arena != nil {
 			err = cuda.Poison(o.dev, o.dout, int64(o.Batch*o.Rows*o.Cols))
 		}
+	case *filter2DCUDA:
+		if o.arena != nil {
+			err = cuda.Poison(o.dev, o.dtmp, int64(o.Batch*o.Rows*o.Cols))
+		}
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +59,8 @@ func releaseTwin(op G.Op) error {
 	case *waveletCUDA:
 		a = o.arena
 	case *mapImagesCUDA:
+		a = o.arena
+	case *filter2DCUDA:
 		a = o.arena
 	}
 	if a == nil {

@@ -6,11 +6,12 @@ package ops
 // and the GPU twins (OnDevice) in builds with tapeloop_cuda or
 // tapeloop_cudaemu (see backends, in backends_cpu_test.go and
 // backends_cuda_test.go). "The same results on every backend" is these
-// four tests: TestConformanceInterp1D, TestConformancePairwise (in
+// five tests: TestConformanceInterp1D, TestConformancePairwise (in
 // ops/pairwise, with top-k
 // included: the fused PairwiseTopK where the device offers it, else TopK,
-// as graphs.Affinity selects), TestConformanceDRR and
-// TestConformanceWavelet (WaveletResponse then WaveletMoments).
+// as graphs.Affinity selects), TestConformanceDRR,
+// TestConformanceWavelet (WaveletResponse then WaveletMoments) and
+// TestConformanceFilter2D.
 //
 // Every case runs twice: the second time with the host output filled with
 // a mark and, on a GPU, the device output with NaN, so an element the op
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -447,6 +449,137 @@ func runWaveletConformance(t *testing.T, b backend, cases []waveletCase) {
 					}
 				}
 			}, in)
+		})
+	}
+}
+
+// ---- Filter2D ----
+
+type filterCase struct {
+	name           string
+	k              *SepKernel
+	p, r, c, valid int
+	imgs           []float32
+	want           []float64 // the valid images; the others keep the mark
+}
+
+// refFilter2D is the separable filter as its definition reads: each output
+// pixel the double sum over both kernels' taps of the extended image, in
+// float64, the boundary's index found by walking the mirrored image.
+func refFilter2D(k *SepKernel, imgs []float32, p, r, c int) []float64 {
+	ext := func(i, n int) int {
+		if k.Mode == FilterNearest {
+			return min(max(i, 0), n-1)
+		}
+		for i < 0 || i >= n {
+			if i < 0 {
+				i = -1 - i
+			} else {
+				i = 2*n - 1 - i
+			}
+		}
+		return i
+	}
+	hr, hc := len(k.Col)/2, len(k.Row)/2
+	out := make([]float64, p*r*c)
+	for q := range p {
+		for y := range r {
+			for x := range c {
+				var s float64
+				for i, wi := range k.Col {
+					for j, wj := range k.Row {
+						s += float64(wi) * float64(wj) * float64(imgs[(q*r+ext(y+i-hr, r))*c+ext(x+j-hc, c)])
+					}
+				}
+				out[(q*r+y)*c+x] = s
+			}
+		}
+	}
+	return out
+}
+
+// filterConformanceCases: random images of odd sizes (no multiple of a
+// GPU block), a Gaussian of different widths along each axis, a box of
+// even size, a kernel longer than the image (the reflection repeats), a
+// derivative with nearest-pixel edges, and a short batch (its last image
+// left alone); taps set again after the op was placed, as a DRR does
+// when its poses come.
+func filterConformanceCases(t *testing.T) []filterCase {
+	rng := rand.New(rand.NewPCG(61, 62))
+	tp := mustTaps(t)
+	g1, g2 := tp(GaussianTaps(2.1, 4)), tp(GaussianTaps(1.3, 4))
+	long := tp(GaussianTaps(12, 4))
+	box := tp(BoxTaps(4))
+	dx := tp(DerivativeTaps(0.8))
+	var cases []filterCase
+	for _, s := range []struct {
+		name           string
+		k              *SepKernel
+		p, r, c, valid int
+	}{
+		{"gauss", mustKernel(t, "gauss", g1, g2, FilterReflect), 3, 37, 53, 3},
+		{"box4", mustKernel(t, "box4", box, box, FilterReflect), 2, 17, 9, 2},
+		{"long", mustKernel(t, "long", long, g2, FilterReflect), 2, 11, 19, 2},
+		{"deriv/nearest", mustKernel(t, "deriv", dx, SmoothTaps(), FilterNearest), 3, 37, 53, 3},
+		{"short batch", mustKernel(t, "gauss", g2, g1, FilterNearest), 3, 21, 23, 2},
+	} {
+		imgs := opstest.Normals32(rng, s.p*s.r*s.c)
+		cases = append(cases, filterCase{s.name, s.k, s.p, s.r, s.c, s.valid, imgs, refFilter2D(s.k, imgs[:s.valid*s.r*s.c], s.valid, s.r, s.c)})
+	}
+	return cases
+}
+
+func TestConformanceFilter2D(t *testing.T) {
+	cases := filterConformanceCases(t)
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) { runFilterConformance(t, b, cases) })
+}
+
+// runFilterConformance: every valid pixel within 1e-5 of the largest
+// |want| (float32 sums of the taps in order, fused or not), the images
+// past the valid ones left as they were; and the taps replaced between
+// runs (the kernel mirrored) are the ones the second run uses.
+func runFilterConformance(t *testing.T, b backend, cases []filterCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := NewFilter2D(c.k, c.p, c.r, c.c)
+			f.SetValidRows(c.valid)
+			op := b.Place(t, f)
+			in := tensor.New(tensor.WithShape(c.p, c.r, c.c), tensor.WithBacking(c.imgs))
+			per := c.r * c.c
+			check := func(want []float64) func(string, *tensor.Dense) {
+				return func(run string, out *tensor.Dense) {
+					got := out.Data().([]float32)
+					scale := 0.0
+					for _, w := range want {
+						scale = max(scale, math.Abs(w))
+					}
+					for i, w := range want {
+						if g := float64(got[i]); !(math.Abs(g-w) <= 1e-5*scale) {
+							t.Fatalf("%s: image %d pixel (%d, %d): %v, want %v", run, i/per, i/c.c%c.r, i%c.c, g, w)
+						}
+					}
+					if run != opstest.SecondRun {
+						return
+					}
+					for i, g := range got[len(want):] {
+						if g != 777 {
+							t.Fatalf("%s: image %d, past the valid ones, was written: %v", run, c.valid+i/per, g)
+						}
+					}
+				}
+			}
+			opstest.RunTwice(t, b, op, 777, check(c.want), in)
+			// Mirrored taps (the same only for symmetric kernels): set
+			// after the op ran, used by the next run.
+			row, col := slices.Clone(c.k.Row), slices.Clone(c.k.Col)
+			slices.Reverse(row)
+			slices.Reverse(col)
+			old := *c.k
+			t.Cleanup(func() { *c.k = old })
+			if err := c.k.Set(row, col); err != nil {
+				t.Fatal(err)
+			}
+			opstest.RunTwice(t, b, op, 777, check(refFilter2D(c.k, c.imgs[:c.valid*per], c.valid, c.r, c.c)), in)
 		})
 	}
 }

@@ -31,6 +31,8 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newWaveletCUDA(o, d), nil
 	case *MapImages:
 		return newMapImagesCUDA(o, d)
+	case *Filter2D:
+		return newFilter2DCUDA(o, d), nil
 	case cudaTwinner:
 		return o.OnDevice(d)
 	}

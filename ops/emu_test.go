@@ -208,3 +208,29 @@ var interpCases = []struct {
 	r  Reduce
 	me Method
 }{{ReduceSumSq, MethodAuto}, {ReduceSum, MethodAuto}, {ReduceSumSq, MethodDirect}, {ReduceSum, MethodDirect}, {ReduceNone, MethodAuto}}
+
+// The filter twin's two kernels, each alone against its CPU pass
+// (internal/cpukern's FilterRows and FilterCols), for an odd batch and a
+// kernel longer than the image's rows, both boundaries.
+func TestEmuFilterKernels(t *testing.T) {
+	opstest.Emulator(t)
+	const p, r, c = 2, 9, 37
+	rng := rand.New(rand.NewPCG(57, 58))
+	src := opstest.Normals32(rng, p*r*c)
+	w := opstest.Normals32(rng, 23)
+	for _, mode := range []FilterMode{FilterReflect, FilterNearest} {
+		want := make([]float32, len(src))
+		cpukern.FilterRows(want, src, c, 0, p*r, w, mode)
+		got := opstest.Buf32(len(src))
+		opstest.Emulate(t, filterRowsLaunch[any](append([]float32(nil), src...), got, p*r, c, append([]float32(nil), w...), len(w), mode))
+		if e := opstest.RelErr(got, want); !(e <= 1e-6) {
+			t.Errorf("filter_rows, mode %d: relative error %.3g", mode, e)
+		}
+		cpukern.FilterCols(want, src, r, c, 0, p*r, w, mode)
+		got = opstest.Buf32(len(src))
+		opstest.Emulate(t, filterColsLaunch[any](append([]float32(nil), src...), got, p, r, c, append([]float32(nil), w...), len(w), mode))
+		if e := opstest.RelErr(got, want); !(e <= 1e-6) {
+			t.Errorf("filter_cols, mode %d: relative error %.3g", mode, e)
+		}
+	}
+}

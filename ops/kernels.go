@@ -122,3 +122,17 @@ func finishLaunch[P any](part P, nstat int, hat P, nhat int, res P) launch {
 func mapFormulaLaunch[P any](k *formula.CUDAKernel, n int, x, out P) launch {
 	return launch{Kernel: k.Name, GX: max(1, min(opkit.Blocks(n, k.Block), 4096)), GY: 1, Block: k.Block, Args: []any{x, out, int64(n)}}
 }
+
+// filterRowsLaunch correlates the lines of n pixels at in (lines of them)
+// with the taps w (nw of them) along the line, into out (filter_rows).
+func filterRowsLaunch[P any](in, out P, lines, n int, w P, nw int, mode FilterMode) launch {
+	return launch{Kernel: "filter_rows", GX: max(1, min(opkit.Blocks(lines*n, 256), 1<<16)), GY: 1, Block: 256, Args: []any{in, out, int64(lines),
+		int64(n), w, int64(nw), int64(nw / 2), int64(mode)}}
+}
+
+// filterColsLaunch correlates down the columns of images rows×cols images
+// at in with the taps w, into out (filter_cols).
+func filterColsLaunch[P any](in, out P, images, rows, cols int, w P, nw int, mode FilterMode) launch {
+	return launch{Kernel: "filter_cols", GX: max(1, min(opkit.Blocks(images*rows*cols, 256), 1<<16)), GY: 1, Block: 256, Args: []any{in, out,
+		int64(images), int64(rows), int64(cols), w, int64(nw), int64(nw / 2), int64(mode)}}
+}

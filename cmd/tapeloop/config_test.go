@@ -17,7 +17,7 @@ var flagSamples = map[string]string{
 	"method": "direct", "metric": "l1", "formula": "sum(a*b)", "topk": "2", "tf32": "",
 	"boundary": "wrap", "kernel": "x", "reach": "3", "indexing": "xy", "stat": "l1=sum(abs(g))",
 	"spacing": "2,2,2", "origin": "1,2,3", "frame": "ras", "hu": "", "mu-water": "0.03",
-	"mu": "h", "post": "p", "step": "0.5", "strict": "",
+	"mu": "h", "post": "p", "step": "0.5", "strict": "", "filter": "box:3",
 }
 
 // checkFlagsCover fails unless every option of the workload's Config

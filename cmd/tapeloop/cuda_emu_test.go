@@ -49,6 +49,8 @@ func TestEmulatedGPUMatchesCPU(t *testing.T) {
 			"--post", "1-exp(-p)"}, "drr.npy", 1e-5, false},
 		{"drr mu and post over the image", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2",
 			"--mu", "where(h < 0.01, 0, h)", "--post", "p/max(p)"}, "drr.npy", 1e-5, false},
+		{"drr post and filters", []string{"drr", "--size", "24", "--orbit", "5", "--detector", "16x20", "--pixel", "12", "--batch", "2",
+			"--post", "1-exp(-p)", "--filter", "gauss:sigma_mm=20", "--filter", "sobel:y,mode=nearest"}, "drr.npy", 1e-5, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -60,6 +60,15 @@ type Config struct {
 	// to every image, e.g. "exp(-p)"; "": none. A reduction in Mu or Post
 	// (max(h), mean(p)) reduces over the whole volume or image.
 	Post string `flag:"post" json:"post"`
+	// Filter is the image filters applied to every image after Post (to
+	// the line integrals without it), in order, each a separable kernel
+	// over the detector's pixels with its edges extended by reflection
+	// (or the nearest pixel): "gauss:sigma_mm=0.8" (σ in mm on the
+	// detector, in pixels along each axis by the poses' pixel size;
+	// sigma_px in pixels; cut at truncate=4 σ), "box:3", "deriv:x" (the
+	// central difference per mm along a row; y down a column),
+	// "sobel:y" (the same, smoothed [1 2 1]/4 across). See FilterHelp.
+	Filter []string `flag:"filter" json:"filter"`
 	// Params holds the formulas' parameters by name (--param s=2.5).
 	Params map[string]float64 `flag:"param" json:"params"`
 	// FailOnNonFinite makes a NaN or infinite value of a formula an error
@@ -96,6 +105,7 @@ func (c Config) Water() float64 {
 // plan is a Config's text parsed.
 type plan struct {
 	mu, post  *formula.Formula
+	filter    []filterStage
 	trilinear bool
 }
 
@@ -140,6 +150,13 @@ func (c Config) parse() (p plan, err error) {
 	if p.mu == nil && p.post == nil && c.FailOnNonFinite {
 		return p, errors.New("--fail-on-nonfinite: it is for --mu or --post, and neither is given")
 	}
+	for _, src := range c.Filter {
+		f, err := parseFilter(src)
+		if err != nil {
+			return p, err
+		}
+		p.filter = append(p.filter, f)
+	}
 	switch c.Method {
 	case "siddon":
 		if c.Step != nil {
@@ -160,7 +177,8 @@ func (c Config) parse() (p plan, err error) {
 // v is placed and in its final units already (Spacing, Origin and HU
 // applied by the caller, who read or made it); Prepare maps its values
 // through Mu in place (v holds attenuation after it), compiles Post for
-// rows×cols images and sets the trilinear step. The Setup has no poses
+// rows×cols images, makes the filters' kernels (for the poses' pixel
+// size at each run) and sets the trilinear step. The Setup has no poses
 // and no hooks yet.
 func (c Config) Prepare(v *volume.Volume, rows, cols int) (Setup, error) {
 	p, err := c.parse()
@@ -181,6 +199,11 @@ func (c Config) Prepare(v *volume.Volume, rows, cols int) (Setup, error) {
 	}
 	if p.post != nil {
 		if s.Post, err = ops.NewMapFormula(p.post, rows*cols); err != nil {
+			return Setup{}, err
+		}
+	}
+	if len(p.filter) > 0 {
+		if s.Filter, err = newFilter(p.filter); err != nil {
 			return Setup{}, err
 		}
 	}

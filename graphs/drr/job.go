@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -28,6 +29,10 @@ type Setup struct {
 	// value of it an error.
 	Post            *ops.MapFormula
 	FailOnNonFinite bool
+	// Filter, when set, filters every image after Post (the line
+	// integrals without it), stage after stage; its kernels are made
+	// for the poses' pixel size (Filter.SetPoses).
+	Filter *Filter
 	// Strict makes a fault of the geometry (CheckGeometry, or a pose
 	// whose every ray misses the volume) an error; else Warnings lists
 	// them.
@@ -99,6 +104,11 @@ func New(s Setup) (*Job, error) {
 		}
 		if p.Rows != s.Poses[0].Rows || p.Cols != s.Poses[0].Cols {
 			return nil, fmt.Errorf("%w: pose %d's detector differs from pose 0's", ops.ErrGeometry, i)
+		}
+	}
+	if s.Filter != nil {
+		if err := s.Filter.SetPoses(s.Poses); err != nil {
+			return nil, err
 		}
 	}
 	w := &Job{s: s, rows: s.Poses[0].Rows, cols: s.Poses[0].Cols, geometry: CheckGeometry(s.Vol, s.Poses, s.First)}
@@ -176,10 +186,12 @@ func (w *Job) MaxBatch() int { return 16 }
 // pixel count, which give the run's maximum, its all-rays-missed check
 // and the PNG scaling. The DRR op runs on the configured device; the
 // statistics run on the CPU, on the images it copied back. With Post, the
-// user's formula per pixel (MapImages) runs on the device too when it has
-// a kernel there (one that reduces over the whole image runs on the CPU).
-// The sum of the line integrals is added up in Consume, pixel by pixel in
-// order.
+// user's formula per pixel (MapImages) comes next, on the device too when
+// it has a kernel there (one that reduces over the whole image runs on the
+// CPU); then each Filter stage (Filter2D), on the device. With either,
+// the statistics are of the last stage's images, and those of the line
+// integrals give the all-rays-missed check. The sum of the images is added
+// up in Consume, pixel by pixel in order.
 func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	poses := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.PoseWidth), G.WithName("poses"))
 	drr := ops.NewDRR(w.s.Vol, w.rows, w.cols, w.s.Step, batch)
@@ -192,32 +204,41 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
 	}
-	if w.s.Post == nil {
-		stats, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cols), "stats", img)
+	last := img
+	stage := func(o G.Op, name string) error {
+		placed, err := ops.OnDevice(o, w.s.Device)
 		if err != nil {
-			return nil, nil, fmt.Errorf("drr: build graph: %w", err)
+			return fmt.Errorf("drr: %w", err)
 		}
+		if last, err = G.ApplyOpWithName(placed, name, last); err != nil {
+			return fmt.Errorf("drr: build graph: %w", err)
+		}
+		return nil
+	}
+	if w.s.Post != nil {
+		if err := stage(ops.NewMapImages(w.s.Post, batch, w.rows, w.cols), "post"); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f := w.s.Filter; f != nil {
+		for i, k := range f.Kernels {
+			if err := stage(ops.NewFilter2D(k, batch, w.rows, w.cols), fmt.Sprintf("filter %d", i+1)); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	stats, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cols), "stats", last)
+	if err != nil {
+		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
+	}
+	if last == img {
 		return []*G.Node{poses}, []*G.Node{img, stats}, nil
-	}
-	// The user's formula per pixel: the statistics of its images, and of
-	// the line integrals (for the all-rays-missed check).
-	pop, err := ops.OnDevice(ops.NewMapImages(w.s.Post, batch, w.rows, w.cols), w.s.Device)
-	if err != nil {
-		return nil, nil, fmt.Errorf("drr: %w", err)
-	}
-	post, err := G.ApplyOpWithName(pop, "post", img)
-	if err != nil {
-		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
-	}
-	stats, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cols), "stats", post)
-	if err != nil {
-		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
 	}
 	raw, err := G.ApplyOpWithName(ops.NewImageStats(batch, w.rows, w.cols), "ray stats", img)
 	if err != nil {
 		return nil, nil, fmt.Errorf("drr: build graph: %w", err)
 	}
-	return []*G.Node{poses}, []*G.Node{post, stats, raw}, nil
+	return []*G.Node{poses}, []*G.Node{last, stats, raw}, nil
 }
 
 // StagingBytes counts the Out writer's buffers (an .npy writer's), a
@@ -368,6 +389,9 @@ type Result struct {
 	Mu        string `json:"mu,omitempty"`
 	Post      string `json:"post,omitempty"`
 	NonFinite int64  `json:"nonfinite,omitempty"`
+	// Filter is the filter stages applied after Post, in order, written
+	// out in full and joined by "; ".
+	Filter string `json:"filter,omitempty"`
 	// Range is a shard's poses [lo, hi) and the run's count.
 	Range [3]int `json:"range,omitzero"`
 }
@@ -384,6 +408,9 @@ func (w *Job) Result() Result {
 	}
 	if f := w.s.Post; f != nil {
 		r.Post, r.NonFinite = f.F.Canonical(), f.NonFinite()+w.restoredNonFinite
+	}
+	if f := w.s.Filter; f != nil {
+		r.Filter = strings.Join(f.Stages(), "; ")
 	}
 	return r
 }

@@ -134,7 +134,9 @@ func (p *Program) OrbitAbout(n int, iso *[3]float64, axis [3]float64, start, sdd
 }
 
 // Run renders the poses x (PoseValues numbers each) into dst, (P, Rows,
-// Cols) float32: the line integrals, or Post of them. Neither is kept
+// Cols) float32: the line integrals, or Post of them, filtered by
+// Filter's stages (their kernels made for these poses' pixel size,
+// which must then be the same for all). Neither is kept
 // after Run returns.
 func (p *Program) Run(x []float64, dst []float32) error {
 	poses, err := p.Poses(x)
@@ -151,6 +153,11 @@ func (p *Program) Run(x []float64, dst []float32) error {
 		}
 	}
 	j := p.job
+	if f := j.s.Filter; f != nil {
+		if err := f.SetPoses(poses); err != nil {
+			return err
+		}
+	}
 	j.geometry, j.missed = CheckGeometry(j.s.Vol, poses, 0), finding{}
 	if j.s.Strict && len(j.geometry) > 0 {
 		return fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, j.geometry[0])

@@ -42,6 +42,18 @@ def poses_array(poses, detector):
     return np.ascontiguousarray(a)
 
 
+def filter_stages(filter):
+    """filter= as the config's list of stages: one stage (a str), or a list
+    of them; None stays None."""
+    if filter is None:
+        return None
+    stages = [filter] if isinstance(filter, str) else list(filter)
+    for s in stages:
+        if not isinstance(s, str):
+            raise Error(f"filter=: {s!r} is not a stage such as 'gauss:sigma_mm=0.8'")
+    return stages or None
+
+
 class DRR(Compiled):
     """DRRs of one volume onto a detector of R×C pixels, compiled once; each
     call renders a set of poses, block by block, over the same buffers.
@@ -59,7 +71,12 @@ class DRR(Compiled):
     the volume is in Hounsfield units (μ = mu_water·max(0, 1 + HU/1000));
     mu: your formula over a voxel's value h giving μ per mm, applied once;
     post: your formula over a pixel's line integral p, e.g. "exp(-p)";
-    params: their parameters. A fault of a call's geometry (a source inside
+    params: their parameters. filter: an image filter applied after post (to
+    the line integrals without it), a stage as the CLI's --filter writes it
+    ("gauss:sigma_mm=0.8", σ in mm on the detector; "gauss:sigma_px=2",
+    "box:3", "deriv:x", "sobel:y"; ",mode=nearest" for edge pixels instead
+    of reflection), or a list of stages applied in order; a stage in mm takes
+    the pixel size of a call's poses, which must then share it. A fault of a call's geometry (a source inside
     the volume, a detector reaching into it, the volume behind the source, a
     pose whose every ray misses it) is a warning (warnings.warn, a line
     each), or with strict=True an Error. batch: poses per block (default planned under
@@ -78,7 +95,7 @@ class DRR(Compiled):
 
     def __init__(self, volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), *, detector=(200, 200),
                  direction=None, frame=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
-                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, strict=False, dtype=None, device="cpu",
+                 filter=None, params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, strict=False, dtype=None, device="cpu",
                  gpu=None):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
@@ -95,7 +112,7 @@ class DRR(Compiled):
             dirn = dirn.tolist()
         cfg = config(spacing=numbers("spacing", spacing, 3), origin=numbers("origin", origin, 3), direction=dirn,
                      frame=frame, rows=rows, cols=cols, method=method, step=finite("step", step), hu=bool(hu),
-                     mu_water=finite("mu_water", mu_water), mu=mu, post=post,
+                     mu_water=finite("mu_water", mu_water), mu=mu, post=post, filter=filter_stages(filter),
                      params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), strict=bool(strict),
                      batch=integer("batch", batch) or 0, dtype=dtype,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
@@ -156,7 +173,7 @@ def drr(volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), poses=None, *, 
         sdd=1020.0, sid=510.0, pixel=2.0, **kw):
     """One-shot DRR: the (P, R, C) images of poses, or of the CLI's orbit of
     `orbit` poses (with sdd, sid, pixel) about the volume's centre. Other
-    keywords are DRR's (method, step, hu, mu, post, params, direction, frame, …)."""
+    keywords are DRR's (method, step, hu, mu, post, filter, params, direction, frame, …)."""
     if (poses is None) == (orbit is None):
         raise Error("drr: give poses or orbit=N, not both")
     with DRR(volume, spacing, origin, detector=detector, **kw) as r:

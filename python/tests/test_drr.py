@@ -222,3 +222,41 @@ def test_orbit_about_an_axis():
         np.testing.assert_array_equal(r.orbit(5), r.orbit(5, isocenter=(2.5, 2.5, 2.5), axis=(0, 0, 1), start=0))
         with pytest.raises(tapeloop.Error, match="axis="):
             r.orbit(2, axis=(1, 0))
+
+
+def test_filter_matches_scipy_and_refuses_bad_stages():
+    """filter= is the same DRR filtered by scipy.ndimage: σ in mm over
+    anisotropic pixels (1.5×2.5 mm: 2 pixels along a row, 1.2 down a column)
+    after post, then a derivative down the columns per mm; poses of another
+    pixel size take their own σ in pixels; bad stages are one-line errors
+    naming filter=."""
+    ndimage = pytest.importorskip("scipy.ndimage")
+    rng = np.random.default_rng(5)
+    vol = rng.uniform(0, 0.02, (20, 22, 18)).astype(np.float32)
+    centre = np.array([9.5, 10.5, 8.5])
+    poses = random_poses(rng, centre, 3, 37, 53)
+    for p in poses:
+        p["pixel"] = [0.3, 0.5]
+    stages = ["gauss:sigma_mm=0.6", "deriv:y"]
+    with tapeloop.DRR(vol, detector=(37, 53), post="exp(-p)") as r:
+        plain = r(poses).astype(np.float64)
+    with tapeloop.DRR(vol, detector=(37, 53), post="exp(-p)", filter=stages) as r:
+        got = r(poses)
+        want = ndimage.gaussian_filter(plain, sigma=(0, 1.2, 2.0), mode="reflect", truncate=4.0)
+        want = ndimage.correlate1d(want, np.array([-1.0, 0, 1.0]), axis=1, mode="reflect")
+        assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
+        for p in poses:
+            p["pixel"] = [0.6, 0.5]  # σ 1 pixel along a row now
+        got = r(poses)
+    with tapeloop.DRR(vol, detector=(37, 53), post="exp(-p)") as r:
+        plain = r(poses).astype(np.float64)
+    want = ndimage.gaussian_filter(plain, sigma=(0, 1.2, 1.0), mode="reflect", truncate=4.0)
+    want = ndimage.correlate1d(want, np.array([-1.0, 0, 1.0]), axis=1, mode="reflect")
+    assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
+    with tapeloop.DRR(vol, detector=(37, 53), filter="box:3") as r:
+        assert r(poses).shape == (3, 37, 53)
+    for bad, say in [("gauss:sigma=1", 'filter= "gauss:sigma=1": unknown setting "sigma"'), (["box:0"], "size 0"),
+                     ([3], "is not a stage")]:
+        with pytest.raises(tapeloop.Error) as e:
+            tapeloop.DRR(vol, detector=(4, 4), filter=bad)
+        assert say in str(e.value) and "\n" not in str(e.value)
