@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -277,5 +278,47 @@ np.save(d + "/want.npy", ndimage.convolve(v.astype(np.float64), (3 - q)*np.exp(-
 	}
 	if _, g1, err := npy.ReadAll64(p("g1.npy")); err != nil || !slices.Equal(g1, g) {
 		t.Error("shard 1's response differs from the whole run's")
+	}
+}
+
+// TestWaveletReportCosts: a sweep of mixed kernel sizes reports its drift
+// per cost class (batches of equal transform cost), the classes' batches
+// adding up to the run's, and its batches run in order of cost, the small
+// transforms first.
+func TestWaveletReportCosts(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "report.json")
+	if _, se, code := run(t, "wavelet", "-q", "--size", "30x26x22", "--theta", "0:pi:3", "--phi", "0:pi:2", "--xi", "1,3,6",
+		"--batch", "2", "--report", rep); code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	var r struct {
+		Batches int `json:"batches"`
+		Summary struct {
+			Drift       float64 `json:"drift"`
+			DriftByCost []struct {
+				Cost    float64 `json:"cost"`
+				Batches int     `json:"batches"`
+			} `json:"drift_by_cost"`
+		} `json:"summary"`
+		Iterations []struct {
+			Cost float64 `json:"cost"`
+		} `json:"iterations"`
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range r.Summary.DriftByCost {
+		n += c.Batches
+	}
+	if len(r.Summary.DriftByCost) < 2 || n != r.Batches || !(r.Summary.Drift > 0) {
+		t.Errorf("drift %v by cost %+v over %d batches: want two classes or more, adding up to the batches", r.Summary.Drift, r.Summary.DriftByCost, r.Batches)
+	}
+	if len(r.Iterations) != r.Batches || r.Iterations[0].Cost <= 0 || r.Iterations[len(r.Iterations)-1].Cost <= r.Iterations[0].Cost {
+		t.Errorf("batch costs %+v: want each positive, the last above the first", r.Iterations)
 	}
 }

@@ -19,8 +19,9 @@ type batchLoop struct {
 	// busy reads program i's device busy time so far (nil: none).
 	busy []func() float64
 	// record, when set, takes each batch's seconds, from its Feed to the
-	// end of its Consume, and its device's busy seconds during its run.
-	record func(secs, busy float64)
+	// end of its Consume, its device's busy seconds during its run and its
+	// cost (the job's Coster; zero without).
+	record func(secs, busy, cost float64)
 	// done, when set, is told the items consumed so far after each batch.
 	done func(items int)
 }
@@ -92,7 +93,11 @@ func (l *batchLoop) run() (int, error) {
 			return err
 		}
 		if l.record != nil {
-			l.record(time.Since(fed[i]).Seconds(), r.busy)
+			var cost float64
+			if c, ok := l.job.(Coster); ok {
+				cost = c.Cost(k*batch, size(k))
+			}
+			l.record(time.Since(fed[i]).Seconds(), r.busy, cost)
 		}
 		if l.done != nil {
 			l.done(k*batch + size(k))

@@ -154,6 +154,13 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	items := plan.Items
 	loop := batchLoop{job: job, progs: progs, items: items, busy: busy, record: rec.Record,
 		stopped: func() bool { return ctx.Err() != nil }, after: "; nothing was written"}
+	// A job whose items differ in cost has its time left estimated from
+	// the cost of what remains, not the count.
+	coster, _ := job.(Coster)
+	var total float64
+	if coster != nil {
+		total = coster.Cost(0, items)
+	}
 	loop.done = func(done int) {
 		if cfg.Progress && bar == nil && time.Since(began) > time.Second && done < items {
 			bar = progressbar.NewOptions(items,
@@ -162,15 +169,20 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 				progressbar.OptionShowCount(),
 				progressbar.OptionShowIts(),
 				progressbar.OptionSetItsString(itemUnit(job)),
-				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionSetPredictTime(coster == nil || total <= 0),
 				progressbar.OptionThrottle(200*time.Millisecond),
 				progressbar.OptionClearOnFinish(),
 			)
 			probe = sysmem.NewProbe()
 		}
 		if bar != nil {
-			// done/total, the rate and [elapsed:remaining], and the memory in use
-			bar.Describe(fmt.Sprintf("%s, RSS %s", job.Name(), sysmem.Format(probe.RSS())))
+			// done/total, the rate and [elapsed:remaining] (or the time
+			// left by cost), and the memory in use
+			desc := fmt.Sprintf("%s, RSS %s", job.Name(), sysmem.Format(probe.RSS()))
+			if coster != nil && total > 0 {
+				desc += ", " + timeLeft(time.Since(began), coster.Cost(0, done), total)
+			}
+			bar.Describe(desc)
 			bar.Set(done)
 		}
 	}
@@ -192,6 +204,16 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil
 }
 
+// timeLeft is the time a run has left that has spent elapsed on done of
+// total units of cost: "~2m30s left".
+func timeLeft(elapsed time.Duration, done, total float64) string {
+	if done <= 0 {
+		return "time left unknown"
+	}
+	left := time.Duration(float64(elapsed) * (total - done) / done)
+	return "~" + left.Round(time.Second).String() + " left"
+}
+
 // finish calls job's Finish, if it has one, after its last batch.
 func finish(job Job) error {
 	if f, ok := job.(Finisher); ok {
@@ -208,6 +230,14 @@ func finishOnly(job Job, limit int64) (*Outcome, error) {
 		return nil, err
 	}
 	return &Outcome{Plan: Plan{Workload: job.Name(), Limit: limit}, Summary: telemetry.NewRecorder(0).Close()}, nil
+}
+
+// A Coster is a Job whose items differ in cost: Cost is what the items
+// run in places [off, off+n) cost, in any unit proportional to time (a
+// wavelet sweep's combinations: their transforms' sizes). The progress
+// bar's time left and the report's drift use it.
+type Coster interface {
+	Cost(off, n int) float64
 }
 
 // ItemNamer is implemented by the Workloads that name their items (rows,

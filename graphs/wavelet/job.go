@@ -296,6 +296,32 @@ func (w *Job) Consume(out []*tensor.Dense, off, n int) error {
 	return w.save(off, n)
 }
 
+// Cost is what the combinations run in places [off, off+n) cost, in
+// units of one element of a transform: a combination costs its transform's
+// L·log₂L, twice that for a sampled kernel (its own forward transform).
+// The progress bar's time left and the report's drift go by it: a sweep
+// runs its small transforms first.
+func (w *Job) Cost(off, n int) float64 {
+	var c float64
+	sampled := KernelOf(w.cfg.Src) != nil
+	for _, i := range w.order[off : off+n] {
+		var l float64 = 1
+		for k := range 3 {
+			m := w.cfg.Src.N[k]
+			if w.cfg.Src.Boundary == ops.Reflect {
+				m = ops.FFTSize(m + 2*w.pad[i][k])
+			}
+			l *= float64(m)
+		}
+		x := l * math.Log2(max(l, 2))
+		if sampled {
+			x *= 2
+		}
+		c += x
+	}
+	return c
+}
+
 // RecordBytes is the size of a Saver's record: a computed combination's
 // statistics (the Saver names its combination).
 func (w *Job) RecordBytes() int { return 8 * (4 + w.extra()) }

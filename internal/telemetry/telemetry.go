@@ -6,11 +6,13 @@ package telemetry
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"slices"
 	"time"
 
@@ -28,6 +30,10 @@ type Iteration struct {
 	// DeviceSeconds is the GPU time of the kernels, cuBLAS and cuFFT
 	// calls since the previous record (CUDA events; summed over GPUs).
 	DeviceSeconds float64 `json:"device_seconds,omitempty"`
+	// Cost is the batch's work by the job's cost model (a wavelet
+	// sweep's batches differ in transform size), in the model's units;
+	// zero for a job whose batches cost alike.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // Recorder collects one Iteration per batch into a slice allocated up front.
@@ -78,12 +84,13 @@ func (r *Recorder) Stop() {
 }
 
 // Record adds a batch measured elsewhere (seconds of work, and of GPU
-// time: used instead of DeviceSeconds, which is then not read), as Stop
-// does.
-func (r *Recorder) Record(seconds, deviceSeconds float64) {
+// time: used instead of DeviceSeconds, which is then not read) with its
+// cost (Iteration.Cost), as Stop does.
+func (r *Recorder) Record(seconds, deviceSeconds, cost float64) {
 	r.start = time.Now().Add(-time.Duration(seconds * float64(time.Second)))
 	r.Stop()
 	r.Iterations[len(r.Iterations)-1].DeviceSeconds = deviceSeconds
+	r.Iterations[len(r.Iterations)-1].Cost = cost
 }
 
 // Close finishes the run and releases the probe.
@@ -102,7 +109,15 @@ func (r *Recorder) Close() Summary {
 type Summary struct {
 	Batches  int     `json:"batches"`
 	MedianMs float64 `json:"median_ms"`
-	Drift    float64 `json:"drift"` // median of the last decile / median of the first
+	// Drift is the median time of the last decile of batches over the
+	// first's; for batches of different costs (Iteration.Cost), the same
+	// within the batches of equal cost, over the cost class with the most
+	// batches (DriftByCost has them all), or where no class has four, over
+	// every batch's time per unit of cost.
+	Drift float64 `json:"drift"`
+	// DriftByCost is the drift within each class of batches of equal cost
+	// (only for a run whose batches differ in cost), largest class first.
+	DriftByCost []CostDrift `json:"drift_by_cost,omitempty"`
 	// DeviceMs is the median GPU busy time per batch (GPU runs).
 	DeviceMs float64 `json:"median_device_ms,omitempty"`
 	// HeapGrowth is what the loop retains: the live Go heap after the
@@ -134,15 +149,80 @@ func Summarize(it []Iteration) Summary {
 		}
 		s.DeviceMs = 1e3 * Median(dev)
 	}
-	if len(it) >= 2 {
-		d := max(1, len(it)/10)
-		first, last := Median(secs[:d]), Median(secs[len(secs)-d:])
-		if first > 0 {
-			s.Drift = last / first
+	s.Drift = drift(secs)
+	if classes := costClasses(it); len(classes) > 1 {
+		s.DriftByCost = classes
+		s.Drift = classes[0].Drift
+		if classes[0].Batches < 4 { // too few alike: time per unit of cost
+			per := make([]float64, len(it))
+			for i, x := range it {
+				per[i] = x.Seconds / x.Cost
+			}
+			s.Drift = drift(per)
 		}
 	}
 	s.HeapGrowth = it[len(it)-1].HeapBytes - it[0].HeapBytes
 	return s
+}
+
+// drift is the median of the last decile of secs over the first's (the
+// deciles: the first and last max(1, n/10)); 1 for fewer than two.
+func drift(secs []float64) float64 {
+	if len(secs) < 2 {
+		return 1
+	}
+	d := max(1, len(secs)/10)
+	first, last := Median(secs[:d]), Median(secs[len(secs)-d:])
+	if first > 0 {
+		return last / first
+	}
+	return 1
+}
+
+// CostDrift is the drift within the batches of one cost.
+type CostDrift struct {
+	Cost     float64 `json:"cost"`
+	Batches  int     `json:"batches"`
+	MedianMs float64 `json:"median_ms"`
+	Drift    float64 `json:"drift"`
+}
+
+// costClasses groups the batches by cost (equal within 1%), in run
+// order within each, and measures each class's drift; largest class
+// first (then the costlier). None when the batches carry no cost.
+func costClasses(it []Iteration) []CostDrift {
+	var classes []CostDrift
+	var secs [][]float64
+	for _, x := range it {
+		if x.Cost <= 0 {
+			return nil
+		}
+		c := -1
+		for i, k := range classes {
+			if math.Abs(x.Cost-k.Cost) <= 0.01*k.Cost {
+				c = i
+				break
+			}
+		}
+		if c < 0 {
+			c = len(classes)
+			classes = append(classes, CostDrift{Cost: x.Cost})
+			secs = append(secs, nil)
+		}
+		secs[c] = append(secs[c], x.Seconds)
+	}
+	for i := range classes {
+		classes[i].Batches = len(secs[i])
+		classes[i].MedianMs = 1e3 * Median(secs[i])
+		classes[i].Drift = drift(secs[i])
+	}
+	slices.SortStableFunc(classes, func(a, b CostDrift) int {
+		if a.Batches != b.Batches {
+			return b.Batches - a.Batches
+		}
+		return cmp.Compare(b.Cost, a.Cost)
+	})
+	return classes
 }
 
 // Median returns the median of x without modifying it; NaN-free input assumed.

@@ -90,3 +90,55 @@ func TestRecorderDeviceSeconds(t *testing.T) {
 		t.Errorf("median device time %v ms, want 375", s.DeviceMs)
 	}
 }
+
+// TestSummarizeDriftByCost: a run whose batches differ in cost (a sweep
+// running its small transforms first) measures drift within each cost
+// class: steady batches of growing cost give drift 1 where the plain
+// last/first ratio says 8, and a class that slows is seen.
+func TestSummarizeDriftByCost(t *testing.T) {
+	var it []Iteration
+	for range 30 { // cost 1, 1 ms each
+		it = append(it, Iteration{Seconds: 0.001, Cost: 1})
+	}
+	for range 20 { // cost 8, 8 ms each
+		it = append(it, Iteration{Seconds: 0.008, Cost: 8.04})
+	}
+	s := Summarize(it)
+	if s.Drift != 1 || len(s.DriftByCost) != 2 {
+		t.Fatalf("steady classes: drift %v, classes %+v; want 1 and two classes", s.Drift, s.DriftByCost)
+	}
+	if c := s.DriftByCost; c[0].Cost != 1 || c[0].Batches != 30 || c[0].MedianMs != 1 || c[1].Batches != 20 || c[1].MedianMs != 8 {
+		t.Errorf("classes %+v, want 30 of cost 1 at 1 ms, then 20 at 8 ms", c)
+	}
+	var plain []Iteration
+	for _, x := range it {
+		plain = append(plain, Iteration{Seconds: x.Seconds})
+	}
+	if d := Summarize(plain).Drift; d != 8 {
+		t.Errorf("without costs: drift %v, want 8", d)
+	}
+	// The large class's last three batches take twice as long.
+	for i := 27; i < 30; i++ {
+		it[i].Seconds = 0.002
+	}
+	if s := Summarize(it); s.Drift != 2 {
+		t.Errorf("the cost-1 class slowing: drift %v, want 2", s.Drift)
+	}
+	// Every batch of its own cost, time proportional to cost: drift by
+	// time per unit of cost, 1; then with the last batches twice as slow
+	// per unit, 2.
+	var each []Iteration
+	for i := range 40 {
+		c := float64(1 + i*i)
+		each = append(each, Iteration{Seconds: 1e-3 * c, Cost: c})
+	}
+	if s := Summarize(each); math.Abs(s.Drift-1) > 1e-12 || len(s.DriftByCost) != 40 {
+		t.Errorf("a cost per batch: drift %v with %d classes, want 1 and 40", s.Drift, len(s.DriftByCost))
+	}
+	for i := 36; i < 40; i++ {
+		each[i].Seconds *= 2
+	}
+	if s := Summarize(each); math.Abs(s.Drift-2) > 1e-12 {
+		t.Errorf("a cost per batch, the last slower: drift %v, want 2", s.Drift)
+	}
+}
