@@ -136,6 +136,9 @@ type waveletScratch struct {
 }
 
 func (s *WaveletSource) newScratch() *waveletScratch {
+	if s.Cache != nil {
+		return s.Cache.scratchFor(s.maxLen(), s.maxHalf())
+	}
 	return newWaveletScratch(s.maxLen(), s.maxHalf())
 }
 

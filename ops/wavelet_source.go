@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/parallel"
@@ -117,8 +118,14 @@ func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, e
 			for j := range p[1] {
 				src := v[(si*n[1]+reflectIndex(j-w.Pad[1], n[1]))*n[2]:][:n[2]]
 				row := ext[(i*p[1]+j)*p[2]:][:p[2]]
-				for k, s := range sk {
-					row[k] = src[s]
+				// The volume's own run, then the reflected ends.
+				lo, hi := w.Pad[2], w.Pad[2]+n[2]
+				copy(row[lo:hi], src)
+				for k := range lo {
+					row[k] = src[sk[k]]
+				}
+				for k := hi; k < p[2]; k++ {
+					row[k] = src[sk[k]]
 				}
 			}
 		}
@@ -145,10 +152,124 @@ type WaveletSource struct {
 	// hat and the built-in statistics only).
 	Formulas *WaveletFormulas
 
+	// Cache, when set, keeps the volume's transforms for several
+	// paddings (VolumeCache), shared with the sources made after this one
+	// for the same volume; nil: the last one only, in buffers sized once
+	// for MaxPad (a sweep ordered by padding needs no more).
+	Cache *VolumeCache
+
 	cur   *WaveletVolume
 	ext   []float32
 	spec  []complex64
 	plans map[[3]int]*fft3.Plan // by transform size
+}
+
+// VolumeCache keeps a volume's transforms for the paddings used last, the
+// most recent first, each in an array of its own size, as many as fit in
+// Budget bytes (the most recent always). It serves calls that each sweep a
+// few combinations of different paddings (one combination per call, as a
+// NumPy loop runs them): a padding used again is not transformed again,
+// and what is held is what the recent calls used, not the widest padding
+// ever asked for.
+type VolumeCache struct {
+	Budget int64
+	mu     sync.Mutex // ops of several devices may share the cache
+	vols   []*WaveletVolume
+	plans  map[[3]int]*fft3.Plan
+	ext    []float32   // the extended volume, scratch of every transform
+	spare  []complex64 // the spectrum array of the last one dropped, for reuse
+	// scratch is the per-combination work arrays, kept for the ops of
+	// the sources that share the cache, one at a time (a program compiled
+	// again for a wider padding), so that each does not make its own.
+	scratch *waveletScratch
+}
+
+// scratchFor returns the cache's scratch, made anew when smaller than n
+// elements and half coefficients.
+func (c *VolumeCache) scratchFor(n, half int) *waveletScratch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scratch == nil || c.scratch.n < n || len(c.scratch.half) < half {
+		c.scratch = newWaveletScratch(n, half)
+	}
+	return c.scratch
+}
+
+// Bytes is what the cache holds.
+func (c *VolumeCache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes()
+}
+
+func (c *VolumeCache) bytes() int64 {
+	var b int64
+	for _, w := range c.vols {
+		b += 8 * int64(len(w.spec))
+	}
+	return b
+}
+
+// Covering returns the padding of a transform the cache holds for a
+// volume of n that covers need (at least as large along every axis) at no
+// more than ratio times the elements of need's own transform, the
+// smallest such; false when none does.
+func (c *VolumeCache) Covering(n, need [3]int, ratio float64) ([3]int, bool) {
+	size := func(p [3]int) float64 {
+		return float64(reflectDims(n, p)[0]) * float64(reflectDims(n, p)[1]) * float64(reflectDims(n, p)[2])
+	}
+	own := size(need)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var best [3]int
+	found := false
+	for _, w := range c.vols {
+		if w.N != n || w.Pad[0] < need[0] || w.Pad[1] < need[1] || w.Pad[2] < need[2] || size(w.Pad) > ratio*own {
+			continue
+		}
+		if !found || size(w.Pad) < size(best) {
+			best, found = w.Pad, true
+		}
+	}
+	return best, found
+}
+
+// volume returns src's volume transformed for pad, from the cache or
+// transformed now and kept, dropping the least recently used beyond the
+// budget.
+func (c *VolumeCache) volume(src *WaveletSource, pad [3]int) *WaveletVolume {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, w := range c.vols {
+		if w.Pad == pad && w.N == src.N && w.A == src.A && w.Boundary == src.Boundary {
+			copy(c.vols[1:i+1], c.vols[:i])
+			c.vols[0] = w
+			return w
+		}
+	}
+	if c.plans == nil {
+		c.plans = map[[3]int]*fft3.Plan{}
+	}
+	var w *WaveletVolume
+	w, c.ext = transformVolume(src.V, src.N, src.A, src.Boundary, pad, c.ext, c.spare, c.plans)
+	c.spare = nil
+	c.vols = append([]*WaveletVolume{w}, c.vols...)
+	for b := c.bytes(); b > c.Budget && len(c.vols) > 1; b = c.bytes() {
+		last := c.vols[len(c.vols)-1]
+		if cap(last.spec) > cap(c.spare) {
+			c.spare = last.spec[:cap(last.spec)]
+		}
+		c.vols[len(c.vols)-1] = nil
+		c.vols = c.vols[:len(c.vols)-1]
+	}
+	return w
+}
+
+// Release drops the cache's transforms and scratch.
+func (c *VolumeCache) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.vols, c.ext, c.spare, c.scratch = nil, nil, nil, nil
 }
 
 // NewWaveletSource checks v (n0·n1·n2 values, C order, kept, not copied)
@@ -167,13 +288,21 @@ func NewWaveletSource(v []float32, n [3]int, a float64, b Boundary, maxPad [3]in
 // source transforms into its buffers, so ops running concurrently (on
 // several devices) each need one.
 func (s *WaveletSource) Clone() *WaveletSource {
-	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Formulas: s.Formulas}
+	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Formulas: s.Formulas, Cache: s.Cache}
 }
+
+// Reset drops the source's transform and buffers (not its Cache's): a
+// source held between calls holds nothing until its next Volume.
+func (s *WaveletSource) Reset() { s.cur, s.ext, s.spec = nil, nil, nil }
 
 // Volume returns the volume transformed for pad (wrap: no padding).
 func (s *WaveletSource) Volume(pad [3]int) *WaveletVolume {
 	if s.Boundary == Wrap {
 		pad = [3]int{}
+	}
+	if s.Cache != nil {
+		s.cur = s.Cache.volume(s, pad)
+		return s.cur
 	}
 	if s.spec == nil { // buffers for the largest padding, allocated once
 		if s.Boundary == Reflect {

@@ -31,6 +31,9 @@ type Setup struct {
 	// the whole sweep gives it: its padding and the combination whose
 	// kernel it shares are found over all of Combos.
 	Lo, Hi int
+	// Padding, when set, may change the paddings the combinations run
+	// with (Pads's), each to one at least as large along every axis.
+	Padding func(pads [][3]int) [][3]int
 }
 
 // A Saver keeps the records of finished combinations (the file layer's
@@ -97,6 +100,9 @@ func New(cfg Setup) (*Job, error) {
 		return nil, err
 	}
 	w.pad, _ = Pads(cfg.Src.N, cfg.Src.A, cfg.Combos, sup)
+	if cfg.Padding != nil {
+		w.pad = cfg.Padding(w.pad)
+	}
 	// Combinations whose kernels are the same (the hat with ξ = 1 is
 	// round: every θ and φ; otherwise its stretched axis n and −n) are
 	// computed once, the first of each in Combos order (which may come
@@ -333,14 +339,28 @@ func (w *Job) save(off, n int) error {
 	}
 	recs := make([][]byte, n)
 	for r := range recs {
-		i := w.order[off+r]
-		b := make([]byte, 0, w.RecordBytes())
-		for _, v := range append(w.Stats[i][:], w.extraOf(i)...) {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-		}
-		recs[r] = b
+		recs[r] = w.record(w.order[off+r])
 	}
 	return w.saver.AppendItems(w.order[off:off+n], recs)
+}
+
+// record is combination i's statistics as a Saver's record.
+func (w *Job) record(i int) []byte {
+	b := make([]byte, 0, w.RecordBytes())
+	for _, v := range append(w.Stats[i][:], w.extraOf(i)...) {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	return b
+}
+
+// memoKey names what combination i's statistics depend on beyond the
+// volume and the options (its kernel and padding), for a Program that
+// keeps them between calls; "" where a formula reads more (sharesKernels).
+func (w *Job) memoKey(i int) string {
+	if !sharesKernels(w.cfg.Src.Formulas) {
+		return ""
+	}
+	return fmt.Sprintf("%s|%v", kernelKey(w.cfg.Combos[i]), w.pad[i])
 }
 
 // extraOf is combination i's values of the user's statistics.

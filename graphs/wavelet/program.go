@@ -31,6 +31,17 @@ type Program struct {
 	fail  bool
 	xy    bool // the volume's first two axes are swapped (Indexing "xy")
 	dev   *engine.Device
+	// cache keeps the volume's transforms for the paddings used lately,
+	// across calls and recompiles.
+	cache *ops.VolumeCache
+	// memo keeps each computed kernel's statistics (by kernel and
+	// padding: memoKey) across calls, so that calls of one combination
+	// each compute what one call of them all computes.
+	memo map[string][]byte
+	// small counts the calls in a row that needed at most half of the
+	// source's padded size; need is the largest padding they needed.
+	small int
+	need  [3]int
 	names []string
 	place []int
 }
@@ -69,11 +80,13 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 	if err := CheckPadding(n, pad, dev.MemLimit); err != nil {
 		return nil, err
 	}
-	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, xy: p.xy, dev: dev}
+	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, xy: p.xy, dev: dev, memo: map[string][]byte{}}
+	prog.cache = &ops.VolumeCache{Budget: cacheBudget(dev.MemLimit)}
 	if prog.src, err = ops.NewWaveletSource(prog.v, n, cfg.A, p.Boundary, pad); err != nil {
 		return nil, err
 	}
 	prog.src.Formulas = formulas
+	prog.src.Cache = prog.cache
 	var job *Job
 	if prog.ses, job, err = prog.compile(prog.src); err != nil {
 		return nil, err
@@ -120,25 +133,126 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 	if err != nil {
 		return err
 	}
-	_, pad := Pads(p.n, p.a, combos, sup)
+	pads, pad := Pads(p.n, p.a, combos, sup)
 	if err := CheckPadding(p.n, pad, p.dev.MemLimit); err != nil {
 		return err
 	}
-	if err := p.grow(pad); err != nil {
+	// A call of one combination (a NumPy loop's) runs on a transform of
+	// the volume an earlier call made, where one covers its padding at no
+	// more than twice the size of its own (a transform of the volume costs
+	// about two combinations); otherwise, where its transform is new, on
+	// one as wide along every axis within the same bound, which the same
+	// kernel turned another way will find. Its statistics then agree with
+	// a sweep's to rounding; a call of several gives the CLI's, bit for
+	// bit.
+	single := len(combos) == 1
+	if single && p.src.Boundary == ops.Reflect {
+		for i, q := range pads {
+			if Computable(p.a, combos[i]) != nil {
+				continue
+			}
+			c, ok := p.cache.Covering(p.n, q, reuseRatio)
+			if m := max(q[0], q[1], q[2]); !ok && p.size([3]int{m, m, m}) <= reuseRatio*p.size(q) {
+				c, ok = [3]int{m, m, m}, true
+			}
+			if ok {
+				pads[i] = c
+				for k := range 3 {
+					pad[k] = max(pad[k], c[k])
+				}
+			}
+		}
+	}
+	if err := p.fit(pad); err != nil {
 		return err
 	}
 	p.src.MaxSupport = MaxSupport(sup)
-	job, err := New(Setup{Src: p.src, Combos: combos, FailOnNonFinite: p.fail})
+	job, err := New(Setup{Src: p.src, Combos: combos, FailOnNonFinite: p.fail, Padding: func([][3]int) [][3]int { return pads }})
 	if err != nil {
 		return err
 	}
+	// A call of one combination does not compute again a kernel an
+	// earlier call computed.
+	restore, drop := job.Restorer()
+	var todo []int
+	for _, i := range job.order {
+		if rec, ok := p.memo[job.memoKey(i)]; ok && single {
+			if err := restore(i, rec); err != nil {
+				return err
+			}
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	drop()
 	if err := p.ses.Run(job); err != nil {
 		return err
+	}
+	for _, i := range todo {
+		if k := job.memoKey(i); k != "" {
+			if len(p.memo) >= maxMemo {
+				clear(p.memo)
+			}
+			p.memo[k] = job.record(i)
+		}
 	}
 	for i := range combos {
 		job.values(dst[i*w:(i+1)*w], i, p.place)
 	}
 	return nil
+}
+
+// maxMemo bounds the kernels' statistics a Program keeps between calls
+// (about 50 MiB of them at most).
+const maxMemo = 1 << 20
+
+// cacheBudget is what a Program may hold in the volume's transforms
+// between calls: a quarter of its memory limit (1 GiB without one).
+func cacheBudget(limit int64) int64 {
+	if limit <= 0 {
+		return 1 << 30
+	}
+	return limit / 4
+}
+
+// shrinkAfter is how many calls in a row must need at most half of the
+// source's padded size before fit shrinks it.
+const shrinkAfter = 32
+
+// size is the element count of the volume's transform for padding q.
+func (p *Program) size(q [3]int) float64 {
+	d := 1.0
+	for k := range 3 {
+		d *= float64(ops.FFTSize(p.n[k] + 2*q[k]))
+	}
+	return d
+}
+
+// fit sizes the source for a call that needs the padding pad: larger
+// when pad is beyond it (grow); smaller, for the largest padding they
+// needed, after shrinkAfter calls in a row that each needed at most half
+// of its padded size, so that a program does not hold the widest padding
+// it was ever asked for while calls of mixed sizes (a loop over ξ) do not
+// rebuild it each time.
+func (p *Program) fit(pad [3]int) error {
+	if p.src.Boundary != ops.Reflect {
+		return nil
+	}
+	if 2*p.size(pad) > p.size(p.src.MaxPad) {
+		p.small, p.need = 0, [3]int{}
+		return p.grow(pad)
+	}
+	p.small++
+	for k := range 3 {
+		p.need[k] = max(p.need[k], pad[k])
+	}
+	if p.small < shrinkAfter {
+		return nil
+	}
+	need := p.need
+	p.small, p.need = 0, [3]int{}
+	p.cache.Release() // its scratch is the widest transform's
+	return p.rebuild(need)
 }
 
 // Response writes the response G of the combination θ, φ, ξ to dst, the
@@ -183,14 +297,25 @@ func (p *Program) grow(pad [3]int) error {
 	if old.Boundary != ops.Reflect || pad[0] <= old.MaxPad[0] && pad[1] <= old.MaxPad[1] && pad[2] <= old.MaxPad[2] {
 		return nil
 	}
-	for k := range 3 {
-		pad[k] = max(pad[k], old.MaxPad[k])
+	// The same along every axis: a kernel turned another way needs as much
+	// along another axis, and need not rebuild the source again.
+	m := max(pad[0], pad[1], pad[2], old.MaxPad[0], old.MaxPad[1], old.MaxPad[2])
+	return p.rebuild([3]int{m, m, m})
+}
+
+// rebuild makes the source for the padding pad and compiles the program
+// again; the new program replaces the old one only once it is compiled.
+func (p *Program) rebuild(pad [3]int) error {
+	old := p.src
+	if pad == old.MaxPad {
+		return nil
 	}
 	src, err := ops.NewWaveletSource(p.v, p.n, p.a, ops.Reflect, pad)
 	if err != nil {
 		return err
 	}
 	src.Formulas = old.Formulas
+	src.Cache = old.Cache
 	ses, _, err := p.compile(src)
 	if err != nil {
 		return err
@@ -225,3 +350,7 @@ func (p *Program) DOT() (string, error) {
 	defer p.mu.Unlock()
 	return p.ses.DOT()
 }
+
+// reuseRatio bounds how much larger than its own a transform a call of
+// one combination runs on, to spare a transform of the volume.
+const reuseRatio = 2

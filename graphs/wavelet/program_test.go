@@ -3,6 +3,7 @@ package wavelet
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,63 @@ func TestWaveletInterruptEndsOnlyTheCall(t *testing.T) {
 	}
 	if r := p.Report(); r.Calls != 1 {
 		t.Errorf("%d calls counted, want 1", r.Calls)
+	}
+}
+
+// TestProgramPerCall: calls of one combination each give what one call
+// of them all gives (to rounding: they may run on other paddings), and a
+// program asked once for a wide kernel does not keep its padding: after
+// shrinkAfter calls of narrow kernels its source is sized for them.
+func TestProgramPerCall(t *testing.T) {
+	n := [3]int{23, 18, 15}
+	rng := rand.New(rand.NewPCG(5, 6))
+	v := make([]float32, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	th, ph, xi := []float64{0, 0.7, 2.1}, []float64{0.4, 1.9}, []float64{1, 1.5, 3}
+	p, err := Compile(DefaultConfig(), v, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	all := make([]float64, 7*len(th)*len(ph)*len(xi))
+	if err := p.Run(th, ph, xi, all); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Compile(DefaultConfig(), v, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	one := make([]float64, 7)
+	r := 0
+	for _, a := range th {
+		for _, b := range ph {
+			for _, c := range xi {
+				if err := q.Run([]float64{a}, []float64{b}, []float64{c}, one); err != nil {
+					t.Fatal(err)
+				}
+				for j := 3; j < 7; j++ {
+					if want := all[7*r+j]; !(math.Abs(one[j]-want) <= 1e-6*math.Abs(want)) {
+						t.Errorf("θ = %v, φ = %v, ξ = %v: column %d is %v alone, %v in the sweep", a, b, c, j, one[j], want)
+					}
+				}
+				r++
+			}
+		}
+	}
+	// A wide kernel, then narrow ones.
+	if err := q.Run([]float64{0.3}, []float64{0.2}, []float64{12}, one); err != nil {
+		t.Fatal(err)
+	}
+	wide := q.src.MaxPad
+	for i := range shrinkAfter {
+		if err := q.Run([]float64{float64(i) / 10}, []float64{0.5}, []float64{1.2}, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := q.src.MaxPad; q.size(got) > q.size(wide)/2 {
+		t.Errorf("after %d narrow calls the source holds padding %v, as for the wide kernel (%v)", shrinkAfter, got, wide)
 	}
 }

@@ -59,9 +59,14 @@ class Wavelet(Compiled):
     returns a dict mapping each column of the CLI's CSV (theta, phi, xi,
     energy, std, max, wavelet_energy, then your statistics; see columns) to a
     1-D float64 array of one value per combination, θ outermost, then φ, then
-    ξ, as the CLI's rows: the same numbers, bit for bit. In reflect mode a
-    sweep with a wider kernel than any before it recompiles the object once
-    for the larger padding, which it then keeps.
+    ξ, as the CLI's rows: the same numbers, bit for bit. Calls of one
+    combination each (a NumPy loop's) cost about what one call of them all
+    does, and agree with it to rounding: the object keeps the volume's
+    transforms for the paddings it used lately (up to a quarter of
+    mem_limit) and each kernel's statistics. In reflect mode a sweep with a
+    wider kernel than any before it recompiles the object for the larger
+    padding; after 32 calls in a row that need at most half of it, it
+    shrinks to what they need.
     """
 
     _what = "wavelet"

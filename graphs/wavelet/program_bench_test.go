@@ -1,0 +1,70 @@
+package wavelet
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// benchSweep is a small sweep of mixed kernels (ξ = 1, 2, 4 over 6 θ and
+// 4 φ) on a 96×80×64 volume.
+func benchSweep(b *testing.B) (v []float32, n [3]int, th, ph, xi []float64) {
+	if b != nil {
+		b.Helper()
+	}
+	n = [3]int{96, 80, 64}
+	rng := rand.New(rand.NewPCG(1, 2))
+	v = make([]float32, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	for i := range 6 {
+		th = append(th, float64(i)*math.Pi/6)
+	}
+	for i := range 4 {
+		ph = append(ph, float64(i)*math.Pi/4)
+	}
+	return v, n, th, ph, []float64{1, 2, 4}
+}
+
+// BenchmarkProgramSweep times, interleaved, one call of a fresh Program
+// over the whole sweep and one call per combination (θ, φ, ξ innermost,
+// as a NumPy loop makes them) of another, and reports both and their
+// ratio (per_call/batched): the two should cost about the same.
+func BenchmarkProgramSweep(b *testing.B) {
+	v, n, th, ph, xi := benchSweep(b)
+	dst := make([]float64, 7*len(th)*len(ph)*len(xi))
+	one := make([]float64, 7)
+	var batched, perCall time.Duration
+	for b.Loop() {
+		p, err := Compile(DefaultConfig(), v, n, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		if err := p.Run(th, ph, xi, dst); err != nil {
+			b.Fatal(err)
+		}
+		batched += time.Since(t0)
+		p.Close()
+		if p, err = Compile(DefaultConfig(), v, n, nil); err != nil {
+			b.Fatal(err)
+		}
+		t0 = time.Now()
+		for _, t := range th {
+			for _, f := range ph {
+				for _, x := range xi {
+					if err := p.Run([]float64{t}, []float64{f}, []float64{x}, one); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		perCall += time.Since(t0)
+		p.Close()
+	}
+	b.ReportMetric(batched.Seconds()*1e3/float64(b.N), "batched-ms/op")
+	b.ReportMetric(perCall.Seconds()*1e3/float64(b.N), "per_call-ms/op")
+	b.ReportMetric(perCall.Seconds()/batched.Seconds(), "per_call/batched")
+}
