@@ -12,6 +12,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+// tl_fx_mod is NumPy's mod (Python's %): fmod moved by b when it has
+// the other sign, so that the result has the sign of b (package
+// formula's pyMod).
+static inline double tl_fx_mod(double a, double b) {
+  double m = fmod(a, b);
+  if (b == 0) return m;
+  if (m == 0) return copysign(0.0, b);
+  if ((b < 0) != (m < 0)) m += b;
+  return m;
+}
+static inline float tl_fx_modf(float a, float b) {
+  float m = fmodf(a, b);
+  if (b == 0) return m;
+  if (m == 0) return copysignf(0.0f, b);
+  if ((b < 0) != (m < 0)) m += b;
+  return m;
+}
+
 static double tl_fx_scalar(int32_t op, double a, double b, double c) {
   switch (op) {
   TL_FX_SCALAR_CASES

@@ -72,6 +72,12 @@ func fxRef(op FxOp, a, b, c float64) float64 {
 			return b
 		}
 		return c
+	case FxFloor:
+		return math.Floor(a)
+	case FxRound:
+		return math.RoundToEven(a)
+	case FxMod:
+		return a - b*math.Floor(a/b)
 	case FxAbsDiff:
 		return math.Abs(a - b)
 	case FxSqDiff:

@@ -51,6 +51,9 @@ const (
 	OpOr
 	OpNot
 	OpWhere // where(c, x, y): x where c ≠ 0, else y
+	OpFloor
+	OpRound // half to even, as NumPy's round
+	OpMod   // as NumPy's mod: the sign of the divisor
 	OpSum   // reductions
 	OpRMax
 	OpRMin
@@ -221,6 +224,19 @@ var opTable = [numOps]OpInfo{
 		},
 		Ins: "Where", C: "a != 0 ? b : c", CVector: "SFX(select)(u[k] != zero, v[k], c[k])",
 		CUDA: "($x != $0 ? $y : $z)"},
+	OpFloor: {Name: "floor", Arity: 1, Kind: Elementwise,
+		Go:  func(v []float64) float64 { return math.Floor(v[0]) },
+		Ins: "Floor", C: "floor(a)", CVector: "FN(floor)(us[k])", Lanes: true, CUDA: "floor$f($x)"},
+	// round is NumPy's (and rint's in the default rounding mode): a
+	// half goes to the even neighbour, round(2.5) = 2.
+	OpRound: {Name: "round", Arity: 1, Kind: Elementwise,
+		Go:  func(v []float64) float64 { return math.RoundToEven(v[0]) },
+		Ins: "Round", C: "rint(a)", CVector: "FN(rint)(us[k])", Lanes: true, CUDA: "rint$f($x)"},
+	// mod is NumPy's mod (Python's %): the remainder has the sign of the
+	// divisor, mod(-1, 3) = 2; mod(x, 0) is NaN.
+	OpMod: {Name: "mod", Arity: 2, Kind: Elementwise,
+		Go:  func(v []float64) float64 { return pyMod(v[0], v[1]) },
+		Ins: "Mod", C: "tl_fx_mod(a, b)", CVector: "FN(tl_fx_mod)(us[k], vs[k])", Lanes: true, CUDA: "tl_fx_mod$f($x, $y)"},
 	// The reductions' code in the evaluator is its own (formula_impl.h):
 	// they fold a whole vector, chunk by chunk.
 	OpSum: {Name: "sum", Arity: 1, Kind: Reduction, Ins: "RSum",
@@ -270,6 +286,9 @@ var functions = []function{
 		return c.b.op(OpMin, c.b.op(OpMax, c.args[0], c.args[1]), c.args[2]), nil
 	}},
 	{Name: "where", Args: "c, x, y", About: "x where c ≠ 0, else y", op: OpWhere},
+	{Name: "floor", Args: "x", About: "the largest integer ≤ x", op: OpFloor},
+	{Name: "round", Args: "x", About: "the nearest integer, a half to the even one (as NumPy's round)", op: OpRound},
+	{Name: "mod", Args: "x, y", About: "x − y·floor(x/y), with the sign of y (as NumPy's mod and Python's %)", op: OpMod},
 	{Name: "sum", Args: "v", About: "Σ over the vector axis", op: OpSum},
 	{Name: "mean", Args: "v", About: "sum(v) / length", build: func(c *call) (*Node, error) {
 		s, err := c.reduce(OpSum, c.args[0])
@@ -344,4 +363,21 @@ func log(x float64) float64 {
 	}
 	f, e := math.Frexp(x)
 	return math.Log(f) + float64(e)*math.Ln2
+}
+
+// pyMod is NumPy's mod (np.mod, Python's %): C's fmod, moved by y when
+// it has the other sign, so that the result has the sign of y; a zero
+// result is a zero of y's sign.
+func pyMod(x, y float64) float64 {
+	m := math.Mod(x, y)
+	if y == 0 {
+		return m // NaN
+	}
+	switch {
+	case m == 0:
+		return math.Copysign(0, y)
+	case (y < 0) != (m < 0):
+		return m + y
+	}
+	return m
 }
