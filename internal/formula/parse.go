@@ -127,9 +127,17 @@ var constants = map[string]float64{"pi": math.Pi}
 type Formula struct {
 	Src   string
 	Env   Env
-	expr  ast.Expr
+	expr  ast.Expr // the value: the last statement
+	lets  []*let   // the statements before it, name = expression
 	fset  *token.FileSet
 	names map[string]bool // the names the formula uses
+}
+
+// let is a named subexpression, name = expr: a later statement naming it
+// stands for expr's value.
+type let struct {
+	name *ast.Ident
+	expr ast.Expr
 }
 
 // Parse reads src and checks it against env: syntax, names, arities, and
@@ -160,9 +168,33 @@ func Parse(src string, env Env) (*Formula, error) {
 		return nil, err
 	}
 	f.expr = reassociate(f.expr)
-	g, err := f.Graph(1)
+	assigned := map[string]*let{}
+	for _, l := range f.lets {
+		l.expr = reassociate(l.expr)
+		name, col := l.name.Name, f.col(l.name)
+		_, isParam := env.Params[name]
+		switch {
+		case seen[name]:
+			return nil, f.errorf(col, "%s is a variable of this formula: a named subexpression needs another name", name)
+		case isParam:
+			return nil, f.errorf(col, "%s is a parameter (--param %s): a named subexpression needs another name", name, name)
+		case constants[name] != 0:
+			return nil, f.errorf(col, "%s is a constant: a named subexpression needs another name", name)
+		case isFunction(name):
+			return nil, f.errorf(col, "%s is a function: a named subexpression needs another name", name)
+		case assigned[name] != nil:
+			return nil, f.errorf(col, "%s is assigned twice (first at column %d)", name, f.col(assigned[name].name))
+		}
+		assigned[name] = l
+	}
+	g, used, err := f.graph(1)
 	if err != nil {
 		return nil, err
+	}
+	for _, l := range f.lets {
+		if !used[l.name.Name] {
+			return nil, f.errorf(f.col(l.name), "%s is assigned but not used", l.name.Name)
+		}
 	}
 	var unused []string
 	for p := range env.Params {
@@ -250,12 +282,39 @@ func (g *Graph) vectorNames() []string {
 // Graph builds the formula's nodes for a vector axis of n elements (mean
 // divides by n), parameters as constants, constants folded.
 func (f *Formula) Graph(n int) (*Graph, error) {
+	g, _, err := f.graph(n)
+	return g, err
+}
+
+// graph is Graph, and which named subexpressions are used.
+func (f *Formula) graph(n int) (*Graph, map[string]bool, error) {
 	b := newBuilder(f.Env.Vars)
-	root, err := f.build(b, f.expr, n)
-	if err != nil {
-		return nil, err
+	sc := &scope{named: map[string]*Node{}, used: map[string]bool{}, later: map[string]int{}}
+	for _, l := range f.lets {
+		sc.later[l.name.Name] = f.col(l.name)
 	}
-	return &Graph{Root: root, Nodes: b.nodes, Vars: f.Env.Vars}, nil
+	for _, l := range f.lets {
+		delete(sc.later, l.name.Name)
+		v, err := f.build(b, l.expr, n, sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		// A name stands for its expression's node: the same value
+		// wherever it is used (a reduction in it reduces as written).
+		sc.named[l.name.Name] = v
+	}
+	root, err := f.build(b, f.expr, n, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Graph{Root: root, Nodes: b.nodes, Vars: f.Env.Vars}, sc.used, nil
+}
+
+// scope is the named subexpressions a statement may use.
+type scope struct {
+	named map[string]*Node // assigned by an earlier statement
+	used  map[string]bool
+	later map[string]int // assigned by this statement or a later one, at a column
 }
 
 // binops and unops are the operators of the language: the table's
@@ -277,7 +336,7 @@ var binops, unops = func() (bin, un map[token.Token]Op) {
 // build makes the nodes of e, arguments first. It keeps its own stack
 // rather than recursing: a chain of operators as long as the formula is a
 // tree as deep.
-func (f *Formula) build(b *builder, e ast.Expr, n int) (*Node, error) {
+func (f *Formula) build(b *builder, e ast.Expr, n int, sc *scope) (*Node, error) {
 	type frame struct {
 		e    ast.Expr
 		kids []ast.Expr
@@ -307,7 +366,7 @@ func (f *Formula) build(b *builder, e ast.Expr, n int) (*Node, error) {
 			continue
 		}
 		args := vals[len(vals)-len(top.kids):]
-		m, err := f.node(b, top.e, args, n)
+		m, err := f.node(b, top.e, args, n, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +406,7 @@ func (f *Formula) children(e ast.Expr) ([]ast.Expr, error) {
 }
 
 // node makes the node of e from the nodes of its subexpressions.
-func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int) (*Node, error) {
+func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int, sc *scope) (*Node, error) {
 	switch e := e.(type) {
 	case *ast.ParenExpr:
 		return args[0], nil
@@ -378,6 +437,13 @@ func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int) (*Node, erro
 		if v, ok := constants[e.Name]; ok {
 			return b.num(v), nil
 		}
+		if v, ok := sc.named[e.Name]; ok {
+			sc.used[e.Name] = true
+			return v, nil
+		}
+		if col, ok := sc.later[e.Name]; ok {
+			return nil, f.errorf(f.col(e), "%s is used before it is assigned (at column %d)", e.Name, col)
+		}
 		if isFunction(e.Name) {
 			return nil, f.errorf(f.col(e), "%s is a function: call it, %s(…)", e.Name, e.Name)
 		}
@@ -394,6 +460,9 @@ func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int) (*Node, erro
 	case *ast.BinaryExpr:
 		return b.op(binops[e.Op], args[0], args[1]), nil
 	case *ast.CallExpr:
+		if id, ok := e.Fun.(*ast.Ident); ok && sc.named[id.Name] != nil {
+			return nil, f.errorf(f.col(id), "%s is a named subexpression, not a function", id.Name)
+		}
 		return f.call(b, e, append([]*Node(nil), args...), n)
 	}
 	return nil, f.errorf(f.col(e), "this is not part of the language (numbers, names, operators and function calls)")
