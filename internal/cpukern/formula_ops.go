@@ -38,5 +38,7 @@ const (
 	FxRSum    FxOp = 32 // sum (reduction)
 	FxRMax    FxOp = 33 // max (reduction)
 	FxRMin    FxOp = 34 // min (reduction)
-	fxOpsEnd  FxOp = 35 // the first number after them
+	FxHist    FxOp = 35 // hist
+	FxHist2   FxOp = 36 // hist2
+	fxOpsEnd  FxOp = 37 // the first number after them
 )

@@ -39,7 +39,9 @@ enum {
   TL_FX_RSUM = 32, // sum (reduction)
   TL_FX_RMAX = 33, // max (reduction)
   TL_FX_RMIN = 34, // min (reduction)
-  TL_FX_OPS_END = 35 // the first number after them
+  TL_FX_HIST = 35, // hist
+  TL_FX_HIST2 = 36, // hist2
+  TL_FX_OPS_END = 37 // the first number after them
 };
 
 // TL_FX_SCALAR_CASES: the cases of a switch on an elementwise instruction,

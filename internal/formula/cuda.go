@@ -158,6 +158,11 @@ type kernelGen struct {
 }
 
 func newKernelGen(g *Graph, inputs []int) (*kernelGen, error) {
+	for _, n := range g.Nodes {
+		if n.Op.IsHistogram() {
+			return nil, fmt.Errorf("%w: hist and hist2 are computed on the CPU only; run this formula without --device cuda", ErrNoKernel)
+		}
+	}
 	k := &kernelGen{g: g, live: reachable(g.Root), vecIn: map[int]string{}, scalIn: map[int]string{}}
 	given := map[int]bool{}
 	for _, v := range inputs {

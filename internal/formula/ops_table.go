@@ -57,6 +57,8 @@ const (
 	OpSum   // reductions
 	OpRMax
 	OpRMin
+	OpHist  // hist(v, lo, hi, bins): the counts of a vector's elements in equal bins
+	OpHist2 // hist2(u, v, lo, hi, bins): the counts of pairs (u, v) in bins × bins cells
 	numOps
 )
 
@@ -67,6 +69,7 @@ const (
 	Leaf        Kind = iota // a number or a variable: no arguments
 	Elementwise             // on numbers, and lane by lane on vectors
 	Reduction               // a vector to one number
+	Histogram               // one or two vectors to the counts of a histogram (Node.Range)
 )
 
 // OpInfo is everything the compiler knows of one operation.
@@ -245,6 +248,10 @@ var opTable = [numOps]OpInfo{
 		CUDA: "if ($x > $r) $r = $x;", CUDAInit: "(-TL_FX_INF)", CUDAGroup: "tl_fx_gmax"},
 	OpRMin: {Name: "min", Arity: 1, Kind: Reduction, Ins: "RMin",
 		CUDA: "if ($x < $r) $r = $x;", CUDAInit: "TL_FX_INF", CUDAGroup: "tl_fx_gmin"},
+	// The histograms' code in the evaluator is its own (formula_impl.h);
+	// they have none in CUDA (the GPU kernels refuse them).
+	OpHist:  {Name: "hist", Arity: 1, Kind: Histogram, Ins: "Hist"},
+	OpHist2: {Name: "hist2", Arity: 2, Kind: Histogram, Ins: "Hist2"},
 }
 
 // Ops lists every operation, in the order of their numbers.
@@ -295,10 +302,19 @@ var functions = []function{
 		if err != nil {
 			return nil, err
 		}
+		if b := c.args[0].Bins; b > 0 { // a histogram's mean: over its bins
+			return c.b.op(OpDiv, s, c.b.num(float64(b))), nil
+		}
 		return c.b.op(OpDiv, s, c.b.num(float64(c.n))), nil
 	}},
 	{Name: "max", Args: "v", About: "the largest element", op: OpRMax},
 	{Name: "min", Args: "v", About: "the smallest element", op: OpRMin},
+	{Name: "hist", Args: "v, lo, hi, bins", About: "the counts of v's elements in bins equal bins over [lo, hi] (as NumPy's histogram): a vector of bins numbers", build: func(c *call) (*Node, error) {
+		return c.hist(OpHist, maxHistBins)
+	}},
+	{Name: "hist2", Args: "u, v, lo, hi, bins", About: "the counts of the pairs (u, v) in bins × bins cells over [lo, hi]² (as NumPy's histogram2d), row by row", build: func(c *call) (*Node, error) {
+		return c.hist(OpHist2, maxHist2Bins)
+	}},
 	{Name: "dot", Args: "u, v", About: "sum(u*v)", build: func(c *call) (*Node, error) {
 		return c.reduce(OpSum, c.b.op(OpMul, c.args[0], c.args[1]))
 	}},
@@ -334,6 +350,9 @@ func (o Op) Arity() int { return opTable[o].Arity }
 
 // IsReduction tells the operations that reduce a vector to one number.
 func (o Op) IsReduction() bool { return opTable[o].Kind == Reduction }
+
+// IsHistogram tells hist and hist2.
+func (o Op) IsHistogram() bool { return opTable[o].Kind == Histogram }
 
 // Apply computes an elementwise operation on numbers, in float64, the way
 // the evaluator does.

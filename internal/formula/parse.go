@@ -208,10 +208,16 @@ func Parse(src string, env Env) (*Formula, error) {
 	}
 	if env.Pointwise {
 		for _, n := range g.Nodes {
+			if n.Op.IsHistogram() {
+				return nil, f.errorf(0, "hist and hist2 count over the vector axis, and this formula is evaluated point by point: it cannot count")
+			}
 			if n.Op.IsReduction() {
 				return nil, f.errorf(0, "sum, mean, max or min of one argument, dot and norm reduce, and this formula is evaluated point by point: it cannot reduce")
 			}
 		}
+	}
+	if g.Root.Bins > 0 {
+		return nil, f.errorf(0, "gives a histogram, %d numbers; it must reduce to one number: wrap it in sum, mean, max or min", g.Root.Bins)
 	}
 	if env.Reduce && g.Root.Vec {
 		return nil, f.errorf(0, "gives one value per element of %s; it must reduce to one number: wrap it in sum, mean, max or min",
@@ -294,11 +300,11 @@ func (f *Formula) graph(n int) (*Graph, map[string]bool, error) {
 		sc.later[l.name.Name] = f.col(l.name)
 	}
 	for _, l := range f.lets {
-		delete(sc.later, l.name.Name)
 		v, err := f.build(b, l.expr, n, sc)
 		if err != nil {
 			return nil, nil, err
 		}
+		delete(sc.later, l.name.Name)
 		// A name stands for its expression's node: the same value
 		// wherever it is used (a reduction in it reduces as written).
 		sc.named[l.name.Name] = v
@@ -458,6 +464,9 @@ func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int, sc *scope) (
 		}
 		return nil, f.errorf(f.col(e), "operator %s is not part of the language", e.Op)
 	case *ast.BinaryExpr:
+		if err := f.sameAxis(f.fset.Position(e.OpPos).Column, e.Op.String(), args); err != nil {
+			return nil, err
+		}
 		return b.op(binops[e.Op], args[0], args[1]), nil
 	case *ast.CallExpr:
 		if id, ok := e.Fun.(*ast.Ident); ok && sc.named[id.Name] != nil {
@@ -490,9 +499,69 @@ type call struct {
 	n    int // the length of the vector axis
 }
 
-// reduce is the reduction o of x, which must vary along the vector axis.
+// sameAxis checks that the arguments of an elementwise operation (what,
+// at column col) can be combined element by element: at most one of them
+// along the vector axis, or histograms of one length, beside numbers.
+func (f *Formula) sameAxis(col int, what string, args []*Node) error {
+	vec, bins := false, 0
+	for _, a := range args {
+		vec = vec || a.Vec
+		switch {
+		case a.Bins == 0:
+		case bins != 0 && a.Bins != bins:
+			return f.errorf(col, "%s combines histograms of %d and %d numbers element by element: they must have as many bins", what, bins, a.Bins)
+		default:
+			bins = a.Bins
+		}
+	}
+	if vec && bins > 0 {
+		return f.errorf(col, "%s combines a histogram (%d numbers) with values along the vector axis (%s) element by element: reduce one of them first (sum, mean, max, min)",
+			what, bins, strings.TrimPrefix(f.vectorList(), "vectors: "))
+	}
+	return nil
+}
+
+// The most bins a histogram may have: hist's, and hist2's per axis (its
+// cells are their square).
+const (
+	maxHistBins  = 4096
+	maxHist2Bins = 256
+)
+
+// hist is the histogram o of the call's first one (hist) or two (hist2)
+// arguments over the range and number of bins its last three give, which
+// must be numbers (or parameters).
+func (c *call) hist(o Op, most int) (*Node, error) {
+	nv := o.Arity()
+	vals, lim := c.args[:nv], c.args[nv:]
+	for _, v := range vals {
+		if !v.Vec {
+			what := "has no vector axis"
+			if v.Bins > 0 {
+				what = "is a histogram"
+			}
+			return nil, c.f.errorf(c.col, "%s counts the elements of a vector (%s), but its argument %s", c.name, c.f.vectorList(), what)
+		}
+	}
+	for i, name := range []string{"lo", "hi", "bins"} {
+		if !lim[i].IsConst() {
+			return nil, c.f.errorf(c.col, "%s's %s must be a number or a parameter, not computed from the data", c.name, name)
+		}
+	}
+	lo, hi, n := lim[0].Val, lim[1].Val, lim[2].Val
+	switch {
+	case math.IsInf(lo, 0) || math.IsNaN(lo) || math.IsInf(hi, 0) || math.IsNaN(hi) || !(lo < hi):
+		return nil, c.f.errorf(c.col, "%s's range [lo, hi] must be finite with lo < hi, got [%g, %g]", c.name, lo, hi)
+	case !(n >= 1 && n <= float64(most)) || n != math.Trunc(n):
+		return nil, c.f.errorf(c.col, "%s's bins must be a whole number from 1 to %d, got %g", c.name, most, n)
+	}
+	return c.b.hist(o, HistRange{Lo: lo, Hi: hi, N: int(n)}, vals...), nil
+}
+
+// reduce is the reduction o of x, which must vary along the vector axis
+// or be a histogram.
 func (c *call) reduce(o Op, x *Node) (*Node, error) {
-	if !x.Vec {
+	if !x.Vec && x.Bins == 0 {
 		return nil, c.f.errorf(c.col, "%s reduces over the vector axis (%s), but its argument has no vector axis",
 			c.name, c.f.vectorList())
 	}
@@ -504,6 +573,9 @@ func (c *call) reduce(o Op, x *Node) (*Node, error) {
 func (f *Formula) call(b *builder, e *ast.CallExpr, args []*Node, n int) (*Node, error) {
 	id := e.Fun.(*ast.Ident)
 	c := &call{f: f, b: b, name: id.Name, col: f.col(id), args: args, n: n}
+	if err := f.sameAxis(c.col, c.name, args); err != nil {
+		return nil, err
+	}
 	var arities []int
 	for i := range functions {
 		fn := &functions[i]
