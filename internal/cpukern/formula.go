@@ -34,12 +34,12 @@ const (
 
 // Prologue and output instructions of a vector block.
 const (
-	FxBcast   FxOp = 64 + iota // fill slot Dst with register A
-	FxInitSum                  // register Dst = 0
-	FxInitMax                  // −∞
-	FxInitMin                  // +∞
-	FxStore                    // write slot A to output Dst
-	FxInitHist                 // registers Dst … Dst+A−1 = 0
+	FxBcast    FxOp = 64 + iota // fill slot Dst with register A
+	FxInitSum                   // register Dst = 0
+	FxInitMax                   // −∞
+	FxInitMin                   // +∞
+	FxStore                     // write slot A to output Dst
+	FxInitHist                  // registers Dst … Dst+A−1 = 0
 )
 
 // The Go and C numbers of the instructions agree (an index out of range

@@ -68,8 +68,8 @@ func (b *builder) intern(n *Node) *Node {
 
 // nodeKey identifies a node within its builder: equal keys, equal nodes.
 type nodeKey struct {
-	op  Op
-	val uint64 // a number's bits, a variable's index
+	op   Op
+	val  uint64 // a number's bits, a variable's index
 	a    [3]int // the arguments' ids
 	hist HistRange
 }
