@@ -499,3 +499,45 @@ ref(s, (6, 6, 6), "small.csv")
 	}
 	check("small", "--reach", "6")
 }
+
+// TestAffinityHistogramsMatchNumPy: histogram intersection and a joint
+// histogram's term, written with named subexpressions, per pair of
+// images (values outside the range included), against NumPy's histogram
+// and histogram2d; and the same with floor, round and mod.
+func TestAffinityHistogramsMatchNumPy(t *testing.T) {
+	py := testutil.Python(t, "numpy")
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	script := `
+import numpy as np, sys
+d = sys.argv[1]
+rng = np.random.default_rng(16021)
+x = rng.uniform(-0.2, 1.1, size=(41, 5, 7)).astype(np.float32)
+np.save(d + "/x.npy", x)
+x = x.reshape(len(x), -1).astype(np.float64)
+H = lambda v: np.histogram(v, 8, (0, 1))[0].astype(np.float64)
+H2 = lambda u, v: np.histogram2d(u, v, 4, [[0, 1], [0, 1]])[0]
+np.save(d + "/hist.npy", np.array([[np.minimum(H(a), H(b)).sum() / H(a).sum() + 0.01 * (H2(a, b) * H2(b, a)).sum() for b in x] for a in x]))
+np.save(d + "/frm.npy", np.array([[np.mean(np.round(4 * a) == np.floor(4 * b)) + np.sum(np.mod(a - b, 0.3)) for b in x] for a in x]))
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+	for _, c := range []struct{ name, src string }{
+		{"hist", "ha = hist(a, 0, 1, 8); hb = hist(b, 0, 1, 8); sum(min(ha, hb))/sum(ha) + 0.01*sum(hist2(a, b, 0, 1, 4)*hist2(b, a, 0, 1, 4))"},
+		{"frm", "d = a - b; mean(round(4*a) == floor(4*b)) + sum(mod(d, 0.3))"},
+	} {
+		out := p(c.name + "-got.npy")
+		if _, se, code := run(t, "affinity", "-q", "--images", p("x.npy"), "--formula", c.src, "--block", "7", "--out", out); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, se)
+		}
+		_, got, err := npy.ReadAll64(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want, _ := npy.ReadAll64(p(c.name + ".npy"))
+		if e := relErr(got, want); !(e <= 1e-5) {
+			t.Errorf("%s: relative error %.3g > 1e-5", c.name, e)
+		}
+	}
+}

@@ -1171,6 +1171,19 @@ func hostileCases() []hostile {
 		hostile{name: "formula/wavelet stat bad name", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "2x=sum(g)"}, want: "is not a name"},
 		hostile{name: "formula/wavelet stat not reducing", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "s=g^2"}, want: "must reduce"},
 		hostile{name: "formula/wavelet stat nonfinite", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "s=log(min(g)-1e9)", "--fail-on-nonfinite"}, want: "non-finite"},
+		aff("name unused", "column 12: e is assigned but not used", "--formula", "d = a - b; e = 2; -sum(abs(d))"),
+		aff("name twice", "column 8: d is assigned twice (first at column 1)", "--formula", "d = a; d = b; sum(d)"),
+		aff("name shadows a parameter", "column 1: s is a parameter (--param s)", "--formula", "s = a; sum(s)", "--param", "s=1"),
+		aff("name shadows a variable", "column 1: b is a variable of this formula", "--formula", "b = a; sum(b)"),
+		aff("name used before", "column 5: d is used before it is assigned", "--formula", "e = d; d = a; sum(e)"),
+		aff("ends with a name", "ends with the assignment of d", "--formula", "d = a - b;"),
+		aff("histogram not reduced", "gives a histogram, 8 numbers", "--formula", "hist(a, 0, 1, 8)"),
+		aff("histogram bins", "hist's bins must be a whole number from 1 to 4096, got 0", "--formula", "sum(hist(a, 0, 1, n))", "--param", "n=0"),
+		aff("histogram with its vector", "combines a histogram (8 numbers) with values along the vector axis", "--formula", "sum(hist(a, 0, 1, 8) - b)"),
+		hostile{name: "formula/interp reduce name unused", args: []string{"interp", "--quiet", "--points", "10", "--reduce", "m = mean(v); max(v)"}, want: "m is assigned but not used"},
+		hostile{name: "formula/drr post histogram", args: []string{"drr", "--quiet", "--size", "8", "--orbit", "1", "--detector", "4x4", "--post", "hist(p, 0, 1, 4)"}, want: "gives a histogram"},
+		hostile{name: "formula/wavelet kernel histogram", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--kernel", "sum(hist(q, 0, 1, 4))"}, want: "cannot count"},
+		hostile{name: "formula/wavelet stat name shadows", args: []string{"wavelet", "--quiet", "--size", "4x4x4", "--stat", "s=g = 1; sum(g)"}, want: "g is a variable"},
 	)
 	return cs
 }

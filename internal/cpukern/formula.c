@@ -12,6 +12,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+// tl_fx_mod is NumPy's mod (Python's %): fmod moved by b when it has
+// the other sign, so that the result has the sign of b (package
+// formula's pyMod).
+static inline double tl_fx_mod(double a, double b) {
+  double m = fmod(a, b);
+  if (b == 0) return m;
+  if (m == 0) return copysign(0.0, b);
+  if ((b < 0) != (m < 0)) m += b;
+  return m;
+}
+static inline float tl_fx_modf(float a, float b) {
+  float m = fmodf(a, b);
+  if (b == 0) return m;
+  if (m == 0) return copysignf(0.0f, b);
+  if ((b < 0) != (m < 0)) m += b;
+  return m;
+}
+
 static double tl_fx_scalar(int32_t op, double a, double b, double c) {
   switch (op) {
   TL_FX_SCALAR_CASES
@@ -19,6 +37,84 @@ static double tl_fx_scalar(int32_t op, double a, double b, double c) {
   case TL_FX_SQDIFF: return (a - b) * (a - b);
   }
   return NAN;
+}
+
+// tl_fx_bin is the bin of [lo, hi] in n equal bins that holds v, or -1
+// when v is outside (or NaN), as NumPy's histogram finds it: the bin's
+// edges are linspace(lo, hi, n + 1), lo + i·(hi − lo)/n and hi exactly,
+// a bin holds its lower edge, and the last bin holds hi too.
+static inline int64_t tl_fx_bin(double v, double lo, double hi, int64_t n) {
+  if (!(v >= lo && v <= hi)) return -1;
+  const double step = (hi - lo) / (double)n;
+  int64_t i = (int64_t)((v - lo) * ((double)n / (hi - lo)));
+  if (i >= n) i = n - 1;
+  if (i < 0) i = 0;
+  // The estimate is off by one at most: moved to the bin whose edges hold v.
+  if (v < (double)i * step + lo) i--;
+  else if (i + 1 < n && v >= (double)(i + 1) * step + lo) i++;
+  return i;
+}
+
+// tl_fx_hist runs a HIST or HIST2 instruction x over nn elements of u (and
+// v): see formula.h.
+static void tl_fx_hist_f64(double *s, tl_fx_ins x, int two, int64_t nn, const double *u, const double *v) {
+  const double lo = s[x.c], hi = s[x.c + 1];
+  const int64_t n = (int64_t)s[x.c + 2];
+  double *h = s + x.dst;
+  for (int64_t k = 0; k < nn; k++) {
+    const int64_t i = tl_fx_bin(u[k], lo, hi, n);
+    if (i < 0) continue;
+    if (!two) {
+      h[i]++;
+      continue;
+    }
+    const int64_t j = tl_fx_bin(v[k], lo, hi, n);
+    if (j >= 0) h[i * n + j]++;
+  }
+}
+static void tl_fx_hist_f32(double *s, tl_fx_ins x, int two, int64_t nn, const float *u, const float *v) {
+  const double lo = s[x.c], hi = s[x.c + 1];
+  const int64_t n = (int64_t)s[x.c + 2];
+  double *h = s + x.dst;
+  for (int64_t k = 0; k < nn; k++) {
+    const int64_t i = tl_fx_bin(u[k], lo, hi, n);
+    if (i < 0) continue;
+    if (!two) {
+      h[i]++;
+      continue;
+    }
+    const int64_t j = tl_fx_bin(v[k], lo, hi, n);
+    if (j >= 0) h[i * n + j]++;
+  }
+}
+#define tl_fx_hist(s, x, two, nn, u, v)                                                                     \
+  _Generic((u), const float *: tl_fx_hist_f32, const double *: tl_fx_hist_f64)(s, x, two, nn, u, v)
+
+// tl_fx_bins runs instruction y bin by bin, as the prefix x (BINS) says.
+static void tl_fx_bins(tl_fx_ins x, tl_fx_ins y, double *s) {
+  const int64_t n = x.dst;
+  const int64_t sa = x.a & 1, sb = (x.a >> 1) & 1, sc = (x.a >> 2) & 1;
+  switch (y.op) {
+  case TL_FX_RSUM: {
+    double r = 0;
+    for (int64_t i = 0; i < n; i++) r += s[y.a + i];
+    s[y.dst] = r;
+    return;
+  }
+  case TL_FX_RMAX:
+  case TL_FX_RMIN: { // NaN skipped, as over the vector axis
+    const int mx = y.op == TL_FX_RMAX;
+    double r = mx ? -INFINITY : INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+      const double e = s[y.a + i];
+      if (mx ? e > r : e < r) r = e;
+    }
+    s[y.dst] = r;
+    return;
+  }
+  }
+  for (int64_t i = 0; i < n; i++)
+    s[y.dst + i] = tl_fx_scalar(y.op, s[y.a + sa * i], s[y.b + sb * i], s[y.c + sc * i]);
 }
 
 #define FN32(g) g##f

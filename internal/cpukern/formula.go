@@ -23,21 +23,29 @@ const (
 	FxAbsDiff FxOp = fxOpsEnd + iota // |A − B|
 	FxSqDiff                         // (A − B)²
 	FxRSumOp                         // fold op C (an operation that folds, FxAbsDiff, FxSqDiff) of A and B into register Dst
+	// In a scalar block: the next instruction runs bin by bin over Dst
+	// registers in a row from each operand whose bit is set in A (1: A,
+	// 2: B, 4: C) and from its Dst; a reduction so prefixed folds
+	// registers A … A+Dst−1 into its Dst. FxHist and FxHist2 (in a vector
+	// block) count slot A, or the pairs of slots A and B, into registers
+	// Dst on, over the range and bins per axis in registers C, C+1, C+2.
+	FxBins
 )
 
 // Prologue and output instructions of a vector block.
 const (
-	FxBcast   FxOp = 64 + iota // fill slot Dst with register A
-	FxInitSum                  // register Dst = 0
-	FxInitMax                  // −∞
-	FxInitMin                  // +∞
-	FxStore                    // write slot A to output Dst
+	FxBcast    FxOp = 64 + iota // fill slot Dst with register A
+	FxInitSum                   // register Dst = 0
+	FxInitMax                   // −∞
+	FxInitMin                   // +∞
+	FxStore                     // write slot A to output Dst
+	FxInitHist                  // registers Dst … Dst+A−1 = 0
 )
 
 // The Go and C numbers of the instructions agree (an index out of range
 // fails the build).
-var _ = [1]int{}[fxOpsEnd-C.TL_FX_OPS_END+FxRSumOp-C.TL_FX_RSUMOP+FxStore-C.TL_FX_STORE]
-var _ = [1]int{}[C.TL_FX_OPS_END-fxOpsEnd+C.TL_FX_RSUMOP-FxRSumOp+C.TL_FX_STORE-FxStore]
+var _ = [1]int{}[fxOpsEnd-C.TL_FX_OPS_END+FxRSumOp-C.TL_FX_RSUMOP+FxStore-C.TL_FX_STORE+FxBins-C.TL_FX_BINS+FxInitHist-C.TL_FX_RINIT_HIST]
+var _ = [1]int{}[C.TL_FX_OPS_END-fxOpsEnd+C.TL_FX_RSUMOP-FxRSumOp+C.TL_FX_STORE-FxStore+C.TL_FX_BINS-FxBins+C.TL_FX_RINIT_HIST-FxInitHist]
 
 // FxChunk is the evaluator's chunk length in elements.
 const FxChunk = C.TL_FX_CHUNK
@@ -92,14 +100,48 @@ func (p *FxProgram) toC() {
 		ins = append(ins, b.Body...)
 		blocks = append(blocks, v, p0, b0, b0, int32(len(ins)))
 	}
-	for _, x := range ins {
+	for q, x := range ins {
 		regs := []int32{x.Dst, x.A, x.B, x.C}
-		if x.Op == FxRSumOp {
+		span := [4]int32{1, 1, 1, 1} // registers read or written in a row from each
+		switch x.Op {
+		case FxRSumOp:
 			regs = regs[:3] // C is the operation folded
+		case FxBins:
+			if q+1 == len(ins) || x.Dst < 1 {
+				panic(fmt.Sprintf("cpukern: formula instruction %+v without its instruction", x))
+			}
+			regs = regs[:0] // its own are a count and a mask
+		case FxInitHist:
+			regs, span[0] = regs[:1], max(x.A, 1)
+		case FxHist, FxHist2:
+			span[3] = 3
 		}
-		for _, r := range regs {
-			if r < 0 || int(r) >= max(p.Slots, len(p.Regs), p.Outputs) {
+		if q > 0 && ins[q-1].Op == FxBins {
+			bins := ins[q-1]
+			if x.Op >= FxRSum && x.Op <= FxRMin {
+				span[1] = bins.Dst
+			} else {
+				span[0] = bins.Dst
+				for k := range 3 {
+					if bins.A&(1<<k) != 0 {
+						span[k+1] = bins.Dst
+					}
+				}
+			}
+		}
+		for k, r := range regs {
+			if r < 0 || int(r)+int(span[k]) > max(p.Slots, len(p.Regs), p.Outputs) {
 				panic(fmt.Sprintf("cpukern: formula instruction %+v out of range", x))
+			}
+		}
+		if x.Op == FxHist || x.Op == FxHist2 {
+			n := p.Regs[x.C+2]
+			cells := n
+			if x.Op == FxHist2 {
+				cells = n * n
+			}
+			if !(n >= 1) || float64(x.Dst)+cells > float64(len(p.Regs)) {
+				panic(fmt.Sprintf("cpukern: formula histogram %+v of %v bins out of range", x, n))
 			}
 		}
 	}

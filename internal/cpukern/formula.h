@@ -16,8 +16,20 @@ enum {
   TL_FX_ABSDIFF = TL_FX_OPS_END, // |a − b|
   TL_FX_SQDIFF,                  // (a − b)²
   TL_FX_RSUMOP, // fold op c (an operation that folds, ABSDIFF, SQDIFF) of slots a and b into register dst
-  TL_FX_BCAST = 64, TL_FX_RINIT_SUM, TL_FX_RINIT_MAX, TL_FX_RINIT_MIN, TL_FX_STORE
+  // In a scalar block: the next instruction runs bin by bin, over dst
+  // registers in a row from each of its operands whose bit is set in a
+  // (1: a, 2: b, 4: c; the others are one register), and dst. A reduction
+  // so prefixed folds the registers a … a+dst-1 into its register dst.
+  TL_FX_BINS,
+  TL_FX_BCAST = 64, TL_FX_RINIT_SUM, TL_FX_RINIT_MAX, TL_FX_RINIT_MIN, TL_FX_STORE,
+  TL_FX_RINIT_HIST // zero the a registers from dst on
 };
+// HIST and HIST2 (formula_ops.h), in a vector block's body: count the
+// elements of slot a (HIST), or the pairs of slots a and b (HIST2), in
+// the registers from dst on; registers c, c+1, c+2 hold the range lo, hi
+// and the bins per axis n (n registers, or n² row by row for HIST2). As
+// NumPy's histogram: n equal bins over [lo, hi], the last closed at hi,
+// elements outside (and NaN) not counted.
 
 typedef struct {
   int32_t op, dst, a, b, c;

@@ -119,6 +119,10 @@ static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int64_t
       if (mx ? t > s[x.dst] : t < s[x.dst]) s[x.dst] = t;
       break;
     }
+    case TL_FX_HIST:
+    case TL_FX_HIST2:
+      tl_fx_hist(s, x, x.op == TL_FX_HIST2, nn, us, vs);
+      break;
     case TL_FX_STORE:
       memcpy(out[x.dst] + off, us, nn * sizeof(T));
       break;
@@ -133,6 +137,10 @@ static void SFX(scalars)(const tl_fx_prog *p, int32_t b0, int32_t b1, double *s)
     if (bk[0]) continue;
     for (int32_t q = bk[3]; q < bk[4]; q++) {
       const tl_fx_ins x = p->ins[q];
+      if (x.op == TL_FX_BINS) {
+        tl_fx_bins(x, p->ins[++q], s);
+        continue;
+      }
       s[x.dst] = tl_fx_scalar(x.op, s[x.a], s[x.b], s[x.c]);
     }
   }
@@ -147,6 +155,7 @@ static void SFX(prologue)(tl_fx_ins x, double *s, T *const *ptr) {
   case TL_FX_RINIT_SUM: s[x.dst] = 0; break;
   case TL_FX_RINIT_MAX: s[x.dst] = -INFINITY; break;
   case TL_FX_RINIT_MIN: s[x.dst] = INFINITY; break;
+  case TL_FX_RINIT_HIST: memset(s + x.dst, 0, sizeof(double) * x.a); break;
   }
 }
 
@@ -280,7 +289,9 @@ void SFX(pairs)(const tl_fx_prog *p, int64_t m, int64_t n, int64_t d, const T *a
   int nvb = 0, vb = -1;
   for (int32_t bi = 0; bi < p->nblocks; bi++)
     if (p->blocks[5 * bi]) nvb++, vb = bi;
-  if (nvb == 1 && p->nin == 2) {
+  // (Each pair of a tile has its registers: not for a program of many,
+  // a histogram's.)
+  if (nvb == 1 && p->nin == 2 && p->nreg <= 1024) {
     SFX(pairs_tiled)(p, vb, m, n, d, a, lda, b, ldb, out, ldo, ra, rb, nr, s, scratch);
     return;
   }

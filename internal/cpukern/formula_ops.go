@@ -32,8 +32,13 @@ const (
 	FxOr      FxOp = 26 // ||
 	FxNot     FxOp = 27 // !
 	FxWhere   FxOp = 28 // where
-	FxRSum    FxOp = 29 // sum (reduction)
-	FxRMax    FxOp = 30 // max (reduction)
-	FxRMin    FxOp = 31 // min (reduction)
-	fxOpsEnd  FxOp = 32 // the first number after them
+	FxFloor   FxOp = 29 // floor
+	FxRound   FxOp = 30 // round
+	FxMod     FxOp = 31 // mod
+	FxRSum    FxOp = 32 // sum (reduction)
+	FxRMax    FxOp = 33 // max (reduction)
+	FxRMin    FxOp = 34 // min (reduction)
+	FxHist    FxOp = 35 // hist
+	FxHist2   FxOp = 36 // hist2
+	fxOpsEnd  FxOp = 37 // the first number after them
 )

@@ -33,10 +33,15 @@ enum {
   TL_FX_OR = 26, // ||
   TL_FX_NOT = 27, // !
   TL_FX_WHERE = 28, // where
-  TL_FX_RSUM = 29, // sum (reduction)
-  TL_FX_RMAX = 30, // max (reduction)
-  TL_FX_RMIN = 31, // min (reduction)
-  TL_FX_OPS_END = 32 // the first number after them
+  TL_FX_FLOOR = 29, // floor
+  TL_FX_ROUND = 30, // round
+  TL_FX_MOD = 31, // mod
+  TL_FX_RSUM = 32, // sum (reduction)
+  TL_FX_RMAX = 33, // max (reduction)
+  TL_FX_RMIN = 34, // min (reduction)
+  TL_FX_HIST = 35, // hist
+  TL_FX_HIST2 = 36, // hist2
+  TL_FX_OPS_END = 37 // the first number after them
 };
 
 // TL_FX_SCALAR_CASES: the cases of a switch on an elementwise instruction,
@@ -68,7 +73,10 @@ enum {
   case TL_FX_AND: return a != 0 && b != 0; \
   case TL_FX_OR: return a != 0 || b != 0; \
   case TL_FX_NOT: return a == 0; \
-  case TL_FX_WHERE: return a != 0 ? b : c;
+  case TL_FX_WHERE: return a != 0 ? b : c; \
+  case TL_FX_FLOOR: return floor(a); \
+  case TL_FX_ROUND: return rint(a); \
+  case TL_FX_MOD: return tl_fx_mod(a, b);
 
 // TL_FX_VECTOR_CASES: the cases of formula_impl.h's body switch on an
 // elementwise instruction: EACH(expr) over vectors, LANES(expr) over elements.
@@ -99,7 +107,10 @@ enum {
   case TL_FX_AND: EACH(SFX(bits)((u[k] != zero) & (v[k] != zero), one)) \
   case TL_FX_OR: EACH(SFX(bits)((u[k] != zero) | (v[k] != zero), one)) \
   case TL_FX_NOT: EACH(SFX(bits)(u[k] == zero, one)) \
-  case TL_FX_WHERE: EACH(SFX(select)(u[k] != zero, v[k], c[k]))
+  case TL_FX_WHERE: EACH(SFX(select)(u[k] != zero, v[k], c[k])) \
+  case TL_FX_FLOOR: LANES(FN(floor)(us[k])) \
+  case TL_FX_ROUND: LANES(FN(rint)(us[k])) \
+  case TL_FX_MOD: LANES(FN(tl_fx_mod)(us[k], vs[k]))
 
 // TL_FX_FOLD_CASES: the cases of formula_impl.h's switch on the operation
 // RSUMOP folds into a sum, FOLD(expr) each.

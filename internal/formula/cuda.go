@@ -91,6 +91,21 @@ const cudaPrelude = `#ifndef TL_FX_PRELUDE
 // over the 32 threads of the calling thread's group, given to each of
 // them; red holds one double per thread of the block, and every thread
 // of the block calls together.
+// tl_fx_mod, tl_fx_modf: NumPy's mod (Python's %), the sign of b.
+static __device__ inline double tl_fx_mod(double a, double b) {
+  double m = fmod(a, b);
+  if (b == 0) return m;
+  if (m == 0) return copysign(0.0, b);
+  if ((b < 0) != (m < 0)) m += b;
+  return m;
+}
+static __device__ inline float tl_fx_modf(float a, float b) {
+  float m = fmodf(a, b);
+  if (b == 0) return m;
+  if (m == 0) return copysignf(0.0f, b);
+  if ((b < 0) != (m < 0)) m += b;
+  return m;
+}
 static __device__ inline double tl_fx_gsum(double *red, double v) {
   const int t = threadIdx.x, lane = t % 32;
   red[t] = v;
@@ -143,6 +158,11 @@ type kernelGen struct {
 }
 
 func newKernelGen(g *Graph, inputs []int) (*kernelGen, error) {
+	for _, n := range g.Nodes {
+		if n.Op.IsHistogram() {
+			return nil, fmt.Errorf("%w: hist and hist2 are computed on the CPU only; run this formula without --device cuda", ErrNoKernel)
+		}
+	}
 	k := &kernelGen{g: g, live: reachable(g.Root), vecIn: map[int]string{}, scalIn: map[int]string{}}
 	given := map[int]bool{}
 	for _, v := range inputs {

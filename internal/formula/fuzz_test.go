@@ -54,6 +54,7 @@ func refEval(g *Graph, n int, scal []float64, vec [][]float64, seed uint64) []fl
 	type value struct {
 		s float64
 		v []float64
+		h []float64 // a histogram, or computed from one bin by bin
 	}
 	vals := make([]value, len(g.Nodes))
 	perturb := func(x float64, id, k int) float64 {
@@ -67,10 +68,26 @@ func refEval(g *Graph, n int, scal []float64, vec [][]float64, seed uint64) []fl
 		return x * (1 - 1e-11)
 	}
 	elem := func(a *Node, k int) float64 {
-		if a.Vec {
+		switch {
+		case a.Vec:
 			return vals[a.id].v[k]
+		case a.Bins > 0:
+			return vals[a.id].h[k]
 		}
 		return vals[a.id].s
+	}
+	// bin is the bin of v in r as NumPy's histogram counts it, found by
+	// walking the edges; −1 outside.
+	bin := func(v float64, r HistRange) int {
+		if !(v >= r.Lo && v <= r.Hi) {
+			return -1
+		}
+		step := (r.Hi - r.Lo) / float64(r.N)
+		i := 0
+		for i+1 < r.N && v >= float64(i+1)*step+r.Lo {
+			i++
+		}
+		return i
 	}
 	for _, nd := range g.Nodes {
 		var out value
@@ -81,10 +98,35 @@ func refEval(g *Graph, n int, scal []float64, vec [][]float64, seed uint64) []fl
 			out.v = append([]float64(nil), vec[nd.Var-2]...)
 		case nd.Op == OpVar:
 			out.s = scal[nd.Var]
+		case nd.Op.IsHistogram():
+			out.h = make([]float64, nd.Bins)
+			for k := range n {
+				i := bin(elem(nd.Args[0], k), nd.Range)
+				if nd.Op == OpHist2 && i >= 0 {
+					if j := bin(elem(nd.Args[1], k), nd.Range); j >= 0 {
+						out.h[i*nd.Range.N+j]++
+					}
+				} else if i >= 0 {
+					out.h[i]++
+				}
+			}
+		case nd.Bins > 0:
+			out.h = make([]float64, nd.Bins)
+			args := make([]float64, len(nd.Args))
+			for k := range nd.Bins {
+				for i, a := range nd.Args {
+					args[i] = elem(a, k)
+				}
+				out.h[k] = Apply(nd.Op, args...)
+			}
 		case nd.Op.IsReduction():
 			a := nd.Args[0]
 			r := map[Op]float64{OpSum: 0, OpRMax: math.Inf(-1), OpRMin: math.Inf(1)}[nd.Op]
-			for k := range n {
+			m := n
+			if a.Bins > 0 {
+				m = a.Bins
+			}
+			for k := range m {
 				e := elem(a, k)
 				switch {
 				case nd.Op == OpSum:
@@ -184,6 +226,8 @@ func FuzzFormula(f *testing.F) {
 		{"sum(max(v, w) - min(v, w)) / (sum(v) - sum(w))", []byte{40, 1, 2, 141, 141, 11, 11}},
 		{"mean(abs(v - mean(v - w))) + pi", nil},
 		{"max(v, w, x)", nil},
+		{"d = v - w; h = hist(d, -2, 3, 7); sum(min(h, hist(w, -2, 3, 7))) + max(h*x) - mean(floor(d)*round(w)) + sum(mod(v, y))", []byte{30, 150, 131, 141, 160, 135, 149, 2}},
+		{"p = hist2(v, w, -3, 3, 4) / 5; -sum(where(p > 0, p*log(p), 0))", []byte{25, 140, 140, 137, 139, 143, 146, 0, 150}},
 		{"sum(", nil},
 	} {
 		f.Add(s.src, s.data)

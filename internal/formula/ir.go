@@ -12,7 +12,20 @@ type Node struct {
 	// Vec: the value varies along the vector axis (it depends on a vector
 	// variable outside any reduction).
 	Vec bool
-	id  int
+	// Bins: the value is a histogram, or computed bin by bin from one:
+	// Bins numbers (hist's bins, hist2's cells). 0 for any other value.
+	Bins int
+	// Range: of OpHist and OpHist2, the range and the number of bins (per
+	// axis) they count in.
+	Range HistRange
+	id    int
+}
+
+// HistRange is the range of a histogram: N equal bins over [Lo, Hi], the
+// last bin closed at Hi.
+type HistRange struct {
+	Lo, Hi float64
+	N      int
 }
 
 // IsConst tells a number.
@@ -43,6 +56,7 @@ func (b *builder) intern(n *Node) *Node {
 	for i, a := range n.Args {
 		k.a[i] = a.id
 	}
+	k.hist = n.Range
 	if m, ok := b.byKey[k]; ok {
 		return m
 	}
@@ -54,9 +68,10 @@ func (b *builder) intern(n *Node) *Node {
 
 // nodeKey identifies a node within its builder: equal keys, equal nodes.
 type nodeKey struct {
-	op  Op
-	val uint64 // a number's bits, a variable's index
-	a   [3]int // the arguments' ids
+	op   Op
+	val  uint64 // a number's bits, a variable's index
+	a    [3]int // the arguments' ids
+	hist HistRange
 }
 
 func (b *builder) num(v float64) *Node { return b.intern(&Node{Op: OpConst, Val: v}) }
@@ -70,13 +85,14 @@ func (b *builder) variable(i int) *Node {
 // x^2 as x·x, x^0.5 as √x).
 func (b *builder) op(o Op, args ...*Node) *Node {
 	allConst := true
-	vec := false
+	vec, bins := false, 0
 	for _, a := range args {
 		allConst = allConst && a.IsConst()
 		vec = vec || a.Vec
+		bins = max(bins, a.Bins)
 	}
 	if o.IsReduction() {
-		vec = false
+		vec, bins = false, 0
 	}
 	if allConst && !o.IsReduction() {
 		vals := make([]float64, len(args))
@@ -119,7 +135,25 @@ func (b *builder) op(o Op, args ...*Node) *Node {
 			return b.op(OpSqrt, args[0])
 		}
 	}
-	return b.intern(&Node{Op: o, Args: args, Vec: vec})
+	return b.intern(&Node{Op: o, Args: args, Vec: vec, Bins: bins})
+}
+
+// hist makes the histogram o (OpHist of one vector, OpHist2 of two) over
+// r: r.N numbers, or r.N² (row-major, the first argument's bin the row).
+func (b *builder) hist(o Op, r HistRange, args ...*Node) *Node {
+	bins := r.N
+	if o == OpHist2 {
+		bins = r.N * r.N
+	}
+	return b.intern(&Node{Op: o, Args: args, Bins: bins, Range: r})
+}
+
+// like makes a node as n, over args (nodes of b).
+func (b *builder) like(n *Node, args []*Node) *Node {
+	if n.Op.IsHistogram() {
+		return b.hist(n.Op, n.Range, args...)
+	}
+	return b.op(n.Op, args...)
 }
 
 // postorder calls visit once on every node under root, arguments before

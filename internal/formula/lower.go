@@ -58,6 +58,12 @@ func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
 		p.Regs = append(p.Regs, init)
 		return int32(len(p.Regs) - 1)
 	}
+	// newRegs: n registers in a row (a histogram's, or a value computed
+	// bin by bin), the first's index.
+	newRegs := func(n int) int32 {
+		p.Regs = append(p.Regs, make([]float64, n)...)
+		return int32(len(p.Regs) - n)
+	}
 
 	// Levels: a scalar's level is the number of passes over the vector
 	// axis it waits for; a vector node's, the level of the scalars it
@@ -79,13 +85,31 @@ func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
 			return
 		}
 		var body []cpukern.FxIns
+		at := func(a *Node) int32 { return reg[a] }
 		for _, n := range byLevel[l] {
-			if n.Vec || n.Op.IsReduction() || n.Op == OpConst || n.Op == OpVar {
+			if n.Vec || passes(n) || n.Op == OpConst || n.Op == OpVar {
+				continue
+			}
+			if bins := binsOf(n); bins > 0 {
+				// Bin by bin: the instruction over bins registers in a
+				// row, each argument a histogram's (mask bit) or a number.
+				var mask int32
+				for i, a := range n.Args {
+					if a.Bins > 0 {
+						mask |= 1 << i
+					}
+				}
+				r := newReg(0)
+				if n.Bins > 0 {
+					r = newRegs(n.Bins)
+				}
+				reg[n] = r
+				body = append(body, cpukern.FxIns{Op: cpukern.FxBins, Dst: int32(bins), A: mask}, ins(n, r, at))
 				continue
 			}
 			r := newReg(0)
 			reg[n] = r
-			body = append(body, ins(n, r, func(a *Node) int32 { return reg[a] }))
+			body = append(body, ins(n, r, at))
 		}
 		if len(body) > 0 {
 			p.Blocks = append(p.Blocks, cpukern.FxBlock{Body: body})
@@ -97,13 +121,13 @@ func Lower(g *Graph, inputs []int, store bool) (*cpukern.FxProgram, error) {
 		var roots []*Node
 		if l < len(byLevel) {
 			for _, n := range byLevel[l] {
-				if n.Op.IsReduction() {
+				if passes(n) {
 					roots = append(roots, n)
 				}
 			}
 		}
 		if len(roots) > 0 || l == storeLevel {
-			p.Blocks = append(p.Blocks, vectorBlock(p, roots, l == storeLevel, reg, slot, g, newReg))
+			p.Blocks = append(p.Blocks, vectorBlock(p, roots, l == storeLevel, reg, slot, g, newReg, newRegs))
 		}
 		scalarBlock(l)
 	}
@@ -128,7 +152,7 @@ func ins(n *Node, dst int32, at func(*Node) int32) cpukern.FxIns {
 // vectorBlock is one pass over the vector axis computing the reductions
 // roots into new registers and, with store, the graph's root into output 0.
 func vectorBlock(p *cpukern.FxProgram, roots []*Node, store bool, reg map[*Node]int32, inSlot map[int]int32, g *Graph,
-	newReg func(float64) int32) cpukern.FxBlock {
+	newReg func(float64) int32, newRegs func(int) int32) cpukern.FxBlock {
 	var blk cpukern.FxBlock
 	var marked []*Node
 	if store && g.Root.Vec {
@@ -184,6 +208,20 @@ func vectorBlock(p *cpukern.FxProgram, roots []*Node, store bool, reg map[*Node]
 		case n.Op == OpVar:
 			at[n] = inSlot[n.Var]
 			continue
+		case n.Op.IsHistogram():
+			// The counts in n.Bins registers, the range and the number
+			// of bins per axis in three more.
+			r := newRegs(n.Bins)
+			reg[n] = r
+			prm := newReg(n.Range.Lo)
+			newReg(n.Range.Hi)
+			newReg(float64(n.Range.N))
+			blk.Prologue = append(blk.Prologue, cpukern.FxIns{Op: cpukern.FxInitHist, Dst: r, A: int32(n.Bins)})
+			x.Dst, x.C = r, prm
+			if n.Op == OpHist {
+				x.B = x.A
+			}
+			release(it, i)
 		case n.Op.IsReduction():
 			r := newReg(0)
 			reg[n] = r
@@ -288,6 +326,21 @@ func reachable(root *Node) []*Node {
 	return out
 }
 
+// passes tells the nodes computed in a pass over the vector axis: the
+// reductions of a vector, the histograms.
+func passes(n *Node) bool {
+	return n.Op.IsHistogram() || n.Op.IsReduction() && n.Args[0].Vec
+}
+
+// binsOf is the number of bins a node is computed over, bin by bin: its
+// own, or for the reduction of a histogram, its argument's; 0 for others.
+func binsOf(n *Node) int {
+	if n.Op.IsReduction() {
+		return n.Args[0].Bins
+	}
+	return n.Bins
+}
+
 // levels gives each node of live (arguments first) its level: a
 // scalar's is the number of passes over the vector axis it waits for; a
 // vector node's, the level of the scalars it uses (it runs in the pass
@@ -299,7 +352,7 @@ func levels(live []*Node) (level map[*Node]int, byLevel [][]*Node) {
 		for _, a := range n.Args {
 			l = max(l, level[a])
 		}
-		if n.Op.IsReduction() {
+		if passes(n) {
 			l++
 		}
 		level[n] = l

@@ -51,9 +51,14 @@ const (
 	OpOr
 	OpNot
 	OpWhere // where(c, x, y): x where c ≠ 0, else y
+	OpFloor
+	OpRound // half to even, as NumPy's round
+	OpMod   // as NumPy's mod: the sign of the divisor
 	OpSum   // reductions
 	OpRMax
 	OpRMin
+	OpHist  // hist(v, lo, hi, bins): the counts of a vector's elements in equal bins
+	OpHist2 // hist2(u, v, lo, hi, bins): the counts of pairs (u, v) in bins × bins cells
 	numOps
 )
 
@@ -64,6 +69,7 @@ const (
 	Leaf        Kind = iota // a number or a variable: no arguments
 	Elementwise             // on numbers, and lane by lane on vectors
 	Reduction               // a vector to one number
+	Histogram               // one or two vectors to the counts of a histogram (Node.Range)
 )
 
 // OpInfo is everything the compiler knows of one operation.
@@ -221,6 +227,19 @@ var opTable = [numOps]OpInfo{
 		},
 		Ins: "Where", C: "a != 0 ? b : c", CVector: "SFX(select)(u[k] != zero, v[k], c[k])",
 		CUDA: "($x != $0 ? $y : $z)"},
+	OpFloor: {Name: "floor", Arity: 1, Kind: Elementwise,
+		Go:  func(v []float64) float64 { return math.Floor(v[0]) },
+		Ins: "Floor", C: "floor(a)", CVector: "FN(floor)(us[k])", Lanes: true, CUDA: "floor$f($x)"},
+	// round is NumPy's (and rint's in the default rounding mode): a
+	// half goes to the even neighbour, round(2.5) = 2.
+	OpRound: {Name: "round", Arity: 1, Kind: Elementwise,
+		Go:  func(v []float64) float64 { return math.RoundToEven(v[0]) },
+		Ins: "Round", C: "rint(a)", CVector: "FN(rint)(us[k])", Lanes: true, CUDA: "rint$f($x)"},
+	// mod is NumPy's mod (Python's %): the remainder has the sign of the
+	// divisor, mod(-1, 3) = 2; mod(x, 0) is NaN.
+	OpMod: {Name: "mod", Arity: 2, Kind: Elementwise,
+		Go:  func(v []float64) float64 { return pyMod(v[0], v[1]) },
+		Ins: "Mod", C: "tl_fx_mod(a, b)", CVector: "FN(tl_fx_mod)(us[k], vs[k])", Lanes: true, CUDA: "tl_fx_mod$f($x, $y)"},
 	// The reductions' code in the evaluator is its own (formula_impl.h):
 	// they fold a whole vector, chunk by chunk.
 	OpSum: {Name: "sum", Arity: 1, Kind: Reduction, Ins: "RSum",
@@ -229,6 +248,10 @@ var opTable = [numOps]OpInfo{
 		CUDA: "if ($x > $r) $r = $x;", CUDAInit: "(-TL_FX_INF)", CUDAGroup: "tl_fx_gmax"},
 	OpRMin: {Name: "min", Arity: 1, Kind: Reduction, Ins: "RMin",
 		CUDA: "if ($x < $r) $r = $x;", CUDAInit: "TL_FX_INF", CUDAGroup: "tl_fx_gmin"},
+	// The histograms' code in the evaluator is its own (formula_impl.h);
+	// they have none in CUDA (the GPU kernels refuse them).
+	OpHist:  {Name: "hist", Arity: 1, Kind: Histogram, Ins: "Hist"},
+	OpHist2: {Name: "hist2", Arity: 2, Kind: Histogram, Ins: "Hist2"},
 }
 
 // Ops lists every operation, in the order of their numbers.
@@ -270,16 +293,28 @@ var functions = []function{
 		return c.b.op(OpMin, c.b.op(OpMax, c.args[0], c.args[1]), c.args[2]), nil
 	}},
 	{Name: "where", Args: "c, x, y", About: "x where c ≠ 0, else y", op: OpWhere},
+	{Name: "floor", Args: "x", About: "the largest integer ≤ x", op: OpFloor},
+	{Name: "round", Args: "x", About: "the nearest integer, a half to the even one (as NumPy's round)", op: OpRound},
+	{Name: "mod", Args: "x, y", About: "x − y·floor(x/y), with the sign of y (as NumPy's mod and Python's %)", op: OpMod},
 	{Name: "sum", Args: "v", About: "Σ over the vector axis", op: OpSum},
 	{Name: "mean", Args: "v", About: "sum(v) / length", build: func(c *call) (*Node, error) {
 		s, err := c.reduce(OpSum, c.args[0])
 		if err != nil {
 			return nil, err
 		}
+		if b := c.args[0].Bins; b > 0 { // a histogram's mean: over its bins
+			return c.b.op(OpDiv, s, c.b.num(float64(b))), nil
+		}
 		return c.b.op(OpDiv, s, c.b.num(float64(c.n))), nil
 	}},
 	{Name: "max", Args: "v", About: "the largest element", op: OpRMax},
 	{Name: "min", Args: "v", About: "the smallest element", op: OpRMin},
+	{Name: "hist", Args: "v, lo, hi, bins", About: "the counts of v's elements in bins equal bins over [lo, hi] (as NumPy's histogram): a vector of bins numbers", build: func(c *call) (*Node, error) {
+		return c.hist(OpHist, maxHistBins)
+	}},
+	{Name: "hist2", Args: "u, v, lo, hi, bins", About: "the counts of the pairs (u, v) in bins × bins cells over [lo, hi]² (as NumPy's histogram2d), row by row", build: func(c *call) (*Node, error) {
+		return c.hist(OpHist2, maxHist2Bins)
+	}},
 	{Name: "dot", Args: "u, v", About: "sum(u*v)", build: func(c *call) (*Node, error) {
 		return c.reduce(OpSum, c.b.op(OpMul, c.args[0], c.args[1]))
 	}},
@@ -316,6 +351,9 @@ func (o Op) Arity() int { return opTable[o].Arity }
 // IsReduction tells the operations that reduce a vector to one number.
 func (o Op) IsReduction() bool { return opTable[o].Kind == Reduction }
 
+// IsHistogram tells hist and hist2.
+func (o Op) IsHistogram() bool { return opTable[o].Kind == Histogram }
+
 // Apply computes an elementwise operation on numbers, in float64, the way
 // the evaluator does.
 func Apply(o Op, v ...float64) float64 {
@@ -344,4 +382,21 @@ func log(x float64) float64 {
 	}
 	f, e := math.Frexp(x)
 	return math.Log(f) + float64(e)*math.Ln2
+}
+
+// pyMod is NumPy's mod (np.mod, Python's %): C's fmod, moved by y when
+// it has the other sign, so that the result has the sign of y; a zero
+// result is a zero of y's sign.
+func pyMod(x, y float64) float64 {
+	m := math.Mod(x, y)
+	if y == 0 {
+		return m // NaN
+	}
+	switch {
+	case m == 0:
+		return math.Copysign(0, y)
+	case (y < 0) != (m < 0):
+		return m + y
+	}
+	return m
 }

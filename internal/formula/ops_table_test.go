@@ -73,11 +73,19 @@ func TestApplyTable(t *testing.T) {
 		{OpMax, []float64{3, 4}, 4}, {OpLT, []float64{1, 2}, 1}, {OpLE, []float64{2, 2}, 1}, {OpGT, []float64{1, 2}, 0},
 		{OpGE, []float64{1, 2}, 0}, {OpEQ, []float64{2, 2}, 1}, {OpNE, []float64{2, 2}, 0}, {OpAnd, []float64{1, 0}, 0},
 		{OpOr, []float64{1, 0}, 1}, {OpNot, []float64{0}, 1}, {OpWhere, []float64{math.NaN(), 1, 2}, 1},
-		{OpWhere, []float64{0, 1, 2}, 2},
+		{OpWhere, []float64{0, 1, 2}, 2}, {OpFloor, []float64{-1.5}, -2}, {OpFloor, []float64{2}, 2},
+		{OpRound, []float64{2.5}, 2}, {OpRound, []float64{-0.5}, 0}, {OpRound, []float64{1.5}, 2}, {OpRound, []float64{0.7}, 1},
+		{OpMod, []float64{-1, 3}, 2}, {OpMod, []float64{1, -3}, -2}, {OpMod, []float64{7.5, 2}, 1.5}, {OpMod, []float64{-7.5, -2}, -1.5},
 	} {
 		if got := Apply(c.op, c.args...); got != c.want {
 			t.Errorf("Apply(%v, %v) = %v, want %v", c.op, c.args, got, c.want)
 		}
+	}
+	if got := Apply(OpMod, -4, 2); got != 0 || !math.Signbit(Apply(OpMod, 4, -2)) || math.Signbit(got) {
+		t.Errorf("mod(-4, 2) = %v, mod(4, -2) = %v: want 0 and -0 (the sign of the divisor)", got, Apply(OpMod, 4, -2))
+	}
+	if got := Apply(OpMod, 1, 0); !math.IsNaN(got) {
+		t.Errorf("mod(1, 0) = %v, want NaN", got)
 	}
 	if got := Apply(OpMin, math.NaN(), 2); !math.IsNaN(got) {
 		t.Errorf("min(NaN, 2) = %v, want NaN (a NaN first argument is kept)", got)

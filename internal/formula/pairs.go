@@ -167,7 +167,7 @@ func (c *pairCompiler) generic(g *Graph) (*Graph, error) {
 			for i, a := range n.Args {
 				args[i] = memo[a]
 			}
-			m = b.op(n.Op, args...)
+			m = b.like(n, args)
 		}
 		memo[n] = m
 	})
@@ -304,6 +304,8 @@ func (c *pairCompiler) scalar(n *Node, polyOf func(*Node) poly, scal map[*Node]*
 			m = c.gb.op(OpAdd, m, c.gb.op(OpMul, coef, s))
 		}
 		return m, true
+	case n.Op.IsReduction() && n.Args[0].Bins > 0, n.Op.IsHistogram(), n.Bins > 0:
+		return nil, false // a histogram: counted per pair
 	case n.Op.IsReduction() || n.Op == OpVar:
 		return nil, false // max or min of both images, or an image outside a reduction
 	}
@@ -443,7 +445,7 @@ func copyGraph(n *Node, b *builder, leaf func(*Node) *Node) *Node {
 			for i, a := range n.Args {
 				args[i] = memo[a]
 			}
-			m = b.op(n.Op, args...)
+			m = b.like(n, args)
 		}
 		memo[n] = m
 	})
@@ -483,6 +485,7 @@ type canonKey struct {
 	val  uint64 // a number's bits
 	name string // a variable's name
 	a    [3]int
+	hist HistRange
 }
 
 func newCanon(vars []Var) *canon {
@@ -503,7 +506,7 @@ func (c *canon) id(n *Node) int {
 }
 
 func (c *canon) key(n *Node) canonKey {
-	k := canonKey{op: n.Op}
+	k := canonKey{op: n.Op, hist: n.Range}
 	switch n.Op {
 	case OpConst:
 		k.val = math.Float64bits(n.Val)
@@ -648,6 +651,10 @@ func layout(n *Node, vars []Var) ([]part, int) {
 			parts = append(parts, text(", "))
 		}
 		parts = append(parts, arg(i, 0))
+	}
+	if n.Op.IsHistogram() {
+		r := n.Range
+		parts = append(parts, text(fmt.Sprintf(", %s, %s, %d", strconv.FormatFloat(r.Lo, 'g', -1, 64), strconv.FormatFloat(r.Hi, 'g', -1, 64), r.N)))
 	}
 	return append(parts, text(")")), 5
 }

@@ -127,9 +127,17 @@ var constants = map[string]float64{"pi": math.Pi}
 type Formula struct {
 	Src   string
 	Env   Env
-	expr  ast.Expr
+	expr  ast.Expr // the value: the last statement
+	lets  []*let   // the statements before it, name = expression
 	fset  *token.FileSet
 	names map[string]bool // the names the formula uses
+}
+
+// let is a named subexpression, name = expr: a later statement naming it
+// stands for expr's value.
+type let struct {
+	name *ast.Ident
+	expr ast.Expr
 }
 
 // Parse reads src and checks it against env: syntax, names, arities, and
@@ -160,9 +168,33 @@ func Parse(src string, env Env) (*Formula, error) {
 		return nil, err
 	}
 	f.expr = reassociate(f.expr)
-	g, err := f.Graph(1)
+	assigned := map[string]*let{}
+	for _, l := range f.lets {
+		l.expr = reassociate(l.expr)
+		name, col := l.name.Name, f.col(l.name)
+		_, isParam := env.Params[name]
+		switch {
+		case seen[name]:
+			return nil, f.errorf(col, "%s is a variable of this formula: a named subexpression needs another name", name)
+		case isParam:
+			return nil, f.errorf(col, "%s is a parameter (--param %s): a named subexpression needs another name", name, name)
+		case constants[name] != 0:
+			return nil, f.errorf(col, "%s is a constant: a named subexpression needs another name", name)
+		case isFunction(name):
+			return nil, f.errorf(col, "%s is a function: a named subexpression needs another name", name)
+		case assigned[name] != nil:
+			return nil, f.errorf(col, "%s is assigned twice (first at column %d)", name, f.col(assigned[name].name))
+		}
+		assigned[name] = l
+	}
+	g, used, err := f.graph(1)
 	if err != nil {
 		return nil, err
+	}
+	for _, l := range f.lets {
+		if !used[l.name.Name] {
+			return nil, f.errorf(f.col(l.name), "%s is assigned but not used", l.name.Name)
+		}
 	}
 	var unused []string
 	for p := range env.Params {
@@ -176,10 +208,16 @@ func Parse(src string, env Env) (*Formula, error) {
 	}
 	if env.Pointwise {
 		for _, n := range g.Nodes {
+			if n.Op.IsHistogram() {
+				return nil, f.errorf(0, "hist and hist2 count over the vector axis, and this formula is evaluated point by point: it cannot count")
+			}
 			if n.Op.IsReduction() {
 				return nil, f.errorf(0, "sum, mean, max or min of one argument, dot and norm reduce, and this formula is evaluated point by point: it cannot reduce")
 			}
 		}
+	}
+	if g.Root.Bins > 0 {
+		return nil, f.errorf(0, "gives a histogram, %d numbers; it must reduce to one number: wrap it in sum, mean, max or min", g.Root.Bins)
 	}
 	if env.Reduce && g.Root.Vec {
 		return nil, f.errorf(0, "gives one value per element of %s; it must reduce to one number: wrap it in sum, mean, max or min",
@@ -250,12 +288,39 @@ func (g *Graph) vectorNames() []string {
 // Graph builds the formula's nodes for a vector axis of n elements (mean
 // divides by n), parameters as constants, constants folded.
 func (f *Formula) Graph(n int) (*Graph, error) {
+	g, _, err := f.graph(n)
+	return g, err
+}
+
+// graph is Graph, and which named subexpressions are used.
+func (f *Formula) graph(n int) (*Graph, map[string]bool, error) {
 	b := newBuilder(f.Env.Vars)
-	root, err := f.build(b, f.expr, n)
-	if err != nil {
-		return nil, err
+	sc := &scope{named: map[string]*Node{}, used: map[string]bool{}, later: map[string]int{}}
+	for _, l := range f.lets {
+		sc.later[l.name.Name] = f.col(l.name)
 	}
-	return &Graph{Root: root, Nodes: b.nodes, Vars: f.Env.Vars}, nil
+	for _, l := range f.lets {
+		v, err := f.build(b, l.expr, n, sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		delete(sc.later, l.name.Name)
+		// A name stands for its expression's node: the same value
+		// wherever it is used (a reduction in it reduces as written).
+		sc.named[l.name.Name] = v
+	}
+	root, err := f.build(b, f.expr, n, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Graph{Root: root, Nodes: b.nodes, Vars: f.Env.Vars}, sc.used, nil
+}
+
+// scope is the named subexpressions a statement may use.
+type scope struct {
+	named map[string]*Node // assigned by an earlier statement
+	used  map[string]bool
+	later map[string]int // assigned by this statement or a later one, at a column
 }
 
 // binops and unops are the operators of the language: the table's
@@ -277,7 +342,7 @@ var binops, unops = func() (bin, un map[token.Token]Op) {
 // build makes the nodes of e, arguments first. It keeps its own stack
 // rather than recursing: a chain of operators as long as the formula is a
 // tree as deep.
-func (f *Formula) build(b *builder, e ast.Expr, n int) (*Node, error) {
+func (f *Formula) build(b *builder, e ast.Expr, n int, sc *scope) (*Node, error) {
 	type frame struct {
 		e    ast.Expr
 		kids []ast.Expr
@@ -307,7 +372,7 @@ func (f *Formula) build(b *builder, e ast.Expr, n int) (*Node, error) {
 			continue
 		}
 		args := vals[len(vals)-len(top.kids):]
-		m, err := f.node(b, top.e, args, n)
+		m, err := f.node(b, top.e, args, n, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +412,7 @@ func (f *Formula) children(e ast.Expr) ([]ast.Expr, error) {
 }
 
 // node makes the node of e from the nodes of its subexpressions.
-func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int) (*Node, error) {
+func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int, sc *scope) (*Node, error) {
 	switch e := e.(type) {
 	case *ast.ParenExpr:
 		return args[0], nil
@@ -378,6 +443,13 @@ func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int) (*Node, erro
 		if v, ok := constants[e.Name]; ok {
 			return b.num(v), nil
 		}
+		if v, ok := sc.named[e.Name]; ok {
+			sc.used[e.Name] = true
+			return v, nil
+		}
+		if col, ok := sc.later[e.Name]; ok {
+			return nil, f.errorf(f.col(e), "%s is used before it is assigned (at column %d)", e.Name, col)
+		}
 		if isFunction(e.Name) {
 			return nil, f.errorf(f.col(e), "%s is a function: call it, %s(…)", e.Name, e.Name)
 		}
@@ -392,8 +464,14 @@ func (f *Formula) node(b *builder, e ast.Expr, args []*Node, n int) (*Node, erro
 		}
 		return nil, f.errorf(f.col(e), "operator %s is not part of the language", e.Op)
 	case *ast.BinaryExpr:
+		if err := f.sameAxis(f.fset.Position(e.OpPos).Column, e.Op.String(), args); err != nil {
+			return nil, err
+		}
 		return b.op(binops[e.Op], args[0], args[1]), nil
 	case *ast.CallExpr:
+		if id, ok := e.Fun.(*ast.Ident); ok && sc.named[id.Name] != nil {
+			return nil, f.errorf(f.col(id), "%s is a named subexpression, not a function", id.Name)
+		}
 		return f.call(b, e, append([]*Node(nil), args...), n)
 	}
 	return nil, f.errorf(f.col(e), "this is not part of the language (numbers, names, operators and function calls)")
@@ -421,9 +499,69 @@ type call struct {
 	n    int // the length of the vector axis
 }
 
-// reduce is the reduction o of x, which must vary along the vector axis.
+// sameAxis checks that the arguments of an elementwise operation (what,
+// at column col) can be combined element by element: at most one of them
+// along the vector axis, or histograms of one length, beside numbers.
+func (f *Formula) sameAxis(col int, what string, args []*Node) error {
+	vec, bins := false, 0
+	for _, a := range args {
+		vec = vec || a.Vec
+		switch {
+		case a.Bins == 0:
+		case bins != 0 && a.Bins != bins:
+			return f.errorf(col, "%s combines histograms of %d and %d numbers element by element: they must have as many bins", what, bins, a.Bins)
+		default:
+			bins = a.Bins
+		}
+	}
+	if vec && bins > 0 {
+		return f.errorf(col, "%s combines a histogram (%d numbers) with values along the vector axis (%s) element by element: reduce one of them first (sum, mean, max, min)",
+			what, bins, strings.TrimPrefix(f.vectorList(), "vectors: "))
+	}
+	return nil
+}
+
+// The most bins a histogram may have: hist's, and hist2's per axis (its
+// cells are their square).
+const (
+	maxHistBins  = 4096
+	maxHist2Bins = 256
+)
+
+// hist is the histogram o of the call's first one (hist) or two (hist2)
+// arguments over the range and number of bins its last three give, which
+// must be numbers (or parameters).
+func (c *call) hist(o Op, most int) (*Node, error) {
+	nv := o.Arity()
+	vals, lim := c.args[:nv], c.args[nv:]
+	for _, v := range vals {
+		if !v.Vec {
+			what := "has no vector axis"
+			if v.Bins > 0 {
+				what = "is a histogram"
+			}
+			return nil, c.f.errorf(c.col, "%s counts the elements of a vector (%s), but its argument %s", c.name, c.f.vectorList(), what)
+		}
+	}
+	for i, name := range []string{"lo", "hi", "bins"} {
+		if !lim[i].IsConst() {
+			return nil, c.f.errorf(c.col, "%s's %s must be a number or a parameter, not computed from the data", c.name, name)
+		}
+	}
+	lo, hi, n := lim[0].Val, lim[1].Val, lim[2].Val
+	switch {
+	case math.IsInf(lo, 0) || math.IsNaN(lo) || math.IsInf(hi, 0) || math.IsNaN(hi) || !(lo < hi):
+		return nil, c.f.errorf(c.col, "%s's range [lo, hi] must be finite with lo < hi, got [%g, %g]", c.name, lo, hi)
+	case !(n >= 1 && n <= float64(most)) || n != math.Trunc(n):
+		return nil, c.f.errorf(c.col, "%s's bins must be a whole number from 1 to %d, got %g", c.name, most, n)
+	}
+	return c.b.hist(o, HistRange{Lo: lo, Hi: hi, N: int(n)}, vals...), nil
+}
+
+// reduce is the reduction o of x, which must vary along the vector axis
+// or be a histogram.
 func (c *call) reduce(o Op, x *Node) (*Node, error) {
-	if !x.Vec {
+	if !x.Vec && x.Bins == 0 {
 		return nil, c.f.errorf(c.col, "%s reduces over the vector axis (%s), but its argument has no vector axis",
 			c.name, c.f.vectorList())
 	}
@@ -435,6 +573,9 @@ func (c *call) reduce(o Op, x *Node) (*Node, error) {
 func (f *Formula) call(b *builder, e *ast.CallExpr, args []*Node, n int) (*Node, error) {
 	id := e.Fun.(*ast.Ident)
 	c := &call{f: f, b: b, name: id.Name, col: f.col(id), args: args, n: n}
+	if err := f.sameAxis(c.col, c.name, args); err != nil {
+		return nil, err
+	}
 	var arities []int
 	for i := range functions {
 		fn := &functions[i]

@@ -56,12 +56,49 @@ func (f *Formula) parseSyntax(src string) (err error) {
 		}
 	}()
 	p.next()
-	x := p.expr()
-	if p.tok != token.EOF {
-		p.fail(p.pos, "unexpected %s: expected an operator here", p.what())
+	// Statements separated by ;: each but the last assigns a name,
+	// name = expression; the last is the formula's value.
+	var lets []*let
+	for {
+		x := p.expr()
+		switch p.tok {
+		case token.ASSIGN, token.DEFINE:
+			id, ok := x.(*ast.Ident)
+			if !ok {
+				p.fail(x.Pos(), "only a name can be assigned: name = expression")
+			}
+			if p.tok == token.DEFINE {
+				p.fail(p.pos, "write %s = expression, not :=", id.Name)
+			}
+			p.next()
+			if p.tok == token.SEMICOLON || p.tok == token.EOF {
+				p.fail(p.pos, "unexpected %s: expected the expression %s stands for", p.what(), id.Name)
+			}
+			lets = append(lets, &let{name: id, expr: p.expr()})
+			switch {
+			case p.tok == token.EOF:
+				p.fail(p.pos, "the formula ends with the assignment of %s: its last statement must be the expression it gives", id.Name)
+			case p.tok != token.SEMICOLON:
+				p.fail(p.pos, "unexpected %s: expected an operator or ; here", p.what())
+			}
+			p.next()
+			if p.tok == token.EOF {
+				p.fail(p.pos, "the formula ends with the assignment of %s: its last statement must be the expression it gives", id.Name)
+			}
+			continue
+		case token.SEMICOLON:
+			pos := p.pos
+			p.next()
+			if p.tok != token.EOF { // a ; at the end is allowed
+				p.fail(pos, "unexpected ;: only the last statement is an expression, the others assign a name (name = expression)")
+			}
+		}
+		if p.tok != token.EOF {
+			p.fail(p.pos, "unexpected %s: expected an operator here", p.what())
+		}
+		f.expr, f.lets, f.names = x, lets, p.names
+		return nil
 	}
-	f.expr, f.names = x, p.names
-	return nil
 }
 
 func (p *syntax) next() {

@@ -35,7 +35,7 @@ func TestEmuPairFormulaKernel(t *testing.T) {
 	var setups []setup
 	var ks []*formula.CUDAKernel
 	for _, src := range []string{"-sum(abs(a-b))", "sum((a-mean(a))*(b-mean(b)))/(norm(a-mean(a))*norm(b-mean(b)))",
-		"max(abs(a-b-mean(a-b)))"} {
+		"max(abs(a-b-mean(a-b)))", "d = a - b; sum(round(4*d) + mod(floor(3*a), 2.5)*mod(b, -0.7))"} {
 		f, err := formula.Parse(src, formula.Env{Flag: "--formula", Vars: formula.PairVars, Reduce: true})
 		if err != nil {
 			t.Fatal(err)

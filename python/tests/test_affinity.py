@@ -107,15 +107,17 @@ def in_keywords(cli_message):
     return re.sub(r"--([a-z][a-z0-9-]*)", lambda m: KEYWORDS.get(m.group(1), m.group(0)), cli_message)
 
 
-def test_bad_formula_is_the_cli_message():
+@pytest.mark.parametrize("formula", ["-sum(abs(a-c))", "d = a - b; e = 2; -sum(abs(d))",
+                                     "h = hist(a, 0, 1, 8); sum(h - b)", "sum(hist(a, 0, 1, 0))"])
+def test_bad_formula_is_the_cli_message(formula):
     with pytest.raises(tapeloop.Error) as e:
-        tapeloop.Affinity(formula="-sum(abs(a-c))", shape=(4, 4))
+        tapeloop.Affinity(formula=formula, shape=(4, 4))
     msg = str(e.value)
     assert msg.startswith("formula=") and "\n" not in msg
     if os.access(CLI, os.X_OK):
         cli = subprocess.run([CLI, "affinity", "--n", "4", "--height", "2", "--width", "2",
-                              "--formula", "-sum(abs(a-c))"], capture_output=True, text=True)
-        assert cli.returncode != 0 and msg in in_keywords(cli.stderr)
+                              "--formula", formula], capture_output=True, text=True)
+        assert cli.returncode == 1 and msg in in_keywords(cli.stderr)
     with pytest.raises(tapeloop.Error, match="^metric=: "):
         tapeloop.Affinity("manhattan", shape=(4, 4))
     with pytest.raises(tapeloop.Error, match="^metric= and formula=: give one"):
