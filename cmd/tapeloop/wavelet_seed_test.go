@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,20 +16,15 @@ import (
 )
 
 // skern3 is the stretched Mexican hat of a NumPy program as its author
-// wrote it, over the coordinates X, Y, Z from the kernel's centre,
-// expanded into one formula.
-func skern3(coord func(axis string) string) string {
-	rT := "(X*cos(phi)*cos(theta) - Y*sin(theta) + Z*sin(phi)*cos(theta))"
-	rp := "(X*cos(phi)*sin(theta) + Y*cos(theta) + Z*sin(phi)*sin(theta))"
-	rp2 := "(-1*X*sin(phi) + Z*cos(phi))"
-	f := "(3-(rp/a)^2 - (1/xi^2)*(rT/a)^2 - (rp2/a)^2) * exp((-1/2)*((rp/a)^2 + (1/xi^2)*(rT/a)^2 + (rp2/a)^2))"
-	f = regexp.MustCompile(`\brp2\b`).ReplaceAllString(f, rp2)
-	f = regexp.MustCompile(`\brp\b`).ReplaceAllString(f, rp)
-	f = regexp.MustCompile(`\brT\b`).ReplaceAllString(f, rT)
-	return regexp.MustCompile(`\b[XYZ]\b`).ReplaceAllStringFunc(f, func(s string) string {
-		return coord(strings.ToLower(s))
-	})
-}
+// wrote it, with named subexpressions, over the coordinates X, Y, Z of the
+// program's grid of 64 voxels a side (below).
+const skern3 = `X = where(x == 31, 32, x); Y = where(y == 31, 32, y); Z = where(z == 31, 32, z);
+rT = X*cos(phi)*cos(theta) - Y*sin(theta) + Z*sin(phi)*cos(theta);
+rp = X*cos(phi)*sin(theta) + Y*cos(theta) + Z*sin(phi)*sin(theta);
+rp2 = -1*X*sin(phi) + Z*cos(phi);
+A = (3-(rp/a)^2 - (1/xi^2)*(rT/a)^2 - (rp2/a)^2);
+B = exp((-1/2)*((rp/a)^2 + (1/xi^2)*(rT/a)^2 + (rp2/a)^2));
+A*B`
 
 // TestWaveletSeedSweep runs a wavelet sweep as its author's NumPy program
 // does and checks the author's numbers. The program makes its kernel,
@@ -115,10 +109,9 @@ np.savetxt(d + "/author.csv", rows, delimiter=",")
 		t.Fatalf("numpy: %v\n%s", err, out)
 	}
 	grid := readLines(t, p("grid.txt"))
-	kernel := skern3(func(axis string) string { return fmt.Sprintf("where(%s == 31, 32, %s)", axis, axis) })
 	out := p("stats.csv")
 	_, se, code := run(t, "wavelet", "-q", "--volume", p("v.npy"), "--theta", grid[0], "--phi", grid[1], "--xi", grid[2],
-		"--kernel", kernel, "--reach", "volume", "--indexing", "xy", "--stat", "wt_max=max(g)/sqrt(xi^2 + 2*a^2)", "--out", out)
+		"--kernel", skern3, "--reach", "volume", "--indexing", "xy", "--stat", "wt_max=max(g)/sqrt(xi^2 + 2*a^2)", "--out", out)
 	if code != 0 {
 		t.Fatalf("wavelet: exit %d: %s", code, se)
 	}
