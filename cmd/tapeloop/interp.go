@@ -70,8 +70,12 @@ func runInterp(c *cli.Context) error {
 	var r interp.Result
 	if _, err := runTask(c.Context, e, dev, t, func() {
 		r = t.Summary()
+		what := r.Reduce
+		if what == "none" { // every value kept: the sum is of them all
+			what = "all M values"
+		}
 		fmt.Fprintf(stdout, "interp: sum of %s over %d queries (M = %d, G = %d, %s): %.17g\n",
-			r.Reduce, r.Queries, r.Interpolants, r.Grid, dev.Dtype(), r.Sum)
+			what, r.Queries, r.Interpolants, r.Grid, dev.Dtype(), r.Sum)
 	}); err != nil {
 		return err
 	}

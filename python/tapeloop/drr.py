@@ -4,10 +4,24 @@ import warnings
 
 import numpy as np
 
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, check, config, converted, finite, get_ident,
-                   getsignal, integer, lib, mem_limit_of, not_finite, numbers, output, params_of)
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, as_array, check, config, converted, finite,
+                   get_ident, getsignal, integer, lib, mem_limit_of, not_finite, numbers, output, params_of)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
+# What a pose of the geometry JSON may hold besides POSE_KEYS, and what its
+# document may hold besides "poses": the CLI's --geometry reads the same.
+POSE_EXTRA = ("rows", "cols", "matrix")
+DOC_KEYS = ("poses", "frame", "projection")
+
+
+def real(name, x):
+    """x as a C-contiguous float64 array, from real numbers only (integers,
+    unsigned or floating point of any width); complex, boolean, text or
+    other values raise Error rather than being converted."""
+    a = as_array(name, x)
+    if a.dtype.kind not in "iuf":
+        raise Error(f"{name}: {a.dtype} values; want real numbers (integers or floating point)")
+    return converted(name, a, np.float64)
 
 
 def poses_array(poses, detector):
@@ -15,11 +29,22 @@ def poses_array(poses, detector):
     geometry file's source, center, u, v and pixel, and rows and cols if
     given, which must be the detector's), a list of them, a geometry document
     {"poses": [...]}, or an array of 14 numbers per pose."""
-    if isinstance(poses, dict):
-        poses = poses["poses"] if "poses" in poses else [poses]
+    if isinstance(poses, dict) and "poses" in poses:
+        unknown = [k for k in poses if k not in DOC_KEYS]
+        if unknown:
+            raise Error(f"geometry: unknown key {unknown[0]!r} (a geometry document holds {', '.join(DOC_KEYS)})")
+        poses = poses["poses"]
+    elif isinstance(poses, dict):
+        poses = [poses]
     if isinstance(poses, (list, tuple)) and poses and isinstance(poses[0], dict):
         rows = []
         for i, p in enumerate(poses):
+            if not isinstance(p, dict):
+                raise Error(f"geometry: pose {i} is a {type(p).__name__}, want a dict like pose 0")
+            unknown = [k for k in p if k not in POSE_KEYS + POSE_EXTRA]
+            if unknown:
+                raise Error(f"geometry: pose {i} has an unknown key {unknown[0]!r} "
+                            f"(a pose holds {', '.join(POSE_KEYS + POSE_EXTRA)})")
             missing = [k for k in POSE_KEYS if k not in p]
             if missing:
                 raise Error(f"geometry: pose {i} lacks {', '.join(missing)}")
@@ -28,13 +53,13 @@ def poses_array(poses, detector):
                     raise Error(f"geometry: pose {i} has {k} {p[k]!r}, the object's detector is {detector[0]}x{detector[1]}")
             row = []
             for k, n in zip(POSE_KEYS, (3, 3, 3, 3, 2)):
-                v = converted(f"pose {i}: {k}", p[k], np.float64).ravel()
+                v = real(f"pose {i}: {k}", p[k]).ravel()
                 if v.size != n:
                     raise Error(f'geometry: pose {i}: "{k}" must be {n} numbers, got {v.size}')
                 row.extend(v)
             rows.append(row)
         return np.array(rows, dtype=np.float64)
-    a = converted("poses", poses, np.float64)
+    a = real("poses", poses)
     if a.ndim == 1:
         a = a[None, :]
     if a.ndim != 2 or a.shape[1] != 14 or a.shape[0] == 0:

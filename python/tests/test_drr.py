@@ -260,3 +260,37 @@ def test_filter_matches_scipy_and_refuses_bad_stages():
         with pytest.raises(tapeloop.Error) as e:
             tapeloop.DRR(vol, detector=(4, 4), filter=bad)
         assert say in str(e.value) and "\n" not in str(e.value)
+
+
+def test_pose_dicts_and_dtypes(tmp_path):
+    """A pose dict or geometry document with a key the CLI's --geometry
+    refuses is refused too (a misspelt "soruce" is not silently dropped);
+    pose numbers of any real dtype are converted, and complex, boolean,
+    text or object values are refused, not converted."""
+    vol = np.random.default_rng(3).random((6, 5, 7)).astype(np.float32)
+    with tapeloop.DRR(vol, detector=(4, 5)) as r:
+        p = r.orbit(1)[0]
+        pose = {"source": p[0:3], "center": p[3:6], "u": p[6:9], "v": p[9:12], "pixel": p[12:14]}
+        want = r(p)
+        for dt in (np.float32, np.int64, np.float16):
+            q = {k: (np.round(v) if dt is np.int64 else v).astype(dt) for k, v in pose.items()}
+            got = r(q)
+            assert got.shape == want.shape
+            if dt is np.float32:
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        assert np.array_equal(r([dict(pose, rows=4, cols=5)]), want)
+        with pytest.raises(tapeloop.Error, match=r"^geometry: pose 0 has an unknown key 'soruce'"):
+            r(dict(pose, soruce=[1, 2, 3]))
+        with pytest.raises(tapeloop.Error, match=r"^geometry: unknown key 'franme'"):
+            r({"poses": [pose], "franme": "lps"})
+        for bad, kind in ((pose["u"].astype(np.complex128), "complex128"), (np.array([True, False, True]), "bool"),
+                          (["1", "0", "0"], "<U1"), ([1, None, 0], "object")):
+            with pytest.raises(tapeloop.Error, match=rf"^pose 0: u: {kind} values; want real numbers"):
+                r(dict(pose, u=bad))
+        with pytest.raises(tapeloop.Error, match=r"^poses: complex128 values"):
+            r(np.asarray(p, np.complex128))
+    # The CLI refuses the same keys in a geometry file.
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({"poses": [dict({k: list(map(float, v)) for k, v in pose.items()}, soruce=[1, 2, 3])]}))
+    cli = subprocess.run([CLI, "drr", "--size", "8", "--geometry", str(g)], capture_output=True, text=True)
+    assert cli.returncode == 1 and 'unknown field "soruce"' in cli.stderr
