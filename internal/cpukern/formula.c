@@ -56,37 +56,26 @@ static inline int64_t tl_fx_bin(double v, double lo, double hi, int64_t n) {
 }
 
 // tl_fx_hist runs a HIST or HIST2 instruction x over nn elements of u (and
-// v): see formula.h.
-static void tl_fx_hist_f64(double *s, tl_fx_ins x, int two, int64_t nn, const double *u, const double *v) {
-  const double lo = s[x.c], hi = s[x.c + 1];
-  const int64_t n = (int64_t)s[x.c + 2];
-  double *h = s + x.dst;
-  for (int64_t k = 0; k < nn; k++) {
-    const int64_t i = tl_fx_bin(u[k], lo, hi, n);
-    if (i < 0) continue;
-    if (!two) {
-      h[i]++;
-      continue;
-    }
-    const int64_t j = tl_fx_bin(v[k], lo, hi, n);
-    if (j >= 0) h[i * n + j]++;
+// v): see formula.h. One definition for each element type.
+#define TL_FX_HIST(NAME, T)                                                                        \
+  static void NAME(double *s, tl_fx_ins x, int two, int64_t nn, const T *u, const T *v) {         \
+    const double lo = s[x.c], hi = s[x.c + 1];                                                     \
+    const int64_t n = (int64_t)s[x.c + 2];                                                         \
+    double *h = s + x.dst;                                                                         \
+    for (int64_t k = 0; k < nn; k++) {                                                             \
+      const int64_t i = tl_fx_bin(u[k], lo, hi, n);                                                \
+      if (i < 0) continue;                                                                         \
+      if (!two) {                                                                                  \
+        h[i]++;                                                                                    \
+        continue;                                                                                  \
+      }                                                                                            \
+      const int64_t j = tl_fx_bin(v[k], lo, hi, n);                                                \
+      if (j >= 0) h[i * n + j]++;                                                                  \
+    }                                                                                              \
   }
-}
-static void tl_fx_hist_f32(double *s, tl_fx_ins x, int two, int64_t nn, const float *u, const float *v) {
-  const double lo = s[x.c], hi = s[x.c + 1];
-  const int64_t n = (int64_t)s[x.c + 2];
-  double *h = s + x.dst;
-  for (int64_t k = 0; k < nn; k++) {
-    const int64_t i = tl_fx_bin(u[k], lo, hi, n);
-    if (i < 0) continue;
-    if (!two) {
-      h[i]++;
-      continue;
-    }
-    const int64_t j = tl_fx_bin(v[k], lo, hi, n);
-    if (j >= 0) h[i * n + j]++;
-  }
-}
+TL_FX_HIST(tl_fx_hist_f64, double)
+TL_FX_HIST(tl_fx_hist_f32, float)
+#undef TL_FX_HIST
 #define tl_fx_hist(s, x, two, nn, u, v)                                                                     \
   _Generic((u), const float *: tl_fx_hist_f32, const double *: tl_fx_hist_f64)(s, x, two, nn, u, v)
 
