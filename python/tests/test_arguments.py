@@ -19,7 +19,7 @@ CASES = [
      r"direction of index axis 0 is not a unit vector"),
     ("pose of text", lambda: tapeloop.DRR(V, detector=(3, 3))([{"source": "far", "center": [0, 0, 0], "u": [1, 0, 0],
                                                                  "v": [0, 1, 0], "pixel": [1, 1]}]),
-     r"^pose 0: source: cannot be read as float64 values"),
+     r"^pose 0: source: <U3 values; want real numbers"),
     ("pose of another detector", lambda: tapeloop.DRR(V, detector=(3, 4))([{"source": [0, 0, 900], "center": [0, 0, -100],
                                                                           "u": [1, 0, 0], "v": [0, 1, 0], "pixel": [1, 1],
                                                                           "rows": 3, "cols": 5}]),
