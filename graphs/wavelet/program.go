@@ -23,14 +23,14 @@ import (
 type Program struct {
 	ses *engine.Session
 	// mu guards ses against Interrupt, Report and DOT while Run replaces it.
-	mu    sync.Mutex
-	src   *ops.WaveletSource
-	v     []float32
-	n     [3]int
-	a     float64
-	fail  bool
-	xy    bool // the volume's first two axes are swapped (Indexing "xy")
-	dev   *engine.Device
+	mu   sync.Mutex
+	src  *ops.WaveletSource
+	v    []float32
+	n    [3]int
+	a    float64
+	fail bool
+	xy   bool // the volume's first two axes are swapped (Indexing "xy")
+	dev  *engine.Device
 	// cache keeps the volume's transforms for the paddings used lately,
 	// across calls and recompiles.
 	cache *ops.VolumeCache
