@@ -61,15 +61,20 @@ static inline void SFX(accumulate)(double *s, V *vacc, int32_t r, V acc, T t, in
 
 // body runs the instructions of a vector block's body over one chunk of nn
 // elements (nv vectors; the slots' lanes past nn hold padding).
-static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int64_t nn, double *s,
+static void SFX(body)(const tl_fx_ins *ins, int32_t nins, T *const *ptr, int32_t nslot, int64_t nn, double *s,
                       T *const *out, int64_t off, V *vacc, int flush) {
   const int64_t nv = (nn + W - 1) / W, full = nn / W;
   const V one = (V){0} + (T)1, zero = (V){0};
   const VI absmask = (VI){0} + (IT)(~((IT)1 << (sizeof(IT) * 8 - 1)));
   for (int32_t q = 0; q < nins; q++) {
     const tl_fx_ins x = ins[q];
-    V *d = (V *)ptr[x.dst];
-    const V *u = (const V *)ptr[x.a], *v = (const V *)ptr[x.b], *c = (const V *)ptr[x.c];
+    // An operand that is not a slot (a register, a count, a flag: each
+    // instruction says which are slots) is not read from ptr, which holds
+    // nslot entries only.
+#define SLOT(i) ((i) >= 0 && (i) < nslot ? ptr[i] : NULL)
+    V *d = (V *)SLOT(x.dst);
+    const V *u = (const V *)SLOT(x.a), *v = (const V *)SLOT(x.b), *c = (const V *)SLOT(x.c);
+#undef SLOT
     T *ds = (T *)d;
     const T *us = (const T *)u, *vs = (const T *)v;
     switch (x.op) {
@@ -175,7 +180,7 @@ static void SFX(feed)(const tl_fx_prog *p, int32_t bi, int64_t n, const T *const
         memset(ptr[k] + nn, 0, (TL_FX_CHUNK - nn) * sizeof(T));
       }
     }
-    SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, nn, s, out, off0 + off, NULL, 1);
+    SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, p->nslot, nn, s, out, off0 + off, NULL, 1);
   }
 }
 
@@ -266,7 +271,7 @@ static void SFX(pairs_tiled)(const tl_fx_prog *p, int vb, int64_t m, int64_t n, 
               for (int32_t q = bk[1]; q < bk[2]; q++)
                 if (p->ins[q].op == TL_FX_BCAST) SFX(prologue)(p->ins[q], s, ptr);
             const int flush = (off / TL_FX_CHUNK) % 16 == 15 || off + TL_FX_CHUNK >= d;
-            SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, nn, s, NULL, off, vacc + (jj * TI + ii) * nreg, flush);
+            SFX(body)(p->ins + bk[3], bk[4] - bk[3], ptr, p->nslot, nn, s, NULL, off, vacc + (jj * TI + ii) * nreg, flush);
           }
       }
       for (int64_t jj = 0; jj < nj; jj++)
