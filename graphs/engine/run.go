@@ -157,7 +157,8 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	// A job whose items differ in cost has its time left estimated from
 	// the cost of what remains, not the count.
 	coster, _ := job.(Coster)
-	var total float64
+	var total, spent float64 // the whole run's cost, and that of the items done
+	counted := 0             // the items whose cost spent holds
 	if coster != nil {
 		total = coster.Cost(0, items)
 	}
@@ -180,7 +181,8 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 			// left by cost), and the memory in use
 			desc := fmt.Sprintf("%s, RSS %s", job.Name(), sysmem.Format(probe.RSS()))
 			if coster != nil && total > 0 {
-				desc += ", " + timeLeft(time.Since(began), coster.Cost(0, done), total)
+				spent, counted = spent+coster.Cost(counted, done-counted), done
+				desc += ", " + timeLeft(time.Since(began), spent, total)
 			}
 			bar.Describe(desc)
 			bar.Set(done)
