@@ -13,6 +13,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
@@ -148,6 +149,7 @@ func (w *WaveletVolume) newScratch() *waveletScratch {
 
 func newWaveletScratch(n, half int) *waveletScratch {
 	s := &waveletScratch{n: n, half: make([]complex64, half)}
+	sysmem.AdviseHugePagesOf(s.half)
 	s.rows = parallel.NewBuffers[float64](runtime.GOMAXPROCS(0))
 	return s
 }
@@ -174,6 +176,7 @@ func (s *waveletScratch) energy(n int) []float64 {
 func (s *waveletScratch) kernelArray(w *WaveletVolume) []float32 {
 	if s.kernel == nil {
 		s.kernel = make([]float32, s.n)
+		sysmem.AdviseHugePagesOf(s.kernel)
 	}
 	k := s.kernel[:w.plan.Len()]
 	if s.dims != w.plan.Dims {
@@ -204,6 +207,7 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	if f != nil && len(f.Stats) > 0 || s.capture != nil {
 		if s.resp == nil {
 			s.resp = make([]float32, s.n)
+			sysmem.AdviseHugePagesOf(s.resp)
 		}
 		resp = s.resp[:w.plan.Len()]
 	}

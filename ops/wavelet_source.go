@@ -8,6 +8,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 // The volume a wavelet sweep convolves: its boundary extension and its
@@ -98,6 +99,7 @@ func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, e
 	}
 	if cap(spec) < w.plan.HalfLen() {
 		spec = make([]complex64, w.plan.HalfLen())
+		sysmem.AdviseHugePagesOf(spec)
 	}
 	w.spec = spec[:w.plan.HalfLen()]
 	if b == Wrap { // the volume as it is: no copy
@@ -106,6 +108,7 @@ func transformVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int, e
 	}
 	if cap(ext) < w.plan.Len() {
 		ext = make([]float32, w.plan.Len())
+		sysmem.AdviseHugePagesOf(ext)
 	}
 	ext = ext[:w.plan.Len()]
 	sk := make([]int, p[2]) // the source of each position along the last axis
@@ -307,8 +310,10 @@ func (s *WaveletSource) Volume(pad [3]int) *WaveletVolume {
 	if s.spec == nil { // buffers for the largest padding, allocated once
 		if s.Boundary == Reflect {
 			s.ext = make([]float32, s.maxLen())
+			sysmem.AdviseHugePagesOf(s.ext)
 		}
 		s.spec = make([]complex64, s.maxHalf())
+		sysmem.AdviseHugePagesOf(s.spec)
 	}
 	if s.cur == nil || s.cur.Pad != pad {
 		if s.plans == nil {

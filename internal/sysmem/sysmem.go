@@ -184,7 +184,7 @@ func AdviseHugePages(b []byte) {
 }
 
 // AdviseHugePagesOf is AdviseHugePages for a slice of floats.
-func AdviseHugePagesOf[T float32 | float64](x []T) {
+func AdviseHugePagesOf[T float32 | float64 | complex64](x []T) {
 	if len(x) == 0 {
 		return
 	}
