@@ -306,9 +306,9 @@ func fingerprint[E float32 | float64 | uint8](x []E, typ string, shape []int) st
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// readImagesU8 reads an (N, H, W) or (N, D) uint8 .npy file, flattened,
-// after checking it fits limit. A file of another dtype is not read: ok
-// is false.
+// readImagesU8 maps an (N, H, W) or (N, D) uint8 .npy file, flattened,
+// or where it cannot be mapped (Fortran order) reads it after checking it
+// fits limit. A file of another dtype is not read: ok is false.
 func readImagesU8(path string, limit int64) (x []uint8, n, d int, shape []int, ok bool, err error) {
 	f, err := npy.Open(path)
 	if err != nil {
@@ -326,6 +326,11 @@ func readImagesU8(path string, limit int64) (x []uint8, n, d int, shape []int, o
 		return nil, 0, 0, shape, true, fmt.Errorf("--images: %s holds no images (shape %s)", path, npy.ShapeString(shape))
 	}
 	n, d = shape[0], f.Len()/shape[0]
+	if m, ok, err := npy.Map[uint8](path); err != nil {
+		return nil, 0, 0, shape, true, fmt.Errorf("--images: %w", err)
+	} else if ok { // left mapped for the life of the process
+		return m.Data, n, d, shape, true, nil
+	}
 	if need := int64(f.Len()); need > limit {
 		return nil, 0, 0, shape, true, &engine.BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
 	}

@@ -300,6 +300,32 @@ static void pairs_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_
       }
 }
 
+// sums_vnni sets sum[i] = Σ x[i, k] and sq[i] = Σ x[i, k]² for n rows of d
+// bytes: vpsadbw against zero for the sums, and Σ x·(x − 128) + 128·Σ x
+// by vpdpbusd for the squares (a lane adds at most 4·255·127 per 64
+// bytes, so the int32 lanes are moved to int64 every KB bytes).
+static void sums_vnni(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq) {
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
+  for (int64_t i = 0; i < n; i++) {
+    const uint8_t *r = x + i * d;
+    __m512i s = _mm512_setzero_si512();
+    int64_t q = 0;
+    for (int64_t k0 = 0; k0 < d; k0 += KB) {
+      const int64_t k1 = d - k0 < KB ? d : k0 + KB;
+      __m512i acc = _mm512_setzero_si512();
+      for (int64_t k = k0; k < k1; k += 64) {
+        const __mmask64 m = k1 - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k1 - k)) - 1);
+        const __m512i v = _mm512_maskz_loadu_epi8(m, r + k);
+        s = _mm512_add_epi64(s, _mm512_sad_epu8(v, _mm512_setzero_si512()));
+        acc = _mm512_dpbusd_epi32(acc, v, _mm512_maskz_mov_epi8(m, _mm512_xor_si512(v, flip)));
+      }
+      q += lanes64(acc);
+    }
+    sum[i] = _mm512_reduce_add_epi64(s);
+    sq[i] = q + 128 * sum[i];
+  }
+}
+
 #pragma GCC pop_options
 
 static int has_vnni = -1;
@@ -334,6 +360,22 @@ done:
   if (sum) {
     sum[0] = (int64_t)(uint64_t)(unsigned __int128)o.sum;
     sum[1] = (int64_t)(o.sum >> 64);
+  }
+}
+
+void tl_u8_sums(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq) {
+  detect_vnni();
+  if (has_vnni) {
+    sums_vnni(x, n, d, sum, sq);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t s = 0, q = 0;
+    for (int64_t k = 0; k < d; k++) {
+      s += x[i * d + k];
+      q += (int64_t)x[i * d + k] * x[i * d + k];
+    }
+    sum[i] = s, sq[i] = q;
   }
 }
 

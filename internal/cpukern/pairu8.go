@@ -8,6 +8,8 @@ import (
 	"math/big"
 	"math/bits"
 	"unsafe"
+
+	"github.com/tapeloop/tapeloop/internal/parallel"
 )
 
 // U8Metric is what PairU8 computes for each pair of 8-bit rows.
@@ -29,17 +31,19 @@ type U8Rows struct {
 	SumSq []int64
 }
 
-// NewU8Rows computes the rows' sums.
+// NewU8Rows computes the rows' sums, on every core.
 func NewU8Rows(x []uint8, n, d int) *U8Rows {
-	r := &U8Rows{X: x, N: n, D: d, Sum: make([]int64, n), SumSq: make([]int64, n)}
-	for i := range n {
-		var s, q int64
-		for _, v := range x[i*d : (i+1)*d] {
-			s += int64(v)
-			q += int64(v) * int64(v)
-		}
-		r.Sum[i], r.SumSq[i] = s, q
+	if n < 0 || d < 0 || len(x) < n*d {
+		panic("cpukern: NewU8Rows arguments out of range")
 	}
+	r := &U8Rows{X: x, N: n, D: d, Sum: make([]int64, n), SumSq: make([]int64, n)}
+	if n == 0 || d == 0 {
+		return r
+	}
+	parallel.For(n, max(1, (1<<20)/d), func(lo, hi int) {
+		C.tl_u8_sums((*C.uint8_t)(unsafe.Pointer(&x[lo*d])), C.int64_t(hi-lo), C.int64_t(d), (*C.int64_t)(&r.Sum[lo]),
+			(*C.int64_t)(&r.SumSq[lo]))
+	})
 	return r
 }
 

@@ -22,6 +22,10 @@ void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, 
                 int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, void *out, void *tout, int type,
                 int64_t ldo, int64_t tj, int64_t sum[2]);
 
+// tl_u8_sums sets sum[i] = Σ_k x[i*d + k] and sq[i] = Σ_k x[i*d + k]² for
+// i < n.
+void tl_u8_sums(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq);
+
 // tl_pair_u8_limit: with vnni 0, tl_pair_u8 uses its portable loops (for
 // tests); with 1, what the CPU has. Returns whether VNNI was in use.
 int tl_pair_u8_limit(int vnni);
