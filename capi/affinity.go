@@ -14,11 +14,12 @@ import (
 )
 
 // affinityConfig is the JSON config of tl_affinity_create: its engine
-// flags (--block is the engine's batch), the affinity's Config, and the
-// arguments only the C ABI has: the images' shape (n, d) and the column
-// images' count (cols, 0: the batch against itself).
+// flags (--block is the engine's batch), the affinity's Config (which
+// holds the dtype, as the command's --dtype), and the arguments only the
+// C ABI has: the images' shape (n, d) and the column images' count (cols,
+// 0: the batch against itself).
 type affinityConfig struct {
-	engineFields
+	deviceFields
 	affinity.Config
 	N    int `json:"n"`
 	D    int `json:"d"`

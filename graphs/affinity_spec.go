@@ -88,6 +88,9 @@ func (s AffinitySpec) check(dev *engine.Device) (p affinityPlan, err error) {
 		return p, err
 	}
 	if s.Images == "" {
+		if err := p.CheckInt(s.Dtype, false, 0, false); err != nil {
+			return p, err
+		}
 		if s.N < 1 || s.Height < 1 || s.Width < 1 {
 			return p, fmt.Errorf("--n %d --height %d --width %d: each must be at least 1", s.N, s.Height, s.Width)
 		}
@@ -131,7 +134,11 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 	if err != nil {
 		return nil, err
 	}
-	dt := dev.Dtype()
+	dt := s.Compute(dev) // the type computed in; the affinities' is out
+	out := dt
+	if p.Int != (tensor.Dtype{}) {
+		out = p.Int
+	}
 	var data *pairwise.PairData
 	var shape []int
 	var fp string
@@ -145,12 +152,19 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 			return nil, err
 		}
 	}
+	if err := p.CheckInt(s.Dtype, exact, d, dev.GPU()); err != nil {
+		return nil, err
+	}
+	// The fingerprint goes only into an .npz (a shard or top-k), for merge.
+	fingerprints := withOutput && s.Out != "" && (p.sharded || p.TopK > 0)
 	switch {
 	case exact:
 		if data, err = pairwise.NewPairDataU8(x8, n, d, p.Metric, dt); err != nil {
 			return nil, err
 		}
-		fp = fingerprint(x8, "[]"+dt.String(), shape)
+		if fingerprints {
+			fp = fingerprint(x8, "[]"+dt.String(), shape)
+		}
 	case dt == tensor.Float64:
 		var x []float64
 		if x, n, d, shape, mapped, err = loadImages[float64](s, dev.MemLimit); err != nil {
@@ -159,7 +173,9 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if data, err = pairwise.NewPairData(x, n, d, p.Metric); err != nil {
 			return nil, err
 		}
-		fp = Fingerprint(x, shape)
+		if fingerprints {
+			fp = Fingerprint(x, shape)
+		}
 	default:
 		var x []float32
 		if x, n, d, shape, mapped, err = loadImages[float32](s, dev.MemLimit); err != nil {
@@ -168,7 +184,9 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if data, err = pairwise.NewPairData(x, n, d, p.Metric); err != nil {
 			return nil, err
 		}
-		fp = Fingerprint(x, shape)
+		if fingerprints {
+			fp = Fingerprint(x, shape)
+		}
 	}
 	data.Mapped = mapped
 	if p.TopK >= n {
@@ -193,27 +211,31 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 			t.Close()
 		}
 	}()
-	if dt == tensor.Float64 {
+	switch out {
+	case tensor.Float64:
 		t.dtype = npy.Float64
+	case tensor.Int32:
+		t.dtype = npy.Int32
+	case tensor.Int64:
+		t.dtype = npy.Int64
 	}
 	metric := p.Metric.String()
 	if exact {
 		metric += " (8-bit, exact)"
 	}
-	cfg := affinity.Setup{Data: data, Metric: p.Metric, Lo: lo, Hi: hi, TopK: p.TopK, TF32: s.TF32, FailOnNonFinite: s.FailOnNonFinite}
+	cfg := affinity.Setup{Data: data, Metric: p.Metric, Lo: lo, Hi: hi, TopK: p.TopK, TF32: s.TF32, FailOnNonFinite: s.FailOnNonFinite, Int: p.Int}
 	if p.Formula != nil {
 		if cfg.Formula, err = pairwise.NewPairFormula(p.Formula, data, p.Direct); err != nil {
 			return nil, err
 		}
 		metric = "formula " + p.Formula.Canonical() + " (" + option.OrDefault(s.Method, "auto") + ")"
 	}
-	t.meta = shard.Meta{N: n, D: d, Metric: metric, Dtype: dt.String(), Fingerprint: fp,
+	t.meta = shard.Meta{N: n, D: d, Metric: metric, Dtype: out.String(), Fingerprint: fp,
 		Lo: lo, Hi: hi, Index: p.index, Count: p.count, TopK: p.TopK}
 	// Hold the whole matrix and compute each pair once when it fits the
 	// limit beside the images and a modest block; else stream whole rows.
 	if !p.sharded && p.TopK == 0 && !s.Streamed && (cfg.Formula == nil || cfg.Formula.Symmetric) {
-		sz := int64(dt.Size())
-		need := sz*(int64(n)*int64(n)+64*int64(n+d)) + data.Bytes()
+		need := int64(out.Size())*int64(n)*int64(n) + int64(dt.Size())*64*int64(n+d) + data.Bytes()
 		if cfg.Formula != nil {
 			need += cfg.Formula.Bytes()
 		}
@@ -223,9 +245,9 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if t.lock, err = lockOutput(path); err != nil {
 			return nil, err
 		}
-		size := sysmem.Mul(int64(hi-lo), int64(n), int64(dt.Size()))
+		size := sysmem.Mul(int64(hi-lo), int64(n), int64(out.Size()))
 		if p.TopK > 0 {
-			size = sysmem.Mul(int64(hi-lo), int64(p.TopK), int64(dt.Size())+8)
+			size = sysmem.Mul(int64(hi-lo), int64(p.TopK), int64(out.Size())+8)
 		}
 		if err := atomicfile.CheckSpace(path, size); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
@@ -284,9 +306,9 @@ func fingerprint[E float32 | float64 | uint8](x []E, typ string, shape []int) st
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// readImagesU8 reads an (N, H, W) or (N, D) uint8 .npy file, flattened,
-// after checking it fits limit. A file of another dtype is not read: ok
-// is false.
+// readImagesU8 maps an (N, H, W) or (N, D) uint8 .npy file, flattened,
+// or where it cannot be mapped (Fortran order) reads it after checking it
+// fits limit. A file of another dtype is not read: ok is false.
 func readImagesU8(path string, limit int64) (x []uint8, n, d int, shape []int, ok bool, err error) {
 	f, err := npy.Open(path)
 	if err != nil {
@@ -304,6 +326,11 @@ func readImagesU8(path string, limit int64) (x []uint8, n, d int, shape []int, o
 		return nil, 0, 0, shape, true, fmt.Errorf("--images: %s holds no images (shape %s)", path, npy.ShapeString(shape))
 	}
 	n, d = shape[0], f.Len()/shape[0]
+	if m, ok, err := npy.Map[uint8](path); err != nil {
+		return nil, 0, 0, shape, true, fmt.Errorf("--images: %w", err)
+	} else if ok { // left mapped for the life of the process
+		return m.Data, n, d, shape, true, nil
+	}
 	if need := int64(f.Len()); need > limit {
 		return nil, 0, 0, shape, true, &engine.BudgetError{Workload: "affinity's images", Need: need, Limit: limit}
 	}

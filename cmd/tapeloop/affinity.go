@@ -29,7 +29,13 @@ var affinityFlags = []cli.Flag{
 	&cli.IntFlag{Name: "block", Category: catAffinity, Usage: "rows per block (the batch), overriding the planner"},
 	&cli.StringFlag{Name: "shard", Category: catAffinity, Usage: "compute only shard `i/n` of the rows into --out (merge with tapeloop merge)"},
 	&cli.IntFlag{Name: "shards", Category: catAffinity, Usage: "split into `n` shards, this job's index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"},
+	affinityDtypeFlag,
 }
+
+// affinityDtypeFlag replaces the engine's --dtype: the affinities may also
+// be integers.
+var affinityDtypeFlag = &cli.StringFlag{Name: "dtype", Category: catEngine, Value: "float32",
+	Usage: "element type of the affinities: float32 or float64 (also the type computed in), or, exact for a uint8 --images file with dot, l1 or l2, int32 (refused where a value could overflow it) or int64"}
 
 var affinityCommand = &cli.Command{
 	Name:  "affinity",
@@ -40,8 +46,13 @@ var affinityCommand = &cli.Command{
 float32 (--dtype float64 for float64) one block of rows at a time against all N
 images, so memory is O(block·N + N·D), never (N, N, D). The (N, N) matrix goes
 to --out block by block. Without --images it makes the built-in case: N = 10,000
-standard-normal images of 100×100.`,
-	Flags:  append(append([]cli.Flag{}, affinityFlags...), engineFlags...),
+standard-normal images of 100×100.
+
+A uint8 --images file with a built-in metric is computed exactly, in
+integers; with --dtype int32 or int64 (dot, l1, or l2: −Σ(x_i − x_j)², the
+negated squared distance) the affinities are written as those integers.
+int32 is refused when D·255² (l1: D·255) exceeds it.`,
+	Flags:  append(append([]cli.Flag{}, affinityFlags...), withoutDtype(engineFlags)...),
 	Action: runAffinity,
 }
 
@@ -50,7 +61,7 @@ func affinitySpec(c *cli.Context) (graphs.AffinitySpec, error) {
 	s := graphs.AffinitySpec{
 		Config: affinity.Config{
 			Formula: c.String("formula"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
-			TopK: intIfSet(c, "topk"), TF32: c.Bool("tf32"),
+			TopK: intIfSet(c, "topk"), TF32: c.Bool("tf32"), Dtype: c.String(affinityDtypeFlag.Name),
 		},
 		Images: c.String("images"), N: c.Int("n"), Height: c.Int("height"), Width: c.Int("width"), Seed: c.Uint64("seed"),
 		Out: c.String("out"), Block: intIfSet(c, "block"), Shards: intIfSet(c, "shards"),
@@ -94,7 +105,7 @@ func runAffinity(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	e, dev, t, err := openTask(c, spec, graphs.OpenAffinity)
+	e, _, t, err := openTask(c, spec, graphs.OpenAffinity)
 	if err != nil {
 		return err
 	}
@@ -114,7 +125,7 @@ func runAffinity(c *cli.Context) error {
 			metric = fmt.Sprintf("f(a, b) = %s (the built-in %s)", shortFormula(spec.Formula), r.Metric)
 		}
 		fmt.Fprintf(stdout, "affinity: %s over %d images of %d values, rows [%d, %d), %s: sum of %s %.17g\n",
-			metric, r.N, r.D, r.Rows[0], r.Rows[1], dev.Dtype(), what, r.Checksum)
+			metric, r.N, r.D, r.Rows[0], r.Rows[1], r.Dtype, what, r.Checksum)
 	}); err != nil {
 		return err
 	}

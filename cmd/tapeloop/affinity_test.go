@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	byteorder "encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -474,6 +477,232 @@ func TestAffinityFormulaThatIsABuiltin(t *testing.T) {
 					t.Errorf("%s %s%s: --formula %q differs from --metric %s", c.metric, dt, out, c.formula, c.metric)
 				}
 			}
+		}
+	}
+}
+
+// writeU8 writes x as an (n, d) uint8 .npy file.
+func writeU8(t *testing.T, path string, x []uint8, n, d int) {
+	t.Helper()
+	hdr := npy.EncodeHeader(npy.Dtype{Kind: 'u', Size: 1, Order: byteorder.LittleEndian}, []int{n, d})
+	if err := os.WriteFile(path, append(hdr, x...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exactU8 is the (n, n) matrix of metric m ("dot", "l1" or "l2") of the
+// 8-bit images x, by the definition, in int64 arithmetic.
+func exactU8(x []uint8, n, d int, m string) []int64 {
+	a := make([]int64, n*n)
+	for i := range n {
+		for j := range n {
+			var s int64
+			for k := range d {
+				p, q := int64(x[i*d+k]), int64(x[j*d+k])
+				switch m {
+				case "dot":
+					s += p * q
+				case "l1":
+					s -= max(p-q, q-p)
+				case "l2":
+					s -= (p - q) * (p - q)
+				}
+			}
+			a[i*n+j] = s
+		}
+	}
+	return a
+}
+
+// readInts reads an int32 or int64 .npy file written by tapeloop, checking
+// its dtype and shape.
+func readInts(t *testing.T, path, dtype string, shape []int) []int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]npy.Dtype{"int32": npy.Int32, "int64": npy.Int64}[dtype]
+	hdr := npy.EncodeHeader(want, shape)
+	if !bytes.HasPrefix(b, hdr) {
+		t.Fatalf("%s: header %q, want %q", path, b[:min(len(b), len(hdr))], hdr)
+	}
+	b = b[len(hdr):]
+	if len(b)%want.Size != 0 || len(b)/want.Size != shape[0]*shape[1] {
+		t.Fatalf("%s: %d data bytes for shape %v %s", path, len(b), shape, dtype)
+	}
+	out := make([]int64, len(b)/want.Size)
+	for i := range out {
+		if want.Size == 4 {
+			out[i] = int64(int32(byteorder.LittleEndian.Uint32(b[4*i:])))
+		} else {
+			out[i] = int64(byteorder.LittleEndian.Uint64(b[8*i:]))
+		}
+	}
+	return out
+}
+
+// TestAffinityIntegerExact: --dtype int32 and int64 of fresh random 8-bit
+// images (N and D odd, one image of 255s: the largest values) equal an
+// int64 reference loop at every element, for dot, l1 and l2, whole in
+// memory, streamed, in shards cut inside blocks and merged (byte for byte
+// the one run's file), and their top k (values as integers of the dtype,
+// indices as the reference orders them).
+func TestAffinityIntegerExact(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 77))
+	n, d := 301+2*rng.IntN(20), 31+2*rng.IntN(20) // the int32 matrix over the limit below
+	x := make([]uint8, n*d)
+	for i := range x {
+		x[i] = uint8(rng.IntN(256))
+	}
+	for i := range x[5*d : 6*d] {
+		x[5*d+i] = 255
+	}
+	writeU8(t, p("u8.npy"), x, n, d)
+	t.Logf("N = %d, D = %d", n, d)
+	for _, m := range []string{"dot", "l1", "l2"} {
+		want := exactU8(x, n, d, m)
+		var total int64
+		for _, v := range want {
+			total += v
+		}
+		for _, dt := range []string{"int32", "int64"} {
+			base := []string{"affinity", "--images", p("u8.npy"), "--metric", m, "--dtype", dt}
+			whole := p(m + dt + ".npy")
+			for _, mode := range [][]string{{"--block", "40"}, {"--mem-limit", "260KiB", "--block", "13"}} {
+				out := p(m + dt + "-mode.npy")
+				if len(mode) == 2 {
+					out = whole
+				}
+				so, se, code := run(t, append(append(slices.Clip(base), "--quiet", "--out", out, "--report", out+".json"), mode...)...)
+				if code != 0 {
+					t.Fatalf("%s %s %v: exit %d: %s", m, dt, mode, code, se)
+				}
+				var rep struct{ Result struct{ Symmetric bool } }
+				b, _ := os.ReadFile(out + ".json")
+				json.Unmarshal(b, &rep)
+				if rep.Result.Symmetric != (len(mode) == 2) {
+					t.Fatalf("%s %s %v: symmetric %v", m, dt, mode, rep.Result.Symmetric)
+				}
+				if w := fmt.Sprintf("%s: sum of all affinities %d\n", dt, total); !strings.HasSuffix(so, w) {
+					t.Errorf("%s %s %v: %q, want it to end %q", m, dt, mode, so, w)
+				}
+				got := readInts(t, out, dt, []int{n, n})
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s %s %v: element (%d, %d) is %d, want %d", m, dt, mode, i/n, i%n, got[i], want[i])
+					}
+				}
+			}
+			// Three shards of blocks of 7 rows: the cuts fall inside blocks.
+			var shards []string
+			for i := range 3 {
+				s := p(fmt.Sprintf("%s%s-%d.npz", m, dt, i))
+				if _, se, code := run(t, append(slices.Clip(base), "--quiet", "--block", "7", "--shard", fmt.Sprintf("%d/3", i), "--out", s)...); code != 0 {
+					t.Fatalf("%s %s shard %d: exit %d: %s", m, dt, i, code, se)
+				}
+				shards = append(shards, s)
+			}
+			merged := p(m + dt + "-merged.npy")
+			if _, se, code := run(t, append([]string{"merge", "--out", merged}, shards...)...); code != 0 {
+				t.Fatalf("%s %s merge: exit %d: %s", m, dt, code, se)
+			}
+			a, _ := os.ReadFile(merged)
+			b, _ := os.ReadFile(whole)
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("%s %s: merged shards differ from one run", m, dt)
+			}
+			// Top k: the k largest of each row, self excluded, ties to the
+			// smaller column.
+			const k = 5
+			top := p(m + dt + "-top.npz")
+			if _, se, code := run(t, append(slices.Clip(base), "--quiet", "--block", "11", "--topk", "5", "--out", top)...); code != 0 {
+				t.Fatalf("%s %s top-k: exit %d: %s", m, dt, code, se)
+			}
+			z, err := npy.OpenNPZ(top)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, c, err := z.Open("values")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Dtype.Name() != dt {
+				t.Errorf("%s %s: top-k values are %s", m, dt, r.Dtype.Name())
+			}
+			vals := make([]float64, n*k)
+			if _, err := r.Read64(vals); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			z.Close()
+			for i := range n {
+				row := slices.Clone(want[i*n : (i+1)*n])
+				row = slices.Delete(row, i, i+1)
+				slices.SortFunc(row, func(a, b int64) int { return int(b - a) })
+				for j := range k {
+					if vals[i*k+j] != float64(row[j]) {
+						t.Fatalf("%s %s: top-k value (%d, %d) is %v, want %d", m, dt, i, j, vals[i*k+j], row[j])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAffinityInt32Overflow: int32 is refused, with one line naming
+// int64, exactly where a value could exceed it (D·255² for dot and l2,
+// D·255 for l1), before anything is written; at the bound it runs.
+func TestAffinityInt32Overflow(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, c := range []struct {
+		metric string
+		d      int // the largest D that fits
+	}{{"dot", 33025}, {"l2", 33025}, {"l1", 8421504}} {
+		for _, d := range []int{c.d, c.d + 1} {
+			x := make([]uint8, 2*d)
+			for i := range x[:d] {
+				x[i] = 255 // the extreme image; the other is zeros
+			}
+			in, out := p(fmt.Sprintf("%s%d.npy", c.metric, d)), p(fmt.Sprintf("%s%d-A.npy", c.metric, d))
+			writeU8(t, in, x, 2, d)
+			_, se, code := run(t, "affinity", "--quiet", "--images", in, "--metric", c.metric, "--dtype", "int32", "--out", out)
+			_, statErr := os.Stat(out)
+			if d == c.d {
+				if code != 0 {
+					t.Fatalf("%s D = %d: exit %d: %s", c.metric, d, code, se)
+				}
+				got := readInts(t, out, "int32", []int{2, 2})
+				want := exactU8(x, 2, d, c.metric)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s D = %d: %v, want %v", c.metric, d, got, want)
+				}
+				continue
+			}
+			if code != 1 || strings.Count(se, "\n") != 1 || !strings.Contains(se, "--dtype int32") || !strings.Contains(se, "use --dtype int64") || statErr == nil {
+				t.Errorf("%s D = %d: exit %d, output file %v, stderr %q; want one line refusing int32 for int64 and no file", c.metric, d, code, statErr == nil, se)
+			}
+		}
+	}
+	// Integer affinities that cannot be exact are refused too.
+	f := p("f.npy")
+	writeNpy(t, f, []int{3, 2}, []float64{1, 2, 3, 4, 5, 6})
+	u := p("u.npy")
+	writeU8(t, u, []uint8{1, 2, 3, 4, 5, 6}, 3, 2)
+	for _, args := range [][]string{
+		{"--images", f, "--dtype", "int64"},
+		{"-n", "5", "--height", "2", "--width", "2", "--dtype", "int64"},
+		{"--images", u, "--metric", "cosine", "--dtype", "int64"},
+		{"--images", u, "--formula", "sum(a*b)", "--dtype", "int32"},
+		{"--images", u, "--dtype", "int16"},
+	} {
+		out := p("refused.npy")
+		_, se, code := run(t, append([]string{"affinity", "--quiet", "--out", out}, args...)...)
+		if _, err := os.Stat(out); code != 1 || strings.Count(se, "\n") != 1 || !strings.Contains(se, "--dtype") || err == nil {
+			t.Errorf("%v: exit %d, stderr %q, output %v; want one line about --dtype and no file", args, code, se, err == nil)
 		}
 	}
 }

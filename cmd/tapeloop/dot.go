@@ -83,7 +83,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 		{
 			Name:  "affinity",
 			Usage: "the pairwise-affinity graph",
-			Flags: append(append([]cli.Flag{}, affinityFlags...), engineFlags...),
+			Flags: append(append([]cli.Flag{}, affinityFlags...), withoutDtype(engineFlags)...),
 			Action: func(c *cli.Context) error {
 				_, dev, err := openEngine(c)
 				if err != nil {

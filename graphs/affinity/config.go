@@ -6,8 +6,11 @@ import (
 	"math"
 	"strings"
 
+	"gorgonia.org/tensor"
+
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
@@ -42,6 +45,12 @@ type Config struct {
 	// TF32 lets a GPU's dot products (dot and cosine) use TF32 tensor
 	// cores, about 1e-3 relative per product; it needs a GPU device.
 	TF32 bool `flag:"tf32" json:"tf32"`
+	// Dtype is the element type of the affinities: "float32", "float64"
+	// (each also the type computed in, for images that are not 8-bit),
+	// "int32" or "int64" (exact: 8-bit images with dot, l1 or l2 on the
+	// CPU; int32 only where every value provably fits it). "": the
+	// engine's dtype (float32 unless it says otherwise).
+	Dtype string `flag:"dtype" json:"dtype"`
 }
 
 // Plan is what a Config asks for, parsed.
@@ -53,6 +62,76 @@ type Plan struct {
 	Builtin string
 	Direct  bool // the method "direct"
 	TopK    int  // 0: all of each row
+	// Int is the integer type of the affinities (tensor.Int32 or
+	// tensor.Int64), zero for a float type.
+	Int tensor.Dtype
+}
+
+// Compute is the type the affinities are computed in on dev (nil: the
+// engine's default): Dtype's float type, or the engine's when Dtype is
+// empty; for an integer Dtype float64, which holds every 8-bit integer
+// affinity exactly (the whole matrix in memory is held in the integer type
+// itself).
+func (c Config) Compute(dev *engine.Device) tensor.Dtype {
+	switch c.Dtype {
+	case "float32":
+		return tensor.Float32
+	case "float64", "int32", "int64":
+		return tensor.Float64
+	}
+	if dev != nil {
+		return dev.Dtype()
+	}
+	return tensor.Float32
+}
+
+// IntDtype is the integer type dtype names ("int32" or "int64"), or false.
+func IntDtype(dtype string) (tensor.Dtype, bool) {
+	switch dtype {
+	case "int32":
+		return tensor.Int32, true
+	case "int64":
+		return tensor.Int64, true
+	}
+	return tensor.Dtype{}, false
+}
+
+// errInt is the one-line refusal of an integer --dtype that cannot be
+// exact.
+func errInt(dtype, why string) error {
+	return fmt.Errorf("--dtype %s: %s; integer affinities are exact only for 8-bit images (a uint8 --images file) with --metric dot, l1 or l2 on the CPU", dtype, why)
+}
+
+// CheckInt checks an integer Dtype against the run: 8-bit images (u8), a
+// built-in dot, l1 or l2 (no formula), on the CPU, and for int32 images of
+// d values whose every affinity provably fits: |value| ≤ d·255² for dot
+// and l2 (−Σ(x_i − x_j)², the negated squared distance), d·255 for l1. It
+// is nil for a float Dtype.
+func (p Plan) CheckInt(dtype string, u8 bool, d int, gpu bool) error {
+	if p.Int == (tensor.Dtype{}) {
+		return nil
+	}
+	switch {
+	case p.Formula != nil:
+		return errInt(dtype, "not with --formula")
+	case p.Metric == pairwise.MetricCosine:
+		return errInt(dtype, "cosine is not an integer")
+	case gpu:
+		return errInt(dtype, "not on a GPU")
+	case !u8:
+		return errInt(dtype, "the images are not 8-bit")
+	}
+	if p.Int == tensor.Int32 {
+		k := map[pairwise.Metric]cpukern.U8Metric{pairwise.MetricDot: cpukern.U8Dot, pairwise.MetricL1: cpukern.U8L1, pairwise.MetricL2: cpukern.U8L2}[p.Metric]
+		if v, ok := cpukern.U8MaxAbs(k, d); !ok || v > math.MaxInt32 {
+			what := "255²"
+			if k == cpukern.U8L1 {
+				what = "255"
+			}
+			return fmt.Errorf("--dtype int32: %s of %d values can reach %d·%s, more than an int32 holds: use --dtype int64", p.Metric, d, d, what)
+		}
+	}
+	return nil
 }
 
 // Validate checks what can be checked without the images and the device.
@@ -69,6 +148,13 @@ func (c Config) Validate() error {
 func (c Config) Parse() (p Plan, err error) {
 	if p.Metric, err = pairwise.ParseMetric(option.OrDefault(c.Metric, "dot")); err != nil {
 		return p, fmt.Errorf("--metric: %w", err)
+	}
+	switch c.Dtype {
+	case "", "float32", "float64":
+	case "int32", "int64":
+		p.Int, _ = IntDtype(c.Dtype)
+	default:
+		return p, fmt.Errorf("--dtype %q: want float32, float64, int32 or int64", c.Dtype)
 	}
 	switch option.OrDefault(c.Method, "auto") {
 	case "auto":
@@ -88,6 +174,9 @@ func (c Config) Parse() (p Plan, err error) {
 	}
 	if c.Metric != "" {
 		return p, errors.New("--metric and --formula: give one")
+	}
+	if p.Int != (tensor.Dtype{}) {
+		return p, errInt(c.Dtype, "not with --formula")
 	}
 	if p.Formula, err = option.ParseFormula("--formula", c.Formula, formula.PairVars, c.Params, true); err != nil {
 		return p, err
@@ -157,6 +246,14 @@ func structure(f *formula.Formula) string {
 func (c Config) CheckRun(p *Plan, dev *engine.Device) error {
 	if c.TF32 && dev != nil && !dev.GPU() {
 		return errors.New("--tf32: needs --device cuda")
+	}
+	if p.Int != (tensor.Dtype{}) {
+		if p.Metric == pairwise.MetricCosine {
+			return errInt(c.Dtype, "cosine is not an integer")
+		}
+		if dev != nil && dev.GPU() {
+			return errInt(c.Dtype, "not on a GPU")
+		}
 	}
 	if c.TopK != nil {
 		if p.TopK = *c.TopK; p.TopK < 1 {

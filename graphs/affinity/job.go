@@ -3,11 +3,13 @@ package affinity
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
@@ -35,13 +37,23 @@ type Setup struct {
 	// FailOnNonFinite makes a NaN or infinite value of it an error.
 	Formula         *pairwise.PairFormula
 	FailOnNonFinite bool
+	// Int, for 8-bit images (Data.U8) with dot, l1 or l2, is the integer
+	// type of the affinities: tensor.Int32 (every value must fit: see
+	// Plan.CheckInt) or tensor.Int64; zero: Data.Dtype. A symmetric run
+	// holds the matrix in it; otherwise blocks are computed in Data.Dtype,
+	// float64, which holds each value exactly, and Rows receives them as
+	// float64 to write as integers.
+	Int tensor.Dtype
 }
 
 // RowWriter receives rows of affinities, row-major, in order, in the
-// images' dtype (an .npy writer, in package graphs).
+// images' dtype or the integer type Int (an .npy writer, in package
+// graphs).
 type RowWriter interface {
 	Write32([]float32) error
 	Write64([]float64) error
+	WriteInt32([]int32) error
+	WriteInt64([]int64) error
 }
 
 // Job is the pairwise-affinity workload as an engine.Job: each batch is a
@@ -60,7 +72,9 @@ type Job struct {
 
 	full32 []float32 // the (N, N) matrix in symmetric mode
 	full64 []float64
-	bad0   int64 // the formula's non-finite values before this run
+	full   any                  // the matrix of 8-bit images in symmetric mode, of any of the four types
+	u8     *pairwise.PairwiseU8 // the op that writes full
+	bad0   int64                // the formula's non-finite values before this run
 }
 
 // New checks cfg and returns the Job.
@@ -81,8 +95,24 @@ func New(cfg Setup) (*Job, error) {
 	if cfg.Symmetric && (cfg.TopK > 0 || cfg.Lo != 0 || cfg.Hi != n) {
 		return nil, errors.New("affinity: symmetric mode computes all rows and no top-k")
 	}
+	isInt := cfg.Int != (tensor.Dtype{})
+	if isInt && (cfg.Data.U8 == nil || cfg.Formula != nil || cfg.Metric == pairwise.MetricCosine || cfg.Data.Dtype != tensor.Float64) {
+		return nil, fmt.Errorf("affinity: %v affinities need 8-bit images computed in float64 with dot, l1 or l2", cfg.Int)
+	}
 	a := &Job{cfg: cfg}
-	if cfg.Symmetric {
+	if cfg.Symmetric && cfg.Data.U8 != nil && cfg.Formula == nil {
+		// 8-bit images: the op writes the matrix itself (WriteFull).
+		switch {
+		case cfg.Int == tensor.Int32:
+			a.full = makeFull[int32](n)
+		case cfg.Int == tensor.Int64:
+			a.full = makeFull[int64](n)
+		case cfg.Data.Dtype == tensor.Float32:
+			a.full = makeFull[float32](n)
+		default:
+			a.full = makeFull[float64](n)
+		}
+	} else if cfg.Symmetric {
 		if cfg.Data.Dtype == tensor.Float32 {
 			a.full32 = make([]float32, n*n)
 		} else {
@@ -97,14 +127,30 @@ func New(cfg Setup) (*Job, error) {
 	return a, nil
 }
 
+// makeFull is an (n, n) matrix, advised into huge pages: it is written
+// once, in blocks, and the faults of 4 KiB pages would cost more than the
+// writes.
+func makeFull[T float32 | float64 | int32 | int64](n int) []T {
+	x := make([]T, n*n)
+	if len(x) > 0 {
+		sysmem.AdviseHugePages(unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x)*int(unsafe.Sizeof(x[0]))))
+	}
+	return x
+}
+
 // Name is "affinity".
 func (a *Job) Name() string { return "affinity" }
 
 // ItemUnit names the items for the progress bar.
 func (a *Job) ItemUnit() string { return "rows" }
 
-// Dtype is the images' dtype.
-func (a *Job) Dtype() tensor.Dtype { return a.cfg.Data.Dtype }
+// Dtype is the affinities' dtype: the images' (as computed), or Int.
+func (a *Job) Dtype() tensor.Dtype {
+	if a.cfg.Int != (tensor.Dtype{}) {
+		return a.cfg.Int
+	}
+	return a.cfg.Data.Dtype
+}
 
 // Items is the number of rows to compute.
 func (a *Job) Items() int { return a.cfg.Hi - a.cfg.Lo }
@@ -140,6 +186,17 @@ func (a *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 		op := pairwise.NewPairwiseFormula(f, d, batch)
 		op.Upper, op.RowsFromData = a.cfg.Symmetric, true
 		pw = op
+	case d.U8 != nil && a.full != nil:
+		// Each block written straight into the matrix, both halves.
+		op := pairwise.NewPairwiseU8(d, metric, batch)
+		op.Upper, op.RowsFromData = true, true
+		op.WriteFull(a.full)
+		a.u8 = op
+		m, err := G.ApplyOpWithName(op, "matrix", index)
+		if err != nil {
+			return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
+		}
+		return in, []*G.Node{m}, nil
 	case d.U8 != nil:
 		op := pairwise.NewPairwiseU8(d, metric, batch)
 		op.Upper, op.RowsFromData = a.cfg.Symmetric, true
@@ -332,6 +389,9 @@ func consumeBlock[T float32 | float64](a *Job, blk []T, out []*tensor.Dense, off
 // Finish completes a symmetric run: it adds up the matrix and writes it to
 // Rows. It does nothing in the other modes.
 func (a *Job) Finish() error {
+	if a.full != nil {
+		return a.finishU8()
+	}
 	switch {
 	case a.full32 != nil:
 		a.Checksum = sum(a.full32)
@@ -347,6 +407,41 @@ func (a *Job) Finish() error {
 	return nil
 }
 
+// finishU8 completes a symmetric run of 8-bit images: the sum of the
+// matrix (for dot, l1 and l2 the kernel's exact sum of the values it
+// wrote, correctly rounded; for cosine the float64 sum in row order) and
+// the matrix to Rows, as it lies in memory.
+func (a *Job) finishU8() error {
+	s := a.u8.TakeSum()
+	switch f := a.full.(type) {
+	case []float32:
+		a.Checksum = sum(f) // the rounded values, as written
+		if a.cfg.Rows != nil {
+			return a.cfg.Rows.Write32(f)
+		}
+	case []float64:
+		if a.cfg.Metric == pairwise.MetricCosine {
+			a.Checksum = sum(f)
+		} else {
+			a.Checksum = s.Float64()
+		}
+		if a.cfg.Rows != nil {
+			return a.cfg.Rows.Write64(f)
+		}
+	case []int32:
+		a.Checksum = s.Float64()
+		if a.cfg.Rows != nil {
+			return a.cfg.Rows.WriteInt32(f)
+		}
+	case []int64:
+		a.Checksum = s.Float64()
+		if a.cfg.Rows != nil {
+			return a.cfg.Rows.WriteInt64(f)
+		}
+	}
+	return nil
+}
+
 // Result is the result block of an affinity report.
 type Result struct {
 	Metric    string  `json:"metric"`
@@ -355,6 +450,7 @@ type Result struct {
 	Rows      [2]int  `json:"rows"`
 	TopK      int     `json:"topk,omitempty"`
 	Symmetric bool    `json:"symmetric"`
+	Dtype     string  `json:"dtype"`
 	Checksum  float64 `json:"checksum"`
 	// Formula is the user's formula with its parameters (Metric is then
 	// "formula"), and NonFinite the number of NaN or infinite values it
@@ -366,7 +462,7 @@ type Result struct {
 // Result summarises the run.
 func (a *Job) Result() Result {
 	r := Result{Metric: a.cfg.Metric.String(), N: a.cfg.Data.N, D: a.cfg.Data.D,
-		Rows: [2]int{a.cfg.Lo, a.cfg.Hi}, TopK: a.cfg.TopK, Symmetric: a.cfg.Symmetric, Checksum: a.Checksum}
+		Rows: [2]int{a.cfg.Lo, a.cfg.Hi}, TopK: a.cfg.TopK, Symmetric: a.cfg.Symmetric, Dtype: a.Dtype().String(), Checksum: a.Checksum}
 	if f := a.cfg.Formula; f != nil {
 		r.Metric, r.Formula, r.NonFinite = "formula", f.String(), f.NonFinite()
 	}

@@ -33,13 +33,16 @@ func Compile(cfg Config, n, d, cols int, dev *engine.Device) (_ *Program, err er
 	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
-	dt := dev.Dtype()
+	dt := cfg.Compute(dev)
 	p, err := cfg.Parse()
 	if err != nil {
 		return nil, err
 	}
 	if err := cfg.CheckRun(&p, dev); err != nil {
 		return nil, err
+	}
+	if p.Int != (tensor.Dtype{}) {
+		return nil, errInt(cfg.Dtype, "a compiled program takes float32 or float64 images")
 	}
 	if n < 1 || d < 1 {
 		return nil, fmt.Errorf("shape (%d, %d): need N ≥ 1 images of D ≥ 1 values", n, d)

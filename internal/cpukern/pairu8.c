@@ -15,21 +15,52 @@
 // at most 4·255·128 per 64 bytes.
 #define KB (1 << 19)
 
-// put converts the exact sum s of a pair (Σa·b, or Σ|a−b| for l1) to the
-// metric at out[at]: for the integer metrics the value is exact in double
-// (|v| < 2⁵³), so float is the exact value correctly rounded.
-static inline void put(int metric, int64_t s, int64_t sa, int64_t sb, float *out32, double *out64, int64_t at) {
-  double v;
+// dst_t is where a call's results go: out[i*ldo + j] for every pair,
+// and tout[j*ldo + i] too for the columns j ≥ tj (tout not NULL), in the
+// output type; sum adds up every integer value stored (twice where it is
+// stored twice).
+typedef struct {
+  void *out, *tout;
+  int64_t ldo, tj;
+  int type;
+  __int128 sum;
+} dst_t;
+
+// value is the metric of a pair from its exact sum s (Σa·b, or Σ|a−b| for
+// l1) and the rows' Σx², sa and sb: exact in int64 for the integer
+// metrics.
+static inline int64_t value(int metric, int64_t s, int64_t sa, int64_t sb) {
   switch (metric) {
-  case TL_U8_L1: v = (double)-s; break;
-  case TL_U8_L2: v = (double)-(sa + sb - 2 * s); break;
-  case TL_U8_COSINE: v = (double)s / (sqrt((double)sa) * sqrt((double)sb)); break;
-  default: v = (double)s;
+  case TL_U8_L1: return -s;
+  case TL_U8_L2: return -(sa + sb - 2 * s);
+  default: return s;
   }
-  if (out32)
-    out32[at] = (float)v;
-  else
-    out64[at] = v;
+}
+
+// store puts the integer value v, or the double c for cosine, at [k] of
+// out in the output type: an integer value is exact in double (|v| < 2⁵³),
+// so a float is the exact value correctly rounded.
+static inline void store(int type, void *out, int64_t k, int64_t v, double c, int cosine) {
+  switch (type) {
+  case TL_OUT_F32: ((float *)out)[k] = cosine ? (float)c : (float)(double)v; break;
+  case TL_OUT_F64: ((double *)out)[k] = cosine ? c : (double)v; break;
+  case TL_OUT_I32: ((int32_t *)out)[k] = (int32_t)v; break;
+  default: ((int64_t *)out)[k] = v;
+  }
+}
+
+// put stores the metric of pair (i, j) from its exact sum s, and its
+// transpose where dst asks for it.
+static inline void put(int metric, int64_t s, int64_t sa, int64_t sb, dst_t *o, int64_t i, int64_t j) {
+  const int cosine = metric == TL_U8_COSINE;
+  const int64_t v = cosine ? 0 : value(metric, s, sa, sb);
+  const double c = cosine ? (double)s / (sqrt((double)sa) * sqrt((double)sb)) : 0;
+  store(o->type, o->out, i * o->ldo + j, v, c, cosine);
+  o->sum += v;
+  if (o->tout && j >= o->tj) {
+    store(o->type, o->tout, j * o->ldo + i, v, c, cosine);
+    o->sum += v;
+  }
 }
 
 static int64_t dot_scalar(const uint8_t *a, const uint8_t *b, int64_t d) {
@@ -92,31 +123,53 @@ static void pack_b(const uint8_t *b, int64_t ldb, int64_t nc, int64_t d, uint8_t
   }
 }
 
-// emit stores the metric of row i's sums s (16 columns j..j+15 as int64 in
-// two halves, only the first nv valid) at out[i*ldo + j …].
-static inline void emit(int metric, __m512i s0, __m512i s1, int64_t sa, const int64_t *sqb, int nv, float *out32,
-                        double *out64) {
-  __m512i h[2] = {s0, s1};
-  for (int q = 0; q < 2 && q * 8 < nv; q++) {
-    const int nq = nv - q * 8 < 8 ? nv - q * 8 : 8;
-    const __mmask8 k = (__mmask8)((1u << nq) - 1);
-    const __m512i sb = _mm512_maskz_loadu_epi64(k, sqb + q * 8);
-    __m512d v;
-    switch (metric) {
-    case TL_U8_L2: // −(sa + sb − 2s), exact in int64
-      v = _mm512_cvtepi64_pd(_mm512_sub_epi64(_mm512_slli_epi64(h[q], 1), _mm512_add_epi64(_mm512_set1_epi64(sa), sb)));
-      break;
-    case TL_U8_COSINE:
-      v = _mm512_div_pd(_mm512_cvtepi64_pd(h[q]), _mm512_mul_pd(_mm512_set1_pd(sqrt((double)sa)),
-                                                                _mm512_sqrt_pd(_mm512_cvtepi64_pd(sb))));
-      break;
-    default: v = _mm512_cvtepi64_pd(h[q]);
+// emit_tile stores the metric of the exact sums t of a micro tile (mr
+// rows from row i of the call, nc columns from column j) where o says:
+// each row's values 8 at a time, then their transposes, and adds up the
+// integer values into o->sum.
+static void emit_tile(int metric, int64_t t[MR][NR], int64_t mr, int64_t nc, const int64_t *sqa, const int64_t *sqb,
+                      dst_t *o, int64_t i, int64_t j) {
+  const int cosine = metric == TL_U8_COSINE;
+  const int64_t tj = o->tout ? o->tj - j : NR; // columns from tj on are stored transposed too
+  __m512i acc = _mm512_setzero_si512();
+  for (int64_t r = 0; r < mr; r++) {
+    const int64_t at = (i + r) * o->ldo + j;
+    for (int64_t q = 0; q * 8 < nc; q++) {
+      const int nq = nc - q * 8 < 8 ? (int)(nc - q * 8) : 8;
+      const __mmask8 k = (__mmask8)((1u << nq) - 1);
+      const __m512i s = _mm512_loadu_si512(t[r] + q * 8), sb = _mm512_maskz_loadu_epi64(k, sqb + q * 8);
+      __m512i v = s;
+      __m512d f;
+      if (cosine)
+        f = _mm512_div_pd(_mm512_cvtepi64_pd(s),
+                          _mm512_mul_pd(_mm512_set1_pd(sqrt((double)sqa[r])), _mm512_sqrt_pd(_mm512_cvtepi64_pd(sb))));
+      else {
+        if (metric == TL_U8_L1) v = _mm512_sub_epi64(_mm512_setzero_si512(), s);
+        if (metric == TL_U8_L2) // −(sa + sb − 2s), exact in int64
+          v = _mm512_sub_epi64(_mm512_slli_epi64(s, 1), _mm512_add_epi64(_mm512_set1_epi64(sqa[r]), sb));
+        f = _mm512_cvtepi64_pd(v);
+        acc = _mm512_mask_add_epi64(acc, k, acc, v);
+        const __mmask8 kt = _mm512_mask_cmpge_epi64_mask(
+            k, _mm512_add_epi64(_mm512_set1_epi64(q * 8), _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0)), _mm512_set1_epi64(tj));
+        acc = _mm512_mask_add_epi64(acc, kt, acc, v);
+      }
+      switch (o->type) {
+      case TL_OUT_F32: _mm256_mask_storeu_ps((float *)o->out + at + q * 8, k, _mm512_cvtpd_ps(f)); break;
+      case TL_OUT_F64: _mm512_mask_storeu_pd((double *)o->out + at + q * 8, k, f); break;
+      case TL_OUT_I32: _mm256_mask_storeu_epi32((int32_t *)o->out + at + q * 8, k, _mm512_cvtepi64_epi32(v)); break;
+      default: _mm512_mask_storeu_epi64((int64_t *)o->out + at + q * 8, k, v);
+      }
     }
-    if (out32)
-      _mm256_mask_storeu_ps(out32 + q * 8, k, _mm512_cvtpd_ps(v));
-    else
-      _mm512_mask_storeu_pd(out64 + q * 8, k, v);
   }
+  o->sum += _mm512_reduce_add_epi64(acc);
+  // The transposes: row j+c of tout gets the tile's column c, mr values
+  // from column i on.
+  for (int64_t c = tj > 0 ? tj : 0; c < nc; c++)
+    for (int64_t r = 0; r < mr; r++) {
+      const int64_t v = cosine ? 0 : value(metric, t[r][c], sqa[r], sqb[c]);
+      const double f = cosine ? (double)t[r][c] / (sqrt((double)sqa[r]) * sqrt((double)sqb[c])) : 0;
+      store(o->type, o->tout, (j + c) * o->ldo + i + r, v, f, cosine);
+    }
 }
 
 // group_sums adds to acc (MR×NR int32, row-major) the sums over groups
@@ -144,11 +197,11 @@ static void group_sums(const uint8_t *const row[MR], const uint8_t *p, int64_t q
 #undef OUT
 }
 
-// micro computes the sums of rows a (mr ≤ MR, d bytes each, lda apart)
-// with the NR packed columns bp (nc ≤ NR valid) and stores their metric.
+// micro computes the sums of rows a (mr ≤ MR, d bytes each, lda apart,
+// rows i… of the call) with the NR packed columns bp (nc ≤ NR valid,
+// columns j… of the call) and stores their metric where o says.
 static void micro(const uint8_t *a, int64_t lda, int64_t mr, const uint8_t *bp, int64_t nc, int64_t d, int metric,
-                  const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32, double *out64,
-                  int64_t ldo) {
+                  const int64_t *suma, const int64_t *sqa, const int64_t *sqb, dst_t *o, int64_t i, int64_t j) {
   const int64_t g = (d + 3) / 4, full = d / 4;
   const uint8_t *row[MR];
   for (int r = 0; r < MR; r++) row[r] = a + (r < mr ? r : 0) * lda; // rows past mr: any row, not stored
@@ -172,19 +225,13 @@ static void micro(const uint8_t *a, int64_t lda, int64_t mr, const uint8_t *bp, 
     for (int r = 0; r < MR; r++)
       for (int c = 0; c < NR; c++) t[r][c] += acc[r][c];
   }
-  for (int64_t r = 0; r < mr; r++)
-    for (int h = 0; h < 2 && h * 16 < nc; h++) {
-      const int nv = nc - h * 16 < 16 ? (int)(nc - h * 16) : 16;
-      emit(metric, _mm512_loadu_si512(t[r] + h * 16), _mm512_loadu_si512(t[r] + h * 16 + 8), sqa[r], sqb + h * 16, nv,
-           out32 ? out32 + r * ldo + h * 16 : 0, out64 ? out64 + r * ldo + h * 16 : 0);
-    }
+  emit_tile(metric, t, mr, nc, sqa, sqb, o, i, j);
 }
 
 // dots_vnni: the dot-product metrics of rows a (m) against b (n), with b
 // packed NC columns at a time; -1 when the packing buffer cannot be had.
 static int dots_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
-                     int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32,
-                     double *out64, int64_t ldo) {
+                     int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, dst_t *o) {
   const int64_t g = (d + 3) / 4;
   uint8_t *bp = (uint8_t *)aligned_alloc(64, (size_t)(NC / NR) * g * NR * 4);
   if (!bp) return -1;
@@ -194,8 +241,7 @@ static int dots_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t 
     for (int64_t i = 0; i < m; i += MR)
       for (int64_t j = 0; j < nc; j += NR)
         micro(a + i * lda, lda, m - i < MR ? m - i : MR, bp + (j / NR) * g * NR * 4, nc - j < NR ? nc - j : NR, d,
-              metric, suma + i, sqa + i, sqb + jb + j, out32 ? out32 + i * ldo + jb + j : 0,
-              out64 ? out64 + i * ldo + jb + j : 0, ldo);
+              metric, suma + i, sqa + i, sqb + jb + j, o, i, jb + j);
   }
   free(bp);
   return 0;
@@ -240,8 +286,7 @@ static void tile_vnni(const uint8_t *a, int64_t lda, const uint8_t *b, int64_t l
 }
 
 static void pairs_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
-                       int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32,
-                       double *out64, int64_t ldo) {
+                       int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, dst_t *o) {
   const int sad = metric == TL_U8_L1;
   int64_t v[16];
   for (int64_t jb = 0; jb < n; jb += 64) // column blocks that stay in L2
@@ -251,9 +296,34 @@ static void pairs_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_
         tile_vnni(a + i * lda, lda, b + j * ldb, ldb, d, mr, nc, sad, v);
         for (int r = 0; r < mr; r++)
           for (int c = 0; c < nc; c++)
-            put(metric, sad ? v[r * 4 + c] : v[r * 4 + c] + 128 * suma[i + r], sqa[i + r], sqb[j + c], out32, out64,
-                (i + r) * ldo + j + c);
+            put(metric, sad ? v[r * 4 + c] : v[r * 4 + c] + 128 * suma[i + r], sqa[i + r], sqb[j + c], o, i + r, j + c);
       }
+}
+
+// sums_vnni sets sum[i] = Σ x[i, k] and sq[i] = Σ x[i, k]² for n rows of d
+// bytes: vpsadbw against zero for the sums, and Σ x·(x − 128) + 128·Σ x
+// by vpdpbusd for the squares (a lane adds at most 4·255·127 per 64
+// bytes, so the int32 lanes are moved to int64 every KB bytes).
+static void sums_vnni(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq) {
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
+  for (int64_t i = 0; i < n; i++) {
+    const uint8_t *r = x + i * d;
+    __m512i s = _mm512_setzero_si512();
+    int64_t q = 0;
+    for (int64_t k0 = 0; k0 < d; k0 += KB) {
+      const int64_t k1 = d - k0 < KB ? d : k0 + KB;
+      __m512i acc = _mm512_setzero_si512();
+      for (int64_t k = k0; k < k1; k += 64) {
+        const __mmask64 m = k1 - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k1 - k)) - 1);
+        const __m512i v = _mm512_maskz_loadu_epi8(m, r + k);
+        s = _mm512_add_epi64(s, _mm512_sad_epu8(v, _mm512_setzero_si512()));
+        acc = _mm512_dpbusd_epi32(acc, v, _mm512_maskz_mov_epi8(m, _mm512_xor_si512(v, flip)));
+      }
+      q += lanes64(acc);
+    }
+    sum[i] = _mm512_reduce_add_epi64(s);
+    sq[i] = q + 128 * sum[i];
+  }
 }
 
 #pragma GCC pop_options
@@ -270,21 +340,43 @@ static void detect_vnni(void) {
 }
 
 void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
-                int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, float *out32, double *out64,
-                int64_t ldo) {
+                int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, void *out, void *tout, int type,
+                int64_t ldo, int64_t tj, int64_t sum[2]) {
+  dst_t o = {out, tout, ldo, tj, type, 0};
   detect_vnni();
   if (has_vnni && metric != TL_U8_L1 &&
-      dots_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, out32, out64, ldo) == 0)
-    return;
+      dots_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, &o) == 0)
+    goto done;
   if (has_vnni) {
-    pairs_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, out32, out64, ldo);
-    return;
+    pairs_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, &o);
+    goto done;
   }
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
       const int64_t s = metric == TL_U8_L1 ? l1_scalar(a + i * lda, b + j * ldb, d) : dot_scalar(a + i * lda, b + j * ldb, d);
-      put(metric, s, sqa[i], sqb[j], out32, out64, i * ldo + j);
+      put(metric, s, sqa[i], sqb[j], &o, i, j);
     }
+done:
+  if (sum) {
+    sum[0] = (int64_t)(uint64_t)(unsigned __int128)o.sum;
+    sum[1] = (int64_t)(o.sum >> 64);
+  }
+}
+
+void tl_u8_sums(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq) {
+  detect_vnni();
+  if (has_vnni) {
+    sums_vnni(x, n, d, sum, sq);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t s = 0, q = 0;
+    for (int64_t k = 0; k < d; k++) {
+      s += x[i * d + k];
+      q += (int64_t)x[i * d + k] * x[i * d + k];
+    }
+    sum[i] = s, sq[i] = q;
+  }
 }
 
 int tl_pair_u8_limit(int vnni) {

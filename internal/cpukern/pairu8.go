@@ -3,7 +3,14 @@ package cpukern
 // #include "pairu8.h"
 import "C"
 
-import "unsafe"
+import (
+	"math"
+	"math/big"
+	"math/bits"
+	"unsafe"
+
+	"github.com/tapeloop/tapeloop/internal/parallel"
+)
 
 // U8Metric is what PairU8 computes for each pair of 8-bit rows.
 type U8Metric int
@@ -24,42 +31,112 @@ type U8Rows struct {
 	SumSq []int64
 }
 
-// NewU8Rows computes the rows' sums.
+// NewU8Rows computes the rows' sums, on every core.
 func NewU8Rows(x []uint8, n, d int) *U8Rows {
-	r := &U8Rows{X: x, N: n, D: d, Sum: make([]int64, n), SumSq: make([]int64, n)}
-	for i := range n {
-		var s, q int64
-		for _, v := range x[i*d : (i+1)*d] {
-			s += int64(v)
-			q += int64(v) * int64(v)
-		}
-		r.Sum[i], r.SumSq[i] = s, q
+	if n < 0 || d < 0 || len(x) < n*d {
+		panic("cpukern: NewU8Rows arguments out of range")
 	}
+	r := &U8Rows{X: x, N: n, D: d, Sum: make([]int64, n), SumSq: make([]int64, n)}
+	if n == 0 || d == 0 {
+		return r
+	}
+	parallel.For(n, max(1, (1<<20)/d), func(lo, hi int) {
+		C.tl_u8_sums((*C.uint8_t)(unsafe.Pointer(&x[lo*d])), C.int64_t(hi-lo), C.int64_t(d), (*C.int64_t)(&r.Sum[lo]),
+			(*C.int64_t)(&r.SumSq[lo]))
+	})
 	return r
 }
 
-// PairU8 sets out[i·ldo+j] (out a []float32 or []float64) to metric k of
-// row a0+i and row b0+j of x, for i < m, j < n, exactly in integers, then
-// converted (correctly rounded; cosine in float64).
-func PairU8[T float32 | float64](x *U8Rows, a0, m, b0, n int, k U8Metric, out []T, ldo int) {
+// U8Value is an output type of PairU8.
+type U8Value interface {
+	float32 | float64 | int32 | int64
+}
+
+// U8MaxAbs is the largest |value| metric k can take over rows of d
+// bytes: d·255² for dot and l2, d·255 for l1 (cosine: 1); 0 when it
+// exceeds an int64 (ok false).
+func U8MaxAbs(k U8Metric, d int) (v int64, ok bool) {
+	per := int64(255 * 255)
+	switch k {
+	case U8L1:
+		per = 255
+	case U8Cosine:
+		return 1, true
+	}
+	if d < 0 || int64(d) > math.MaxInt64/per {
+		return 0, false
+	}
+	return int64(d) * per, true
+}
+
+// PairU8 sets out[i·ldo+j] to metric k of row a0+i and row b0+j of x, for
+// i < m, j < n, exactly in integers, then converted (correctly rounded;
+// cosine in float64, and for the float types only). An integer out must
+// hold every value the metric can take (U8MaxAbs).
+func PairU8[T U8Value](x *U8Rows, a0, m, b0, n int, k U8Metric, out []T, ldo int) {
+	PairU8T(x, a0, m, b0, n, k, out, nil, ldo, n)
+}
+
+// PairU8T is PairU8 that, for the columns j ≥ tj, also stores the
+// transposes at tout[j·ldo+i] (tout may be nil when tj ≥ n): with out at
+// element (a0, b0) of a symmetric (N, N) matrix and tout at (b0, a0), ldo
+// N, it fills both halves. It returns the sum of the integer values it
+// stored, those stored twice counted twice (0 for cosine).
+func PairU8T[T U8Value](x *U8Rows, a0, m, b0, n int, k U8Metric, out, tout []T, ldo, tj int) Int128 {
 	d := x.D
 	if m <= 0 || n <= 0 {
-		return
+		return Int128{}
 	}
-	if a0 < 0 || b0 < 0 || a0+m > x.N || b0+n > x.N || ldo < n || len(out) < (m-1)*ldo+n {
+	tj = max(tj, 0)
+	if a0 < 0 || b0 < 0 || a0+m > x.N || b0+n > x.N || ldo < n || len(out) < (m-1)*ldo+n ||
+		(tj < n && (ldo < m || len(tout) < (n-1)*ldo+m)) {
 		panic("cpukern: PairU8 arguments out of range")
 	}
-	var o32 *C.float
-	var o64 *C.double
-	switch o := any(out).(type) {
+	var typ C.int
+	switch any(out).(type) {
 	case []float32:
-		o32 = (*C.float)(&o[0])
+		typ = C.TL_OUT_F32
 	case []float64:
-		o64 = (*C.double)(&o[0])
+		typ = C.TL_OUT_F64
+	case []int32:
+		typ = C.TL_OUT_I32
+	default:
+		typ = C.TL_OUT_I64
 	}
+	if k == U8Cosine && (typ == C.TL_OUT_I32 || typ == C.TL_OUT_I64) {
+		panic("cpukern: PairU8 cosine into integers")
+	}
+	var tp unsafe.Pointer
+	if tj < n {
+		tp = unsafe.Pointer(&tout[0])
+	}
+	var sum [2]C.int64_t
 	C.tl_pair_u8(C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.uint8_t)(unsafe.Pointer(&x.X[a0*d])), C.int64_t(d),
 		(*C.uint8_t)(unsafe.Pointer(&x.X[b0*d])), C.int64_t(d), C.int(k), (*C.int64_t)(&x.Sum[a0]),
-		(*C.int64_t)(&x.SumSq[a0]), (*C.int64_t)(&x.SumSq[b0]), o32, o64, C.int64_t(ldo))
+		(*C.int64_t)(&x.SumSq[a0]), (*C.int64_t)(&x.SumSq[b0]), unsafe.Pointer(&out[0]), tp, typ, C.int64_t(ldo),
+		C.int64_t(min(tj, n)), &sum[0])
+	return Int128{Hi: int64(sum[1]), Lo: uint64(sum[0])}
+}
+
+// Int128 is a 128-bit two's-complement integer: exact sums of many int64
+// values.
+type Int128 struct {
+	Hi int64
+	Lo uint64
+}
+
+// Add is s + o (wrapping beyond 128 bits).
+func (s Int128) Add(o Int128) Int128 {
+	lo, c := bits.Add64(s.Lo, o.Lo, 0)
+	return Int128{Hi: s.Hi + o.Hi + int64(c), Lo: lo}
+}
+
+// Float64 is s correctly rounded.
+func (s Int128) Float64() float64 {
+	b := new(big.Int).Lsh(big.NewInt(s.Hi), 64)
+	b.Add(b, new(big.Int).SetUint64(s.Lo))
+	f, _ := new(big.Float).SetInt(b).Float64()
+	return f
 }
 
 // limitU8 makes PairU8 use its portable loops (vnni false) or what the CPU

@@ -106,3 +106,94 @@ func BenchmarkPairU8(b *testing.B) {
 		rate(b)
 	})
 }
+
+// refU8 is metric k of rows a and b, in int64 arithmetic.
+func refU8(k U8Metric, a, b []uint8) int64 {
+	var dot, l1, sa, sb int64
+	for q := range a {
+		p, r := int64(a[q]), int64(b[q])
+		dot += p * r
+		l1 += max(p-r, r-p)
+		sa += p * p
+		sb += r * r
+	}
+	switch k {
+	case U8L1:
+		return -l1
+	case U8L2:
+		return -(sa + sb - 2*dot)
+	}
+	return dot
+}
+
+// TestPairU8Symmetric: integer and float outputs of the integer metrics
+// written into a symmetric matrix block by block, each block's upper part
+// and its transposes below (PairU8T), equal an int64 reference loop at
+// every element, the elements outside the blocks' reach untouched, and
+// the returned sum equals the reference's; with VNNI and the portable
+// loops, N odd and D not a multiple of 4.
+func TestPairU8Symmetric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 37))
+	defer limitU8(true)
+	for _, vnni := range []bool{true, false} {
+		limitU8(vnni)
+		for _, sz := range [][3]int{{1, 1, 1}, {37, 63, 5}, {71, 1001, 13}, {45, 130, 45}} {
+			n, d, blk := sz[0], sz[1], sz[2]
+			x := make([]uint8, n*d)
+			for i := range x {
+				x[i] = uint8(rng.IntN(256))
+			}
+			for i := range x[:d] {
+				x[i] = 255
+			}
+			rows := NewU8Rows(x, n, d)
+			for _, k := range []U8Metric{U8L1, U8L2, U8Dot} {
+				want := make([]int64, n*n)
+				var total int64
+				for i := range n {
+					for j := range n {
+						want[i*n+j] = refU8(k, x[i*d:(i+1)*d], x[j*d:(j+1)*d])
+						total += want[i*n+j]
+					}
+				}
+				checkSym[int64](t, rows, k, want, total, n, blk, vnni)
+				checkSym[int32](t, rows, k, want, total, n, blk, vnni)
+				checkSym[float64](t, rows, k, want, total, n, blk, vnni)
+				checkSym[float32](t, rows, k, want, total, n, blk, vnni)
+			}
+		}
+	}
+}
+
+// checkSym fills an (n, n) matrix of T in blocks of blk rows, each block
+// from its first row's column on in two calls (columns split at an odd
+// place), and checks it against want.
+func checkSym[T U8Value](t *testing.T, rows *U8Rows, k U8Metric, want []int64, total int64, n, blk int, vnni bool) {
+	t.Helper()
+	const guard = -7
+	full := make([]T, n*n+1)
+	for i := range full {
+		full[i] = guard
+	}
+	var sum Int128
+	for lo := 0; lo < n; lo += blk {
+		m := min(blk, n-lo)
+		split := lo + (n-lo)/3
+		for _, c := range [][2]int{{lo, split}, {split, n}} {
+			if c[1] > c[0] {
+				sum = sum.Add(PairU8T(rows, lo, m, c[0], c[1]-c[0], k, full[lo*n+c[0]:], full[c[0]*n+lo:], n, lo+m-c[0]))
+			}
+		}
+	}
+	for i, w := range want {
+		if float64(full[i]) != float64(T(w)) {
+			t.Fatalf("%T vnni %v n %d d %d metric %d: element (%d, %d) is %v, want %v", full[0], vnni, n, rows.D, k, i/n, i%n, full[i], w)
+		}
+	}
+	if full[n*n] != guard {
+		t.Fatalf("%T: written past the matrix", full[0])
+	}
+	if sum.Hi != total>>63 || int64(sum.Lo) != total || sum.Float64() != float64(total) {
+		t.Fatalf("%T vnni %v n %d metric %d: sum %+v, want %d", full[0], vnni, n, k, sum, total)
+	}
+}

@@ -31,10 +31,12 @@ type Dtype struct {
 	Order binary.ByteOrder
 }
 
-// Float32 and Float64 are the little-endian float types the writer emits.
+// Float32, Float64, Int32 and Int64 are the little-endian types the
+// writer emits.
 var (
 	Float32 = Dtype{Kind: 'f', Size: 4, Order: binary.LittleEndian}
 	Float64 = Dtype{Kind: 'f', Size: 8, Order: binary.LittleEndian}
+	Int32   = Dtype{Kind: 'i', Size: 4, Order: binary.LittleEndian}
 	Int64   = Dtype{Kind: 'i', Size: 8, Order: binary.LittleEndian}
 )
 

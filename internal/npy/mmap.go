@@ -16,7 +16,7 @@ import (
 // the process: the read that finds the data gone gets zeros, and the
 // process reports the file (named as NameInput says, else by its path) and
 // ends with exit status 1, its pending outputs removed. See guard.go.
-type Mapped[T float32 | float64] struct {
+type Mapped[T float32 | float64 | uint8] struct {
 	Header
 	Data []T
 	mem  []byte
@@ -24,11 +24,12 @@ type Mapped[T float32 | float64] struct {
 }
 
 // Map maps the .npy file at path when its dtype is exactly T in
-// little-endian byte order (float32: '<f4', float64: '<f8') in C order. It
+// little-endian byte order (float32: '<f4', float64: '<f8', uint8: '|u1')
+// in C order. It
 // returns ok == false, and no error, for any other dtype or order, and when
 // the mapping could not be watched for a truncation, so the caller can
 // fall back to reading and converting.
-func Map[T float32 | float64](path string) (m *Mapped[T], ok bool, err error) {
+func Map[T float32 | float64 | uint8](path string) (m *Mapped[T], ok bool, err error) {
 	f, err := Open(path)
 	if err != nil {
 		return nil, false, err
@@ -36,10 +37,14 @@ func Map[T float32 | float64](path string) (m *Mapped[T], ok bool, err error) {
 	defer f.Close()
 	var zero T
 	want := Float32
-	if unsafe.Sizeof(zero) == 8 {
+	switch unsafe.Sizeof(zero) {
+	case 8:
 		want = Float64
+	case 1:
+		want = Dtype{Kind: 'u', Size: 1}
 	}
-	if f.Dtype.Kind != 'f' || f.Dtype.Size != want.Size || f.Dtype.Order != binary.LittleEndian || f.Len() == 0 || f.Transposed() {
+	if f.Dtype.Kind != want.Kind || f.Dtype.Size != want.Size || (want.Size > 1 && f.Dtype.Order != binary.LittleEndian) ||
+		f.Len() == 0 || f.Transposed() {
 		return nil, false, nil
 	}
 	st, err := f.f.Stat()

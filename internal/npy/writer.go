@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 )
 
 // Writer streams elements into a .npy file whose shape is fixed up front.
@@ -19,10 +20,10 @@ type Writer struct {
 }
 
 // NewWriter writes the header for an array of the given little-endian
-// float32, float64 or int64 dtype and shape, and returns a Writer for its
-// elements in C order.
+// float32, float64, int32 or int64 dtype and shape, and returns a Writer
+// for its elements in C order.
 func NewWriter(w io.Writer, dtype Dtype, shape []int) (*Writer, error) {
-	if dtype != Float32 && dtype != Float64 && dtype != Int64 {
+	if dtype != Float32 && dtype != Float64 && dtype != Int32 && dtype != Int64 {
 		return nil, fmt.Errorf("%w for writing: %s", ErrDtype, dtype)
 	}
 	hdr := EncodeHeader(dtype, shape)
@@ -65,24 +66,66 @@ func EncodeHeader(dtype Dtype, shape []int) []byte {
 
 var errOverflow = errors.New("npy: more elements written than the shape holds")
 
-// Write32 appends float32 elements (converted when the file is float64).
+// Write32 appends float32 elements (converted when the file is float64;
+// into an integer file each must be an integer it holds).
 func (w *Writer) Write32(src []float32) error { return write(w, src) }
 
-// Write64 appends float64 elements (rounded when the file is float32).
+// Write64 appends float64 elements (rounded when the file is float32; into
+// an integer file each must be an integer it holds).
 func (w *Writer) Write64(src []float64) error { return write(w, src) }
 
-// WriteInt64 appends int64 elements to an int64 file.
-func (w *Writer) WriteInt64(src []int64) error {
-	if w.dtype != Int64 {
-		return fmt.Errorf("%w: int64 elements into a %s file", ErrDtype, w.dtype)
+// WriteInt32 appends int32 elements to an int32 or int64 file.
+func (w *Writer) WriteInt32(src []int32) error { return writeInt(w, src) }
+
+// WriteInt64 appends int64 elements to an int64 file, or an int32 file
+// when each fits.
+func (w *Writer) WriteInt64(src []int64) error { return writeInt(w, src) }
+
+// littleEndian: the host stores numbers as a little-endian .npy does, so
+// elements of the file's own type are written as they lie in memory.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// writeRaw writes src, elements of the file's own type, as their bytes
+// (on a little-endian host; false otherwise), without a copy.
+func writeRaw[T float32 | float64 | int32 | int64](w *Writer, src []T) (bool, error) {
+	var zero T
+	if !littleEndian || int(unsafe.Sizeof(zero)) != w.dtype.Size {
+		return false, nil
+	}
+	if w.done+len(src) > w.total {
+		return true, errOverflow
+	}
+	if len(src) == 0 {
+		return true, nil
+	}
+	if _, err := w.w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), len(src)*w.dtype.Size)); err != nil {
+		return true, err
+	}
+	w.done += len(src)
+	return true, nil
+}
+
+func writeInt[T int32 | int64](w *Writer, src []T) error {
+	if w.dtype.Kind != 'i' {
+		return fmt.Errorf("%w: integer elements into a %s file", ErrDtype, w.dtype)
+	}
+	if ok, err := writeRaw(w, src); ok {
+		return err
 	}
 	if w.done+len(src) > w.total {
 		return errOverflow
 	}
 	var b [8]byte
 	for _, v := range src {
-		binary.LittleEndian.PutUint64(b[:], uint64(v))
-		if _, err := w.w.Write(b[:]); err != nil {
+		if w.dtype.Size == 4 {
+			if int64(v) != int64(int32(v)) {
+				return fmt.Errorf("%w: %d does not fit an int32 file", ErrDtype, v)
+			}
+			binary.LittleEndian.PutUint32(b[:], uint32(v))
+		} else {
+			binary.LittleEndian.PutUint64(b[:], uint64(v))
+		}
+		if _, err := w.w.Write(b[:w.dtype.Size]); err != nil {
 			return err
 		}
 	}
@@ -91,8 +134,10 @@ func (w *Writer) WriteInt64(src []int64) error {
 }
 
 func write[T float32 | float64](w *Writer, src []T) error {
-	if w.dtype == Int64 {
-		return fmt.Errorf("%w: float elements into an int64 file", ErrDtype)
+	if w.dtype.Kind == 'f' {
+		if ok, err := writeRaw(w, src); ok {
+			return err
+		}
 	}
 	if w.done+len(src) > w.total {
 		return errOverflow
@@ -105,11 +150,25 @@ func write[T float32 | float64](w *Writer, src []T) error {
 	for len(src) > 0 {
 		n := min(len(src), chunk)
 		b := w.buf[:n*sz]
-		if sz == 4 {
+		switch {
+		case w.dtype.Kind == 'i':
+			lim := math.Ldexp(1, 8*sz-1) // 2^31 or 2^63
+			for i, v := range src[:n] {
+				f := float64(v)
+				if f != math.Trunc(f) || f < -lim || f >= lim {
+					return fmt.Errorf("%w: %v is not an integer a %s file holds", ErrDtype, f, w.dtype.Name())
+				}
+				if sz == 4 {
+					binary.LittleEndian.PutUint32(b[4*i:], uint32(int32(f)))
+				} else {
+					binary.LittleEndian.PutUint64(b[8*i:], uint64(int64(f)))
+				}
+			}
+		case sz == 4:
 			for i, v := range src[:n] {
 				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
 			}
-		} else {
+		default:
 			for i, v := range src[:n] {
 				binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(float64(v)))
 			}

@@ -196,8 +196,8 @@ func ReadMeta(z *npy.NPZ, path string) (Meta, error) {
 	switch {
 	case m.D < 1:
 		return Meta{}, fmt.Errorf("%w: %s: D = %d values per image makes no sense", ErrShards, path, m.D)
-	case m.Dtype != "float32" && m.Dtype != "float64":
-		return Meta{}, fmt.Errorf("%w: %s: dtype %q, want float32 or float64", ErrShards, path, m.Dtype)
+	case m.Dtype != "float32" && m.Dtype != "float64" && m.Dtype != "int32" && m.Dtype != "int64":
+		return Meta{}, fmt.Errorf("%w: %s: dtype %q, want float32, float64, int32 or int64", ErrShards, path, m.Dtype)
 	case m.TopK < 0 || (m.TopK > 0 && m.TopK >= m.N):
 		return Meta{}, fmt.Errorf("%w: %s: top-k %d of N = %d makes no sense", ErrShards, path, m.TopK, m.N)
 	case m.Count < 1 || m.Index < 0 || m.Index >= m.Count:
@@ -259,10 +259,9 @@ func Merge(out string, paths []string) error {
 	if ref.TopK > 0 && !strings.HasSuffix(strings.ToLower(out), ".npz") {
 		return fmt.Errorf("%w: --out %s: top-k shards merge into an .npz archive of indices and values: name it FILE.npz", ErrShards, out)
 	}
-	dt := npy.Float32
-	if ref.Dtype == "float64" {
-		dt = npy.Float64
-	}
+	// Integer affinities (of 8-bit images) pass through float64 exactly:
+	// their magnitude is far below 2⁵³.
+	dt := map[string]npy.Dtype{"float32": npy.Float32, "float64": npy.Float64, "int32": npy.Int32, "int64": npy.Int64}[ref.Dtype]
 	// Every member's shape is checked before anything is written, and the
 	// output's size against the disk: shard metadata is input too.
 	members, cols := []string{"affinity"}, ref.N
