@@ -12,6 +12,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -48,16 +49,25 @@ func (u *UniformQueries) Read64(dst []float64, _ int) error {
 	return nil
 }
 
-// uniformGrain is the fewest queries worth a goroutine of their own.
-const uniformGrain = 1 << 13
+// uniformChunk is the queries a goroutine generates at a time: a read is
+// handed out in chunks to the cores as each is free, so that a core busy
+// with something else, or a goroutine started late, does not hold up the
+// batch.
+const uniformChunk = 1 << 13
 
+// readUniform generates the next len(dst) queries, each chunk from the
+// stream's state at its first query: with AVX-512 on the C kernel, else
+// in Go (uniformFill).
 func readUniform[T float32 | float64](u *UniformQueries, dst []T) {
 	if u.pos == 0 {
 		u.state = pcg{u.Seed, 0x7a9e100b}
 	}
 	s, lo, span := u.state, u.Lo, u.Hi-u.Lo
-	parallel.For(len(dst), uniformGrain, func(a, b int) {
-		uniformFill(dst[a:b], pcgStep.pow(uint64(a)).apply(s), lo, span)
+	parallel.Dynamic(len(dst), uniformChunk, func(a, b int) {
+		st := pcgStep.pow(uint64(a)).apply(s)
+		if !cpukern.PCGUniform(dst[a:b], st.hi, st.lo, lo, span) {
+			uniformFill(dst[a:b], st, lo, span)
+		}
 	})
 	u.state = pcgStep.pow(uint64(len(dst))).apply(s)
 	u.pos += len(dst)

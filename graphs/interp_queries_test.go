@@ -86,7 +86,7 @@ func TestUniformQueriesAreRandsStream(t *testing.T) {
 // many threads generate them: GOMAXPROCS 1, 2 and 5 (more goroutines than
 // this machine has cores) give the same values, which are rand's.
 func TestUniformQueriesThreads(t *testing.T) {
-	const n = 5*uniformGrain + 333 // up to 5 parts of a read
+	const n = 5*uniformChunk + 333 // 6 chunks in the first read
 	batches := []int{n - 1000, 999, 1}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, c := range uniformCases {
@@ -96,6 +96,29 @@ func TestUniformQueriesThreads(t *testing.T) {
 			got := readAll[float32](t, &UniformQueries{N: n, Lo: c.lo, Hi: c.hi, Seed: c.seed}, n, batches)
 			if i := firstDiff(got, want); i >= 0 {
 				t.Errorf("seed %d, GOMAXPROCS %d: query %d is %g, want %g", c.seed, procs, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestUniformFillIsRands checks the Go loop that generates the queries on
+// CPUs without AVX-512 (this one may take the C kernel in
+// UniformQueries) bit for bit against math/rand/v2, from random states,
+// at lengths below, at and past its 4 lanes.
+func TestUniformFillIsRands(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, n := range []int{1, 2, 3, 4, 5, 7, 1001} {
+		for _, c := range uniformCases {
+			s := pcg{rng.Uint64(), rng.Uint64()}
+			ref := rand.New(rand.NewPCG(s.hi, s.lo))
+			got64, got32 := make([]float64, n), make([]float32, n)
+			uniformFill(got64, s, c.lo, c.hi-c.lo)
+			uniformFill(got32, s, c.lo, c.hi-c.lo)
+			for i := range n {
+				w := c.lo + (c.hi-c.lo)*ref.Float64()
+				if math.Float64bits(got64[i]) != math.Float64bits(w) || math.Float32bits(got32[i]) != math.Float32bits(float32(w)) {
+					t.Fatalf("n %d, state %x, [%g, %g): %d is %g and %g, want %g", n, s, c.lo, c.hi, i, got64[i], got32[i], w)
+				}
 			}
 		}
 	}
