@@ -153,3 +153,26 @@ func TestPCGJump(t *testing.T) {
 		}
 	}
 }
+
+// TestUniformQueriesReadAllocs checks that a read of a whole batch
+// allocates no buffer: at most the goroutines' bookkeeping of a parallel
+// loop, a few hundred bytes, against the batch's 256 KiB.
+func TestUniformQueriesReadAllocs(t *testing.T) {
+	const batch = 1 << 16
+	u := &UniformQueries{N: 1 << 40, Lo: 0, Hi: 1, Seed: 1}
+	dst := make([]float32, batch)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		if err := u.Read32(dst, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perRead := (after.TotalAlloc - before.TotalAlloc) / 100
+	allocs := testing.AllocsPerRun(20, func() { u.Read32(dst, 0) })
+	t.Logf("%.0f allocations, %d bytes per read of %d queries", allocs, perRead, batch)
+	if perRead > 1024 || allocs > 16 {
+		t.Errorf("a read allocates %.0f objects, %d bytes: want at most 16 and 1024", allocs, perRead)
+	}
+}
