@@ -134,3 +134,66 @@ func benchmarkSteadyState(b *testing.B, batch int, newJob func() engine.Job) {
 	b.ReportMetric(median(drift), "drift")
 	b.ReportMetric(slices.Max(growth), "heap-growth-B")
 }
+
+// BenchmarkInterpBatchVsOp times the batches of `tapeloop interp` on its
+// built-in case (graphs.OpenInterp on the default spec, run on the
+// engine's device as the CLI runs it: per batch, the queries generated,
+// the graph run, the results consumed) against the op alone on a batch of
+// the same queries, alternating: each iteration is one whole run, the
+// median of its full batches' times (the engine's own record, from Feed to
+// the end of Consume: what the CLI's summary line reports) set against the
+// median of as many calls of the op alone. It reports the ratio of the two
+// medians, min and median over the iterations ("batch/op-min",
+// "batch/op"), and each side's median time per batch.
+func BenchmarkInterpBatchVsOp(b *testing.B) {
+	spec := graphs.DefaultInterpSpec()
+	dev, err := engine.Open(engine.Engine{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tab := seedTable(b, ops.ReduceSumSq, ops.MethodAuto)
+	var op *ops.Interp1D
+	var x *tensor.Dense
+	var ratios, batchMs, opMs []float64
+	for b.Loop() {
+		t, err := graphs.OpenInterp(spec, dev, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := dev.Run(context.Background(), t.Job())
+		t.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := out.Plan.Batch
+		if op == nil { // the op on the run's first batch of queries
+			op = ops.NewInterp1D(tab, ops.ReduceSumSq, ops.MethodAuto, tensor.Float32, batch)
+			x = tensor.New(tensor.WithShape(batch), tensor.Of(tensor.Float32))
+			dx, _ := spec.Spacing(seedG)
+			q := &graphs.UniformQueries{N: batch, Lo: spec.A, Hi: spec.A + (seedG-1)*dx, Seed: spec.Seed}
+			if err := q.Read32(x.Data().([]float32), 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var full, alone []float64
+		for k, it := range out.Iterations {
+			if (k+1)*batch <= out.Plan.Items {
+				full = append(full, it.Seconds)
+			}
+		}
+		for range full {
+			t0 := time.Now()
+			if _, err := op.Do(x); err != nil {
+				b.Fatal(err)
+			}
+			alone = append(alone, time.Since(t0).Seconds())
+		}
+		mb, mo := median(full), median(alone)
+		batchMs, opMs = append(batchMs, mb*1e3), append(opMs, mo*1e3)
+		ratios = append(ratios, mb/mo)
+	}
+	b.ReportMetric(slices.Min(ratios), "batch/op-min")
+	b.ReportMetric(median(ratios), "batch/op")
+	b.ReportMetric(median(batchMs), "batch-ms")
+	b.ReportMetric(median(opMs), "op-ms")
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 
 	"gorgonia.org/tensor"
 
@@ -13,45 +12,65 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/checkpoint"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
 // UniformQueries are N points uniform on [Lo, Hi) from a PCG generator with
 // a fixed seed, generated as they are read: they take no memory. They are
-// the built-in case's queries (InterpSpec without X).
+// the built-in case's queries (InterpSpec without X). Query i is
+// Lo + (Hi−Lo)·u_i with u_i the (i+1)-th Float64 of
+// rand.New(rand.NewPCG(Seed, 0x7a9e100b)), whatever the batches and the
+// number of threads: a read is split over the cores, each part generated
+// from the stream's state at its first query, reached by jumping ahead.
 type UniformQueries struct {
 	N      int
 	Lo, Hi float64
 	Seed   uint64
-	rng    *rand.Rand
+	pos    int // the queries read so far
+	state  pcg // the generator's state after pos queries
 }
 
 // Len is N.
 func (u *UniformQueries) Len() int { return u.N }
 
-func (u *UniformQueries) next() float64 {
-	if u.rng == nil {
-		u.rng = rand.New(rand.NewPCG(u.Seed, 0x7a9e100b))
-	}
-	return u.Lo + (u.Hi-u.Lo)*u.rng.Float64()
-}
-
-// Read32 generates len(dst) points.
+// Read32 generates the next len(dst) points.
 func (u *UniformQueries) Read32(dst []float32, _ int) error {
-	for i := range dst {
-		dst[i] = float32(u.next())
-	}
+	readUniform(u, dst)
 	return nil
 }
 
-// Read64 generates len(dst) points.
+// Read64 generates the next len(dst) points.
 func (u *UniformQueries) Read64(dst []float64, _ int) error {
-	for i := range dst {
-		dst[i] = u.next()
-	}
+	readUniform(u, dst)
 	return nil
+}
+
+// uniformChunk is the queries a goroutine generates at a time: a read is
+// handed out in chunks to the cores as each is free, so that a core busy
+// with something else, or a goroutine started late, does not hold up the
+// batch.
+const uniformChunk = 1 << 13
+
+// readUniform generates the next len(dst) queries, each chunk from the
+// stream's state at its first query: with AVX-512 on the C kernel, else
+// in Go (uniformFill).
+func readUniform[T float32 | float64](u *UniformQueries, dst []T) {
+	if u.pos == 0 {
+		u.state = pcg{u.Seed, 0x7a9e100b}
+	}
+	s, lo, span := u.state, u.Lo, u.Hi-u.Lo
+	parallel.Dynamic(len(dst), uniformChunk, func(a, b int) {
+		st := pcgStep.pow(uint64(a)).apply(s)
+		if !cpukern.PCGUniform(dst[a:b], st.hi, st.lo, lo, span) {
+			uniformFill(dst[a:b], st, lo, span)
+		}
+	})
+	u.state = pcgStep.pow(uint64(len(dst))).apply(s)
+	u.pos += len(dst)
 }
 
 // NpyQueries streams the queries of a (N,) .npy file of any numeric dtype.

@@ -22,7 +22,21 @@ type BatchStats struct {
 
 	Batch, Dims int
 	valid       int
+	src         StatsSource
 	out         *tensor.Dense
+}
+
+// A StatsSource is an op that can reduce its own output as BatchStats does
+// while it computes it, so that BatchStats need not read the output again:
+// a pass fused into the op, where the op's work can hide it.
+type StatsSource interface {
+	// KeepStats makes the op compute the figures in its following runs.
+	KeepStats()
+	// TakeStats returns the sum, added in order in float64, and the
+	// maximum of the first n elements of the output of the op's last run,
+	// and true: once after a run that computed them for n elements, else
+	// false.
+	TakeStats(n int) (sum, max float64, ok bool)
 }
 
 // RowCounter is implemented by ops whose result depends on how many of the
@@ -42,6 +56,15 @@ func NewBatchStats(batch, dims int) *BatchStats {
 
 // SetValidRows sets how many leading rows the next run reduces.
 func (op *BatchStats) SetValidRows(n int) { op.valid = min(max(n, 0), op.Batch) }
+
+// Fuse makes op take its figures from src, the op whose output is op's
+// input, which then computes them as it computes its output; op reads its
+// input itself only after a run of src that has none for it (a path of
+// src's that does not keep them).
+func (op *BatchStats) Fuse(src StatsSource) {
+	src.KeepStats()
+	op.src = src
+}
 
 // Arity is 1.
 func (op *BatchStats) Arity() int { return 1 }
@@ -73,6 +96,12 @@ func (op *BatchStats) Do(in ...G.Value) (G.Value, error) {
 	}
 	n := op.valid * (x.Shape().TotalSize() / op.Batch)
 	dst := op.out.Data().([]float64)
+	if op.src != nil {
+		if sum, mx, ok := op.src.TakeStats(n); ok {
+			dst[0], dst[1] = sum, mx
+			return op.out, nil
+		}
+	}
 	switch v := x.Data().(type) {
 	case []float32:
 		dst[0], dst[1] = sumMax(v[:n])
@@ -86,7 +115,12 @@ func (op *BatchStats) Do(in ...G.Value) (G.Value, error) {
 
 // sumMax is Σ x added in order in float64, and max x (−Inf when empty).
 func sumMax[T float32 | float64](x []T) (sum, mx float64) {
-	mx = math.Inf(-1)
+	return sumMaxFrom(x, 0, math.Inf(-1))
+}
+
+// sumMaxFrom continues sumMax over x from the sum and maximum of the
+// elements before it.
+func sumMaxFrom[T float32 | float64](x []T, sum, mx float64) (float64, float64) {
 	for _, v := range x {
 		f := float64(v)
 		sum += f
@@ -98,7 +132,12 @@ func sumMax[T float32 | float64](x []T) (sum, mx float64) {
 }
 
 // WriteHash writes every parameter of the op.
-func (op *BatchStats) WriteHash(h hash.Hash) { fmt.Fprintf(h, "BatchStats %d %d", op.Batch, op.Dims) }
+func (op *BatchStats) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "BatchStats %d %d", op.Batch, op.Dims)
+	if op.src != nil {
+		fmt.Fprint(h, " fused")
+	}
+}
 
 // Hashcode is the FNV-1a hash of WriteHash.
 func (op *BatchStats) Hashcode() uint32 { return opkit.Hashcode(op) }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -254,6 +256,36 @@ type Interp1D struct {
 
 	valid int // the real queries of the next batch; 0: all of it
 	out   *tensor.Dense
+
+	keep  bool          // compute the stats of each run (KeepStats)
+	stats batchFigures  // the last run's
+	done  []atomic.Bool // per chunk of grain queries: evaluated (evalSummed)
+}
+
+// batchFigures are BatchStats' figures of a run's first n outputs.
+type batchFigures struct {
+	n       int
+	sum, mx float64
+	ok      bool
+}
+
+// KeepStats makes the sumsq and sum reductions on per-cell tables (the
+// default method) compute BatchStats' figures of their output as they
+// compute it: the batch is evaluated in chunks handed out in order, and
+// the calling goroutine adds up, in order, the chunks done so far between
+// its own, so that the sum, a chain of dependent additions, overlaps the
+// evaluation on the other cores instead of following it.
+func (op *Interp1D) KeepStats() { op.keep = true }
+
+// TakeStats returns the figures of the last run, once, when it computed
+// them for n outputs.
+func (op *Interp1D) TakeStats(n int) (sum, max float64, ok bool) {
+	f := op.stats
+	op.stats.ok = false
+	if !f.ok || f.n != n {
+		return 0, 0, false
+	}
+	return f.sum, f.mx, true
 }
 
 // SetValidRows sets how many leading queries of the next batch are real:
@@ -321,6 +353,7 @@ func (op *Interp1D) Do(in ...G.Value) (G.Value, error) {
 	if op.out == nil {
 		op.out = tensor.New(tensor.WithShape(op.outShape()...), tensor.Of(op.Dtype))
 	}
+	op.stats.ok = false
 	switch op.Dtype {
 	case tensor.Float32:
 		evalBatch(op, x.Data().([]float32), op.out.Data().([]float32), op.Table.fpT32)
@@ -358,8 +391,12 @@ func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
 			n = op.valid
 		}
 		formulaReduce(op.Formula, t, fpT, x[:n], out[:n])
+	case op.Reduce == ReduceSumSq && t.gram != nil && op.keep:
+		evalSummed(op, out, func(lo, hi int) { cpukern.InterpGram(out[lo:hi], x[lo:hi], g, t.gram) })
 	case op.Reduce == ReduceSumSq && t.gram != nil:
 		parallel.For(len(x), grain, func(lo, hi int) { cpukern.InterpGram(out[lo:hi], x[lo:hi], g, t.gram) })
+	case op.Reduce == ReduceSum && t.colsum != nil && op.keep:
+		evalSummed(op, out, func(lo, hi int) { cpukern.InterpColSum(out[lo:hi], x[lo:hi], g, t.colsum) })
 	case op.Reduce == ReduceSum && t.colsum != nil:
 		parallel.For(len(x), grain, func(lo, hi int) { cpukern.InterpColSum(out[lo:hi], x[lo:hi], g, t.colsum) })
 	case op.Reduce == ReduceNone:
@@ -374,6 +411,63 @@ func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
 			cpukern.InterpReduce(out[lo:hi], x[lo:hi], g, fpT, t.M, sumsq)
 		})
 	}
+}
+
+// evalSummed evaluates out in chunks of grain queries, eval(lo, hi) each,
+// handed out in order to up to GOMAXPROCS goroutines, and keeps the
+// figures of the valid outputs in op.stats: the calling goroutine adds up
+// the chunks in order as they are done (sumMaxFrom, the very additions of
+// BatchStats) and evaluates the next chunk whenever the one it is to add
+// is not done yet.
+func evalSummed[T float32 | float64](op *Interp1D, out []T, eval func(lo, hi int)) {
+	n := len(out)
+	nv := n
+	if op.valid > 0 {
+		nv = op.valid
+	}
+	nc := (n + grain - 1) / grain
+	if len(op.done) != nc {
+		op.done = make([]atomic.Bool, nc)
+	}
+	for i := range op.done {
+		op.done[i].Store(false)
+	}
+	var next atomic.Int64
+	// claim evaluates the next chunk not yet handed out; false: none left.
+	claim := func() bool {
+		c := int(next.Add(1)) - 1
+		if c >= nc {
+			return false
+		}
+		eval(c*grain, min((c+1)*grain, n))
+		op.done[c].Store(true)
+		return true
+	}
+	helpers := min(runtime.GOMAXPROCS(0), nc) - 1
+	var wg sync.WaitGroup
+	wg.Add(helpers)
+	for range helpers {
+		go func() {
+			defer wg.Done()
+			for claim() {
+			}
+		}()
+	}
+	sum, mx := 0.0, math.Inf(-1)
+	for c := 0; c < nc; {
+		switch {
+		case op.done[c].Load():
+			if lo, hi := c*grain, min((c+1)*grain, nv); lo < hi {
+				sum, mx = sumMaxFrom(out[lo:hi], sum, mx)
+			}
+			c++
+		case claim():
+		default: // chunk c is being evaluated by a helper
+			runtime.Gosched()
+		}
+	}
+	wg.Wait()
+	op.stats = batchFigures{n: nv, sum: sum, mx: mx, ok: true}
 }
 
 // ResidentBytes is the size of the prepared table.

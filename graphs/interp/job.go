@@ -96,7 +96,9 @@ func (w *Job) MaxBatch() int { return 1 << 16 }
 // Build is x (batch,) → Interp1D → y (batch,), or (batch, M) for
 // ReduceNone → BatchStats → [Σ y, max y]. The interpolation op reduces
 // over the M interpolants itself: with the Gram tables the reduction never
-// forms the M values.
+// forms the M values. On the CPU, BatchStats is fused into it
+// (ops.BatchStats.Fuse): the sum and sum of squares on per-cell tables add
+// up their output as they compute it.
 func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	x := G.NewVector(g, w.cfg.Dtype, G.WithShape(batch), G.WithName("x"))
 	i1 := ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch)
@@ -109,7 +111,11 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
 	}
-	stats, err := G.ApplyOpWithName(ops.NewBatchStats(batch, y.Dims()), "total", y)
+	bs := ops.NewBatchStats(batch, y.Dims())
+	if op == G.Op(i1) { // on the CPU, the op sums its output as it goes
+		bs.Fuse(i1)
+	}
+	stats, err := G.ApplyOpWithName(bs, "total", y)
 	if err != nil {
 		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
 	}
