@@ -1,7 +1,8 @@
 package cpukern
 
 // The wavelet sweep's kernels of wavelet.c: the Mexican hat's spectrum in
-// closed form, multiplied into the volume's, and the sums of a response.
+// closed form, multiplied into the volume's, the sums of a response, and
+// the energy of a spectrum.
 
 // #include "wavelet.h"
 import "C"
@@ -47,15 +48,52 @@ func HatMul(dst, spec []complex64, p [3]int, i0, i1, j0, j1 int, b [6]float64, s
 		C.double(c), HatThreshold, (*C.double)(&scratch[0]), (*C.double)(&energy[0]))
 }
 
+// What BlockSums computes: the sums Σ g and Σ g², the maximum, or both.
+const (
+	SumsOnly = 1
+	MaxOnly  = 2
+	SumsMax  = SumsOnly | MaxOnly
+)
+
 // BlockSums sets dst[0:3] to Σ g, Σ g² and max g, in float64, over the n1
-// rows of n2 values at x[j·ld:], j < n1 (max is NaN where a value is).
-func BlockSums(dst []float64, x []float32, ld, n1, n2 int) {
+// rows of n2 values at x[j·ld:], j < n1 (max is NaN where a value is);
+// what (SumsOnly, MaxOnly or SumsMax) says which: the others are left as
+// they were.
+func BlockSums(dst []float64, x []float32, ld, n1, n2, what int) {
+	if what < SumsOnly || what > SumsMax {
+		panic("cpukern: BlockSums: what is not SumsOnly, MaxOnly or SumsMax")
+	}
 	if n1 <= 0 || n2 <= 0 {
-		dst[0], dst[1], dst[2] = 0, 0, math.Inf(-1)
+		if what&SumsOnly != 0 {
+			dst[0], dst[1] = 0, 0
+		}
+		if what&MaxOnly != 0 {
+			dst[2] = math.Inf(-1)
+		}
 		return
 	}
 	if len(dst) < 3 || n2 > ld || (n1-1)*ld+n2 > len(x) {
 		panic("cpukern: BlockSums: rows outside the array")
 	}
-	C.tl_block_sums((*C.float)(&x[0]), C.int64_t(ld), C.int64_t(n1), C.int64_t(n2), (*C.double)(&dst[0]))
+	C.tl_block_sums((*C.float)(&x[0]), C.int64_t(ld), C.int64_t(n1), C.int64_t(n2), (*C.double)(&dst[0]), C.int(what))
+}
+
+// HalfEnergy sets dst[j−j0], for the rows j in [j0, j1) of every plane i,
+// to their part of Σ |c|² over the whole spectrum of a real array of dims
+// p whose half c is (p[0]·p[1]·(p[2]/2+1) coefficients, the last axis
+// halved): a row's coefficients count twice but its first and, p[2] even,
+// its last, whose mirror images are themselves. Each part is added over i
+// in order, so it does not depend on how the rows are split between calls.
+// By Parseval's theorem the total over all rows divided by
+// p[0]·p[1]·p[2] is Σ x² over the array.
+func HalfEnergy(dst []float64, c []complex64, p [3]int, j0, j1 int) {
+	h := p[2]/2 + 1
+	if len(c) < p[0]*p[1]*h || j0 < 0 || j1 > p[1] || len(dst) < j1-j0 {
+		panic("cpukern: HalfEnergy: short buffers or rows outside the array")
+	}
+	if j0 >= j1 || p[0] == 0 {
+		return
+	}
+	C.tl_half_energy((*C.float)(unsafe.Pointer(&c[0])), C.int64_t(p[0]), C.int64_t(p[1]), C.int64_t(p[2]),
+		C.int64_t(j0), C.int64_t(j1), (*C.double)(&dst[0]))
 }

@@ -136,7 +136,10 @@ static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_
   }
 }
 
-static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out) {
+// block_sums_of is block_sums for a constant what (1: Σ g and Σ g², 2:
+// max g, 3: both), so that what is left out costs nothing in the loop.
+static inline __attribute__((always_inline)) void SFX(block_sums_of)(const float *x, int64_t ld, int64_t n1, int64_t n2,
+                                                                     double *out, const int what) {
   VD s0 = (VD){0}, s1 = (VD){0}, q0 = (VD){0}, q1 = (VD){0}, mx = (VD){0} - INFINITY;
   double s = 0, q = 0, m = -INFINITY;
   for (int64_t j = 0; j < n1; j++) {
@@ -145,18 +148,24 @@ static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, 
     for (; k + 2 * W <= n2; k += 2 * W) {
       VF f0 = *(const VF *)(row + k), f1 = *(const VF *)(row + k + W);
       VD g0 = __builtin_convertvector(f0, VD), g1 = __builtin_convertvector(f1, VD);
-      s0 += g0;
-      s1 += g1;
-      q0 += g0 * g0;
-      q1 += g1 * g1;
-      mx = SFX(sel)((g0 > mx) | (g0 != g0), g0, mx);
-      mx = SFX(sel)((g1 > mx) | (g1 != g1), g1, mx);
+      if (what & 1) {
+        s0 += g0;
+        s1 += g1;
+        q0 += g0 * g0;
+        q1 += g1 * g1;
+      }
+      if (what & 2) {
+        mx = SFX(sel)((g0 > mx) | (g0 != g0), g0, mx);
+        mx = SFX(sel)((g1 > mx) | (g1 != g1), g1, mx);
+      }
     }
     for (; k < n2; k++) {
       const double g = row[k];
-      s += g;
-      q += g * g;
-      m = (g > m || g != g) ? g : m;
+      if (what & 1) {
+        s += g;
+        q += g * g;
+      }
+      if (what & 2) m = (g > m || g != g) ? g : m;
     }
   }
   s0 += s1;
@@ -166,7 +175,47 @@ static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, 
     q += q0[l];
     m = (mx[l] > m || mx[l] != mx[l]) ? mx[l] : m;
   }
-  out[0] = s, out[1] = q, out[2] = m;
+  if (what & 1) out[0] = s, out[1] = q;
+  if (what & 2) out[2] = m;
+}
+
+static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out, int what) {
+  switch (what) {
+  case 1: SFX(block_sums_of)(x, ld, n1, n2, out, 1); break;
+  case 2: SFX(block_sums_of)(x, ld, n1, n2, out, 2); break;
+  default: SFX(block_sums_of)(x, ld, n1, n2, out, 3);
+  }
+}
+
+// half_energy sets out[j − j0], j0 ≤ j < j1, to the rows' part of
+// Σ |c|² over the whole spectrum whose half c is (p0·p1·(p2/2+1) complex
+// floats, interleaved): per row, every coefficient twice but the first
+// and, p2 even, the last (their mirror images are not stored), added over
+// i in order.
+static void SFX(half_energy)(const float *c, int64_t p0, int64_t p1, int64_t p2, int64_t j0, int64_t j1, double *out) {
+  const int64_t h = p2 / 2 + 1;
+  for (int64_t j = j0; j < j1; j++) out[j - j0] = 0;
+  for (int64_t i = 0; i < p0; i++) {
+    for (int64_t j = j0; j < j1; j++) {
+      const float *row = c + 2 * (i * p1 + j) * h;
+      VD e0 = (VD){0}, e1 = (VD){0};
+      int64_t f = 0;
+      for (; f + 2 * W <= 2 * h; f += 2 * W) {
+        const VD a = __builtin_convertvector(*(const VF *)(row + f), VD);
+        const VD b = __builtin_convertvector(*(const VF *)(row + f + W), VD);
+        e0 += a * a;
+        e1 += b * b;
+      }
+      e0 += e1;
+      double e = 0;
+      for (int l = 0; l < W; l++) e += e0[l];
+      for (; f < 2 * h; f++) e += (double)row[f] * row[f];
+      e *= 2;
+      e -= (double)row[0] * row[0] + (double)row[1] * row[1];
+      if (p2 % 2 == 0) e -= (double)row[2 * h - 2] * row[2 * h - 2] + (double)row[2 * h - 1] * row[2 * h - 1];
+      out[j - j0] += e;
+    }
+  }
 }
 
 #undef VD

@@ -143,7 +143,8 @@ func testHatMul(t *testing.T, isa int) {
 }
 
 // TestBlockSums compares BlockSums with plain loops, on rows of odd
-// lengths inside a wider array, and with a NaN.
+// lengths inside a wider array, and with a NaN; the sums alone and the
+// maximum alone leave the other entries as they were.
 func TestBlockSums(t *testing.T) {
 	top := tl()
 	defer limitISA(top)
@@ -170,13 +171,84 @@ func testBlockSums(t *testing.T) {
 			}
 		}
 		got := make([]float64, 3)
-		BlockSums(got, x, ld, n1, n2)
+		BlockSums(got, x, ld, n1, n2, SumsMax)
 		if math.Abs(got[0]-s) > 1e-12*q || math.Abs(got[1]-q) > 1e-12*q || got[2] != m {
 			t.Errorf("n2=%d: got %v, want %v %v %v", n2, got, s, q, m)
 		}
+		mark := -12345.0
+		only := []float64{mark, mark, mark}
+		BlockSums(only, x, ld, n1, n2, SumsOnly)
+		if only[0] != got[0] || only[1] != got[1] || only[2] != mark {
+			t.Errorf("n2=%d: the sums alone %v, want %v %v and the mark", n2, only, got[0], got[1])
+		}
+		only = []float64{mark, mark, mark}
+		BlockSums(only, x, ld, n1, n2, MaxOnly)
+		if only[0] != mark || only[1] != mark || only[2] != m {
+			t.Errorf("n2=%d: the maximum alone %v, want the marks and %v", n2, only, m)
+		}
 		x[(n1/2)*ld+n2/2] = float32(math.NaN())
-		if BlockSums(got, x, ld, n1, n2); !math.IsNaN(got[0]) || !math.IsNaN(got[2]) {
+		if BlockSums(got, x, ld, n1, n2, SumsMax); !math.IsNaN(got[0]) || !math.IsNaN(got[2]) {
 			t.Errorf("n2=%d: with a NaN got %v", n2, got)
+		}
+	}
+}
+
+// TestHalfEnergy: the half spectrum of a random real array of odd and
+// even sizes, by a float64 discrete Fourier transform written out; the
+// parts of HalfEnergy over all rows, in two uneven calls, over the
+// array's size is Σ x² (Parseval) to float32's rounding of the
+// coefficients.
+func TestHalfEnergy(t *testing.T) {
+	top := tl()
+	defer limitISA(top)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, p := range [][3]int{{5, 4, 7}, {3, 6, 8}, {7, 5, 1}, {4, 3, 2}, {3, 5, 37}} {
+		x := make([]float64, p[0]*p[1]*p[2])
+		var want float64
+		for i := range x {
+			x[i] = rng.NormFloat64() + 0.5
+			want += x[i] * x[i]
+		}
+		h := p[2]/2 + 1
+		c := make([]complex64, p[0]*p[1]*h)
+		for k0 := range p[0] {
+			for k1 := range p[1] {
+				for k2 := range h {
+					var s complex128
+					for i := range p[0] {
+						for j := range p[1] {
+							for l := range p[2] {
+								ph := -2 * math.Pi * (float64(k0*i)/float64(p[0]) + float64(k1*j)/float64(p[1]) + float64(k2*l)/float64(p[2]))
+								s += complex(x[(i*p[1]+j)*p[2]+l], 0) * cmplx.Exp(complex(0, ph))
+							}
+						}
+					}
+					c[(k0*p[1]+k1)*h+k2] = complex64(s)
+				}
+			}
+		}
+		for isa := top; isa >= isaSSE2; isa-- {
+			limitISA(isa)
+			parts := make([]float64, p[1])
+			cut := p[1] / 3
+			HalfEnergy(parts[:cut], c, p, 0, cut)
+			HalfEnergy(parts[cut:], c, p, cut, p[1])
+			var got float64
+			for _, e := range parts {
+				got += e
+			}
+			got /= float64(len(x))
+			if math.Abs(got-want) > 1e-6*want {
+				t.Errorf("isa %d, %v: Σ |c|²/L = %.9g, Σ x² = %.9g", isa, p, got, want)
+			}
+			// One call for all rows gives the same parts, bit for bit.
+			whole := make([]float64, p[1])
+			HalfEnergy(whole, c, p, 0, p[1])
+			for j := range whole {
+				if whole[j] != parts[j] {
+					t.Errorf("isa %d, %v: row %d's part %v in one call, %v in two", isa, p, j, whole[j], parts[j])
+				}
+			}
 		}
 	}
 }
