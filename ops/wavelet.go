@@ -235,6 +235,7 @@ func (k WaveletSkip) String() string {
 const (
 	SumsFromSpectrum = "spectrum" // Parseval's theorem over the product of spectra
 	SumsFromResponse = "response" // summed as the inverse transform writes the response
+	SumsNone         = "none"     // not computed
 )
 
 // WaveletPasses is what a WaveletResponse runs per combination on the
@@ -246,7 +247,7 @@ type WaveletPasses struct {
 	// own size and the response is the whole periodic array, so
 	// Σ G = Ĝ(0) and Σ G² = Σ |Ĝ|²/L exactly (Parseval); SumsFromResponse
 	// in reflect mode, where the response is cut out of a larger
-	// transform; "" when they are skipped.
+	// transform; SumsNone when they are skipped.
 	Sums string `json:"sums"`
 	// InverseTransform: the response is transformed back (reflect mode
 	// only the block it keeps): for the maximum, the statistics formulas,
@@ -287,7 +288,7 @@ func (p WaveletPasses) String() string {
 func (s *WaveletSource) Passes() WaveletPasses { return wavePasses(s.Boundary, s.Formulas, s.Skip) }
 
 func wavePasses(b Boundary, f *WaveletFormulas, skip WaveletSkip) WaveletPasses {
-	p := WaveletPasses{Max: !skip.Max, Formulas: []string{}}
+	p := WaveletPasses{Sums: SumsNone, Max: !skip.Max, Formulas: []string{}}
 	if f != nil {
 		for k, st := range f.Stats {
 			if !skip.stat(k) {
