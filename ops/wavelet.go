@@ -366,11 +366,13 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	// In wrap mode, Σ |Ĝ|² per row as the product is made, and Ĝ(0).
 	var gparts []float64
 	var g0 float64
+	if spectral {
+		gparts = s.genergy(p[1])
+	}
 	withSums := func(fill func(j0, j1 int)) func(j0, j1 int) {
 		if !spectral {
 			return fill
 		}
-		gparts = s.genergy(p[1])
 		return func(j0, j1 int) {
 			fill(j0, j1)
 			cpukern.HalfEnergy(gparts[j0:j1], half, p, j0, j1)
@@ -391,9 +393,14 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	var kernelEnergy float64
 	if (f == nil || f.Kernel == nil) && 2*h[0] < p[0] && 2*h[1] < p[1] && 2*h[2] < p[2] {
 		// The product is made row by row just before the inverse
-		// transform reads it.
-		fill, energy := w.hatFill(half, theta, phi, xi, s)
-		run(withSums(fill))
+		// transform reads it (and not at all without one), its sums as
+		// it is made.
+		dst := half
+		if !inverse {
+			dst = nil
+		}
+		fill, energy := w.hatFill(dst, theta, phi, xi, s, gparts, &g0)
+		run(fill)
 		for _, e := range energy {
 			kernelEnergy += e
 		}
@@ -459,13 +466,12 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 }
 
 // fillAll runs the fill hook of InverseRealCropWith over every row of the
-// spectrum, in parallel, without the inverse transform after it: whole
-// rows along axis 1 at a time, as many as the transform takes at once.
+// spectrum, in parallel, without the inverse transform after it: a few
+// ranges of rows along axis 1 per core, each read plane by plane in
+// memory order (the sums per row do not depend on the split).
 func (w *WaveletVolume) fillAll(fill func(j0, j1 int)) {
 	p := w.plan.Dims
-	h := p[2]/2 + 1
-	rows := max(1, planeRows/h, (256<<10)/(8*h*p[0]))
-	parallel.Dynamic(p[1], rows, fill)
+	parallel.Dynamic(p[1], max(1, p[1]/(4*runtime.GOMAXPROCS(0))), fill)
 }
 
 // Response writes the response G of the combination θ, φ, ξ, computed on
@@ -492,10 +498,13 @@ func (s *WaveletSource) Response(dst []float32, theta, phi, xi float64, pad [3]i
 }
 
 // hatFill returns the fill hook of InverseRealCropWith that sets rows of
-// half to the volume's spectrum times the hat's, computed in closed form,
-// and the per-row sums of ψ̂² it fills in (Parseval: their total over the
-// transform's size is Σ ψ²).
-func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *waveletScratch) (func(j0, j1 int), []float64) {
+// half (unless half is nil) to the volume's spectrum times the hat's,
+// computed in closed form, and the per-row sums of ψ̂² it fills in
+// (Parseval: their total over the transform's size is Σ ψ²). With gparts
+// not nil the hook sets gparts[j] to row j's part of Σ |Ĝ|², Ĝ the
+// product, and *g0 to Ĝ(0) (cpukern.HatMul), whether or not it writes
+// half.
+func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *waveletScratch, gparts []float64, g0 *float64) (func(j0, j1 int), []float64) {
 	p := w.plan.Dims
 	b := hatB(w.A, theta, phi, xi)
 	bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
@@ -503,7 +512,15 @@ func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *wav
 	return func(j0, j1 int) {
 		rows := s.rows.Get(p[2]/2 + 16)
 		defer s.rows.Put(rows)
-		cpukern.HatMul(half, w.spec, p, 0, p[0], j0, j1, bb, rows, energy[j0:j1])
+		var g []float64
+		var dc *float64
+		if gparts != nil {
+			g = gparts[j0:j1]
+			if j0 == 0 {
+				dc = g0
+			}
+		}
+		cpukern.HatMul(half, w.spec, p, 0, p[0], j0, j1, bb, rows, energy[j0:j1], g, dc)
 	}, energy
 }
 

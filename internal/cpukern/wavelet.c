@@ -17,6 +17,7 @@
 #include "wavelet.h"
 #include "pairdist.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #pragma GCC push_options
@@ -57,13 +58,13 @@
 
 void tl_hat_mul(const float *spec, float *dst, int64_t p0, int64_t p1, int64_t p2, int64_t i0, int64_t i1, int64_t j0,
                 int64_t j1, double b00, double b01, double b02, double b11, double b12, double b22, double c,
-                double thr, double *scratch, double *energy) {
+                double thr, double *scratch, double *energy, double *genergy, double *dc) {
   const int64_t p[3] = {p0, p1, p2};
   const double b[6] = {b00, b01, b02, b11, b12, b22};
   switch (tl_cpu_isa()) {
-  case TL_ISA_AVX512: hat_mul_512(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
-  case TL_ISA_AVX2: hat_mul_256(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
-  default: hat_mul_128(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy);
+  case TL_ISA_AVX512: hat_mul_512(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy, genergy, dc); break;
+  case TL_ISA_AVX2: hat_mul_256(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy, genergy, dc); break;
+  default: hat_mul_128(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy, genergy, dc);
   }
 }
 

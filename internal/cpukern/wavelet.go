@@ -28,10 +28,18 @@ const HatThreshold = 40
 // the rows' part of Σ ψ̂² over the whole spectrum (added over i in
 // order); Σ ψ² over the periodised kernel is the total over all rows
 // divided by p[0]·p[1]·p[2] (Parseval).
-func HatMul(dst, spec []complex64, p [3]int, i0, i1, j0, j1 int, b [6]float64, scratch, energy []float64) {
+//
+// With dst nil no product is written. With genergy not nil it sets
+// genergy[j−j0] the same way to the rows' part of Σ |spec·ψ̂|² over the
+// whole spectrum, computed in double from spec and ψ̂ (not from the
+// rounded product), the same whether or not dst is written: over all rows,
+// divided by p[0]·p[1]·p[2], Σ g² of the array g whose half spectrum the
+// product is. With dc not nil and row (0, 0) among the rows, it sets *dc to
+// the product's first coefficient, spec(0)·ψ̂(0), in double: Σ g.
+func HatMul(dst, spec []complex64, p [3]int, i0, i1, j0, j1 int, b [6]float64, scratch, energy, genergy []float64, dc *float64) {
 	h := p[2]/2 + 1
-	if len(spec) < p[0]*p[1]*h || len(dst) < len(spec) || len(scratch) < p[2]/2+16 ||
-		i0 < 0 || i1 > p[0] || j0 < 0 || j1 > p[1] || len(energy) < j1-j0 {
+	if len(spec) < p[0]*p[1]*h || (dst != nil && len(dst) < len(spec)) || len(scratch) < p[2]/2+16 ||
+		i0 < 0 || i1 > p[0] || j0 < 0 || j1 > p[1] || len(energy) < j1-j0 || (genergy != nil && len(genergy) < j1-j0) {
 		panic("cpukern: HatMul: short buffers or rows outside the array")
 	}
 	if i0 >= i1 || j0 >= j1 {
@@ -42,10 +50,18 @@ func HatMul(dst, spec []complex64, p [3]int, i0, i1, j0, j1 int, b [6]float64, s
 		panic("cpukern: HatMul: B is not positive definite")
 	}
 	c := math.Pow(2*math.Pi, 1.5) * math.Sqrt(det)
-	C.tl_hat_mul((*C.float)(unsafe.Pointer(&spec[0])), (*C.float)(unsafe.Pointer(&dst[0])),
+	var g *C.double
+	var dp *C.float
+	if dst != nil {
+		dp = (*C.float)(unsafe.Pointer(&dst[0]))
+	}
+	if genergy != nil {
+		g = (*C.double)(&genergy[0])
+	}
+	C.tl_hat_mul((*C.float)(unsafe.Pointer(&spec[0])), dp,
 		C.int64_t(p[0]), C.int64_t(p[1]), C.int64_t(p[2]), C.int64_t(i0), C.int64_t(i1), C.int64_t(j0), C.int64_t(j1),
 		C.double(b[0]), C.double(b[1]), C.double(b[2]), C.double(b[3]), C.double(b[4]), C.double(b[5]),
-		C.double(c), HatThreshold, (*C.double)(&scratch[0]), (*C.double)(&energy[0]))
+		C.double(c), HatThreshold, (*C.double)(&scratch[0]), (*C.double)(&energy[0]), g, (*C.double)(dc))
 }
 
 // What BlockSums computes: the sums Σ g and Σ g², the maximum, or both.

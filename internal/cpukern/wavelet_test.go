@@ -102,17 +102,29 @@ func testHatMul(t *testing.T, isa int) {
 		bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
 		scratch := make([]float64, p[2]/2+16)
 		// In two pieces along each of the first two axes.
-		parts := make([]float64, 2*p[1])
+		parts, gparts := make([]float64, 2*p[1]), make([]float64, 2*p[1])
+		dc := math.NaN()
 		for q, i := range [][2]int{{0, 2}, {2, p[0]}} {
-			HatMul(dst, spec, p, i[0], i[1], 0, 3, bb, scratch, parts[q*p[1]:])
-			HatMul(dst, spec, p, i[0], i[1], 3, p[1], bb, scratch, parts[q*p[1]+3:])
+			HatMul(dst, spec, p, i[0], i[1], 0, 3, bb, scratch, parts[q*p[1]:], gparts[q*p[1]:], &dc)
+			HatMul(dst, spec, p, i[0], i[1], 3, p[1], bb, scratch, parts[q*p[1]+3:], gparts[q*p[1]+3:], &dc)
+		}
+		// All rows in one call, with the product and without: the same
+		// sums, bit for bit.
+		parts1, gparts1 := make([]float64, p[1]), make([]float64, p[1])
+		parts2, gparts2 := make([]float64, p[1]), make([]float64, p[1])
+		dc1, dc2 := math.NaN(), math.NaN()
+		HatMul(make([]complex64, len(spec)), spec, p, 0, p[0], 0, p[1], bb, scratch, parts1, gparts1, &dc1)
+		HatMul(nil, spec, p, 0, p[0], 0, p[1], bb, scratch, parts2, gparts2, &dc2)
+		if dc1 != dc2 || fmt.Sprint(parts1, gparts1) != fmt.Sprint(parts2, gparts2) {
+			t.Errorf("isa %d, %v: without the product Σ g %v, rows %v %v; with it %v, %v %v", isa, p, dc2, parts2, gparts2, dc1, parts1, gparts1)
 		}
 		var got float64
 		for _, e := range parts {
 			got += e
 		}
 		got /= float64(p[0] * p[1] * p[2])
-		var peak, worst float64
+		var peak, worst, gwant float64
+		var dcwant float64
 		for k0 := range p[0] {
 			for k1 := range p[1] {
 				for k2 := range h {
@@ -127,6 +139,17 @@ func testHatMul(t *testing.T, isa int) {
 					}
 					i := (k0*p[1]+k1)*h + k2
 					want *= complex128(spec[i])
+					// Each coefficient stands for itself and its mirror
+					// image, but the first and (p[2] even) the last of a
+					// row.
+					wt := 2.0
+					if k2 == 0 || 2*k2 == p[2] {
+						wt = 1
+					}
+					gwant += wt * real(want*cmplx.Conj(want))
+					if i == 0 {
+						dcwant = real(want)
+					}
 					peak = max(peak, cmplx.Abs(want))
 					worst = max(worst, cmplx.Abs(complex128(dst[i])-want))
 				}
@@ -137,6 +160,19 @@ func testHatMul(t *testing.T, isa int) {
 		}
 		if math.Abs(got-energy) > 1e-7*energy {
 			t.Errorf("isa %d, %v a=%g ξ=%g: Σψ² %.12g, want %.12g", isa, p, tc.a, tc.xi, got, energy)
+		}
+		var ggot, galone float64
+		for _, e := range gparts {
+			ggot += e
+		}
+		for _, e := range gparts2 {
+			galone += e
+		}
+		if math.Abs(ggot-gwant) > 1e-6*gwant || math.Abs(galone-gwant) > 1e-6*gwant {
+			t.Errorf("isa %d, %v a=%g ξ=%g: Σ |spec·ψ̂|² %.12g (without the product %.12g), want %.12g", isa, p, tc.a, tc.xi, ggot, galone, gwant)
+		}
+		if math.Abs(dc-dcwant) > 1e-6*peak {
+			t.Errorf("isa %d, %v a=%g ξ=%g: spec(0)·ψ̂(0) %.12g, want %.12g", isa, p, tc.a, tc.xi, dc, dcwant)
 		}
 		t.Logf("isa %d, %v a=%g ξ=%g: spectrum within %.2g of its peak, Σψ² within %.2g", isa, p, tc.a, tc.xi, worst/peak, math.Abs(got-energy)/energy)
 	}
@@ -273,7 +309,7 @@ func BenchmarkHatMul(b *testing.B) {
 		b.Run(fmt.Sprintf("a=%g", a), func(b *testing.B) {
 			for b.Loop() {
 				for j := range p[1] {
-					HatMul(dst, spec, p, 0, p[0], j, j+1, bb, scratch, energy[j:])
+					HatMul(dst, spec, p, 0, p[0], j, j+1, bb, scratch, energy[j:], nil, nil)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(spec)), "ns/coefficient")
