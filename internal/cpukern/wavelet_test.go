@@ -293,7 +293,7 @@ func TestHalfEnergy(t *testing.T) {
 // for a 200³ transform at the scales of the wavelet benchmark (a = 1:
 // several aliases near the edges of each row; a = 4: the first only),
 // row by row along the second axis through every plane, as the inverse
-// transform asks for them.
+// transform asks for them; and the sums alone, without the product.
 func BenchmarkHatMul(b *testing.B) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	p := [3]int{200, 200, 200}
@@ -310,6 +310,18 @@ func BenchmarkHatMul(b *testing.B) {
 			for b.Loop() {
 				for j := range p[1] {
 					HatMul(dst, spec, p, 0, p[0], j, j+1, bb, scratch, energy[j:], nil, nil)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(spec)), "ns/coefficient")
+		})
+		// The sums alone (no product written), 25 rows along the second
+		// axis at a time, as a sweep of the energy and std alone runs it.
+		genergy := make([]float64, p[1])
+		var dc float64
+		b.Run(fmt.Sprintf("a=%g/sums", a), func(b *testing.B) {
+			for b.Loop() {
+				for j := 0; j < p[1]; j += 25 {
+					HatMul(nil, spec, p, 0, p[0], j, j+25, bb, scratch, energy[j:], genergy[j:], &dc)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(spec)), "ns/coefficient")
