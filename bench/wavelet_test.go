@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -94,3 +95,66 @@ func benchmarkWavelet(b *testing.B, bnd ops.Boundary) {
 
 func BenchmarkWaveletWrap200(b *testing.B)    { benchmarkWavelet(b, ops.Wrap) }
 func BenchmarkWaveletReflect200(b *testing.B) { benchmarkWavelet(b, ops.Reflect) }
+
+// benchmarkWaveletColumns times, interleaved (the order alternating from
+// one iteration to the next), a sweep of 12 combinations at 200³ (ξ ∈ {1,
+// 2, 4}, random orientations, a = 1, one combination per batch) writing
+// every statistic and writing the energy and std alone (--columns
+// energy,std). It reports each one's steady cost per combination (the
+// median batch), the median and the least over the iterations, and the
+// ratio energy+std / all of each iteration, median and least. In wrap mode
+// the energy and std come from the spectrum with no inverse transform; in
+// reflect mode they are the response's cropped from a larger transform,
+// which only the inverse transform gives.
+func benchmarkWaveletColumns(b *testing.B, bnd ops.Boundary) {
+	const n, k = 200, 12
+	combos := randomCombos(k, []float64{1, 2, 4})
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, n*n*n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	_, pad := wavelet.HatPads([3]int{n, n, n}, 1, combos)
+	sup, _ := wavelet.Supports(1, nil, combos)
+	steady := func(cols []string) float64 {
+		src, err := ops.NewWaveletSource(x, [3]int{n, n, n}, 1, bnd, pad)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src.MaxSupport = wavelet.MaxSupport(sup)
+		job, err := wavelet.New(wavelet.Setup{Src: src, Combos: combos, Columns: cols})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := engine.Run(context.Background(), job, engine.RunConfig{MemLimit: 8 << 30, Batch: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		secs := make([]float64, len(out.Iterations))
+		for i, it := range out.Iterations {
+			secs[i] = it.Seconds
+		}
+		return median(secs)
+	}
+	var all, some, ratio []float64
+	i := 0
+	for b.Loop() {
+		var a, s float64
+		if i%2 == 0 {
+			a, s = steady(nil), steady([]string{"energy", "std"})
+		} else {
+			s, a = steady([]string{"energy", "std"}), steady(nil)
+		}
+		all, some, ratio = append(all, a), append(some, s), append(ratio, s/a)
+		i++
+	}
+	b.ReportMetric(median(all), "all-s/combination")
+	b.ReportMetric(slices.Min(all), "all-min-s/combination")
+	b.ReportMetric(median(some), "energy+std-s/combination")
+	b.ReportMetric(slices.Min(some), "energy+std-min-s/combination")
+	b.ReportMetric(median(ratio), "energy+std/all")
+	b.ReportMetric(slices.Min(ratio), "energy+std/all-min")
+}
+
+func BenchmarkWaveletColumnsWrap200(b *testing.B)    { benchmarkWaveletColumns(b, ops.Wrap) }
+func BenchmarkWaveletColumnsReflect200(b *testing.B) { benchmarkWaveletColumns(b, ops.Reflect) }

@@ -70,6 +70,9 @@ func DemoCases() []DemoCase {
 			},
 			result: func(t Task) string {
 				r := t.(*WaveletTask).Summary()
+				if r.Largest == nil {
+					return "no energy"
+				}
 				return fmt.Sprintf("max energy %.4g at θ=%.3g φ=%.3g ξ=%g", r.MaxEnergy, r.Theta, r.Phi, r.Xi)
 			},
 		},

@@ -12,6 +12,7 @@ package graphs
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
@@ -21,9 +22,13 @@ import (
 func TestInprocOnEmulatedCUDA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 
-	for _, boundary := range []string{"wrap", "reflect"} {
+	for _, c := range []struct {
+		boundary string
+		columns  []string
+	}{{"wrap", nil}, {"reflect", nil}, {"wrap", []string{"std", "energy"}}, {"reflect", []string{"max"}}} {
+		boundary := c.boundary
 		ws := DefaultWaveletSpec()
-		ws.Boundary = boundary
+		ws.Boundary, ws.Columns = boundary, c.columns
 		nv := [3]int{9, 8, 7}
 		vol := make([]float32, 9*8*7)
 		for i := range vol {
@@ -36,6 +41,9 @@ func TestInprocOnEmulatedCUDA(t *testing.T) {
 		gpuW, err := wavelet.Compile(ws.Config, vol, nv, graphstest.EmulatedCUDA(t, 0))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if g, w := strings.Join(gpuW.Columns(), ","), strings.Join(cpuW.Columns(), ","); g != w || c.columns != nil && len(cpuW.Columns()) != 3+len(c.columns) {
+			t.Fatalf("wavelet %s %q: GPU columns %s, CPU %s", boundary, c.columns, g, w)
 		}
 		for _, sweep := range [][3][]float64{{{0, 1}, {0.5}, {1, 2}}, {{0.3}, {0, 2}, {3}}} {
 			cols := len(cpuW.Columns())

@@ -206,7 +206,7 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 			t.Close()
 		}
 	}()
-	setup := wavelet.Setup{Src: src, Combos: p.combos, FailOnNonFinite: s.FailOnNonFinite, Lo: lo, Hi: hi}
+	setup := wavelet.Setup{Src: src, Combos: p.combos, FailOnNonFinite: s.FailOnNonFinite, Lo: lo, Hi: hi, Columns: s.Columns}
 	if t.job, err = wavelet.New(setup); err != nil {
 		return nil, err
 	}
@@ -308,6 +308,10 @@ func (t *WaveletTask) Result() any { return t.job.Result() }
 
 // Summary is the run's wavelet.Result.
 func (t *WaveletTask) Summary() wavelet.Result { return t.job.Result() }
+
+// Passes is what the sweep's response op runs per combination, on a GPU
+// (gpu) or the CPU.
+func (t *WaveletTask) Passes(gpu bool) ops.WaveletPasses { return t.job.Passes(gpu) }
 
 // Commit flushes the CSV, closes a shard's archive and renames the
 // output file into place.

@@ -115,7 +115,7 @@ func TestEmuWaveletKernels(t *testing.T) {
 		b := hatB(c.a, c.th, c.ph, c.ξ)
 		energy := make([]float64, q[1])
 		cpukern.HatMul(want, sc, q, 0, q[0], 0, q[1], [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]},
-			make([]float64, q[2]/2+16), energy)
+			make([]float64, q[2]/2+16), energy, nil, nil)
 		var e, we float64
 		for _, v := range part[:l.GX] {
 			e += v

@@ -5,6 +5,7 @@ import (
 	"hash"
 	"math"
 	"runtime"
+	"strings"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -79,7 +80,7 @@ func (op *WaveletResponse) Do(in ...G.Value) (G.Value, error) {
 		op.scratch = op.Src.newScratch()
 		return nil
 	}, func(r []float64, pad [3]int, dst []float64) error {
-		op.Src.Volume(pad).sums(dst, r[0], r[1], r[2], op.scratch, op.Src.Formulas)
+		op.Src.Volume(pad).sums(dst, r[0], r[1], r[2], op.scratch, op.Src.Formulas, op.Src.Skip)
 		return nil
 	})
 }
@@ -132,6 +133,7 @@ type waveletScratch struct {
 	taps     []int                      // where the last kernel was written, to clear just those
 	parts    [][3]float64               // sums of the response, per piece of the inverse transform
 	energies []float64                  // per-row parts of the kernel's Σ ψ̂²
+	gparts   []float64                  // per-row parts of the response's Σ |Ĝ|²
 	rows     *parallel.Buffers[float64] // HatMul's row buffers, one per worker
 	capture  []float32                  // where sums copies the response (Response), nil: nowhere
 }
@@ -170,6 +172,14 @@ func (s *waveletScratch) energy(n int) []float64 {
 	return s.energies[:n]
 }
 
+// genergy returns per-row sums of the response's spectrum, reused.
+func (s *waveletScratch) genergy(n int) []float64 {
+	if cap(s.gparts) < n {
+		s.gparts = make([]float64, n)
+	}
+	return s.gparts[:n]
+}
+
 // kernelArray returns the kernel array laid out for w's transform size,
 // zero everywhere: it clears only what the previous kernel wrote, unless
 // the size changed.
@@ -191,20 +201,138 @@ func (s *waveletScratch) kernelArray(w *WaveletVolume) []float32 {
 	return k
 }
 
+// WaveletSkip names the results of a WaveletResponse that a sweep does
+// not use (its columns are left out): the passes that only they need are
+// not run, and their entries of the op's output are NaN. The zero value
+// skips nothing.
+type WaveletSkip struct {
+	Sums  bool   // Σ G and Σ G² (a sweep's energy and std)
+	Max   bool   // max G
+	Stats []bool // per statistics formula of the source, in order
+}
+
+// stat reports whether statistics formula k is skipped.
+func (k WaveletSkip) stat(i int) bool { return i < len(k.Stats) && k.Stats[i] }
+
+// String is what is skipped, for hashes and the op's name: "" for nothing.
+func (k WaveletSkip) String() string {
+	var out []string
+	if k.Sums {
+		out = append(out, "sums")
+	}
+	if k.Max {
+		out = append(out, "max")
+	}
+	for i, v := range k.Stats {
+		if v {
+			out = append(out, fmt.Sprintf("stat%d", i))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// Where WaveletPasses.Sums come from.
+const (
+	SumsFromSpectrum = "spectrum" // Parseval's theorem over the product of spectra
+	SumsFromResponse = "response" // summed as the inverse transform writes the response
+	SumsNone         = "none"     // not computed
+)
+
+// WaveletPasses is what a WaveletResponse runs per combination on the
+// CPU, beside the product of the spectra (and a sampled kernel's
+// transform) and the kernel's Σ ψ², which it always computes.
+type WaveletPasses struct {
+	// Sums is where the response's Σ G and Σ G² (energy, std) come from:
+	// SumsFromSpectrum in wrap mode, where the transform is the volume's
+	// own size and the response is the whole periodic array, so
+	// Σ G = Ĝ(0) and Σ G² = Σ |Ĝ|²/L exactly (Parseval); SumsFromResponse
+	// in reflect mode, where the response is cut out of a larger
+	// transform; SumsNone when they are skipped.
+	Sums string `json:"sums"`
+	// InverseTransform: the response is transformed back (reflect mode
+	// only the block it keeps): for the maximum, the statistics formulas,
+	// and in reflect mode the sums.
+	InverseTransform bool `json:"inverse_transform"`
+	// Max: the response's maximum is taken as it is written.
+	Max bool `json:"max"`
+	// Formulas are the statistics formulas evaluated over the response,
+	// one pass each.
+	Formulas []string `json:"formulas"`
+}
+
+// String is the passes in a line: "inverse transform: no; sums: from the
+// spectrum; max: no; formulas: none".
+func (p WaveletPasses) String() string {
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	sums := "no"
+	switch p.Sums {
+	case SumsFromSpectrum:
+		sums = "from the spectrum (Parseval)"
+	case SumsFromResponse:
+		sums = "over the response"
+	}
+	f := "none"
+	if len(p.Formulas) > 0 {
+		f = strings.Join(p.Formulas, ", ")
+	}
+	return fmt.Sprintf("inverse transform: %s; Σ G, Σ G²: %s; max: %s; formula passes: %s", yes(p.InverseTransform), sums, yes(p.Max), f)
+}
+
+// Passes is what the source's WaveletResponse runs per combination on the
+// CPU, given what its Skip leaves out.
+func (s *WaveletSource) Passes() WaveletPasses { return wavePasses(s.Boundary, s.Formulas, s.Skip) }
+
+func wavePasses(b Boundary, f *WaveletFormulas, skip WaveletSkip) WaveletPasses {
+	p := WaveletPasses{Sums: SumsNone, Max: !skip.Max, Formulas: []string{}}
+	if f != nil {
+		for k, st := range f.Stats {
+			if !skip.stat(k) {
+				p.Formulas = append(p.Formulas, st.Name)
+			}
+		}
+	}
+	if !skip.Sums {
+		p.Sums = SumsFromResponse
+		if b == Wrap {
+			p.Sums = SumsFromSpectrum
+		}
+	}
+	p.InverseTransform = p.Max || len(p.Formulas) > 0 || p.Sums == SumsFromResponse
+	return p
+}
+
 // sums convolves with the kernel of valid parameters (CheckHat) and writes
 // to dst the response's Σ G, Σ G² and max G and the kernel's Σ ψ², then
-// the statistics of f.
+// the statistics of f, leaving out (NaN) what skip names and the passes
+// only they need (wavePasses).
 //
 // The built-in hat's transform is computed in closed form (cpukern.HatMul:
 // the hat sampled on the whole grid, where the sampled kernel stops at the
 // box of q ≤ 36, whose edge values are 5·10⁻⁷ of its peak), unless the box
 // is wider than the transform, where the kernel would overlap itself and Σ ψ²
 // would count the overlap. A user's kernel is sampled and transformed.
-func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) {
+//
+// In wrap mode the transform is the volume's own size, and the response
+// the whole periodic array the inverse transform would make: Σ G and Σ G²
+// are taken from the product of the spectra Ĝ (Σ G = Ĝ(0),
+// Σ G² = Σ |Ĝ|²/L), whether or not the inverse transform runs for the
+// other results, so that they do not depend on what else is asked.
+func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas, skip WaveletSkip) {
 	p := w.plan.Dims
 	half := s.half[:w.plan.HalfLen()]
+	pass := wavePasses(w.Boundary, f, skip)
+	inverse := pass.InverseTransform || s.capture != nil
+	spectral := pass.Sums == SumsFromSpectrum
+	if spectral && p != w.N {
+		panic("ops: wavelet: wrap mode's transform is not the volume's size")
+	}
 	var resp []float32 // only the user's statistics and Response read the response after the sums
-	if f != nil && len(f.Stats) > 0 || s.capture != nil {
+	if len(pass.Formulas) > 0 || s.capture != nil {
 		if s.resp == nil {
 			s.resp = make([]float32, s.n)
 			sysmem.AdviseHugePagesOf(s.resp)
@@ -222,30 +350,90 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 	// The response's sums, per piece of the output block as the inverse
 	// transform writes it, added in order.
 	part := s.part(fft3.CropPieces(n))
-	done := func(t, i, j0 int, rows []float32, m int) {
-		cpukern.BlockSums(part[t][:], rows[w.Pad[2]:], p[2], m, n[2])
+	what := 0
+	if pass.Sums == SumsFromResponse {
+		what |= cpukern.SumsOnly
+	}
+	if pass.Max {
+		what |= cpukern.MaxOnly
+	}
+	var done func(t, i, j0 int, rows []float32, m int)
+	if what != 0 {
+		done = func(t, i, j0 int, rows []float32, m int) {
+			cpukern.BlockSums(part[t][:], rows[w.Pad[2]:], p[2], m, n[2], what)
+		}
+	}
+	// In wrap mode, Σ |Ĝ|² per row as the product is made, and Ĝ(0).
+	var gparts []float64
+	var g0 float64
+	if spectral {
+		gparts = s.genergy(p[1])
+	}
+	withSums := func(fill func(j0, j1 int)) func(j0, j1 int) {
+		if !spectral {
+			return fill
+		}
+		return func(j0, j1 int) {
+			fill(j0, j1)
+			cpukern.HalfEnergy(gparts[j0:j1], half, p, j0, j1)
+			if j0 == 0 {
+				g0 = float64(real(half[0]))
+			}
+		}
+	}
+	// run makes the product row by row with fill, then transforms back
+	// what is needed.
+	run := func(fill func(j0, j1 int)) {
+		if inverse {
+			w.plan.InverseRealCropWith(resp, half, w.Pad, n, fill, done)
+		} else {
+			w.fillAll(fill)
+		}
 	}
 	var kernelEnergy float64
 	if (f == nil || f.Kernel == nil) && 2*h[0] < p[0] && 2*h[1] < p[1] && 2*h[2] < p[2] {
 		// The product is made row by row just before the inverse
-		// transform reads it.
-		fill, energy := w.hatFill(half, theta, phi, xi, s)
-		w.plan.InverseRealCropWith(resp, half, w.Pad, n, fill, done)
+		// transform reads it (and not at all without one), its sums as
+		// it is made.
+		dst := half
+		if !inverse {
+			dst = nil
+		}
+		fill, energy := w.hatFill(dst, theta, phi, xi, s, gparts, &g0)
+		run(fill)
 		for _, e := range energy {
 			kernelEnergy += e
 		}
 		kernelEnergy /= float64(w.plan.Len())
+	} else if !inverse && !spectral {
+		kernelEnergy = w.sampledKernel(nil, theta, phi, xi, s, f) // Σ ψ² alone: no transform
 	} else {
 		kernelEnergy = w.sampledKernel(half, theta, phi, xi, s, f)
-		w.plan.InverseRealCropWith(resp, half, w.Pad, n, w.mulFill(half), done)
+		run(withSums(w.mulFill(half)))
 	}
-	var sum, sum2 float64
-	mx := math.Inf(-1)
-	for _, q := range part {
-		sum, sum2 = sum+q[0], sum2+q[1]
-		if q[2] > mx || math.IsNaN(q[2]) {
-			mx = q[2]
+	sum, sum2, mx := math.NaN(), math.NaN(), math.NaN()
+	if inverse && what != 0 {
+		var s0, s1 float64
+		m := math.Inf(-1)
+		for _, q := range part {
+			s0, s1 = s0+q[0], s1+q[1]
+			if q[2] > m || math.IsNaN(q[2]) {
+				m = q[2]
+			}
 		}
+		if what&cpukern.SumsOnly != 0 {
+			sum, sum2 = s0, s1
+		}
+		if what&cpukern.MaxOnly != 0 {
+			mx = m
+		}
+	}
+	if spectral {
+		var e float64
+		for _, q := range gparts {
+			e += q
+		}
+		sum, sum2 = g0, e/float64(w.plan.Len())
 	}
 	dst[0], dst[1], dst[2], dst[3] = sum, sum2, mx, kernelEnergy
 	if s.capture != nil {
@@ -269,8 +457,21 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 		}
 	}
 	for k, st := range f.Stats {
+		if skip.stat(k) {
+			dst[WaveletSums+k] = math.NaN()
+			continue
+		}
 		dst[WaveletSums+k] = st.eval(resp, rows, w.A, theta, phi, xi)
 	}
+}
+
+// fillAll runs the fill hook of InverseRealCropWith over every row of the
+// spectrum, in parallel, without the inverse transform after it: a few
+// ranges of rows along axis 1 per core, each read plane by plane in
+// memory order (the sums per row do not depend on the split).
+func (w *WaveletVolume) fillAll(fill func(j0, j1 int)) {
+	p := w.plan.Dims
+	parallel.Dynamic(p[1], max(1, p[1]/(4*runtime.GOMAXPROCS(0))), fill)
 }
 
 // Response writes the response G of the combination θ, φ, ξ, computed on
@@ -292,15 +493,18 @@ func (s *WaveletSource) Response(dst []float32, theta, phi, xi float64, pad [3]i
 		f = &WaveletFormulas{Kernel: k}
 	}
 	var sums [WaveletSums]float64
-	w.sums(sums[:], theta, phi, xi, sc, f)
+	w.sums(sums[:], theta, phi, xi, sc, f, WaveletSkip{Sums: true, Max: true})
 	return nil
 }
 
 // hatFill returns the fill hook of InverseRealCropWith that sets rows of
-// half to the volume's spectrum times the hat's, computed in closed form,
-// and the per-row sums of ψ̂² it fills in (Parseval: their total over the
-// transform's size is Σ ψ²).
-func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *waveletScratch) (func(j0, j1 int), []float64) {
+// half (unless half is nil) to the volume's spectrum times the hat's,
+// computed in closed form, and the per-row sums of ψ̂² it fills in
+// (Parseval: their total over the transform's size is Σ ψ²). With gparts
+// not nil the hook sets gparts[j] to row j's part of Σ |Ĝ|², Ĝ the
+// product, and *g0 to Ĝ(0) (cpukern.HatMul), whether or not it writes
+// half.
+func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *waveletScratch, gparts []float64, g0 *float64) (func(j0, j1 int), []float64) {
 	p := w.plan.Dims
 	b := hatB(w.A, theta, phi, xi)
 	bb := [6]float64{b[0][0], b[0][1], b[0][2], b[1][1], b[1][2], b[2][2]}
@@ -308,20 +512,32 @@ func (w *WaveletVolume) hatFill(half []complex64, theta, phi, xi float64, s *wav
 	return func(j0, j1 int) {
 		rows := s.rows.Get(p[2]/2 + 16)
 		defer s.rows.Put(rows)
-		cpukern.HatMul(half, w.spec, p, 0, p[0], j0, j1, bb, rows, energy[j0:j1])
+		var g []float64
+		var dc *float64
+		if gparts != nil {
+			g = gparts[j0:j1]
+			if j0 == 0 {
+				dc = g0
+			}
+		}
+		cpukern.HatMul(half, w.spec, p, 0, p[0], j0, j1, bb, rows, energy[j0:j1], g, dc)
 	}, energy
 }
 
 // sampledKernel samples the kernel (the user's, or the hat), transforms
-// it into half and returns Σ ψ² over the samples.
+// it into half (unless half is nil) and returns Σ ψ² over the samples.
 func (w *WaveletVolume) sampledKernel(half []complex64, theta, phi, xi float64, s *waveletScratch, f *WaveletFormulas) float64 {
 	p := w.plan.Dims
-	k := s.kernelArray(w)
 	var kernelEnergy float64
 	sample := Hat
 	if f != nil && f.Kernel != nil {
 		sample = f.Kernel.Sample
 	}
+	if half == nil {
+		sample(w.A, theta, phi, xi, func(_, _, _ int, psi float64) { kernelEnergy += psi * psi })
+		return kernelEnergy
+	}
+	k := s.kernelArray(w)
 	sample(w.A, theta, phi, xi, func(x, y, z int, psi float64) {
 		kernelEnergy += psi * psi
 		i, j, l := mod(x, p[0]), mod(y, p[1]), mod(z, p[2])
@@ -353,7 +569,7 @@ func (op *WaveletResponse) ResidentBytes() int64 { return op.Src.Bytes() }
 
 // WriteHash writes every parameter of the op.
 func (op *WaveletResponse) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "wavelet(src=%p,N=%v,a=%g,%v,maxpad=%v,batch=%d)", op.Src, op.Src.N, op.Src.A, op.Src.Boundary, op.Src.MaxPad, op.Batch)
+	fmt.Fprintf(h, "wavelet(src=%p,N=%v,a=%g,%v,maxpad=%v,batch=%d,skip=%v)", op.Src, op.Src.N, op.Src.A, op.Src.Boundary, op.Src.MaxPad, op.Batch, op.Src.Skip)
 	if f := op.Src.Formulas; f != nil {
 		if f.Kernel != nil {
 			fmt.Fprintf(h, "kernel=%q", f.Kernel.F.Canonical())
@@ -377,5 +593,9 @@ func (op *WaveletResponse) String() string {
 			stats += fmt.Sprintf(", %s = %s", s.Name, s.F.Canonical())
 		}
 	}
-	return fmt.Sprintf("WaveletResponse{%v volume, a=%g, %v%s: Σ G, Σ G², max G, Σ ψ²%s}", op.Src.N, op.Src.A, op.Src.Boundary, kernel, stats)
+	skip := ""
+	if k := op.Src.Skip.String(); k != "" {
+		skip = "; skipped: " + k
+	}
+	return fmt.Sprintf("WaveletResponse{%v volume, a=%g, %v%s: Σ G, Σ G², max G, Σ ψ²%s%s}", op.Src.N, op.Src.A, op.Src.Boundary, kernel, stats, skip)
 }

@@ -154,6 +154,9 @@ type WaveletSource struct {
 	// Formulas are the user's kernel and statistics (nil: the Mexican
 	// hat and the built-in statistics only).
 	Formulas *WaveletFormulas
+	// Skip leaves out the results a sweep does not use, and the passes
+	// only they need (WaveletSkip; the zero value: none).
+	Skip WaveletSkip
 
 	// Cache, when set, keeps the volume's transforms for several
 	// paddings (VolumeCache), shared with the sources made after this one
@@ -291,7 +294,7 @@ func NewWaveletSource(v []float32, n [3]int, a float64, b Boundary, maxPad [3]in
 // source transforms into its buffers, so ops running concurrently (on
 // several devices) each need one.
 func (s *WaveletSource) Clone() *WaveletSource {
-	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Formulas: s.Formulas, Cache: s.Cache}
+	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Formulas: s.Formulas, Skip: s.Skip, Cache: s.Cache}
 }
 
 // Reset drops the source's transform and buffers (not its Cache's): a

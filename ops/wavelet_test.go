@@ -106,8 +106,8 @@ func TestHatSpectrumMatchesSampledKernel(t *testing.T) {
 					continue // wider than the transform: both sample
 				}
 				got, want := make([]float64, WaveletSums), make([]float64, WaveletSums)
-				w.sums(got, th, ph, xi, s, nil)
-				w.sums(want, th, ph, xi, s, sampled)
+				w.sums(got, th, ph, xi, s, nil, WaveletSkip{})
+				w.sums(want, th, ph, xi, s, sampled, WaveletSkip{})
 				// Σ G is a sum of terms of both signs: its error is
 				// relative to the response's scale, √(N·Σ G²).
 				scale := []float64{math.Sqrt(float64(len(v)) * want[1]), want[1], want[2], want[3]}

@@ -15,7 +15,7 @@ import (
 var flagSamples = map[string]string{
 	"a": "0.5", "dx": "0.25", "reduce": "sum", "param": "s=2", "fail-on-nonfinite": "",
 	"method": "direct", "metric": "l1", "formula": "sum(a*b)", "topk": "2", "tf32": "", "dtype": "float64",
-	"boundary": "wrap", "kernel": "x", "reach": "3", "indexing": "xy", "stat": "l1=sum(abs(g))",
+	"boundary": "wrap", "kernel": "x", "reach": "3", "indexing": "xy", "stat": "l1=sum(abs(g))", "columns": "energy,std",
 	"spacing": "2,2,2", "origin": "1,2,3", "frame": "ras", "hu": "", "mu-water": "0.03",
 	"mu": "h", "post": "p", "step": "0.5", "strict": "", "filter": "box:3",
 }

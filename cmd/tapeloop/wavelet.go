@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,6 +29,7 @@ var waveletFlags = []cli.Flag{
 	&cli.StringFlag{Name: "reach", Category: catWavelet, Usage: "sample --kernel over `R` voxels from its centre along every axis instead of its own reach, or over the volume's grid with R = volume (as a kernel made with meshgrid over the volume's shape, centred as scipy.ndimage centres it)"},
 	&cli.StringFlag{Name: "indexing", Category: catWavelet, Value: "ij", Usage: "the axes the kernel's x and y run along, as numpy.meshgrid's indexing: ij (x along the volume's first axis) or xy (x along its second, y its first: np.meshgrid(x, y, z)'s default)"},
 	&cli.StringSliceFlag{Name: "stat", Category: catWavelet, Usage: "your own statistic of each response g, `name=formula` reducing to one number, e.g. l1=sum(abs(g)): a CSV column (repeat for each)"},
+	&cli.StringFlag{Name: "columns", Category: catWavelet, Usage: "the built-in statistics to write, a comma-separated `LIST` of energy, std, max, wavelet_energy (default: all; theta, phi, xi and --stat columns are always written): what only the others need is not computed (with --boundary wrap, energy and std alone need no inverse transform); --verbose and --report say what runs"},
 	paramFlag,
 	failNonFiniteFlag,
 	&cli.StringFlag{Name: "out", Category: catWavelet, Usage: "write the statistics CSV to `FILE` (default: standard output; a shard: an .npz)"},
@@ -43,9 +45,12 @@ var waveletCommand = &cli.Command{
 	Description: `Convolves the volume (scipy.ndimage.convolve semantics, output the size of the
 volume) with the kernel ψ = (3 − q)·exp(−q/2) of every (θ, φ, ξ) combination and
 writes, per combination, the response's energy Σ G², its standard deviation, its
-maximum and the kernel's energy Σ ψ², as CSV (θ outermost, then φ, then ξ). The
-volume is transformed once; each combination costs one kernel transform, one
-product and one inverse transform.
+maximum and the kernel's energy Σ ψ², as CSV (θ outermost, then φ, then ξ), or
+those --columns names. The volume is transformed once; each combination costs
+one product of spectra (a --kernel also its own transform) and one inverse
+transform, except where no column written needs the response itself: with
+--boundary wrap, energy and std come from the spectrum (Parseval's theorem),
+so --columns energy,std (or wavelet_energy) runs no inverse transform.
 
 --shard i/n (or --shards n under a SLURM array or a Kubernetes Indexed Job)
 computes a contiguous range of the combinations into a shard file; tapeloop
@@ -71,6 +76,9 @@ func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
 		v := c.String("shard")
 		s.Shard = &v
 	}
+	if c.IsSet("columns") {
+		s.Columns = strings.Split(c.String("columns"), ",")
+	}
 	var err error
 	s.Params, err = params(c)
 	return s, err
@@ -86,6 +94,9 @@ func runWavelet(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
+	if e.Verbose {
+		fmt.Fprintf(os.Stderr, "wavelet: per combination: %v\n", t.Passes(dev.GPU()))
+	}
 	if _, err := runTask(c.Context, e, dev, t, nil); err != nil { // the CSV is the result
 		return t.Unfinished(err)
 	}
@@ -95,11 +106,14 @@ func runWavelet(c *cli.Context) error {
 		if r.Range != [3]int{} {
 			what = fmt.Sprintf("combinations [%d, %d) of %d", r.Range[0], r.Range[1], r.Range[2])
 		}
-		if r.NoKernel < r.Combinations {
+		switch {
+		case r.NoKernel == r.Combinations:
+			fmt.Fprintf(os.Stderr, "wavelet: %s; none has a kernel\n", what)
+		case r.Largest != nil:
 			fmt.Fprintf(os.Stderr, "wavelet: %s; largest energy %.6g at θ = %.4g, φ = %.4g, ξ = %.4g\n",
 				what, r.MaxEnergy, r.Theta, r.Phi, r.Xi)
-		} else {
-			fmt.Fprintf(os.Stderr, "wavelet: %s; none has a kernel\n", what)
+		default:
+			fmt.Fprintf(os.Stderr, "wavelet: %s\n", what)
 		}
 	}
 	if r.NoKernel > 0 {

@@ -121,6 +121,16 @@ func TestWaveletBadInput(t *testing.T) {
 		{"not 3-D", []string{"--volume", p("flat.npy")}, "3-D"},
 		{"missing volume", []string{"--volume", p("none.npy")}, "--volume"},
 		{"argument", []string{"extra"}, `unexpected argument "extra"`},
+		{"columns unknown", []string{"--columns", "energy,bogus"}, `--columns: unknown column "bogus"; want some of energy, std, max, wavelet_energy (theta, phi, xi and --stat columns are always written)`},
+		{"columns in capitals", []string{"--columns", "ENERGY"}, `--columns: unknown column "ENERGY"; want some of energy, std`},
+		{"columns empty", []string{"--columns", ""}, "--columns: an empty name in the list; want some of energy, std, max, wavelet_energy"},
+		{"columns empty name", []string{"--columns", "energy,,std"}, "--columns: an empty name"},
+		{"columns only spaces", []string{"--columns", "  "}, "--columns: an empty name"},
+		{"columns twice", []string{"--columns", "max, max"}, "--columns: max is named twice"},
+		{"columns newline", []string{"--columns", "energy\nstd"}, `--columns: unknown column "energy\nstd"`},
+		{"columns a statistic not given", []string{"--columns", "energy,l1"}, `--columns: unknown column "l1"`},
+		{"columns long", []string{"--columns", strings.Repeat("e", 5000)}, `--columns: unknown column "eeee`},
+		{"columns with a bad stat: the stat first", []string{"--columns", "bogus", "--stat", "l1=sum(abs(h))"}, "--stat l1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -140,6 +150,156 @@ func TestWaveletBadInput(t *testing.T) {
 				t.Errorf("partial output: file exists %v, stdout %q", err == nil, stdout)
 			}
 		})
+	}
+}
+
+// TestWaveletColumnsWrapMatchesSciPy: with --boundary wrap and --columns
+// energy,std no inverse transform runs (the report says so): the energy
+// and std come from the spectrum (Parseval's theorem). On a random odd
+// volume, with the hat written as a --kernel over a box SciPy builds the
+// same way, they agree with scipy.ndimage.convolve(mode='wrap') in float64
+// to 10⁻⁶ relative; a kernel with a large mean (a Gaussian, the volume
+// shifted by 1) checks the mean's part of std. Each --columns run's CSV
+// is the full run's columns, byte for byte, in both boundary modes.
+func TestWaveletColumnsWrapMatchesSciPy(t *testing.T) {
+	py := testutil.Python(t, "numpy", "scipy.ndimage")
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	script := `
+import numpy as np, sys
+from scipy import ndimage
+d, kind = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng()
+shape = tuple(int(s) for s in rng.choice([7, 9, 11, 13], 3))
+v = rng.standard_normal(shape).astype(np.float32)
+if kind == "gauss":
+    v += 1
+np.save(d + "/v_" + kind + ".npy", v)
+R, a = 3, 1.0
+o = np.arange(-R, R + 1, dtype=np.float64)
+x, y, z = np.meshgrid(o, o, o, indexing="ij")
+rows = []
+for th in (0.0, 0.7, 2.2):
+    for ph in (0.0, 1.3):
+        for xi in (1.0, 2.5):
+            ct, st, cp, sp = np.cos(th), np.sin(th), np.cos(ph), np.sin(ph)
+            u = x*cp*ct - y*st + z*sp*ct
+            w_ = -x*sp + z*cp
+            vv = x*cp*st + y*ct + z*sp*st
+            q = (vv/a)**2 + (u/(a*xi))**2 + (w_/a)**2
+            psi = np.exp(-q/2) if kind == "gauss" else (3 - q)*np.exp(-q/2)
+            g = ndimage.convolve(v.astype(np.float64), psi, mode="wrap")
+            rows.append((th, ph, xi, (g**2).sum(), g.std()))
+np.savetxt(d + "/ref_" + kind + ".csv", np.array(rows), delimiter=",", fmt="%.17g")
+`
+	for _, kind := range []string{"hat", "gauss"} {
+		if out, err := exec.Command(py, "-c", script, dir, kind).CombinedOutput(); err != nil {
+			t.Fatalf("scipy: %v\n%s", err, out)
+		}
+		kernel := "(3 - q)*exp(-q/2)"
+		if kind == "gauss" {
+			kernel = "exp(-q/2)"
+		}
+		for _, b := range []string{"wrap", "reflect"} {
+			base := []string{"wavelet", "--quiet", "--volume", p("v_" + kind + ".npy"), "--theta", "0,0.7,2.2", "--phi", "0,1.3",
+				"--xi", "1,2.5", "--boundary", b, "--kernel", kernel, "--reach", "3", "--stat", "l1=sum(abs(g))"}
+			full := p(kind + b + "-full.csv")
+			if _, se, code := run(t, append(base, "--out", full)...); code != 0 {
+				t.Fatalf("exit %d: %s", code, se)
+			}
+			fullRows := readLines(t, full)
+			for _, cols := range []string{"energy,std", "std, energy", "max", "wavelet_energy,theta", "l1"} {
+				out, rep := p(kind+b+"-cols.csv"), p(kind+b+"-cols.json")
+				if _, se, code := run(t, append(base, "--columns", cols, "--out", out, "--report", rep)...); code != 0 {
+					t.Fatalf("--columns %s: exit %d: %s", cols, code, se)
+				}
+				got := readLines(t, out)
+				header := strings.Split(fullRows[0], ",")
+				keep := []int{0, 1, 2}
+				named := map[string]bool{"l1": true}
+				for _, c := range strings.Split(cols, ",") {
+					named[strings.TrimSpace(c)] = true
+				}
+				for i, name := range header[3:] {
+					if named[name] {
+						keep = append(keep, 3+i)
+					}
+				}
+				for r, line := range fullRows {
+					f := strings.Split(line, ",")
+					var want []string
+					for _, i := range keep {
+						want = append(want, f[i])
+					}
+					if r >= len(got) || got[r] != strings.Join(want, ",") {
+						t.Fatalf("%s %s --columns %s: line %d %q, the full run's columns %q", kind, b, cols, r, got[min(r, len(got)-1)], strings.Join(want, ","))
+					}
+				}
+				var report struct {
+					Result struct {
+						Columns []string `json:"columns"`
+						Passes  struct {
+							Sums     string   `json:"sums"`
+							Inverse  bool     `json:"inverse_transform"`
+							Max      bool     `json:"max"`
+							Formulas []string `json:"formulas"`
+						} `json:"passes"`
+					} `json:"result"`
+				}
+				if raw, err := os.ReadFile(rep); err != nil || json.Unmarshal(raw, &report) != nil {
+					t.Fatalf("report: %v", err)
+				}
+				ps := report.Result.Passes
+				if cols == "energy,std" {
+					wantSums, wantInverse := "spectrum", true // the statistic l1 reads the response
+					if b == "reflect" {
+						wantSums = "response"
+					}
+					if ps.Sums != wantSums || ps.Inverse != wantInverse || ps.Max || len(ps.Formulas) != 1 || ps.Formulas[0] != "l1" {
+						t.Errorf("%s --columns %s: passes %+v", b, cols, ps)
+					}
+				}
+				if cols == "max" && (ps.Sums != "none" || !ps.Max || !ps.Inverse) {
+					t.Errorf("%s --columns %s: passes %+v", b, cols, ps)
+				}
+			}
+		}
+		// Without a statistic of the user's, energy and std in wrap mode
+		// need no inverse transform.
+		out, rep := p(kind+"-es.csv"), p(kind+"-es.json")
+		if _, se, code := run(t, "wavelet", "--quiet", "--volume", p("v_"+kind+".npy"), "--theta", "0,0.7,2.2", "--phi", "0,1.3",
+			"--xi", "1,2.5", "--boundary", "wrap", "--kernel", kernel, "--reach", "3", "--columns", "energy,std", "--out", out, "--report", rep); code != 0 {
+			t.Fatalf("exit %d: %s", code, se)
+		}
+		raw, err := os.ReadFile(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"passes":{"sums":"spectrum","inverse_transform":false,"max":false,"formulas":[]}`; !strings.Contains(strings.Join(strings.Fields(string(raw)), ""), want) {
+			t.Errorf("report %s, want %s", raw, want)
+		}
+		lines, want := readLines(t, out), readCSV(t, p("ref_"+kind+".csv"), false)
+		if len(lines) != 13 || len(want) != 12 || lines[0] != "theta,phi,xi,energy,std" {
+			t.Fatalf("%d lines (header %q) and %d rows", len(lines), lines[0], len(want))
+		}
+		worst := 0.0
+		for i, w := range want {
+			f := strings.Split(lines[i+1], ",")
+			for j := range 5 {
+				g, err := strconv.ParseFloat(f[j], 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := math.Abs(g - w[j])
+				if j >= 3 {
+					worst = max(worst, d/math.Abs(w[j]))
+				}
+				if !(d <= 1e-6*math.Abs(w[j])) {
+					t.Errorf("%s: row %d column %d: %v, scipy %v", kind, i, j, g, w[j])
+				}
+			}
+		}
+		t.Logf("%s: largest relative difference from SciPy %.2g", kind, worst)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,6 +57,80 @@ type Config struct {
 	// Stats), or a combination without a kernel (ξ = 0), an error rather
 	// than a warning.
 	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	// Columns are the built-in statistics to write, some of energy, std,
+	// max and wavelet_energy (BuiltinColumns), in that order whatever the
+	// order given; nil: all four. theta, phi, xi and the user's Stats are
+	// always written (their names are allowed here); a statistic of the
+	// user's named like a built-in column is written only when that
+	// column is. What only the columns left out need is not computed
+	// (ops.WaveletPasses).
+	Columns []string `flag:"columns" json:"columns"`
+}
+
+// BuiltinColumns are the built-in statistics' columns, in CSV order, after
+// theta, phi and xi.
+var BuiltinColumns = [4]string{"energy", "std", "max", "wavelet_energy"}
+
+// ColumnSet says which of BuiltinColumns a sweep writes.
+type ColumnSet [4]bool
+
+// AllColumns writes every built-in column.
+var AllColumns = ColumnSet{true, true, true, true}
+
+// builtinColumn is the index of name in BuiltinColumns, or −1.
+func builtinColumn(name string) int {
+	for i, c := range BuiltinColumns {
+		if c == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// ParseColumns reads Config.Columns: nil is AllColumns; otherwise each
+// name (spaces around it ignored) must be a built-in column, named once,
+// or theta, phi, xi or one of stats (the names of the user's statistics),
+// which are always written; at least one name.
+func ParseColumns(names, stats []string) (ColumnSet, error) {
+	if names == nil {
+		return AllColumns, nil
+	}
+	want := fmt.Sprintf("want some of %s (theta, phi, xi and --stat columns are always written)", strings.Join(BuiltinColumns[:], ", "))
+	if len(names) == 0 {
+		return ColumnSet{}, fmt.Errorf("--columns: empty list; %s", want)
+	}
+	var set ColumnSet
+	seen := map[string]bool{}
+	for _, raw := range names {
+		name := strings.TrimSpace(raw)
+		switch {
+		case name == "":
+			return ColumnSet{}, fmt.Errorf("--columns: an empty name in the list; %s", want)
+		case seen[name]:
+			return ColumnSet{}, fmt.Errorf("--columns: %s is named twice", name)
+		}
+		seen[name] = true
+		if i := builtinColumn(name); i >= 0 {
+			set[i] = true
+			continue
+		}
+		if name == "theta" || name == "phi" || name == "xi" || slices.Contains(stats, name) {
+			continue
+		}
+		return ColumnSet{}, fmt.Errorf("--columns: unknown column %q; %s", name, want)
+	}
+	return set, nil
+}
+
+// Names is the set's columns in CSV order.
+func (c ColumnSet) Names() []string {
+	var out []string
+	for i, on := range c {
+		if on {
+			out = append(out, BuiltinColumns[i])
+		}
+	}
+	return out
 }
 
 // maxReach bounds Reach, far past any volume that fits in memory.
@@ -91,6 +166,8 @@ type Parsed struct {
 	xy          bool // Indexing "xy"
 	stats       []*formula.Formula
 	statNames   []string
+	// Columns are the built-in columns written (Config.Columns).
+	Columns ColumnSet
 }
 
 // Parse checks c as Validate and returns it parsed.
@@ -128,6 +205,9 @@ func (c Config) Parse() (*Parsed, error) {
 		return nil, err
 	}
 	p.kernel, p.stats = fs[0], fs[1:]
+	if p.Columns, err = ParseColumns(c.Columns, p.statNames); err != nil {
+		return nil, err
+	}
 	switch {
 	case c.Indexing != "" && c.Indexing != "ij" && c.Indexing != "xy":
 		return nil, fmt.Errorf("--indexing %q: want ij (x along the volume's first axis) or xy (x along its second, as np.meshgrid(x, y, z))", c.Indexing)

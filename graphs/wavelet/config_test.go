@@ -36,6 +36,13 @@ func TestConfigValidate(t *testing.T) {
 		{"parameter unused", func(c *Config) { c.Params = map[string]float64{"s": 2} }, "--param s: not used by any formula"},
 		{"fail on nonfinite with a stat", func(c *Config) { c.Stats, c.FailOnNonFinite = []string{"m=max(g)"}, true }, ""},
 		{"fail on nonfinite alone: for the combinations without a kernel", func(c *Config) { c.FailOnNonFinite = true }, ""},
+		{"columns", func(c *Config) { c.Columns = []string{"std", " energy"} }, ""},
+		{"columns theta and a statistic's name", func(c *Config) { c.Columns, c.Stats = []string{"theta", "l1", "max"}, []string{"l1=sum(abs(g))"} }, ""},
+		{"columns unknown", func(c *Config) { c.Columns = []string{"energy", "mean"} }, `--columns: unknown column "mean"; want some of energy, std, max, wavelet_energy`},
+		{"columns empty list", func(c *Config) { c.Columns = []string{} }, "--columns: empty list"},
+		{"columns empty name", func(c *Config) { c.Columns = []string{"energy", ""} }, "--columns: an empty name"},
+		{"columns twice", func(c *Config) { c.Columns = []string{"std", "std "} }, "--columns: std is named twice"},
+		{"columns a statistic not given", func(c *Config) { c.Columns = []string{"l1"} }, `--columns: unknown column "l1"`},
 	})
 }
 

@@ -34,6 +34,9 @@ type Setup struct {
 	// Padding, when set, may change the paddings the combinations run
 	// with (Pads's), each to one at least as large along every axis.
 	Padding func(pads [][3]int) [][3]int
+	// Columns are the built-in statistics written, as Config.Columns (nil:
+	// all). New sets Src.Skip to what the others alone need.
+	Columns []string
 }
 
 // A Saver keeps the records of finished combinations (the file layer's
@@ -66,6 +69,11 @@ type Job struct {
 	badWhy   error
 	row      []byte
 	computed int       // kernels the whole run convolves, resumed or not
+	cols     ColumnSet // the built-in columns written
+	// written marks the values of an output row of the graph (energy,
+	// std, max, kernel energy, the user's statistics) that a CSV column
+	// shows: the others may be left out (NaN).
+	written  []bool
 	csv      io.Writer // nil: no CSV
 	noHeader bool
 	saver    Saver // nil: no checkpoint
@@ -89,6 +97,17 @@ func New(cfg Setup) (*Job, error) {
 		return nil, fmt.Errorf("%w: combinations [%d, %d) of %d", ops.ErrWavelet, cfg.Lo, cfg.Hi, len(cfg.Combos))
 	}
 	w := &Job{cfg: cfg, Stats: make([][4]float64, len(cfg.Combos)), order: make([]int, len(cfg.Combos))}
+	var statNames []string
+	if f := cfg.Src.Formulas; f != nil {
+		for _, st := range f.Stats {
+			statNames = append(statNames, st.Name)
+		}
+	}
+	var err error
+	if w.cols, err = ParseColumns(cfg.Columns, statNames); err != nil {
+		return nil, err
+	}
+	cfg.Src.Skip, w.written = skipFor(w.cols, cfg.Src.Formulas)
 	if k := w.extra(); k > 0 {
 		w.Extra = make([][]float64, len(cfg.Combos))
 		for i := range w.Extra {
@@ -158,6 +177,58 @@ func New(cfg Setup) (*Job, error) {
 		})
 	}
 	return w, nil
+}
+
+// skipFor is what a sweep that writes the built-in columns cols leaves
+// out of the response op's results (the statistics of f named like a
+// built-in column fill it, in place of the built-in one), and which
+// values of an output row of the graph its CSV shows (Job.written).
+func skipFor(cols ColumnSet, f *ops.WaveletFormulas) (ops.WaveletSkip, []bool) {
+	var skip ops.WaveletSkip
+	var filled ColumnSet // built-in columns a statistic of the user's fills
+	written := make([]bool, 4)
+	if f != nil {
+		skip.Stats = make([]bool, len(f.Stats))
+		for k, st := range f.Stats {
+			i := builtinColumn(st.Name)
+			if i >= 0 {
+				filled[i] = true
+				skip.Stats[k] = !cols[i]
+			}
+			written = append(written, !skip.Stats[k])
+		}
+	}
+	for i := range written[:4] {
+		written[i] = cols[i] && !filled[i]
+	}
+	// energy and std are Σ G and Σ G²'s, max is max G; Σ ψ² is computed
+	// whatever is asked (with the product of spectra, or from the
+	// samples).
+	skip.Sums = !written[0] && !written[1]
+	skip.Max = !written[2]
+	return skip, written
+}
+
+// Passes is what the response op runs per combination (ops.WaveletPasses),
+// on a GPU (gpu) or the CPU. The GPU runs every pass: its columns are
+// those of the CPU, the others are computed and not written.
+func (w *Job) Passes(gpu bool) ops.WaveletPasses {
+	if gpu {
+		return ops.WaveletPasses{Sums: ops.SumsFromResponse, InverseTransform: true, Max: true, Formulas: []string{}}
+	}
+	return w.cfg.Src.Passes()
+}
+
+// countNonFinite counts the NaN or infinite values of row, an output row
+// of the graph, that the CSV shows.
+func (w *Job) countNonFinite(row []float64) int64 {
+	var n int64
+	for i, v := range row {
+		if w.written[i] && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			n++
+		}
+	}
+	return n
 }
 
 // sharesKernels reports whether combinations with the same built-in
@@ -287,7 +358,7 @@ func (w *Job) Consume(out []*tensor.Dense, off, n int) error {
 			copy(w.Extra[i], s[wd*r+4:wd*(r+1)])
 		}
 		if w.cfg.Src.Formulas != nil {
-			w.nonFinite += option.CountNonFinite(s[wd*r : wd*(r+1)])
+			w.nonFinite += w.countNonFinite(s[wd*r : wd*(r+1)])
 		}
 		for _, j := range w.same[i] {
 			w.Stats[j] = w.Stats[i]
@@ -395,7 +466,7 @@ func (w *Job) Restorer() (restore func(int, []byte) error, drop func()) {
 			copy(w.Extra[i], vals[4:])
 		}
 		if w.cfg.Src.Formulas != nil {
-			w.nonFinite += option.CountNonFinite(vals)
+			w.nonFinite += w.countNonFinite(vals)
 		}
 		for _, j := range w.same[i] {
 			w.Stats[j] = w.Stats[i]
@@ -449,13 +520,22 @@ func (w *Job) Finish() error {
 }
 
 // values writes combination i's CSV row into vals (one per column):
-// θ, φ, ξ, the built-in statistics, then the user's, each in the column
-// place gives it (columns).
+// θ, φ, ξ, the built-in statistics written, then the user's, each in the
+// column place gives it (columns; −1: not written).
 func (w *Job) values(vals []float64, i int, place []int) {
 	st, c := w.Stats[i], w.cfg.Combos[i]
-	copy(vals, []float64{c.Theta, c.Phi, c.Xi, st[0], st[1], st[2], st[3]})
+	vals[0], vals[1], vals[2] = c.Theta, c.Phi, c.Xi
+	at := 3
+	for k, on := range w.cols {
+		if on {
+			vals[at] = st[k]
+			at++
+		}
+	}
 	for k, col := range place {
-		vals[col] = w.Extra[i][k]
+		if col >= 0 {
+			vals[col] = w.Extra[i][k]
+		}
 	}
 }
 
@@ -466,10 +546,11 @@ func (w *Job) Header() string {
 }
 
 // columns names the CSV's columns and, per statistic of the user's, its
-// column: the built-in columns, a statistic named like one in its place,
-// the others after them.
+// column: θ, φ, ξ, the built-in columns written, a statistic named like
+// one in its place (−1 when that column is left out), the others after
+// them.
 func (w *Job) columns() (names []string, place []int) {
-	names = []string{"theta", "phi", "xi", "energy", "std", "max", "wavelet_energy"}
+	names = append([]string{"theta", "phi", "xi"}, w.cols.Names()...)
 	at := map[string]int{}
 	for i, n := range names {
 		at[n] = i
@@ -477,7 +558,10 @@ func (w *Job) columns() (names []string, place []int) {
 	if f := w.cfg.Src.Formulas; f != nil {
 		for _, st := range f.Stats {
 			i, ok := at[st.Name]
-			if !ok {
+			switch {
+			case !ok && builtinColumn(st.Name) >= 0:
+				i = -1
+			case !ok:
 				i = len(names)
 				names = append(names, st.Name)
 			}
@@ -489,11 +573,10 @@ func (w *Job) columns() (names []string, place []int) {
 
 // Result is the result block of a wavelet report.
 type Result struct {
-	Combinations int     `json:"combinations"`
-	MaxEnergy    float64 `json:"max_energy"`
-	Theta        float64 `json:"theta_of_max_energy"`
-	Phi          float64 `json:"phi_of_max_energy"`
-	Xi           float64 `json:"xi_of_max_energy"`
+	Combinations int `json:"combinations"`
+	// Largest is the combination with the largest value in the energy
+	// column; nil when that column is left out (or no row has a value).
+	*Largest
 	// Computed is how many kernels were convolved: combinations with the
 	// same kernel are computed once.
 	Computed int `json:"computed"`
@@ -506,23 +589,43 @@ type Result struct {
 	NoKernelWhy string `json:"no_kernel_first,omitempty"`
 	// Range is a shard's combinations [lo, hi) and the sweep's count.
 	Range [3]int `json:"range,omitzero"`
+	// Columns are the CSV's columns.
+	Columns []string `json:"columns"`
+	// Passes are what the response op ran per combination.
+	Passes ops.WaveletPasses `json:"passes"`
 }
 
-// Result names the combination with the largest response energy.
+// Largest is the combination with the largest energy.
+type Largest struct {
+	MaxEnergy float64 `json:"max_energy"`
+	Theta     float64 `json:"theta_of_max_energy"`
+	Phi       float64 `json:"phi_of_max_energy"`
+	Xi        float64 `json:"xi_of_max_energy"`
+}
+
+// Result names the combination with the largest value in the energy
+// column, the columns and the passes.
 func (w *Job) Result() Result {
-	r := Result{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: w.computed, NonFinite: w.nonFinite, NoKernel: w.bad}
+	r := Result{Combinations: w.cfg.Hi - w.cfg.Lo, Computed: w.computed, NonFinite: w.nonFinite, NoKernel: w.bad,
+		Passes: w.Passes(w.dev != nil)}
 	if w.badWhy != nil {
 		r.NoKernelWhy = w.badWhy.Error()
 	}
 	if w.cfg.Hi-w.cfg.Lo < len(w.cfg.Combos) {
 		r.Range = [3]int{w.cfg.Lo, w.cfg.Hi, len(w.cfg.Combos)}
 	}
-	first := true
+	names, place := w.columns()
+	r.Columns = names
+	e := slices.Index(names, "energy")
+	if e < 0 {
+		return r
+	}
+	vals := make([]float64, len(names))
 	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
-		if s := w.Stats[i]; !math.IsNaN(s[0]) && (first || s[0] > r.MaxEnergy) {
-			first = false
+		w.values(vals, i, place)
+		if v := vals[e]; !math.IsNaN(v) && (r.Largest == nil || v > r.MaxEnergy) {
 			c := w.cfg.Combos[i]
-			r.MaxEnergy, r.Theta, r.Phi, r.Xi = s[0], c.Theta, c.Phi, c.Xi
+			r.Largest = &Largest{MaxEnergy: v, Theta: c.Theta, Phi: c.Phi, Xi: c.Xi}
 		}
 	}
 	return r

@@ -252,3 +252,62 @@ func TestWaveletPadsCoverEachKernel(t *testing.T) {
 		t.Errorf("the lone combination runs on %v, smaller than it needs", got[len(got)-1])
 	}
 }
+
+// TestColumnsSkipPasses: what a sweep's columns leave out of the response
+// op, with statistics of the user's, one named like a built-in column
+// (max), and the columns and passes its report gives.
+func TestColumnsSkipPasses(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Stats = []string{"l1=sum(abs(g))", "max=max(g)*2"}
+	p, err := cfg.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := [3]int{9, 7, 11}
+	f, err := p.Formulas(n, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float32, n[0]*n[1]*n[2])
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	for _, c := range []struct {
+		bnd     ops.Boundary
+		columns []string
+		header  string
+		passes  string
+	}{
+		{ops.Wrap, nil, "theta,phi,xi,energy,std,max,wavelet_energy,l1", "inverse transform: yes; Σ G, Σ G²: from the spectrum (Parseval); max: no; formula passes: l1, max"},
+		{ops.Wrap, []string{"std"}, "theta,phi,xi,std,l1", "inverse transform: yes; Σ G, Σ G²: from the spectrum (Parseval); max: no; formula passes: l1"},
+		{ops.Reflect, []string{"max", "wavelet_energy"}, "theta,phi,xi,max,wavelet_energy,l1", "inverse transform: yes; Σ G, Σ G²: no; max: no; formula passes: l1, max"},
+		{ops.Reflect, []string{"energy"}, "theta,phi,xi,energy,l1", "inverse transform: yes; Σ G, Σ G²: over the response; max: no; formula passes: l1"},
+	} {
+		src, err := ops.NewWaveletSource(v, n, 1, c.bnd, [3]int{12, 12, 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Formulas = f
+		job, err := New(Setup{Src: src, Combos: []Combo{{0.3, 0.4, 2}}, Columns: c.columns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := job.Header(); h != c.header {
+			t.Errorf("%v %q: header %q, want %q", c.bnd, c.columns, h, c.header)
+		}
+		if got := job.Passes(false).String(); got != c.passes {
+			t.Errorf("%v %q: passes %q, want %q", c.bnd, c.columns, got, c.passes)
+		}
+		if got := job.Passes(true); got.Sums != ops.SumsFromResponse || !got.InverseTransform || !got.Max {
+			t.Errorf("%v %q: on a GPU %v, want every pass", c.bnd, c.columns, got)
+		}
+	}
+	// Without statistics of the user's, energy and std in wrap mode run
+	// no inverse transform.
+	job := sweepJob(t, n, 3, 1, ops.Wrap, "0", "0", "1")
+	job.cfg.Src.Skip, _ = skipFor(ColumnSet{true, true, false, false}, nil)
+	if got := job.Passes(false); got.InverseTransform || got.Max || got.Sums != ops.SumsFromSpectrum {
+		t.Errorf("energy and std in wrap mode: %v", got)
+	}
+}

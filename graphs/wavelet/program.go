@@ -29,7 +29,8 @@ type Program struct {
 	n    [3]int
 	a    float64
 	fail bool
-	xy   bool // the volume's first two axes are swapped (Indexing "xy")
+	xy   bool     // the volume's first two axes are swapped (Indexing "xy")
+	cols []string // Config.Columns
 	dev  *engine.Device
 	// cache keeps the volume's transforms for the paddings used lately,
 	// across calls and recompiles.
@@ -80,7 +81,7 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 	if err := CheckPadding(n, pad, dev.MemLimit); err != nil {
 		return nil, err
 	}
-	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, xy: p.xy, dev: dev, memo: map[string][]byte{}}
+	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, xy: p.xy, cols: cfg.Columns, dev: dev, memo: map[string][]byte{}}
 	prog.cache = &ops.VolumeCache{Budget: cacheBudget(dev.MemLimit)}
 	if prog.src, err = ops.NewWaveletSource(prog.v, n, cfg.A, p.Boundary, pad); err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 // compile compiles the sweep over src, and returns the job it compiled:
 // the round hat, a stand-in: the sweeps come with each call.
 func (p *Program) compile(src *ops.WaveletSource) (*engine.Session, *Job, error) {
-	job, err := New(Setup{Src: src, Combos: []Combo{{0, 0, 1}}, FailOnNonFinite: p.fail})
+	job, err := New(Setup{Src: src, Combos: []Combo{{0, 0, 1}}, FailOnNonFinite: p.fail, Columns: p.cols})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,8 +111,8 @@ func (p *Program) compile(src *ops.WaveletSource) (*engine.Session, *Job, error)
 }
 
 // Columns names the values of a row of Run's output: the CLI's CSV
-// header, theta, phi, xi, energy, std, max, wavelet_energy and the user's
-// statistics.
+// header, theta, phi, xi, the built-in statistics of Config.Columns
+// (energy, std, max, wavelet_energy) and the user's statistics.
 func (p *Program) Columns() []string { return append([]string(nil), p.names...) }
 
 // Run sweeps every combination of theta, phi and xi, θ outermost, then φ,
@@ -167,7 +168,7 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 		return err
 	}
 	p.src.MaxSupport = MaxSupport(sup)
-	job, err := New(Setup{Src: p.src, Combos: combos, FailOnNonFinite: p.fail, Padding: func([][3]int) [][3]int { return pads }})
+	job, err := New(Setup{Src: p.src, Combos: combos, FailOnNonFinite: p.fail, Columns: p.cols, Padding: func([][3]int) [][3]int { return pads }})
 	if err != nil {
 		return err
 	}

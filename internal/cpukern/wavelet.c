@@ -9,13 +9,15 @@
 // least s over the row, the Schur complement of b22, rules out a whole
 // (m0, m1), and the interval of z where s < thr bounds the rest, so a
 // coefficient costs about one exp per alias near it (one, away from the
-// edges of a wide kernel's spectrum). tl_block_sums reduces the response.
+// edges of a wide kernel's spectrum). tl_block_sums reduces the response,
+// tl_half_energy a spectrum (Parseval).
 //
 // Both are written once, in wavelet_impl.h, with GCC vector extensions, and
 // compiled for AVX-512, AVX2 and SSE2; tl_cpu_isa() picks.
 #include "wavelet.h"
 #include "pairdist.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #pragma GCC push_options
@@ -56,20 +58,28 @@
 
 void tl_hat_mul(const float *spec, float *dst, int64_t p0, int64_t p1, int64_t p2, int64_t i0, int64_t i1, int64_t j0,
                 int64_t j1, double b00, double b01, double b02, double b11, double b12, double b22, double c,
-                double thr, double *scratch, double *energy) {
+                double thr, double *scratch, double *energy, double *genergy, double *dc) {
   const int64_t p[3] = {p0, p1, p2};
   const double b[6] = {b00, b01, b02, b11, b12, b22};
   switch (tl_cpu_isa()) {
-  case TL_ISA_AVX512: hat_mul_512(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
-  case TL_ISA_AVX2: hat_mul_256(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy); break;
-  default: hat_mul_128(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy);
+  case TL_ISA_AVX512: hat_mul_512(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy, genergy, dc); break;
+  case TL_ISA_AVX2: hat_mul_256(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy, genergy, dc); break;
+  default: hat_mul_128(spec, dst, p, i0, i1, j0, j1, b, c, thr, scratch, energy, genergy, dc);
   }
 }
 
-void tl_block_sums(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out) {
+void tl_block_sums(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out, int what) {
   switch (tl_cpu_isa()) {
-  case TL_ISA_AVX512: block_sums_512(x, ld, n1, n2, out); break;
-  case TL_ISA_AVX2: block_sums_256(x, ld, n1, n2, out); break;
-  default: block_sums_128(x, ld, n1, n2, out);
+  case TL_ISA_AVX512: block_sums_512(x, ld, n1, n2, out, what); break;
+  case TL_ISA_AVX2: block_sums_256(x, ld, n1, n2, out, what); break;
+  default: block_sums_128(x, ld, n1, n2, out, what);
+  }
+}
+
+void tl_half_energy(const float *c, int64_t p0, int64_t p1, int64_t p2, int64_t j0, int64_t j1, double *out) {
+  switch (tl_cpu_isa()) {
+  case TL_ISA_AVX512: half_energy_512(c, p0, p1, p2, j0, j1, out); break;
+  case TL_ISA_AVX2: half_energy_256(c, p0, p1, p2, j0, j1, out); break;
+  default: half_energy_128(c, p0, p1, p2, j0, j1, out);
   }
 }

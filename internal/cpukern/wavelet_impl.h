@@ -63,7 +63,8 @@ static inline void SFX(hat_terms)(double *acc, int64_t lo, int64_t hi, double ga
 }
 
 static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_t i0, int64_t i1, int64_t j0,
-                         int64_t j1, const double *b, double c, double thr, double *acc, double *rowenergy) {
+                         int64_t j1, const double *b, double c, double thr, double *acc, double *rowenergy,
+                         double *rowgenergy, double *dc) {
   const double tp = 2 * M_PI;
   const int64_t p0 = p[0], p1 = p[1], p2 = p[2], h = p2 / 2 + 1, hw = (h + W - 1) / W * W;
   const double b00 = b[0], b01 = b[1], b02 = b[2], b11 = b[3], b12 = b[4], b22 = b[5];
@@ -75,6 +76,8 @@ static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_
   const double zmax = tp * (double)(h - 1) / (double)p2, dz = tp / (double)p2;
   const double itp = 1 / tp, idz = 1 / dz, ib22 = 1 / b22, q = exp(-b22 * (W * dz) * (W * dz));
   for (int64_t j = j0; j < j1; j++) rowenergy[j - j0] = 0;
+  if (rowgenergy)
+    for (int64_t j = j0; j < j1; j++) rowgenergy[j - j0] = 0;
   for (int64_t i = i0; i < i1; i++) {
     const double w0 = tp * (double)(i <= p0 / 2 ? i : i - p0) / (double)p0;
     const int64_t m0lo = (int64_t)ceil((-e0 - w0) * itp), m0hi = (int64_t)floor((e0 - w0) * itp);
@@ -104,26 +107,42 @@ static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_
       for (int64_t k = h; k < hw; k++) acc[k] = 0; // lanes past the row
       const int64_t row = (i * p1 + j) * h;
       const float *sp = spec + 2 * row;
-      float *dp = dst + 2 * row;
+      float *dp = dst ? dst + 2 * row : NULL;
+      VD genergy = (VD){0};
+      double gtail = 0;
       int64_t k = 0;
       for (; k + W <= h; k += W) {
         VD v = c * *(VD *)(acc + k);
         energy += v * v;
         *(VD *)(acc + k) = v;
-        // Each value twice, for the real and imaginary parts, in registers.
-        const VF lo = __builtin_convertvector(__builtin_shuffle(v, DUPLO), VF);
-        const VF hi = __builtin_convertvector(__builtin_shuffle(v, DUPHI), VF);
-        *(VF *)(dp + 2 * k) = *(const VF *)(sp + 2 * k) * lo;
-        *(VF *)(dp + 2 * k + W) = *(const VF *)(sp + 2 * k + W) * hi;
+        if (rowgenergy) { // |spec|²·ψ̂², each ψ̂² twice for the real and imaginary parts
+          const VD v2 = v * v;
+          const VD s0 = __builtin_convertvector(*(const VF *)(sp + 2 * k), VD);
+          const VD s1 = __builtin_convertvector(*(const VF *)(sp + 2 * k + W), VD);
+          genergy += s0 * s0 * __builtin_shuffle(v2, DUPLO) + s1 * s1 * __builtin_shuffle(v2, DUPHI);
+        }
+        if (dp) {
+          // Each value twice, for the real and imaginary parts, in registers.
+          const VF lo = __builtin_convertvector(__builtin_shuffle(v, DUPLO), VF);
+          const VF hi = __builtin_convertvector(__builtin_shuffle(v, DUPHI), VF);
+          *(VF *)(dp + 2 * k) = *(const VF *)(sp + 2 * k) * lo;
+          *(VF *)(dp + 2 * k + W) = *(const VF *)(sp + 2 * k + W) * hi;
+        }
       }
       if (k < hw) { // the last lanes, zero past the row
         VD v = c * *(VD *)(acc + k);
         energy += v * v;
         *(VD *)(acc + k) = v;
         for (; k < h; k++) {
-          const float f = (float)acc[k];
-          dp[2 * k] = sp[2 * k] * f;
-          dp[2 * k + 1] = sp[2 * k + 1] * f;
+          if (rowgenergy) {
+            const double re = sp[2 * k], im = sp[2 * k + 1];
+            gtail += (re * re + im * im) * (acc[k] * acc[k]);
+          }
+          if (dp) {
+            const float f = (float)acc[k];
+            dp[2 * k] = sp[2 * k] * f;
+            dp[2 * k + 1] = sp[2 * k + 1] * f;
+          }
         }
       }
       // Each coefficient but the first and (p2 even) the last stands for
@@ -132,11 +151,25 @@ static void SFX(hat_mul)(const float *spec, float *dst, const int64_t *p, int64_
       if (p2 % 2 == 0) e -= 0.5 * acc[h - 1] * acc[h - 1];
       for (int l = 0; l < W; l++) e += energy[l];
       rowenergy[j - j0] += 2 * e;
+      if (rowgenergy) {
+        const double a0 = (double)sp[0] * sp[0] + (double)sp[1] * sp[1];
+        double g = gtail - 0.5 * a0 * (acc[0] * acc[0]);
+        if (p2 % 2 == 0) {
+          const double al = (double)sp[2 * h - 2] * sp[2 * h - 2] + (double)sp[2 * h - 1] * sp[2 * h - 1];
+          g -= 0.5 * al * (acc[h - 1] * acc[h - 1]);
+        }
+        for (int l = 0; l < W; l++) g += genergy[l];
+        rowgenergy[j - j0] += 2 * g;
+      }
+      if (dc && i == 0 && j == 0) *dc = (double)sp[0] * acc[0];
     }
   }
 }
 
-static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out) {
+// block_sums_of is block_sums for a constant what (1: Σ g and Σ g², 2:
+// max g, 3: both), so that what is left out costs nothing in the loop.
+static inline __attribute__((always_inline)) void SFX(block_sums_of)(const float *x, int64_t ld, int64_t n1, int64_t n2,
+                                                                     double *out, const int what) {
   VD s0 = (VD){0}, s1 = (VD){0}, q0 = (VD){0}, q1 = (VD){0}, mx = (VD){0} - INFINITY;
   double s = 0, q = 0, m = -INFINITY;
   for (int64_t j = 0; j < n1; j++) {
@@ -145,18 +178,24 @@ static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, 
     for (; k + 2 * W <= n2; k += 2 * W) {
       VF f0 = *(const VF *)(row + k), f1 = *(const VF *)(row + k + W);
       VD g0 = __builtin_convertvector(f0, VD), g1 = __builtin_convertvector(f1, VD);
-      s0 += g0;
-      s1 += g1;
-      q0 += g0 * g0;
-      q1 += g1 * g1;
-      mx = SFX(sel)((g0 > mx) | (g0 != g0), g0, mx);
-      mx = SFX(sel)((g1 > mx) | (g1 != g1), g1, mx);
+      if (what & 1) {
+        s0 += g0;
+        s1 += g1;
+        q0 += g0 * g0;
+        q1 += g1 * g1;
+      }
+      if (what & 2) {
+        mx = SFX(sel)((g0 > mx) | (g0 != g0), g0, mx);
+        mx = SFX(sel)((g1 > mx) | (g1 != g1), g1, mx);
+      }
     }
     for (; k < n2; k++) {
       const double g = row[k];
-      s += g;
-      q += g * g;
-      m = (g > m || g != g) ? g : m;
+      if (what & 1) {
+        s += g;
+        q += g * g;
+      }
+      if (what & 2) m = (g > m || g != g) ? g : m;
     }
   }
   s0 += s1;
@@ -166,7 +205,47 @@ static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, 
     q += q0[l];
     m = (mx[l] > m || mx[l] != mx[l]) ? mx[l] : m;
   }
-  out[0] = s, out[1] = q, out[2] = m;
+  if (what & 1) out[0] = s, out[1] = q;
+  if (what & 2) out[2] = m;
+}
+
+static void SFX(block_sums)(const float *x, int64_t ld, int64_t n1, int64_t n2, double *out, int what) {
+  switch (what) {
+  case 1: SFX(block_sums_of)(x, ld, n1, n2, out, 1); break;
+  case 2: SFX(block_sums_of)(x, ld, n1, n2, out, 2); break;
+  default: SFX(block_sums_of)(x, ld, n1, n2, out, 3);
+  }
+}
+
+// half_energy sets out[j − j0], j0 ≤ j < j1, to the rows' part of
+// Σ |c|² over the whole spectrum whose half c is (p0·p1·(p2/2+1) complex
+// floats, interleaved): per row, every coefficient twice but the first
+// and, p2 even, the last (their mirror images are not stored), added over
+// i in order.
+static void SFX(half_energy)(const float *c, int64_t p0, int64_t p1, int64_t p2, int64_t j0, int64_t j1, double *out) {
+  const int64_t h = p2 / 2 + 1;
+  for (int64_t j = j0; j < j1; j++) out[j - j0] = 0;
+  for (int64_t i = 0; i < p0; i++) {
+    for (int64_t j = j0; j < j1; j++) {
+      const float *row = c + 2 * (i * p1 + j) * h;
+      VD e0 = (VD){0}, e1 = (VD){0};
+      int64_t f = 0;
+      for (; f + 2 * W <= 2 * h; f += 2 * W) {
+        const VD a = __builtin_convertvector(*(const VF *)(row + f), VD);
+        const VD b = __builtin_convertvector(*(const VF *)(row + f + W), VD);
+        e0 += a * a;
+        e1 += b * b;
+      }
+      e0 += e1;
+      double e = 0;
+      for (int l = 0; l < W; l++) e += e0[l];
+      for (; f < 2 * h; f++) e += (double)row[f] * row[f];
+      e *= 2;
+      e -= (double)row[0] * row[0] + (double)row[1] * row[1];
+      if (p2 % 2 == 0) e -= (double)row[2 * h - 2] * row[2 * h - 2] + (double)row[2 * h - 1] * row[2 * h - 1];
+      out[j - j0] += e;
+    }
+  }
 }
 
 #undef VD

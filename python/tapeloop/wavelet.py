@@ -15,6 +15,22 @@ def _values(name, x):
     return a.reshape(-1)
 
 
+def _columns(columns):
+    """columns=: None (all), a comma-separated string or a sequence of names."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return columns.split(",")
+    try:
+        names = list(columns)
+    except TypeError:
+        raise Error(f"columns={columns!r}: want a list of column names, e.g. ['energy', 'std']") from None
+    for c in names:
+        if not isinstance(c, str):
+            raise Error(f"columns=: {c!r} is not a column name, e.g. 'energy'")
+    return names
+
+
 def _reach(reach):
     """reach=: None, a number of voxels, or "volume"."""
     if isinstance(reach, str):
@@ -49,15 +65,20 @@ class Wavelet(Compiled):
     "name=formula" strings), each an extra column (named like a built-in one,
     it fills that column); params: their parameters; fail_on_nonfinite: a NaN
     or infinite value of your kernel or statistics fails the call (default: it
-    is kept as the value). The CLI's wavelet flags of the same names
-    (docs/wavelet.md).
+    is kept as the value); columns: the built-in statistics to return, some
+    of "energy", "std", "max", "wavelet_energy" (a list, or a comma-separated
+    string; default all four; theta, phi, xi and your statistics always come
+    back): what only the others need is not computed (with boundary="wrap",
+    energy and std alone need no inverse transform). The CLI's wavelet flags
+    of the same names (docs/wavelet.md).
     batch: combinations per replay (default planned under mem_limit, bytes or
     a size such as "2GiB"). device: "cpu" (default) or "cuda" (a library
     built with CUDA; gpu: its number; the formulas run on the CPU only).
 
     Call with theta, phi and xi, each a number or a 1-D sequence or array: it
     returns a dict mapping each column of the CLI's CSV (theta, phi, xi,
-    energy, std, max, wavelet_energy, then your statistics; see columns) to a
+    energy, std, max, wavelet_energy or those of columns=, then your
+    statistics; the attribute columns names them) to a
     1-D float64 array of one value per combination, θ outermost, then φ, then
     ξ, as the CLI's rows: the same numbers, bit for bit. Calls of one
     combination each (a NumPy loop's) cost about what one call of them all
@@ -72,7 +93,7 @@ class Wavelet(Compiled):
     _what = "wavelet"
 
     def __init__(self, volume, *, a=1.0, boundary="reflect", kernel=None, reach=None, indexing="ij", stats=None,
-                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
+                 params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None, columns=None):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"volume=: the array has shape {v.shape}, want a 3-D volume")
@@ -81,7 +102,7 @@ class Wavelet(Compiled):
         cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, reach=_reach(reach), indexing=indexing,
                      stats=list(stats) if stats else None,
                      params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), batch=integer("batch", batch) or 0,
-                     mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
+                     mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu, columns=_columns(columns))
         h = ctypes.c_int64(0)
         check(lib.tl_wavelet_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
         self._own(h.value)
@@ -111,11 +132,11 @@ class Wavelet(Compiled):
 
 
 def wavelet(volume, theta, phi, xi, a=1.0, boundary="reflect", kernel=None, reach=None, indexing="ij", stats=None,
-            params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None):
+            params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None, columns=None):
     """One-shot Wavelet: the statistics of volume, (X, Y, Z), for every
     combination of theta, phi and xi, as a dict of column → 1-D float64
     array (see Wavelet); the volume is converted to float32 once."""
     with Wavelet(volume, a=a, boundary=boundary, kernel=kernel, reach=reach, indexing=indexing, stats=stats,
                  params=params, batch=batch,
-                 mem_limit=mem_limit, fail_on_nonfinite=fail_on_nonfinite, device=device, gpu=gpu) as w:
+                 mem_limit=mem_limit, fail_on_nonfinite=fail_on_nonfinite, device=device, gpu=gpu, columns=columns) as w:
         return w(theta, phi, xi)

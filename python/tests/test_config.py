@@ -20,7 +20,7 @@ from tapeloop import _lib
 SAMPLES = {
     "a": 0.5, "dx": 0.25, "reduce": "sum", "params": {"s": 2.0}, "fail_on_nonfinite": True,
     "method": "direct", "metric": "l1", "formula": "sum(a*b)", "topk": 2, "tf32": True,
-    "boundary": "wrap", "kernel": "x", "reach": 3, "indexing": "xy", "stats": ["l1=sum(abs(g))"],
+    "boundary": "wrap", "kernel": "x", "reach": 3, "indexing": "xy", "stats": ["l1=sum(abs(g))"], "columns": ["energy", "std"],
     "spacing": (2.0, 2.0, 2.0), "origin": (1.0, 2.0, 3.0), "frame": "ras", "hu": True, "mu_water": 0.03, "strict": True,
     "mu": "h", "post": "p", "step": 0.5, "filter": "box:3",
     "device": "cuda", "gpu": 1, "batch": 7, "mem_limit": "1GiB", "dtype": "float64",

@@ -112,6 +112,46 @@ def test_numpy_reference_wrap():
     assert row == len(got["energy"])
 
 
+@pytest.mark.parametrize("boundary", ["reflect", "wrap"])
+def test_columns(tmp_path, boundary):
+    """columns= returns those built-in columns, in the CSV's order, with the
+    numbers of the full call bit for bit (and of the CLI's --columns); a
+    statistic named like a left-out column is left out with it."""
+    rng = np.random.default_rng()
+    v = rng.standard_normal((11, 9, 13))
+    sweep = ([0.0, 0.7], [0.3], [1.0, 2.5])
+    stats = {"l1": "sum(abs(g))", "max": "max(g)*2"}
+    full = tapeloop.wavelet(v, *sweep, boundary=boundary, stats=stats)
+    for cols, names in [(["energy", "std"], ["energy", "std", "l1"]),
+                        ("std,energy", ["energy", "std", "l1"]),
+                        (["max"], ["max", "l1"]),
+                        (["wavelet_energy", "l1", "theta"], ["wavelet_energy", "l1"])]:
+        got = tapeloop.wavelet(v, *sweep, boundary=boundary, stats=stats, columns=cols)
+        assert list(got) == ["theta", "phi", "xi", *names], cols
+        for name, col in got.items():
+            np.testing.assert_array_equal(col, full[name], err_msg=f"{cols}: {name}")
+    if HAS_CLI:
+        np.save(tmp_path / "v.npy", v)
+        theta, phi, xi = (",".join(repr(float(x)) for x in vals) for vals in sweep)
+        out = tmp_path / "s.csv"
+        subprocess.run([CLI, "wavelet", "--volume", str(tmp_path / "v.npy"), f"--theta={theta}", f"--phi={phi}", f"--xi={xi}",
+                        "--boundary", boundary, "--columns", "std,energy", "--stat", "l1=sum(abs(g))", "--stat", "max=max(g)*2",
+                        "--out", str(out), "--quiet"], check=True, capture_output=True)
+        header, *rows = out.read_text().splitlines()
+        assert header == "theta,phi,xi,energy,std,l1"
+        values = np.array([[float(f) for f in r.split(",")] for r in rows])
+        for i, name in enumerate(header.split(",")):
+            np.testing.assert_array_equal(values[:, i], full[name], err_msg=name)
+    for bad, msg in [(["energy", "Energy"], r'^columns=: unknown column "Energy"; want some of energy, std, max, wavelet_energy'),
+                     ([], r"^columns=: empty list"),
+                     ("energy,,std", r"^columns=: an empty name"),
+                     ("std,std", r"^columns=: std is named twice"),
+                     (["energy", 1], r"^columns=: 1 is not a column name"),
+                     (5, r"^columns=5: want a list of column names")]:
+        with pytest.raises(tapeloop.Error, match=msg):
+            tapeloop.Wavelet(v, boundary=boundary, columns=bad)
+
+
 def test_bad_input_is_the_cli_message(tmp_path):
     v = np.random.default_rng().standard_normal((6, 5, 4))
     with pytest.raises(tapeloop.Error) as e:
