@@ -28,10 +28,19 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+int tl_gemm_ok(void) {
+  static int ok = -1; // asked once; threads asking at once get the same answer
+  int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+  if (v < 0) {
+    __builtin_cpu_init();
+    v = __builtin_cpu_supports("avx512f") != 0;
+    __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
 #pragma GCC push_options
 #pragma GCC target("avx512f")
-
-int tl_gemm_ok(void) { return 1; }
 
 // tr16 transposes the 16×16 block held in r (r[i] lane j becomes r[j]
 // lane i).
@@ -73,6 +82,7 @@ static inline __attribute__((always_inline)) void load16(const float *x, int64_t
 }
 
 int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0, int64_t p1, float *ap) {
+  if (!tl_gemm_ok()) return -1;
   const int64_t am = (m + MR - 1) / MR * MR;
   for (int64_t k0 = 0; k0 < d; k0 += KC) {
     const int64_t kc = d - k0 < KC ? d - k0 : KC;
@@ -173,6 +183,7 @@ static __attribute__((noinline)) void micro_masked(int64_t kc, const float *pa, 
 
 int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, int64_t n, float *bp,
                  float *out, int64_t ldo, int64_t lower) {
+  if (!tl_gemm_ok()) return -1;
   if (lower >= 0 && m > n + lower) m = n + lower; // rows past it hold no pair
   if (m <= 0 || n <= 0) return 0;
   am = (am + MR - 1) / MR * MR;
@@ -212,6 +223,7 @@ int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float 
 }
 
 int tl_gemm_mirror(int64_t m, int64_t n, const float *out, int64_t ldo, int64_t lower, float *t, int64_t ldt) {
+  if (!tl_gemm_ok()) return -1;
   for (int64_t j0 = 0; j0 < n; j0 += 16) {
     const __mmask16 cols = lanes(n - j0);
     for (int64_t i0 = 0; i0 < m && i0 < j0 + 15 + lower; i0 += 16) {
@@ -234,6 +246,7 @@ int tl_gemm_mirror(int64_t m, int64_t n, const float *out, int64_t ldo, int64_t 
 
 int tl_gemm_nt_f32_avx512(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
                           float *out, int64_t ldo, int64_t lower) {
+  if (!tl_gemm_ok()) return -1;
   const int64_t am = (m + MR - 1) / MR * MR;
   float *ap = (float *)aligned_alloc(64, sizeof(float) * am * d);
   float *bp = (float *)aligned_alloc(64, sizeof(float) * NC * KC);
@@ -251,7 +264,7 @@ int tl_gemm_nt_f32_avx512(int64_t m, int64_t n, int64_t d, const float *a, int64
 }
 
 void tl_fma_loop(int64_t n) {
-  if (n <= 0) return;
+  if (n <= 0 || !tl_gemm_ok()) return;
   __asm__ volatile("vpxord %%zmm30, %%zmm30, %%zmm30\n vpxord %%zmm31, %%zmm31, %%zmm31\n"
 #define Z4(a, b, c, d) \
   "vmovaps %%zmm30, %%zmm" #a "\n vmovaps %%zmm30, %%zmm" #b "\n vmovaps %%zmm30, %%zmm" #c "\n vmovaps %%zmm30, %%zmm" #d "\n"

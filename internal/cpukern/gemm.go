@@ -1,9 +1,14 @@
 package cpukern
 
 // #include "gemm.h"
+// #include "pairdist.h"
 import "C"
 
 import "unsafe"
+
+// GEMM reports whether float32 dot products run on the packed matrix
+// product (an x86-64 CPU with AVX-512, not limited below it).
+func GEMM() bool { return C.tl_cpu_isa() == isaAVX512 && C.tl_gemm_ok() != 0 }
 
 // DotTileCols is the most columns (rows of b) one DotTile32 takes: its
 // slice of b stays in L2 while a's rows stream past it.
@@ -50,6 +55,7 @@ func (p *DotPack) SetRows(m int) {
 
 // Pack packs panels [p0, p1) of the pack's m rows, read from a (row i at
 // a[i·lda:], d values). Disjoint panel ranges may be packed concurrently.
+// Only on AVX-512; elsewhere it panics.
 func (p *DotPack) Pack(a []float32, lda, p0, p1 int) {
 	if p0 < 0 || p1 > DotPanels(p.m) || p0 > p1 {
 		panic("cpukern: DotPack panels out of range")
@@ -58,8 +64,10 @@ func (p *DotPack) Pack(a []float32, lda, p0, p1 int) {
 		return
 	}
 	checkRows(p.m, p.d, len(a), lda, "a")
-	C.tl_gemm_pack_a(C.int64_t(p.m), C.int64_t(p.d), (*C.float)(&a[0]), C.int64_t(lda), C.int64_t(p0), C.int64_t(p1),
-		(*C.float)(&p.buf[0]))
+	if C.tl_gemm_pack_a(C.int64_t(p.m), C.int64_t(p.d), (*C.float)(&a[0]), C.int64_t(lda), C.int64_t(p0), C.int64_t(p1),
+		(*C.float)(&p.buf[0])) != 0 {
+		panic("cpukern: DotPack without AVX-512")
+	}
 }
 
 // DotScratch is one core's buffer for DotTile32's slice of b.

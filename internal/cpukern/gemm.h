@@ -12,8 +12,7 @@
 enum { TL_GEMM_MR = 14, TL_GEMM_NR = 32, TL_GEMM_KC = 384, TL_GEMM_NC = 256 };
 
 // tl_gemm_ok reports whether the functions below run here (x86-64 with
-// AVX-512: the caller checks the CPU has it); elsewhere they return -1 and
-// do nothing.
+// AVX-512); elsewhere they return -1 and do nothing.
 int tl_gemm_ok(void);
 
 // tl_gemm_pack_a packs panels [p0, p1) of the m rows of a (d values each,
