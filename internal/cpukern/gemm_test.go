@@ -234,6 +234,7 @@ func benchmarkDotTiles(b *testing.B, w int) {
 		wg.Wait()
 	}
 	run() // the output's pages
+
 	var kw, kc, pw, pc float64 // sums of the rates: kernel and peak, wall and CPU
 	b.ResetTimer()
 	for b.Loop() {
