@@ -107,7 +107,9 @@ int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0
 static void pack_b(const float *b, int64_t ldb, int64_t n, int64_t k0, int64_t kc, float *bp) {
   for (int64_t j = 0; j < n; j += 16) {
     float *dst = bp + j / NR * NR * kc + j % NR;
+    const int64_t ahead = n - j - 16 < 16 ? n - j - 16 : 16; // rows of the next group, fetched meanwhile
     for (int64_t k = 0; k < kc; k += 16) {
+      for (int64_t i = 0; i < ahead; i++) _mm_prefetch((const char *)(b + (j + 16 + i) * ldb + k0 + k), _MM_HINT_T0);
       __m512 r[16];
       load16(b + j * ldb, ldb, n - j, k0 + k, kc - k, r);
       tr16(r);
