@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tapeloop/tapeloop/graphs/affinity"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 )
@@ -352,16 +353,21 @@ func filterEnv(env []string, drop ...string) []string {
 
 // TestDotAffinityShowsThePipeline: `tapeloop dot affinity` prints the
 // graph of the mode the flags select, from the block's row indices on:
-// the whole matrix assembled by Mirror, top-k selected by TopK, or
-// streamed rows summed by BatchStats.
+// the whole matrix assembled by Mirror (or, where float32 dot products
+// run on the packed matrix product, written by the fused op), top-k
+// selected by TopK, or streamed rows summed by BatchStats.
 func TestDotAffinityShowsThePipeline(t *testing.T) {
 	small := []string{"dot", "affinity", "-n", "101", "--height", "5", "--width", "5"}
+	symmetric := []string{"index", "Pairwise{dot, N=101, D=25, upper}", "Mirror{"}
+	if cpukern.GEMM() {
+		symmetric = []string{"index", "fused pairwise+mirror: Pairwise{dot, N=101, D=25, upper}, writes the (101, 101) matrix"}
+	}
 	for _, c := range []struct {
 		name  string
 		extra []string
 		want  []string
 	}{
-		{"symmetric", nil, []string{"index", "Pairwise{dot, N=101, D=25, upper}", "Mirror{"}},
+		{"symmetric", nil, symmetric},
 		{"top-k", []string{"--topk", "3"}, []string{"index", "Pairwise{dot, N=101, D=25}", "TopK{K=3, N=101}"}},
 		{"streamed", []string{"--mem-limit", "20KiB"}, []string{"index", "Pairwise{dot, N=101, D=25}", "BatchStats{"}},
 	} {

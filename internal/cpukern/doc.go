@@ -14,7 +14,9 @@
 //     set and element type.
 //   - gemm.c: the float32 dot products on AVX-512 as a packed,
 //     cache-blocked matrix product (BLIS's design: panels packed for the
-//     caches, an 8×32 register-blocked micro-kernel).
+//     caches, a 14×32 register-blocked micro-kernel), with a block's rows
+//     packed once and shared by the cores that compute its column tiles,
+//     and the copy of a symmetric tile to its mirror image.
 //   - drr.c: line integrals of a voxel volume along rays, exact (Siddon's
 //     radiological path) or trilinearly sampled, behind the DRR workload;
 //     drr_fan.c: the same for fans of rays that share their x and y (a

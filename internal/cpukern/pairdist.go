@@ -88,7 +88,3 @@ func checkDims(m, n, d, la, lda, lb, ldb, lo, ldo int) {
 		panic("cpukern: d == 0")
 	}
 }
-
-// GEMM reports whether float32 dot products run on the packed matrix
-// product (an AVX-512 CPU).
-func GEMM() bool { return C.tl_cpu_isa() == isaAVX512 }

@@ -1,7 +1,8 @@
 // Package pairwise holds tapeloop's affinity ops: Pairwise (the built-in
 // metrics), PairwiseFormula and PairMap (a user's formula per pair),
-// PairwiseU8 (8-bit images), TopK and Mirror, the fused GPU passes
-// PairwiseTopK and PairwiseMatrix, and PairData, the images they share.
+// PairwiseU8 (8-bit images), TopK and Mirror, the fused passes
+// PairwiseTopK (GPU) and PairwiseMatrix (GPU, and the CPU's float32 dot
+// products), and PairData, the images they share.
 //
 // They follow package ops's conventions (see its doc): each op owns its
 // output buffer, and its CUDA twin lives beside it in NAME_cuda.go under

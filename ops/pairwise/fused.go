@@ -12,19 +12,22 @@ import (
 	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
-// A pairwise op on a GPU can do in one pass what the CPU does in two ops:
-// select each row's top k (Pairwise then TopK), or write a symmetric run's
-// blocks straight into the whole matrix (Pairwise with Upper then Mirror).
-// PairwiseTopK and PairwiseMatrix are those fused passes as ops of their
-// own, so that a graph shows which path it takes; FuseTopK and FuseMatrix
-// build them where the device offers the pass (TopKSelector, FullWriter),
-// and report false elsewhere (the CPU), where the two ops stay.
+// A pairwise op can do in one pass what otherwise takes two ops: select
+// each row's top k (Pairwise then TopK) on a GPU, or write a symmetric
+// run's blocks straight into the whole matrix (Pairwise with Upper then
+// Mirror) on a GPU or, for float32 dot products on the packed matrix
+// product, the CPU. PairwiseTopK and PairwiseMatrix are those fused passes
+// as ops of their own, so that a graph shows which path it takes;
+// FuseTopK and FuseMatrix build them where the op offers the pass
+// (TopKSelector, FullWriter), and report false elsewhere, where the two
+// ops stay.
 
-// FullWriter is implemented by the pairwise op's GPU twin: given the whole
-// (N, N) float32 matrix of a symmetric run, WriteFull reports whether its
-// blocks (with Upper) will be written straight into it, each block's rows
-// from the diagonal on and their transposes in the rows below, so that the
-// caller need not mirror them; its output tensor is then not written.
+// FullWriter is implemented by the pairwise op and its GPU twin: given the
+// whole (N, N) float32 matrix of a symmetric run, WriteFull reports
+// whether its blocks (with Upper) will be written straight into it, each
+// block's rows from the diagonal on and their transposes in the rows
+// below, so that the caller need not mirror them; its output tensor is
+// then not written.
 // FuseMatrix turns such an op into PairwiseMatrix.
 type FullWriter interface {
 	WriteFull(full []float32) bool
@@ -149,11 +152,11 @@ func (op *PairwiseTopK) String() string {
 	return fmt.Sprintf("GPU fused pairwise+top-k: %v, K=%d", op.inner, op.K)
 }
 
-// PairwiseMatrix is a pairwise op with Upper whose device writes each
-// block straight into the whole (N, N) matrix of a symmetric run: the
-// block's rows from the diagonal on and, transposed, its columns beyond
-// the block into the rows below it, as Mirror does on the host. Its input
-// is the block's row indices (RowsFromData); its output is the matrix.
+// PairwiseMatrix is a pairwise op with Upper that writes each block
+// straight into the whole (N, N) matrix of a symmetric run: the block's
+// rows from the diagonal on and, transposed, its columns beyond the block
+// into the rows below it, as Mirror does. Its input is the block's row
+// indices (RowsFromData); its output is the matrix.
 type PairwiseMatrix struct {
 	owned
 
@@ -162,8 +165,8 @@ type PairwiseMatrix struct {
 }
 
 // FuseMatrix returns op (OnDevice's result for a Pairwise with Upper)
-// fused with the assembly of full, the (N, N) float32 matrix, when its
-// device writes the blocks into it itself; else nil and false.
+// fused with the assembly of full, the (N, N) float32 matrix, when it
+// writes the blocks into it itself; else nil and false.
 func FuseMatrix(op G.Op, full []float32) (*PairwiseMatrix, bool) {
 	p, ok1 := op.(pairwiser)
 	fw, ok2 := op.(FullWriter)
@@ -191,7 +194,7 @@ func (op *PairwiseMatrix) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{n, n}, nil
 }
 
-// Do computes the block on the device into the matrix.
+// Do computes the block into the matrix.
 func (op *PairwiseMatrix) Do(in ...G.Value) (G.Value, error) {
 	if _, err := op.inner.Do(in...); err != nil {
 		return nil, err
@@ -199,9 +202,13 @@ func (op *PairwiseMatrix) Do(in ...G.Value) (G.Value, error) {
 	return op.full, nil
 }
 
-// ResidentBytes is the inner op's, with its host block.
+// ResidentBytes is the inner op's, with a GPU twin's host block (the CPU
+// op writes straight into the matrix).
 func (op *PairwiseMatrix) ResidentBytes() int64 {
 	p := op.inner.pairwise()
+	if _, cpu := op.inner.(*Pairwise); cpu {
+		return residentBytes(op.inner)
+	}
 	return residentBytes(op.inner) + int64(p.Batch)*int64(p.Data.N)*int64(p.Data.Dtype.Size())
 }
 
@@ -222,6 +229,9 @@ func (op *PairwiseMatrix) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *PairwiseMatrix) String() string {
 	n := op.inner.pairwise().Data.N
+	if _, cpu := op.inner.(*Pairwise); cpu {
+		return fmt.Sprintf("fused pairwise+mirror: %v, writes the (%d, %d) matrix", op.inner, n, n)
+	}
 	return fmt.Sprintf("GPU fused pairwise+mirror: %v, writes the (%d, %d) matrix", op.inner, n, n)
 }
 

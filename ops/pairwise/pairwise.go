@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"hash"
 	"math"
-	"runtime"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
@@ -31,6 +32,9 @@ type Pairwise struct {
 	// TF32 lets the GPU twin's dot products use TF32 tensor cores (about
 	// 1e-3 relative); the CPU ignores it.
 	TF32 bool
+
+	matrix []float32 // WriteFull's (N, N) matrix, or nil
+	tiles  dotTiles  // the packed matrix product's buffers
 }
 
 // NewPairwise returns the op for blocks of batch rows of data's float32
@@ -46,11 +50,40 @@ func NewPairwise(data *PairData, metric Metric, batch int) *Pairwise {
 	return &Pairwise{pairBlocks: b, Metric: metric}
 }
 
-// Do computes the block's affinities into the op's own buffer.
+// WriteFull makes a symmetric run's blocks go straight into full, the
+// whole (N, N) float32 matrix, where the CPU runs its dot products on the
+// packed matrix product (AVX-512): each block's rows from the diagonal
+// on, and their transposes into the rows below it, each tile's copied by
+// the core that computed it while the tile is in its cache, so that the
+// copies (and the first writes to the matrix's pages) overlap the other
+// cores' products. The op's own output is then not written. It needs
+// Upper, RowsFromData and the dot metric; it asks the kernel to back full
+// with huge pages.
+func (op *Pairwise) WriteFull(full []float32) bool {
+	d := op.Data
+	if !op.Upper || !op.RowsFromData || op.Metric != MetricDot || d.Dtype != tensor.Float32 || !cpukern.GEMM() ||
+		len(full) != d.N*d.N {
+		return false
+	}
+	op.matrix = full
+	sysmem.AdviseHugePagesOf(full)
+	return true
+}
+
+// Do computes the block's affinities into the op's own buffer, or with
+// WriteFull into the matrix.
 func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	rows, lo, m, c0, err := op.block(in)
 	if err != nil {
 		return nil, err
+	}
+	if op.matrix != nil { // the rows lo… from the diagonal on, and their mirror images
+		d := op.Data
+		op.tiles.run(d.X32[lo*d.D:], d.X32[c0*d.D:], m, d.N-c0, d.D, op.matrix[c0*d.N+c0:], d.N, true, d.N-c0, op.Stopped)
+		if op.Stopped() {
+			return nil, ops.ErrStopped
+		}
+		return nil, nil
 	}
 	d, out := op.Data, op.output()
 	// With the rows read from the images, an upper block is the images
@@ -73,12 +106,6 @@ func invNorm[T float32 | float64](row []T) float64 {
 	}
 	return 1 / math.Sqrt(ss)
 }
-
-// minParallel is the work, in pair-dimensions, below which an upper block's
-// matrix product runs on one core: about 0.1 ms there, less than what
-// waking idle cores costs a caller that calls block after block from
-// outside Go.
-const minParallel = 1 << 22
 
 // pairBlock fills columns [c0, N) of the block's first b rows. With
 // upper, the rows are images c0, c0+1, … (the upper block of a symmetric
@@ -111,38 +138,12 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 		chunk = dotChunk
 	}
 	gemm := k == cpukern.Dot && f32 && cpukern.GEMM()
-	switch {
-	case gemm && upper && !op.Stopped():
-		// The upper triangle only, each core a range of columns holding
-		// an equal share of its pairs, then the pairs below the diagonal
-		// copied from their mirror images.
+	if gemm && !op.Stopped() {
+		// The packed matrix product; with upper, the upper triangle only,
+		// and the pairs below the diagonal within the block copied from
+		// their mirror images as each tile is done.
 		r32, x32, o32 := any(rows).([]float32), any(x).([]float32), any(out).([]float32)
-		workers := runtime.GOMAXPROCS(0)
-		if float64(b)*float64(nc)*float64(dd)/2 < minParallel {
-			workers = 1 // waking the other cores would cost more than it saves
-		}
-		cut := upperSplit(nc, b, workers)
-		parallel.For(len(cut)-1, 1, func(w0, w1 int) {
-			for w := w0; w < w1; w++ {
-				for r := 0; r < min(b, cut[w+1]) && !op.Stopped(); r += dotChunk * 2 {
-					clo, chi := max(cut[w], r), cut[w+1]
-					m := min(dotChunk*2, b-r, chi-r)
-					cpukern.DotUpper32(m, chi-clo, dd, r32[r*dd:], dd, x32[clo*dd:], dd, o32[r*n+c0+clo:], n, clo-r)
-				}
-			}
-		})
-		parallel.For(b, 64, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				o := out[r*n+c0 : r*n+c0+r]
-				for j := range o {
-					o[j] = out[j*n+c0+r]
-				}
-			}
-		})
-	case gemm && !op.Stopped():
-		byColumns(b, nc, op.Stopped, func(clo, chi, r, m int) {
-			kernel(m, chi-clo, dd, rows[r*dd:], dd, x[clo*dd:], dd, out[r*n+c0+clo:], n, k)
-		})
+		op.tiles.run(r32, x32, b, nc, dd, o32[c0:], n, upper, min(b, nc), op.Stopped)
 	}
 	if gemm && !l2 && !cosine {
 		return // the matrix product did it all
@@ -203,8 +204,16 @@ func upperSplit(nc, b, w int) []int {
 	return cut
 }
 
-// ResidentBytes is the size of the images the op compares against.
-func (op *Pairwise) ResidentBytes() int64 { return op.Data.Bytes() }
+// ResidentBytes is the size of the images the op compares against, and
+// where it runs them (float32 dot products on AVX-512) the packed matrix
+// product's buffers.
+func (op *Pairwise) ResidentBytes() int64 {
+	d := op.Data
+	if d.Dtype == tensor.Float32 && d.U8 == nil && cpukern.GEMM() && op.Metric != MetricL1 {
+		return d.Bytes() + op.tiles.bytes(op.Batch, d.D)
+	}
+	return d.Bytes()
+}
 
 // WriteHash writes every parameter of the op.
 func (op *Pairwise) WriteHash(h hash.Hash) {
