@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -272,13 +273,36 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 			}
 		}
 		if t.rows != nil { // a typed nil would be a Rows to write to
-			cfg.Rows = t.rows
+			cfg.Rows = namedRows{t.rows, path}
 		}
 	}
 	if t.job, err = affinity.New(cfg); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// namedRows is the output's rows, whose write errors name the output
+// (--out: write FILE: …) rather than the temporary file being written.
+type namedRows struct {
+	w    *npy.Writer
+	path string
+}
+
+func (r namedRows) Write32(v []float32) error  { return r.named(r.w.Write32(v)) }
+func (r namedRows) Write64(v []float64) error  { return r.named(r.w.Write64(v)) }
+func (r namedRows) WriteInt32(v []int32) error { return r.named(r.w.WriteInt32(v)) }
+func (r namedRows) WriteInt64(v []int64) error { return r.named(r.w.WriteInt64(v)) }
+
+func (r namedRows) named(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("--out: write %s: %w", r.path, err)
 }
 
 // Fingerprint identifies images: a SHA-256 over their shape and values
@@ -460,6 +484,9 @@ func (t *AffinityTask) Commit() error {
 
 // Close removes an uncommitted output.
 func (t *AffinityTask) Close() error {
+	if t.job != nil {
+		t.job.Close() // its row writer writes to t.out
+	}
 	if t.out != nil {
 		t.out.Abort()
 		t.out = nil

@@ -372,3 +372,22 @@ func keys(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// The matrix of a symmetric affinity run is written as its blocks finish,
+// beside the next blocks: a write that fails partway stops the run with
+// one line, and neither a partial matrix nor a temporary file is left; an
+// earlier file of that name is kept.
+func TestOutputsAffinityMatrixWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	const old = "an earlier matrix\n"
+	if err := os.WriteFile(filepath.Join(dir, "a.npy"), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 1,500 images: a float32 matrix of 9 MB in blocks of 64 rows; the
+	// file may not grow past 1 MiB (2,048 blocks of 512 bytes), so the
+	// writes fail after a few blocks.
+	args := []string{"affinity", "-n", "1500", "--height", "7", "--width", "9", "--block", "64", "--quiet", "--out", "a.npy"}
+	_, stderr, code := outputsRun{args: args, dir: dir, fsize: 2048}.run(t)
+	failsWithOneLine(t, args, stderr, code, "--out: write a.npy: file too large")
+	sameContents(t, args, dir, map[string]string{"a.npy": old})
+}

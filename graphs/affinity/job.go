@@ -3,6 +3,7 @@ package affinity
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	G "gorgonia.org/gorgonia"
@@ -75,6 +76,79 @@ type Job struct {
 	full   any                  // the matrix of 8-bit images in symmetric mode, of any of the four types
 	u8     *pairwise.PairwiseU8 // the op that writes full
 	bad0   int64                // the formula's non-finite values before this run
+	// sink sums and writes a symmetric run's finished rows while the next
+	// blocks are computed (nil until its first block).
+	sink *rowSink
+}
+
+// rowSink adds up the rows of a symmetric run's matrix, in row order, and
+// writes them to Rows, on a goroutine of its own, as the blocks that
+// finish them are consumed: rows [off, off+n) are final once blocks 0 to
+// the one holding them are done (a block writes its own rows and, by
+// symmetry, parts of later rows only). The write and the sum then overlap
+// the next block's computation.
+type rowSink struct {
+	rows chan [2]int
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+	sum  float64
+}
+
+func (a *Job) startSink() *rowSink {
+	s := &rowSink{rows: make(chan [2]int, 1024), done: make(chan struct{})}
+	n, w := a.cfg.Data.N, a.cfg.Rows
+	go func() {
+		defer close(s.done)
+		var sum float64
+		for r := range s.rows {
+			var err error
+			if a.full32 != nil {
+				v := a.full32[r[0]*n : r[1]*n]
+				sum = sumFrom(sum, v)
+				if w != nil {
+					err = w.Write32(v)
+				}
+			} else {
+				v := a.full64[r[0]*n : r[1]*n]
+				sum = sumFrom(sum, v)
+				if w != nil {
+					err = w.Write64(v)
+				}
+			}
+			s.mu.Lock()
+			s.sum = sum
+			if err != nil && s.err == nil {
+				s.err = err
+				w = nil // write nothing more; the run stops at the next block
+			}
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+// failed is the sink's first write error, or nil.
+func (s *rowSink) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// close waits for the rows sent so far, and returns their sum and the
+// first write error.
+func (s *rowSink) close() (float64, error) {
+	close(s.rows)
+	<-s.done
+	return s.sum, s.err
+}
+
+// Close stops the row writer of a run that did not finish.
+func (a *Job) Close() {
+	if a.sink != nil {
+		a.sink.close()
+		a.sink = nil
+	}
 }
 
 // New checks cfg and returns the Job.
@@ -321,6 +395,15 @@ func (a *Job) Consume(out []*tensor.Dense, off, n int) error {
 		return err
 	}
 	switch {
+	case a.cfg.Symmetric && (a.full32 != nil || a.full64 != nil):
+		if a.sink == nil {
+			a.sink = a.startSink()
+		}
+		if err := a.sink.failed(); err != nil {
+			return err
+		}
+		a.sink.rows <- [2]int{off, off + n}
+		return nil
 	case a.cfg.Symmetric:
 		return nil
 	case a.cfg.TopK > 0 && len(out) == 1: // PairwiseTopK: (2, batch, K)
@@ -392,17 +475,15 @@ func (a *Job) Finish() error {
 	if a.full != nil {
 		return a.finishU8()
 	}
-	switch {
-	case a.full32 != nil:
-		a.Checksum = sum(a.full32)
-		if a.cfg.Rows != nil {
-			return a.cfg.Rows.Write32(a.full32)
-		}
-	case a.full64 != nil:
-		a.Checksum = sum(a.full64)
-		if a.cfg.Rows != nil {
-			return a.cfg.Rows.Write64(a.full64)
-		}
+	if a.sink == nil && (a.full32 != nil || a.full64 != nil) {
+		a.sink = a.startSink() // no block consumed: nothing to write
+	}
+	if a.sink != nil {
+		s := a.sink
+		a.sink = nil
+		sum, err := s.close()
+		a.Checksum = sum
+		return err
 	}
 	return nil
 }
@@ -472,8 +553,10 @@ func (a *Job) Result() Result {
 // SetDevice places the op of the next Compile on dev (nil: the CPU).
 func (a *Job) SetDevice(dev ops.Device) { a.cfg.Device = dev }
 
-func sum[T float32 | float64](x []T) float64 {
-	var s float64
+func sum[T float32 | float64](x []T) float64 { return sumFrom(0, x) }
+
+// sumFrom adds x to s in order, in float64.
+func sumFrom[T float32 | float64](s float64, x []T) float64 {
 	for _, v := range x {
 		s += float64(v)
 	}
