@@ -18,7 +18,8 @@ The peers and what "at its best" means for each:
   and fma: Haswell; else OpenBLAS's own choice), and every peer runs with
   OPENBLAS_CORETYPE set to it and OPENBLAS_NUM_THREADS and OMP_NUM_THREADS
   set to the cores this process may use. An OPENBLAS_CORETYPE already in
-  the environment is kept. Each peer then asks the OpenBLAS it loaded which
+  the environment is kept unless it names weaker kernels than the CPU's
+  (Haswell on an AVX-512 CPU); the table says which was used and why. Each peer then asks the OpenBLAS it loaded which
   core and how many threads it runs (bench/peers/peerinfo.py); a peer that
   loaded another core than the one set stops the comparison.
 - SciPy cdist(cityblock) (affinity l1): one thread, as SciPy runs it.
@@ -111,9 +112,9 @@ class Context:
         self.tl, self.d, self.quick, self.reps = tl, d, quick, reps
         self.cpu = peerinfo.cpu()
         self.env = dict(os.environ)
-        self.core_source = "the environment" if "OPENBLAS_CORETYPE" in os.environ else "/proc/cpuinfo"
-        if "OPENBLAS_CORETYPE" not in os.environ and self.cpu["openblas_core"]:
-            self.env["OPENBLAS_CORETYPE"] = self.cpu["openblas_core"]
+        core, self.core_source = peerinfo.best_core(os.environ)
+        if core:
+            self.env["OPENBLAS_CORETYPE"] = core
         self.core = self.env.get("OPENBLAS_CORETYPE")
         n = str(self.cpu["cores"])
         self.env.update(OPENBLAS_NUM_THREADS=n, OMP_NUM_THREADS=n)

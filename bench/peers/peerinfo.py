@@ -83,13 +83,35 @@ def describe_blas(info):
     return f"{info['library']} {info['core']}, {info['threads']} thread{'s' if info['threads'] != 1 else ''}"
 
 
+# OpenBLAS core types by the kernels they run: an AVX-512 CPU runs
+# best on the first family, an AVX2 one on the second.
+_AVX512_CORES = {"skylakex", "cooperlake", "sapphirerapids"}
+_AVX2_CORES = _AVX512_CORES | {"haswell", "zen"}
+
+
+def best_core(env):
+    """(core, source): the OPENBLAS_CORETYPE a peer runs with. One set in env
+    is kept unless it names weaker kernels than this CPU runs (Haswell on
+    an AVX-512 CPU, say, as some machines set for every job): a peer is
+    compared at its best, so the CPU's own family replaces it, and the
+    source says so."""
+    found = cpu()["openblas_core"]
+    given = env.get("OPENBLAS_CORETYPE")
+    if not given:
+        return found, "/proc/cpuinfo"
+    strong = {"SkylakeX": _AVX512_CORES, "Haswell": _AVX2_CORES}.get(found)
+    if strong and given.lower() not in strong:
+        return found, f"/proc/cpuinfo, over the environment's {given}"
+    return given, "the environment"
+
+
 def use_best_core():
-    """Sets OPENBLAS_CORETYPE (to the core cpu() finds) and the thread
-    counts (to the usable cores) where the environment does not already
-    set them: a peer run on its own, as `make bench` runs them, then loads
-    OpenBLAS at its best too. Call it before importing NumPy or FAISS."""
-    info = cpu()
-    if info["openblas_core"] and "OPENBLAS_CORETYPE" not in os.environ:
-        os.environ["OPENBLAS_CORETYPE"] = info["openblas_core"]
+    """Sets OPENBLAS_CORETYPE (best_core) and the thread counts (to the
+    usable cores) where the environment does not already set them: a peer
+    run on its own, as `make bench` runs them, then loads OpenBLAS at its
+    best too. Call it before importing NumPy or FAISS."""
+    core, _ = best_core(os.environ)
+    if core:
+        os.environ["OPENBLAS_CORETYPE"] = core
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        os.environ.setdefault(var, str(info["cores"]))
+        os.environ.setdefault(var, str(cpu()["cores"]))
