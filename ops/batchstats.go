@@ -9,12 +9,13 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
 
 // BatchStats is the Gorgonia op that reduces the valid rows of a batch to
-// two float64 numbers: the sum of their elements, added in order, and
-// their maximum. Its input is (Batch, …) of either float type; the rows
+// two float64 numbers: the sum of their elements in float64, added in a
+// fixed order (sumMax), and their maximum. Its input is (Batch, …) of either float type; the rows
 // past the batch's valid count (a short last batch's padding) are left
 // out. The engine sets that count before each run (RowCounter).
 type BatchStats struct {
@@ -32,8 +33,8 @@ type BatchStats struct {
 type StatsSource interface {
 	// KeepStats makes the op compute the figures in its following runs.
 	KeepStats()
-	// TakeStats returns the sum, added in order in float64, and the
-	// maximum of the first n elements of the output of the op's last run,
+	// TakeStats returns the sum, added in float64 in sumMax's order, and
+	// the maximum of the first n elements of the output of the op's last run,
 	// and true: once after a run that computed them for n elements, else
 	// false.
 	TakeStats(n int) (sum, max float64, ok bool)
@@ -113,23 +114,30 @@ func (op *BatchStats) Do(in ...G.Value) (G.Value, error) {
 	return op.out, nil
 }
 
-// sumMax is Σ x added in order in float64, and max x (−Inf when empty).
-func sumMax[T float32 | float64](x []T) (sum, mx float64) {
-	return sumMaxFrom(x, 0, math.Inf(-1))
-}
+// statsRun is the length of the runs sumMax adds up on their own: the
+// interpolation's chunk of queries, so that the op evaluating a chunk can
+// add it up while it is in cache (Interp1D.KeepStats).
+const statsRun = grain
 
-// sumMaxFrom continues sumMax over x from the sum and maximum of the
-// elements before it.
-func sumMaxFrom[T float32 | float64](x []T, sum, mx float64) (float64, float64) {
-	for _, v := range x {
-		f := float64(v)
-		sum += f
-		if f > mx {
-			mx = f
+// sumMax is Σ x in float64 and max x (−Inf when empty; NaNs are passed
+// over). The order of the additions is fixed by len(x) alone: x in runs
+// of statsRun elements from its start, each run added up by runSumMax,
+// and the runs' sums added in order.
+func sumMax[T float32 | float64](x []T) (sum, mx float64) {
+	mx = math.Inf(-1)
+	for lo := 0; lo < len(x); lo += statsRun {
+		s, m := runSumMax(x[lo:min(lo+statsRun, len(x))])
+		sum += s
+		if m > mx {
+			mx = m
 		}
 	}
 	return sum, mx
 }
+
+// runSumMax is Σ x in float64 and max x, one run of sumMax's: eight
+// independent chains of additions (cpukern.SumMax).
+func runSumMax[T float32 | float64](x []T) (sum, mx float64) { return cpukern.SumMax(x) }
 
 // WriteHash writes every parameter of the op.
 func (op *BatchStats) WriteHash(h hash.Hash) {

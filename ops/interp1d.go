@@ -260,7 +260,11 @@ type Interp1D struct {
 	keep  bool          // compute the stats of each run (KeepStats)
 	stats batchFigures  // the last run's
 	done  []atomic.Bool // per chunk of grain queries: evaluated (evalSummed)
+	runs  []runFigures  // per chunk: the figures of its valid outputs
 }
+
+// runFigures are runSumMax's figures of one chunk.
+type runFigures struct{ sum, mx float64 }
 
 // batchFigures are BatchStats' figures of a run's first n outputs.
 type batchFigures struct {
@@ -271,10 +275,10 @@ type batchFigures struct {
 
 // KeepStats makes the sumsq and sum reductions on per-cell tables (the
 // default method) compute BatchStats' figures of their output as they
-// compute it: the batch is evaluated in chunks handed out in order, and
-// the calling goroutine adds up, in order, the chunks done so far between
-// its own, so that the sum, a chain of dependent additions, overlaps the
-// evaluation on the other cores instead of following it.
+// compute it: the batch is evaluated in chunks handed out in order, the
+// goroutine that evaluated a chunk adds it up while it is in cache, and
+// the calling goroutine adds the chunks' sums in order: BatchStats'
+// additions, in its order, spread over the cores.
 func (op *Interp1D) KeepStats() { op.keep = true }
 
 // TakeStats returns the figures of the last run, once, when it computed
@@ -415,10 +419,11 @@ func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
 
 // evalSummed evaluates out in chunks of grain queries, eval(lo, hi) each,
 // handed out in order to up to GOMAXPROCS goroutines, and keeps the
-// figures of the valid outputs in op.stats: the calling goroutine adds up
-// the chunks in order as they are done (sumMaxFrom, the very additions of
-// BatchStats) and evaluates the next chunk whenever the one it is to add
-// is not done yet.
+// figures of the valid outputs in op.stats: the goroutine that evaluated
+// a chunk adds up its valid outputs (runSumMax, as BatchStats' sumMax
+// does the same run), and the calling goroutine adds the chunks' sums in
+// order as they are done, evaluating the next chunk whenever the one it
+// is to add is not done yet.
 func evalSummed[T float32 | float64](op *Interp1D, out []T, eval func(lo, hi int)) {
 	n := len(out)
 	nv := n
@@ -428,18 +433,26 @@ func evalSummed[T float32 | float64](op *Interp1D, out []T, eval func(lo, hi int
 	nc := (n + grain - 1) / grain
 	if len(op.done) != nc {
 		op.done = make([]atomic.Bool, nc)
+		op.runs = make([]runFigures, nc)
 	}
 	for i := range op.done {
 		op.done[i].Store(false)
 	}
 	var next atomic.Int64
-	// claim evaluates the next chunk not yet handed out; false: none left.
+	// claim evaluates and adds up the next chunk not yet handed out;
+	// false: none left.
 	claim := func() bool {
 		c := int(next.Add(1)) - 1
 		if c >= nc {
 			return false
 		}
-		eval(c*grain, min((c+1)*grain, n))
+		lo, hi := c*grain, min((c+1)*grain, n)
+		eval(lo, hi)
+		f := runFigures{mx: math.Inf(-1)}
+		if vhi := min(hi, nv); lo < vhi {
+			f.sum, f.mx = runSumMax(out[lo:vhi])
+		}
+		op.runs[c] = f
 		op.done[c].Store(true)
 		return true
 	}
@@ -457,8 +470,11 @@ func evalSummed[T float32 | float64](op *Interp1D, out []T, eval func(lo, hi int
 	for c := 0; c < nc; {
 		switch {
 		case op.done[c].Load():
-			if lo, hi := c*grain, min((c+1)*grain, nv); lo < hi {
-				sum, mx = sumMaxFrom(out[lo:hi], sum, mx)
+			if f := op.runs[c]; c*grain < nv {
+				sum += f.sum
+				if f.mx > mx {
+					mx = f.mx
+				}
 			}
 			c++
 		case claim():

@@ -10,12 +10,19 @@ import (
 )
 
 // refStats is BatchStats' figures written out: the first n values of y
-// added in order in float64, and their maximum.
+// in runs of 2048 (the op's chunk), each run summed in float64 as eight
+// partial sums, element i of the run into sum i mod 8, added as
+// ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)); the runs' sums added
+// in order; and the maximum.
 func refStats[T float32 | float64](y []T, n int) (sum, mx float64) {
 	mx = math.Inf(-1)
-	for i := 0; i < n; i++ {
-		sum += float64(y[i])
-		mx = math.Max(mx, float64(y[i]))
+	for lo := 0; lo < n; lo += 2048 {
+		var s [8]float64
+		for i := lo; i < min(lo+2048, n); i++ {
+			s[(i-lo)%8] += float64(y[i])
+			mx = math.Max(mx, float64(y[i]))
+		}
+		sum += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 	}
 	return sum, mx
 }

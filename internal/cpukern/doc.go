@@ -29,4 +29,7 @@
 //     with the queries across the vector lanes, and the M values, or their
 //     sum or sum of squares, along the interpolants; written once in
 //     interp_impl.h for AVX-512, AVX2 and SSE2, float and double.
+//   - stats.c: a sum in float64 and a maximum in a fixed order of
+//     additions (eight partial sums), the batch totals of the
+//     interpolation and of streamed affinity rows.
 package cpukern
