@@ -360,7 +360,7 @@ func (a *Job) finishGraph(blk, index *G.Node, batch int, in []*G.Node) (_, out [
 	case a.cfg.TopK > 0:
 		next, err = G.ApplyOpWithName(pairwise.NewTopK(a.cfg.TopK, n, batch), "topk", blk, index)
 	default:
-		next, err = G.ApplyOpWithName(ops.NewBatchStats(batch, 2), "total", blk)
+		next, err = G.ApplyOpWithName(ops.NewBatchStats(batch, 2), "stats", blk)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("affinity: build graph: %w", err)

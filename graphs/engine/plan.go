@@ -280,17 +280,17 @@ func (p Plan) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "plan: %s, batch %d (%s), %d batches of %d items, limit %s\n", p.Workload, p.Batch, how, p.Batches, p.Items, sysmem.Format(p.Limit))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  buffer\tkind\tshape\tbytes\t")
+	fmt.Fprintln(tw, "  buffer\tkind\tshape\tbytes")
 	for _, b := range p.Buffers {
 		shape := ""
 		if b.Shape != nil {
 			shape = fmt.Sprint(b.Shape)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", b.Name, b.Kind, shape, sysmem.Format(b.Bytes))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", b.Name, b.Kind, shape, sysmem.Format(b.Bytes))
 	}
-	fmt.Fprintf(tw, "  total\t\t\t%s\t\n", sysmem.Format(p.Bytes))
+	fmt.Fprintf(tw, "  total\t\t\t%s\n", sysmem.Format(p.Bytes))
 	if p.Device > 0 {
-		fmt.Fprintf(tw, "  total on each GPU\t\t\t%s\t\n", sysmem.Format(p.Device))
+		fmt.Fprintf(tw, "  total on each GPU\t\t\t%s\n", sysmem.Format(p.Device))
 	}
 	tw.Flush()
 }

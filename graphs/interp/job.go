@@ -115,7 +115,7 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	if op == G.Op(i1) { // on the CPU, the op sums its output as it goes
 		bs.Fuse(i1)
 	}
-	stats, err := G.ApplyOpWithName(bs, "total", y)
+	stats, err := G.ApplyOpWithName(bs, "stats", y)
 	if err != nil {
 		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
 	}
