@@ -99,6 +99,12 @@ def main():
                             msg = "members %s vs %s" % (A.files, B.files)
                         else:
                             for k in sorted(A.files):
+                                if isinstance(A[k], bytes):  # a member that is not an array (metadata)
+                                    msg = text_diff(A[k].decode(errors="replace"), B[k].decode(errors="replace"), rtol)
+                                    if msg:
+                                        msg = rel + ":" + k + ": " + msg
+                                        break
+                                    continue
                                 peers = None
                                 if k == "indices" and "values" in A.files:
                                     peers = (A["values"], B["values"])

@@ -19,7 +19,8 @@
 #
 # Timings under qemu mean nothing. Needs gcc-aarch64-linux-gnu,
 # libc6-dev-arm64-cross and qemu-user (scripts/install-arm64-cross.sh
-# installs them as root). About 10 minutes on 2 cores.
+# installs them as root). About 10 minutes on 2 cores. ARM64_STEPS picks
+# steps (default 123).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -27,6 +28,7 @@ SHORT=${SHORT--short}
 RTOL=${RTOL:-1e-5}
 PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${ARM64_OUT:-bin/arm64}
+STEPS=${ARM64_STEPS:-123}
 
 for t in aarch64-linux-gnu-gcc qemu-aarch64; do
 	if ! command -v "$t" >/dev/null 2>&1; then
@@ -38,9 +40,12 @@ export QEMU_LD_PREFIX=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}
 cross() { GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc "$@"; }
 step() { printf '\n== %s\n' "$*"; }
 
+if [[ $STEPS == *1* ]]; then
 step "1. kernels and the ops' conformance suites under qemu-aarch64"
 cross "$GO" test $SHORT -exec qemu-aarch64 ./internal/cpukern ./internal/fft3 ./ops/...
+fi
 
+if [[ $STEPS == *2* ]]; then
 step "2. the CLI, arm64 against $(go env GOARCH), on built-in inputs"
 mkdir -p "$OUT"
 cross "$GO" build -o "$OUT/tapeloop" ./cmd/tapeloop
@@ -98,7 +103,9 @@ fi
 rm -rf "$a"
 
 "$PYTHON" scripts/arm64_compare.py "$work/host" "$work/arm64" "$RTOL"
+fi
 
+if [[ $STEPS == *3* ]]; then
 step "3. the GPU flavour on the CUDA emulator, cross-built"
 cross "$GO" build -tags tapeloop_cudaemu -o "$OUT/emu/tapeloop-cuda" ./cmd/tapeloop
 cross "$GO" test -c -tags tapeloop_cudaemu -o "$OUT/emu/ops-cuda.test" ./ops
@@ -108,6 +115,7 @@ if command -v "$cxx" >/dev/null 2>&1; then
 	TAPELOOP_EMU_CXX=$cxx cross "$GO" test $SHORT -tags tapeloop_cudaemu -exec qemu-aarch64 -run 'CUDA|Emulat|Conformance' ./ops/...
 else
 	echo "note: $cxx not installed (g++-aarch64-linux-gnu): the emulated GPU built for arm64, its tests not run"
+fi
 fi
 echo
 echo "test-arm64: ok"
