@@ -17,7 +17,7 @@ SOURCES := $(shell find . \( -path ./bin -o -path ./python -o -path ./.git -o -n
 # soaks and the slow fault trials (test-full sets it empty).
 SHORT   ?= -short
 
-.PHONY: all build run test test-full python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
+.PHONY: all build run test test-full test-arm64 check-darwin python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
@@ -58,6 +58,26 @@ test-emu:
 	  set -x; $(GO) vet -tags tapeloop_cudaemu ./... && \
 	  $(GO) test $(SHORT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/... ./graphs/ ./cmd/tapeloop/; \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
+
+## test-arm64: the linux/arm64 build, cross-compiled with
+## aarch64-linux-gnu-gcc and run under qemu-user (scripts/test-arm64.sh):
+## the kernels' tests and the ops' conformance suites, every workload
+## through the CLI compared with this machine's binary, two shards merged
+## bit for bit, and the emulated GPU flavour cross-built; about ten
+## minutes on 2 cores. Needs gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
+## and qemu-user (scripts/install-arm64-cross.sh installs them as root).
+test-arm64:
+	GO=$(GO) SHORT=$(SHORT) scripts/test-arm64.sh
+
+## check-darwin: type-check the macOS build on Linux: go vet of every
+## package with GOOS=darwin (amd64, and arm64 where aarch64-linux-gnu-gcc
+## is installed), the C compiled against Linux's headers by
+## scripts/darwin-cc.sh; nothing is linked or run. A few minutes.
+check-darwin:
+	GOOS=darwin GOARCH=amd64 CGO_ENABLED=1 CC=$(CURDIR)/scripts/darwin-cc.sh $(GO) vet ./...
+	@if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then \
+	  set -x; GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 DARWIN_CC=aarch64-linux-gnu-gcc CC=$(CURDIR)/scripts/darwin-cc.sh $(GO) vet ./...; \
+	else echo "note: aarch64-linux-gnu-gcc not installed; darwin/arm64 is not checked"; fi
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
 # run the Python package's tests with pytest,

@@ -324,9 +324,10 @@ HEAD = ["workload", "size", "peer", "peer configuration (as loaded)", "peer best
 def machine_line(ctx, took):
     c = ctx.cpu
     f = c["flags"]
-    feats = ("AVX-512" if "avx512f" in f else "AVX2+FMA" if {"avx2", "fma"} <= f else "no AVX2")
+    feats = ("AVX-512" if "avx512f" in f else "AVX2+FMA" if {"avx2", "fma"} <= f
+             else "NEON" if "asimd" in f else "no AVX2")
     core = (f"OPENBLAS_CORETYPE={ctx.core} (from {ctx.core_source})" if ctx.core
-            else "OPENBLAS_CORETYPE unset (no AVX2/AVX-512 family to name)")
+            else "OPENBLAS_CORETYPE unset (OpenBLAS's own choice: no AVX2/AVX-512 family to name)")
     return (f"Machine: {c['model']}, {c['cores']} cores ({feats}), {platform.system()} {platform.machine()}; "
             f"peers with {core}, OPENBLAS_NUM_THREADS={c['cores']}, OMP_NUM_THREADS={c['cores']}. "
             f"Date: {time.strftime('%Y-%m-%d')}. {ctx.reps} interleaved repetitions per row; took {took:.0f} s.")

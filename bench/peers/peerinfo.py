@@ -6,7 +6,8 @@ file (which import it as `peerinfo`):
 - cpu(): the CPU's model, its usable cores and its vector features, read
   from /proc/cpuinfo, and the OpenBLAS kernel family ("core") those features
   allow: SkylakeX with AVX-512 (avx512f, avx512bw, avx512vl and avx512dq),
-  Haswell with AVX2 and FMA, otherwise none (OpenBLAS's own choice stands).
+  Haswell with AVX2 and FMA, otherwise none (OpenBLAS's own choice stands;
+  so on arm64, whose /proc/cpuinfo lists "Features", not "flags").
   Debian's OpenBLAS 0.3.21 picks "Prescott" (SSE3 kernels) on AVX-512 CPUs
   it does not know, several times slower; OPENBLAS_CORETYPE, read when the
   library loads, overrides that choice.
@@ -37,7 +38,7 @@ def cpu():
                 key = key.strip()
                 if key == "model name" and model == "unknown CPU":
                     model = value.strip()
-                elif key == "flags" and not flags:
+                elif key in ("flags", "Features") and not flags:  # x86, arm64
                     flags = set(value.split())
     except OSError:
         pass

@@ -249,7 +249,7 @@ func TestCheckpointResumeFitsItsDisk(t *testing.T) {
 	// not fit what is free now.
 	var st syscall.Statfs_t
 	syscall.Statfs(mnt, &st)
-	free := int64(st.Bavail) * st.Bsize
+	free := int64(st.Bavail) * int64(st.Bsize) // Bsize: uint32 on darwin
 	whole := int64(300)*(96*96*6) + 300*checkpoint.FrameBytes(8+4*96*96)
 	if free >= whole {
 		t.Fatalf("%d bytes free after the kill, the whole run takes %d: the disk is not small enough to tell", free, whole)

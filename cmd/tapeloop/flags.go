@@ -200,7 +200,7 @@ func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t graphs.Tas
 	var rep *atomicfile.File
 	if e.report != "" {
 		r := &telemetry.Report{
-			Workload: job.Name(), Device: dev.Kind(), Dtype: job.Dtype().String(),
+			Workload: job.Name(), Device: dev.Kind(), Platform: engine.CPUPlatform(), Dtype: job.Dtype().String(),
 			Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
 			PeakRSSBytes: out.Summary.PeakRSSBytes, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
 			Items: out.Plan.Items,

@@ -10,6 +10,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
 
 // Run places job on d (when it is a DeviceJob) and runs it under d's
@@ -75,10 +76,25 @@ func Info() []InfoLine {
 	if lim, err := DefaultMemLimit(); err == nil {
 		l = append(l, InfoLine{"default --mem-limit", sysmem.Format(lim)})
 	}
-	return append(l,
+	l = append(l,
 		InfoLine{"blas", "none linked: matrix products and distances run on tapeloop's own kernels"},
+		InfoLine{"arch", runtime.GOARCH + ", kernels on " + cpukern.PairDistISA()},
 		InfoLine{"pairwise kernels", cpukern.PairDistISA() + " (C, cgo, chosen at run time)"},
 		InfoLine{"fft", "tapeloop's own, float32, " + fft3.ISA() + " (C, cgo, chosen at run time)"},
-		InfoLine{"cuda", GPUBackend},
 	)
+	for _, p := range cpukern.Paths() {
+		l = append(l, InfoLine{"kernel: " + p.Family, p.Path})
+	}
+	return append(l, InfoLine{"cuda", GPUBackend})
+}
+
+// CPUPlatform is the platform this process runs on and the code its CPU
+// kernels chose, for reports.
+func CPUPlatform() telemetry.Platform {
+	p := telemetry.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH, Kernels: cpukern.PairDistISA(), FFT: fft3.ISA(),
+		Paths: map[string]string{}}
+	for _, k := range cpukern.Paths() {
+		p.Paths[k.Family] = k.Path
+	}
+	return p
 }

@@ -1,5 +1,11 @@
 // Package cpukern holds tapeloop's CPU kernels written in C and compiled
-// by cgo:
+// by cgo. On x86-64 each family is compiled for AVX-512, AVX2 and SSE2
+// and picks the widest the CPU has at run time; on every other
+// architecture (isa.h) each compiles its portable path alone, plain C and
+// GCC vector extensions, which on arm64 GCC turns into NEON code: the
+// level TL_ISA_BASE, named "neon" there and "generic" elsewhere. Each file
+// has one selector per family (a switch on tl_cpu_isa()), where a kernel
+// for another instruction set hooks in; Paths names what runs.
 //
 //   - pairdist.c: blocked pairwise kernels (negative L1 and squared-L2
 //     distances, dot products) behind the affinity workload, built for

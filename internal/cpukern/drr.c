@@ -9,8 +9,8 @@
 // the half-open voxel spans say.
 #include "drr.h"
 #include "drr_internal.h"
+#include "isa.h"
 #include "pairdist.h"
-#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -210,6 +210,7 @@ static double trilinear(const tl_volume *vol, int padded, const double *src, con
   return (acc + part) * r.w;
 }
 
+#if TL_X86
 // trilinear16 samples up to 16 rays together in the lanes of AVX-512
 // vectors: sample q of every ray at once, the eight neighbours fetched with
 // gathers. Rays from neighbouring pixels sample neighbouring voxels, so the
@@ -293,10 +294,10 @@ __attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol,
       for (int l = 0; l < 16; l += 5) {
         int64_t o = pl[l];
         if (o >= 0 && o + si + sj + 1 < total) {
-          _mm_prefetch((const char *)(v + o), _MM_HINT_T0);
-          _mm_prefetch((const char *)(v + o + sj), _MM_HINT_T0);
-          _mm_prefetch((const char *)(v + o + si), _MM_HINT_T0);
-          _mm_prefetch((const char *)(v + o + si + sj), _MM_HINT_T0);
+          TL_PREFETCH(v + o);
+          TL_PREFETCH(v + o + sj);
+          TL_PREFETCH(v + o + si);
+          TL_PREFETCH(v + o + si + sj);
         }
       }
     }
@@ -357,6 +358,11 @@ __attribute__((target("avx512f"))) static void trilinear16(const tl_volume *vol,
 static int trilinear16_ok(const tl_volume *vol) {
   return tl_cpu_isa() == TL_ISA_AVX512 && vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
 }
+#else // x86-64 only: elsewhere every ray goes through trilinear()
+static void trilinear16(const tl_volume *vol, int padded, int nr, const double *src, const double *dst, float *out,
+                        double step, double lref) {}
+static int trilinear16_ok(const tl_volume *vol) { return 0; }
+#endif
 
 void tl_rays(const tl_volume *vol, int padded, int64_t nrays, const double *src, const double *dst, float *out,
              int64_t ostride, double step, double lref) {

@@ -9,12 +9,13 @@
 // permutes; Siddon's path (fan_siddon) merges the x and y plane crossings
 // once per fan and walks each ray's own z crossings within them. Both are
 // written once, in drr_fan_impl.h, and compiled below for AVX-512 and for
-// AVX2 (fanz_avx512, fanz_avx2, …); fan() picks by tl_cpu_isa().
-// Everything else goes ray by ray (tl_rays in drr.c).
+// AVX2 (fanz_avx512, fanz_avx2, …) on x86-64; fan() picks by
+// tl_cpu_isa(). Everything else, and every fan on other architectures,
+// goes ray by ray (tl_rays in drr.c).
 #include "drr.h"
 #include "drr_internal.h"
+#include "isa.h"
 #include "pairdist.h"
-#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -24,6 +25,8 @@
 // registers and L1; FANPF: how many samples (or segments) ahead to
 // prefetch; FANBUF: floats of blended voxel columns per sample.
 enum { FANCH = 256, FANPF = 16, FANBUF = 2048 };
+
+#if TL_X86 // the fan paths and what they share, to the end of the AVX2 path
 
 // A trilinear fan's geometry in continuous indices (voxel centres at
 // integers) of a padded volume: along the shared line X(a) = ax + a*bx,
@@ -390,11 +393,13 @@ static inline __m256d add_voxel_avx2(__m256d acc, __m256d on, __m256d piece, con
 #include "drr_fan_impl.h"
 #include "drr_fan_undef.h"
 #pragma GCC pop_options
+#endif // TL_X86
 
 // fan renders one fan; seg and cell are scratch for Siddon's x-y segments,
 // n[0] + n[1] + 4 entries (seg one more), or NULL.
 static void fan(const tl_volume *vol, int padded, const tl_fan *f, float *out, double step, double *seg,
                 int64_t *cell) {
+#if TL_X86 // the selector of the fan paths
   const int isa = tl_cpu_isa();
   const int along = f->dd[0] == 0 && f->dd[1] == 0, small = vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
   if (step > 0 && f->lref > 0 && padded && along && vol->n[2] >= 2 && small && isa >= TL_ISA_AVX2) {
@@ -411,6 +416,7 @@ static void fan(const tl_volume *vol, int padded, const tl_fan *f, float *out, d
       fan_siddon_avx2(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, seg, cell);
     return;
   }
+#endif
   // Any other fan: ray by ray, in groups of 16 end points.
   double ss[3 * 16], d[3 * 16];
   for (int l = 0; l < 16; l++)

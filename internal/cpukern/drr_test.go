@@ -355,7 +355,8 @@ type fanCase struct {
 // one, and DRR ray by ray, against refTrilinear and refSiddon, for fans of
 // every shape the fast paths treat apart.
 func TestFanMatchesDefinition(t *testing.T) {
-	for isa, name := range []string{"sse2", "avx2", "avx512f"} {
+	for isa := isaBase; isa <= isaAVX512; isa++ {
+		name := levelName(isa)
 		if limitISA(isa) < isa {
 			limitISA(isaAVX512)
 			t.Logf("%s: not on this CPU", name)

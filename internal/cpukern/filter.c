@@ -8,10 +8,12 @@
 // the same order); the column pass adds w[k] times input row ext(r + k − h)
 // into output row r. Every pixel is summed in float in the order of its
 // taps from w[0]·x, so the result does not depend on the vector width
-// beyond the fused multiply-adds of the AVX paths. The bodies are written
-// once and compiled for AVX-512, AVX2 (with FMA) and baseline SSE2;
-// tl_cpu_isa() picks.
+// beyond the fused multiply-adds of the AVX paths (and of arm64, whose
+// compiler fuses them too). The bodies are written once and compiled for
+// AVX-512, AVX2 (with FMA) and baseline SSE2 on x86-64, where
+// tl_cpu_isa() picks, and for the baseline alone elsewhere.
 #include "filter.h"
+#include "isa.h"
 #include "pairdist.h"
 
 // ext is the index of the line of n values that position i stands for.
@@ -74,32 +76,41 @@ static inline __attribute__((always_inline)) void cols_body(const float *restric
   const float *in, float *out, int64_t rows, int64_t cols, int64_t lo, int64_t hi, const float *w, int64_t nw,     \
       int64_t h, int mode
 
+#if TL_X86
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) static void rows_512(ROWS_ARGS) {
   rows_body(in, out, n, lo, hi, w, nw, h, mode);
 }
 __attribute__((target("avx2,fma"))) static void rows_256(ROWS_ARGS) { rows_body(in, out, n, lo, hi, w, nw, h, mode); }
+#endif
 static void rows_128(ROWS_ARGS) { rows_body(in, out, n, lo, hi, w, nw, h, mode); }
 
+#if TL_X86
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) static void cols_512(COLS_ARGS) {
   cols_body(in, out, rows, cols, lo, hi, w, nw, h, mode);
 }
 __attribute__((target("avx2,fma"))) static void cols_256(COLS_ARGS) {
   cols_body(in, out, rows, cols, lo, hi, w, nw, h, mode);
 }
+#endif
 static void cols_128(COLS_ARGS) { cols_body(in, out, rows, cols, lo, hi, w, nw, h, mode); }
 
+// The selectors of the two passes.
 void tl_filter_rows_f32(ROWS_ARGS) {
   switch (tl_cpu_isa()) {
+#if TL_X86
   case TL_ISA_AVX512: rows_512(in, out, n, lo, hi, w, nw, h, mode); break;
   case TL_ISA_AVX2: rows_256(in, out, n, lo, hi, w, nw, h, mode); break;
+#endif
   default: rows_128(in, out, n, lo, hi, w, nw, h, mode);
   }
 }
 
 void tl_filter_cols_f32(COLS_ARGS) {
   switch (tl_cpu_isa()) {
+#if TL_X86
   case TL_ISA_AVX512: cols_512(in, out, rows, cols, lo, hi, w, nw, h, mode); break;
   case TL_ISA_AVX2: cols_256(in, out, rows, cols, lo, hi, w, nw, h, mode); break;
+#endif
   default: cols_128(in, out, rows, cols, lo, hi, w, nw, h, mode);
   }
 }

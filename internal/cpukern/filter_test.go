@@ -27,7 +27,8 @@ func refExt(i, n int, mode FilterMode) int {
 // than, as long as and longer than the lines (no interior: every pixel on
 // the edge path), odd and even tap counts, both boundaries.
 func TestFilterPassesMatchDefinition(t *testing.T) {
-	for isa, name := range []string{"sse2", "avx2", "avx512f"} {
+	for isa := isaBase; isa <= isaAVX512; isa++ {
+		name := levelName(isa)
 		if limitISA(isa) < isa {
 			limitISA(isaAVX512)
 			t.Logf("%s: not on this CPU", name)

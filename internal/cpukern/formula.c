@@ -3,10 +3,12 @@
 // TL_FX_CHUNK elements, each instruction over a whole chunk with GCC
 // vector operators, so the cost of decoding an instruction is shared by
 // the chunk and the chunk's temporaries stay in L1. Reductions fold each
-// chunk into a double register. The evaluator is compiled for AVX-512,
-// AVX2 and SSE2 from one template, formula_impl.h, and the widest the CPU
-// has is chosen at run time (tl_cpu_isa, as the pairwise kernels do).
+// chunk into a double register. The evaluator is compiled from one
+// template, formula_impl.h, for AVX-512, AVX2 and SSE2 on x86-64, where
+// the widest the CPU has is chosen at run time (tl_cpu_isa, as the
+// pairwise kernels do), and for the baseline alone elsewhere.
 #include "formula.h"
+#include "isa.h"
 #include "pairdist.h"
 #include <math.h>
 #include <stdlib.h>
@@ -109,6 +111,7 @@ static void tl_fx_bins(tl_fx_ins x, tl_fx_ins y, double *s) {
 #define FN32(g) g##f
 #define FN64(g) g
 
+#if TL_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 #define T float
@@ -160,6 +163,7 @@ static void tl_fx_bins(tl_fx_ins x, tl_fx_ins y, double *s) {
 #undef FN
 #undef SFX
 #pragma GCC pop_options
+#endif
 
 #define T float
 #define IT int32_t
@@ -184,12 +188,17 @@ static void tl_fx_bins(tl_fx_ins x, tl_fx_ins y, double *s) {
 #undef FN
 #undef SFX
 
+// PICK, the evaluator's selector, calls its copy for the instruction set.
+#if TL_X86
 #define PICK(name, suf, args)                         \
   switch (tl_cpu_isa()) {                             \
   case TL_ISA_AVX512: name##_##suf##_512 args; break; \
   case TL_ISA_AVX2: name##_##suf##_256 args; break;   \
   default: name##_##suf##_128 args;                   \
   }
+#else
+#define PICK(name, suf, args) name##_##suf##_128 args;
+#endif
 
 void tl_fx_run_f32(const tl_fx_prog *p, int64_t n, const float *const *in, float *const *out, double *s,
                    float *scratch) {

@@ -94,7 +94,7 @@ func TestFormulaEvaluator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 13))
 	top := tl()
 	defer limitISA(top)
-	for isa := top; isa >= isaSSE2; isa-- {
+	for isa := top; isa >= isaBase; isa-- {
 		limitISA(isa)
 		for _, n := range []int{1, 15, 17, FxChunk, FxChunk + 3, 3*FxChunk - 1} {
 			a, b, c := make([]float64, n), make([]float64, n), make([]float64, n)
@@ -227,7 +227,7 @@ func TestFormulaPairs(t *testing.T) {
 				Body: []FxIns{{Op: FxRSumOp, Dst: 2, A: 0, B: 1, C: int32(FxAbsDiff)}, {Op: FxMul, Dst: 2, A: 0, B: 1}, {Op: FxRMax, Dst: 3, A: 2}}},
 			{Body: []FxIns{{Op: FxMul, Dst: 4, A: 3, B: 0}, {Op: FxSub, Dst: 4, A: 4, B: 2}, {Op: FxSub, Dst: 5, A: 4, B: 1}}},
 		}, Result: 5}
-	for isa := top; isa >= isaSSE2; isa-- {
+	for isa := top; isa >= isaBase; isa-- {
 		limitISA(isa)
 		for _, d := range []int{3, 1037, 9001} {
 			m, n := 5, 19

@@ -17,6 +17,7 @@
 // Only x86-64 has these kernels; elsewhere the entry points return -1 and
 // the callers use the portable kernels of pairdist.c.
 #include "gemm.h"
+#include "isa.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +26,7 @@
 #define KC TL_GEMM_KC
 #define NC TL_GEMM_NC
 
-#if defined(__x86_64__)
-#include <immintrin.h>
+#if TL_X86
 
 int tl_gemm_ok(void) {
   static int ok = -1; // asked once; threads asking at once get the same answer

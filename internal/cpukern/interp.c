@@ -22,11 +22,13 @@
 // stores, which wait on the read of their line and hold up the others.
 //
 // All are written once, in interp_impl.h, and compiled below for AVX-512
-// (8 doubles, 16 floats per vector), AVX2 (4, 8) and baseline SSE2 (2, 4),
-// for float and double; tl_cpu_isa() picks.
+// (8 doubles, 16 floats per vector), AVX2 (4, 8) and baseline SSE2 (2, 4)
+// on x86-64, where tl_cpu_isa() picks, and elsewhere for the baseline
+// alone, with GCC vector extensions (2, 4: NEON on arm64), for float and
+// double.
 #include "interp.h"
+#include "isa.h"
 #include "pairdist.h"
-#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,6 +66,7 @@ typedef struct {
   int64_t nbk;
 } tl_order;
 
+#if TL_X86
 // nt_copy_f32 and nt_copy_f64 copy k elements from s to d with
 // non-temporal stores: 16 bytes at a time where d is aligned to 16, one
 // element at a time elsewhere.
@@ -93,6 +96,13 @@ static inline void nt_copy_f64(double *d, const double *s, int64_t k) {
     _mm_stream_si64((long long *)d, v);
   }
 }
+// STREAM_FENCE orders the non-temporal stores before what follows.
+#define STREAM_FENCE() _mm_sfence()
+#else // ordinary stores: GCC has no portable non-temporal store
+static inline void nt_copy_f32(float *d, const float *s, int64_t k) { memcpy(d, s, sizeof(float) * k); }
+static inline void nt_copy_f64(double *d, const double *s, int64_t k) { memcpy(d, s, sizeof(double) * k); }
+#define STREAM_FENCE() ((void)0)
+#endif
 
 // ACC_f32 and ACC_f64 add the lanes of a vector of values, or their
 // squares, in double to lo and hi: for float, its halves widened by
@@ -117,6 +127,7 @@ static inline void nt_copy_f64(double *d, const double *s, int64_t k) {
       lo += a_;                   \
   } while (0)
 
+#if TL_X86
 // ---- AVX-512 ----
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512vl,avx512bw")
@@ -334,9 +345,93 @@ static inline void cols_sse2(const double *p, const int64_t *off, int n, __m128d
 #undef IT
 #include "interp_undef.h"
 
+#else // ---- the baseline of other architectures: GCC vector extensions (NEON on arm64) ----
+typedef double vd2_base __attribute__((vector_size(16)));
+typedef int64_t vx2_base __attribute__((vector_size(16)));
+static inline vd2_base set1_base(double x) { return (vd2_base){x, x}; }
+// min_base and max_base take the second operand where the first is NaN
+// or the two are equal, as interp_impl.h asks.
+static inline vd2_base min_base(vd2_base a, vd2_base b) {
+  const vx2_base m = a < b;
+  return (vd2_base)((m & (vx2_base)a) | (~m & (vx2_base)b));
+}
+static inline vd2_base max_base(vd2_base a, vd2_base b) {
+  const vx2_base m = a > b;
+  return (vd2_base)((m & (vx2_base)a) | (~m & (vx2_base)b));
+}
+static inline vd2_base floor_base(vd2_base u) { return (vd2_base){floor(u[0]), floor(u[1])}; }
+static inline vx2_base index_base(vd2_base v) { return __builtin_convertvector(v, vx2_base); }
+static inline void store_index_base(int64_t *p, vx2_base i) { memcpy(p, &i, sizeof(i)); }
+static inline void cols_base(const double *p, const int64_t *off, int n, vd2_base *c) {
+  for (int k = 0; k < n; k++) c[k] = (vd2_base){p[off[0] + k], p[off[1] + k]};
+}
+static inline vd2_base load_f32_base(const float *p) { return (vd2_base){p[0], p[1]}; }
+static inline vd2_base load_f64_base(const double *p) {
+  vd2_base v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+static inline void store_f32_base(float *p, vd2_base v) { p[0] = (float)v[0], p[1] = (float)v[1]; }
+static inline void store_f64_base(double *p, vd2_base v) { memcpy(p, &v, sizeof(v)); }
+#define STORE_BASE(p, v)                   \
+  do {                                     \
+    const __typeof__(v) v_ = (v);          \
+    memcpy((p), &v_, sizeof(v_));          \
+  } while (0)
+#define MSTORE_BASE(T, p, v, lo, hi)                        \
+  do {                                                      \
+    T *p_ = (p);                                            \
+    const __typeof__(v) v_ = (v);                           \
+    for (int l_ = (lo); l_ < (hi); l_++) p_[l_] = v_[l_];   \
+  } while (0)
+#define ISA base
+#define WD 2
+#define VD vd2_base
+#define VX vx2_base
+#define D_SET1 set1_base
+#define D_MIN min_base
+#define D_MAX max_base
+#define D_FLOOR floor_base
+#define D_FMA(a, b, c) ((a) * (b) + (c))
+#define D_DIV(r, d, rd) ((r) / (d))
+#define D_INDEX index_base
+#define D_STORE_INDEX store_index_base
+#define D_GRAM(p, off, e) cols_base(p, off, 10, e)
+#define D_COLS(p, off, c) cols_base(p, off, 4, c)
+#define D_LOAD_f32 load_f32_base
+#define D_LOAD_f64 load_f64_base
+#define D_STORE_f32 store_f32_base
+#define D_STORE_f64 store_f64_base
+#define VB 16
+#define STREAM_f32 STORE_BASE
+#define STREAM_f64 STORE_BASE
+#define MSTORE_HI_f32(p, v, k) MSTORE_BASE(float, p, v, 4 - (k), 4)
+#define MSTORE_HI_f64(p, v, k) MSTORE_BASE(double, p, v, 2 - (k), 2)
+#define WIDEN_LO(v) ((vd2_base){(v)[0], (v)[1]})
+#define WIDEN_HI(v) ((vd2_base){(v)[2], (v)[3]})
+#define T float
+#define TS f32
+#define IT int32_t
+#include "interp_impl.h"
+#undef T
+#undef TS
+#undef IT
+#define T double
+#define TS f64
+#define IT int64_t
+#include "interp_impl.h"
+#undef T
+#undef TS
+#undef IT
+#include "interp_undef.h"
+#endif
+
 // ---- entry points ----
 
 #define GRID {a, dx, ub, (double)(g - 2), 1 / dx}
+// PICK, the selector of the kernels, calls the copy for the instruction
+// set.
+#if TL_X86
 #define PICK(name, TS, ...)                                       \
   do {                                                            \
     const tl_grid grid = GRID;                                    \
@@ -346,6 +441,13 @@ static inline void cols_sse2(const double *p, const int64_t *off, int n, __m128d
     default: name##_##TS##_sse2(__VA_ARGS__);                     \
     }                                                             \
   } while (0)
+#else
+#define PICK(name, TS, ...)                                       \
+  do {                                                            \
+    const tl_grid grid = GRID;                                    \
+    name##_##TS##_base(__VA_ARGS__);                              \
+  } while (0)
+#endif
 
 void tl_interp_gram_f32(int64_t n, const float *x, float *out, int64_t g, double a, double dx, double ub,
                         const double *gram) {

@@ -17,7 +17,8 @@
 // STREAM_<TS>(p, v) stores one with a non-temporal store at a 64-byte
 // aligned p, MSTORE_HI_<TS>(p, v, k) its last k lanes (0 < k < lanes),
 // ACC_<TS>(v, sumsq, lo, hi) adds its lanes (or their squares) in double
-// to the VDs lo and hi, and nt_copy_<TS> copies with non-temporal stores.
+// to the VDs lo and hi, nt_copy_<TS> copies with non-temporal stores, and
+// STREAM_FENCE() orders those stores before what follows.
 
 #define WT ((int)(VB / sizeof(T)))
 #define LINE ((int)(64 / sizeof(T)))
@@ -252,7 +253,7 @@ static void SFX(direct)(int64_t n, const T *x, T *out, const tl_grid *g, const T
       }
     }
   }
-  if (stream) _mm_sfence();
+  if (stream) STREAM_FENCE();
 }
 
 #undef WT

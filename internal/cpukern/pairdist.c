@@ -5,13 +5,15 @@
 // The (m, n) output is computed in 4x4 register tiles: four rows of a
 // against four rows of b, sixteen vector accumulators, streaming the k axis
 // in blocks of KC elements so a tile's rows stay in L1 while the column
-// block's rows stay in L2. Each function is compiled three times, for
-// AVX-512, AVX2 and baseline SSE2, with GCC vector extensions, and the
-// widest the CPU supports is chosen at the first call. Per-element results
+// block's rows stay in L2. Each function is compiled three times on
+// x86-64, for AVX-512, AVX2 and baseline SSE2, with GCC vector extensions,
+// and the widest the CPU supports is chosen at the first call; elsewhere
+// once, for the architecture's baseline (NEON on arm64). Per-element results
 // are accumulated in the element type per lane, and lanes are added at the
 // end of each k block into the output, which holds the running sum.
 #include "pairdist.h"
 #include "gemm.h"
+#include "isa.h"
 #include <string.h>
 
 #define KC 1024 // k block: 4 rows of a and 4 of b, 32 KiB of float32
@@ -102,6 +104,7 @@
     }                                                                                   \
   }
 
+#if TL_X86
 #define AVX512 __attribute__((target("avx512f")))
 #define AVX2 __attribute__((target("avx2,fma")))
 #define DEFINE_ISAS(M, OP, SOP, SIGN)                                       \
@@ -111,6 +114,11 @@
   DEFINE_KERNEL(M##_f64_512, double, int64_t, 8, AVX512, OP, SOP, SIGN)     \
   DEFINE_KERNEL(M##_f64_256, double, int64_t, 4, AVX2, OP, SOP, SIGN)       \
   DEFINE_KERNEL(M##_f64_128, double, int64_t, 2, , OP, SOP, SIGN)
+#else // the baseline alone: 16-byte vectors (NEON on arm64)
+#define DEFINE_ISAS(M, OP, SOP, SIGN)                                       \
+  DEFINE_KERNEL(M##_f32_128, float, int32_t, 4, , OP, SOP, SIGN)            \
+  DEFINE_KERNEL(M##_f64_128, double, int64_t, 2, , OP, SOP, SIGN)
+#endif
 
 DEFINE_ISAS(l1, OP_L1, SOP_L1, -)
 DEFINE_ISAS(l2, OP_L2, SOP_L2, -)
@@ -118,22 +126,33 @@ DEFINE_ISAS(dot, OP_DOT, SOP_DOT, +)
 
 static int isa = -1; // a TL_ISA_ level, once picked
 
+// pick is the level the CPU runs (or the one tl_limit_isa set): the
+// widest of this build's that the CPU supports.
 static int pick(void) {
   if (isa < 0) {
+#if TL_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) isa = TL_ISA_AVX512;
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa = TL_ISA_AVX2;
-    else isa = TL_ISA_SSE2;
+    else isa = TL_ISA_BASE;
+#else
+    isa = TL_ISA_BASE;
+#endif
   }
   return isa;
 }
 
+int tl_isa_top(void) { return TL_X86 ? TL_ISA_AVX512 : TL_ISA_BASE; }
+
 const char *tl_pairdist_isa(void) {
-  static const char *names[] = {[TL_ISA_SSE2] = "sse2", [TL_ISA_AVX2] = "avx2", [TL_ISA_AVX512] = "avx512f"};
+  static const char *names[] = {[TL_ISA_BASE] = TL_ISA_BASE_NAME, [TL_ISA_AVX2] = "avx2", [TL_ISA_AVX512] = "avx512f"};
   return names[pick()];
 }
 
-// DISPATCH calls the kernel for the metric on the instruction set picked.
+// DISPATCH, the selector of the pairwise kernels, calls the kernel for the
+// metric on the instruction set picked; a kernel of the baseline level
+// written for one architecture goes in its TL_ISA_BASE cases.
+#if TL_X86
 #define DISPATCH(T, SUF)                                                                                         \
   switch (ISA_METRIC(pick(), metric)) {                                                                          \
   case ISA_METRIC(TL_ISA_AVX512, TL_PAIR_L1): kernel_l1_##SUF##_512(m, n, d, a, lda, b, ldb, out, ldo); break;   \
@@ -142,10 +161,18 @@ const char *tl_pairdist_isa(void) {
   case ISA_METRIC(TL_ISA_AVX2, TL_PAIR_L1): kernel_l1_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;     \
   case ISA_METRIC(TL_ISA_AVX2, TL_PAIR_L2): kernel_l2_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;     \
   case ISA_METRIC(TL_ISA_AVX2, TL_PAIR_DOT): kernel_dot_##SUF##_256(m, n, d, a, lda, b, ldb, out, ldo); break;   \
-  case ISA_METRIC(TL_ISA_SSE2, TL_PAIR_L1): kernel_l1_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;     \
-  case ISA_METRIC(TL_ISA_SSE2, TL_PAIR_L2): kernel_l2_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;     \
+  case ISA_METRIC(TL_ISA_BASE, TL_PAIR_L1): kernel_l1_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;     \
+  case ISA_METRIC(TL_ISA_BASE, TL_PAIR_L2): kernel_l2_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;     \
   default: kernel_dot_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo);                                            \
   }
+#else
+#define DISPATCH(T, SUF)                                                                                         \
+  switch (ISA_METRIC(pick(), metric)) {                                                                          \
+  case ISA_METRIC(TL_ISA_BASE, TL_PAIR_L1): kernel_l1_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;     \
+  case ISA_METRIC(TL_ISA_BASE, TL_PAIR_L2): kernel_l2_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo); break;     \
+  default: kernel_dot_##SUF##_128(m, n, d, a, lda, b, ldb, out, ldo);                                            \
+  }
+#endif
 #define ISA_METRIC(isa, metric) ((isa) * 3 + (metric))
 
 void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
@@ -172,6 +199,6 @@ int tl_cpu_isa(void) { return pick(); }
 int tl_limit_isa(int limit) {
   int before = pick();
   isa = -1;
-  if (pick() > limit) isa = limit < TL_ISA_SSE2 ? TL_ISA_SSE2 : limit;
+  if (pick() > limit) isa = limit < TL_ISA_BASE ? TL_ISA_BASE : limit;
   return before;
 }

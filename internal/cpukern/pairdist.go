@@ -56,16 +56,22 @@ func PairDist64(m, n, d int, a []float64, lda int, b []float64, ldb int, out []f
 		(*C.double)(unsafe.Pointer(&b[0])), C.int64_t(ldb), (*C.double)(unsafe.Pointer(&out[0])), C.int64_t(ldo), C.int(k))
 }
 
-// PairDistISA names the instruction set the distance kernels run on.
+// PairDistISA names the instruction set the distance kernels run on, as
+// every kernel family of the package does: "avx512f", "avx2" or "sse2" on
+// x86-64, "neon" on arm64, "generic" elsewhere.
 func PairDistISA() string { return C.GoString(C.tl_pairdist_isa()) }
 
 // The instruction sets the kernels dispatch to, in increasing order: the
-// levels of TL_ISA_ in pairdist.h.
+// levels of TL_ISA_ in pairdist.h. isaBase, the architecture's baseline
+// (SSE2 on x86-64, NEON on arm64), is the only level outside x86-64.
 const (
-	isaSSE2   = C.TL_ISA_SSE2
+	isaBase   = C.TL_ISA_BASE
 	isaAVX2   = C.TL_ISA_AVX2
 	isaAVX512 = C.TL_ISA_AVX512
 )
+
+// isaTop is the highest level this build has kernels for.
+var isaTop = int(C.tl_isa_top())
 
 // limitISA makes the kernels use at most level isa and returns the one
 // they used before, so that tests reach every path on one machine. Not

@@ -18,10 +18,17 @@ void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t l
                       float *out, int64_t ldo, int64_t lower);
 void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
                      const double *b, int64_t ldb, double *out, int64_t ldo, int metric);
-// The instruction sets the kernels dispatch to, in increasing order.
-enum { TL_ISA_SSE2 = 0, TL_ISA_AVX2 = 1, TL_ISA_AVX512 = 2 };
-// Which instruction set the kernels dispatch to: "avx512f", "avx2" or "sse2".
+// The instruction set levels the kernels dispatch to, in increasing order.
+// TL_ISA_BASE is the architecture's baseline, compiled without target
+// attributes: SSE2 on x86-64, NEON on arm64, plain C elsewhere (isa.h);
+// TL_ISA_AVX2 and TL_ISA_AVX512 exist on x86-64 only.
+enum { TL_ISA_BASE = 0, TL_ISA_AVX2 = 1, TL_ISA_AVX512 = 2 };
+// Which instruction set the kernels dispatch to: "avx512f", "avx2" or
+// "sse2" on x86-64, "neon" on arm64, "generic" elsewhere.
 const char *tl_pairdist_isa(void);
+// The highest level this build has kernels for: TL_ISA_AVX512 on x86-64,
+// TL_ISA_BASE elsewhere.
+int tl_isa_top(void);
 // The instruction set the kernels use: a TL_ISA_ level.
 int tl_cpu_isa(void);
 // tl_limit_isa makes the kernels use at most level isa (for tests of the other

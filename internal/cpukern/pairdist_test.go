@@ -101,7 +101,7 @@ func TestPairDistBlocksAgree(t *testing.T) {
 	}
 	top := limitISA(isaAVX512)
 	defer limitISA(top)
-	for isa := top; isa >= isaSSE2; isa-- {
+	for isa := top; isa >= isaBase; isa-- {
 		limitISA(isa)
 		for _, kern := range []Kernel{L1, L2, Dot} {
 			whole := make([]float32, m*n)
@@ -165,7 +165,7 @@ func TestDotUpper(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	top := limitISA(isaAVX512)
 	defer limitISA(top)
-	for isa := top; isa >= isaSSE2; isa-- {
+	for isa := top; isa >= isaBase; isa-- {
 		limitISA(isa)
 		for _, sz := range [][4]int{{1, 1, 1, 0}, {37, 45, 777, 0}, {37, 45, 777, 5}, {70, 600, 400, 33}, {9, 20, 385, 100}, {64, 64, 64, 0}} {
 			m, n, d, lower := sz[0], sz[1], sz[2], sz[3]

@@ -6,7 +6,7 @@
 // converted to the output's float type only at the end (cosine: the exact
 // dot product over the exact norms, in double).
 #include "pairu8.h"
-#include <immintrin.h>
+#include "isa.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -75,6 +75,7 @@ static int64_t l1_scalar(const uint8_t *a, const uint8_t *b, int64_t d) {
   return s;
 }
 
+#if TL_X86 // the VNNI kernels
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
 
@@ -327,15 +328,22 @@ static void sums_vnni(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int6
 }
 
 #pragma GCC pop_options
+#endif
 
 static int has_vnni = -1;
 
-// detect_vnni sets has_vnni, once, from what the CPU has.
+// detect_vnni sets has_vnni, once, from what the CPU has: the VNNI path
+// or the portable loops, the selector below choosing by it. (x86-64 only:
+// elsewhere the portable loops, which the compiler vectorises.)
 static void detect_vnni(void) {
   if (has_vnni < 0) {
+#if TL_X86
     __builtin_cpu_init();
     has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+    has_vnni = 0;
+#endif
   }
 }
 
@@ -344,6 +352,7 @@ void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, 
                 int64_t ldo, int64_t tj, int64_t sum[2]) {
   dst_t o = {out, tout, ldo, tj, type, 0};
   detect_vnni();
+#if TL_X86
   if (has_vnni && metric != TL_U8_L1 &&
       dots_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, &o) == 0)
     goto done;
@@ -351,12 +360,15 @@ void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, 
     pairs_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, &o);
     goto done;
   }
+#endif
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
       const int64_t s = metric == TL_U8_L1 ? l1_scalar(a + i * lda, b + j * ldb, d) : dot_scalar(a + i * lda, b + j * ldb, d);
       put(metric, s, sqa[i], sqb[j], &o, i, j);
     }
+#if TL_X86
 done:
+#endif
   if (sum) {
     sum[0] = (int64_t)(uint64_t)(unsigned __int128)o.sum;
     sum[1] = (int64_t)(o.sum >> 64);
@@ -365,10 +377,12 @@ done:
 
 void tl_u8_sums(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq) {
   detect_vnni();
+#if TL_X86
   if (has_vnni) {
     sums_vnni(x, n, d, sum, sq);
     return;
   }
+#endif
   for (int64_t i = 0; i < n; i++) {
     int64_t s = 0, q = 0;
     for (int64_t k = 0; k < d; k++) {
@@ -377,6 +391,11 @@ void tl_u8_sums(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *s
     }
     sum[i] = s, sq[i] = q;
   }
+}
+
+int tl_pair_u8_vnni(void) {
+  detect_vnni();
+  return has_vnni;
 }
 
 int tl_pair_u8_limit(int vnni) {

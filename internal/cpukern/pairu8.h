@@ -26,6 +26,10 @@ void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, 
 // i < n.
 void tl_u8_sums(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq);
 
+// tl_pair_u8_vnni reports whether tl_pair_u8 runs on AVX-512 VNNI (else
+// its portable loops).
+int tl_pair_u8_vnni(void);
+
 // tl_pair_u8_limit: with vnni 0, tl_pair_u8 uses its portable loops (for
 // tests); with 1, what the CPU has. Returns whether VNNI was in use.
 int tl_pair_u8_limit(int vnni);

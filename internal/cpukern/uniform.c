@@ -9,11 +9,12 @@
 // which the compiler never fuses into an FMA: the results are those of Go
 // bit for bit.
 #include "uniform.h"
+#include "isa.h"
 #include "pairdist.h"
-#include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
+#if TL_X86 // the AVX-512 kernel; elsewhere the callers generate the numbers in Go
 typedef unsigned __int128 u128;
 
 #define PCG_MUL (((u128)2549297995355413924ULL << 64) | 4865540595714422341ULL)
@@ -146,3 +147,8 @@ int tl_pcg_uniform_f64(int64_t n, double *dst, uint64_t hi, uint64_t lo, double 
   uniform_f64_avx512(n, dst, hi, lo, a, span);
   return 0;
 }
+
+#else
+int tl_pcg_uniform_f32(int64_t n, float *dst, uint64_t hi, uint64_t lo, double a, double span) { return -1; }
+int tl_pcg_uniform_f64(int64_t n, double *dst, uint64_t hi, uint64_t lo, double a, double span) { return -1; }
+#endif

@@ -44,7 +44,7 @@ func TestPCGUniform(t *testing.T) {
 			}
 		}
 	}
-	for isa := isaSSE2; isa < isaAVX512; isa++ {
+	for isa := isaBase; isa < isaAVX512; isa++ {
 		limitISA(isa)
 		dst := []float32{-1, -1, -1}
 		if PCGUniform(dst, 1, 2, 0, 1) || dst[0] != -1 {

@@ -51,7 +51,7 @@ func hatB(rng *rand.Rand, a, xi float64) (b, m [3][3]float64) {
 func TestHatMul(t *testing.T) {
 	top := tl()
 	defer limitISA(top)
-	for isa := top; isa >= isaSSE2; isa-- {
+	for isa := top; isa >= isaBase; isa-- {
 		limitISA(isa)
 		testHatMul(t, isa)
 	}
@@ -184,7 +184,7 @@ func testHatMul(t *testing.T, isa int) {
 func TestBlockSums(t *testing.T) {
 	top := tl()
 	defer limitISA(top)
-	for isa := top; isa >= isaSSE2; isa-- {
+	for isa := top; isa >= isaBase; isa-- {
 		limitISA(isa)
 		testBlockSums(t)
 	}
@@ -263,7 +263,7 @@ func TestHalfEnergy(t *testing.T) {
 				}
 			}
 		}
-		for isa := top; isa >= isaSSE2; isa-- {
+		for isa := top; isa >= isaBase; isa-- {
 			limitISA(isa)
 			parts := make([]float64, p[1])
 			cut := p[1] / 3

@@ -18,8 +18,10 @@ const chunkLines = 64
 
 var maxISA = C.tl_lanes_isa()
 
-// ISA names the instruction set the transforms use on this CPU.
-func ISA() string { return [...]string{"sse2", "avx2", "avx512f"}[maxISA] }
+// ISA names the instruction set the transforms use on this CPU:
+// "avx512f", "avx2" or "sse2" on x86-64, "neon" on arm64, "generic"
+// elsewhere.
+func ISA() string { return C.GoString(C.tl_lanes_isa_name(maxISA)) }
 
 // Plan transforms arrays of fixed dimensions. A plan may be used by one
 // goroutine at a time; it parallelises each transform itself, with one
@@ -65,7 +67,7 @@ func New(n0, n1, n2 int) *Plan {
 }
 
 // setISA makes the plan use instruction set isa (2 AVX-512, 1 AVX2, 0
-// SSE2), which the CPU must support: for tests.
+// the baseline), at most the CPU's: for tests.
 func (p *Plan) setISA(isa int) { p.isa = C.int(min(isa, int(maxISA))) }
 
 // Len is the number of elements of an array.

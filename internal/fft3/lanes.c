@@ -12,12 +12,21 @@
 // length n go through an n/2-point complex transform and one split pass.
 //
 // Twiddles are computed in double and rounded once. The code is compiled
-// for AVX-512, AVX2+FMA and baseline SSE2 (16, 8 and 4 lanes) with GCC
-// vector extensions, and the caller picks the set.
+// with GCC vector extensions for AVX-512, AVX2+FMA and baseline SSE2 (16,
+// 8 and 4 lanes) on x86-64, and the caller picks the set; elsewhere for
+// the baseline alone, 4 lanes (NEON on arm64).
 #include "lanes.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+// TL_X86: whether the AVX-512 and AVX2 copies are compiled (x86-64, unless
+// TL_PORTABLE is defined to test the portable copy there).
+#if defined(__x86_64__) && !defined(TL_PORTABLE)
+#define TL_X86 1
+#else
+#define TL_X86 0
+#endif
 
 #define AI static inline __attribute__((always_inline))
 
@@ -54,12 +63,14 @@ struct tl_fft1 {
 // Shuffles of two w-lane vectors a, b (indices ≥ w pick from b): the
 // even and odd elements (re and im of interleaved complex numbers), and
 // their interleaving back.
+#if TL_X86
 static const vi16 EVEN16 = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
 static const vi16 ODD16 = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
 static const vi16 LO16 = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
 static const vi16 HI16 = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
 static const vi8 EVEN8 = {0, 2, 4, 6, 8, 10, 12, 14}, ODD8 = {1, 3, 5, 7, 9, 11, 13, 15};
 static const vi8 LO8 = {0, 8, 1, 9, 2, 10, 3, 11}, HI8 = {4, 12, 5, 13, 6, 14, 7, 15};
+#endif
 static const vi4 EVEN4 = {0, 2, 4, 6}, ODD4 = {1, 3, 5, 7}, LO4 = {0, 4, 1, 5}, HI4 = {2, 6, 3, 7};
 
 // Transpose rounds for w×w blocks: bit b of the row and column index
@@ -70,10 +81,12 @@ static const vi4 EVEN4 = {0, 2, 4, 6}, ODD4 = {1, 3, 5, 7}, LO4 = {0, 4, 1, 5}, 
 #define ROW16(F, b) {ROW4(F, 16, b, 0), ROW4(F, 16, b, 4), ROW4(F, 16, b, 8), ROW4(F, 16, b, 12)}
 #define ROW8(F, b) {ROW4(F, 8, b, 0), ROW4(F, 8, b, 4)}
 #define ROW4_(F, b) {ROW4(F, 4, b, 0)}
+#if TL_X86
 static const vi16 TR0_16[4] = {ROW16(T0, 1), ROW16(T0, 2), ROW16(T0, 4), ROW16(T0, 8)};
 static const vi16 TR1_16[4] = {ROW16(T1, 1), ROW16(T1, 2), ROW16(T1, 4), ROW16(T1, 8)};
 static const vi8 TR0_8[3] = {ROW8(T0, 1), ROW8(T0, 2), ROW8(T0, 4)};
 static const vi8 TR1_8[3] = {ROW8(T1, 1), ROW8(T1, 2), ROW8(T1, 4)};
+#endif
 static const vi4 TR0_4[2] = {ROW4_(T0, 1), ROW4_(T0, 2)};
 static const vi4 TR1_4[2] = {ROW4_(T1, 1), ROW4_(T1, 2)};
 
@@ -135,6 +148,7 @@ void tl_fft1_free(tl_fft1 *f) {
 // Three work buffers of n + 2 elements of the widest cv, plus alignment.
 int64_t tl_lanes_scratch(int n) { return 3 * (int64_t)(n + 2) * 2 * 16 + 16; }
 
+#if TL_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 #define SFX(x) x##_avx512
@@ -168,8 +182,9 @@ int64_t tl_lanes_scratch(int n) { return 3 * (int64_t)(n + 2) * 2 * 16 + 16; }
 #include "lanes_impl.h"
 #include "lanes_undef.h"
 #pragma GCC pop_options
+#endif
 
-#define SFX(x) x##_sse2
+#define SFX(x) x##_128
 #define W 4
 #define LOGW 2
 #define VF vf4
@@ -184,44 +199,66 @@ int64_t tl_lanes_scratch(int n) { return 3 * (int64_t)(n + 2) * 2 * 16 + 16; }
 #include "lanes_undef.h"
 
 int tl_lanes_isa(void) {
+#if TL_X86
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return 2;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+#endif
   return 0;
 }
 
+const char *tl_lanes_isa_name(int isa) {
+#if TL_X86
+  static const char *names[] = {"sse2", "avx2", "avx512f"};
+  return names[isa];
+#elif defined(__aarch64__)
+  return "neon";
+#else
+  return "generic";
+#endif
+}
+
+// The selectors: each transform calls its copy for the instruction set.
 void tl_lanes_strided(int isa, const tl_fft1 *f, float *x, int64_t base, int64_t lanes, int64_t st, int inverse,
                       float scale, float *scratch) {
   switch (isa) {
+#if TL_X86
   case 2: strided_avx512(f, x, base, lanes, st, inverse, scale, scratch); break;
   case 1: strided_avx2(f, x, base, lanes, st, inverse, scale, scratch); break;
-  default: strided_sse2(f, x, base, lanes, st, inverse, scale, scratch);
+#endif
+  default: strided_128(f, x, base, lanes, st, inverse, scale, scratch);
   }
 }
 
 void tl_lanes_rows(int isa, const tl_fft1 *f, float *x, int64_t base, int64_t lines, int64_t ld, int inverse,
                    float scale, float *scratch) {
   switch (isa) {
+#if TL_X86
   case 2: rows_avx512(f, x, base, lines, ld, inverse, scale, scratch); break;
   case 1: rows_avx2(f, x, base, lines, ld, inverse, scale, scratch); break;
-  default: rows_sse2(f, x, base, lines, ld, inverse, scale, scratch);
+#endif
+  default: rows_128(f, x, base, lines, ld, inverse, scale, scratch);
   }
 }
 
 int64_t tl_lanes_r2c(int isa, const tl_fft1 *f, const float *in, int64_t ldi, float *out, int64_t ldo, int64_t lines,
                      float *scratch) {
   switch (isa) {
+#if TL_X86
   case 2: return r2c_avx512(f, in, ldi, out, ldo, lines, scratch);
   case 1: return r2c_avx2(f, in, ldi, out, ldo, lines, scratch);
-  default: return r2c_sse2(f, in, ldi, out, ldo, lines, scratch);
+#endif
+  default: return r2c_128(f, in, ldi, out, ldo, lines, scratch);
   }
 }
 
 void tl_lanes_c2r(int isa, const tl_fft1 *f, const float *in, int64_t ldi, float *out, int64_t ldo, int64_t lines,
                   float scale, float *scratch) {
   switch (isa) {
+#if TL_X86
   case 2: c2r_avx512(f, in, ldi, out, ldo, lines, scale, scratch); break;
   case 1: c2r_avx2(f, in, ldi, out, ldo, lines, scale, scratch); break;
-  default: c2r_sse2(f, in, ldi, out, ldo, lines, scale, scratch);
+#endif
+  default: c2r_128(f, in, ldi, out, ldo, lines, scale, scratch);
   }
 }

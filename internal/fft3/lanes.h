@@ -15,8 +15,12 @@ void tl_fft1_free(tl_fft1 *f);
 // inside the calls; pass the same length to every call).
 int64_t tl_lanes_scratch(int n);
 
-// The widest instruction set this CPU runs: 2 avx512f, 1 avx2+fma, 0 sse2.
+// The widest instruction set this CPU runs: 2 avx512f, 1 avx2+fma, 0 the
+// baseline (sse2 on x86-64, the only level elsewhere).
 int tl_lanes_isa(void);
+// The name of level isa: "avx512f", "avx2", "sse2"; "neon" on arm64,
+// "generic" elsewhere.
+const char *tl_lanes_isa_name(int isa);
 
 // Complex lines along a strided axis, transformed in place: line l
 // (l < lanes) has its n elements at x[base + l + i*st], i < n, in

@@ -46,6 +46,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -329,9 +330,12 @@ extern "C" __attribute__((visibility("default"))) int tl_emu_launch(const char *
 // build compiles srcs into a Program, or loads the library a process
 // compiled from the same sources before.
 func build(opt string, srcs []source) (*Program, error) {
-	gxx, err := exec.LookPath("g++")
+	gxx, err := exec.LookPath(compiler())
 	if err != nil {
 		return nil, ErrNoCompiler
+	}
+	if err := sameTarget(gxx); err != nil {
+		return nil, err
 	}
 	emuH, err := kernels.Sources.ReadFile("emu/emu.h")
 	if err != nil {
@@ -435,6 +439,37 @@ func compile(gxx, opt, lib string, emuH []byte, main string, srcs []source) erro
 		return fmt.Errorf("kernelemu: %v", err)
 	}
 	return nil
+}
+
+// compiler is the C++ compiler the kernels are built with: g++, or the
+// one TAPELOOP_EMU_CXX names, such as aarch64-linux-gnu-g++ for a process
+// of another architecture run under qemu-user (make test-arm64).
+func compiler() string {
+	if c := os.Getenv("TAPELOOP_EMU_CXX"); c != "" {
+		return c
+	}
+	return "g++"
+}
+
+// gccArch is the first word of gcc's target triplet (-dumpmachine) for
+// each GOARCH.
+var gccArch = map[string]string{"amd64": "x86_64", "arm64": "aarch64", "386": "i686", "ppc64le": "powerpc64le",
+	"riscv64": "riscv64", "s390x": "s390x", "loong64": "loongarch64"}
+
+// sameTarget returns an error matching ErrNoCompiler unless gxx builds
+// code for the architecture this process runs as: under qemu-user, the
+// machine's own g++ builds a library the process cannot load.
+func sameTarget(gxx string) error {
+	out, err := exec.Command(gxx, "-dumpmachine").Output()
+	if err != nil {
+		return fmt.Errorf("kernelemu: %s -dumpmachine: %v", gxx, err)
+	}
+	machine := strings.TrimSpace(string(out))
+	want, ok := gccArch[runtime.GOARCH]
+	if !ok || strings.HasPrefix(machine, want+"-") || (runtime.GOARCH == "386" && strings.HasPrefix(machine, "i386-")) {
+		return nil
+	}
+	return fmt.Errorf("%w for %s: %s builds for %s (TAPELOOP_EMU_CXX names another compiler)", ErrNoCompiler, runtime.GOARCH, gxx, machine)
 }
 
 // libDir is where the compiled libraries are kept: the user's cache

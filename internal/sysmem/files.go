@@ -17,7 +17,7 @@ func FileLimit() uint64 {
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) != nil {
 		return 0
 	}
-	return r.Cur
+	return uint64(r.Cur) // int64 on the BSDs
 }
 
 // fileLimitError is an error from running out of file descriptors, with

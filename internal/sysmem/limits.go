@@ -6,7 +6,6 @@ package sysmem
 // (ulimit -v) and data (ulimit -d).
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"math"
@@ -96,26 +95,6 @@ func ProcessLimit() (Bound, bool) {
 		}
 	}
 	return best, found
-}
-
-func memAvailable() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, fmt.Errorf("sysmem: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) >= 2 && fs[0] == "MemAvailable:" {
-			kb, err := strconv.ParseInt(fs[1], 10, 64)
-			if err != nil {
-				break
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("sysmem: no MemAvailable in /proc/meminfo")
 }
 
 // ---- resource limits ----
@@ -223,7 +202,7 @@ func rlimitBounds(st status) []Bound {
 		if err := syscall.Getrlimit(l.res, &r); err != nil {
 			continue
 		}
-		if b, ok := rlimitBound(l.flag, r.Cur, l.used, l.margin); ok {
+		if b, ok := rlimitBound(l.flag, uint64(r.Cur), l.used, l.margin); ok {
 			out = append(out, b)
 		}
 	}

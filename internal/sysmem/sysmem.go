@@ -47,7 +47,7 @@ func PeakRSS() int64 {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return ru.Maxrss << 10
+	return maxRSSBytes(&ru)
 }
 
 // ResetPeakRSS asks the kernel to restart the peak-RSS count from the
@@ -109,7 +109,8 @@ func (p *Probe) LiveHeapBytes() int64 {
 	return p.HeapBytes()
 }
 
-// RSS is the current resident set size, or 0 where /proc is missing.
+// RSS is the current resident set size, or 0 where /proc is missing
+// (macOS).
 func (p *Probe) RSS() int64 {
 	if p.statm == nil {
 		return 0
@@ -135,7 +136,7 @@ func (p *Probe) RSS() int64 {
 }
 
 // PeakRSS is VmHWM from /proc/self/status (which ResetPeakRSS resets),
-// falling back to getrusage.
+// falling back to getrusage where /proc is missing (macOS).
 func (p *Probe) PeakRSS() int64 {
 	if p.status == nil {
 		return PeakRSS()
@@ -167,7 +168,8 @@ func (p *Probe) PeakRSS() int64 {
 // with transparent huge pages (madvise MADV_HUGEPAGE), where THP is in
 // "madvise" mode: one fault per 2 MiB instead of per 4 KiB when a large
 // buffer is first written. Call it before writing b. It is best effort:
-// errors are ignored, and small buffers are left alone.
+// errors are ignored, and small buffers are left alone. Linux only;
+// elsewhere it does nothing.
 func AdviseHugePages(b []byte) {
 	const huge = 2 << 20
 	if len(b) < 4*huge {
@@ -180,7 +182,7 @@ func AdviseHugePages(b []byte) {
 		return
 	}
 	off := lo - p
-	syscall.Madvise(b[off:off+(hi-lo)], 14) // MADV_HUGEPAGE
+	adviseHuge(b[off : off+(hi-lo)])
 }
 
 // AdviseHugePagesOf is AdviseHugePages for a slice of floats.

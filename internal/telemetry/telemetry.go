@@ -245,17 +245,31 @@ func (s Summary) String() string {
 		s.Batches, s.MedianMs, s.Drift, sysmem.Format(s.HeapGrowth), sysmem.Format(s.PeakRSSBytes))
 }
 
+// Platform is where a run ran: the operating system and architecture
+// (Go's names) and the code the CPU kernels chose at run time.
+type Platform struct {
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+	// Kernels is the instruction set of the C kernels: avx512f, avx2 or
+	// sse2 on x86-64, neon on arm64, generic elsewhere; FFT the FFT's.
+	Kernels string `json:"kernels"`
+	FFT     string `json:"fft"`
+	// Paths is the code each kernel family runs, by family.
+	Paths map[string]string `json:"paths"`
+}
+
 // Report is the JSON document written by --report.
 type Report struct {
-	Workload      string  `json:"workload"`
-	Device        string  `json:"device"`
-	Dtype         string  `json:"dtype"`
-	Batch         int     `json:"batch"`
-	Batches       int     `json:"batches"`
-	MemLimitBytes int64   `json:"mem_limit_bytes"`
-	PlannedBytes  int64   `json:"planned_bytes"`
-	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
-	TotalSeconds  float64 `json:"total_seconds"`
+	Workload      string   `json:"workload"`
+	Device        string   `json:"device"`
+	Platform      Platform `json:"platform"`
+	Dtype         string   `json:"dtype"`
+	Batch         int      `json:"batch"`
+	Batches       int      `json:"batches"`
+	MemLimitBytes int64    `json:"mem_limit_bytes"`
+	PlannedBytes  int64    `json:"planned_bytes"`
+	PeakRSSBytes  int64    `json:"peak_rss_bytes"`
+	TotalSeconds  float64  `json:"total_seconds"`
 	// Items is the number of items the run computed (rows, points, poses,
 	// combinations) and ItemsPerSecond their rate over the whole run.
 	Items          int         `json:"items"`

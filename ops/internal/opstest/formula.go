@@ -73,7 +73,7 @@ func CompileKernels(t testing.TB, ks ...*formula.CUDAKernel) *kernelemu.Program 
 	}
 	p, err := kernelemu.Compile(srcs...)
 	if errors.Is(err, kernelemu.ErrNoCompiler) {
-		t.Skip("g++ not installed: the CUDA emulator tests need it")
+		t.Skip(err.Error() + ": the CUDA emulator tests need it")
 	}
 	if err != nil {
 		t.Fatal(err)

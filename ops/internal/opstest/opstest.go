@@ -120,7 +120,7 @@ func Emulator(t testing.TB) *kernelemu.Program {
 	t.Helper()
 	p, err := kernelemu.Kernels()
 	if errors.Is(err, kernelemu.ErrNoCompiler) {
-		t.Skip("g++ not installed: the CUDA emulator tests need it")
+		t.Skip(err.Error() + ": the CUDA emulator tests need it")
 	}
 	if err != nil {
 		t.Fatal(err)

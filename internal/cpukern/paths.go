@@ -1,0 +1,53 @@
+package cpukern
+
+// #include "pairdist.h"
+// #include "pairu8.h"
+// #include "uniform.h"
+import "C"
+
+import "runtime"
+
+// Path is the code one kernel family runs on this CPU.
+type Path struct {
+	Family string `json:"family"`
+	Path   string `json:"path"`
+}
+
+// Paths lists every kernel family of the package and the code it runs on
+// this CPU, as chosen at run time: on x86-64 the widest of AVX-512, AVX2
+// and SSE2 the CPU has; on arm64 the portable C and GCC vector extensions
+// compiled for NEON ("neon"); elsewhere the same code for the
+// architecture's baseline ("generic").
+func Paths() []Path {
+	isa := PairDistISA()
+	dot := isa + " vector kernels"
+	if GEMM() {
+		dot = "packed matrix product (avx512f)"
+	}
+	u8 := "portable loops (compiler-vectorised, " + runtime.GOARCH + ")"
+	if C.tl_pair_u8_vnni() != 0 {
+		u8 = "avx512-vnni"
+	}
+	drr := isa + ": Siddon and trilinear ray by ray"
+	switch isa {
+	case "avx512f":
+		drr = "avx512f: fans of rays (Siddon, trilinear), 16 trilinear rays per vector"
+	case "avx2":
+		drr = "avx2: fans of rays (Siddon, trilinear)"
+	}
+	uniform := "Go (math/rand/v2's PCG, 4 streams)"
+	if C.tl_cpu_isa() == C.TL_ISA_AVX512 && C.tl_pcg_uniform_f64(0, nil, 0, 0, 0, 0) == 0 {
+		uniform = "avx512dq"
+	}
+	return []Path{
+		{"pairwise distances", isa},
+		{"float32 dot products", dot},
+		{"8-bit pairwise", u8},
+		{"drr", drr},
+		{"interpolation", isa},
+		{"formulas", isa},
+		{"wavelet spectra", isa},
+		{"image filters", isa},
+		{"built-in uniform queries", uniform},
+	}
+}
