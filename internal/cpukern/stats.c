@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "isa.h"
 #include "pairdist.h"
 #include "stats.h"
 
@@ -75,7 +76,7 @@ FINISH(double)
 static tl_sum_max sum_max_f32(const float *x, int64_t n) { SUM_MAX(LOAD_F32) }
 static tl_sum_max sum_max_f64(const double *x, int64_t n) { SUM_MAX(LOAD_F64) }
 
-#if defined(__x86_64__)
+#if TL_X86
 #pragma GCC push_options
 #pragma GCC target("avx2")
 static tl_sum_max sum_max_f32_avx2(const float *x, int64_t n) { SUM_MAX(LOAD_F32) }
@@ -84,14 +85,14 @@ static tl_sum_max sum_max_f64_avx2(const double *x, int64_t n) { SUM_MAX(LOAD_F6
 #endif
 
 tl_sum_max tl_sum_max_f32(const float *x, int64_t n) {
-#if defined(__x86_64__)
+#if TL_X86
     if (tl_cpu_isa() >= TL_ISA_AVX2) return sum_max_f32_avx2(x, n);
 #endif
     return sum_max_f32(x, n);
 }
 
 tl_sum_max tl_sum_max_f64(const double *x, int64_t n) {
-#if defined(__x86_64__)
+#if TL_X86
     if (tl_cpu_isa() >= TL_ISA_AVX2) return sum_max_f64_avx2(x, n);
 #endif
     return sum_max_f64(x, n);

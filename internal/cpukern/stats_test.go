@@ -27,9 +27,9 @@ func refSumMax[T float32 | float64](x []T) (sum, mx float64) {
 // float64, with NaNs (passed over by the maximum) and without, at every
 // instruction set level the CPU has.
 func TestSumMax(t *testing.T) {
-	top := limitISA(isaAVX512)
+	top := limitISA(isaTop)
 	defer limitISA(top)
-	for isa := isaSSE2; isa <= top; isa++ {
+	for isa := isaBase; isa <= top; isa++ {
 		limitISA(isa)
 		testSumMax(t)
 	}
