@@ -8,6 +8,7 @@
 // matrix product against the same reference: both machines give a pair
 // the same value.
 #include "../gemm.h"
+#include "../pairu8.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -159,6 +160,136 @@ static void test_gemm_mirror(void) {
   }
 }
 
+#if defined(__aarch64__)
+// u8_ref is metric k of rows x and y (d bytes) in int64: the sum s and the
+// rows' Σx², and the value as pairu8.h defines it (cosine in *c).
+static int64_t u8_ref(int k, const uint8_t *x, const uint8_t *y, int64_t d, double *c) {
+  int64_t dot = 0, l1 = 0, sa = 0, sb = 0;
+  for (int64_t q = 0; q < d; q++) {
+    const int64_t p = x[q], r = y[q];
+    dot += p * r, l1 += p > r ? p - r : r - p, sa += p * p, sb += r * r;
+  }
+  *c = (double)dot / (sqrt((double)sa) * sqrt((double)sb));
+  switch (k) {
+  case TL_U8_L1: return -l1;
+  case TL_U8_L2: return -(sa + sb - 2 * dot);
+  default: return dot;
+  }
+}
+
+static uint8_t *rand_u8(int64_t n, int64_t d) {
+  uint8_t *x = malloc(n * d > 0 ? n * d : 1);
+  for (int64_t i = 0; i < n * d; i++) x[i] = (uint8_t)(rnd() >> 56);
+  for (int64_t i = 0; i < d && n > 1; i++) x[i] = 255; // the extremes: the largest sums
+  return x;
+}
+
+// test_u8_sums: tl_u8_sums_neon's Σx and Σx² equal a plain loop's.
+static void test_u8_sums(void) {
+  static const int64_t sz[][2] = {{1, 1}, {5, 17}, {3, 2049}, {2, 300001}};
+  for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++) {
+    const int64_t n = sz[s][0], d = sz[s][1];
+    uint8_t *x = rand_u8(n, d);
+    int64_t *sum = malloc(sizeof(int64_t) * n), *sq = malloc(sizeof(int64_t) * n);
+    CHECK(tl_u8_sums_neon(x, n, d, sum, sq) == 0, "u8 sums did not run");
+    for (int64_t i = 0; i < n; i++) {
+      int64_t s1 = 0, s2 = 0;
+      for (int64_t k = 0; k < d; k++) s1 += x[i * d + k], s2 += (int64_t)x[i * d + k] * x[i * d + k];
+      CHECK(sum[i] == s1 && sq[i] == s2, "u8 sums n %lld d %lld row %lld: %lld %lld, want %lld %lld", (long long)n,
+            (long long)d, (long long)i, (long long)sum[i], (long long)sq[i], (long long)s1, (long long)s2);
+    }
+    free(x), free(sum), free(sq);
+  }
+}
+
+// test_u8_pairs: every metric of rows [1, n) against rows [0, n) into
+// float64, int64 and float32 outputs with a row stride wider than n, bit
+// equal to u8_ref, on the kernel level lvl; and the symmetric fill: the
+// blocks of an (n, n) int64 matrix from their diagonal on with their
+// transposes (tout), every element and the returned sum equal to the
+// reference's, nothing written past the matrix.
+static void test_u8_pairs(int lvl) {
+  static const int64_t sz[][2] = {{1, 1}, {7, 63}, {13, 65}, {9, 1000}, {37, 1001}, {23, 4099}, {3, 300001}};
+  tl_pair_u8_neon_limit(lvl);
+  for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++) {
+    const int64_t n = sz[s][0], d = sz[s][1], a0 = n > 1 ? 1 : 0, m = n - a0, ldo = n + 3;
+    uint8_t *x = rand_u8(n, d);
+    int64_t *sum = malloc(sizeof(int64_t) * n), *sq = malloc(sizeof(int64_t) * n);
+    tl_u8_sums_neon(x, n, d, sum, sq);
+    double *o64 = malloc(sizeof(double) * m * ldo), c;
+    int64_t *oi = malloc(sizeof(int64_t) * m * ldo);
+    float *o32 = malloc(sizeof(float) * m * ldo);
+    for (int k = TL_U8_L1; k <= TL_U8_COSINE; k++) {
+      for (int64_t i = 0; i < m * ldo; i++) o64[i] = -7, oi[i] = -7, o32[i] = -7;
+      const uint8_t *a = x + a0 * d;
+      CHECK(tl_pair_u8_neon(m, n, d, a, d, x, d, k, sum + a0, sq + a0, sq, o64, NULL, TL_OUT_F64, ldo, n, NULL) == 0,
+            "u8 did not run");
+      CHECK(tl_pair_u8_neon(m, n, d, a, d, x, d, k, sum + a0, sq + a0, sq, o32, NULL, TL_OUT_F32, ldo, n, NULL) == 0,
+            "u8 did not run");
+      if (k != TL_U8_COSINE)
+        tl_pair_u8_neon(m, n, d, a, d, x, d, k, sum + a0, sq + a0, sq, oi, NULL, TL_OUT_I64, ldo, n, NULL);
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ldo; j++) {
+          const int64_t at = i * ldo + j;
+          if (j >= n) {
+            CHECK(o64[at] == -7 && o32[at] == -7 && oi[at] == -7, "u8: guard (%lld, %lld) written", (long long)i,
+                  (long long)j);
+            continue;
+          }
+          const int64_t v = u8_ref(k, x + (a0 + i) * d, x + j * d, d, &c);
+          const double w = k == TL_U8_COSINE ? c : (double)v;
+          CHECK(o64[at] == w && o32[at] == (float)w && (k == TL_U8_COSINE || oi[at] == v),
+                "u8 level %d n %lld d %lld metric %d pair (%lld, %lld): %.17g %.9g %lld, want %.17g", lvl, (long long)n,
+                (long long)d, k, (long long)(a0 + i), (long long)j, o64[at], o32[at], (long long)oi[at], w);
+        }
+    }
+    // The symmetric fill, in blocks of 5 rows, each from its diagonal on
+    // in two calls split at an odd column.
+    for (int k = TL_U8_L1; k <= TL_U8_DOT; k++) {
+      int64_t *full = malloc(sizeof(int64_t) * (n * n + 1));
+      for (int64_t i = 0; i <= n * n; i++) full[i] = -7;
+      __int128 got = 0, want = 0;
+      for (int64_t lo = 0; lo < n; lo += 5) {
+        const int64_t bm = n - lo < 5 ? n - lo : 5, split = lo + (n - lo) / 3;
+        const int64_t cuts[3] = {lo, split, n};
+        for (int h = 0; h < 2; h++) {
+          const int64_t c0 = cuts[h], nc = cuts[h + 1] - c0;
+          if (nc <= 0) continue;
+          int64_t ps[2];
+          tl_pair_u8_neon(bm, nc, d, x + lo * d, d, x + c0 * d, d, k, sum + lo, sq + lo, sq + c0, full + lo * n + c0,
+                          full + c0 * n + lo, TL_OUT_I64, n, lo + bm - c0 > 0 ? lo + bm - c0 : 0, ps);
+          got += (__int128)(((unsigned __int128)(uint64_t)ps[1] << 64) | (uint64_t)ps[0]);
+        }
+      }
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+          const int64_t v = u8_ref(k, x + i * d, x + j * d, d, &c);
+          want += v;
+          CHECK(full[i * n + j] == v, "u8 symmetric level %d n %lld metric %d: (%lld, %lld) is %lld, want %lld", lvl,
+                (long long)n, k, (long long)i, (long long)j, (long long)full[i * n + j], (long long)v);
+        }
+      CHECK(full[n * n] == -7, "u8 symmetric: written past the matrix");
+      CHECK(got == want, "u8 symmetric level %d n %lld metric %d: the sum returned is off by %lld", lvl, (long long)n, k,
+            (long long)(got - want));
+      free(full);
+    }
+    free(x), free(sum), free(sq), free(o64), free(oi), free(o32);
+  }
+}
+
+static void test_u8(void) {
+  const int top = tl_pair_u8_neon_limit(2);
+  printf("8-bit kernels: level %d (%s) on this CPU\n", top, top == 2 ? "UDOT" : "plain NEON");
+  test_u8_sums();
+  for (int lvl = top; lvl >= 1; lvl--) test_u8_pairs(lvl);
+  tl_pair_u8_neon_limit(0);
+  int64_t s[1], q[1];
+  const uint8_t one = 1;
+  CHECK(tl_u8_sums_neon(&one, 1, 1, s, q) == -1, "level 0: u8 sums ran");
+  tl_pair_u8_neon_limit(top);
+}
+#endif
+
 int main(void) {
   if (!tl_gemm_ok()) {
     printf("the packed matrix product does not run on this CPU\n");
@@ -171,6 +302,9 @@ int main(void) {
     test_gemm_mirror();
     tl_fma_loop(1000);
   }
+#if defined(__aarch64__)
+  test_u8();
+#endif
   if (failures) {
     printf("FAIL: %d checks failed\n", failures);
     return 1;
