@@ -26,10 +26,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
 #include <sys/auxv.h>
-
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
+#endif
 #endif
 
 #define MR 8
@@ -44,7 +45,15 @@
 // until first asked.
 static int level = -1;
 
-static int cpu_level(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) ? 2 : 1; }
+static int cpu_level(void) {
+#if defined(__ARM_FEATURE_DOTPROD) // built for CPUs that have it
+  return 2;
+#elif defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) ? 2 : 1;
+#else
+  return 1;
+#endif
+}
 
 int tl_pair_u8_neon_limit(int lvl) {
   if (level < 0) level = cpu_level();

@@ -8,6 +8,7 @@
 // matrix product against the same reference: both machines give a pair
 // the same value.
 #include "../gemm.h"
+#include "../pairdist.h"
 #include "../pairu8.h"
 #include <math.h>
 #include <stdint.h>
@@ -277,6 +278,99 @@ static void test_u8_pairs(int lvl) {
   }
 }
 
+// pd_ref_T is pair (x, y)'s value as pairdist_neon.c defines the order:
+// per k block of 1024, W lanes each summing every W-th term (fused where
+// the kernel fuses), the lanes added in order, then the tail term by term,
+// the block's sum added to the running value with the metric's sign.
+#define PD_REF(T, SUF, W, FMA, ABS)                                                                                    \
+  static T pd_ref_##SUF(int kern, const T *x, const T *y, int64_t d) {                                                 \
+    T out = 0;                                                                                                         \
+    for (int64_t k0 = 0; k0 < d; k0 += 1024) {                                                                         \
+      const int64_t k1 = d - k0 < 1024 ? d : k0 + 1024, whole = k0 + (k1 - k0) / W * W;                               \
+      T lane[W] = {0}, s = 0;                                                                                          \
+      for (int64_t k = k0; k < k1; k++) {                                                                              \
+        T *acc = k < whole ? &lane[(k - k0) % W] : &s;                                                                 \
+        if (k == whole)                                                                                                \
+          for (int l = 0; l < W; l++) s += lane[l];                                                                    \
+        const T t = x[k] - y[k];                                                                                       \
+        *acc = kern == TL_PAIR_L1 ? *acc + ABS(t) : kern == TL_PAIR_L2 ? FMA(t, t, *acc) : FMA(x[k], y[k], *acc);      \
+      }                                                                                                                \
+      if (whole == k1)                                                                                                 \
+        for (int l = 0; l < W; l++) s += lane[l];                                                                      \
+      out += kern == TL_PAIR_DOT ? s : -s;                                                                             \
+    }                                                                                                                  \
+    return out;                                                                                                        \
+  }
+PD_REF(float, f32, 4, fmaf, fabsf)
+PD_REF(double, f64, 2, fma, fabs)
+
+static double pd_def(int kern, const double *x, const double *y, int64_t d) {
+  double s = 0;
+  for (int64_t k = 0; k < d; k++)
+    s += kern == TL_PAIR_L1 ? -fabs(x[k] - y[k]) : kern == TL_PAIR_L2 ? -(x[k] - y[k]) * (x[k] - y[k]) : x[k] * y[k];
+  return s;
+}
+
+// test_pairdist: tl_pairdist_f32_neon (L1, L2) and tl_pairdist_f64_neon
+// (L1, L2, dot) give every pair pd_ref's value bit for bit, the float64
+// definition's to 1e-6 (float32) and 1e-14 (float64) relative error, and
+// nothing outside the (m, n) window; the whole matrix equals the one
+// computed in blocks at odd offsets.
+static void test_pairdist(void) {
+  static const int64_t sz[][3] = {{1, 1, 1}, {4, 4, 16}, {5, 7, 3}, {9, 130, 1031}, {13, 6, 2500}, {17, 300, 300}, {3, 33, 257}};
+  for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++) {
+    const int64_t m = sz[s][0], n = sz[s][1], d = sz[s][2], lda = d + 1, ldb = d + 2, ldo = n + 3;
+    float *a32 = randf(m * lda), *b32 = randf(n * ldb), *o32 = malloc(sizeof(float) * m * ldo);
+    double *a64 = malloc(sizeof(double) * m * lda), *b64 = malloc(sizeof(double) * n * ldb), *o64 = malloc(sizeof(double) * m * ldo);
+    for (int64_t i = 0; i < m * lda; i++) a64[i] = (double)a32[i] + unif() * 0x1p-30; // not float32 values
+    for (int64_t i = 0; i < n * ldb; i++) b64[i] = (double)b32[i] + unif() * 0x1p-30;
+    for (int kern = TL_PAIR_L1; kern <= TL_PAIR_DOT; kern++) {
+      for (int64_t i = 0; i < m * ldo; i++) o32[i] = 12345, o64[i] = 12345;
+      const int f32 = kern != TL_PAIR_DOT;
+      if (f32) CHECK(tl_pairdist_f32_neon(m, n, d, a32, lda, b32, ldb, o32, ldo, kern) == 0, "f32 kernel %d did not run", kern);
+      CHECK(tl_pairdist_f64_neon(m, n, d, a64, lda, b64, ldb, o64, ldo, kern) == 0, "f64 kernel %d did not run", kern);
+      double e32 = 0, e64 = 0, den = 0;
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ldo; j++) {
+          const int64_t at = i * ldo + j;
+          if (j >= n) {
+            CHECK(o32[at] == 12345 && o64[at] == 12345, "pairdist: guard (%lld, %lld) written", (long long)i, (long long)j);
+            continue;
+          }
+          const double w64 = pd_ref_f64(kern, a64 + i * lda, b64 + j * ldb, d);
+          CHECK(memcmp(&o64[at], &w64, 8) == 0, "pairdist f64 %lld×%lld×%lld kernel %d: (%lld, %lld) is %.17g, want %.17g",
+                (long long)m, (long long)n, (long long)d, kern, (long long)i, (long long)j, o64[at], w64);
+          double x[2 * 4096], *y = x + 4096; // the float32 rows, widened
+          for (int64_t k = 0; k < d; k++) x[k] = a32[i * lda + k], y[k] = b32[j * ldb + k];
+          const double def32 = pd_def(kern, x, y, d), def64 = pd_def(kern, a64 + i * lda, b64 + j * ldb, d);
+          if (f32) {
+            const float w32 = pd_ref_f32(kern, a32 + i * lda, b32 + j * ldb, d);
+            CHECK(memcmp(&o32[at], &w32, 4) == 0, "pairdist f32 %lld×%lld×%lld kernel %d: (%lld, %lld) is %.9g, want %.9g",
+                  (long long)m, (long long)n, (long long)d, kern, (long long)i, (long long)j, o32[at], w32);
+            e32 += (o32[at] - def32) * (o32[at] - def32);
+          }
+          e64 += (o64[at] - def64) * (o64[at] - def64), den += def64 * def64;
+        }
+      CHECK(!f32 || sqrt(e32 / den) < 1e-6, "pairdist f32 kernel %d: relative error %g", kern, sqrt(e32 / den));
+      CHECK(sqrt(e64 / den) < 1e-14, "pairdist f64 kernel %d: relative error %g", kern, sqrt(e64 / den));
+    }
+    free(a32), free(b32), free(o32), free(a64), free(b64), free(o64);
+  }
+  // Blocks at odd offsets agree with the whole, bit for bit.
+  const int64_t m = 29, n = 277, d = 1077;
+  float *a = randf(m * d), *b = randf(n * d), *whole = malloc(sizeof(float) * m * n), *parts = malloc(sizeof(float) * m * n);
+  for (int kern = TL_PAIR_L1; kern <= TL_PAIR_L2; kern++) {
+    tl_pairdist_f32_neon(m, n, d, a, d, b, d, whole, n, kern);
+    static const int64_t rows[] = {0, 5, 18, 29}, cols[] = {0, 33, 200, 277};
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 3; c++)
+        tl_pairdist_f32_neon(rows[r + 1] - rows[r], cols[c + 1] - cols[c], d, a + rows[r] * d, d, b + cols[c] * d, d,
+                             parts + rows[r] * n + cols[c], n, kern);
+    CHECK(memcmp(whole, parts, sizeof(float) * m * n) == 0, "pairdist kernel %d: blocks differ from the whole", kern);
+  }
+  free(a), free(b), free(whole), free(parts);
+}
+
 static void test_u8(void) {
   const int top = tl_pair_u8_neon_limit(2);
   printf("8-bit kernels: level %d (%s) on this CPU\n", top, top == 2 ? "UDOT" : "plain NEON");
@@ -303,6 +397,7 @@ int main(void) {
     tl_fma_loop(1000);
   }
 #if defined(__aarch64__)
+  test_pairdist();
   test_u8();
 #endif
   if (failures) {
