@@ -214,8 +214,9 @@ static int dots_udot(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t 
 
 // tile4 sets v[r*4+c] to Σ a_r·b_c (dot) or Σ |a_r − b_c| (l1) for rows
 // a_r = a + r·lda, b_c = b + c·ldb, r < mr, c < nc (≤ 4), with plain NEON;
-// rows past mr or nc read row 0 and are not stored.
-static void tile4(const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb, int64_t d, int mr, int nc, int l1,
+// rows past mr or nc read row 0 and are not stored. Compiled without
+// GCC's first scheduling pass, which otherwise spills accumulators.
+static __attribute__((noinline, optimize("no-schedule-insns"))) void tile4(const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb, int64_t d, int mr, int nc, int l1,
                   int64_t v[16]) {
   const uint8_t *ra[4], *rb[4];
   for (int i = 0; i < 4; i++) ra[i] = a + (i < mr ? i : 0) * lda, rb[i] = b + (i < nc ? i : 0) * ldb;
