@@ -17,7 +17,7 @@ SOURCES := $(shell find . \( -path ./bin -o -path ./python -o -path ./.git -o -n
 # soaks and the slow fault trials (test-full sets it empty).
 SHORT   ?= -short
 
-.PHONY: all build run test test-full test-arm64 check-darwin python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
+.PHONY: all build run test test-full test-arm64 check-darwin test-neon python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
@@ -78,6 +78,26 @@ check-darwin:
 	@if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then \
 	  set -x; GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 DARWIN_CC=aarch64-linux-gnu-gcc CC=$(CURDIR)/scripts/darwin-cc.sh $(GO) vet ./...; \
 	else echo "note: aarch64-linux-gnu-gcc not installed; darwin/arm64 is not checked"; fi
+
+## test-neon: the arm64 NEON kernels on their own, without Go
+## (internal/cpukern/testdata/neon_test.c: each against a reference loop
+## on random odd sizes), built with the cross compiler and run under qemu
+## on a CPU with the dot-product instructions (max) and one without
+## (cortex-a72); then the same test built for this machine when it is
+## x86-64 (the AVX-512 matrix product against the same reference, so both
+## give a pair the same value). Timings under qemu mean nothing.
+NEON_CC  ?= aarch64-linux-gnu-gcc
+QEMU_ARM ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+NEON_SRC := $(wildcard internal/cpukern/*_neon.c) internal/cpukern/testdata/neon_test.c
+test-neon:
+	@mkdir -p bin
+	@if command -v $(NEON_CC) >/dev/null 2>&1 && command -v $(firstword $(QEMU_ARM)) >/dev/null 2>&1; then \
+	  set -ex; $(NEON_CC) -O3 -std=gnu11 -Wall $(NEON_SRC) -lm -o bin/neon_test.arm64; \
+	  for cpu in max cortex-a72; do $(QEMU_ARM) -cpu $$cpu bin/neon_test.arm64; done; \
+	else echo "note: $(NEON_CC) or $(firstword $(QEMU_ARM)) not installed; the NEON kernels are not tested"; fi
+	@if [ "$$(uname -m)" = x86_64 ]; then \
+	  set -ex; cc -O3 -std=gnu11 internal/cpukern/gemm.c internal/cpukern/testdata/neon_test.c -lm -o bin/neon_test.host; \
+	  bin/neon_test.host; fi
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
 # run the Python package's tests with pytest,

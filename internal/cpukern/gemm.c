@@ -14,8 +14,8 @@
 // on where its pair sits in a tile, a block or the matrix: shards of a
 // matrix agree bit for bit.
 //
-// Only x86-64 has these kernels; elsewhere the entry points return -1 and
-// the callers use the portable kernels of pairdist.c.
+// arm64 has its own micro-kernel, in gemm_neon.c; elsewhere the entry
+// points return -1 and the callers use the portable kernels of pairdist.c.
 #include "gemm.h"
 #include "isa.h"
 #include <stdlib.h>
@@ -290,7 +290,7 @@ void tl_fma_loop(int64_t n) {
 
 #pragma GCC pop_options
 
-#else // not x86-64: the callers use pairdist.c's kernels
+#elif !defined(__aarch64__) // neither: the callers use pairdist.c's kernels
 
 int tl_gemm_ok(void) { return 0; }
 

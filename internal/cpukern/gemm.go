@@ -4,11 +4,17 @@ package cpukern
 // #include "pairdist.h"
 import "C"
 
-import "unsafe"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // GEMM reports whether float32 dot products run on the packed matrix
-// product (an x86-64 CPU with AVX-512, not limited below it).
-func GEMM() bool { return C.tl_cpu_isa() == isaAVX512 && C.tl_gemm_ok() != 0 }
+// product (an x86-64 CPU with AVX-512, not limited below it, or any arm64
+// CPU: NEON).
+func GEMM() bool {
+	return (runtime.GOARCH == "arm64" || C.tl_cpu_isa() == isaAVX512) && C.tl_gemm_ok() != 0
+}
 
 // DotTileCols is the most columns (rows of b) one DotTile32 takes: its
 // slice of b stays in L2 while a's rows stream past it.
@@ -55,7 +61,7 @@ func (p *DotPack) SetRows(m int) {
 
 // Pack packs panels [p0, p1) of the pack's m rows, read from a (row i at
 // a[i·lda:], d values). Disjoint panel ranges may be packed concurrently.
-// Only on AVX-512; elsewhere it panics.
+// Only where GEMM reports true; elsewhere it panics.
 func (p *DotPack) Pack(a []float32, lda, p0, p1 int) {
 	if p0 < 0 || p1 > DotPanels(p.m) || p0 > p1 {
 		panic("cpukern: DotPack panels out of range")
@@ -66,7 +72,7 @@ func (p *DotPack) Pack(a []float32, lda, p0, p1 int) {
 	checkRows(p.m, p.d, len(a), lda, "a")
 	if C.tl_gemm_pack_a(C.int64_t(p.m), C.int64_t(p.d), (*C.float)(&a[0]), C.int64_t(lda), C.int64_t(p0), C.int64_t(p1),
 		(*C.float)(&p.buf[0])) != 0 {
-		panic("cpukern: DotPack without AVX-512")
+		panic("cpukern: DotPack without the packed matrix product")
 	}
 }
 
@@ -101,7 +107,7 @@ func DotScratchLen(cols, d int) int {
 // symmetric product whose columns start lower rows after its rows, and
 // leaves the rest of out as it was; with lower < 0, every pair. A pair's
 // value is PairDist32's (Dot), bit for bit, wherever it sits. Only on
-// AVX-512 (GEMM reports it); elsewhere it panics.
+// AVX-512 or arm64 (GEMM reports it); elsewhere it panics.
 func DotTile32(p *DotPack, m, n int, b []float32, ldb int, s *DotScratch, out []float32, ldo, lower int) {
 	if m > p.m || n > s.cols || p.d != s.d {
 		panic("cpukern: DotTile32 tile larger than its pack or scratch")
@@ -117,14 +123,14 @@ func DotTile32(p *DotPack, m, n int, b []float32, ldb int, s *DotScratch, out []
 	checkRows(rows, n, len(out), ldo, "out")
 	if C.tl_gemm_tile(C.int64_t(p.m), C.int64_t(rows), C.int64_t(p.d), (*C.float)(&p.buf[0]), (*C.float)(&b[0]),
 		C.int64_t(ldb), C.int64_t(n), (*C.float)(&s.buf[0]), (*C.float)(&out[0]), C.int64_t(ldo), C.int64_t(lower)) != 0 {
-		panic("cpukern: DotTile32 without AVX-512")
+		panic("cpukern: DotTile32 without the packed matrix product")
 	}
 }
 
 // MirrorUpper32 copies the pairs of a DotTile32 output strictly above its
 // shifted diagonal to their mirror images: t[j·ldt+i] = out[i·ldo+j] for
 // i < m, j < n with j+lower > i (lower ≥ 0); t's other elements are left
-// as they were. Only on AVX-512; elsewhere it panics.
+// as they were. Only where GEMM reports true; elsewhere it panics.
 func MirrorUpper32(m, n int, out []float32, ldo, lower int, t []float32, ldt int) {
 	if lower < 0 {
 		panic("cpukern: MirrorUpper32 with lower < 0")
@@ -137,7 +143,7 @@ func MirrorUpper32(m, n int, out []float32, ldo, lower int, t []float32, ldt int
 	checkRows(n, rows, len(t), ldt, "t")
 	if C.tl_gemm_mirror(C.int64_t(rows), C.int64_t(n), (*C.float)(&out[0]), C.int64_t(ldo), C.int64_t(lower),
 		(*C.float)(&t[0]), C.int64_t(ldt)) != 0 {
-		panic("cpukern: MirrorUpper32 without AVX-512")
+		panic("cpukern: MirrorUpper32 without the packed matrix product")
 	}
 }
 
@@ -159,7 +165,8 @@ func aligned(n int) []float32 {
 	return b[off : off+n : off+n]
 }
 
-// fmaLoop runs n rounds of 24 independent 16-lane fused multiply-adds on
-// one core, 768 flops a round: the core's peak rate, for benchmarks (on
-// AVX-512 only; elsewhere it returns at once).
+// fmaLoop runs n rounds of independent fused multiply-adds on one core,
+// 768 flops a round (AVX-512: 24 of 16 lanes; arm64: 96 of 4 lanes): the
+// core's peak rate, for benchmarks (where GEMM runs; elsewhere it returns
+// at once).
 func fmaLoop(n int) { C.tl_fma_loop(C.int64_t(n)) }

@@ -1,5 +1,5 @@
-// The packed matrix product of gemm.c: float32 dot products of rows,
-// out = a·bᵀ, on AVX-512.
+// The packed matrix product of gemm.c (x86-64, AVX-512) and gemm_neon.c
+// (arm64, NEON): float32 dot products of rows, out = a·bᵀ.
 #ifndef TAPELOOP_GEMM_H
 #define TAPELOOP_GEMM_H
 #include <stdint.h>
@@ -8,11 +8,17 @@
 // TL_GEMM_NR rows, and the k axis in slices of TL_GEMM_KC; a pair's value
 // is the sum over the slices, in order, of each slice's products summed k
 // by k from zero. TL_GEMM_NC is the widest tile (rows of b) that
-// tl_gemm_tile takes: the b slice it packs stays in L2.
+// tl_gemm_tile takes: the b slice it packs stays in L2. The panels follow
+// each machine's register tile; KC is the same on every machine, so a
+// pair's value is too.
+#if defined(__aarch64__)
+enum { TL_GEMM_MR = 8, TL_GEMM_NR = 12, TL_GEMM_KC = 384, TL_GEMM_NC = 264 };
+#else
 enum { TL_GEMM_MR = 14, TL_GEMM_NR = 32, TL_GEMM_KC = 384, TL_GEMM_NC = 256 };
+#endif
 
 // tl_gemm_ok reports whether the functions below run here (x86-64 with
-// AVX-512); elsewhere they return -1 and do nothing.
+// AVX-512, or arm64); elsewhere they return -1 and do nothing.
 int tl_gemm_ok(void);
 
 // tl_gemm_pack_a packs panels [p0, p1) of the m rows of a (d values each,
@@ -44,8 +50,14 @@ int tl_gemm_mirror(int64_t m, int64_t n, const float *out, int64_t ldo, int64_t 
 int tl_gemm_nt_f32_avx512(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
                           float *out, int64_t ldo, int64_t lower);
 
-// tl_fma_loop runs n rounds of 24 independent 16-lane fused multiply-adds
-// (on x86-64 with AVX-512; elsewhere it returns at once): the core's peak
-// rate, for benchmarks.
+// tl_gemm_nt_f32_neon is tl_gemm_nt_f32_avx512 on arm64 (NEON): the same
+// values, bit for bit. Elsewhere it is not defined.
+int tl_gemm_nt_f32_neon(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        float *out, int64_t ldo, int64_t lower);
+
+// tl_fma_loop runs n rounds of 768 flops of independent fused
+// multiply-adds (x86-64 with AVX-512: 24 of 16 lanes; arm64: 96 of 4
+// lanes; elsewhere it returns at once): the core's peak rate, for
+// benchmarks.
 void tl_fma_loop(int64_t n);
 #endif

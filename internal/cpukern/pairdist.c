@@ -1,6 +1,8 @@
 // Blocked pairwise kernels: negative L1 and squared-L2 distances and dot
 // products between the rows of two row-major matrices. (Float32 dot
-// products on AVX-512 go to the packed matrix product of gemm.c instead.)
+// products on AVX-512 and arm64 go to the packed matrix product of gemm.c
+// and gemm_neon.c instead; arm64 runs the other metrics in
+// pairdist_neon.c.)
 //
 // The (m, n) output is computed in 4x4 register tiles: four rows of a
 // against four rows of b, sixteen vector accumulators, streaming the k axis
@@ -177,13 +179,21 @@ const char *tl_pairdist_isa(void) {
 
 void tl_pairdist_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *out, int64_t ldo, int metric) {
-  // Dot products on AVX-512: the packed matrix product of gemm.c.
+  // Dot products on AVX-512 or arm64: the packed matrix product of gemm.c
+  // or gemm_neon.c.
+#if defined(__aarch64__) // the other metrics: pairdist_neon.c
+  if (metric == TL_PAIR_DOT && tl_gemm_nt_f32_neon(m, n, d, a, lda, b, ldb, out, ldo, -1) == 0) return;
+  if (tl_pairdist_f32_neon(m, n, d, a, lda, b, ldb, out, ldo, metric) == 0) return;
+#endif
   if (metric == TL_PAIR_DOT && pick() == TL_ISA_AVX512 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, -1) == 0) return;
   DISPATCH(float, f32)
 }
 
 void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
                       float *out, int64_t ldo, int64_t lower) {
+#if defined(__aarch64__)
+  if (tl_gemm_nt_f32_neon(m, n, d, a, lda, b, ldb, out, ldo, lower) == 0) return;
+#endif
   if (pick() == TL_ISA_AVX512 && tl_gemm_nt_f32_avx512(m, n, d, a, lda, b, ldb, out, ldo, lower) == 0) return;
   const int metric = TL_PAIR_DOT;
   DISPATCH(float, f32)
@@ -191,6 +201,9 @@ void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t l
 
 void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
                      const double *b, int64_t ldb, double *out, int64_t ldo, int metric) {
+#if defined(__aarch64__)
+  if (tl_pairdist_f64_neon(m, n, d, a, lda, b, ldb, out, ldo, metric) == 0) return;
+#endif
   DISPATCH(double, f64)
 }
 

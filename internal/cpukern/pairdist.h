@@ -18,6 +18,13 @@ void tl_dot_upper_f32(int64_t m, int64_t n, int64_t d, const float *a, int64_t l
                       float *out, int64_t ldo, int64_t lower);
 void tl_pairdist_f64(int64_t m, int64_t n, int64_t d, const double *a, int64_t lda,
                      const double *b, int64_t ldb, double *out, int64_t ldo, int metric);
+// On arm64 (pairdist_neon.c): tl_pairdist_f32 for L1 and L2, and
+// tl_pairdist_f64 for every metric, with NEON; they return 0, or -1
+// having done nothing for a metric they do not compute.
+int tl_pairdist_f32_neon(int64_t m, int64_t n, int64_t d, const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float *out, int64_t ldo, int metric);
+int tl_pairdist_f64_neon(int64_t m, int64_t n, int64_t d, const double *a, int64_t lda, const double *b, int64_t ldb,
+                         double *out, int64_t ldo, int metric);
 // The instruction set levels the kernels dispatch to, in increasing order.
 // TL_ISA_BASE is the architecture's baseline, compiled without target
 // attributes: SSE2 on x86-64, NEON on arm64, plain C elsewhere (isa.h);

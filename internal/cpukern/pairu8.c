@@ -4,7 +4,8 @@
 // added back), L1 distances from Σ |a − b| (vpsadbw). Sums are exact in
 // int64 whatever the order, so results do not depend on blocking; they are
 // converted to the output's float type only at the end (cosine: the exact
-// dot product over the exact norms, in double).
+// dot product over the exact norms, in double). arm64 has its own kernels,
+// in pairu8_neon.c, with the same results.
 #include "pairu8.h"
 #include "isa.h"
 #include <math.h>
@@ -350,6 +351,9 @@ static void detect_vnni(void) {
 void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
                 int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, void *out, void *tout, int type,
                 int64_t ldo, int64_t tj, int64_t sum[2]) {
+#if defined(__aarch64__)
+  if (tl_pair_u8_neon(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, out, tout, type, ldo, tj, sum) == 0) return;
+#endif
   dst_t o = {out, tout, ldo, tj, type, 0};
   detect_vnni();
 #if TL_X86
@@ -376,6 +380,9 @@ done:
 }
 
 void tl_u8_sums(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq) {
+#if defined(__aarch64__)
+  if (tl_u8_sums_neon(x, n, d, sum, sq) == 0) return;
+#endif
   detect_vnni();
 #if TL_X86
   if (has_vnni) {
@@ -399,6 +406,9 @@ int tl_pair_u8_vnni(void) {
 }
 
 int tl_pair_u8_limit(int vnni) {
+#if defined(__aarch64__) // the NEON kernels of pairu8_neon.c, or none
+  return tl_pair_u8_neon_limit(vnni ? 2 : 0) > 0;
+#endif
   detect_vnni();
   int before = has_vnni;
   if (!vnni) has_vnni = 0;

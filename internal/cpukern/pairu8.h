@@ -33,4 +33,16 @@ int tl_pair_u8_vnni(void);
 // tl_pair_u8_limit: with vnni 0, tl_pair_u8 uses its portable loops (for
 // tests); with 1, what the CPU has. Returns whether VNNI was in use.
 int tl_pair_u8_limit(int vnni);
+// On arm64 (pairu8_neon.c): tl_pair_u8_neon and tl_u8_sums_neon are
+// tl_pair_u8 and tl_u8_sums with NEON (UDOT where the CPU has it), the
+// same results bit for bit; they return 0, or -1 having done nothing at
+// level 0. tl_pair_u8_neon_limit sets the level, 2 UDOT (where the CPU
+// has it), 1 plain NEON, 0 none, and returns the level before;
+// tl_pair_u8_neon_level returns the level in use.
+int tl_pair_u8_neon(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
+                    int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, void *out, void *tout,
+                    int type, int64_t ldo, int64_t tj, int64_t sum[2]);
+int tl_u8_sums_neon(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *sq);
+int tl_pair_u8_neon_limit(int level);
+int tl_pair_u8_neon_level(void);
 #endif

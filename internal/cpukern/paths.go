@@ -3,6 +3,16 @@ package cpukern
 // #include "pairdist.h"
 // #include "pairu8.h"
 // #include "uniform.h"
+//
+// // u8_neon_level is the 8-bit kernels' NEON level on arm64 (2 UDOT, 1
+// // plain NEON, 0 none), 0 elsewhere.
+// static int u8_neon_level(void) {
+// #if defined(__aarch64__)
+//     return tl_pair_u8_neon_level();
+// #else
+//     return 0;
+// #endif
+// }
 import "C"
 
 import "runtime"
@@ -15,18 +25,27 @@ type Path struct {
 
 // Paths lists every kernel family of the package and the code it runs on
 // this CPU, as chosen at run time: on x86-64 the widest of AVX-512, AVX2
-// and SSE2 the CPU has; on arm64 the portable C and GCC vector extensions
-// compiled for NEON ("neon"); elsewhere the same code for the
-// architecture's baseline ("generic").
+// and SSE2 the CPU has; on arm64 NEON, hand-written for the matrix product
+// and the pairwise kernels, elsewhere the portable C and GCC vector
+// extensions compiled for it ("neon"); on other architectures the same
+// code for their baseline ("generic").
 func Paths() []Path {
 	isa := PairDistISA()
 	dot := isa + " vector kernels"
-	if GEMM() {
+	switch {
+	case GEMM() && runtime.GOARCH == "arm64":
+		dot = "packed matrix product (neon, 8×12 tiles)"
+	case GEMM():
 		dot = "packed matrix product (avx512f)"
 	}
 	u8 := "portable loops (compiler-vectorised, " + runtime.GOARCH + ")"
-	if C.tl_pair_u8_vnni() != 0 {
+	switch {
+	case C.tl_pair_u8_vnni() != 0:
 		u8 = "avx512-vnni"
+	case C.u8_neon_level() == 2:
+		u8 = "neon udot"
+	case C.u8_neon_level() == 1:
+		u8 = "neon (widening multiplies)"
 	}
 	drr := isa + ": Siddon and trilinear ray by ray"
 	switch isa {

@@ -16,7 +16,7 @@ import (
 const minParallel = 1 << 22
 
 // dotTiles runs float32 dot products of a block on the packed matrix
-// product (cpukern.DotTile32, AVX-512): the block's rows are packed once,
+// product (cpukern.DotTile32, AVX-512 or arm64): the block's rows are packed once,
 // shared by every core, and the columns go in tiles of up to
 // cpukern.DotTileCols, handed out to the cores one at a time as each
 // finishes its last, so that a core slowed by other work takes fewer
@@ -29,7 +29,7 @@ type dotTiles struct {
 }
 
 // bytes is the memory the packed rows of a block of b rows of d values
-// take (each core's slice of columns, at most 384 KiB, aside).
+// take (each core's slice of columns, at most about 400 KiB, aside).
 func (t *dotTiles) bytes(b, d int) int64 { return cpukern.DotPackBytes(b, d) }
 
 // run sets out[r·ldo+j] to rows[r]·x[j] (d values each) for r < b, j <
