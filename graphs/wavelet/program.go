@@ -154,7 +154,7 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 			}
 			c, ok := p.cache.Covering(p.n, q, reuseRatio)
 			if m := max(q[0], q[1], q[2]); !ok && p.size([3]int{m, m, m}) <= reuseRatio*p.size(q) {
-				c, ok = [3]int{m, m, m}, true
+				c, ok = p.full([3]int{m, m, m}), true
 			}
 			if ok {
 				pads[i] = c
@@ -227,6 +227,16 @@ func (p *Program) size(q [3]int) float64 {
 		d *= float64(ops.FFTSize(p.n[k] + 2*q[k]))
 	}
 	return d
+}
+
+// full is the padding q's transform size leaves, (size − n)/2 along each
+// axis, as Pads gives it: paddings of one transform size run on one
+// transform of the volume.
+func (p *Program) full(q [3]int) [3]int {
+	for k := range 3 {
+		q[k] = (ops.FFTSize(p.n[k]+2*q[k]) - p.n[k]) / 2
+	}
+	return q
 }
 
 // fit sizes the source for a call that needs the padding pad: larger
