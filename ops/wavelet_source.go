@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/parallel"
@@ -188,6 +189,9 @@ type VolumeCache struct {
 	// the sources that share the cache, one at a time (a program compiled
 	// again for a wider padding), so that each does not make its own.
 	scratch *waveletScratch
+	// built, builtElems and builtSecs count the transforms made (Built).
+	built                 int
+	builtElems, builtSecs float64
 }
 
 // scratchFor returns the cache's scratch, made anew when smaller than n
@@ -216,28 +220,27 @@ func (c *VolumeCache) bytes() int64 {
 	return b
 }
 
-// Covering returns the padding of a transform the cache holds for a
-// volume of n that covers need (at least as large along every axis) at no
-// more than ratio times the elements of need's own transform, the
-// smallest such; false when none does.
-func (c *VolumeCache) Covering(n, need [3]int, ratio float64) ([3]int, bool) {
-	size := func(p [3]int) float64 {
-		return float64(reflectDims(n, p)[0]) * float64(reflectDims(n, p)[1]) * float64(reflectDims(n, p)[2])
-	}
-	own := size(need)
+// Paddings lists the paddings of the transforms the cache holds for a
+// volume of n, the most recently used first.
+func (c *VolumeCache) Paddings(n [3]int) [][3]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var best [3]int
-	found := false
+	var out [][3]int
 	for _, w := range c.vols {
-		if w.N != n || w.Pad[0] < need[0] || w.Pad[1] < need[1] || w.Pad[2] < need[2] || size(w.Pad) > ratio*own {
-			continue
-		}
-		if !found || size(w.Pad) < size(best) {
-			best, found = w.Pad, true
+		if w.N == n {
+			out = append(out, w.Pad)
 		}
 	}
-	return best, found
+	return out
+}
+
+// Built is what the cache's transforms of the volume took so far: how
+// many it made, their elements, and the seconds making them took, the
+// arrays' allocation and first touch included.
+func (c *VolumeCache) Built() (count int, elems, seconds float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.built, c.builtElems, c.builtSecs
 }
 
 // volume returns src's volume transformed for pad, from the cache or
@@ -257,7 +260,11 @@ func (c *VolumeCache) volume(src *WaveletSource, pad [3]int) *WaveletVolume {
 		c.plans = map[[3]int]*fft3.Plan{}
 	}
 	var w *WaveletVolume
+	began := time.Now()
 	w, c.ext = transformVolume(src.V, src.N, src.A, src.Boundary, pad, c.ext, c.spare, c.plans)
+	c.built++
+	c.builtElems += float64(w.plan.Len())
+	c.builtSecs += time.Since(began).Seconds()
 	c.spare = nil
 	c.vols = append([]*WaveletVolume{w}, c.vols...)
 	for b := c.bytes(); b > c.Budget && len(c.vols) > 1; b = c.bytes() {

@@ -428,10 +428,16 @@ func (w *Job) record(i int) []byte {
 // volume and the options (its kernel and padding), for a Program that
 // keeps them between calls; "" where a formula reads more (sharesKernels).
 func (w *Job) memoKey(i int) string {
-	if !sharesKernels(w.cfg.Src.Formulas) {
+	return memoKey(w.cfg.Src.Formulas, w.cfg.Combos[i], w.pad[i])
+}
+
+// memoKey is Job.memoKey for combination c with padding pad under the
+// formulas f.
+func memoKey(f *ops.WaveletFormulas, c Combo, pad [3]int) string {
+	if !sharesKernels(f) {
 		return ""
 	}
-	return fmt.Sprintf("%s|%v", kernelKey(w.cfg.Combos[i]), w.pad[i])
+	return fmt.Sprintf("%s|%v", kernelKey(c), pad)
 }
 
 // extraOf is combination i's values of the user's statistics.

@@ -3,6 +3,7 @@ package wavelet
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
@@ -39,6 +40,11 @@ type Program struct {
 	// padding: memoKey) across calls, so that calls of one combination
 	// each compute what one call of them all computes.
 	memo map[string][]byte
+	// costs are what the calls of one combination measured, and rent
+	// what they paid, per padding, for running on a transform wider than
+	// their own (choose).
+	costs costs
+	rent  map[[3]int]float64
 	// small counts the calls in a row that needed at most half of the
 	// source's padded size; need is the largest padding they needed.
 	small int
@@ -81,7 +87,7 @@ func Compile(cfg Config, v []float32, n [3]int, dev *engine.Device) (_ *Program,
 	if err := CheckPadding(n, pad, dev.MemLimit); err != nil {
 		return nil, err
 	}
-	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, xy: p.xy, cols: cfg.Columns, dev: dev, memo: map[string][]byte{}}
+	prog := &Program{v: v, n: n, a: cfg.A, fail: cfg.FailOnNonFinite, xy: p.xy, cols: cfg.Columns, dev: dev, memo: map[string][]byte{}, rent: map[[3]int]float64{}}
 	prog.cache = &ops.VolumeCache{Budget: cacheBudget(dev.MemLimit)}
 	if prog.src, err = ops.NewWaveletSource(prog.v, n, cfg.A, p.Boundary, pad); err != nil {
 		return nil, err
@@ -139,31 +145,16 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 		return err
 	}
 	// A call of one combination (a NumPy loop's) runs on a transform of
-	// the volume an earlier call made, where one covers its padding at no
-	// more than twice the size of its own (a transform of the volume costs
-	// about two combinations); otherwise, where its transform is new, on
-	// one as wide along every axis within the same bound, which the same
-	// kernel turned another way will find. Its statistics then agree with
-	// a sweep's to rounding; a call of several gives the CLI's, bit for
-	// bit.
+	// the volume chosen by what the calls so far measured (choose). Its
+	// statistics then agree with a sweep's to rounding; a call of several
+	// gives the CLI's, bit for bit.
 	single := len(combos) == 1
-	if single && p.src.Boundary == ops.Reflect {
-		for i, q := range pads {
-			if Computable(p.a, combos[i]) != nil {
-				continue
-			}
-			c, ok := p.cache.Covering(p.n, q, reuseRatio)
-			if m := max(q[0], q[1], q[2]); !ok && p.size([3]int{m, m, m}) <= reuseRatio*p.size(q) {
-				c, ok = [3]int{m, m, m}, true
-			}
-			if ok {
-				pads[i] = c
-				for k := range 3 {
-					pad[k] = max(pad[k], c[k])
-				}
-			}
-		}
+	if single && p.src.Boundary == ops.Reflect && Computable(p.a, combos[0]) == nil {
+		pads[0] = p.choose(combos[0], pads[0])
+		pad = pads[0]
 	}
+	began, built := time.Now(), p.built()
+	src := p.src
 	if err := p.fit(pad); err != nil {
 		return err
 	}
@@ -197,11 +188,116 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 			p.memo[k] = job.record(i)
 		}
 	}
+	if single {
+		p.measure(time.Since(began).Seconds(), built, pads[0], len(todo) == 1 && p.src == src)
+	}
 	for i := range combos {
 		job.values(dst[i*w:(i+1)*w], i, p.place)
 	}
 	return nil
 }
+
+// choose returns the padding a call of the combination c, whose own
+// padding is q, runs with: a transform of the volume the cache holds that
+// covers q at no more than reuseRatio times the size of its own, or a new
+// one, priced by what the calls so far measured (costs). A transform held
+// whose statistics of c are known (memo) costs nothing. Otherwise the
+// smallest held transform covering q serves, and the work it costs beyond
+// q's own size is rent: once the rent the calls of padding q paid would
+// exceed what making a transform of q's own size costs, the call makes
+// that one (ski rental: never more than twice the cost of the better
+// choice in hindsight). Where none covers q, the call makes one as wide
+// along every axis when that is at most reuseRatio times its own, which
+// the same kernel turned another way will find, else one of its own size.
+func (p *Program) choose(c Combo, q [3]int) [3]int {
+	own := p.size(q)
+	var best [3]int
+	found := false
+	f := p.src.Formulas
+	for _, d := range p.cache.Paddings(p.n) {
+		if d[0] < q[0] || d[1] < q[1] || d[2] < q[2] || p.size(d) > reuseRatio*own {
+			continue
+		}
+		if k := memoKey(f, c, d); k != "" && p.memo[k] != nil {
+			return d
+		}
+		if !found || p.size(d) < p.size(best) {
+			best, found = d, true
+		}
+	}
+	if found {
+		extra := p.size(best) - own
+		if extra <= 0 {
+			return best
+		}
+		if p.rent[q]+extra <= p.costs.ratio()*own {
+			if len(p.rent) >= maxRent {
+				clear(p.rent)
+			}
+			p.rent[q] += extra
+			return best
+		}
+		delete(p.rent, q)
+		return q
+	}
+	m := max(q[0], q[1], q[2])
+	if cube := p.full([3]int{m, m, m}); p.size(cube) <= reuseRatio*own {
+		return cube
+	}
+	return q
+}
+
+// built is what the cache's transforms took so far (ops.VolumeCache.Built).
+func (p *Program) built() [2]float64 {
+	_, e, s := p.cache.Built()
+	return [2]float64{e, s}
+}
+
+// measure updates the costs with a call of one combination that took
+// secs seconds and made the transforms the cache's count grew by since
+// before (built); with work, the call computed its kernel on the
+// transform for padding pad and did nothing else (no recompile).
+func (p *Program) measure(secs float64, before [2]float64, pad [3]int, work bool) {
+	now := p.built()
+	elems, bsecs := now[0]-before[0], now[1]-before[1]
+	if elems > 0 {
+		p.costs.build = average(p.costs.build, bsecs/elems, 4)
+	}
+	if w := secs - bsecs; w > 0 && work {
+		p.costs.work = average(p.costs.work, w/p.size(pad), 16)
+	}
+}
+
+// costs are what the calls of one combination measured, in seconds per
+// element of a transform of the volume: a combination's work on it, and
+// making it (the arrays' first touch included); running averages, zero
+// until measured.
+type costs struct{ work, build float64 }
+
+// ratio is what making a transform costs in combinations on it: the
+// measured ratio, or volumeCost (the batched sweep's) until both costs
+// are measured.
+func (c costs) ratio() float64 {
+	if c.work > 0 && c.build > 0 {
+		return c.build / c.work
+	}
+	return volumeCost
+}
+
+// average is a running average of measurements x over about the last n,
+// the latest weighing 1/n; the first is taken as it is. A combination's
+// work, measured at every call, is averaged over more calls than the
+// transforms, made seldom, so that a call slowed by another process
+// weighs little.
+func average(avg, x, n float64) float64 {
+	if avg == 0 {
+		return x
+	}
+	return avg + (x-avg)/n
+}
+
+// maxRent bounds the paddings whose rent a Program keeps (choose).
+const maxRent = 1 << 12
 
 // maxMemo bounds the kernels' statistics a Program keeps between calls
 // (about 50 MiB of them at most).
@@ -227,6 +323,16 @@ func (p *Program) size(q [3]int) float64 {
 		d *= float64(ops.FFTSize(p.n[k] + 2*q[k]))
 	}
 	return d
+}
+
+// full is the padding q's transform size leaves, (size − n)/2 along each
+// axis, as Pads gives it: paddings of one transform size run on one
+// transform of the volume.
+func (p *Program) full(q [3]int) [3]int {
+	for k := range 3 {
+		q[k] = (ops.FFTSize(p.n[k]+2*q[k]) - p.n[k]) / 2
+	}
+	return q
 }
 
 // fit sizes the source for a call that needs the padding pad: larger
@@ -353,5 +459,9 @@ func (p *Program) DOT() (string, error) {
 }
 
 // reuseRatio bounds how much larger than its own a transform a call of
-// one combination runs on, to spare a transform of the volume.
+// one combination runs on: a new one, made for the calls after it, costs
+// about as much as the transform the next kernel turned another way would
+// need; one held, where calls of narrow kernels would otherwise keep the
+// widest transform in use (fit shrinks the source after calls that need
+// at most half of it).
 const reuseRatio = 2

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -29,7 +30,9 @@ func benchSweep(nt, np int) (v []float32, n [3]int, th, ph, xi []float64) {
 // BenchmarkProgramSweep times, interleaved, one call of a fresh Program
 // over the whole sweep and one call per combination (θ, φ, ξ innermost,
 // as a NumPy loop makes them) of another, and reports both and their
-// ratio (per_call/batched): the two should cost about the same. Sweeps of
+// ratio (per_call/batched), and the ratio of the process's CPU time in
+// each (per_call/batched-cpu, getrusage: what other processes take from
+// the cores is left out): the two should cost about the same. Sweeps of
 // 72 and 288 combinations: what a call of one combination pays once (the
 // object growing for wider kernels) weighs less in a longer sweep.
 func BenchmarkProgramSweep(b *testing.B) {
@@ -43,21 +46,23 @@ func benchProgramSweep(b *testing.B, v []float32, n [3]int, th, ph, xi []float64
 	dst := make([]float64, 7*len(th)*len(ph)*len(xi))
 	one := make([]float64, 7)
 	var batched, perCall time.Duration
+	var batchedCPU, perCallCPU float64
 	for b.Loop() {
 		p, err := Compile(DefaultConfig(), v, n, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuSeconds()
 		if err := p.Run(th, ph, xi, dst); err != nil {
 			b.Fatal(err)
 		}
 		batched += time.Since(t0)
+		batchedCPU += cpuSeconds() - c0
 		p.Close()
 		if p, err = Compile(DefaultConfig(), v, n, nil); err != nil {
 			b.Fatal(err)
 		}
-		t0 = time.Now()
+		t0, c0 = time.Now(), cpuSeconds()
 		for _, t := range th {
 			for _, f := range ph {
 				for _, x := range xi {
@@ -68,9 +73,20 @@ func benchProgramSweep(b *testing.B, v []float32, n [3]int, th, ph, xi []float64
 			}
 		}
 		perCall += time.Since(t0)
+		perCallCPU += cpuSeconds() - c0
 		p.Close()
 	}
 	b.ReportMetric(batched.Seconds()*1e3/float64(b.N), "batched-ms/op")
 	b.ReportMetric(perCall.Seconds()*1e3/float64(b.N), "per_call-ms/op")
 	b.ReportMetric(perCall.Seconds()/batched.Seconds(), "per_call/batched")
+	b.ReportMetric(perCallCPU/batchedCPU, "per_call/batched-cpu")
+}
+
+// cpuSeconds is the CPU time this process has used.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

@@ -163,3 +163,131 @@ func TestProgramPerCall(t *testing.T) {
 		t.Errorf("after %d narrow calls the source holds padding %v, as for the wide kernel (%v)", shrinkAfter, got, wide)
 	}
 }
+
+// TestProgramChooseRentsThenBuys: a call of one combination runs on the
+// smallest transform held that covers its padding while the extra work
+// the calls of that padding paid stays within what making a transform of
+// its own size costs (the measured ratio), then makes its own; a held
+// transform whose statistics of the combination are known serves it at
+// any rent; nothing wider than reuseRatio times its own serves it.
+func TestProgramChooseRentsThenBuys(t *testing.T) {
+	n := [3]int{23, 18, 15}
+	rng := rand.New(rand.NewPCG(7, 8))
+	v := make([]float32, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	p, err := Compile(DefaultConfig(), v, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	first := Combo{0.4, 1.1, 2.5}
+	if err := p.Run([]float64{first.Theta}, []float64{first.Phi}, []float64{first.Xi}, make([]float64, 7)); err != nil {
+		t.Fatal(err)
+	}
+	held := p.cache.Paddings(n)
+	if len(held) != 1 {
+		t.Fatalf("the cache holds %v after one call, want one transform", held)
+	}
+	// q: a padding the held transform covers at less than twice its size.
+	var q [3]int
+	for k := 0; k < 3 && q == [3]int{}; k++ {
+		for j := 1; j <= held[0][k]; j++ {
+			c := held[0]
+			c[k] -= j
+			if c = p.full(c); p.size(c) < p.size(held[0]) {
+				if p.size(held[0]) <= reuseRatio*p.size(c) {
+					q = c
+				}
+				break
+			}
+		}
+	}
+	if q == [3]int{} {
+		t.Fatalf("no padding narrower than %v within reuseRatio", held[0])
+	}
+	own, extra := p.size(q), p.size(held[0])-p.size(q)
+	// Making a transform costs two and a half calls' extra work: two calls
+	// rent, the third makes its own.
+	p.costs = costs{work: 1e-9, build: 1e-9 * 2.5 * extra / own}
+	for i, want := range [][3]int{held[0], held[0], q, held[0], held[0], q} {
+		c := Combo{float64(i) / 7, 0.3, 3.5} // a kernel of its own each
+		if got := p.choose(c, q); got != want {
+			t.Errorf("call %d of padding %v (held: %v, extra %g of %g, ratio %g) runs on %v, want %v", i, q, held[0], extra, own, p.costs.ratio(), got, want)
+		}
+	}
+	// Known statistics: no rent at all.
+	p.rent[q] = p.costs.ratio() * own
+	if got := p.choose(first, q); got != held[0] {
+		t.Errorf("the first combination again runs on %v, want %v, where its statistics are known", got, held[0])
+	}
+	if got := p.choose(Combo{2, 0.3, 3.5}, q); got != q {
+		t.Errorf("a call whose padding paid all its rent runs on %v, want its own %v", got, q)
+	}
+	// A narrow kernel: the held transform is beyond reuseRatio of its own.
+	narrow := p.full([3]int{1, 1, 1})
+	if p.size(held[0]) <= reuseRatio*p.size(narrow) {
+		t.Fatalf("held transform %v not wide enough for the test", held[0])
+	}
+	p.costs = costs{work: 1e-9, build: 1}
+	if got := p.choose(Combo{0, 0, 1}, narrow); got == held[0] || got[0] < narrow[0] || got[1] < narrow[1] || got[2] < narrow[2] || p.size(got) > reuseRatio*p.size(narrow) {
+		t.Errorf("a narrow kernel (padding %v) runs on %v", narrow, got)
+	}
+}
+
+// TestProgramPerCallAnyCosts: whatever the costs make the calls of one
+// combination choose (their own transforms, or wider ones held), their
+// statistics agree with one call of them all to rounding.
+func TestProgramPerCallAnyCosts(t *testing.T) {
+	n := [3]int{21, 17, 19}
+	rng := rand.New(rand.NewPCG(9, 10))
+	v := make([]float32, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	th, ph, xi := []float64{0.2, 1.3, 2.6}, []float64{0.1, 2.2}, []float64{1, 1.7, 2.9}
+	all := make([]float64, 7*len(th)*len(ph)*len(xi))
+	p, err := Compile(DefaultConfig(), v, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Run(th, ph, xi, all); err != nil {
+		t.Fatal(err)
+	}
+	transforms := map[float64]int{}
+	for _, ratio := range []float64{1e-3, 1, 1e6} {
+		q, err := Compile(DefaultConfig(), v, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one := make([]float64, 7)
+		built := map[[3]int]bool{}
+		r := 0
+		for _, a := range th {
+			for _, b := range ph {
+				for _, c := range xi {
+					q.costs = costs{work: 1e-9, build: 1e-9 * ratio}
+					if err := q.Run([]float64{a}, []float64{b}, []float64{c}, one); err != nil {
+						t.Fatal(err)
+					}
+					for _, d := range q.cache.Paddings(n) {
+						built[d] = true
+					}
+					for j := 3; j < 7; j++ {
+						if want := all[7*r+j]; !(math.Abs(one[j]-want) <= 1e-6*math.Abs(want)) {
+							t.Errorf("ratio %g: θ = %v, φ = %v, ξ = %v: column %d is %v alone, %v in the sweep", ratio, a, b, c, j, one[j], want)
+						}
+					}
+					r++
+				}
+			}
+		}
+		transforms[ratio] = len(built)
+		q.Close()
+	}
+	if transforms[1e-3] <= transforms[1e6] {
+		t.Errorf("transforms made: %v by ratio; cheap ones should make more than dear ones", transforms)
+	}
+}
