@@ -105,19 +105,21 @@ func (a *Job) startSink() *rowSink {
 		defer close(s.done)
 		var sum float64
 		for r := range s.rows {
+			// The rows written first, then summed: the sum overlaps their
+			// way to the disk.
 			var err error
 			if a.full32 != nil {
 				v := a.full32[r[0]*n : r[1]*n]
-				sum = sumFrom(sum, v)
 				if w != nil {
 					err = w.Write32(v)
 				}
+				sum = sumFrom(sum, v)
 			} else {
 				v := a.full64[r[0]*n : r[1]*n]
-				sum = sumFrom(sum, v)
 				if w != nil {
 					err = w.Write64(v)
 				}
+				sum = sumFrom(sum, v)
 			}
 			s.mu.Lock()
 			s.sum = sum
