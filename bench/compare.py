@@ -52,11 +52,25 @@ the machine (CPU model, cores, features), the date and the repetitions.
 tapeloop's time is its report's total_seconds of a run without output (the
 work alone, as the peers time theirs); one more run writes its result.
 
+The whole-process rows (affinity dot, float32, N = 8,000 and 10,000 of
+D = 4,096) time what a user waits for instead: the wall time of a
+process, start to exit, measured the same way for both (from starting it
+to wait4), tapeloop's CLI `tapeloop affinity --images X.npy --metric dot
+--out A.npy` against a fresh Python process that runs `x = np.load(X)`,
+`np.save(A, x @ x.T)` with NumPy at its best core, interleaved, each
+writing over its own previous output (one untimed run of each first, so
+every timed run replaces a file, as a rerun does; tapeloop syncs its
+output before renaming it into place, np.save does not). Under the table
+a note gives tapeloop's phases (--verbose) of its median run. Every row
+gives the 1-minute load average sampled before each of its runs: the
+machine's load during it.
+
 Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FILE].
 `make compare` runs it (after `make compare-deps` installs the peers);
 --quick uses small sizes (a smoke test); --only runs some rows (interp,
-affinity-dot, affinity-l1, topk-dot, topk-l2, drr-siddon, drr-trilinear,
-drr-numpy, wavelet). A row whose peer is not installed is skipped with a
+affinity-dot, affinity-dot-8000, process-dot-8000, process-dot-10000,
+affinity-l1, topk-dot, topk-l2, drr-siddon, drr-trilinear, drr-numpy,
+wavelet). A row whose peer is not installed is skipped with a
 note.
 """
 import argparse
@@ -135,6 +149,26 @@ class Context:
         return cfg.get("text", pj.get("peer", "?"))
 
 
+def wall(cmd, env=None):
+    """Runs cmd, returning (its wall seconds from start to exit, its peak
+    RSS in bytes, its stderr)."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - t0
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"compare: {shlex.join(cmd)} failed with status {os.waitstatus_to_exitcode(status)}\n{text[-2000:]}")
+    return seconds, ru.ru_maxrss * 1024, text
+
+
+def load():
+    """The 1-minute load average now."""
+    return os.getloadavg()[0]
+
+
 def tl_seconds(ctx, args):
     """tapeloop's seconds for a run without output (the work alone, as the
     peers time it)."""
@@ -149,16 +183,18 @@ def interleaved(ctx, tl_args, tl_out, tl_units, peer_cmd, peer_out, peer_seconds
     from its JSON by peer_seconds), the peer's peak RSS and JSON from its
     first run (the one given peer_out, the arguments that write its
     result), and tapeloop's peak RSS from one more run with tl_out."""
-    tl, peer, pj, prss = [], [], None, 0
+    tl, peer, pj, prss, loads = [], [], None, 0, []
     for i in range(ctx.reps):
+        loads.append(load())
         tl.append(tl_seconds(ctx, tl_args) / tl_units)
+        loads.append(load())
         out, rss = peak(peer_cmd + (peer_out if i == 0 else []), env=ctx.env)
         j = json.loads(out.strip().splitlines()[-1])
         if i == 0:
             pj, prss = j, rss
         peer.append(peer_seconds(j))
     _, rss = peak([ctx.tl, *tl_args, *tl_out, "-q"])
-    return dict(tl_s=tl, peer_s=peer, tl_rss=rss, peer_rss=prss,
+    return dict(tl_s=tl, peer_s=peer, tl_rss=rss, peer_rss=prss, loads=loads,
                 config=ctx.check(pj, needs_blas), peer_json=pj)
 
 
@@ -185,10 +221,10 @@ def interp(ctx):
                 unit="s/sweep", **numeric(f"{d}/t.npy", f"{d}/p.npy"))
 
 
-def affinity(ctx, metric):
+def affinity(ctx, metric, n=None):
     d = ctx.d
     if metric == "dot":
-        n, h, w = (10_000, 64, 64) if not ctx.quick else (300, 16, 16)
+        n, h, w = (n or 10_000, 64, 64) if not ctx.quick else (300, 16, 16)
         dtype, peer = "float32", "NumPy x @ x.T"
     else:
         n, h, w = (2000, 64, 64) if not ctx.quick else (200, 8, 8)
@@ -198,8 +234,49 @@ def affinity(ctx, metric):
     r = interleaved(ctx, args, ["--out", f"{d}/t.npy"], 1,
                     py("affinity_numpy.py") + ["--images", f"{d}/img.npy", "--metric", metric],
                     ["--out", f"{d}/p.npy"], lambda j: j["seconds"], needs_blas=metric == "dot")
-    return dict(r, workload=f"affinity ({metric})", size=f"N={n:,} D={h * w:,} {dtype}", peer=peer,
+    return dict(r, workload=f"affinity ({metric}), work alone", size=f"N={n:,} D={h * w:,} {dtype}", peer=peer,
                 unit="s/matrix", **numeric(f"{d}/t.npy", f"{d}/p.npy"))
+
+
+# The whole-process peer: what a NumPy user runs, nothing more.
+NUMPY_PROCESS = "import numpy as np, sys; x = np.load(sys.argv[1]); x = x.reshape(len(x), -1); np.save(sys.argv[2], x @ x.T)"
+
+
+def process(ctx, n):
+    """tapeloop's CLI against a fresh NumPy process, each timed whole (start
+    to exit: loading the images, the product, writing the matrix),
+    interleaved; see the module's comment."""
+    d = ctx.d
+    n, h, w = (n, 64, 64) if not ctx.quick else (n // 25, 16, 16)
+    img = f"{d}/proc.npy"
+    helper("gen-images", d, "proc.npy", n, h, w, "float32")
+    tl_cmd = [ctx.tl, "affinity", "--images", img, "--metric", "dot", "--out", f"{d}/tp.npy", "--verbose"]
+    np_cmd = [sys.executable, "-c", NUMPY_PROCESS, img, f"{d}/pp.npy"]
+    # The configuration the NumPy process loads, asked once, untimed, in
+    # a process of the same environment.
+    out, _ = peak([sys.executable, "-c", "import sys, json; sys.path.insert(0, sys.argv[1]); import numpy as np, peerinfo; "
+                   "print(json.dumps({'peer': 'numpy', 'config': {'blas': peerinfo.openblas(), 'text': "
+                   "f'NumPy {np.__version__}, ' + peerinfo.describe_blas(peerinfo.openblas())}}))", PEERS], env=ctx.env)
+    config = ctx.check(json.loads(out), True)
+    wall(tl_cmd)  # untimed: the earlier outputs each timed run replaces
+    wall(np_cmd, env=ctx.env)
+    tl, peer, trss, prss, loads, phases = [], [], 0, 0, [], []
+    for _ in range(ctx.reps):
+        loads.append(load())
+        s, rss, err = wall(tl_cmd)
+        tl.append(s)
+        trss = max(trss, rss)
+        phases.append((s, next((line.split("phases: ", 1)[1] for line in err.splitlines() if "phases: " in line), "?")))
+        loads.append(load())
+        s, rss, _ = wall(np_cmd, env=ctx.env)
+        peer.append(s)
+        prss = max(prss, rss)
+    median = sorted(phases)[len(phases) // 2]
+    note = f"tapeloop's phases in its median whole-process run at N={n:,} ({median[0]:.3f} s): {median[1]}"
+    return dict(tl_s=tl, peer_s=peer, tl_rss=trss, peer_rss=prss, loads=loads, config=config,
+                workload="affinity (dot), whole process", size=f"N={n:,} D={h * w:,} float32",
+                peer="NumPy np.load, x @ x.T, np.save", unit="s/process", note=note,
+                **numeric(f"{d}/tp.npy", f"{d}/pp.npy"))
 
 
 def topk(ctx, metric):
@@ -282,6 +359,9 @@ def wavelet(ctx):
 ROWS = [
     ("interp", interp),
     ("affinity-dot", lambda c: affinity(c, "dot")),
+    ("affinity-dot-8000", lambda c: affinity(c, "dot", 8000)),
+    ("process-dot-8000", lambda c: process(c, 8000)),
+    ("process-dot-10000", lambda c: process(c, 10_000)),
     ("affinity-l1", lambda c: affinity(c, "l1")),
     ("topk-dot", lambda c: topk(c, "dot")),
     ("topk-l2", lambda c: topk(c, "l2")),
@@ -312,13 +392,15 @@ def cells(r):
     ratio_best = min(r["peer_s"]) / min(r["tl_s"])
     ratio_med = statistics.median(r["peer_s"]) / statistics.median(r["tl_s"])
     return [r["workload"], r["size"], r["peer"], r["config"], show(r["peer_s"]), show(r["tl_s"]),
-            f"{ratio_best:.2f}× / {ratio_med:.2f}×", mib(r["peer_rss"]), mib(r["tl_rss"]), r["agreement"]]
+            f"{ratio_best:.2f}× / {ratio_med:.2f}×", mib(r["peer_rss"]), mib(r["tl_rss"]), r["agreement"],
+            f"{min(r['loads']):.1f}–{max(r['loads']):.1f}"]
 
 
 RATIO = ("Ratio: the peer's time over tapeloop's, of the best runs and of the medians "
          "(above 1: tapeloop is faster).")
 HEAD = ["workload", "size", "peer", "peer configuration (as loaded)", "peer best / median",
-        "tapeloop best / median", "ratio best / median", "peer peak RSS", "tapeloop peak RSS", "agreement"]
+        "tapeloop best / median", "ratio best / median", "peer peak RSS", "tapeloop peak RSS", "agreement",
+        "load (1 min)"]
 
 
 def machine_line(ctx, took):
@@ -363,7 +445,11 @@ def main():
                 continue
             rows.append(r)
             c = cells(r)
-            print(f"  {r['workload']}: peer {c[4]}, tapeloop {c[5]}, ratio {c[6]}; {c[9]}", file=sys.stderr)
+            print(f"  {r['workload']} {r['size']}: peer {c[4]}, tapeloop {c[5]}, ratio {c[6]}; {c[9]}; load {c[10]}",
+                  file=sys.stderr)
+            if r.get("note"):
+                notes.append(r["note"])
+                print(f"  {r['note']}", file=sys.stderr)
         took = time.perf_counter() - t0
         machine = machine_line(ctx, took)
     lines = [cells(r) for r in rows]

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/tensor"
@@ -124,6 +125,11 @@ type AffinityTask struct {
 	meta  shard.Meta
 	dtype npy.Dtype
 	lock  *checkpoint.Lock // the output's, while it is written
+	// The phases' boundaries (Phases): the process's start (zero:
+	// unknown), OpenAffinity's start and end, the time its check of the
+	// images took, and the end of Commit.
+	started, opening, opened, committed time.Time
+	check                               time.Duration
 }
 
 // OpenAffinity validates s, reads or makes the images in dev's dtype,
@@ -131,6 +137,7 @@ type AffinityTask struct {
 // creates the output. With withOutput false (for printing the graph), Out
 // is ignored.
 func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *AffinityTask, err error) {
+	opening := time.Now()
 	p, err := s.check(dev)
 	if err != nil {
 		return nil, err
@@ -158,9 +165,16 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 	}
 	// The fingerprint goes only into an .npz (a shard or top-k), for merge.
 	fingerprints := withOutput && s.Out != "" && (p.sharded || p.TopK > 0)
+	var check time.Duration // NewPairData's scan of the images
+	timed := func(f func() error) error {
+		began := time.Now()
+		err := f()
+		check += time.Since(began)
+		return err
+	}
 	switch {
 	case exact:
-		if data, err = pairwise.NewPairDataU8(x8, n, d, p.Metric, dt); err != nil {
+		if err = timed(func() (err error) { data, err = pairwise.NewPairDataU8(x8, n, d, p.Metric, dt); return err }); err != nil {
 			return nil, err
 		}
 		if fingerprints {
@@ -171,7 +185,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if x, n, d, shape, mapped, err = loadImages[float64](s, dev.MemLimit); err != nil {
 			return nil, err
 		}
-		if data, err = pairwise.NewPairData(x, n, d, p.Metric); err != nil {
+		if err = timed(func() (err error) { data, err = pairwise.NewPairData(x, n, d, p.Metric); return err }); err != nil {
 			return nil, err
 		}
 		if fingerprints {
@@ -182,8 +196,18 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		if x, n, d, shape, mapped, err = loadImages[float32](s, dev.MemLimit); err != nil {
 			return nil, err
 		}
-		if data, err = pairwise.NewPairData(x, n, d, p.Metric); err != nil {
-			return nil, err
+		// Dot products of all rows on the CPU check the images as the
+		// matrix product packs each block's rows: no pass of their own.
+		packed := false
+		if p.Formula == nil && p.Metric == pairwise.MetricDot && !dev.GPU() && !p.sharded {
+			if data, packed, err = pairwise.NewPairDataPacked(x, n, d); err != nil {
+				return nil, err
+			}
+		}
+		if !packed {
+			if err = timed(func() (err error) { data, err = pairwise.NewPairData(x, n, d, p.Metric); return err }); err != nil {
+				return nil, err
+			}
 		}
 		if fingerprints {
 			fp = Fingerprint(x, shape)
@@ -203,7 +227,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 	} else if p.sharded && path == "" {
 		return nil, errors.New("--shard: a shard needs --out FILE.npz")
 	}
-	t := &AffinityTask{dev: dev, dtype: npy.Float32}
+	t := &AffinityTask{dev: dev, dtype: npy.Float32, opening: opening, check: check}
 	if s.Block != nil {
 		t.dev = dev.WithBatch(*s.Block)
 	}
@@ -273,20 +297,25 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 			}
 		}
 		if t.rows != nil { // a typed nil would be a Rows to write to
-			cfg.Rows = namedRows{t.rows, path}
+			cfg.Rows = namedRows{t.rows, path, t.out}
 		}
 	}
 	if t.job, err = affinity.New(cfg); err != nil {
 		return nil, err
 	}
+	t.opened = time.Now()
 	return t, nil
 }
 
 // namedRows is the output's rows, whose write errors name the output
 // (--out: write FILE: …) rather than the temporary file being written.
+// After each write it starts the rows' way to the disk (WriteBack), so
+// that Commit's sync, after the last block, waits for little more than
+// the last rows.
 type namedRows struct {
 	w    *npy.Writer
 	path string
+	f    *atomicfile.File
 }
 
 func (r namedRows) Write32(v []float32) error  { return r.named(r.w.Write32(v)) }
@@ -296,6 +325,7 @@ func (r namedRows) WriteInt64(v []int64) error { return r.named(r.w.WriteInt64(v
 
 func (r namedRows) named(err error) error {
 	if err == nil {
+		r.f.WriteBack()
 		return nil
 	}
 	var pe *fs.PathError
@@ -439,16 +469,57 @@ func (t *AffinityTask) Job() engine.Job { return t.job }
 // spec's Block when there is one: run and print the job on it.
 func (t *AffinityTask) Device() *engine.Device { return t.dev }
 
-// Result is the run's affinity.Result.
-func (t *AffinityTask) Result() any { return t.job.Result() }
+// Result is the run's affinity.Result, with its phases.
+func (t *AffinityTask) Result() any { return t.Summary() }
 
-// Summary is the run's affinity.Result.
-func (t *AffinityTask) Summary() affinity.Result { return t.job.Result() }
+// Summary is the run's affinity.Result, with its phases.
+func (t *AffinityTask) Summary() affinity.Result {
+	r := t.job.Result()
+	ph := t.Phases()
+	r.Phases = &ph
+	return r
+}
+
+// SetStarted gives the time the process started, for the start-up phase
+// (Phases); without it the phases begin when OpenAffinity was called.
+func (t *AffinityTask) SetStarted(at time.Time) { t.started = at }
+
+// PhasesChange says that Result changes when Commit times the output's
+// writing: a report staged before Commit is to be staged again after it.
+func (t *AffinityTask) PhasesChange() bool { return true }
+
+// Phases is where the run's wall time went so far: the phases that have
+// not ended yet end now.
+func (t *AffinityTask) Phases() affinity.Phases {
+	now := time.Now()
+	end := t.committed
+	if end.IsZero() {
+		end = now
+	}
+	start := t.opening
+	var p affinity.Phases
+	if !t.started.IsZero() && t.started.Before(t.opening) {
+		start = t.started
+		p.Startup = t.opening.Sub(t.started).Seconds()
+	}
+	p.Check = t.check.Seconds()
+	p.CheckFused = t.job.PackChecked()
+	p.Read = max(t.opened.Sub(t.opening)-t.check, 0).Seconds()
+	computed := t.job.Finishing()
+	if computed.IsZero() {
+		computed = end
+	}
+	p.Compute = max(computed.Sub(t.opened), 0).Seconds()
+	p.Write = max(end.Sub(computed), 0).Seconds()
+	p.Wall = end.Sub(start).Seconds()
+	return p
+}
 
 // Commit writes the top-k arrays, closes the archive or flushes the
 // matrix, and renames the output into place.
 func (t *AffinityTask) Commit() error {
 	if t.out == nil {
+		t.committed = time.Now()
 		return nil
 	}
 	if t.npz != nil {
@@ -477,6 +548,7 @@ func (t *AffinityTask) Commit() error {
 	if err := t.out.Commit(); err != nil {
 		return err
 	}
+	t.committed = time.Now()
 	t.out = nil
 	t.lock.Release()
 	return nil

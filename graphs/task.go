@@ -20,6 +20,16 @@ type Task interface {
 	Close() error
 }
 
+// A PhasedTask is a Task whose Result times the phases of its run, the
+// writing of its outputs in Commit included: a report staged before
+// Commit (so that a report that cannot be written fails the run before
+// any output is in place) is staged again after it, with the phases
+// complete.
+type PhasedTask interface {
+	Task
+	PhasesChange() bool
+}
+
 // RemovePending removes the temporary files of outputs not yet committed,
 // and the directories made for them: for a process stopped by a signal,
 // just before it exits.

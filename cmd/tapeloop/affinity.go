@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/affinity"
+	"github.com/tapeloop/tapeloop/internal/proctime"
 )
 
 const catAffinity = "AFFINITY"
@@ -110,6 +112,9 @@ func runAffinity(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
+	if at, ok := proctime.Started(); ok {
+		t.SetStarted(at)
+	}
 	var r affinity.Result
 	if _, err := runTask(c.Context, e, t.Device(), t, func() {
 		r = t.Summary()
@@ -128,6 +133,9 @@ func runAffinity(c *cli.Context) error {
 			metric, r.N, r.D, r.Rows[0], r.Rows[1], r.Dtype, what, r.Checksum)
 	}); err != nil {
 		return err
+	}
+	if e.Verbose {
+		fmt.Fprintf(os.Stderr, "affinity: phases: %s\n", t.Phases())
 	}
 	warnNonFinite(e, "--formula", r.NonFinite)
 	return nil

@@ -335,6 +335,158 @@ func TestAffinityBadInput(t *testing.T) {
 	}
 }
 
+// TestAffinityNonFiniteNamedInEveryMode: a NaN or ±Inf in a float32
+// image stops the run with the one line a scan of the images gives, the
+// first such value in image order, in every mode: the symmetric matrix and
+// the streamed rows (whose float32 dot products check each block's rows
+// as they pack them), top-k, l1 and a shard (scanned up front). Two
+// values per file, the later one in an earlier block where they differ,
+// anywhere from the first image to the last; no output is left.
+func TestAffinityNonFiniteNamedInEveryMode(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	const n, d = 523, 77
+	rng := rand.New(rand.NewPCG(71, 72))
+	bad := []float64{math.NaN(), math.Inf(1), math.Inf(-1)}
+	modes := [][]string{
+		{"--block", "100", "--out", p("o.npy")},                       // symmetric, 6 blocks
+		{"--block", "64", "--mem-limit", "1MiB", "--out", p("o.npy")}, // the matrix does not fit: streamed rows
+		{"--block", "100", "--topk", "5", "--out", p("o.npz")},        // top-k
+		{"--metric", "l1", "--block", "100", "--out", p("o.npy")},     // scanned up front
+		{"--shard", "2/3", "--block", "100", "--out", p("o.npz")},     // a shard: scanned up front
+	}
+	for trial := range 8 {
+		x := make([]float64, n*d)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		var at []int
+		switch trial {
+		case 0:
+			at = []int{0, (n - 1) * d} // the first value of the first image, and the last image
+		case 1:
+			at = []int{n*d - 1, (n-1)*d + 3} // both in the last image
+		default:
+			at = []int{rng.IntN(n * d), rng.IntN(n * d)}
+		}
+		for i, a := range at {
+			x[a] = bad[(trial+i)%3]
+		}
+		first := min(at[0], at[1])
+		want := fmt.Sprintf("tapeloop: affinity: image %d, value %d is %g\n", first/d, first%d, x[first])
+		f, err := os.Create(p("x.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := npy.NewWriter(f, npy.Float32, []int{n, d})
+		if err == nil {
+			err = w.Write64(x)
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range modes {
+			args := append([]string{"affinity", "--quiet", "--images", p("x.npy")}, mode...)
+			_, stderr, code := run(t, args...)
+			if code != 1 || stderr != want {
+				t.Errorf("trial %d: tapeloop %s: exit %d, stderr %q; want 1, %q", trial, strings.Join(args[4:], " "), code, stderr, want)
+			}
+			for _, out := range []string{p("o.npy"), p("o.npz")} {
+				if _, err := os.Stat(out); err == nil {
+					t.Fatalf("trial %d: tapeloop %s left %s", trial, strings.Join(args[4:], " "), out)
+				}
+			}
+		}
+	}
+}
+
+// TestAffinityReportPhases: --report's result holds where the run's wall
+// time went, --verbose prints it: each phase present and non-negative,
+// together no more than the run's wall time (and all of it: the phases
+// follow each other), which is itself within the time the test measured
+// around the process; the check is fused into the matrix product for
+// float32 dot products on AVX-512 and timed on its own otherwise.
+func TestAffinityReportPhases(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	rng := rand.New(rand.NewPCG(73, 74))
+	x := make([]float64, 611*203)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	writeNpy(t, p("x.npy"), []int{611, 203}, x)
+	for _, c := range []struct {
+		args  []string
+		fused bool
+	}{
+		{[]string{"--metric", "dot", "--out", p("a.npy")}, cpukern.GEMM()},
+		{[]string{"--metric", "dot", "--out", p("a.npy")}, cpukern.GEMM()}, // over the first run's output
+		{[]string{"--metric", "l1", "--out", p("b.npy")}, false},
+		{[]string{"--metric", "cosine", "--topk", "3", "--out", p("c.npz")}, false},
+		{[]string{"--metric", "dot", "--shard", "0/2", "--out", p("s.npz")}, false},
+		{[]string{"--metric", "dot"}, cpukern.GEMM()}, // no output
+	} {
+		args := append([]string{"affinity", "--images", p("x.npy"), "--report", p("r.json"), "--verbose"}, c.args...)
+		began := time.Now()
+		_, stderr, code := run(t, args...)
+		outside := time.Since(began).Seconds()
+		if code != 0 {
+			t.Fatalf("tapeloop %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		raw, err := os.ReadFile(p("r.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Result struct {
+				Phases map[string]any `json:"phases"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &rep); err != nil {
+			t.Fatal(err)
+		}
+		ph := rep.Result.Phases
+		var sum float64
+		for _, k := range []string{"startup_seconds", "read_seconds", "check_seconds", "compute_seconds", "write_seconds", "wall_seconds"} {
+			v, ok := ph[k].(float64)
+			if !ok || v < 0 {
+				t.Fatalf("%v: phase %s is %v (%T), want a number ≥ 0; phases %v", c.args, k, ph[k], ph[k], ph)
+			}
+			if k != "wall_seconds" {
+				sum += v
+			}
+		}
+		wall := ph["wall_seconds"].(float64)
+		if sum > wall+1e-6 || sum < wall-1e-6 || wall > outside || wall <= 0 {
+			t.Errorf("%v: phases sum to %.6f s, wall %.6f s, %.6f s measured around the process: want sum = wall ≤ measured", c.args, sum, wall, outside)
+		}
+		if ph["startup_seconds"].(float64) == 0 || ph["compute_seconds"].(float64) == 0 {
+			t.Errorf("%v: start-up or compute took no time: %v", c.args, ph)
+		}
+		if fused, _ := ph["check_fused"].(bool); fused != c.fused {
+			t.Errorf("%v: check_fused %v, want %v", c.args, ph["check_fused"], c.fused)
+		}
+		if c.fused && ph["check_seconds"].(float64) != 0 {
+			t.Errorf("%v: the check is fused but took %v s of its own", c.args, ph["check_seconds"])
+		}
+		line := ""
+		for _, l := range strings.Split(stderr, "\n") {
+			if strings.HasPrefix(l, "affinity: phases: start-up ") {
+				line = l
+			}
+		}
+		if line == "" || !strings.Contains(line, fmt.Sprintf("; wall %.3f s", wall)) {
+			t.Errorf("%v: no phases line ending with the report's wall time on stderr:\n%s", c.args, stderr)
+		}
+	}
+}
+
 func filterEnv(env []string, drop ...string) []string {
 	var out []string
 	for _, e := range env {

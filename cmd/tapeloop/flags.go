@@ -198,8 +198,9 @@ func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t graphs.Tas
 		return nil, stdoutFirst(job.Name(), err)
 	}
 	var rep *atomicfile.File
+	var r *telemetry.Report
 	if e.report != "" {
-		r := &telemetry.Report{
+		r = &telemetry.Report{
 			Workload: job.Name(), Device: dev.Kind(), Platform: engine.CPUPlatform(), Dtype: job.Dtype().String(),
 			Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
 			PeakRSSBytes: out.Summary.PeakRSSBytes, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
@@ -212,7 +213,7 @@ func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t graphs.Tas
 		if rep, err = r.Stage(e.report); err != nil {
 			return nil, fmt.Errorf("--report: %w", err)
 		}
-		defer rep.Abort()
+		defer func() { rep.Abort() }() // the report staged last
 	}
 	if result != nil {
 		result()
@@ -222,6 +223,15 @@ func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t graphs.Tas
 	}
 	if err := t.Commit(); err != nil { // a CSV to standard output is flushed here
 		return nil, stdoutFirst(job.Name(), err)
+	}
+	if pt, ok := t.(graphs.PhasedTask); ok && rep != nil && pt.PhasesChange() {
+		// The phases now include the outputs' writing. Should this report
+		// fail where the first did not, the first stands.
+		r.Result = t.Result()
+		if again, err := r.Stage(e.report); err == nil {
+			rep.Abort()
+			rep = again
+		}
 	}
 	if err := prof.commit(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 
 	G "gorgonia.org/gorgonia"
@@ -79,6 +80,8 @@ type Job struct {
 	// sink sums and writes a symmetric run's finished rows while the next
 	// blocks are computed (nil until its first block).
 	sink *rowSink
+	// finishing is when Finish was called: the last block's end.
+	finishing time.Time
 }
 
 // rowSink adds up the rows of a symmetric run's matrix, in row order, and
@@ -102,19 +105,21 @@ func (a *Job) startSink() *rowSink {
 		defer close(s.done)
 		var sum float64
 		for r := range s.rows {
+			// The rows written first, then summed: the sum overlaps their
+			// way to the disk.
 			var err error
 			if a.full32 != nil {
 				v := a.full32[r[0]*n : r[1]*n]
-				sum = sumFrom(sum, v)
 				if w != nil {
 					err = w.Write32(v)
 				}
+				sum = sumFrom(sum, v)
 			} else {
 				v := a.full64[r[0]*n : r[1]*n]
-				sum = sumFrom(sum, v)
 				if w != nil {
 					err = w.Write64(v)
 				}
+				sum = sumFrom(sum, v)
 			}
 			s.mu.Lock()
 			s.sum = sum
@@ -394,6 +399,9 @@ func (a *Job) Consume(out []*tensor.Dense, off, n int) error {
 	if err := a.checkFinite(); err != nil {
 		return err
 	}
+	if err := a.cfg.Data.Err(); err != nil { // images checked as packed: a NaN or ±Inf in this block or an earlier one
+		return err
+	}
 	switch {
 	case a.cfg.Symmetric && (a.full32 != nil || a.full64 != nil):
 		if a.sink == nil {
@@ -472,6 +480,10 @@ func consumeBlock[T float32 | float64](a *Job, blk []T, out []*tensor.Dense, off
 // Finish completes a symmetric run: it adds up the matrix and writes it to
 // Rows. It does nothing in the other modes.
 func (a *Job) Finish() error {
+	a.finishing = time.Now()
+	if err := a.cfg.Data.Err(); err != nil {
+		return err
+	}
 	if a.full != nil {
 		return a.finishU8()
 	}
@@ -487,6 +499,15 @@ func (a *Job) Finish() error {
 	}
 	return nil
 }
+
+// PackChecked reports whether the images are checked for NaN and ±Inf
+// as the matrix product packs them (pairwise.NewPairDataPacked), not by
+// a pass of their own.
+func (a *Job) PackChecked() bool { return a.cfg.Data.PackChecked() }
+
+// Finishing is when Finish was called (after the last block), or the
+// zero time before.
+func (a *Job) Finishing() time.Time { return a.finishing }
 
 // finishU8 completes a symmetric run of 8-bit images: the sum of the
 // matrix (for dot, l1 and l2 the kernel's exact sum of the values it
@@ -538,6 +559,45 @@ type Result struct {
 	// gave.
 	Formula   string `json:"formula,omitempty"`
 	NonFinite int64  `json:"nonfinite,omitempty"`
+	// Phases is where the wall time of a run from files went (package
+	// graphs times it); nil for a job run on arrays in memory.
+	Phases *Phases `json:"phases,omitempty"`
+}
+
+// Phases is where the wall time of an affinity run went, in seconds, as
+// consecutive phases that together make up Wall:
+//
+//   - Startup: from the process's start (the Go runtime, the packages'
+//     initialisation, the command line) to the images being opened; 0
+//     when the run is not a process of its own or its start is unknown;
+//   - Read: opening the images (their header checked, the data mapped or
+//     read) and creating the output;
+//   - Check: the scan of the images for NaN and ±Inf (and the norms that
+//     cosine and l2 keep); 0 with CheckFused, where the matrix product
+//     checks each image as it packs it;
+//   - Compute: planning, compiling the graph and computing every block, to
+//     the end of the last (rows written meanwhile, as blocks finish them,
+//     are part of it);
+//   - Write: the rows not yet written when the last block ended, then the
+//     output flushed, synced and renamed into place.
+type Phases struct {
+	Startup    float64 `json:"startup_seconds"`
+	Read       float64 `json:"read_seconds"`
+	Check      float64 `json:"check_seconds"`
+	CheckFused bool    `json:"check_fused"`
+	Compute    float64 `json:"compute_seconds"`
+	Write      float64 `json:"write_seconds"`
+	Wall       float64 `json:"wall_seconds"`
+}
+
+// String is the phases as one line: "start-up 0.021 s, read 0.001 s, …".
+func (p Phases) String() string {
+	check := fmt.Sprintf("%.3f s", p.Check)
+	if p.CheckFused {
+		check = "fused into the product"
+	}
+	return fmt.Sprintf("start-up %.3f s, read %.3f s, check %s, compute %.3f s, write %.3f s; wall %.3f s",
+		p.Startup, p.Read, check, p.Compute, p.Write, p.Wall)
 }
 
 // Result summarises the run.

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,6 +112,22 @@ type File struct {
 	*os.File
 	Path string
 	done bool
+	// queued is the end of the bytes WriteBack has sent to the disk.
+	queued int64
+}
+
+// WriteBack starts writing the bytes written since its last call from
+// the page cache to the disk, without waiting for them (on Linux; a no-op
+// elsewhere), so that Commit's sync finds little left to write. A writer
+// of a large file calls it after each large write. Failures are left to
+// Commit's sync to report.
+func (f *File) WriteBack() {
+	end, err := f.File.Seek(0, io.SeekCurrent)
+	if err != nil || end <= f.queued {
+		return
+	}
+	startWriteback(f.File, f.queued, end-f.queued)
+	f.queued = end
 }
 
 // Create opens a temporary file in the directory of path. The first Create

@@ -1,7 +1,10 @@
 package atomicfile
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +37,59 @@ func TestCommitAndAbort(t *testing.T) {
 	}
 	if _, err := Create(filepath.Join(dir, "no", "such", "dir")); err == nil {
 		t.Error("Create in a missing directory: no error")
+	}
+}
+
+// TestWriteBackKeepsTheBytes: WriteBack between writes of odd sizes
+// (after some writes, several times with nothing new, after a write
+// that went back over earlier bytes) changes neither the file's position
+// nor its bytes: the file committed over an earlier one holds exactly
+// what was written.
+func TestWriteBackKeepsTheBytes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.bin")
+	if err := os.WriteFile(path, []byte("an earlier, longer file than nothing"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Abort()
+	var want []byte
+	for i := range 40 {
+		b := make([]byte, 1+rng.IntN(300_001))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, b...)
+		for range i % 3 {
+			f.WriteBack()
+		}
+		if i == 20 { // back over bytes already queued, then on at the end
+			if _, err := f.WriteAt([]byte{1, 2, 3}, 7); err != nil {
+				t.Fatal(err)
+			}
+			copy(want[7:], []byte{1, 2, 3})
+			f.WriteBack()
+		}
+	}
+	if pos, err := f.Seek(0, io.SeekCurrent); err != nil || pos != int64(len(want)) {
+		t.Fatalf("position %d (%v) after WriteBack, want %d", pos, err, len(want))
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("committed file: %d bytes, want the %d written", len(got), len(want))
 	}
 }
 

@@ -84,6 +84,10 @@ static inline __attribute__((always_inline)) void load16(const float *x, int64_t
 int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0, int64_t p1, float *ap) {
   if (!tl_gemm_ok()) return -1;
   const int64_t am = (m + MR - 1) / MR * MR;
+  // The bits of every value times zero, or-ed: ±0 for finite values, a
+  // NaN (exponent all ones) for NaN and ±Inf.
+  __m512i seen = _mm512_setzero_si512();
+  const __m512 zero = _mm512_setzero_ps();
   for (int64_t k0 = 0; k0 < d; k0 += KC) {
     const int64_t kc = d - k0 < KC ? d - k0 : KC;
     for (int64_t p = p0; p < p1; p++) {
@@ -92,13 +96,15 @@ int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0
       for (int64_t k = 0; k < kc; k += 16) {
         __m512 r[16];
         load16(a + p * MR * lda, lda, rows, k0 + k, kc - k, r);
+        for (int i = 0; i < 16; i++) seen = _mm512_or_si512(seen, _mm512_castps_si512(_mm512_mul_ps(r[i], zero)));
         tr16(r);
         const int64_t kn = kc - k < 16 ? kc - k : 16;
         for (int t = 0; t < kn; t++) _mm512_mask_storeu_ps(dst + (k + t) * MR, (1u << MR) - 1, r[t]);
       }
     }
   }
-  return 0;
+  const __m512i exp = _mm512_set1_epi32(0x7f800000);
+  return _mm512_cmpeq_epi32_mask(_mm512_and_si512(seen, exp), exp) != 0;
 }
 
 // pack_b packs values [k0, k0+kc) of rows [0, n) of b (n ≤ NC) into bp:

@@ -60,20 +60,25 @@ func (p *DotPack) SetRows(m int) {
 }
 
 // Pack packs panels [p0, p1) of the pack's m rows, read from a (row i at
-// a[i·lda:], d values). Disjoint panel ranges may be packed concurrently.
-// Only where GEMM reports true; elsewhere it panics.
-func (p *DotPack) Pack(a []float32, lda, p0, p1 int) {
+// a[i·lda:], d values), and reports whether every value it packed is
+// finite (no NaN, no ±Inf). Disjoint panel ranges may be packed
+// concurrently. Only where GEMM reports true; elsewhere it panics.
+func (p *DotPack) Pack(a []float32, lda, p0, p1 int) (finite bool) {
 	if p0 < 0 || p1 > DotPanels(p.m) || p0 > p1 {
 		panic("cpukern: DotPack panels out of range")
 	}
 	if p0 == p1 {
-		return
+		return true
 	}
 	checkRows(p.m, p.d, len(a), lda, "a")
-	if C.tl_gemm_pack_a(C.int64_t(p.m), C.int64_t(p.d), (*C.float)(&a[0]), C.int64_t(lda), C.int64_t(p0), C.int64_t(p1),
-		(*C.float)(&p.buf[0])) != 0 {
-		panic("cpukern: DotPack without the packed matrix product")
+	switch C.tl_gemm_pack_a(C.int64_t(p.m), C.int64_t(p.d), (*C.float)(&a[0]), C.int64_t(lda), C.int64_t(p0), C.int64_t(p1),
+		(*C.float)(&p.buf[0])) {
+	case 0:
+		return true
+	case 1:
+		return false
 	}
+	panic("cpukern: DotPack without the packed matrix product")
 }
 
 // DotScratch is one core's buffer for DotTile32's slice of b.

@@ -25,6 +25,7 @@ int tl_gemm_ok(void);
 // row stride lda) into ap, laid out for tl_gemm_tile: slice by slice of
 // k, in each the panels one after the other, a panel holding MR values per
 // k (rows past m zero). ap holds ceil(m/MR)·MR·d floats, 64-byte aligned.
+// Returns 0, or 1 when a value packed is NaN or ±Inf (all are packed).
 int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0, int64_t p1, float *ap);
 
 // tl_gemm_tile computes out[i*ldo + j] = a_i · b_j for i < m, j < n ≤

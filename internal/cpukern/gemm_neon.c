@@ -65,12 +65,20 @@ static void pack_panel(const float *x, int64_t ld, int64_t rows, int64_t k0, int
 
 int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0, int64_t p1, float *ap) {
   const int64_t am = (m + MR - 1) / MR * MR;
+  // The bits of every packed value times zero, or-ed: ±0 for finite
+  // values, a NaN (exponent all ones) for NaN and ±Inf.
+  uint32x4_t seen = vdupq_n_u32(0);
   for (int64_t k0 = 0; k0 < d; k0 += KC) {
     const int64_t kc = d - k0 < KC ? d - k0 : KC;
-    for (int64_t p = p0; p < p1; p++)
-      pack_panel(a + p * MR * lda, lda, m - p * MR, k0, kc, MR, ap + k0 * am + p * MR * kc);
+    for (int64_t p = p0; p < p1; p++) {
+      float *dst = ap + k0 * am + p * MR * kc;
+      pack_panel(a + p * MR * lda, lda, m - p * MR, k0, kc, MR, dst);
+      for (int64_t i = 0; i < MR * kc; i += 4)
+        seen = vorrq_u32(seen, vreinterpretq_u32_f32(vmulq_n_f32(vld1q_f32(dst + i), 0.0f)));
+    }
   }
-  return 0;
+  const uint32x4_t exp = vdupq_n_u32(0x7f800000);
+  return vmaxvq_u32(vceqq_u32(vandq_u32(seen, exp), exp)) != 0;
 }
 
 // micro computes the MR×NR tile of the packed panels pa and pb over kc and

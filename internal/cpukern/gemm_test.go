@@ -118,6 +118,48 @@ func TestMirrorUpper(t *testing.T) {
 // TestDotTilesShareAPack: tiles of one pack computed by several
 // goroutines at once (columns handed out by an atomic counter, as the
 // affinity op does) give the matrix PairDist32 gives, bit for bit.
+// TestDotPackFinite: Pack reports a NaN or ±Inf anywhere among the rows
+// of the panels it packs (the stride's gap and the panels it leaves to
+// another call aside), and reports finite values as finite, the largest
+// and the subnormal ones included.
+func TestDotPackFinite(t *testing.T) {
+	if !GEMM() {
+		t.Skip("no AVX-512: the packed matrix product does not run here")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	const m, d, lda = 47, 389, 393 // 4 panels, the last of 5 rows; a k tail; a gap after each row
+	nonFinite := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	panels := DotPanels(m)
+	for trial := range 60 {
+		a := normals32(rng, m*lda)
+		a[rng.IntN(m*lda)] = math.MaxFloat32
+		a[rng.IntN(m*lda)] = -math.SmallestNonzeroFloat32
+		for r := range m { // the gaps hold non-finite values no pack reads
+			for k := d; k < lda; k++ {
+				a[r*lda+k] = nonFinite[k%3]
+			}
+		}
+		p := NewDotPack(m, d)
+		p.SetRows(m)
+		for q := range panels {
+			if !p.Pack(a, lda, q, q+1) {
+				t.Fatalf("trial %d: panel %d of finite values reported non-finite", trial, q)
+			}
+		}
+		i, k := rng.IntN(m), rng.IntN(d)
+		a[i*lda+k] = nonFinite[trial%3]
+		owner := i / dotPanelRows // the panel holding row i
+		for q := range panels {
+			if got := p.Pack(a, lda, q, q+1); got != (q != owner) {
+				t.Fatalf("trial %d: %v at (%d, %d): panel %d reported finite %v", trial, a[i*lda+k], i, k, q, got)
+			}
+		}
+		if p.Pack(a, lda, 0, panels) {
+			t.Fatalf("trial %d: %v at (%d, %d): all panels at once reported finite", trial, a[i*lda+k], i, k)
+		}
+	}
+}
+
 func TestDotTilesShareAPack(t *testing.T) {
 	if !GEMM() {
 		t.Skip("no AVX-512")

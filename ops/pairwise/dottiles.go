@@ -40,17 +40,23 @@ func (t *dotTiles) bytes(b, d int) int64 { return cpukern.DotPackBytes(b, d) }
 // matrix's rows below it, when out is the matrix itself). Each tile's
 // mirror is copied by the core that computed it, at once, while the tile
 // is still in its cache. It returns early, leaving out partly written,
-// once stop reports true.
-func (t *dotTiles) run(rows, x []float32, b, nc, d int, out []float32, ldo int, upper bool, mirror int, stop func() bool) {
+// once stop reports true. finite reports whether the block's rows, as
+// packed, held no NaN and no ±Inf.
+func (t *dotTiles) run(rows, x []float32, b, nc, d int, out []float32, ldo int, upper bool, mirror int, stop func() bool) (finite bool) {
 	if b <= 0 || nc <= 0 {
-		return
+		return true
 	}
 	if t.pack == nil || !t.pack.Fits(b, d) {
 		t.pack = cpukern.NewDotPack(b, d)
 	}
 	t.pack.SetRows(b)
 	panels := cpukern.DotPanels(b)
-	parallel.Dynamic(panels, 8, func(p0, p1 int) { t.pack.Pack(rows, d, p0, p1) })
+	var bad atomic.Bool
+	parallel.Dynamic(panels, 8, func(p0, p1 int) {
+		if !t.pack.Pack(rows, d, p0, p1) {
+			bad.Store(true)
+		}
+	})
 
 	// The tiles in order of falling cost, so that the last ones handed out
 	// are small: with upper, the whole tiles right of the block's diagonal
@@ -107,4 +113,5 @@ func (t *dotTiles) run(rows, x []float32, b, nc, d int, out []float32, ldo int, 
 	}
 	tiles(t.scratch[0])
 	wg.Wait()
+	return !bad.Load()
 }

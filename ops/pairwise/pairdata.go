@@ -3,6 +3,7 @@ package pairwise
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"gorgonia.org/tensor"
 
@@ -63,6 +64,11 @@ type PairData struct {
 	norm []float64 // ‖x_j‖, for cosine
 	sq   []float64 // ‖x_j‖², for l2
 	id   uint64
+	// packChecked: the images were not scanned for NaN and ±Inf up front
+	// (NewPairDataPacked); the packed matrix product checks each block's
+	// rows as it packs them, and bad holds the first block's error.
+	packChecked bool
+	bad         atomic.Pointer[error]
 }
 
 // NewPairDataU8 wraps 8-bit images x (length n·d) for the built-in
@@ -106,6 +112,49 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 		return nil, err
 	}
 	return p, nil
+}
+
+// NewPairDataPacked wraps float32 images x (length n·d) for dot products
+// without scanning them for NaN and ±Inf first: where the packed matrix
+// product runs (cpukern.GEMM), it checks the values of each block's rows
+// as it packs them, one pass over the images fewer, and Err then names the
+// first image holding one, as NewPairData would. This needs every image
+// to be a row of some block of the run (all N rows computed by Pairwise's
+// dot products on the CPU); ok is false, and nothing is returned, where
+// the packed matrix product does not run.
+func NewPairDataPacked(x []float32, n, d int) (p *PairData, ok bool, err error) {
+	if !cpukern.GEMM() {
+		return nil, false, nil
+	}
+	if n < 1 || d < 1 || len(x) != n*d {
+		return nil, false, fmt.Errorf("%w: need N ≥ 1 images of D ≥ 1 values, got N = %d, D = %d, %d values", ErrPairInput, n, d, len(x))
+	}
+	return &PairData{N: n, D: d, X32: x, Dtype: tensor.Float32, id: ops.NewTableID(), packChecked: true}, true, nil
+}
+
+// PackChecked reports whether the images are checked for NaN and ±Inf as
+// blocks pack them (NewPairDataPacked) rather than up front.
+func (p *PairData) PackChecked() bool { return p.packChecked }
+
+// Err is, for images checked as they are packed, the error naming the
+// first NaN or ±Inf of the first block whose rows held one; nil while none
+// was found, and always for images checked up front.
+func (p *PairData) Err() error {
+	if e := p.bad.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// packedNonFinite records that rows [lo, lo+m), packed, hold a NaN or
+// ±Inf: the first one's error, found by scanning them, becomes Err unless
+// an earlier block's is there.
+func (p *PairData) packedNonFinite(lo, m int) {
+	err := scan(p, p.X32[lo*p.D:(lo+m)*p.D], lo)
+	if err == nil {
+		err = fmt.Errorf("%w: images %d to %d hold a value that is not finite", ErrPairInput, lo, lo+m-1)
+	}
+	p.bad.CompareAndSwap(nil, &err)
 }
 
 // Bytes is the process memory the images take (none for mapped images).

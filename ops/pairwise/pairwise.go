@@ -79,7 +79,9 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	}
 	if op.matrix != nil { // the rows lo… from the diagonal on, and their mirror images
 		d := op.Data
-		op.tiles.run(d.X32[lo*d.D:], d.X32[c0*d.D:], m, d.N-c0, d.D, op.matrix[c0*d.N+c0:], d.N, true, d.N-c0, op.Stopped)
+		if !op.tiles.run(d.X32[lo*d.D:], d.X32[c0*d.D:], m, d.N-c0, d.D, op.matrix[c0*d.N+c0:], d.N, true, d.N-c0, op.Stopped) && d.packChecked {
+			d.packedNonFinite(lo, m)
+		}
 		if op.Stopped() {
 			return nil, ops.ErrStopped
 		}
@@ -91,7 +93,10 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	upper := op.Upper && rows == nil
 	switch d.Dtype {
 	case tensor.Float32:
-		pairBlock(op, c0, m, upper, blockRows(rows, d.X32, lo, m, d.D), d.X32, out.Data().([]float32), cpukern.PairDist32)
+		if !pairBlock(op, c0, m, upper, blockRows(rows, d.X32, lo, m, d.D), d.X32, out.Data().([]float32), cpukern.PairDist32) &&
+			d.packChecked && rows == nil {
+			d.packedNonFinite(lo, m)
+		}
 	case tensor.Float64:
 		pairBlock(op, c0, m, upper, blockRows(rows, d.X64, lo, m, d.D), d.X64, out.Data().([]float64), cpukern.PairDist64)
 	}
@@ -110,9 +115,10 @@ func invNorm[T float32 | float64](row []T) float64 {
 // pairBlock fills columns [c0, N) of the block's first b rows. With
 // upper, the rows are images c0, c0+1, … (the upper block of a symmetric
 // matrix), and a pair below the diagonal, (c0+r, c0+j) with j < r, is
-// (c0+j, c0+r) of an earlier row of the block.
+// (c0+j, c0+r) of an earlier row of the block. finite is false where the
+// packed matrix product found a NaN or ±Inf among the rows it packed.
 func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x, out []T,
-	kernel func(m, n, d int, a []T, lda int, b []T, ldb int, out []T, ldo int, k cpukern.Kernel)) {
+	kernel func(m, n, d int, a []T, lda int, b []T, ldb int, out []T, ldo int, k cpukern.Kernel)) (finite bool) {
 	n, dd := op.Data.N, op.Data.D
 	nc := n - c0
 	x = x[c0*dd:]
@@ -138,15 +144,16 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 		chunk = dotChunk
 	}
 	gemm := k == cpukern.Dot && f32 && cpukern.GEMM()
+	finite = true
 	if gemm && !op.Stopped() {
 		// The packed matrix product; with upper, the upper triangle only,
 		// and the pairs below the diagonal within the block copied from
 		// their mirror images as each tile is done.
 		r32, x32, o32 := any(rows).([]float32), any(x).([]float32), any(out).([]float32)
-		op.tiles.run(r32, x32, b, nc, dd, o32[c0:], n, upper, min(b, nc), op.Stopped)
+		finite = op.tiles.run(r32, x32, b, nc, dd, o32[c0:], n, upper, min(b, nc), op.Stopped)
 	}
 	if gemm && !l2 && !cosine {
-		return // the matrix product did it all
+		return finite // the matrix product did it all
 	}
 	parallel.For(b, 4, func(lo, hi int) {
 		if !gemm {
@@ -179,6 +186,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 			}
 		}
 	})
+	return finite
 }
 
 // upperSplit cuts columns [0, nc) of an upper block of b rows (column j
