@@ -73,42 +73,7 @@ static int get_level(void) {
 
 int tl_pair_u8_neon_level(void) { return get_level(); }
 
-// dst_t, value, store and put: what pairu8.c does with a pair's exact sum.
-typedef struct {
-  void *out, *tout;
-  int64_t ldo, tj;
-  int type;
-  __int128 sum;
-} dst_t;
-
-static inline int64_t value(int metric, int64_t s, int64_t sa, int64_t sb) {
-  switch (metric) {
-  case TL_U8_L1: return -s;
-  case TL_U8_L2: return -(sa + sb - 2 * s);
-  default: return s;
-  }
-}
-
-static inline void store(int type, void *out, int64_t k, int64_t v, double c, int cosine) {
-  switch (type) {
-  case TL_OUT_F32: ((float *)out)[k] = cosine ? (float)c : (float)(double)v; break;
-  case TL_OUT_F64: ((double *)out)[k] = cosine ? c : (double)v; break;
-  case TL_OUT_I32: ((int32_t *)out)[k] = (int32_t)v; break;
-  default: ((int64_t *)out)[k] = v;
-  }
-}
-
-static inline void put(int metric, int64_t s, int64_t sa, int64_t sb, dst_t *o, int64_t i, int64_t j) {
-  const int cosine = metric == TL_U8_COSINE;
-  const int64_t v = cosine ? 0 : value(metric, s, sa, sb);
-  const double c = cosine ? (double)s / (sqrt((double)sa) * sqrt((double)sb)) : 0;
-  store(o->type, o->out, i * o->ldo + j, v, c, cosine);
-  o->sum += v;
-  if (o->tout && j >= o->tj) {
-    store(o->type, o->tout, j * o->ldo + i, v, c, cosine);
-    o->sum += v;
-  }
-}
+#include "pairu8_put.h" // dst_t, value, store and put, as pairu8.c
 
 // tr4 transposes the 4×4 block of 32-bit words in r.
 static inline __attribute__((always_inline)) void tr4(uint32x4_t r[4]) {
