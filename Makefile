@@ -63,9 +63,10 @@ test-emu:
 ## aarch64-linux-gnu-gcc and run under qemu-user (scripts/test-arm64.sh):
 ## the kernels' tests and the ops' conformance suites, every workload
 ## through the CLI compared with this machine's binary, two shards merged
-## bit for bit, and the emulated GPU flavour cross-built; about ten
-## minutes on 2 cores. Needs gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
-## and qemu-user (scripts/install-arm64-cross.sh installs them as root).
+## bit for bit, and the emulated GPU flavour cross-built with the ops'
+## conformance suites run on it; six to ten minutes on 2 cores. Needs
+## gcc-aarch64-linux-gnu, g++-aarch64-linux-gnu, libc6-dev-arm64-cross and
+## qemu-user (scripts/install-arm64-cross.sh installs them as root).
 test-arm64:
 	GO=$(GO) SHORT=$(SHORT) scripts/test-arm64.sh
 

@@ -20,8 +20,8 @@
 #
 # Timings under qemu mean nothing. Needs gcc-aarch64-linux-gnu,
 # g++-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user
-# (scripts/install-arm64-cross.sh installs them as root). About 15
-# minutes on 2 cores. ARM64_STEPS picks
+# (scripts/install-arm64-cross.sh installs them as root). Six to
+# ten minutes on 2 cores (a cold build cache adds the cross build). ARM64_STEPS picks
 # steps (default 123).
 set -euo pipefail
 cd "$(dirname "$0")/.."

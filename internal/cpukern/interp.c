@@ -195,21 +195,7 @@ static inline __attribute__((always_inline)) void gram_avx512(const double *p, c
 #define MSTORE_HI_f64(p, v, k) _mm512_mask_storeu_pd(p, (__mmask8)(0xFFu << (8 - (k))), (__m512d)(v))
 #define WIDEN_LO(v) _mm512_cvtps_pd(_mm512_castps512_ps256((__m512)(v)))
 #define WIDEN_HI(v) _mm512_cvtps_pd(_mm512_extractf32x8_ps((__m512)(v), 1))
-#define T float
-#define TS f32
-#define IT int32_t
-#include "interp_impl.h"
-#undef T
-#undef TS
-#undef IT
-#define T double
-#define TS f64
-#define IT int64_t
-#include "interp_impl.h"
-#undef T
-#undef TS
-#undef IT
-#include "interp_undef.h"
+#include "interp_types.h"
 #pragma GCC pop_options
 
 // ---- AVX2 ----
@@ -273,21 +259,7 @@ static inline __attribute__((always_inline)) void gram_avx2(const double *p, con
 #define MSTORE_HI_f64(p, v, k) _mm256_maskstore_pd(p, hi64_avx2(k), (__m256d)(v))
 #define WIDEN_LO(v) _mm256_cvtps_pd(_mm256_castps256_ps128((__m256)(v)))
 #define WIDEN_HI(v) _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)(v), 1))
-#define T float
-#define TS f32
-#define IT int32_t
-#include "interp_impl.h"
-#undef T
-#undef TS
-#undef IT
-#define T double
-#define TS f64
-#define IT int64_t
-#include "interp_impl.h"
-#undef T
-#undef TS
-#undef IT
-#include "interp_undef.h"
+#include "interp_types.h"
 #pragma GCC pop_options
 
 // ---- SSE2: the baseline, no gathers, no FMA, floor from libm ----
@@ -329,21 +301,7 @@ static inline void cols_sse2(const double *p, const int64_t *off, int n, __m128d
 #define MSTORE_HI_f64(p, v, k) MSTORE_SSE2(double, p, v, 2 - (k), 2)
 #define WIDEN_LO(v) _mm_cvtps_pd((__m128)(v))
 #define WIDEN_HI(v) _mm_cvtps_pd(_mm_movehl_ps((__m128)(v), (__m128)(v)))
-#define T float
-#define TS f32
-#define IT int32_t
-#include "interp_impl.h"
-#undef T
-#undef TS
-#undef IT
-#define T double
-#define TS f64
-#define IT int64_t
-#include "interp_impl.h"
-#undef T
-#undef TS
-#undef IT
-#include "interp_undef.h"
+#include "interp_types.h"
 
 #else // ---- the baseline of other architectures: GCC vector extensions (NEON on arm64) ----
 typedef double vd2_base __attribute__((vector_size(16)));
@@ -409,21 +367,7 @@ static inline void store_f64_base(double *p, vd2_base v) { memcpy(p, &v, sizeof(
 #define MSTORE_HI_f64(p, v, k) MSTORE_BASE(double, p, v, 2 - (k), 2)
 #define WIDEN_LO(v) ((vd2_base){(v)[0], (v)[1]})
 #define WIDEN_HI(v) ((vd2_base){(v)[2], (v)[3]})
-#define T float
-#define TS f32
-#define IT int32_t
-#include "interp_impl.h"
-#undef T
-#undef TS
-#undef IT
-#define T double
-#define TS f64
-#define IT int64_t
-#include "interp_impl.h"
-#undef T
-#undef TS
-#undef IT
-#include "interp_undef.h"
+#include "interp_types.h"
 #endif
 
 // ---- entry points ----

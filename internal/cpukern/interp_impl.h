@@ -1,6 +1,7 @@
 // The kernels of interp.c for one instruction set and one element type:
-// interp.c includes this file once per pair, with the set's target pragma
-// in force and the names below defined, and interp_undef.h after each set.
+// interp.c includes this file once per pair (through interp_types.h),
+// with the set's target pragma in force and the names below defined, and
+// interp_undef.h after each set.
 //
 // T is the element type of the queries, outputs and value table (float or
 // double), TS its tag (f32, f64), IT the integer of its size; SFX(name)
