@@ -59,8 +59,9 @@ to wait4), tapeloop's CLI `tapeloop affinity --images X.npy --metric dot
 --out A.npy` against a fresh Python process that runs `x = np.load(X)`,
 `np.save(A, x @ x.T)` with NumPy at its best core, interleaved, each
 writing over its own previous output (one untimed run of each first, so
-every timed run replaces a file, as a rerun does; tapeloop syncs its
-output before renaming it into place, np.save does not). Under the table
+every timed run replaces a file, as a rerun does; neither syncs the
+file to the disk: tapeloop syncs only a matrix that took 10 s or more to
+make). Under the table
 a note gives tapeloop's phases (--verbose) of its median run. Every row
 gives the 1-minute load average sampled before each of its runs: the
 machine's load during it.

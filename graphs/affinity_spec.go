@@ -516,7 +516,9 @@ func (t *AffinityTask) Phases() affinity.Phases {
 }
 
 // Commit writes the top-k arrays, closes the archive or flushes the
-// matrix, and renames the output into place.
+// matrix, and renames the output into place: a shard or top-k archive
+// synced to the disk first, the matrix when it took atomicfile.SyncAfter
+// or longer to make.
 func (t *AffinityTask) Commit() error {
 	if t.out == nil {
 		t.committed = time.Now()
@@ -545,7 +547,11 @@ func (t *AffinityTask) Commit() error {
 	} else if err := t.rows.Flush(); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := t.out.Commit(); err != nil {
+	commit := t.out.Commit // a shard or top-k archive: synced, a resumed run trusts it
+	if t.npz == nil {
+		commit = func() error { return t.out.CommitResult(time.Since(t.opening)) }
+	}
+	if err := commit(); err != nil {
 		return err
 	}
 	t.committed = time.Now()

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
@@ -29,7 +30,8 @@ type Setup struct {
 	// top-k. Otherwise rows are computed whole and streamed.
 	Symmetric bool
 	// Rows, when set and TopK is 0, receives the (Hi−Lo, N) rows in order
-	// (with Symmetric, all at once in Finish).
+	// (with Symmetric, each range of rows once the blocks have finished
+	// it).
 	Rows RowWriter
 	// Device runs the op on a GPU (nil: the CPU); TF32 lets its dot
 	// products use TF32 tensor cores.
@@ -64,7 +66,8 @@ type Job struct {
 	cfg Setup
 	// Checksum is Σ of every affinity computed (TopK: of those kept), in
 	// float64: streamed, the sum of each block's BatchStats Σ; symmetric,
-	// of the whole matrix in row order at Finish; top-k, of the kept
+	// of the whole matrix, each row's sum added in row order (8-bit images
+	// with dot, l1 or l2: the kernel's exact sum); top-k, of the kept
 	// values in row order.
 	Checksum float64
 	// With TopK, the selected column indices and their affinities,
@@ -100,7 +103,7 @@ type rowSink struct {
 
 func (a *Job) startSink() *rowSink {
 	s := &rowSink{rows: make(chan [2]int, 1024), done: make(chan struct{})}
-	n, w := a.cfg.Data.N, a.cfg.Rows
+	n, w, full, sums := a.cfg.Data.N, a.cfg.Rows, a.matrix(), a.sumsRows()
 	go func() {
 		defer close(s.done)
 		var sum float64
@@ -108,18 +111,11 @@ func (a *Job) startSink() *rowSink {
 			// The rows written first, then summed: the sum overlaps their
 			// way to the disk.
 			var err error
-			if a.full32 != nil {
-				v := a.full32[r[0]*n : r[1]*n]
-				if w != nil {
-					err = w.Write32(v)
-				}
-				sum = sumFrom(sum, v)
-			} else {
-				v := a.full64[r[0]*n : r[1]*n]
-				if w != nil {
-					err = w.Write64(v)
-				}
-				sum = sumFrom(sum, v)
+			if w != nil {
+				err = writeRows(w, full, r[0]*n, r[1]*n)
+			}
+			if sums {
+				sum = addRows(sum, full, r[0], r[1], n)
 			}
 			s.mu.Lock()
 			s.sum = sum
@@ -130,6 +126,63 @@ func (a *Job) startSink() *rowSink {
 			s.mu.Unlock()
 		}
 	}()
+	return s
+}
+
+// matrix is the (N, N) matrix of a symmetric run, of any of the four
+// types, or nil.
+func (a *Job) matrix() any {
+	switch {
+	case a.full != nil:
+		return a.full
+	case a.full32 != nil:
+		return a.full32
+	case a.full64 != nil:
+		return a.full64
+	}
+	return nil
+}
+
+// sumsRows reports whether a symmetric run's checksum is the sum of its
+// rows as written (rowSink's); else the 8-bit kernel's exact sum is.
+func (a *Job) sumsRows() bool {
+	if a.full == nil {
+		return true
+	}
+	_, f32 := a.full.([]float32)
+	return f32 || a.cfg.Metric == pairwise.MetricCosine
+}
+
+// writeRows writes full[lo:hi] to w.
+func writeRows(w RowWriter, full any, lo, hi int) error {
+	switch f := full.(type) {
+	case []float32:
+		return w.Write32(f[lo:hi])
+	case []float64:
+		return w.Write64(f[lo:hi])
+	case []int32:
+		return w.WriteInt32(f[lo:hi])
+	case []int64:
+		return w.WriteInt64(f[lo:hi])
+	}
+	return fmt.Errorf("affinity: matrix of %T", full)
+}
+
+// addRows adds rows [lo, hi) of the (·, n) matrix full to s: each row's
+// sum (cpukern.SumMax's eight partial sums) in row order, so the total
+// depends on the matrix alone, not on how its rows were grouped into
+// blocks. Integer matrices add nothing (their sum is the kernel's).
+func addRows(s float64, full any, lo, hi, n int) float64 {
+	for r := lo; r < hi; r++ {
+		switch f := full.(type) {
+		case []float32:
+			v, _ := cpukern.SumMax(f[r*n : (r+1)*n])
+			s += v
+		case []float64:
+			v, _ := cpukern.SumMax(f[r*n : (r+1)*n])
+			s += v
+		}
+	}
 	return s
 }
 
@@ -193,9 +246,9 @@ func New(cfg Setup) (*Job, error) {
 		}
 	} else if cfg.Symmetric {
 		if cfg.Data.Dtype == tensor.Float32 {
-			a.full32 = make([]float32, n*n)
+			a.full32 = makeFull[float32](n)
 		} else {
-			a.full64 = make([]float64, n*n)
+			a.full64 = makeFull[float64](n)
 		}
 	}
 	if cfg.TopK > 0 {
@@ -403,7 +456,7 @@ func (a *Job) Consume(out []*tensor.Dense, off, n int) error {
 		return err
 	}
 	switch {
-	case a.cfg.Symmetric && (a.full32 != nil || a.full64 != nil):
+	case a.cfg.Symmetric && a.matrix() != nil:
 		if a.sink == nil {
 			a.sink = a.startSink()
 		}
@@ -484,20 +537,22 @@ func (a *Job) Finish() error {
 	if err := a.cfg.Data.Err(); err != nil {
 		return err
 	}
-	if a.full != nil {
-		return a.finishU8()
-	}
-	if a.sink == nil && (a.full32 != nil || a.full64 != nil) {
+	if a.sink == nil && a.matrix() != nil {
 		a.sink = a.startSink() // no block consumed: nothing to write
 	}
-	if a.sink != nil {
-		s := a.sink
-		a.sink = nil
-		sum, err := s.close()
-		a.Checksum = sum
-		return err
+	if a.sink == nil {
+		return nil
 	}
-	return nil
+	s := a.sink
+	a.sink = nil
+	sum, err := s.close()
+	a.Checksum = sum
+	if a.full != nil && !a.sumsRows() {
+		// 8-bit images, dot, l1 or l2: the kernel's exact sum of the
+		// values it wrote, correctly rounded.
+		a.Checksum = a.u8.TakeSum().Float64()
+	}
+	return err
 }
 
 // PackChecked reports whether the images are checked for NaN and ±Inf
@@ -508,41 +563,6 @@ func (a *Job) PackChecked() bool { return a.cfg.Data.PackChecked() }
 // Finishing is when Finish was called (after the last block), or the
 // zero time before.
 func (a *Job) Finishing() time.Time { return a.finishing }
-
-// finishU8 completes a symmetric run of 8-bit images: the sum of the
-// matrix (for dot, l1 and l2 the kernel's exact sum of the values it
-// wrote, correctly rounded; for cosine the float64 sum in row order) and
-// the matrix to Rows, as it lies in memory.
-func (a *Job) finishU8() error {
-	s := a.u8.TakeSum()
-	switch f := a.full.(type) {
-	case []float32:
-		a.Checksum = sum(f) // the rounded values, as written
-		if a.cfg.Rows != nil {
-			return a.cfg.Rows.Write32(f)
-		}
-	case []float64:
-		if a.cfg.Metric == pairwise.MetricCosine {
-			a.Checksum = sum(f)
-		} else {
-			a.Checksum = s.Float64()
-		}
-		if a.cfg.Rows != nil {
-			return a.cfg.Rows.Write64(f)
-		}
-	case []int32:
-		a.Checksum = s.Float64()
-		if a.cfg.Rows != nil {
-			return a.cfg.Rows.WriteInt32(f)
-		}
-	case []int64:
-		a.Checksum = s.Float64()
-		if a.cfg.Rows != nil {
-			return a.cfg.Rows.WriteInt64(f)
-		}
-	}
-	return nil
-}
 
 // Result is the result block of an affinity report.
 type Result struct {
@@ -612,13 +632,3 @@ func (a *Job) Result() Result {
 
 // SetDevice places the op of the next Compile on dev (nil: the CPU).
 func (a *Job) SetDevice(dev ops.Device) { a.cfg.Device = dev }
-
-func sum[T float32 | float64](x []T) float64 { return sumFrom(0, x) }
-
-// sumFrom adds x to s in order, in float64.
-func sumFrom[T float32 | float64](s float64, x []T) float64 {
-	for _, v := range x {
-		s += float64(v)
-	}
-	return s
-}

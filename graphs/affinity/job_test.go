@@ -3,6 +3,7 @@ package affinity
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -75,14 +76,28 @@ func TestAffinityGraph(t *testing.T) {
 }
 
 // TestAffinityChecksums: each mode's checksum is the float64 sum it
-// documents, bit for bit: streamed, each block's Σ in row order, added
-// block by block; symmetric, the whole matrix in row order; top-k, the
-// kept values in row order. The last block is short.
+// documents, bit for bit: streamed, each block's Σ (BatchStats's), added
+// block by block; symmetric, each row's sum as eight interleaved partial
+// sums, added in row order, whatever the blocks; top-k, the kept values
+// in row order. The last block is short.
 func TestAffinityChecksums(t *testing.T) {
 	const n, d, batch = 37, 11, 8
-	data := testImages(t, n, d, pairwise.MetricL1)
+	// Images of magnitudes 2⁻³⁰ to 2³⁰, so that the order of a sum shows
+	// in its rounding.
+	rng := rand.New(rand.NewPCG(73, 74))
+	x := make([]float32, n*d)
+	for i := range n {
+		scale := math.Ldexp(1, rng.IntN(61)-30)
+		for j := range d {
+			x[i*d+j] = float32(rng.NormFloat64() * scale)
+		}
+	}
+	data, err := pairwise.NewPairData(x, n, d, pairwise.MetricL1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rows := pairwiseRows(t, data, pairwise.MetricL1)
-	run := func(cfg Setup) *Job {
+	runBatch := func(cfg Setup, batch int) *Job {
 		cfg.Data, cfg.Metric = data, pairwise.MetricL1
 		job, err := New(cfg)
 		if err != nil {
@@ -93,22 +108,35 @@ func TestAffinityChecksums(t *testing.T) {
 		}
 		return job
 	}
+	run := func(cfg Setup) *Job { return runBatch(cfg, batch) }
+	// sum8 is cpukern.SumMax's sum written out: eight interleaved partial
+	// sums in float64.
+	sum8 := func(x []float32) float64 {
+		var p [8]float64
+		for j, v := range x {
+			p[j%8] += float64(v)
+		}
+		return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]))
+	}
 	var streamed, whole float64
 	for lo := 0; lo < n; lo += batch {
+		blk := rows[lo*n : min(lo+batch, n)*n]
 		var s float64
-		for _, v := range rows[lo*n : min(lo+batch, n)*n] {
-			s += float64(v)
+		for r := 0; r < len(blk); r += 2048 { // BatchStats: runs of 2,048 values
+			s += sum8(blk[r:min(r+2048, len(blk))])
 		}
 		streamed += s
 	}
-	for _, v := range rows {
-		whole += float64(v)
+	for i := range n {
+		whole += sum8(rows[i*n : (i+1)*n])
 	}
 	if got := run(Setup{}).Checksum; got != streamed {
 		t.Errorf("streamed: checksum %v, want %v", got, streamed)
 	}
-	if got := run(Setup{Symmetric: true}).Checksum; got != whole {
-		t.Errorf("symmetric: checksum %v, want %v", got, whole)
+	for _, b := range []int{batch, 5, n} {
+		if got := runBatch(Setup{Symmetric: true}, b).Checksum; got != whole {
+			t.Errorf("symmetric, blocks of %d: checksum %v, want %v", b, got, whole)
+		}
 	}
 	const k = 3
 	job := run(Setup{TopK: k})

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // pending holds the temporary files not yet renamed or removed, and the
@@ -223,13 +224,35 @@ func globEscape(s string) string {
 }
 
 // Commit syncs and closes the temporary file and renames it to Path.
-func (f *File) Commit() error {
+func (f *File) Commit() error { return f.commit(true) }
+
+// SyncAfter is how long a result must have taken to make for
+// CommitResult to sync it to the disk before it replaces the file at
+// Path. Syncing waits for the disk to hold every byte (about as long as
+// writing them at the disk's speed); a result that took less than this
+// is left for the kernel to write, as NumPy's np.save and most tools
+// leave theirs: only a crash of the machine itself in the half minute
+// after it was written can lose it, and making it again is cheap.
+const SyncAfter = 10 * time.Second
+
+// CommitResult is Commit for a result that took took to make: it syncs
+// the file only when took is at least SyncAfter, and otherwise closes and
+// renames it as Commit does. Checkpoints and shards, which a resumed run
+// trusts after a crash, use Commit.
+func (f *File) CommitResult(took time.Duration) error { return f.commit(took >= SyncAfter) }
+
+// syncFile syncs a file to the disk (a variable, for the tests to count).
+var syncFile = (*os.File).Sync
+
+func (f *File) commit(sync bool) error {
 	if f.done {
 		return fmt.Errorf("atomicfile: %s committed or aborted already", f.Path)
 	}
-	if err := f.File.Sync(); err != nil {
-		f.Abort()
-		return fmt.Errorf("write %s: %w", f.Path, err)
+	if sync {
+		if err := syncFile(f.File); err != nil {
+			f.Abort()
+			return fmt.Errorf("write %s: %w", f.Path, err)
+		}
 	}
 	if err := f.File.Close(); err != nil {
 		f.Abort()

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestCommitAndAbort(t *testing.T) {
@@ -154,6 +156,48 @@ func TestCreateRemovesStale(t *testing.T) {
 	for n, kept := range names {
 		if _, err := os.Stat(filepath.Join(dir, n)); (err == nil) != kept {
 			t.Errorf("%s: exists %v, want %v", n, err == nil, kept)
+		}
+	}
+}
+
+// TestCommitResult: a result that took less than SyncAfter replaces the
+// file at Path without a sync, one that took SyncAfter or more is synced
+// first, as Commit always syncs; each leaves exactly its bytes and no
+// temporary file.
+func TestCommitResult(t *testing.T) {
+	syncs := 0
+	syncFile = func(f *os.File) error { syncs++; return f.Sync() }
+	defer func() { syncFile = (*os.File).Sync }()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.npy")
+	for i, c := range []struct {
+		commit func(*File) error
+		syncs  int
+	}{
+		{func(f *File) error { return f.CommitResult(SyncAfter - time.Millisecond) }, 0},
+		{func(f *File) error { return f.CommitResult(0) }, 0},
+		{func(f *File) error { return f.CommitResult(SyncAfter) }, 1},
+		{func(f *File) error { return f.CommitResult(3 * SyncAfter) }, 1},
+		{(*File).Commit, 1},
+	} {
+		syncs = 0
+		f, err := Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Repeat(fmt.Sprint(i), 1000+i)
+		f.WriteString(want)
+		if err := c.commit(f); err != nil {
+			t.Fatal(err)
+		}
+		if syncs != c.syncs {
+			t.Errorf("case %d: %d syncs, want %d", i, syncs, c.syncs)
+		}
+		if b, _ := os.ReadFile(path); string(b) != want {
+			t.Errorf("case %d: read back %d bytes, want %d", i, len(b), len(want))
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("case %d: directory holds %v", i, entries)
 		}
 	}
 }
