@@ -292,8 +292,20 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 				}
 			}
 		default:
-			if t.rows, err = npy.NewWriter(t.out, t.dtype, []int{n, n}); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+			// A float matrix is computed in the output file, mapped; the
+			// 8-bit kernels' transposed stores, one value at a time, run
+			// faster into huge pages of memory, and their matrix is
+			// written as blocks finish its rows.
+			mapped := false
+			if cfg.Symmetric && !exact {
+				if mapped, err = t.mapOutput(&cfg, n); err != nil {
+					return nil, fmt.Errorf("--out: %w", err)
+				}
+			}
+			if !mapped {
+				if t.rows, err = npy.NewWriter(t.out, t.dtype, []int{n, n}); err != nil {
+					return nil, fmt.Errorf("--out: %w", err)
+				}
 			}
 		}
 		if t.rows != nil { // a typed nil would be a Rows to write to
@@ -305,6 +317,37 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 	}
 	t.opened = time.Now()
 	return t, nil
+}
+
+// mapOutput has a symmetric run compute its matrix where the output file
+// stores it: the .npy file mapped into memory (atomicfile.Map), its
+// header in place, each range of finished rows started on its way to the
+// disk. The matrix is neither copied nor written, and takes its memory
+// once, as the file's pages. It reports false, with nothing written,
+// where the file system cannot map the file.
+func (t *AffinityTask) mapOutput(cfg *affinity.Setup, n int) (bool, error) {
+	hdr := npy.EncodeHeader(t.dtype, []int{n, n})
+	row := int64(n) * int64(t.dtype.Size)
+	mem, err := t.out.Map(int64(len(hdr)) + sysmem.Mul(row, int64(n)))
+	if errors.Is(err, atomicfile.ErrNoMap) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	copy(mem, hdr)
+	p, nn := unsafe.Pointer(&mem[len(hdr)]), n*n
+	switch t.dtype {
+	case npy.Float32:
+		cfg.Matrix = unsafe.Slice((*float32)(p), nn)
+	case npy.Float64:
+		cfg.Matrix = unsafe.Slice((*float64)(p), nn)
+	default:
+		return false, fmt.Errorf("write %s: a mapped matrix of %v", t.out.Path, t.dtype)
+	}
+	off, out := int64(len(hdr)), t.out
+	cfg.Finished = func(lo, hi int) { out.WriteBackRange(off+int64(lo)*row, int64(hi-lo)*row) }
+	return true, nil
 }
 
 // namedRows is the output's rows, whose write errors name the output
@@ -544,8 +587,10 @@ func (t *AffinityTask) Commit() error {
 		if err := t.npz.Close(); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
-	} else if err := t.rows.Flush(); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	} else if t.rows != nil { // nil: the matrix was computed in the mapped file
+		if err := t.rows.Flush(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
 	}
 	commit := t.out.Commit // a shard or top-k archive: synced, a resumed run trusts it
 	if t.npz == nil {

@@ -33,6 +33,15 @@ type Setup struct {
 	// (with Symmetric, each range of rows once the blocks have finished
 	// it).
 	Rows RowWriter
+	// Matrix, with Symmetric, is where the (N, N) matrix is computed when
+	// the caller holds its memory (the output file mapped into memory):
+	// N·N elements of the affinities' type ([]float32 or []float64, the
+	// images' dtype; []int32 or []int64 with Int); nil: it is allocated.
+	// Finished, when set, is called with each range of rows [lo, hi) once
+	// final, after Rows has received it (with Matrix, typically in place
+	// of Rows: the rows are already where they belong).
+	Matrix   any
+	Finished func(lo, hi int)
 	// Device runs the op on a GPU (nil: the CPU); TF32 lets its dot
 	// products use TF32 tensor cores.
 	Device ops.Device
@@ -103,7 +112,7 @@ type rowSink struct {
 
 func (a *Job) startSink() *rowSink {
 	s := &rowSink{rows: make(chan [2]int, 1024), done: make(chan struct{})}
-	n, w, full, sums := a.cfg.Data.N, a.cfg.Rows, a.matrix(), a.sumsRows()
+	n, w, full, sums, finished := a.cfg.Data.N, a.cfg.Rows, a.matrix(), a.sumsRows(), a.cfg.Finished
 	go func() {
 		defer close(s.done)
 		var sum float64
@@ -116,6 +125,9 @@ func (a *Job) startSink() *rowSink {
 			}
 			if sums {
 				sum = addRows(sum, full, r[0], r[1], n)
+			}
+			if finished != nil && err == nil {
+				finished(r[0], r[1])
 			}
 			s.mu.Lock()
 			s.sum = sum
@@ -232,24 +244,31 @@ func New(cfg Setup) (*Job, error) {
 		return nil, fmt.Errorf("affinity: %v affinities need 8-bit images computed in float64 with dot, l1 or l2", cfg.Int)
 	}
 	a := &Job{cfg: cfg}
+	if cfg.Matrix != nil && !cfg.Symmetric {
+		return nil, errors.New("affinity: a matrix to fill needs symmetric mode")
+	}
+	var err error
 	if cfg.Symmetric && cfg.Data.U8 != nil && cfg.Formula == nil {
 		// 8-bit images: the op writes the matrix itself (WriteFull).
 		switch {
 		case cfg.Int == tensor.Int32:
-			a.full = makeFull[int32](n)
+			a.full, err = matrix[int32](cfg.Matrix, n)
 		case cfg.Int == tensor.Int64:
-			a.full = makeFull[int64](n)
+			a.full, err = matrix[int64](cfg.Matrix, n)
 		case cfg.Data.Dtype == tensor.Float32:
-			a.full = makeFull[float32](n)
+			a.full, err = matrix[float32](cfg.Matrix, n)
 		default:
-			a.full = makeFull[float64](n)
+			a.full, err = matrix[float64](cfg.Matrix, n)
 		}
 	} else if cfg.Symmetric {
 		if cfg.Data.Dtype == tensor.Float32 {
-			a.full32 = makeFull[float32](n)
+			a.full32, err = matrix[float32](cfg.Matrix, n)
 		} else {
-			a.full64 = makeFull[float64](n)
+			a.full64, err = matrix[float64](cfg.Matrix, n)
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	if cfg.TopK > 0 {
 		rows := cfg.Hi - cfg.Lo
@@ -257,6 +276,19 @@ func New(cfg Setup) (*Job, error) {
 		a.Values = make([]float64, rows*cfg.TopK)
 	}
 	return a, nil
+}
+
+// matrix is the (n, n) matrix of a symmetric run: given, checked for
+// its type and length, or made (makeFull).
+func matrix[T float32 | float64 | int32 | int64](given any, n int) ([]T, error) {
+	if given == nil {
+		return makeFull[T](n), nil
+	}
+	if m, ok := given.([]T); ok && len(m) == n*n {
+		return m, nil
+	}
+	var zero T
+	return nil, fmt.Errorf("affinity: the matrix to fill is %T, not %d elements of %T", given, n*n, zero)
 }
 
 // makeFull is an (n, n) matrix, advised into huge pages: it is written

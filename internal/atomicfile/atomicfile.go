@@ -115,7 +115,52 @@ type File struct {
 	done bool
 	// queued is the end of the bytes WriteBack has sent to the disk.
 	queued int64
+	// mapped is the file mapped into memory by Map, or nil.
+	mapped []byte
 }
+
+// ErrNoMap is Map's error where the file cannot be mapped for writing
+// (a file system without fallocate, or a system other than Linux): the
+// caller writes the file instead.
+var ErrNoMap = errors.New("the output's file system cannot map it for writing")
+
+// Map makes the file size bytes long, its blocks allocated on the disk
+// (a full disk is an error here, never a fault later), and returns it
+// mapped into memory, so that a result can be computed where it is stored
+// and never copied to be written. The mapping ends at Commit, Close or
+// Abort; WriteBackRange starts finished parts of it on their way to the
+// disk. ErrNoMap means nothing was done: write the file instead.
+func (f *File) Map(size int64) ([]byte, error) {
+	if f.mapped != nil {
+		return nil, fmt.Errorf("atomicfile: %s mapped already", f.Path)
+	}
+	if size <= 0 {
+		return nil, ErrNoMap
+	}
+	m, err := mapFile(f.File, size)
+	switch {
+	case errors.Is(err, ErrNoMap):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("write %s: %w", f.Path, err)
+	}
+	f.mapped = m
+	return m, nil
+}
+
+// unmap ends Map's mapping; the bytes stay in the file.
+func (f *File) unmap() error {
+	if f.mapped == nil {
+		return nil
+	}
+	err := unmapFile(f.mapped)
+	f.mapped = nil
+	return err
+}
+
+// WriteBackRange starts writing n bytes from off, of a mapped file, from
+// the page cache to the disk without waiting for them; see WriteBack.
+func (f *File) WriteBackRange(off, n int64) { startWriteback(f.File, off, n) }
 
 // WriteBack starts writing the bytes written since its last call from
 // the page cache to the disk, without waiting for them (on Linux; a no-op
@@ -248,6 +293,10 @@ func (f *File) commit(sync bool) error {
 	if f.done {
 		return fmt.Errorf("atomicfile: %s committed or aborted already", f.Path)
 	}
+	if err := f.unmap(); err != nil {
+		f.Abort()
+		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
 	if sync {
 		if err := syncFile(f.File); err != nil {
 			f.Abort()
@@ -268,6 +317,7 @@ func (f *File) Abort() {
 		return
 	}
 	f.done = true
+	f.unmap()
 	f.File.Close()
 	os.Remove(f.Name())
 	untrack(f.Name())
@@ -288,7 +338,13 @@ func WriteFile(path string, data []byte) error {
 
 // Close closes the temporary file without renaming it, so that many files
 // can be written first and renamed together with Rename.
-func (f *File) Close() error { return f.File.Close() }
+func (f *File) Close() error {
+	if err := f.unmap(); err != nil {
+		f.File.Close()
+		return err
+	}
+	return f.File.Close()
+}
 
 // Rename moves a closed temporary file to Path.
 func (f *File) Rename() error {

@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -199,5 +200,61 @@ func TestCommitResult(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 			t.Errorf("case %d: directory holds %v", i, entries)
 		}
+	}
+}
+
+// TestMap: bytes written into the mapped file are the committed file's,
+// over an earlier file, with parts sent to the disk early or not; a
+// mapped file aborted leaves nothing; a second Map is refused.
+func TestMap(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.npy")
+	if err := WriteFile(path, []byte("earlier")); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, size := range []int{1, 4095, 4096, 1<<20 + 13} {
+		f, err := Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := f.Map(int64(size))
+		if errors.Is(err, ErrNoMap) {
+			f.Abort()
+			t.Skipf("this file system cannot map: %v", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) != size {
+			t.Fatalf("mapped %d bytes, want %d", len(m), size)
+		}
+		if _, err := f.Map(int64(size)); err == nil {
+			t.Error("a second Map: no error")
+		}
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(rng.Uint32())
+		}
+		copy(m[:size/2], want)
+		f.WriteBackRange(0, int64(size/2))
+		copy(m[size/2:], want[size/2:])
+		if err := f.CommitResult(0); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+			t.Fatalf("size %d: the file differs from what was written into the mapping", size)
+		}
+	}
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Map(12345); err != nil {
+		t.Fatal(err)
+	}
+	f.Abort()
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("Abort of a mapped file left %v", entries)
 	}
 }

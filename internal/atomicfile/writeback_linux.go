@@ -3,6 +3,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -14,3 +15,31 @@ import (
 func startWriteback(f *os.File, off, n int64) {
 	unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 }
+
+// mapFile extends f to size bytes with its blocks allocated (fallocate:
+// a full disk is an error now, never a fault later), and maps all of it,
+// shared, for reading and writing. A file system without fallocate, or a
+// mapping refused (a limit on address space, say), gives ErrNoMap with
+// the file left empty.
+func mapFile(f *os.File, size int64) ([]byte, error) {
+	fd := int(f.Fd())
+	if err := unix.Fallocate(fd, 0, 0, size); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+			return nil, ErrNoMap
+		}
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+			return nil, ErrNoSpace
+		}
+		return nil, err
+	}
+	m, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		if err := unix.Ftruncate(fd, 0); err != nil {
+			return nil, err
+		}
+		return nil, ErrNoMap
+	}
+	return m, nil
+}
+
+func unmapFile(m []byte) error { return unix.Munmap(m) }
