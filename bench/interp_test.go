@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -136,7 +137,8 @@ func benchmarkSteadyState(b *testing.B, batch int, newJob func() engine.Job) {
 }
 
 // BenchmarkInterpBatchVsOp times the batches of `tapeloop interp` on its
-// built-in case (graphs.OpenInterp on the default spec, run on the
+// built-in case, of 10⁶ points (batches of 65,536) and of 2²⁵ (batches of
+// 262,144) (graphs.OpenInterp on the default spec, run on the
 // engine's device as the CLI runs it: per batch, the queries generated,
 // the graph run, the results consumed) against the op alone on a batch of
 // the same queries, alternating: each iteration is one whole run, the
@@ -146,7 +148,14 @@ func benchmarkSteadyState(b *testing.B, batch int, newJob func() engine.Job) {
 // medians, min and median over the iterations ("batch/op-min",
 // "batch/op"), and each side's median time per batch.
 func BenchmarkInterpBatchVsOp(b *testing.B) {
+	for _, points := range []int{1_000_000, 1 << 25} {
+		b.Run(fmt.Sprintf("points=%d", points), func(b *testing.B) { benchmarkInterpBatchVsOp(b, points) })
+	}
+}
+
+func benchmarkInterpBatchVsOp(b *testing.B, points int) {
 	spec := graphs.DefaultInterpSpec()
+	spec.Points = points
 	dev, err := engine.Open(engine.Engine{})
 	if err != nil {
 		b.Fatal(err)

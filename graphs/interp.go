@@ -49,6 +49,35 @@ func (u *UniformQueries) Read64(dst []float64, _ int) error {
 	return nil
 }
 
+// Skip moves past the next n points and returns what makes them, for
+// the op to make each chunk of them where it evaluates it (interp.Generated):
+// each chunk from the stream's state at its first point, the numbers a
+// read would give.
+func (u *UniformQueries) Skip(n int) func(x any, lo, hi int) {
+	if u.pos == 0 {
+		u.state = pcg{u.Seed, 0x7a9e100b}
+	}
+	s, a, span := u.state, u.Lo, u.Hi-u.Lo
+	u.state = pcgStep.pow(uint64(n)).apply(s)
+	u.pos += n
+	return func(x any, lo, hi int) {
+		switch d := x.(type) {
+		case []float32:
+			uniformFrom(d[lo:hi], pcgStep.pow(uint64(lo)).apply(s), a, span)
+		case []float64:
+			uniformFrom(d[lo:hi], pcgStep.pow(uint64(lo)).apply(s), a, span)
+		}
+	}
+}
+
+// uniformFrom fills dst with the uniform numbers in [lo, lo+span) of the
+// stream from state st: with AVX-512 on the C kernel, else in Go.
+func uniformFrom[T float32 | float64](dst []T, st pcg, lo, span float64) {
+	if !cpukern.PCGUniform(dst, st.hi, st.lo, lo, span) {
+		uniformFill(dst, st, lo, span)
+	}
+}
+
 // uniformChunk is the queries a goroutine generates at a time: a read is
 // handed out in chunks to the cores as each is free, so that a core busy
 // with something else, or a goroutine started late, does not hold up the
@@ -64,10 +93,7 @@ func readUniform[T float32 | float64](u *UniformQueries, dst []T) {
 	}
 	s, lo, span := u.state, u.Lo, u.Hi-u.Lo
 	parallel.Dynamic(len(dst), uniformChunk, func(a, b int) {
-		st := pcgStep.pow(uint64(a)).apply(s)
-		if !cpukern.PCGUniform(dst[a:b], st.hi, st.lo, lo, span) {
-			uniformFill(dst[a:b], st, lo, span)
-		}
+		uniformFrom(dst[a:b], pcgStep.pow(uint64(a)).apply(s), lo, span)
 	})
 	u.state = pcgStep.pow(uint64(len(dst))).apply(s)
 	u.pos += len(dst)

@@ -176,3 +176,47 @@ func TestUniformQueriesReadAllocs(t *testing.T) {
 		t.Errorf("a read allocates %.0f objects, %d bytes: want at most 16 and 1024", allocs, perRead)
 	}
 }
+
+// TestUniformQueriesSkip checks the queries the op makes itself (Skip's
+// fill) bit for bit against math/rand/v2's stream: batches of odd sizes,
+// each made in chunks of odd sizes in a shuffled order, float32 and
+// float64, a read in between continuing the same stream.
+func TestUniformQueriesSkip(t *testing.T) {
+	const n = 2*(1<<18) + 4321
+	batches := []int{1 << 18, 3, 2049, 1<<16 + 5, 1}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range uniformCases {
+		want64, want32 := refUniform(c.seed, c.lo, c.hi, n)
+		u32 := &UniformQueries{N: n, Lo: c.lo, Hi: c.hi, Seed: c.seed}
+		u64 := &UniformQueries{N: n, Lo: c.lo, Hi: c.hi, Seed: c.seed}
+		got32, got64 := make([]float32, n), make([]float64, n)
+		for off, k := 0, 0; off < n; k++ {
+			b := min(batches[k%len(batches)], n-off)
+			if k%3 == 2 { // a read between the skips
+				u32.Read32(got32[off:off+b], off)
+				u64.Read64(got64[off:off+b], off)
+				off += b
+				continue
+			}
+			fill32, fill64 := u32.Skip(b), u64.Skip(b)
+			var chunks [][2]int
+			for lo := 0; lo < b; {
+				hi := min(b, lo+1+rng.IntN(3000))
+				chunks = append(chunks, [2]int{lo, hi})
+				lo = hi
+			}
+			rng.Shuffle(len(chunks), func(i, j int) { chunks[i], chunks[j] = chunks[j], chunks[i] })
+			for _, ch := range chunks {
+				fill32(got32[off:off+b], ch[0], ch[1])
+				fill64(got64[off:off+b], ch[0], ch[1])
+			}
+			off += b
+		}
+		if i := firstDiff(got32, want32); i >= 0 {
+			t.Errorf("seed %d, [%g, %g): float32 query %d differs from math/rand/v2's", c.seed, c.lo, c.hi, i)
+		}
+		if i := firstDiff(got64, want64); i >= 0 {
+			t.Errorf("seed %d, [%g, %g): float64 query %d differs from math/rand/v2's", c.seed, c.lo, c.hi, i)
+		}
+	}
+}

@@ -257,10 +257,11 @@ type Interp1D struct {
 	valid int // the real queries of the next batch; 0: all of it
 	out   *tensor.Dense
 
-	keep  bool          // compute the stats of each run (KeepStats)
-	stats batchFigures  // the last run's
-	done  []atomic.Bool // per chunk of grain queries: evaluated (evalSummed)
-	runs  []runFigures  // per chunk: the figures of its valid outputs
+	keep  bool                    // compute the stats of each run (KeepStats)
+	fill  func(x any, lo, hi int) // makes the input's queries chunk by chunk (FillInput)
+	stats batchFigures            // the last run's
+	done  []atomic.Bool           // per chunk of grain queries: evaluated (evalSummed)
+	runs  []runFigures            // per chunk: the figures of its valid outputs
 }
 
 // runFigures are runSumMax's figures of one chunk.
@@ -280,6 +281,23 @@ type batchFigures struct {
 // the calling goroutine adds the chunks' sums in order: BatchStats'
 // additions, in its order, spread over the cores.
 func (op *Interp1D) KeepStats() { op.keep = true }
+
+// FillInput has the op make its input's queries itself: fill writes
+// queries [lo, hi) of the batch into x[lo:hi] (x the input's []float32 or
+// []float64), called for each chunk just before the chunk is evaluated,
+// on the goroutine that evaluates it, so a generated stream is made in
+// cache, on every core, with no pass of its own. It reports whether this
+// op's evaluation does so: the sumsq and sum reductions on per-cell
+// tables with KeepStats (the CLI's default); otherwise fill is not kept
+// and the input must hold the queries before the run.
+func (op *Interp1D) FillInput(fill func(x any, lo, hi int)) bool {
+	t := op.Table
+	if !op.keep || !((op.Reduce == ReduceSumSq && t.gram != nil) || (op.Reduce == ReduceSum && t.colsum != nil)) {
+		return false
+	}
+	op.fill = fill
+	return true
+}
 
 // TakeStats returns the figures of the last run, once, when it computed
 // them for n outputs.
@@ -358,11 +376,11 @@ func (op *Interp1D) Do(in ...G.Value) (G.Value, error) {
 		op.out = tensor.New(tensor.WithShape(op.outShape()...), tensor.Of(op.Dtype))
 	}
 	op.stats.ok = false
-	switch op.Dtype {
+	switch xd := x.Data(); op.Dtype {
 	case tensor.Float32:
-		evalBatch(op, x.Data().([]float32), op.out.Data().([]float32), op.Table.fpT32)
+		evalBatch(op, xd, xd.([]float32), op.out.Data().([]float32), op.Table.fpT32)
 	case tensor.Float64:
-		evalBatch(op, x.Data().([]float64), op.out.Data().([]float64), op.Table.fpT64)
+		evalBatch(op, xd, xd.([]float64), op.out.Data().([]float64), op.Table.fpT64)
 	}
 	return op.out, nil
 }
@@ -384,8 +402,9 @@ func (t *InterpTable) grid() cpukern.CubicGrid {
 }
 
 // evalBatch evaluates x into out with the cpukern kernels, each on a
-// contiguous share of the queries per core.
-func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
+// contiguous share of the queries per core; xd is x as the input tensor
+// holds it, for FillInput's fill.
+func evalBatch[T float32 | float64](op *Interp1D, xd any, x, out, fpT []T) {
 	t := op.Table
 	g := t.grid()
 	switch {
@@ -396,11 +415,17 @@ func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
 		}
 		formulaReduce(op.Formula, t, fpT, x[:n], out[:n])
 	case op.Reduce == ReduceSumSq && t.gram != nil && op.keep:
-		evalSummed(op, out, func(lo, hi int) { cpukern.InterpGram(out[lo:hi], x[lo:hi], g, t.gram) })
+		evalSummed(op, out, func(lo, hi int) {
+			op.fillChunk(xd, lo, hi)
+			cpukern.InterpGram(out[lo:hi], x[lo:hi], g, t.gram)
+		})
 	case op.Reduce == ReduceSumSq && t.gram != nil:
 		parallel.For(len(x), grain, func(lo, hi int) { cpukern.InterpGram(out[lo:hi], x[lo:hi], g, t.gram) })
 	case op.Reduce == ReduceSum && t.colsum != nil && op.keep:
-		evalSummed(op, out, func(lo, hi int) { cpukern.InterpColSum(out[lo:hi], x[lo:hi], g, t.colsum) })
+		evalSummed(op, out, func(lo, hi int) {
+			op.fillChunk(xd, lo, hi)
+			cpukern.InterpColSum(out[lo:hi], x[lo:hi], g, t.colsum)
+		})
 	case op.Reduce == ReduceSum && t.colsum != nil:
 		parallel.For(len(x), grain, func(lo, hi int) { cpukern.InterpColSum(out[lo:hi], x[lo:hi], g, t.colsum) })
 	case op.Reduce == ReduceNone:
@@ -414,6 +439,14 @@ func evalBatch[T float32 | float64](op *Interp1D, x, out, fpT []T) {
 		parallel.For(len(x), grain/16, func(lo, hi int) {
 			cpukern.InterpReduce(out[lo:hi], x[lo:hi], g, fpT, t.M, sumsq)
 		})
+	}
+}
+
+// fillChunk makes queries [lo, hi) of x when the op makes its input
+// (FillInput).
+func (op *Interp1D) fillChunk(x any, lo, hi int) {
+	if op.fill != nil {
+		op.fill(x, lo, hi)
 	}
 }
 

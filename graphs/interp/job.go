@@ -21,6 +21,20 @@ type Queries interface {
 	Read64(dst []float64, off int) error
 }
 
+// Generated is a query source that makes its queries rather than reading
+// them: on the CPU the op then makes each chunk of a batch's queries
+// itself, just before it evaluates them, on the core that evaluates them
+// (ops.Interp1D.FillInput): no pass of their own, and the queries are in
+// cache when they are used.
+type Generated interface {
+	Queries
+	// Skip moves the source past its next n queries, as reading them
+	// would, and returns what makes them: fill writes queries [lo, hi) of
+	// those n into x[lo:hi] (x a []float32 or []float64), the same values
+	// a read would have given.
+	Skip(n int) (fill func(x any, lo, hi int))
+}
+
 // Results receives the per-query results in order: one value per query,
 // or M for the reduction "none", in the Job's dtype.
 type Results interface {
@@ -61,6 +75,10 @@ type Job struct {
 	cfg  Setup
 	next int     // the next query Feed expects
 	Sum  float64 // Σ over consumed queries of the reduced values
+	// fused: the op makes the generated queries itself (Build); fill
+	// makes those of the batch Feed moved the source past.
+	fused bool
+	fill  func(x any, lo, hi int)
 }
 
 // New checks s and returns the Job.
@@ -89,9 +107,18 @@ func (w *Job) Dtype() tensor.Dtype { return w.cfg.Dtype }
 // Items is the number of queries.
 func (w *Job) Items() int { return w.cfg.Queries.Len() }
 
-// MaxBatch caps batches at 65,536 queries: per-batch buffers stay in cache
-// and telemetry sees enough batches; larger batches gain nothing on a CPU.
-func (w *Job) MaxBatch() int { return 1 << 16 }
+// MaxBatch caps batches at 65,536 queries, or up to 262,144 for runs of
+// at least 32 batches that size: a batch costs a fixed time besides its
+// queries (the graph's run, waking the cores, the batch's record), which
+// larger batches spread over more queries, while telemetry still sees
+// enough batches.
+func (w *Job) MaxBatch() int {
+	b := 1 << 16
+	for b < 1<<18 && 2*b*32 <= w.Items() {
+		b *= 2
+	}
+	return b
+}
 
 // Build is x (batch,) → Interp1D → y (batch,), or (batch, M) for
 // ReduceNone → BatchStats → [Σ y, max y]. The interpolation op reduces
@@ -112,8 +139,13 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
 	}
 	bs := ops.NewBatchStats(batch, y.Dims())
+	w.fused = false
 	if op == G.Op(i1) { // on the CPU, the op sums its output as it goes
 		bs.Fuse(i1)
+		// and makes generated queries itself, chunk by chunk: Feed only
+		// moves the source on.
+		_, gen := w.cfg.Queries.(Generated)
+		w.fused = gen && i1.FillInput(w.fillChunk)
 	}
 	stats, err := G.ApplyOpWithName(bs, "stats", y)
 	if err != nil {
@@ -140,6 +172,11 @@ func (w *Job) Feed(in []*tensor.Dense, off, n int) error {
 	if off != w.next {
 		return fmt.Errorf("interp: queries are read in order: want batch at %d, got %d", w.next, off)
 	}
+	if w.fused {
+		w.fill = w.cfg.Queries.(Generated).Skip(n)
+		w.next = off + n
+		return nil
+	}
 	var err error
 	switch d := in[0].Data().(type) {
 	case []float32:
@@ -153,6 +190,10 @@ func (w *Job) Feed(in []*tensor.Dense, off, n int) error {
 	w.next = off + n
 	return nil
 }
+
+// fillChunk makes queries [lo, hi) of the batch Feed moved the source
+// past, into x (the op's input), for the op (Interp1D.FillInput).
+func (w *Job) fillChunk(x any, lo, hi int) { w.fill(x, lo, hi) }
 
 // Consume adds the batch's total to Sum and passes its results to Out.
 func (w *Job) Consume(out []*tensor.Dense, off, n int) error {

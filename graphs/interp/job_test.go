@@ -75,3 +75,99 @@ func TestJobSumIsBatchTotals(t *testing.T) {
 		}
 	}
 }
+
+// generatedQueries are queries held in memory offered as Generated: the
+// op makes each chunk of them itself (fill counts its calls).
+type generatedQueries struct {
+	sliceQueries
+	pos, fills int
+}
+
+func (q *generatedQueries) Skip(n int) func(x any, lo, hi int) {
+	base := q.pos
+	q.pos += n
+	return func(x any, lo, hi int) {
+		q.fills++
+		for i := lo; i < hi; i++ {
+			v := float32(0.5) // past the end: padding of a short last batch
+			if base+i < len(q.x) {
+				v = q.x[base+i]
+			}
+			switch d := x.(type) {
+			case []float32:
+				d[i] = v
+			case []float64:
+				d[i] = float64(v)
+			}
+		}
+	}
+}
+
+// collect keeps the results a Job writes.
+type collect struct{ v []float64 }
+
+func (c *collect) Write32(v []float32) error {
+	for _, x := range v {
+		c.v = append(c.v, float64(x))
+	}
+	return nil
+}
+
+func (c *collect) Write64(v []float64) error {
+	c.v = append(c.v, v...)
+	return nil
+}
+
+// TestJobGeneratedQueries: queries the op makes itself, chunk by chunk
+// (sumsq and sum on per-cell tables), give the results and the Sum of the
+// same queries read before each batch, bit for bit, in float32 and
+// float64, batches of several chunks and a short last one; for the other
+// reductions the queries are read as before.
+func TestJobGeneratedQueries(t *testing.T) {
+	const m, g, batch, n = 4, 31, 2*2048 + 333, 3*(2*2048+333) - 517
+	rng := rand.New(rand.NewPCG(41, 42))
+	f := make([]float64, m*g)
+	for i := range f {
+		f[i] = 2*rng.Float64() - 1
+	}
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(1.1*rng.Float64() - 0.05)
+	}
+	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+		for _, r := range []ops.Reduce{ops.ReduceSumSq, ops.ReduceSum, ops.ReduceNone} {
+			run := func(q Queries) (float64, []float64) {
+				tab, err := ops.NewInterpTable(f, m, g, 0, 1.0/(g-1), r, ops.MethodAuto, dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := &collect{}
+				job, err := New(Setup{Table: tab, Reduce: r, Method: ops.MethodAuto, Dtype: dt, Queries: q, Out: out})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := graphstest.CPU(t, batch, dt.String()).Run(context.Background(), job); err != nil {
+					t.Fatal(err)
+				}
+				return job.Sum, out.v
+			}
+			wantSum, want := run(&sliceQueries{x})
+			gen := &generatedQueries{sliceQueries: sliceQueries{x}}
+			gotSum, got := run(gen)
+			if fused := r != ops.ReduceNone; fused != (gen.fills > 0) {
+				t.Errorf("%v %v: the op made %d chunks of queries", dt, r, gen.fills)
+			}
+			if math.Float64bits(gotSum) != math.Float64bits(wantSum) {
+				t.Errorf("%v %v: Sum %.17g, want %.17g", dt, r, gotSum, wantSum)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%v %v: %d results, want %d", dt, r, len(got), len(want))
+			}
+			for i := range got {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("%v %v: result %d is %g, want %g", dt, r, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
