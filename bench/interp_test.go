@@ -138,7 +138,7 @@ func benchmarkSteadyState(b *testing.B, batch int, newJob func() engine.Job) {
 
 // BenchmarkInterpBatchVsOp times the batches of `tapeloop interp` on its
 // built-in case, of 10⁶ points (batches of 65,536) and of 2²⁵ (batches of
-// 262,144) (graphs.OpenInterp on the default spec, run on the
+// 1,048,576) (graphs.OpenInterp on the default spec, run on the
 // engine's device as the CLI runs it: per batch, the queries generated,
 // the graph run, the results consumed) against the op alone on a batch of
 // the same queries, alternating: each iteration is one whole run, the

@@ -107,14 +107,14 @@ func (w *Job) Dtype() tensor.Dtype { return w.cfg.Dtype }
 // Items is the number of queries.
 func (w *Job) Items() int { return w.cfg.Queries.Len() }
 
-// MaxBatch caps batches at 65,536 queries, or up to 262,144 for runs of
-// at least 32 batches that size: a batch costs a fixed time besides its
+// MaxBatch caps batches at 65,536 queries, or up to 1,048,576 for runs
+// of at least 32 batches that size: a batch costs a fixed time besides its
 // queries (the graph's run, waking the cores, the batch's record), which
 // larger batches spread over more queries, while telemetry still sees
 // enough batches.
 func (w *Job) MaxBatch() int {
 	b := 1 << 16
-	for b < 1<<18 && 2*b*32 <= w.Items() {
+	for b < 1<<20 && 2*b*32 <= w.Items() {
 		b *= 2
 	}
 	return b
