@@ -66,13 +66,18 @@ a note gives tapeloop's phases (--verbose) of its median run. Every row
 gives the 1-minute load average sampled before each of its runs: the
 machine's load during it.
 
-Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FILE].
+Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FILE]
+[--baseline OTHER_TAPELOOP].
 `make compare` runs it (after `make compare-deps` installs the peers);
 --quick uses small sizes (a smoke test); --only runs some rows (interp,
 affinity-dot, affinity-dot-8000, process-dot-8000, process-dot-10000,
 affinity-l1, topk-dot, topk-l2, drr-siddon, drr-trilinear, drr-numpy,
 wavelet). A row whose peer is not installed is skipped with a
-note.
+note. --baseline runs another build of tapeloop (an earlier commit's, say)
+on every row too, interleaved with this one and the peer, and adds a
+column: its times and its time over this build's (above 1: this build is
+faster), so a change is measured against the code before it in the same
+conditions.
 """
 import argparse
 import json
@@ -123,8 +128,8 @@ class Context:
     """What every row needs: tapeloop, the scratch directory, the sizes,
     the repetitions, the machine and the environment the peers run in."""
 
-    def __init__(self, tl, d, quick, reps):
-        self.tl, self.d, self.quick, self.reps = tl, d, quick, reps
+    def __init__(self, tl, d, quick, reps, base=None):
+        self.tl, self.d, self.quick, self.reps, self.base = tl, d, quick, reps, base
         self.cpu = peerinfo.cpu()
         self.env = dict(os.environ)
         core, self.core_source = peerinfo.best_core(os.environ)
@@ -170,10 +175,10 @@ def load():
     return os.getloadavg()[0]
 
 
-def tl_seconds(ctx, args):
+def tl_seconds(ctx, args, tl=None):
     """tapeloop's seconds for a run without output (the work alone, as the
-    peers time it)."""
-    peak([ctx.tl, *args, "--report", f"{ctx.d}/r.json", "-q"])
+    peers time it); tl: another build's binary (--baseline)."""
+    peak([tl or ctx.tl, *args, "--report", f"{ctx.d}/r.json", "-q"])
     with open(f"{ctx.d}/r.json") as f:
         return json.load(f)["total_seconds"]
 
@@ -184,10 +189,12 @@ def interleaved(ctx, tl_args, tl_out, tl_units, peer_cmd, peer_out, peer_seconds
     from its JSON by peer_seconds), the peer's peak RSS and JSON from its
     first run (the one given peer_out, the arguments that write its
     result), and tapeloop's peak RSS from one more run with tl_out."""
-    tl, peer, pj, prss, loads = [], [], None, 0, []
+    tl, peer, pj, prss, loads, base = [], [], None, 0, [], []
     for i in range(ctx.reps):
         loads.append(load())
         tl.append(tl_seconds(ctx, tl_args) / tl_units)
+        if ctx.base:
+            base.append(tl_seconds(ctx, tl_args, ctx.base) / tl_units)
         loads.append(load())
         out, rss = peak(peer_cmd + (peer_out if i == 0 else []), env=ctx.env)
         j = json.loads(out.strip().splitlines()[-1])
@@ -196,7 +203,7 @@ def interleaved(ctx, tl_args, tl_out, tl_units, peer_cmd, peer_out, peer_seconds
         peer.append(peer_seconds(j))
     _, rss = peak([ctx.tl, *tl_args, *tl_out, "-q"])
     return dict(tl_s=tl, peer_s=peer, tl_rss=rss, peer_rss=prss, loads=loads,
-                config=ctx.check(pj, needs_blas), peer_json=pj)
+                config=ctx.check(pj, needs_blas), peer_json=pj, base_s=base)
 
 
 def numeric(t, p, tol=1e-4):
@@ -259,22 +266,25 @@ def process(ctx, n):
                    "print(json.dumps({'peer': 'numpy', 'config': {'blas': peerinfo.openblas(), 'text': "
                    "f'NumPy {np.__version__}, ' + peerinfo.describe_blas(peerinfo.openblas())}}))", PEERS], env=ctx.env)
     config = ctx.check(json.loads(out), True)
+    base_cmd = [ctx.base, *tl_cmd[1:-1], "-q"] if ctx.base else None  # no --verbose: an older build may not print phases
     wall(tl_cmd)  # untimed: the earlier outputs each timed run replaces
     wall(np_cmd, env=ctx.env)
-    tl, peer, trss, prss, loads, phases = [], [], 0, 0, [], []
+    tl, peer, trss, prss, loads, phases, base = [], [], 0, 0, [], [], []
     for _ in range(ctx.reps):
         loads.append(load())
         s, rss, err = wall(tl_cmd)
         tl.append(s)
         trss = max(trss, rss)
         phases.append((s, next((line.split("phases: ", 1)[1] for line in err.splitlines() if "phases: " in line), "?")))
+        if base_cmd:
+            base.append(wall(base_cmd)[0])
         loads.append(load())
         s, rss, _ = wall(np_cmd, env=ctx.env)
         peer.append(s)
         prss = max(prss, rss)
     median = sorted(phases)[len(phases) // 2]
     note = f"tapeloop's phases in its median whole-process run at N={n:,} ({median[0]:.3f} s): {median[1]}"
-    return dict(tl_s=tl, peer_s=peer, tl_rss=trss, peer_rss=prss, loads=loads, config=config,
+    return dict(tl_s=tl, peer_s=peer, tl_rss=trss, peer_rss=prss, loads=loads, config=config, base_s=base,
                 workload="affinity (dot), whole process", size=f"N={n:,} D={h * w:,} float32",
                 peer="NumPy np.load, x @ x.T, np.save", unit="s/process", note=note,
                 **numeric(f"{d}/tp.npy", f"{d}/pp.npy"))
@@ -392,9 +402,13 @@ def cells(r):
         return f"{best:.4g} / {med:.4g} {r['unit']}"
     ratio_best = min(r["peer_s"]) / min(r["tl_s"])
     ratio_med = statistics.median(r["peer_s"]) / statistics.median(r["tl_s"])
-    return [r["workload"], r["size"], r["peer"], r["config"], show(r["peer_s"]), show(r["tl_s"]),
-            f"{ratio_best:.2f}× / {ratio_med:.2f}×", mib(r["peer_rss"]), mib(r["tl_rss"]), r["agreement"],
-            f"{min(r['loads']):.1f}–{max(r['loads']):.1f}"]
+    row = [r["workload"], r["size"], r["peer"], r["config"], show(r["peer_s"]), show(r["tl_s"]),
+           f"{ratio_best:.2f}× / {ratio_med:.2f}×", mib(r["peer_rss"]), mib(r["tl_rss"]), r["agreement"],
+           f"{min(r['loads']):.1f}–{max(r['loads']):.1f}"]
+    if r.get("base_s"):
+        b = r["base_s"]
+        row.append(f"{show(b)}; {min(b) / min(r['tl_s']):.2f}× / {statistics.median(b) / statistics.median(r['tl_s']):.2f}×")
+    return row
 
 
 RATIO = ("Ratio: the peer's time over tapeloop's, of the best runs and of the medians "
@@ -425,6 +439,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="interleaved runs of each side per row (at least 3)")
     ap.add_argument("--only", help="comma-separated rows: " + ", ".join(k for k, _ in ROWS))
     ap.add_argument("--markdown", help="also write the table to this Markdown file")
+    ap.add_argument("--baseline", help="another build of tapeloop, run interleaved with this one on every "
+                    "row: its times and its time over this build's, best / median (above 1: this build is faster)")
     args = ap.parse_args()
     if args.reps < 3:
         ap.error("--reps: at least 3 (a best and a median need several runs)")
@@ -434,7 +450,8 @@ def main():
     rows, notes = [], []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tapeloop-compare-") as d:
-        ctx = Context(os.path.abspath(args.tapeloop), d, args.quick, args.reps)
+        ctx = Context(os.path.abspath(args.tapeloop), d, args.quick, args.reps,
+                      os.path.abspath(args.baseline) if args.baseline else None)
         for key, job in ROWS:
             if key not in only:
                 continue
@@ -446,16 +463,17 @@ def main():
                 continue
             rows.append(r)
             c = cells(r)
-            print(f"  {r['workload']} {r['size']}: peer {c[4]}, tapeloop {c[5]}, ratio {c[6]}; {c[9]}; load {c[10]}",
-                  file=sys.stderr)
+            print(f"  {r['workload']} {r['size']}: peer {c[4]}, tapeloop {c[5]}, ratio {c[6]}; {c[9]}; load {c[10]}"
+                  + (f"; baseline {c[11]}" if len(c) > 11 else ""), file=sys.stderr)
             if r.get("note"):
                 notes.append(r["note"])
                 print(f"  {r['note']}", file=sys.stderr)
         took = time.perf_counter() - t0
         machine = machine_line(ctx, took)
     lines = [cells(r) for r in rows]
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(HEAD)] if lines else []
-    print("  ".join(h.ljust(w) for h, w in zip(HEAD, widths)))
+    head = HEAD + (["baseline best / median; baseline ÷ tapeloop"] if args.baseline else [])
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)] if lines else []
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
     for line in lines:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
     print(RATIO)
@@ -465,7 +483,7 @@ def main():
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(machine + "\n\n")
-            f.write("| " + " | ".join(HEAD) + " |\n|" + "---|" * len(HEAD) + "\n")
+            f.write("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
             for line in lines:
                 f.write("| " + " | ".join(line) + " |\n")
             f.write(f"\n{RATIO}\n")
