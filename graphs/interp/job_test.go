@@ -27,6 +27,21 @@ func (q *sliceQueries) Read64(dst []float64, off int) error {
 	return nil
 }
 
+// randomCase is m interpolants on g points with values in [−1, 1) and n
+// queries over the grid and a little past both ends, from seed.
+func randomCase(seed uint64, m, g, n int) (f []float64, x []float32) {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	f = make([]float64, m*g)
+	for i := range f {
+		f[i] = 2*rng.Float64() - 1
+	}
+	x = make([]float32, n)
+	for i := range x {
+		x[i] = float32(1.1*rng.Float64() - 0.05)
+	}
+	return f, x
+}
+
 // TestJobSumIsBatchTotals runs a Job through the engine, its BatchStats
 // fused into the op, and checks its Sum bit for bit against the plain
 // sum: each batch's values, from the op alone, added in order in float64,
@@ -34,15 +49,7 @@ func (q *sliceQueries) Read64(dst []float64, off int) error {
 // op and a short last one, sumsq and sum.
 func TestJobSumIsBatchTotals(t *testing.T) {
 	const m, g, batch, n = 5, 29, 3*2048 + 77, 4*(3*2048+77) - 1001
-	rng := rand.New(rand.NewPCG(31, 32))
-	f := make([]float64, m*g)
-	for i := range f {
-		f[i] = 2*rng.Float64() - 1
-	}
-	x := make([]float32, n)
-	for i := range x {
-		x[i] = float32(1.1*rng.Float64() - 0.05)
-	}
+	f, x := randomCase(31, m, g, n)
 	for _, r := range []ops.Reduce{ops.ReduceSumSq, ops.ReduceSum} {
 		tab, err := ops.NewInterpTable(f, m, g, 0, 1.0/(g-1), r, ops.MethodAuto, tensor.Float32)
 		if err != nil {
@@ -125,15 +132,7 @@ func (c *collect) Write64(v []float64) error {
 // reductions the queries are read as before.
 func TestJobGeneratedQueries(t *testing.T) {
 	const m, g, batch, n = 4, 31, 2*2048 + 333, 3*(2*2048+333) - 517
-	rng := rand.New(rand.NewPCG(41, 42))
-	f := make([]float64, m*g)
-	for i := range f {
-		f[i] = 2*rng.Float64() - 1
-	}
-	x := make([]float32, n)
-	for i := range x {
-		x[i] = float32(1.1*rng.Float64() - 0.05)
-	}
+	f, x := randomCase(41, m, g, n)
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
 		for _, r := range []ops.Reduce{ops.ReduceSumSq, ops.ReduceSum, ops.ReduceNone} {
 			run := func(q Queries) (float64, []float64) {
