@@ -192,8 +192,10 @@ def interleaved(ctx, tl_args, tl_out, tl_units, peer_cmd, peer_out, peer_seconds
     tl, peer, pj, prss, loads, base = [], [], None, 0, [], []
     for i in range(ctx.reps):
         loads.append(load())
+        if ctx.base and i % 2:  # the two builds take turns going first after the peer
+            base.append(tl_seconds(ctx, tl_args, ctx.base) / tl_units)
         tl.append(tl_seconds(ctx, tl_args) / tl_units)
-        if ctx.base:
+        if ctx.base and not i % 2:
             base.append(tl_seconds(ctx, tl_args, ctx.base) / tl_units)
         loads.append(load())
         out, rss = peak(peer_cmd + (peer_out if i == 0 else []), env=ctx.env)
@@ -270,13 +272,15 @@ def process(ctx, n):
     wall(tl_cmd)  # untimed: the earlier outputs each timed run replaces
     wall(np_cmd, env=ctx.env)
     tl, peer, trss, prss, loads, phases, base = [], [], 0, 0, [], [], []
-    for _ in range(ctx.reps):
+    for i in range(ctx.reps):
         loads.append(load())
+        if base_cmd and i % 2:  # the two builds take turns going first after the peer
+            base.append(wall(base_cmd)[0])
         s, rss, err = wall(tl_cmd)
         tl.append(s)
         trss = max(trss, rss)
         phases.append((s, next((line.split("phases: ", 1)[1] for line in err.splitlines() if "phases: " in line), "?")))
-        if base_cmd:
+        if base_cmd and not i % 2:
             base.append(wall(base_cmd)[0])
         loads.append(load())
         s, rss, _ = wall(np_cmd, env=ctx.env)
