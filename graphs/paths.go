@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	"github.com/tapeloop/tapeloop/internal/npy"
 )
 
@@ -17,6 +18,10 @@ type Path struct {
 	// Dir marks an output directory (made if missing) rather than a file.
 	Dir bool
 }
+
+// notFileOutput says why an output must be a file (or a directory, for
+// a directory output).
+const notFileOutput = "tapeloop writes each output to a temporary file beside it and renames it into place when the run succeeds; name a file (or leave the flag out to write nothing)"
 
 // ErrPath is matched (errors.Is) by errors about input and output paths.
 var ErrPath = errors.New("bad path")
@@ -32,7 +37,10 @@ func pathErrorf(format string, a ...any) error { return pathError{fmt.Sprintf(fo
 // CheckPaths refuses, before any work, an input that is not a regular file
 // (a pipe or FIFO, a device, a socket, or "-" for standard input: the rule
 // of npy.CheckInput, which every reader applies again when it opens the
-// file), an output that is (or links to) an input or another output, a
+// file), an output that is (or links to) something other than a file or
+// directory (a pipe, /dev/stdout or /dev/null, a device, a socket, or "-"
+// for standard output: renaming a file over it would replace it), an
+// output that is (or links to) an input or another output, a
 // file output that names an existing directory, and a file output whose
 // directory does not exist (an output directory is made when the run
 // succeeds). An input that is missing or a directory (a DICOM series is
@@ -67,8 +75,18 @@ func CheckPaths(inputs, outputs []Path) error {
 		if out.Path == "" {
 			continue
 		}
+		if out.Path == "-" {
+			if _, err := os.Lstat(out.Path); err != nil {
+				return pathErrorf("--%s -: standard output is not written to: %s", out.Flag, notFileOutput)
+			}
+		}
+		if _, err := atomicfile.Target(out.Path); errors.Is(err, atomicfile.ErrProcFile) {
+			return pathErrorf("--%s %s: %v: %s", out.Flag, out.Path, err, notFileOutput)
+		}
 		fi, err := os.Stat(out.Path)
 		switch {
+		case err == nil && !fi.IsDir() && !fi.Mode().IsRegular():
+			return pathErrorf("--%s %s: is %s: %s", out.Flag, out.Path, npy.Kind(fi.Mode()), notFileOutput)
 		case err == nil && fi.IsDir() && !out.Dir:
 			return pathErrorf("--%s %s: is a directory; name a file", out.Flag, out.Path)
 		case err == nil && !fi.IsDir() && out.Dir:

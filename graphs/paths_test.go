@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -26,6 +27,14 @@ func TestCheckPaths(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toNew := filepath.Join(dir, "to-new.npy") // a link to a file not made yet
+	if err := os.Symlink("new2.npy", toNew); err != nil {
+		t.Fatal(err)
+	}
 	inputs := []Path{{Flag: "x", Path: in}, {Flag: "f", Path: ""}}
 	out := func(flag, p string) Path { return Path{Flag: flag, Path: p} }
 	cases := []struct {
@@ -44,6 +53,12 @@ func TestCheckPaths(t *testing.T) {
 		{[]Path{{Flag: "out", Path: in, Dir: true}}, "is a file"},
 		{[]Path{{Flag: "out", Path: dir, Dir: true}, out("out", filepath.Join(dir, "in.npy"))}, "is the input --x"},
 		{[]Path{out("out", "")}, ""},
+		{[]Path{out("out", toNew)}, ""},
+		{[]Path{out("out", fifo)}, "is a pipe or FIFO"},
+		{[]Path{out("out", "/dev/null")}, "is a character device"},
+		{[]Path{out("report", "/dev/stdout")}, "open file of a process"},
+		{[]Path{out("out", "/dev/fd/2")}, "open file of a process"},
+		{[]Path{out("out", "-")}, "standard output is not written to"},
 	}
 	for i, c := range cases {
 		err := CheckPaths(inputs, c.outs)
@@ -59,5 +74,8 @@ func TestCheckPaths(t *testing.T) {
 	}
 	if b, err := os.ReadFile(in); err != nil || string(b) != "data" {
 		t.Errorf("input changed: %q %v", b, err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO changed: %v %v", fi, err)
 	}
 }

@@ -278,3 +278,61 @@ func TestInputsTruncatedWhileRunning(t *testing.T) {
 		})
 	}
 }
+
+// Outputs that are not files: a FIFO, a device, standard output (as
+// /dev/stdout or "-"), each given to --out or --report, is refused at
+// once, in one line naming the flag and saying why, and left as it was (a
+// file renamed over it would replace it). An output that is a symbolic
+// link has the file it leads to written, and stays a link.
+func TestOutputsNotFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeImages(t, filepath.Join(dir, "img.npy"), 9, 13)
+	fifo, fifoNpz := filepath.Join(dir, "out.fifo"), filepath.Join(dir, "nn.npz")
+	for _, p := range []string{fifo, fifoNpz} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip("no FIFOs here:", err)
+		}
+	}
+	const why = ": tapeloop writes each output to a temporary file beside it and renames it into place when the run succeeds; name a file"
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", fifo}, "--out " + fifo + ": is a pipe or FIFO" + why},
+		{[]string{"--out", "/dev/null"}, "--out /dev/null: is a character device" + why},
+		{[]string{"--out", "/dev/stdout"}, "--out /dev/stdout: leads to an open file of a process (/proc), such as standard output" + why},
+		{[]string{"--report", "/dev/stdout"}, "--report /dev/stdout: leads to an open file of a process"},
+		{[]string{"--out", "-"}, "--out -: standard output is not written to" + why},
+		{[]string{"--topk", "2", "--out", fifoNpz}, "--out " + fifoNpz + ": is a pipe or FIFO" + why},
+	}
+	for _, c := range cases {
+		args := append([]string{"affinity", "--images", "img.npy"}, c.args...)
+		msg, code, _ := runInput(t, dir, nil, args...)
+		refused(t, args, msg, code, c.want)
+	}
+	for p, kind := range map[string]os.FileMode{fifo: os.ModeNamedPipe, fifoNpz: os.ModeNamedPipe, "/dev/null": os.ModeCharDevice} {
+		if fi, err := os.Lstat(p); err != nil || fi.Mode()&kind == 0 {
+			t.Errorf("%s changed: %v %v", p, fi, err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "results"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("results/a.npy", filepath.Join(dir, "latest.npy")); err != nil {
+		t.Fatal(err)
+	}
+	if msg, code, _ := runInput(t, dir, nil, "affinity", "--images", "img.npy", "--out", "latest.npy"); code != 0 {
+		t.Fatalf("--out latest.npy (a link): status %d: %s", code, msg)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "latest.npy")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("latest.npy is no longer a link: %v %v", fi, err)
+	}
+	r, err := npy.Open(filepath.Join(dir, "results", "a.npy"))
+	if err != nil {
+		t.Fatalf("the file the link leads to: %v", err)
+	}
+	defer r.Close()
+	if len(r.Shape) != 2 || r.Shape[0] != 9 || r.Shape[1] != 9 {
+		t.Errorf("results/a.npy has shape %v, want (9, 9)", r.Shape)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,7 +113,10 @@ func RemoveDirs(dirs []string) {
 type File struct {
 	*os.File
 	Path string
-	done bool
+	// target is the file the rename replaces: Path, or where Path leads
+	// when it is a symbolic link (the link stays, its file is written).
+	target string
+	done   bool
 	// queued is the end of the bytes WriteBack has sent to the disk.
 	queued int64
 	// mapped is the file mapped into memory by Map, or nil.
@@ -179,8 +183,16 @@ func (f *File) WriteBack() {
 // Create opens a temporary file in the directory of path. The first Create
 // of a process in a directory removes the temporary files there that
 // killed processes of this host left.
+//
+// When path is a symbolic link (to a file, or to where one is to be),
+// the file it leads to is written, in its own directory, and the link
+// stays, as a program that opens path for writing would do.
 func Create(path string) (*File, error) {
-	dir, base := filepath.Split(path)
+	target, err := Target(path)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
 	}
@@ -191,7 +203,41 @@ func Create(path string) (*File, error) {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	track(f.Name())
-	return &File{File: f, Path: path}, nil
+	return &File{File: f, Path: path, target: target}, nil
+}
+
+// ErrProcFile is Target's error for a path that leads into /proc: an
+// open file of a process (/dev/stdout is /proc/self/fd/1), which a file
+// renamed into place would not reach.
+var ErrProcFile = errors.New("leads to an open file of a process (/proc), such as standard output")
+
+// Target is the file that writing path replaces: where path leads when
+// its last element is a symbolic link, through any chain of links, to a
+// file that may not exist yet; path itself otherwise. A path leading
+// into /proc gives ErrProcFile.
+func Target(path string) (string, error) {
+	for range 40 {
+		dir := filepath.Dir(path)
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		if abs, err := filepath.Abs(dir); err == nil && strings.HasPrefix(abs+"/", "/proc/") {
+			return "", ErrProcFile
+		}
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return path, nil
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", errors.New("too many levels of symbolic links")
 }
 
 // hostname is the host's name as it may appear in a file name.
@@ -357,7 +403,7 @@ func (f *File) Rename() error {
 		os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
-	if err := os.Rename(f.Name(), f.Path); err != nil {
+	if err := os.Rename(f.Name(), f.target); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}

@@ -258,3 +258,50 @@ func TestMap(t *testing.T) {
 		t.Errorf("Abort of a mapped file left %v", entries)
 	}
 }
+
+// TestCreateFollowsLinks: an output that is a symbolic link (to a file, to
+// a file not made yet, relative, through a chain) has the file it leads to
+// written, and stays a link; one that leads into /proc is refused before
+// anything is made.
+func TestCreateFollowsLinks(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(sub, "old.npy")
+	if err := os.WriteFile(old, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{ // link → what it holds
+		"to-old.npy":    "sub/old.npy",
+		"to-new.npy":    filepath.Join(sub, "new.npy"),
+		"chain.npy":     "to-chain2.npy",
+		"to-chain2.npy": "sub/chained.npy",
+	}
+	for l, to := range links {
+		if err := os.Symlink(to, filepath.Join(dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, file := range map[string]string{"to-old.npy": old, "to-new.npy": filepath.Join(sub, "new.npy"), "chain.npy": filepath.Join(sub, "chained.npy")} {
+		want := "written through " + link
+		if err := WriteFile(filepath.Join(dir, link), []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, link)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a link: %v %v", link, fi, err)
+		}
+		if b, err := os.ReadFile(file); err != nil || string(b) != want {
+			t.Errorf("%s: the file it leads to holds %q (%v), want %q", link, b, err, want)
+		}
+	}
+	if entries, _ := os.ReadDir(sub); len(entries) != 3 {
+		t.Errorf("%s holds %v: want old.npy, new.npy and chained.npy only", sub, entries)
+	}
+	for _, p := range []string{"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"} {
+		if _, err := Create(p); !errors.Is(err, ErrProcFile) {
+			t.Errorf("Create(%s): %v, want ErrProcFile", p, err)
+		}
+	}
+}

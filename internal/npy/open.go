@@ -25,22 +25,29 @@ func CheckInput(path string, mode fs.FileMode) error {
 	if mode.IsRegular() {
 		return nil
 	}
-	var what string
+	if mode.IsDir() {
+		return fmt.Errorf("%s: %w: it is a directory; name a file", path, ErrNotRegular)
+	}
+	return fmt.Errorf("%s: %w (%s): %s", path, ErrNotRegular, Kind(mode), notFileReason)
+}
+
+// Kind names what a file that is not a regular file is: "a pipe or
+// FIFO", "a character device", "a block device", "a socket", "a
+// directory", or its mode.
+func Kind(mode fs.FileMode) string {
 	switch {
 	case mode.IsDir():
-		return fmt.Errorf("%s: %w: it is a directory; name a file", path, ErrNotRegular)
+		return "a directory"
 	case mode&fs.ModeNamedPipe != 0:
-		what = "a pipe or FIFO"
+		return "a pipe or FIFO"
 	case mode&fs.ModeCharDevice != 0:
-		what = "a character device"
+		return "a character device"
 	case mode&fs.ModeDevice != 0:
-		what = "a block device"
+		return "a block device"
 	case mode&fs.ModeSocket != 0:
-		what = "a socket"
-	default:
-		what = "mode " + mode.String()
+		return "a socket"
 	}
-	return fmt.Errorf("%s: %w (%s): %s", path, ErrNotRegular, what, notFileReason)
+	return "mode " + mode.String()
 }
 
 // CheckStdin refuses "-" when no file of that name exists: tapeloop does
