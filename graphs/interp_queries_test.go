@@ -13,7 +13,7 @@ func refUniform(seed uint64, lo, hi float64, n int) ([]float64, []float32) {
 	r := rand.New(rand.NewPCG(seed, 0x7a9e100b))
 	x64, x32 := make([]float64, n), make([]float32, n)
 	for i := range n {
-		x64[i] = lo + (hi-lo)*r.Float64()
+		x64[i] = lo + float64((hi-lo)*r.Float64()) // rounded twice, on every architecture
 		x32[i] = float32(x64[i])
 	}
 	return x64, x32
