@@ -28,7 +28,8 @@
 //     drr_fan.c: the same for fans of rays that share their x and y (a
 //     detector column along z), with AVX-512 and AVX2 paths that share the
 //     x-y work across the fan and read voxels with contiguous loads, both
-//     compiled from one template, drr_fan_impl.h.
+//     compiled from one template, drr_fan_impl.h, which elsewhere gives
+//     the trilinear fans a portable path (NEON on arm64).
 //   - interp.c: cubic interpolation of M interpolants on a shared uniform
 //     grid behind the interpolation workload: the sum of squares and the
 //     sum per query from per-cell tables (a 4×4 Gram matrix, column sums)

@@ -9,9 +9,11 @@
 // permutes; Siddon's path (fan_siddon) merges the x and y plane crossings
 // once per fan and walks each ray's own z crossings within them. Both are
 // written once, in drr_fan_impl.h, and compiled below for AVX-512 and for
-// AVX2 (fanz_avx512, fanz_avx2, …) on x86-64; fan() picks by
-// tl_cpu_isa(). Everything else, and every fan on other architectures,
-// goes ray by ray (tl_rays in drr.c).
+// AVX2 (fanz_avx512, fanz_avx2, …) on x86-64, where fan() picks by
+// tl_cpu_isa() and SSE2 goes ray by ray; elsewhere the trilinear path is
+// compiled for the baseline alone, with GCC vector extensions (fanz_base:
+// NEON on arm64), and Siddon's fans go ray by ray. Every other fan goes
+// ray by ray (tl_rays in drr.c).
 #include "drr.h"
 #include "drr_internal.h"
 #include "isa.h"
@@ -20,13 +22,12 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 // FANCH: rays per chunk of a fan, the partial sums of one chunk stay in
 // registers and L1; FANPF: how many samples (or segments) ahead to
 // prefetch; FANBUF: floats of blended voxel columns per sample.
 enum { FANCH = 256, FANPF = 16, FANBUF = 2048 };
-
-#if TL_X86 // the fan paths and what they share, to the end of the AVX2 path
 
 // A trilinear fan's geometry in continuous indices (voxel centres at
 // integers) of a padded volume: along the shared line X(a) = ax + a*bx,
@@ -93,10 +94,10 @@ static inline void fan_prefetch(const float *v, const fan_geo *g, double a, doub
   int32_t zhi = zb < 0 ? 0 : (zb > g->nz - 1 ? g->nz - 1 : (int32_t)zb);
   const float *q = v + base;
   for (int32_t z = zlo & ~15; z <= zhi + 1; z += 16) {
-    _mm_prefetch((const char *)(q + z), _MM_HINT_T0);
-    _mm_prefetch((const char *)(q + g->sj + z), _MM_HINT_T0);
-    _mm_prefetch((const char *)(q + g->si + z), _MM_HINT_T0);
-    _mm_prefetch((const char *)(q + g->si + g->sj + z), _MM_HINT_T0);
+    TL_PREFETCH(q + z);
+    TL_PREFETCH(q + g->sj + z);
+    TL_PREFETCH(q + g->si + z);
+    TL_PREFETCH(q + g->si + g->sj + z);
   }
 }
 
@@ -110,6 +111,8 @@ static void fan_write(const double *src, const double *dst0, const double *dd, i
     out[(r0 + i) * ostride] = len == 0 ? 0 : (float)(acc[i] * da * len);
   }
 }
+
+#if TL_X86 // Siddon's helpers and the fan paths for x86-64, to the end of the AVX2 path
 
 // fan_segments merges the crossings of the ray src + a*d2 (d2 in x and y
 // only: the line a fan of rays stepping along z shares) with the x and y
@@ -228,6 +231,7 @@ static int fan_lane(const tl_volume *vol, const double *src, double dz, double a
 #define K_SET1 _mm512_set1_epi64
 #define K_ADD _mm512_add_epi64
 #define K_BLEND(m, a, b) _mm512_mask_blend_epi64(m, a, b)
+#define FAN_SIDDON 1
 #define SIDDON_RAYS FANCH
 #define SIDDON_PREFETCH 1
 
@@ -343,6 +347,7 @@ static inline __m512d add_voxel_avx512(__m512d acc, __mmask8 on, __m512d piece, 
 #define K_SET1(x) _mm256_set1_pd((double)(x))
 #define K_ADD _mm256_add_pd
 #define K_BLEND(m, a, b) _mm256_blendv_pd(a, b, m)
+#define FAN_SIDDON 1
 #define SIDDON_RAYS 4
 #define SIDDON_PREFETCH 0
 
@@ -393,7 +398,136 @@ static inline __m256d add_voxel_avx2(__m256d acc, __m256d on, __m256d piece, con
 #include "drr_fan_impl.h"
 #include "drr_fan_undef.h"
 #pragma GCC pop_options
-#endif // TL_X86
+#else // ---- the baseline of other architectures: GCC vector extensions (NEON on arm64) ----
+
+// The trilinear fan path for the baseline: 4 floats per vector (a NEON
+// register), lanes selected by all-ones elements. A masked load's mask is
+// a count of lanes (LM, an int): one vector load where every lane is in,
+// else lane by lane; PICK2 is TBL on arm64, and
+// what x86 gathers is read lane by lane. Siddon's fans go ray by ray here:
+// two doubles a vector do not pay for the fan's work per segment (built
+// so on x86-64, the path was slower than the rays one by one).
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+typedef float vf4_base __attribute__((vector_size(16)));
+typedef int32_t vi4_base __attribute__((vector_size(16)));
+
+static inline vf4_base set1_f_base(float x) { return (vf4_base){x, x, x, x}; }
+static inline vi4_base set1_i_base(int32_t x) { return (vi4_base){x, x, x, x}; }
+static inline vf4_base loadu_f_base(const float *p) {
+  vf4_base v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+static inline void storeu_f_base(float *p, vf4_base v) { memcpy(p, &v, sizeof(v)); }
+// The minimum and maximum take the second operand where the first is NaN
+// or the two are equal, as x86's do.
+static inline vf4_base min_f_base(vf4_base a, vf4_base b) {
+  const vi4_base m = a < b;
+  return (vf4_base)((m & (vi4_base)a) | (~m & (vi4_base)b));
+}
+static inline vf4_base max_f_base(vf4_base a, vf4_base b) {
+  const vi4_base m = a > b;
+  return (vf4_base)((m & (vi4_base)a) | (~m & (vi4_base)b));
+}
+static inline vi4_base min_i_base(vi4_base a, vi4_base b) {
+  const vi4_base m = a < b;
+  return (m & a) | (~m & b);
+}
+static inline int none4_base(vi4_base m) {
+  typedef int64_t vk2 __attribute__((vector_size(16)));
+  const vk2 x = (vk2)m;
+  return !(x[0] | x[1]);
+}
+static inline int first_base(int32_t n) { return n; }
+// A masked load of the first lm floats at p, the others zero: one vector
+// load when every lane is in, else lane by lane, so that nothing past
+// p + lm is read.
+static inline vf4_base mload_base(const float *p, int lm) {
+  if (lm >= 4) return loadu_f_base(p);
+  vf4_base v = {0, 0, 0, 0};
+  for (int l = 0; l < lm; l++) v[l] = p[l];
+  return v;
+}
+// Element i (< 8) of lo followed by hi: on arm64 one TBL over the two
+// registers, from byte indices 4i, 4i+1, 4i+2, 4i+3 (GCC 12 lowers a
+// shuffle by a variable mask lane by lane, through memory); elsewhere
+// GCC's shuffle.
+static inline vf4_base pick2_base(vf4_base lo, vi4_base i, vf4_base hi) {
+#if defined(__aarch64__)
+  typedef uint32_t vu4 __attribute__((vector_size(16)));
+  const uint8x16x2_t t = {{(uint8x16_t)lo, (uint8x16_t)hi}};
+  return (vf4_base)vqtbl2q_u8(t, (uint8x16_t)((vu4)i * 0x04040404u + 0x03020100u));
+#else
+  return __builtin_shuffle(lo, hi, i);
+#endif
+}
+static inline vf4_base gather_base(const float *p, vi4_base i, vi4_base fm) {
+  i &= fm;
+  const vf4_base v = {p[i[0]], p[i[1]], p[i[2]], p[i[3]]};
+  return (vf4_base)((vi4_base)v & fm);
+}
+#define SFX(x) x##_base
+#define W 4
+#define VF vf4_base
+#define VI vi4_base
+#define FM vi4_base
+#define LM int
+#define F_SET1 set1_f_base
+#define F_ZERO() ((vf4_base){0, 0, 0, 0})
+#define F_LOADU loadu_f_base
+#define F_STOREU storeu_f_base
+#define F_FMADD(a, b, c) ((a) * (b) + (c))
+#define F_MIN min_f_base
+#define F_MAX max_f_base
+// F_CMP names x86's predicate (_CMP_GE_OQ, _CMP_LE_OQ), which selects
+// GCC's comparison: ordered, as x86's.
+#define F_CMP(a, b, p) CMP_BASE##p(a, b)
+#define CMP_BASE_CMP_GE_OQ(a, b) ((a) >= (b))
+#define CMP_BASE_CMP_LE_OQ(a, b) ((a) <= (b))
+#define F_TRUNC(v) __builtin_convertvector(v, vi4_base)
+#define F_FROMI(v) __builtin_convertvector(v, vf4_base)
+#define F_MLOAD mload_base
+#define F_GATHER gather_base
+#define F_ADDWHERE(a, fm, b) ((a) + (vf4_base)((vi4_base)(b) & (fm)))
+#define PICK2 pick2_base
+#define I_SET1 set1_i_base
+#define I_ADD(a, b) ((a) + (b))
+#define I_SUB(a, b) ((a) - (b))
+#define I_MIN min_i_base
+#define FM_AND(a, b) ((a) & (b))
+#define FM_NONE none4_base
+#define FM_FIRST(n) ((vi4_base){0, 1, 2, 3} < set1_i_base(n))
+#define LM_NONE 0
+#define COLUMN_WINDOW 1
+#define FAN_SIDDON 0
+
+// Rays further apart in z than a window, in a chunk too tall to blend in
+// advance: each ray's voxels lane by lane.
+static inline void columns_base(const float *v, vi4_base idx, vi4_base in, const int32_t offs[4], const vf4_base ws[4],
+                                vf4_base *c0, vf4_base *c1) {
+  idx &= in;
+  vf4_base a = {0, 0, 0, 0}, b = {0, 0, 0, 0};
+  for (int q = 0; q < 4; q++) {
+    vf4_base lo, hi;
+    for (int l = 0; l < 4; l++) {
+      const float *p = v + idx[l] + offs[q];
+      lo[l] = p[0];
+      hi[l] = p[1];
+    }
+    a = ws[q] * lo + a;
+    b = ws[q] * hi + b;
+  }
+  *c0 = a;
+  *c1 = b;
+}
+
+#include "drr_fan_impl.h"
+#include "drr_fan_undef.h"
+#undef CMP_BASE_CMP_GE_OQ
+#undef CMP_BASE_CMP_LE_OQ
+#endif
 
 // fan renders one fan; seg and cell are scratch for Siddon's x-y segments,
 // n[0] + n[1] + 4 entries (seg one more), or NULL.
@@ -416,6 +550,12 @@ static void fan(const tl_volume *vol, int padded, const tl_fan *f, float *out, d
       fan_siddon_avx2(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, seg, cell);
     return;
   }
+#else // the baseline's fan path: trilinear
+  const int along = f->dd[0] == 0 && f->dd[1] == 0, small = vol->n[0] * vol->n[1] * vol->n[2] < ((int64_t)1 << 31) - 1;
+  if (step > 0 && f->lref > 0 && padded && along && vol->n[2] >= 2 && small) {
+    fanz_base(vol, f->src, f->dst0, f->dd, f->n, out, f->stride, step, f->lref);
+    return;
+  }
 #endif
   // Any other fan: ray by ray, in groups of 16 end points.
   double ss[3 * 16], d[3 * 16];
@@ -433,10 +573,11 @@ void tl_drr_fans(const float *v, const int64_t *n, const double *o, const double
                  int64_t nfans, float *out, double step) {
   tl_volume vol = {v, {n[0], n[1], n[2]}, {o[0], o[1], o[2]}, {s[0], s[1], s[2]}};
   // Scratch for Siddon's x-y segments, shared by the fans: at most one per
-  // plane. Without it (out of memory) the fans go ray by ray.
+  // plane. Without it (out of memory, or no Siddon fan path) the fans go
+  // ray by ray.
   double *seg = NULL;
   int64_t *cell = NULL;
-  if (step <= 0) {
+  if (step <= 0 && TL_X86) {
     int64_t most = n[0] + n[1] + 4;
     seg = malloc(sizeof(double) * (most + 1));
     cell = malloc(sizeof(int64_t) * most);

@@ -35,6 +35,8 @@
 //   - COLUMN_WINDOW: whether, in a chunk too tall to blend in advance, a
 //     vector whose rays lie within 2W-1 voxels in z reads them from the
 //     columns by loads (else it gathers);
+//   - FAN_SIDDON: whether the set has Siddon's fan path (the names of the
+//     Siddon list above are needed only then);
 //   - SIDDON_RAYS: the rays of one chunk of Siddon's path; SIDDON_PREFETCH:
 //     whether the chunk prefetches the voxels FANPF segments ahead.
 
@@ -198,6 +200,7 @@ static void SFX(fanz)(const tl_volume *vol, const double *src, const double *dst
   }
 }
 
+#if FAN_SIDDON
 // fan_siddon is Siddon's path for a fan of n rays from src to dst0 + i*dd
 // with dd along z, WD rays at a time in the lanes of a vector. The rays
 // share their x and y at every a, so the crossings with the x and y planes
@@ -264,7 +267,7 @@ static void SFX(fan_siddon)(const tl_volume *vol, const double *src, const doubl
         const int64_t zlo = za < 0 ? 0 : (za > nz - 1 ? nz - 1 : (int64_t)za);
         const int64_t zhi = zb < 0 ? 0 : (zb > nz - 1 ? nz - 1 : (int64_t)zb);
         const float *q = v + cell[s + FANPF];
-        for (int64_t z = zlo & ~15; z <= zhi; z += 16) _mm_prefetch((const char *)(q + z), _MM_HINT_T0);
+        for (int64_t z = zlo & ~15; z <= zhi; z += 16) TL_PREFETCH(q + z);
       }
       const VD s0 = D_SET1(seg[s]), s1 = D_SET1(seg[s + 1]);
       const float *cp = v + cell[s];
@@ -300,3 +303,4 @@ static void SFX(fan_siddon)(const tl_volume *vol, const double *src, const doubl
     }
   }
 }
+#endif

@@ -46,5 +46,6 @@
 #undef K_SET1
 #undef K_ADD
 #undef K_BLEND
+#undef FAN_SIDDON
 #undef SIDDON_RAYS
 #undef SIDDON_PREFETCH

@@ -79,7 +79,9 @@ func TestISALevels(t *testing.T) {
 
 // TestPaths: every kernel family is listed once, and its path is this
 // CPU's: the kernels' instruction set, the packed product exactly when
-// GEMM(), and no x86 instruction set named outside x86-64.
+// GEMM(), DRR's fan paths wherever the build has them (AVX-512 and AVX2;
+// the portable build's trilinear fans, Siddon ray by ray), and no x86
+// instruction set named outside x86-64.
 func TestPaths(t *testing.T) {
 	isa := PairDistISA()
 	seen := map[string]bool{}
@@ -95,6 +97,14 @@ func TestPaths(t *testing.T) {
 		case "pairwise distances", "interpolation", "formulas", "wavelet spectra", "image filters":
 			if p.Path != isa {
 				t.Errorf("%s: path %q, want %q", p.Family, p.Path, isa)
+			}
+		case "drr":
+			fans := strings.Contains(p.Path, "fans of rays")
+			if !strings.HasPrefix(p.Path, isa+": ") || fans != (isa != "sse2") {
+				t.Errorf("%s: path %q on %s, want fans of rays exactly off SSE2", p.Family, p.Path, isa)
+			}
+			if isaTop == isaBase && !strings.Contains(p.Path, "(trilinear, 4 rays per vector), Siddon ray by ray") {
+				t.Errorf("%s: path %q, want the portable build's trilinear fans", p.Family, p.Path)
 			}
 		case "float32 dot products":
 			if strings.HasPrefix(p.Path, "packed") != GEMM() {

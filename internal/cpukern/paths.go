@@ -48,11 +48,13 @@ func Paths() []Path {
 		u8 = "neon (widening multiplies)"
 	}
 	drr := isa + ": Siddon and trilinear ray by ray"
-	switch isa {
-	case "avx512f":
+	switch {
+	case isa == "avx512f":
 		drr = "avx512f: fans of rays (Siddon, trilinear), 16 trilinear rays per vector"
-	case "avx2":
+	case isa == "avx2":
 		drr = "avx2: fans of rays (Siddon, trilinear)"
+	case isaTop == isaBase: // the portable build: its trilinear fan path
+		drr = isa + ": fans of rays (trilinear, 4 rays per vector), Siddon ray by ray"
 	}
 	uniform := "Go (math/rand/v2's PCG, 4 streams)"
 	if C.tl_cpu_isa() == C.TL_ISA_AVX512 && C.tl_pcg_uniform_f64(0, nil, 0, 0, 0, 0) == 0 {
