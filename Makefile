@@ -6,7 +6,7 @@ BIN     := bin/tapeloop
 PKG     := ./cmd/tapeloop
 PYLIB   := python/tapeloop/libtapeloop.so
 # Packages whose tests also run under the race detector.
-RACE    := ./graphs/ ./ops/... ./internal/...
+RACE    := ./graphs/ ./graphs/affinity/ ./graphs/interp/ ./ops/... ./internal/...
 # What the binaries are built from: a file target below is rebuilt only
 # when one of these is newer (the tests, the Python package and bin/ are
 # not among them).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -87,14 +88,15 @@ func TestJobSumIsBatchTotals(t *testing.T) {
 // op makes each chunk of them itself (fill counts its calls).
 type generatedQueries struct {
 	sliceQueries
-	pos, fills int
+	pos   int
+	fills atomic.Int64 // the op's goroutines make chunks at once
 }
 
 func (q *generatedQueries) Skip(n int) func(x any, lo, hi int) {
 	base := q.pos
 	q.pos += n
 	return func(x any, lo, hi int) {
-		q.fills++
+		q.fills.Add(1)
 		for i := lo; i < hi; i++ {
 			v := float32(0.5) // past the end: padding of a short last batch
 			if base+i < len(q.x) {
@@ -153,8 +155,8 @@ func TestJobGeneratedQueries(t *testing.T) {
 			wantSum, want := run(&sliceQueries{x})
 			gen := &generatedQueries{sliceQueries: sliceQueries{x}}
 			gotSum, got := run(gen)
-			if fused := r != ops.ReduceNone; fused != (gen.fills > 0) {
-				t.Errorf("%v %v: the op made %d chunks of queries", dt, r, gen.fills)
+			if fused := r != ops.ReduceNone; fused != (gen.fills.Load() > 0) {
+				t.Errorf("%v %v: the op made %d chunks of queries", dt, r, gen.fills.Load())
 			}
 			if math.Float64bits(gotSum) != math.Float64bits(wantSum) {
 				t.Errorf("%v %v: Sum %.17g, want %.17g", dt, r, gotSum, wantSum)
