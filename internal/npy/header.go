@@ -2,6 +2,7 @@ package npy
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -189,11 +190,13 @@ func readHeaderLen(r *bufio.Reader) (Header, int64, error) {
 	if hlen > maxHeaderLen {
 		return Header{}, 0, fmt.Errorf("%w: header length %d too large", ErrFormat, hlen)
 	}
-	buf := make([]byte, hlen)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	// Read as it arrives, not allocated at the length the file claims: a
+	// short file claiming a long header costs what it holds.
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, r, int64(hlen)); err != nil {
 		return Header{}, 0, fmt.Errorf("%w: truncated header", ErrFormat)
 	}
-	h, err := parseDict(string(buf))
+	h, err := parseDict(buf.String())
 	return h, pfx + int64(hlen), err
 }
 
