@@ -32,6 +32,7 @@ type UniformQueries struct {
 	Seed   uint64
 	pos    int // the queries read so far
 	state  pcg // the generator's state after pos queries
+	batch  pcg // the state before the points the last Skip passed
 }
 
 // Len is N.
@@ -49,24 +50,26 @@ func (u *UniformQueries) Read64(dst []float64, _ int) error {
 	return nil
 }
 
-// Skip moves past the next n points and returns what makes them, for
-// the op to make each chunk of them where it evaluates it (interp.Generated):
-// each chunk from the stream's state at its first point, the numbers a
-// read would give.
-func (u *UniformQueries) Skip(n int) func(x any, lo, hi int) {
+// Skip moves past the next n points without making them; Fill makes
+// them where the op evaluates them (interp.Generated).
+func (u *UniformQueries) Skip(n int) {
 	if u.pos == 0 {
 		u.state = pcg{u.Seed, 0x7a9e100b}
 	}
-	s, a, span := u.state, u.Lo, u.Hi-u.Lo
-	u.state = pcgStep.pow(uint64(n)).apply(s)
+	u.batch = u.state
+	u.state = pcgStep.pow(uint64(n)).apply(u.state)
 	u.pos += n
-	return func(x any, lo, hi int) {
-		switch d := x.(type) {
-		case []float32:
-			uniformFrom(d[lo:hi], pcgStep.pow(uint64(lo)).apply(s), a, span)
-		case []float64:
-			uniformFrom(d[lo:hi], pcgStep.pow(uint64(lo)).apply(s), a, span)
-		}
+}
+
+// Fill writes points [lo, hi) of those the last Skip passed into x[lo:hi],
+// from the stream's state at point lo: the numbers a read would give.
+func (u *UniformQueries) Fill(x any, lo, hi int) {
+	st, span := pcgStep.pow(uint64(lo)).apply(u.batch), u.Hi-u.Lo
+	switch d := x.(type) {
+	case []float32:
+		uniformFrom(d[lo:hi], st, u.Lo, span)
+	case []float64:
+		uniformFrom(d[lo:hi], st, u.Lo, span)
 	}
 }
 

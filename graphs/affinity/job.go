@@ -84,11 +84,14 @@ type Job struct {
 	Indices []int64
 	Values  []float64
 
-	full32 []float32 // the (N, N) matrix in symmetric mode
-	full64 []float64
-	full   any                  // the matrix of 8-bit images in symmetric mode, of any of the four types
-	u8     *pairwise.PairwiseU8 // the op that writes full
-	bad0   int64                // the formula's non-finite values before this run
+	// full is the (N, N) matrix in symmetric mode ([]float32 or
+	// []float64, the images' dtype; for 8-bit images []int32 or []int64
+	// with Int), or nil; byU8, it is written by the 8-bit op itself
+	// (WriteFull), else by the matrix product or Mirror.
+	full any
+	byU8 bool
+	u8   *pairwise.PairwiseU8 // the op that writes full, byU8
+	bad0 int64                // the formula's non-finite values before this run
 	// sink sums and writes a symmetric run's finished rows while the next
 	// blocks are computed (nil until its first block).
 	sink *rowSink
@@ -112,7 +115,7 @@ type rowSink struct {
 
 func (a *Job) startSink() *rowSink {
 	s := &rowSink{rows: make(chan [2]int, 1024), done: make(chan struct{})}
-	n, w, full, sums, finished := a.cfg.Data.N, a.cfg.Rows, a.matrix(), a.sumsRows(), a.cfg.Finished
+	n, w, full, sums, finished := a.cfg.Data.N, a.cfg.Rows, a.full, a.sumsRows(), a.cfg.Finished
 	go func() {
 		defer close(s.done)
 		var sum float64
@@ -141,24 +144,10 @@ func (a *Job) startSink() *rowSink {
 	return s
 }
 
-// matrix is the (N, N) matrix of a symmetric run, of any of the four
-// types, or nil.
-func (a *Job) matrix() any {
-	switch {
-	case a.full != nil:
-		return a.full
-	case a.full32 != nil:
-		return a.full32
-	case a.full64 != nil:
-		return a.full64
-	}
-	return nil
-}
-
 // sumsRows reports whether a symmetric run's checksum is the sum of its
 // rows as written (rowSink's); else the 8-bit kernel's exact sum is.
 func (a *Job) sumsRows() bool {
-	if a.full == nil {
+	if !a.byU8 {
 		return true
 	}
 	_, f32 := a.full.([]float32)
@@ -247,25 +236,19 @@ func New(cfg Setup) (*Job, error) {
 	if cfg.Matrix != nil && !cfg.Symmetric {
 		return nil, errors.New("affinity: a matrix to fill needs symmetric mode")
 	}
+	// 8-bit images: the op writes the matrix itself (WriteFull).
+	a.byU8 = cfg.Symmetric && cfg.Data.U8 != nil && cfg.Formula == nil
 	var err error
-	if cfg.Symmetric && cfg.Data.U8 != nil && cfg.Formula == nil {
-		// 8-bit images: the op writes the matrix itself (WriteFull).
-		switch {
-		case cfg.Int == tensor.Int32:
-			a.full, err = matrix[int32](cfg.Matrix, n)
-		case cfg.Int == tensor.Int64:
-			a.full, err = matrix[int64](cfg.Matrix, n)
-		case cfg.Data.Dtype == tensor.Float32:
-			a.full, err = matrix[float32](cfg.Matrix, n)
-		default:
-			a.full, err = matrix[float64](cfg.Matrix, n)
-		}
-	} else if cfg.Symmetric {
-		if cfg.Data.Dtype == tensor.Float32 {
-			a.full32, err = matrix[float32](cfg.Matrix, n)
-		} else {
-			a.full64, err = matrix[float64](cfg.Matrix, n)
-		}
+	switch {
+	case !cfg.Symmetric:
+	case cfg.Int == tensor.Int32:
+		a.full, err = fullMatrix[int32](cfg.Matrix, n)
+	case cfg.Int == tensor.Int64:
+		a.full, err = fullMatrix[int64](cfg.Matrix, n)
+	case cfg.Data.Dtype == tensor.Float32:
+		a.full, err = fullMatrix[float32](cfg.Matrix, n)
+	default:
+		a.full, err = fullMatrix[float64](cfg.Matrix, n)
 	}
 	if err != nil {
 		return nil, err
@@ -278,9 +261,9 @@ func New(cfg Setup) (*Job, error) {
 	return a, nil
 }
 
-// matrix is the (n, n) matrix of a symmetric run: given, checked for
-// its type and length, or made (makeFull).
-func matrix[T float32 | float64 | int32 | int64](given any, n int) ([]T, error) {
+// fullMatrix is the (n, n) matrix of a symmetric run: given, checked
+// for its type and length, or made (makeFull).
+func fullMatrix[T float32 | float64 | int32 | int64](given any, n int) ([]T, error) {
 	if given == nil {
 		return makeFull[T](n), nil
 	}
@@ -350,7 +333,7 @@ func (a *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 		op := pairwise.NewPairwiseFormula(f, d, batch)
 		op.Upper, op.RowsFromData = a.cfg.Symmetric, true
 		pw = op
-	case d.U8 != nil && a.full != nil:
+	case a.byU8:
 		// Each block written straight into the matrix, both halves.
 		op := pairwise.NewPairwiseU8(d, metric, batch)
 		op.Upper, op.RowsFromData = true, true
@@ -413,8 +396,8 @@ func (a *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 		return nil, nil, fmt.Errorf("affinity: %w", err)
 	}
 	switch {
-	case a.cfg.Symmetric && a.full32 != nil:
-		if f, ok := pairwise.FuseMatrix(op, a.full32); ok {
+	case a.cfg.Symmetric && a.cfg.Data.Dtype == tensor.Float32:
+		if f, ok := pairwise.FuseMatrix(op, a.full.([]float32)); ok {
 			m, err := apply(f, "matrix", index)
 			return in, []*G.Node{m}, err
 		}
@@ -439,11 +422,7 @@ func (a *Job) finishGraph(blk, index *G.Node, batch int, in []*G.Node) (_, out [
 	var next *G.Node
 	switch {
 	case a.cfg.Symmetric:
-		var full any = a.full64
-		if a.full32 != nil {
-			full = a.full32
-		}
-		if next, err = G.ApplyOpWithName(pairwise.NewMirror(full, n, batch), "matrix", blk, index); err != nil {
+		if next, err = G.ApplyOpWithName(pairwise.NewMirror(a.full, n, batch), "matrix", blk, index); err != nil {
 			return nil, nil, fmt.Errorf("affinity: build graph: %w", err)
 		}
 		return in, []*G.Node{next}, nil
@@ -488,7 +467,7 @@ func (a *Job) Consume(out []*tensor.Dense, off, n int) error {
 		return err
 	}
 	switch {
-	case a.cfg.Symmetric && a.matrix() != nil:
+	case a.cfg.Symmetric:
 		if a.sink == nil {
 			a.sink = a.startSink()
 		}
@@ -496,8 +475,6 @@ func (a *Job) Consume(out []*tensor.Dense, off, n int) error {
 			return err
 		}
 		a.sink.rows <- [2]int{off, off + n}
-		return nil
-	case a.cfg.Symmetric:
 		return nil
 	case a.cfg.TopK > 0 && len(out) == 1: // PairwiseTopK: (2, batch, K)
 		t := out[0].Data().([]float64)
@@ -569,7 +546,7 @@ func (a *Job) Finish() error {
 	if err := a.cfg.Data.Err(); err != nil {
 		return err
 	}
-	if a.sink == nil && a.matrix() != nil {
+	if a.sink == nil && a.full != nil {
 		a.sink = a.startSink() // no block consumed: nothing to write
 	}
 	if a.sink == nil {
@@ -579,7 +556,7 @@ func (a *Job) Finish() error {
 	a.sink = nil
 	sum, err := s.close()
 	a.Checksum = sum
-	if a.full != nil && !a.sumsRows() {
+	if !a.sumsRows() {
 		// 8-bit images, dot, l1 or l2: the kernel's exact sum of the
 		// values it wrote, correctly rounded.
 		a.Checksum = a.u8.TakeSum().Float64()

@@ -220,10 +220,8 @@ func (c *call[T]) Consume(out []*tensor.Dense, off, n int) error {
 func (c *call[T]) Finish() error {
 	a := c.Job
 	switch {
-	case a.cfg.Symmetric && a.full32 != nil:
-		copy(c.dst, any(a.full32).([]T))
 	case a.cfg.Symmetric:
-		copy(c.dst, any(a.full64).([]T))
+		copy(c.dst, a.full.([]T))
 	case a.cfg.TopK > 0:
 		copy(c.idx, a.Indices)
 		copy(c.vals, a.Values)

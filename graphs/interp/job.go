@@ -29,10 +29,12 @@ type Queries interface {
 type Generated interface {
 	Queries
 	// Skip moves the source past its next n queries, as reading them
-	// would, and returns what makes them: fill writes queries [lo, hi) of
-	// those n into x[lo:hi] (x a []float32 or []float64), the same values
-	// a read would have given.
-	Skip(n int) (fill func(x any, lo, hi int))
+	// would, without making them.
+	Skip(n int)
+	// Fill writes queries [lo, hi) of the n the last Skip passed into
+	// x[lo:hi] (x a []float32 or []float64): the values a read would have
+	// given. Chunks may be filled at once from several goroutines.
+	Fill(x any, lo, hi int)
 }
 
 // Results receives the per-query results in order: one value per query,
@@ -75,10 +77,9 @@ type Job struct {
 	cfg  Setup
 	next int     // the next query Feed expects
 	Sum  float64 // Σ over consumed queries of the reduced values
-	// fused: the op makes the generated queries itself (Build); fill
-	// makes those of the batch Feed moved the source past.
-	fused bool
-	fill  func(x any, lo, hi int)
+	// gen, when set, is the generated queries the op makes itself
+	// (Build): Feed only moves them on.
+	gen Generated
 }
 
 // New checks s and returns the Job.
@@ -139,13 +140,14 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 		return nil, nil, fmt.Errorf("interp: build graph: %w", err)
 	}
 	bs := ops.NewBatchStats(batch, y.Dims())
-	w.fused = false
+	w.gen = nil
 	if op == G.Op(i1) { // on the CPU, the op sums its output as it goes
 		bs.Fuse(i1)
 		// and makes generated queries itself, chunk by chunk: Feed only
 		// moves the source on.
-		_, gen := w.cfg.Queries.(Generated)
-		w.fused = gen && i1.FillInput(w.fillChunk)
+		if gen, ok := w.cfg.Queries.(Generated); ok && i1.FillInput(gen.Fill) {
+			w.gen = gen
+		}
 	}
 	stats, err := G.ApplyOpWithName(bs, "stats", y)
 	if err != nil {
@@ -172,8 +174,8 @@ func (w *Job) Feed(in []*tensor.Dense, off, n int) error {
 	if off != w.next {
 		return fmt.Errorf("interp: queries are read in order: want batch at %d, got %d", w.next, off)
 	}
-	if w.fused {
-		w.fill = w.cfg.Queries.(Generated).Skip(n)
+	if w.gen != nil {
+		w.gen.Skip(n)
 		w.next = off + n
 		return nil
 	}
@@ -190,10 +192,6 @@ func (w *Job) Feed(in []*tensor.Dense, off, n int) error {
 	w.next = off + n
 	return nil
 }
-
-// fillChunk makes queries [lo, hi) of the batch Feed moved the source
-// past, into x (the op's input), for the op (Interp1D.FillInput).
-func (w *Job) fillChunk(x any, lo, hi int) { w.fill(x, lo, hi) }
 
 // Consume adds the batch's total to Sum and passes its results to Out.
 func (w *Job) Consume(out []*tensor.Dense, off, n int) error {

@@ -88,26 +88,27 @@ func TestJobSumIsBatchTotals(t *testing.T) {
 // op makes each chunk of them itself (fill counts its calls).
 type generatedQueries struct {
 	sliceQueries
-	pos   int
-	fills atomic.Int64 // the op's goroutines make chunks at once
+	pos, base int
+	fills     atomic.Int64 // the op's goroutines make chunks at once
 }
 
-func (q *generatedQueries) Skip(n int) func(x any, lo, hi int) {
-	base := q.pos
+func (q *generatedQueries) Skip(n int) {
+	q.base = q.pos
 	q.pos += n
-	return func(x any, lo, hi int) {
-		q.fills.Add(1)
-		for i := lo; i < hi; i++ {
-			v := float32(0.5) // past the end: padding of a short last batch
-			if base+i < len(q.x) {
-				v = q.x[base+i]
-			}
-			switch d := x.(type) {
-			case []float32:
-				d[i] = v
-			case []float64:
-				d[i] = float64(v)
-			}
+}
+
+func (q *generatedQueries) Fill(x any, lo, hi int) {
+	q.fills.Add(1)
+	for i := lo; i < hi; i++ {
+		v := float32(0.5) // past the end: padding of a short last batch
+		if q.base+i < len(q.x) {
+			v = q.x[q.base+i]
+		}
+		switch d := x.(type) {
+		case []float32:
+			d[i] = v
+		case []float64:
+			d[i] = float64(v)
 		}
 	}
 }
