@@ -17,5 +17,7 @@
 // into the bound tensors, the ops that carry the work own their outputs
 // (see package ops), and outputs are copied into result buffers allocated
 // at compile time. A short last batch is padded with zeros and the padding
-// is discarded.
+// is discarded. Each batch's tape runs on the goroutine that runs the
+// batch, not on a goroutine of its own as gorgonia's RunAll starts: the
+// work stays on one thread and its core stays awake from batch to batch.
 package engine

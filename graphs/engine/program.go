@@ -41,6 +41,7 @@ type Program struct {
 
 	g       *G.ExprGraph
 	vm      G.VM
+	tape    *tapeRun // runs vm on the caller
 	inNodes []*G.Node
 	in      []*tensor.Dense
 	outNode []*G.Node
@@ -94,6 +95,7 @@ func Compile(w Workload, batch int) (p *Program, err error) {
 		}
 	}()
 	p.vm = G.NewTapeMachine(g)
+	p.tape = newTapeRun(p.vm)
 	return p, nil
 }
 
@@ -179,7 +181,7 @@ func (p *Program) Run() (int, error) {
 	for _, rc := range p.counted {
 		rc.SetValidRows(p.valid)
 	}
-	if err := p.vm.RunAll(); err != nil {
+	if err := p.tape.Run(); err != nil {
 		return 0, fmt.Errorf("graphs: %s: run: %w", p.Name, opError(err))
 	}
 	for i, n := range p.outNode {
