@@ -292,10 +292,11 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 				}
 			}
 		default:
-			// A float matrix is computed in the output file, mapped; the
-			// 8-bit kernels' transposed stores, one value at a time, run
-			// faster into huge pages of memory, and their matrix is
-			// written as blocks finish its rows.
+			// A float matrix is computed in the output file, mapped. An
+			// 8-bit one is computed in memory, in huge pages, and written
+			// as blocks finish its rows: its kernels are fast enough that
+			// the faults of the mapped file's 4 KiB pages would cost more
+			// than the computation itself.
 			mapped := false
 			if cfg.Symmetric && !exact {
 				if mapped, err = t.mapOutput(&cfg, n); err != nil {
