@@ -193,16 +193,8 @@ func runWatched(o *object, run func() error) error {
 	}
 	for stale := 0; ; stale++ {
 		user := o.stops.Load()
-		o.sigMu.Lock()
-		seq := uint32(C.tl_sigint_enter())
-		o.seq0, o.watched = seq, true
-		o.sigMu.Unlock()
-		err := run()
-		o.sigMu.Lock()
-		seq1 := uint32(C.tl_sigint_leave())
-		o.watched = false
-		o.sigMu.Unlock()
-		if seq1 != seq {
+		sigint, err := watch(o, run)
+		if sigint {
 			if !errors.Is(err, engine.ErrInterrupted) {
 				err = errSIGINT
 			}
@@ -212,6 +204,25 @@ func runWatched(o *object, run func() error) error {
 			return err
 		}
 	}
+}
+
+// watch runs run with SIGINT watched for o, and reports whether a SIGINT
+// came during it. The watch ends however run ends, a panic included (the
+// caller turns it into an error), so that the program's own handler sees
+// the SIGINTs after it.
+func watch(o *object, run func() error) (sigint bool, err error) {
+	o.sigMu.Lock()
+	seq := uint32(C.tl_sigint_enter())
+	o.seq0, o.watched = seq, true
+	o.sigMu.Unlock()
+	defer func() {
+		o.sigMu.Lock()
+		sigint = uint32(C.tl_sigint_leave()) != seq
+		o.watched = false
+		o.sigMu.Unlock()
+	}()
+	err = run()
+	return
 }
 
 // runPlain runs a call that SIGINT does not interrupt. An interrupt that
