@@ -292,13 +292,10 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 				}
 			}
 		default:
-			// A float matrix is computed in the output file, mapped. An
-			// 8-bit one is computed in memory, in huge pages, and written
-			// as blocks finish its rows: its kernels are fast enough that
-			// the faults of the mapped file's 4 KiB pages would cost more
-			// than the computation itself.
+			// A symmetric run's matrix is computed in the output file,
+			// mapped.
 			mapped := false
-			if cfg.Symmetric && !exact {
+			if cfg.Symmetric {
 				if mapped, err = t.mapOutput(&cfg, n); err != nil {
 					return nil, fmt.Errorf("--out: %w", err)
 				}
@@ -343,6 +340,10 @@ func (t *AffinityTask) mapOutput(cfg *affinity.Setup, n int) (bool, error) {
 		cfg.Matrix = unsafe.Slice((*float32)(p), nn)
 	case npy.Float64:
 		cfg.Matrix = unsafe.Slice((*float64)(p), nn)
+	case npy.Int32:
+		cfg.Matrix = unsafe.Slice((*int32)(p), nn)
+	case npy.Int64:
+		cfg.Matrix = unsafe.Slice((*int64)(p), nn)
 	default:
 		return false, fmt.Errorf("write %s: a mapped matrix of %v", t.out.Path, t.dtype)
 	}

@@ -18,7 +18,7 @@ func startWriteback(f *os.File, off, n int64) {
 
 // mapFile extends f to size bytes with its blocks allocated (fallocate:
 // a full disk is an error now, never a fault later), and maps all of it,
-// shared, for reading and writing. A file system without fallocate, or a
+// shared, for reading and writing, advised into huge pages. A file system without fallocate, or a
 // mapping refused (a limit on address space, say), gives ErrNoMap with
 // the file left empty.
 func mapFile(f *os.File, size int64) ([]byte, error) {
@@ -39,6 +39,11 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 		}
 		return nil, ErrNoMap
 	}
+	// Huge pages where the kernel keeps the file's cache in large folios
+	// (ext4 and XFS on recent kernels): the mapping then takes a fault per
+	// 2 MiB, not per 4 KiB, and the writes land on few TLB entries. A
+	// kernel that cannot refuses the advice, or ignores it.
+	unix.Madvise(m, unix.MADV_HUGEPAGE)
 	return m, nil
 }
 
