@@ -14,6 +14,10 @@ from tapeloop import _lib
 
 SCRIPT = textwrap.dedent(r"""
     import os, signal, sys, threading, time
+    # Python's own SIGINT handler, as an interactive session has it, even
+    # when the tests run with SIGINT ignored (a background job of a shell
+    # without job control): Python would keep it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
     sys.path.insert(0, sys.argv[1])
     import tapeloop

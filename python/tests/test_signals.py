@@ -25,6 +25,10 @@ PKG = os.path.join(os.path.dirname(__file__), "..")
 # every SIGINT reaches the handler.
 CHILD = textwrap.dedent(r"""
     import os, signal, sys, time
+    # Python's own SIGINT handler, as an interactive session has it, even
+    # when the tests run with SIGINT ignored (a background job of a shell
+    # without job control): Python would keep it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
     sys.path.insert(0, sys.argv[1])
     import tapeloop
@@ -168,6 +172,10 @@ def test_sigint_storm_during_short_calls(kind, mode):
 # stops a long call again, and meanwhile the replacement saw every SIGINT.
 SWAP = textwrap.dedent(r"""
     import os, signal, sys, threading, time
+    # Python's own SIGINT handler, as an interactive session has it, even
+    # when the tests run with SIGINT ignored (a background job of a shell
+    # without job control): Python would keep it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
     sys.path.insert(0, sys.argv[1])
     import tapeloop
