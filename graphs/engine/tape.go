@@ -22,10 +22,9 @@ import (
 // reflection once per Program and falls back to RunAll when the machine is
 // not built as expected (another gorgonia version).
 type tapeRun struct {
-	vm     G.VM
-	run    reflect.Value   // the machine's Run method; invalid: use RunAll
-	args   []reflect.Value // its argument, the program's instructions
-	direct bool            // whether Run is used
+	vm   G.VM
+	run  reflect.Value   // the machine's Run method; the zero Value: use RunAll
+	args []reflect.Value // its argument, the program's instructions
 }
 
 var errorType = reflect.TypeFor[error]()
@@ -55,13 +54,12 @@ func newTapeRun(vm G.VM) *tapeRun {
 	// value read from an unexported field as an argument.
 	t.run = run
 	t.args = []reflect.Value{reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()}
-	t.direct = true
 	return t
 }
 
 // Run executes the program. The caller resets the machine afterwards.
 func (t *tapeRun) Run() error {
-	if !t.direct {
+	if !t.run.IsValid() {
 		return t.vm.RunAll()
 	}
 	if e := t.run.Call(t.args)[0].Interface(); e != nil {

@@ -18,9 +18,9 @@ func startWriteback(f *os.File, off, n int64) {
 
 // mapFile extends f to size bytes with its blocks allocated (fallocate:
 // a full disk is an error now, never a fault later), and maps all of it,
-// shared, for reading and writing, advised into huge pages. A file system without fallocate, or a
-// mapping refused (a limit on address space, say), gives ErrNoMap with
-// the file left empty.
+// shared, for reading and writing, advised into huge pages. A file system
+// without fallocate, or a mapping refused (a limit on address space,
+// say), gives ErrNoMap with the file left empty.
 func mapFile(f *os.File, size int64) ([]byte, error) {
 	fd := int(f.Fd())
 	if err := unix.Fallocate(fd, 0, 0, size); err != nil {
