@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 // The largest k block whose int32 lane sums cannot overflow: a lane adds
 // at most 4·255·128 per 64 bytes.
@@ -129,9 +130,13 @@ static void emit_tile(int metric, int64_t t[MR][NR], int64_t mr, int64_t nc, con
 }
 
 // group_sums adds to acc (MR×NR int32, row-major) the sums over groups
-// [q0, q1) of MR rows of a (each from row[r], all groups whole) with the
-// packed panel p (at group q0). The accumulators are 24 named registers.
-static void group_sums(const uint8_t *const row[MR], const uint8_t *p, int64_t q0, int64_t q1, int32_t *acc) {
+// [q0, q1) of MR rows of a (group q of row r at row[r] + gs·q, all groups
+// whole) with the packed panel p (at group q0). The accumulators are 24
+// named registers. (GCC's partial redundancy elimination would copy them
+// to the stack on every group.)
+__attribute__((optimize("no-tree-pre"))) static void group_sums(const uint8_t *const row[MR], int64_t gs,
+                                                                const uint8_t *p, int64_t q0, int64_t q1,
+                                                                int32_t *acc) {
 #define ACC(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = _mm512_setzero_si512();
   ACC(0) ACC(1) ACC(2) ACC(3) ACC(4) ACC(5) ACC(6) ACC(7) ACC(8) ACC(9) ACC(10) ACC(11)
 #undef ACC
@@ -141,7 +146,7 @@ static void group_sums(const uint8_t *const row[MR], const uint8_t *p, int64_t q
     const __m512i b0 = _mm512_load_si512(p), b1 = _mm512_load_si512(p + 64);
     __m512i x;
 #define ROW(r)                                                                                                        \
-  x = _mm512_set1_epi32(*(const int32_t *)(a##r + 4 * q));                                                            \
+  x = _mm512_set1_epi32(*(const int32_t *)(a##r + gs * q));                                                           \
   c##r##0 = _mm512_dpbusd_epi32(c##r##0, x, b0), c##r##1 = _mm512_dpbusd_epi32(c##r##1, x, b1);
     ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7) ROW(8) ROW(9) ROW(10) ROW(11)
 #undef ROW
@@ -153,22 +158,25 @@ static void group_sums(const uint8_t *const row[MR], const uint8_t *p, int64_t q
 #undef OUT
 }
 
-// micro computes the sums of rows a (mr ≤ MR, d bytes each, lda apart,
-// rows i… of the call) with the NR packed columns bp (nc ≤ NR valid,
-// columns j… of the call) and stores their metric where o says.
-static void micro(const uint8_t *a, int64_t lda, int64_t mr, const uint8_t *bp, int64_t nc, int64_t d, int metric,
-                  const int64_t *suma, const int64_t *sqa, const int64_t *sqb, dst_t *o, int64_t i, int64_t j) {
-  const int64_t g = (d + 3) / 4, full = d / 4;
+// micro computes the sums of rows a (mr ≤ MR, rows i… of the call) with
+// the NR packed columns bp (nc ≤ NR valid, columns j… of the call) and
+// stores their metric where o says. Row r of a is at a + r·lda, its group
+// q (4 bytes) at gs·q from there: in place (lda the image stride, gs 4),
+// or a packed panel (pack_a: lda 4, gs MR·4, every group whole).
+static void micro(const uint8_t *a, int64_t lda, int64_t gs, int64_t mr, const uint8_t *bp, int64_t nc, int64_t d,
+                  int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, dst_t *o, int64_t i,
+                  int64_t j) {
+  const int64_t g = (d + 3) / 4, full = gs == 4 ? d / 4 : g;
   const uint8_t *row[MR];
-  for (int r = 0; r < MR; r++) row[r] = a + (r < mr ? r : 0) * lda; // rows past mr: any row, not stored
-  int64_t t[MR][NR];                                                // exact sums
+  for (int r = 0; r < MR; r++) row[r] = a + (r < mr || gs != 4 ? r : 0) * lda; // rows past mr: not stored
+  int64_t t[MR][NR];                                                            // exact sums
   for (int r = 0; r < MR; r++)
     for (int c = 0; c < NR; c++) t[r][c] = 128 * suma[r < mr ? r : 0];
   for (int64_t g0 = 0; g0 < g; g0 += KG) {
     const int64_t g1 = g - g0 < KG ? g : g0 + KG, q1 = g1 < full ? g1 : full;
     int32_t acc[MR][NR] __attribute__((aligned(64))) = {{0}};
-    group_sums(row, bp + g0 * NR * 4, g0, q1, &acc[0][0]);
-    if (q1 < g1) { // the last, partial group: a's bytes past d are 0
+    group_sums(row, gs, bp + g0 * NR * 4, g0, q1, &acc[0][0]);
+    if (q1 < g1) { // the last, partial group in place: a's bytes past d are 0
       const __m512i b0 = _mm512_load_si512(bp + q1 * NR * 4), b1 = _mm512_load_si512(bp + q1 * NR * 4 + 64);
       for (int r = 0; r < MR; r++) {
         uint32_t w = 0;
@@ -184,22 +192,70 @@ static void micro(const uint8_t *a, int64_t lda, int64_t mr, const uint8_t *bp, 
   emit_tile(metric, t, mr, nc, sqa, sqb, o, i, j);
 }
 
+// pack_a packs rows [0, m) of a (d bytes each) as ceil(m/MR) panels of
+// ceil(d/4) groups, each group the panel's MR rows' 4 bytes, one row after
+// another (ap[p*g*MR*4 + q*MR*4 + r*4 + t] = a[p*MR + r, 4q + t]); rows
+// past m and the bytes past d are 0, so they add nothing. Read in place,
+// a panel's rows lie d bytes apart, which on a d of 4 KiB puts all of
+// them in the same sets of the L1 cache.
+static void pack_a(const uint8_t *a, int64_t lda, int64_t m, int64_t d, uint8_t *ap) {
+  const int64_t g = (d + 3) / 4, full = d / 4;
+  for (int64_t i = 0; i < m; i += MR) {
+    uint8_t *p = ap + (i / MR) * g * MR * 4;
+    for (int64_t r = 0; r < MR; r++) {
+      uint8_t *dst = p + r * 4;
+      if (i + r >= m) {
+        for (int64_t q = 0; q < g; q++) memset(dst + q * MR * 4, 0, 4);
+        continue;
+      }
+      const uint8_t *row = a + (i + r) * lda;
+      int64_t q = 0;
+      for (; q < full; q++) memcpy(dst + q * MR * 4, row + 4 * q, 4);
+      for (; q < g; q++) {
+        uint8_t w[4] = {0, 0, 0, 0};
+        for (int64_t k = 4 * q; k < d; k++) w[k - 4 * q] = row[k];
+        memcpy(dst + q * MR * 4, w, 4);
+      }
+    }
+  }
+}
+
+// The scratch of dots_vnni: the packed block of b, and the packed rows of
+// a when they take at most APACK bytes (else a is read in place).
+#define APACK ((int64_t)8 << 20)
+static int64_t bpack_bytes(int64_t d) { return (NC / NR) * ((d + 3) / 4) * NR * 4; }
+static int64_t apack_bytes(int64_t m, int64_t d) {
+  const int64_t n = (m + MR - 1) / MR * ((d + 3) / 4) * MR * 4;
+  return n <= APACK ? n : 0;
+}
+
 // dots_vnni: the dot-product metrics of rows a (m) against b (n), with b
-// packed NC columns at a time; -1 when the packing buffer cannot be had.
+// packed NC columns at a time and a packed once (apack_bytes), in scratch
+// (64-byte aligned, of tl_pair_u8_scratch bytes) or, when that is NULL, in
+// memory of its own; -1 when that cannot be had.
 static int dots_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
-                     int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, dst_t *o) {
-  const int64_t g = (d + 3) / 4;
-  uint8_t *bp = (uint8_t *)aligned_alloc(64, (size_t)(NC / NR) * g * NR * 4);
-  if (!bp) return -1;
+                     int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, dst_t *o,
+                     uint8_t *scratch) {
+  const int64_t g = (d + 3) / 4, nb = bpack_bytes(d), na = apack_bytes(m, d);
+  uint8_t *own = NULL;
+  if (!scratch && !(scratch = own = (uint8_t *)aligned_alloc(64, (size_t)(nb + na)))) return -1;
+  uint8_t *bp = scratch, *ap = na ? scratch + nb : NULL;
+  if (ap) pack_a(a, lda, m, d, ap);
   for (int64_t jb = 0; jb < n; jb += NC) {
     const int64_t nc = n - jb < NC ? n - jb : NC;
     pack_b(b + jb * ldb, ldb, nc, d, bp);
     for (int64_t i = 0; i < m; i += MR)
-      for (int64_t j = 0; j < nc; j += NR)
-        micro(a + i * lda, lda, m - i < MR ? m - i : MR, bp + (j / NR) * g * NR * 4, nc - j < NR ? nc - j : NR, d,
-              metric, suma + i, sqa + i, sqb + jb + j, o, i, jb + j);
+      for (int64_t j = 0; j < nc; j += NR) {
+        const int64_t mr = m - i < MR ? m - i : MR, cj = nc - j < NR ? nc - j : NR;
+        const uint8_t *pj = bp + (j / NR) * g * NR * 4;
+        if (ap)
+          micro(ap + (i / MR) * g * MR * 4, 4, MR * 4, mr, pj, cj, d, metric, suma + i, sqa + i, sqb + jb + j, o, i,
+                jb + j);
+        else
+          micro(a + i * lda, lda, 4, mr, pj, cj, d, metric, suma + i, sqa + i, sqb + jb + j, o, i, jb + j);
+      }
   }
-  free(bp);
+  free(own);
   return 0;
 }
 
@@ -304,7 +360,7 @@ static void detect_vnni(void) {
 
 void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
                 int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, void *out, void *tout, int type,
-                int64_t ldo, int64_t tj, int64_t sum[2]) {
+                int64_t ldo, int64_t tj, int64_t sum[2], void *scratch) {
 #if defined(__aarch64__)
   if (tl_pair_u8_neon(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, out, tout, type, ldo, tj, sum) == 0) return;
 #endif
@@ -312,7 +368,7 @@ void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, 
   detect_vnni();
 #if TL_X86
   if (has_vnni && metric != TL_U8_L1 &&
-      dots_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, &o) == 0)
+      dots_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, &o, (uint8_t *)scratch) == 0)
     goto done;
   if (has_vnni) {
     pairs_vnni(m, n, d, a, lda, b, ldb, metric, suma, sqa, sqb, &o);
@@ -352,6 +408,16 @@ void tl_u8_sums(const uint8_t *x, int64_t n, int64_t d, int64_t *sum, int64_t *s
     }
     sum[i] = s, sq[i] = q;
   }
+}
+
+int64_t tl_pair_u8_scratch(int64_t m, int64_t d, int metric) {
+  detect_vnni();
+#if TL_X86
+  if (has_vnni && metric != TL_U8_L1 && m > 0 && d > 0) return bpack_bytes(d) + apack_bytes(m, d);
+#else
+  (void)m, (void)d, (void)metric;
+#endif
+  return 0;
 }
 
 int tl_pair_u8_vnni(void) {

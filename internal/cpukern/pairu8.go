@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync"
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/internal/parallel"
@@ -111,11 +112,39 @@ func PairU8T[T U8Value](x *U8Rows, a0, m, b0, n int, k U8Metric, out, tout []T, 
 		tp = unsafe.Pointer(&tout[0])
 	}
 	var sum [2]C.int64_t
+	buf, scratch := u8Scratch(m, d, k)
+	defer pairU8Pool.Put(buf)
 	C.tl_pair_u8(C.int64_t(m), C.int64_t(n), C.int64_t(d), (*C.uint8_t)(unsafe.Pointer(&x.X[a0*d])), C.int64_t(d),
 		(*C.uint8_t)(unsafe.Pointer(&x.X[b0*d])), C.int64_t(d), C.int(k), (*C.int64_t)(&x.Sum[a0]),
 		(*C.int64_t)(&x.SumSq[a0]), (*C.int64_t)(&x.SumSq[b0]), unsafe.Pointer(&out[0]), tp, typ, C.int64_t(ldo),
-		C.int64_t(min(tj, n)), &sum[0])
+		C.int64_t(min(tj, n)), &sum[0], scratch)
 	return Int128{Hi: int64(sum[1]), Lo: uint64(sum[0])}
+}
+
+// PairU8Scratch is the memory a call of PairU8 or PairU8T over m rows of
+// d bytes holds while it runs, for its packed copies of the rows; calls
+// keep it for the next (about one set per core).
+func PairU8Scratch(m, d int, k U8Metric) int64 {
+	return int64(C.tl_pair_u8_scratch(C.int64_t(m), C.int64_t(d), C.int(k)))
+}
+
+// pairU8Pool holds the kernels' scratch between calls: fresh memory would
+// cost its first touch of every page on every call.
+var pairU8Pool = sync.Pool{New: func() any { return new([]byte) }}
+
+// u8Scratch is scratch for a call over m rows of d bytes from pairU8Pool,
+// and its first 64-byte aligned byte (nil when the kernels need none).
+func u8Scratch(m, d int, k U8Metric) (*[]byte, unsafe.Pointer) {
+	b := pairU8Pool.Get().(*[]byte)
+	need := int(PairU8Scratch(m, d, k))
+	if need == 0 {
+		return b, nil
+	}
+	if len(*b) < need+64 {
+		*b = make([]byte, need+64)
+	}
+	p := unsafe.Pointer(&(*b)[0])
+	return b, unsafe.Add(p, (64-uintptr(p)%64)%64)
 }
 
 // Int128 is a 128-bit two's-complement integer: exact sums of many int64

@@ -17,10 +17,16 @@ enum { TL_OUT_F32 = 0, TL_OUT_F64 = 1, TL_OUT_I32 = 2, TL_OUT_I64 = 3 };
 // a[i, k]; sqa[i], sqb[j] the rows' Σ x² (for l2 and cosine). sum, when not
 // NULL, receives the sum of every integer value stored (those stored twice
 // counted twice; 0 for cosine) as a 128-bit two's-complement integer, low
-// word first.
+// word first. scratch, when not NULL, is 64-byte aligned memory of
+// tl_pair_u8_scratch(m, d, metric) bytes for the kernels' packed copies of
+// the rows (else they allocate their own on each call).
 void tl_pair_u8(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
                 int metric, const int64_t *suma, const int64_t *sqa, const int64_t *sqb, void *out, void *tout, int type,
-                int64_t ldo, int64_t tj, int64_t sum[2]);
+                int64_t ldo, int64_t tj, int64_t sum[2], void *scratch);
+
+// tl_pair_u8_scratch is the size of tl_pair_u8's scratch for m rows of d
+// bytes, 0 when it needs none.
+int64_t tl_pair_u8_scratch(int64_t m, int64_t d, int metric);
 
 // tl_u8_sums sets sum[i] = Σ_k x[i*d + k] and sq[i] = Σ_k x[i*d + k]² for
 // i < n.

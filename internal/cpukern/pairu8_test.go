@@ -93,6 +93,20 @@ func BenchmarkPairU8(b *testing.B) {
 		}
 		rate(b)
 	})
+	// The shape of the affinity command's calls on 4 KiB images: a block
+	// of 1024 rows against a core's share of the columns.
+	const bm, bn, bd = 1024, 3000, 4096
+	bx := make([]uint8, bn*bd)
+	for i := range bx {
+		bx[i] = uint8(rng.IntN(256))
+	}
+	brows, bout := NewU8Rows(bx, bn, bd), make([]int32, bm*bn)
+	b.Run("u8-dot-block", func(b *testing.B) {
+		for b.Loop() {
+			PairU8(brows, 0, bm, 0, bn, U8Dot, bout, bn)
+		}
+		b.ReportMetric(float64(bm*bn*bd)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gpairdims/s")
+	})
 	b.Run("u8-l1", func(b *testing.B) {
 		for b.Loop() {
 			PairU8(rows, 0, m, 0, n, U8L1, out, n)

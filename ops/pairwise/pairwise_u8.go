@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"runtime"
 	"sync"
 
 	"github.com/chewxy/hm"
@@ -190,9 +191,13 @@ func pairU8Block[T float32 | float64](op *PairwiseU8, lo, c0, m int, out []T) {
 	})
 }
 
-// ResidentBytes is the size of the images the op compares against (with
-// WriteFull the matrix is the op's output, planned as such).
-func (op *PairwiseU8) ResidentBytes() int64 { return op.Data.Bytes() }
+// ResidentBytes is the size of the images the op compares against and of
+// the kernels' packed copies of them, one set per core (with WriteFull
+// the matrix is the op's output, planned as such).
+func (op *PairwiseU8) ResidentBytes() int64 {
+	rows := min(op.Batch, 2*dotChunk)
+	return op.Data.Bytes() + int64(runtime.GOMAXPROCS(0))*cpukern.PairU8Scratch(rows, op.Data.D, u8Metrics[op.Metric])
+}
 
 // WriteHash writes every parameter of the op.
 func (op *PairwiseU8) WriteHash(h hash.Hash) {
