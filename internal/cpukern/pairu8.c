@@ -49,31 +49,57 @@ static int64_t l1_scalar(const uint8_t *a, const uint8_t *b, int64_t d) {
 #define NC 128 // columns per packed block of b: NC·d bytes, in L2 for d up to ~12k
 #define KG 16384
 
+// transpose16 transposes the 16×16 matrix of 32-bit words r (row i in
+// r[i]): 32-bit and 64-bit unpacks transpose the 4×4 blocks within each
+// 128-bit lane, then two rounds of lane shuffles put the blocks in place.
+static inline void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // u[4i + k], lane l: rows 4i…4i+3 of column 4l + k.
+  for (int k = 0; k < 4; k++) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44), v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xEE);
+    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44),
+                  w1 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xEE);
+    r[k] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+    r[4 + k] = _mm512_shuffle_i32x4(v0, w0, 0xDD);
+    r[8 + k] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+    r[12 + k] = _mm512_shuffle_i32x4(v1, w1, 0xDD);
+  }
+}
+
 // pack_b packs columns [0, nc) of b (nc ≤ NC, d bytes each) into bp as
 // ceil(nc/NR) panels of ceil(d/4) groups; missing columns and the bytes
-// past d are −128 (b = 0; a's bytes there are 0 anyway).
+// past d are −128 (b = 0; a's bytes there are 0 anyway). Sixteen columns
+// by sixteen groups at a time, the 4-byte groups are a 16×16 matrix of
+// 32-bit words to transpose.
 static void pack_b(const uint8_t *b, int64_t ldb, int64_t nc, int64_t d, uint8_t *bp) {
-  const int64_t g = (d + 3) / 4, full = d / 4;
+  const int64_t g = (d + 3) / 4, full = d / 4, full16 = full / 16 * 16;
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
   for (int64_t j = 0; j < nc; j += NR) {
     uint8_t *p = bp + (j / NR) * g * NR * 4;
-    for (int64_t c = 0; c < NR; c++) {
-      if (j + c >= nc) {
-        for (int64_t q = 0; q < g; q++) *(uint32_t *)(p + q * NR * 4 + c * 4) = 0x80808080u;
-        continue;
+    for (int64_t c0 = 0; c0 < NR; c0 += 16)
+      for (int64_t q = 0; q < full16; q += 16) {
+        __m512i r[16];
+        for (int i = 0; i < 16; i++)
+          r[i] = j + c0 + i < nc ? _mm512_xor_si512(_mm512_loadu_si512(b + (j + c0 + i) * ldb + q * 4), flip) : flip;
+        transpose16(r);
+        for (int k = 0; k < 16; k++) _mm512_store_si512(p + (q + k) * NR * 4 + c0 * 4, r[k]);
       }
+    for (int64_t c = 0; c < NR; c++) { // the groups past the last 16
       const uint8_t *col = b + (j + c) * ldb;
-      int64_t q = 0;
-      // Sixteen groups at a time: 64 bytes of the column, flipped, then
-      // scattered 4 bytes to each group.
-      for (; q + 16 <= full; q += 16) {
-        const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(col + q * 4), _mm512_set1_epi8((char)0x80));
-        const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                               _mm512_set1_epi32(NR * 4));
-        _mm512_i32scatter_epi32(p + q * NR * 4 + c * 4, idx, v, 1);
-      }
-      for (; q < g; q++) {
+      for (int64_t q = full16; q < g; q++) {
         uint32_t w = 0;
-        for (int t = 0; t < 4; t++) w |= (uint32_t)(4 * q + t < d ? col[4 * q + t] ^ 0x80 : 0x80) << (8 * t);
+        for (int t = 0; t < 4; t++)
+          w |= (uint32_t)(j + c < nc && 4 * q + t < d ? col[4 * q + t] ^ 0x80 : 0x80) << (8 * t);
         *(uint32_t *)(p + q * NR * 4 + c * 4) = w;
       }
     }
