@@ -225,17 +225,24 @@ static void micro(const uint8_t *a, int64_t lda, int64_t gs, int64_t mr, const u
 // a panel's rows lie d bytes apart, which on a d of 4 KiB puts all of
 // them in the same sets of the L1 cache.
 static void pack_a(const uint8_t *a, int64_t lda, int64_t m, int64_t d, uint8_t *ap) {
-  const int64_t g = (d + 3) / 4, full = d / 4;
+  const int64_t g = (d + 3) / 4, full = d / 4, full16 = full / 16 * 16;
   for (int64_t i = 0; i < m; i += MR) {
     uint8_t *p = ap + (i / MR) * g * MR * 4;
-    for (int64_t r = 0; r < MR; r++) {
+    for (int64_t q = 0; q < full16; q += 16) { // 16 groups of the MR rows, as a 16×16 transpose
+      __m512i r[16];
+      for (int k = 0; k < 16; k++)
+        r[k] = k < MR && i + k < m ? _mm512_loadu_si512(a + (i + k) * lda + q * 4) : _mm512_setzero_si512();
+      transpose16(r);
+      for (int k = 0; k < 16; k++) _mm512_mask_storeu_epi32(p + (q + k) * MR * 4, (1u << MR) - 1, r[k]);
+    }
+    for (int64_t r = 0; r < MR; r++) { // the groups past the last 16
       uint8_t *dst = p + r * 4;
       if (i + r >= m) {
-        for (int64_t q = 0; q < g; q++) memset(dst + q * MR * 4, 0, 4);
+        for (int64_t q = full16; q < g; q++) memset(dst + q * MR * 4, 0, 4);
         continue;
       }
       const uint8_t *row = a + (i + r) * lda;
-      int64_t q = 0;
+      int64_t q = full16;
       for (; q < full; q++) memcpy(dst + q * MR * 4, row + 4 * q, 4);
       for (; q < g; q++) {
         uint8_t w[4] = {0, 0, 0, 0};
