@@ -28,6 +28,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
 
 // Version is the ABI's version: the Python package checks it.
@@ -344,7 +345,7 @@ func tl_dot(h C.int64_t, text **C.char) *C.char {
 func tl_report(h C.int64_t, text **C.char) *C.char {
 	return guard(func() error {
 		return call(h, "a workload", 0, func(p program) error {
-			b, err := json.Marshal(p.Report())
+			b, _, err := telemetry.MarshalFinite(p.Report())
 			if err != nil {
 				return err
 			}

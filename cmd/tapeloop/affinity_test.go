@@ -864,3 +864,72 @@ func TestAffinityInt32Overflow(t *testing.T) {
 		}
 	}
 }
+
+// TestAffinityNonFiniteCountIsTheMatrixs: the warning's count of the
+// non-finite values a formula gave is the number of NaN entries in the
+// matrix written, whatever the block of rows, for the formula rewritten
+// over dot products and computed directly, held in memory and streamed
+// as rows; and --report holds the same count, with the NaN sum as null.
+func TestAffinityNonFiniteCountIsTheMatrixs(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	const n, d = 61, 5
+	rng := rand.New(rand.NewPCG(81, 82))
+	x := make([]float64, n*d)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	want := 0 // the log of a negative dot product: NaN
+	for i := range n {
+		for j := range n {
+			var dot float64
+			for k := range d {
+				dot += x[i*d+k] * x[j*d+k]
+			}
+			if dot < 0 {
+				want++
+			}
+		}
+	}
+	writeNpy(t, p("x.npy"), []int{n, d}, x)
+	for _, method := range []string{"auto", "direct"} {
+		for _, mode := range [][]string{{"--block", "1"}, {"--block", "6"}, {"--block", "13"}, {"--block", "60"},
+			{"--block", "61"}, {}, {"--block", "7", "--mem-limit", "300KiB"}} {
+			args := append([]string{"affinity", "--quiet", "--images", p("x.npy"), "--formula", "log(sum(a*b))",
+				"--dtype", "float64", "--method", method, "--out", p("o.npy"), "--report", p("r.json")}, mode...)
+			_, stderr, code := run(t, args...)
+			wantMsg := fmt.Sprintf("warning: --formula gave %d non-finite values (NaN or ±Inf)\n", want)
+			if code != 0 || stderr != wantMsg {
+				t.Fatalf("%v: exit %d, stderr %q; want 0, %q", args[4:], code, stderr, wantMsg)
+			}
+			_, got, err := npy.ReadAll64(p("o.npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nans := 0
+			for _, v := range got {
+				if math.IsNaN(v) {
+					nans++
+				}
+			}
+			if nans != want {
+				t.Fatalf("%v: %d NaN in the matrix, want %d", args[4:], nans, want)
+			}
+			var rep struct {
+				Result struct {
+					Checksum  *float64 `json:"checksum"`
+					NonFinite int      `json:"nonfinite"`
+				} `json:"result"`
+				NonFiniteAt []string `json:"non_finite"`
+			}
+			b, err := os.ReadFile(p("r.json"))
+			if err == nil {
+				err = json.Unmarshal(b, &rep)
+			}
+			if err != nil || rep.Result.Checksum != nil || rep.Result.NonFinite != want ||
+				!slices.Equal(rep.NonFiniteAt, []string{"result.checksum"}) {
+				t.Fatalf("%v: report %+v, %v", args[4:], rep, err)
+			}
+		}
+	}
+}

@@ -278,13 +278,30 @@ type Report struct {
 	Plan           any         `json:"plan,omitempty"`
 	Iterations     []Iteration `json:"iterations"`
 	Result         any         `json:"result"`
+	// NonFinite lists the places of the values that are NaN or ±Inf
+	// ("result.sum"), which JSON cannot hold: they are written as null.
+	NonFinite []string `json:"non_finite,omitempty"`
 }
 
-// Encode writes the report as indented JSON.
+// Encode writes the report as indented JSON, a value that is NaN or ±Inf
+// as null, its place in NonFinite.
 func (r *Report) Encode(w io.Writer) error {
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	return e.Encode(r)
+	r.NonFinite = nil
+	b, places, err := MarshalFinite(r)
+	if err == nil && places != nil {
+		r.NonFinite = places
+		b, _, err = MarshalFinite(r)
+	}
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = w.Write(out.Bytes())
+	return err
 }
 
 // WriteFile writes the report to path atomically.

@@ -156,19 +156,18 @@ func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float
 	})
 }
 
-// countRow counts the non-finite values of a computed row o, columns
-// [c0, N) of image img's row: with upper, each off-diagonal value stands
-// for two entries of the matrix (it is mirrored).
+// countRow counts the non-finite entries of the matrix that a computed
+// row o, columns [c0, N) of image img's row, makes: with upper, the
+// values right of the diagonal stand for two entries each (they are
+// mirrored), the diagonal for one, and those left of it (below the
+// diagonal, computed only because the block's columns start at its
+// first row) for none, the mirror overwriting them.
 func countRow[T float32 | float64](o []T, c0, img int, upper bool) int64 {
-	c := opkit.CountBad(o)
-	if !upper {
-		return c
+	d := img - c0
+	if !upper || d < 0 || d >= len(o) {
+		return opkit.CountBad(o)
 	}
-	c *= 2
-	if d := img - c0; d >= 0 && d < len(o) && opkit.CountBad(o[d:d+1]) > 0 {
-		c--
-	}
-	return c
+	return 2*opkit.CountBad(o[d+1:]) + opkit.CountBad(o[d:d+1])
 }
 
 // PairMap is the Gorgonia op that turns a block of dot products (Batch,

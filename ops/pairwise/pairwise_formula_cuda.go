@@ -178,8 +178,13 @@ func (op *pairFormulaCUDA) Do(in ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	var bad int64
+	idx := in[len(in)-1].Data().([]float64)
 	for i := range m {
-		bad += opkit.CountBad(host[i*d.N+c0 : (i+1)*d.N])
+		img := lo + i
+		if !op.RowsFromData {
+			img = int(idx[i])
+		}
+		bad += countRow(host[i*d.N+c0:(i+1)*d.N], c0, img, op.Upper)
 	}
 	pf.bad.Add(bad)
 	if op.Stopped() {

@@ -139,3 +139,30 @@ func TestReloadRefusesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestCountRowCountsTheMatrixsEntries: a row of a block computed from
+// column c0 on (the block's first row), with upper, stands for its values
+// right of the diagonal twice (mirrored), the diagonal once, and the
+// values left of the diagonal not at all (the mirror overwrites them);
+// without upper, for every value once.
+func TestCountRowCountsTheMatrixsEntries(t *testing.T) {
+	nan := math.NaN()
+	row := []float64{nan, 1, nan, nan, 2, math.Inf(1), 3} // columns 10…16
+	const c0 = 10
+	for _, c := range []struct {
+		img   int
+		upper bool
+		want  int64
+	}{
+		{10, true, 2*3 + 1}, // the diagonal is column 10, NaN; 3 right of it
+		{11, true, 2 * 3},   // column 11 finite; 10 is left of it
+		{12, true, 2*2 + 1}, // 13 and 15 right of it; 12 itself
+		{16, true, 0},       // only the diagonal, 3
+		{15, true, 1},       // the diagonal, +Inf
+		{12, false, 4},
+	} {
+		if got := countRow(row, c0, c.img, c.upper); got != c.want {
+			t.Errorf("image %d, upper %v: %d, want %d", c.img, c.upper, got, c.want)
+		}
+	}
+}
