@@ -146,5 +146,26 @@ func TestDRRShardsMergeBitForBit(t *testing.T) {
 		mergeRefuses(t, "other geometry", p("geometry"), "different run", shards[0], sdd[1], shards[2])
 		mergeRefuses(t, "other volume", p("volume"), "different run", vol[0], shards[1], shards[2])
 		mergeRefuses(t, "mixed workloads", p("mixed"), "wavelet", shards[0], wav[1], shards[2])
+		mergeRefuses(t, "damaged", p("damaged"), "drr: damaged (zip: checksum error)", shards[0], damagedCopy(t, shards[1]), shards[2])
 	}
+}
+
+// damagedCopy is a copy of shard file path with one bit of its first
+// array's data changed, as a disk or a transfer might.
+func damagedCopy(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(b, []byte("\x93NUMPY"))
+	if at < 0 || at+200 >= len(b) {
+		t.Fatalf("%s: no array to damage", path)
+	}
+	b[at+200] ^= 0x04
+	bad := path + ".damaged.npz"
+	if err := os.WriteFile(bad, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return bad
 }

@@ -152,6 +152,17 @@ func (z *NPZ) Open(name string) (*Reader, io.Closer, error) {
 		return nil, nil, fmt.Errorf("%s: %s: %w: data truncated: the header promises %d bytes of %s, the member holds %d",
 			z.path, shown(name), ErrFormat, need-uint64(r.hlen), r.Dtype.Name(), f.UncompressedSize64-min(f.UncompressedSize64, uint64(r.hlen)))
 	}
+	// zip checks a member's CRC-32 only on a read at its end, which a
+	// reader taking just the bytes it expects never makes: the read that
+	// takes the last element reads on to the end, so that a member
+	// damaged on disk or in transfer is an error, not data.
+	member := r.r
+	r.end = func() error {
+		if _, err := io.Copy(io.Discard, member); err != nil {
+			return fmt.Errorf("%s: damaged (%w)", shown(name), err)
+		}
+		return nil
+	}
 	return r, rc, nil
 }
 

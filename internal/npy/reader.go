@@ -20,6 +20,17 @@ type Reader struct {
 	left int   // elements not yet read
 	hlen int64 // the header's bytes, before the data
 	raw  []byte
+	end  func() error // when not nil, called as the last element is read: its error is the read's
+}
+
+// done is the error of the read that took the last element, from end.
+func (r *Reader) done() error {
+	if r.left > 0 || r.end == nil {
+		return nil
+	}
+	end := r.end
+	r.end = nil
+	return end()
 }
 
 // NewReader reads the header from r and returns a Reader positioned at the
@@ -76,7 +87,7 @@ func (r *Reader) ReadU8(dst []uint8) (int, error) {
 		return 0, fmt.Errorf("%w: data truncated: %d of %d elements missing (%w)", ErrFormat, r.left, r.Len(), io.ErrUnexpectedEOF)
 	}
 	r.left -= n
-	return n, nil
+	return n, r.done()
 }
 
 func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
@@ -103,7 +114,7 @@ func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
 	}
 	decode(dst[:n], raw, r.Dtype)
 	r.left -= n
-	return n, nil
+	return n, r.done()
 }
 
 // toC reads the whole Fortran-ordered data and continues from it in C
