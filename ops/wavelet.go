@@ -315,7 +315,8 @@ func wavePasses(b Boundary, f *WaveletFormulas, skip WaveletSkip) WaveletPasses 
 // the hat sampled on the whole grid, where the sampled kernel stops at the
 // box of q ≤ 36, whose edge values are 5·10⁻⁷ of its peak), unless the box
 // is wider than the transform, where the kernel would overlap itself and Σ ψ²
-// would count the overlap. A user's kernel is sampled and transformed.
+// would count the overlap, or the hat is too narrow (HatClosedForm). A
+// user's kernel is sampled and transformed.
 //
 // In wrap mode the transform is the volume's own size, and the response
 // the whole periodic array the inverse transform would make: Σ G and Σ G²
@@ -391,7 +392,7 @@ func (w *WaveletVolume) sums(dst []float64, theta, phi, xi float64, s *waveletSc
 		}
 	}
 	var kernelEnergy float64
-	if (f == nil || f.Kernel == nil) && 2*h[0] < p[0] && 2*h[1] < p[1] && 2*h[2] < p[2] {
+	if (f == nil || f.Kernel == nil) && HatClosedForm(w.A, theta, phi, xi, p) {
 		// The product is made row by row just before the inverse
 		// transform reads it (and not at all without one), its sums as
 		// it is made.

@@ -200,11 +200,12 @@ func (op *waveletCUDA) queue(w *deviceVolume, slot int, theta, phi, xi float64) 
 	hatParts := op.dparts + cuda.DevicePtr(8*3*wvBlocks)
 	sl := statsLaunch(op.resp, d, w.pad, n, 1/float64(w.len()), op.dparts)
 	// The hat's spectrum in closed form, as on the CPU, unless its support
-	// box is wider than the transform (the kernel would overlap itself):
-	// then sampled, transformed and multiplied.
+	// box is wider than the transform (the kernel would overlap itself) or
+	// it is too narrow (HatClosedForm): then sampled, transformed and
+	// multiplied.
 	hl := hatSpectrumLaunch(a, theta, phi, xi, d, op.half, op.spec, hatParts)
 	steps := []func() error{func() error { return opkit.Enqueue(op.dev, hl) }}
-	if 2*h[0] >= d[0] || 2*h[1] >= d[1] || 2*h[2] >= d[2] {
+	if !HatClosedForm(a, theta, phi, xi, d) {
 		hl = hatLaunch(a, theta, phi, xi, d, op.kern, hatParts)
 		steps = []func() error{
 			func() error { return cuda.Zero(op.dev, op.kern, p0*p1*p2) },

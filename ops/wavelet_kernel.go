@@ -45,6 +45,30 @@ func HatSupport(a, theta, phi, xi float64) [3]int {
 	return h
 }
 
+// HatClosedForm reports whether the hat of scale a, angles theta, phi and
+// stretch xi is computed in closed form (cpukern.HatMul) on a transform of
+// dims p, rather than sampled and transformed: when its support box fits
+// the transform (else the kernel would overlap itself), and it is not too
+// narrow. The closed form sums, for each coefficient, the aliases of the
+// hat's transform within s ≤ HatThreshold: about 4.3/(a³ξ) of them, the
+// volume of that ellipsoid. Past hatMaxAliases (a³ξ under about 1/15,
+// a < 0.41 at ξ = 1), a narrow hat's few taps, sampled and transformed,
+// cost less, and a hat narrower than a voxel (a or ξ tiny) is exactly what
+// they give: its samples at the voxels.
+func HatClosedForm(a, theta, phi, xi float64, p [3]int) bool {
+	h := HatSupport(a, theta, phi, xi)
+	return 2*h[0] < p[0] && 2*h[1] < p[1] && 2*h[2] < p[2] && !HatNarrow(a, xi)
+}
+
+// HatNarrow reports whether the hat of scale a and stretch xi is too
+// narrow for the closed form (HatClosedForm).
+func HatNarrow(a, xi float64) bool { return !(a*a*a*xi*hatMaxAliases >= hatAliases) }
+
+const (
+	hatAliases    = 4.27 // (4/3)π·HatThreshold^{3/2}/(2π)³: the aliases per coefficient, times a³ξ
+	hatMaxAliases = 64
+)
+
 // maxHatSupport bounds a half-width, far past any volume that fits in
 // memory, so that sizes derived from it cannot overflow.
 const maxHatSupport = 1 << 40
@@ -72,8 +96,16 @@ func Hat(a, theta, phi, xi float64, fn func(x, y, z int, psi float64)) [3]int {
 				rT := r[0][0]*fx + r[0][1]*fy + r[0][2]*fz
 				rp := r[1][0]*fx + r[1][1]*fy + r[1][2]*fz
 				rp2 := r[2][0]*fx + r[2][1]*fy + r[2][2]*fz
-				q := (rp/a)*(rp/a) + (rT/(a*xi))*(rT/(a*xi)) + (rp2/a)*(rp2/a)
-				fn(x, y, z, (3-q)*math.Exp(-q/2))
+				t := rT / (a * xi)
+				if rT == 0 { // 0, also where a·ξ is below the smallest double
+					t = 0
+				}
+				q := (rp/a)*(rp/a) + t*t + (rp2/a)*(rp2/a)
+				psi := 0.0 // past q = 2000 below the smallest double (q may be +Inf)
+				if q < 2000 {
+					psi = (3 - q) * math.Exp(-q/2)
+				}
+				fn(x, y, z, psi)
 			}
 		}
 	}

@@ -150,8 +150,11 @@ type WaveletSource struct {
 	Boundary Boundary
 	MaxPad   [3]int
 	// MaxSupport is the largest kernel half-widths of the sweep
-	// (HatSupport), for the memory count; zero: unknown.
+	// (HatSupport), for the memory count; zero: unknown. Narrow is
+	// whether some hat of the sweep is too narrow for the closed form
+	// (HatNarrow), known with MaxSupport.
 	MaxSupport [3]int
+	Narrow     bool
 	// Formulas are the user's kernel and statistics (nil: the Mexican
 	// hat and the built-in statistics only).
 	Formulas *WaveletFormulas
@@ -301,7 +304,7 @@ func NewWaveletSource(v []float32, n [3]int, a float64, b Boundary, maxPad [3]in
 // source transforms into its buffers, so ops running concurrently (on
 // several devices) each need one.
 func (s *WaveletSource) Clone() *WaveletSource {
-	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Formulas: s.Formulas, Skip: s.Skip, Cache: s.Cache}
+	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Narrow: s.Narrow, Formulas: s.Formulas, Skip: s.Skip, Cache: s.Cache}
 }
 
 // Reset drops the source's transform and buffers (not its Cache's): a
@@ -385,10 +388,11 @@ func (s *WaveletSource) ScratchBytes() int64 {
 }
 
 // sampled reports whether some kernel of the sweep may be sampled rather
-// than computed in closed form: a --kernel formula, or in wrap mode a hat
-// whose support box is wider than the volume (MaxSupport unset: maybe).
+// than computed in closed form: a --kernel formula, a hat too narrow for
+// it, or in wrap mode a hat whose support box is wider than the volume
+// (MaxSupport unset: maybe).
 func (s *WaveletSource) sampled() bool {
-	if s.Formulas != nil && s.Formulas.Kernel != nil || s.MaxSupport == [3]int{} {
+	if s.Formulas != nil && s.Formulas.Kernel != nil || s.MaxSupport == [3]int{} || s.Narrow {
 		return true
 	}
 	d := s.maxDims()

@@ -332,6 +332,17 @@ func MaxSupport(sup [][3]int) [3]int {
 	return m
 }
 
+// anyNarrow reports whether a hat of scale a of some combination is too
+// narrow for the closed form (ops.HatNarrow).
+func anyNarrow(a float64, combos []Combo) bool {
+	for _, c := range combos {
+		if Computable(a, c) == nil && ops.HatNarrow(a, c.Xi) {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckPadding refuses a sweep over a volume of n whose largest padding
 // is pad when the volume extended by pad on every side, the least any
 // transform of the sweep takes, does not fit limit by itself.
