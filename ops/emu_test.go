@@ -71,16 +71,22 @@ func TestEmuWaveletKernels(t *testing.T) {
 	opstest.Emulator(t)
 	rng := rand.New(rand.NewPCG(57, 58))
 	p := [3]int{14, 11, 9} // smaller than the kernel: taps wrap and add up
-	for _, c := range [][3]float64{{0.3, 1.1, 2}, {2.5, 0.4, 0.7}} {
+	// a, θ, φ, ξ; the last three hats narrower than a voxel along some
+	// axis, down to a·ξ below the smallest double: the centre's 3 alone.
+	for _, c := range [][4]float64{{1, 0.3, 1.1, 2}, {1, 2.5, 0.4, 0.7}, {0.2, 0.7, 1.3, 0.3}, {1e-20, 0.7, 1.3, 1},
+		{1e-300, 0.7, 1.3, 1e-300}} {
 		want := make([]float32, p[0]*p[1]*p[2])
 		var energy float64
-		Hat(1, c[0], c[1], c[2], func(x, y, z int, psi float64) {
+		Hat(c[0], c[1], c[2], c[3], func(x, y, z int, psi float64) {
 			energy += psi * psi
 			want[(mod(x, p[0])*p[1]+mod(y, p[1]))*p[2]+mod(z, p[2])] += float32(psi)
 		})
+		if c[0] < 1e-10 && energy != 9 {
+			t.Errorf("%v: the CPU's kernel energy %v, want 9", c, energy)
+		}
 		k := make([]float32, len(want))
 		part := make([]float64, wvBlocks)
-		l := hatLaunch[any](1, c[0], c[1], c[2], p, k, part)
+		l := hatLaunch[any](c[0], c[1], c[2], c[3], p, k, part)
 		l.GX = 3 // fewer blocks than taps/256: each thread strides over several
 		opstest.Emulate(t, l)
 		var e float64

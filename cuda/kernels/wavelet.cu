@@ -25,8 +25,9 @@ extern "C" __global__ void hat_scatter(float *k, long p0, long p1, long p2, long
   for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (long)gridDim.x * blockDim.x) {
     const double x = (double)(t / (w1 * w2) - h0), y = (double)((t / w2) % w1 - h1), z = (double)(t % w2 - h2);
     const double rT = r00 * x + r01 * y + r02 * z, rp = r10 * x + r11 * y + r12 * z, rp2 = r20 * x + r21 * y + r22 * z;
-    const double q = (rp / a) * (rp / a) + (rT / (a * xi)) * (rT / (a * xi)) + (rp2 / a) * (rp2 / a);
-    const double psi = (3 - q) * exp(-q / 2);
+    const double u = rT == 0 ? 0 : rT / (a * xi); // 0 also where a·ξ is below the smallest double
+    const double q = (rp / a) * (rp / a) + u * u + (rp2 / a) * (rp2 / a);
+    const double psi = q < 2000 ? (3 - q) * exp(-q / 2) : 0; // q may be +Inf
     e += psi * psi;
     atomicAdd(&k[(wrapi((long)x, p0) * p1 + wrapi((long)y, p1)) * p2 + wrapi((long)z, p2)], (float)psi);
   }
