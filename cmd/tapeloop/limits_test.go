@@ -106,6 +106,29 @@ func TestLimitsAddressSpace(t *testing.T) {
 	}
 }
 
+// TestLimitsAddressSpaceTwoGiB: under ulimit -v 2000000, a batch
+// system's common h_vmem of 2G, small runs of every workload fit: the
+// process keeps to one malloc arena, so its threads reserve no 64 MiB
+// arenas of address space each; and under a limit that leaves nothing
+// after what the process maps at start, the refusal says so.
+func TestLimitsAddressSpaceTwoGiB(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"interp", "--points", "100000", "--mem-limit", "50MiB", "--quiet"},
+		{"affinity", "-n", "500", "--height", "16", "--width", "16", "--quiet"},
+		{"wavelet", "--size", "16x16x16", "--theta", "0", "--phi", "0", "--xi", "1", "--quiet"},
+		{"drr", "--size", "32", "--orbit", "2", "--quiet"},
+	} {
+		if code, msg := runLimited(t, dir, "-v 2000000", append(args, "--out", filepath.Join(dir, "o-"+args[0]))...); code != 0 {
+			t.Errorf("%s: exit status %d: %q", args[0], code, tail(msg))
+		}
+	}
+	code, msg := runLimited(t, dir, "-v 1400000", "interp", "--points", "1000", "--quiet", "--out", filepath.Join(dir, "o.npy"))
+	if code == 1 && !strings.Contains(msg, "ulimit -v 1400000 leaves this process nothing: it has ") {
+		t.Errorf("ulimit -v 1400000: %q", msg)
+	}
+}
+
 // TestLimitsAddressSpaceDRRPhantom: drr --size 1024 makes a 4 GiB
 // phantom, more than ulimit -v 3000000 allows in all: it must be refused
 // before the phantom is made.

@@ -27,8 +27,20 @@ func capMemLimit(limit int64) (int64, error) {
 			sysmem.Format(limit), p.Name, sysmem.Format(p.Limit), flag)
 	}
 	lowered := max(p.Left, 1)
-	noteLimit(lowered, fmt.Sprintf(" (lowered from --mem-limit %s to what %s leaves this process; raise %s)", sysmem.Format(limit), p.Name, flag))
+	if p.Left <= 0 {
+		noteLimit(lowered, nothingLeft(p))
+	} else {
+		noteLimit(lowered, fmt.Sprintf(" (lowered from --mem-limit %s to what %s leaves this process; raise %s)", sysmem.Format(limit), p.Name, flag))
+	}
 	return lowered, nil
+}
+
+// nothingLeft is the note of a limit b that leaves the process no memory
+// for its work: what it has mapped already (most of it the Go runtime's
+// reservations of address space) and keeps back.
+func nothingLeft(b sysmem.Bound) string {
+	return fmt.Sprintf(" (%s leaves this process nothing: it has %s mapped already and keeps %s for its threads and C heaps; raise %s)",
+		b.Name, sysmem.Format(b.Used), sysmem.Format(b.Margin), strings.Join(strings.Fields(b.Name)[:2], " "))
 }
 
 // limitNote is the last memory limit tapeloop worked out itself (the
@@ -61,6 +73,8 @@ func ownLimit(limit int64) bool {
 // b leaves.
 func noteDefaultLimit(limit int64, b sysmem.Bound) {
 	switch {
+	case b.Rlimit && b.Left <= 0:
+		noteLimit(limit, nothingLeft(b))
 	case b.Rlimit:
 		noteLimit(limit, fmt.Sprintf(" (the default: half of what %s leaves this process; raise %s)", b.Name, strings.Join(strings.Fields(b.Name)[:2], " ")))
 	case strings.HasPrefix(b.Name, "cgroup"):

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -150,6 +151,9 @@ func parseStatus(b []byte) status {
 // for each thread's malloc arena (at most 8 per CPU) when the C kernels
 // allocate on it; and a fixed reserve for the growth of the Go runtime's
 // own structures.
+// arenaMax is the cap LimitMallocArenas set on malloc's arenas, 0: none.
+var arenaMax atomic.Int64
+
 const (
 	defaultStack = 8 << 20
 	arenaBytes   = 64 << 20
@@ -171,6 +175,9 @@ func threadsExpected() int {
 func margins(threadsNow int) (as, data int64) {
 	more := max(threadsExpected()-threadsNow, 0)
 	arenas := min(more, max(8*runtime.NumCPU()-threadsNow, 0))
+	if m := int(arenaMax.Load()); m > 0 { // SetMallocArenas: the main arena and m − 1 others
+		arenas = min(arenas, m-1)
+	}
 	stack := int64(defaultStack)
 	var r syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_STACK, &r) == nil && r.Cur > 0 && r.Cur < 1<<30 {
