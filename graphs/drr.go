@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -872,6 +873,10 @@ func (t *DRRTask) Commit() error {
 			return fmt.Errorf("--out: write %s: %w", f.Path, err)
 		}
 	}
+	written := map[string]bool{}
+	for _, f := range append(t.pngs, files...) {
+		written[filepath.Base(f.Path)] = true
+	}
 	for _, p := range t.pngs {
 		if err := p.Rename(); err != nil {
 			return fmt.Errorf("--png: %w", err)
@@ -882,11 +887,55 @@ func (t *DRRTask) Commit() error {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
+	if t.npz == nil {
+		if err := removeStale(t.dir, written); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
 	atomicfile.KeepDirs(t.dirs)
 	t.npyOut, t.stacks, t.dirs = nil, nil, nil
 	err := removeCheckpoint(&t.ckp)
 	t.claim.release()
 	return err
+}
+
+// removeStale removes from dir the files named as a DRR run names its
+// outputs (drr.npy, drr.mha, drr.tiff, drr_NNNN.png, geometry.json) that
+// this run did not write (written: base names): an earlier run's in the
+// same --out, with more poses or other formats, whose files would
+// otherwise sit beside this run's as if they were of it.
+func removeStale(dir string, written map[string]bool) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if written[name] || !e.Type().IsRegular() || !drrOutputName(name) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("an earlier run's %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// drrOutputName reports whether name is one a DRR run gives an output.
+func drrOutputName(name string) bool {
+	if name == "geometry.json" || slices.Contains(stackFormats, strings.TrimPrefix(name, "drr.")) {
+		return true
+	}
+	num, ok := strings.CutSuffix(strings.TrimPrefix(name, "drr_"), ".png")
+	if !ok || len(num) < 4 || !strings.HasPrefix(name, "drr_") {
+		return false
+	}
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Close removes the outputs not committed, and the directories OpenDRR

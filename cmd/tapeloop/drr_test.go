@@ -539,3 +539,42 @@ func TestDRROrbitAxis(t *testing.T) {
 		}
 	}
 }
+
+// TestDRRReusedOutDirHoldsThisRun: a run into the --out of an earlier one
+// with more poses and other formats leaves that directory holding this
+// run's files only, of those named as a DRR run names its outputs: no
+// earlier PNG past its poses, no earlier stack of another format; a
+// user's own files, and names merely like the outputs', stay.
+func TestDRRReusedOutDirHoldsThisRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	base := []string{"drr", "--quiet", "--size", "16", "--detector", "9x7", "--out", dir}
+	if _, se, code := run(t, append(base, "--orbit", "5", "--png", "--format", "npy,tiff,mha")...); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, se)
+	}
+	mine := []string{"notes.txt", "drr_12.png", "drr_00a1.png", "drr.raw"}
+	for _, n := range mine {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, se, code := run(t, append(base, "--orbit", "3", "--png")...); code != 0 {
+		t.Fatalf("second run: exit %d: %s", code, se)
+	}
+	var got []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := append([]string{"drr.npy", "drr_0000.png", "drr_0001.png", "drr_0002.png", "geometry.json"}, mine...)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the directory holds %q, want %q", got, want)
+	}
+	h, _, err := npy.ReadAll64(filepath.Join(dir, "drr.npy"))
+	if err != nil || len(h.Shape) != 3 || h.Shape[0] != 3 {
+		t.Errorf("drr.npy: %v, %v", h.Shape, err)
+	}
+}
