@@ -68,6 +68,10 @@ func affinitySpec(c *cli.Context) (graphs.AffinitySpec, error) {
 		Images: c.String("images"), N: c.Int("n"), Height: c.Int("height"), Width: c.Int("width"), Seed: c.Uint64("seed"),
 		Out: c.String("out"), Block: intIfSet(c, "block"), Shards: intIfSet(c, "shards"),
 	}
+	if c.IsSet("block") && c.IsSet("batch") && c.Int("block") != c.Int("batch") {
+		return s, fmt.Errorf("--block %d and --batch %d: one setting (the rows per block) given twice with two values; give one",
+			c.Int("block"), c.Int("batch"))
+	}
 	if c.IsSet("metric") || !c.IsSet("formula") {
 		s.Metric = c.String("metric")
 	}

@@ -366,6 +366,8 @@ func TestDRRRawOrder(t *testing.T) {
 	}{
 		{append(append([]string{}, rawArgs...), "--order", "yxz"), `--order "yxz": want zyx`},
 		{[]string{"--volume", p("v.npy"), "--order", "xyz"}, "--order: it is for a raw --volume"},
+		{[]string{"--volume", p("v.npy"), "--shape", "5,6,7", "--dtype", "float32"}, "--shape and --dtype are for a raw volume; a .npy file gives its own"},
+		{[]string{"--volume", p("v.npy"), "--dtype", "uint16"}, "--shape and --dtype are for a raw volume"},
 		{[]string{"--order", "xyz"}, "--order describes a --volume file, and there is none"},
 	} {
 		_, se, code := run(t, append(append([]string{}, base...), c.args...)...)

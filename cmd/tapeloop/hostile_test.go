@@ -643,6 +643,7 @@ func hostileCases() []hostile {
 		af("topk huge", "--topk", append([]string{"--topk", big}, small...)...),
 		af("block 0", "--block", append([]string{"--block", "0"}, small...)...),
 		af("block negative", "--block", append([]string{"--block", "-1"}, small...)...),
+		af("block and batch apart", "--block 20 and --batch 10", append([]string{"--batch", "10", "--block", "20"}, small...)...),
 		af("shard i=n", "3/3", append([]string{"--shard", "3/3", "--out", "s.npz"}, small...)...),
 		af("shard negative", "-1/2", append([]string{"--shard", "-1/2", "--out", "s.npz"}, small...)...),
 		af("shard n=0", "1/0", append([]string{"--shard", "1/0", "--out", "s.npz"}, small...)...),
