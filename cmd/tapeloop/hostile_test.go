@@ -944,7 +944,7 @@ func hostileCases() []hostile {
 		vol("mha LIST", "v.mha", "LIST", "", meta(nil, append(mhd(), "ElementDataFile = LIST")...)),
 		vol("mha pattern", "v.mha", "not supported", "", meta(nil, append(mhd(), "ElementDataFile = slice%03d.raw 1 4 1")...)),
 		vol("mhd data file missing", "v.mhd", "data file", "", meta(nil, append(mhd(), "ElementDataFile = v.raw")...)),
-		vol("mhd data file escapes", "v.mhd", "data file", "", meta(nil, append(mhd(), "ElementDataFile = ../../../../etc/hostname")...)),
+		vol("mhd data file elsewhere, too short", "v.mhd", "data file", "", meta(nil, append(mhd(), "ElementDataFile = ../../../../etc/hostname")...)),
 		vol("mha truncated", "v.mha", "truncated", "", meta(make([]byte, 10), append(mhd(), "ElementDataFile = LOCAL")...)),
 		vol("mha lies", "v.mha", "truncated", "", meta(make([]byte, 10), "NDims = 3", "DimSize = 600 600 600", "ElementType = MET_FLOAT", "ElementDataFile = LOCAL")),
 		vol("mha compressed junk", "v.mha", "compressed", "", meta([]byte("not zlib at all"), append(mhd(), "CompressedData = True", "ElementDataFile = LOCAL")...)),

@@ -251,7 +251,12 @@ func loadMeta(path string, place bool) (*Volume, error) {
 	case strings.EqualFold(h.dataFile, "LIST") || strings.Contains(h.dataFile, "%"):
 		return nil, fmt.Errorf("%w: %s: MetaImage ElementDataFile %q (lists of slices) not supported", ErrVolume, path, h.dataFile)
 	default:
-		dataPath = filepath.Join(filepath.Dir(path), filepath.Clean("/" + h.dataFile)[1:])
+		// As ITK reads it: a relative path from the header's directory, an
+		// absolute one as it is.
+		dataPath = h.dataFile
+		if !filepath.IsAbs(dataPath) {
+			dataPath = filepath.Join(filepath.Dir(path), dataPath)
+		}
 		df, err := npy.OpenFile(dataPath)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err)
@@ -284,7 +289,11 @@ func loadMeta(path string, place bool) (*Volume, error) {
 		}
 	}
 	if avail >= 0 && avail < need {
-		return nil, fmt.Errorf("%w: %s: voxel data truncated: the header promises %d bytes, the file holds %d", ErrVolume, path, need, avail)
+		in := "the file"
+		if dataPath != path {
+			in = "its data file " + dataPath
+		}
+		return nil, fmt.Errorf("%w: %s: voxel data truncated: the header promises %d bytes, %s holds %d", ErrVolume, path, need, in, avail)
 	}
 	v, err := newVolume(h.dims[0], h.dims[1], h.dims[2])
 	if err != nil {
