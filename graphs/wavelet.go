@@ -193,7 +193,7 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	if err != nil {
 		return nil, err
 	}
-	src.MaxSupport = wavelet.MaxSupport(sup)
+	src.MaxSupport, src.Narrow = wavelet.MaxSupport(sup), wavelet.AnyNarrow(s.A, p.combos)
 	src.Formulas = formulas
 	t := &WaveletTask{n: n, swapXY: n != n0 || s.Indexing == "xy"}
 	for _, r := range p.save {

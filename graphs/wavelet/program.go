@@ -158,7 +158,7 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 	if err := p.fit(pad); err != nil {
 		return err
 	}
-	p.src.MaxSupport, p.src.Narrow = MaxSupport(sup), anyNarrow(p.a, combos)
+	p.src.MaxSupport, p.src.Narrow = MaxSupport(sup), AnyNarrow(p.a, combos)
 	job, err := New(Setup{Src: p.src, Combos: combos, FailOnNonFinite: p.fail, Columns: p.cols, Padding: func([][3]int) [][3]int { return pads }})
 	if err != nil {
 		return err

@@ -332,9 +332,9 @@ func MaxSupport(sup [][3]int) [3]int {
 	return m
 }
 
-// anyNarrow reports whether a hat of scale a of some combination is too
+// AnyNarrow reports whether a hat of scale a of some combination is too
 // narrow for the closed form (ops.HatNarrow).
-func anyNarrow(a float64, combos []Combo) bool {
+func AnyNarrow(a float64, combos []Combo) bool {
 	for _, c := range combos {
 		if Computable(a, c) == nil && ops.HatNarrow(a, c.Xi) {
 			return true
