@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
@@ -210,6 +211,11 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	if t.job, err = wavelet.New(setup); err != nil {
 		return nil, err
 	}
+	if withOutput {
+		if err := t.checkSpace(s.Out, hi-lo); err != nil {
+			return nil, err
+		}
+	}
 	var fp string
 	if withOutput && s.Out != "" {
 		fp = s.fingerprint(p, v, n, t.job.Header(), dev)
@@ -338,6 +344,32 @@ func (t *WaveletTask) Commit() error {
 	err := removeCheckpoint(&t.ckp)
 	t.claim.release()
 	return err
+}
+
+// csvValueBytes bounds the bytes of one value of the CSV and its comma: a
+// float64 written in full (-1.2345678901234567e-308,).
+const csvValueBytes = 25
+
+// checkSpace checks, before any work, that the CSV of rows combinations
+// (a shard's archive: the same rows) fits the file system of out, at
+// most csvValueBytes a value, and each response to save its own.
+func (t *WaveletTask) checkSpace(out string, rows int) error {
+	if out != "" {
+		cols := strings.Count(t.job.Header(), ",") + 1
+		if err := atomicfile.CheckSpace(out, sysmem.Mul(int64(rows)+1, int64(cols), csvValueBytes)); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	for _, r := range t.save {
+		size := sysmem.Mul(int64(t.n[0]), int64(t.n[1]), int64(t.n[2]), 4)
+		if size >= 0 {
+			size += int64(len(npy.EncodeHeader(npy.Float32, t.n[:])))
+		}
+		if err := atomicfile.CheckSpace(r.File, size); err != nil {
+			return fmt.Errorf("--save-response: %w", err)
+		}
+	}
+	return nil
 }
 
 // writeResponses writes the responses of --save-response, each through a

@@ -362,6 +362,15 @@ func TestOutputsFullFileSystem(t *testing.T) {
 		failsWithOneLine(t, args, stderr, code, "space") // --out is refused up front: not enough disk space
 		sameContents(t, args, dir, before)
 	}
+	// The wavelet's CSV and a response to save are refused before any
+	// work: no checkpoint is left either.
+	wav := []string{"wavelet", "--quiet", "--size", "8x8x8", "--theta", "0,1", "--phi", "0", "--xi", "1"}
+	for _, extra := range [][]string{{"--out", "w.csv"}, {"--save-response", "0,0,1:g.npy"}} {
+		args := append(slices.Clone(wav), extra...)
+		_, stderr, code := outputsRun{args: args, dir: dir, fsize: -1}.run(t)
+		failsWithOneLine(t, args, stderr, code, "not enough disk space")
+		sameContents(t, args, dir, before)
+	}
 }
 
 func keys(m map[string]string) []string {
