@@ -37,7 +37,7 @@ var drrFlags = []cli.Flag{
 	&cli.StringFlag{Name: "geometry", Category: catDRR, Usage: "poses from a JSON `FILE`: {\"poses\": [{\"source\", \"center\", \"u\", \"v\", \"rows\", \"cols\", \"pixel\"}, …]}"},
 	&cli.IntFlag{Name: "orbit", Category: catDRR, Value: drrDefaults.Orbit, Usage: "without --geometry: `P` poses over 360° about the z axis through the volume centre (or --axis through --isocenter, from --start)"},
 	&cli.StringFlag{Name: "isocenter", Category: catDRR, Usage: "orbit: the point it turns about, `x,y,z` mm in --frame (default: the volume's centre)"},
-	&cli.Float64Flag{Name: "start", Category: catDRR, Usage: "orbit: the first pose's angle, degrees (about z, 0 puts the source on +x of the isocentre, 90 on +y) (default: 0)"},
+	&cli.Float64Flag{Name: "start", Category: catDRR, Usage: "orbit: the first pose's angle, degrees (about z, 0 puts the source on +x of the isocentre, 90 on +y)"},
 	&cli.StringFlag{Name: "axis", Category: catDRR, Value: "z", Usage: "orbit: the axis it turns about: x, y, z or a vector `ax,ay,az`"},
 	&cli.Float64Flag{Name: "sdd", Category: catDRR, Value: drrDefaults.SDD, Usage: "orbit: source–detector distance, mm (radiography's SID, source-to-image)"},
 	&cli.Float64Flag{Name: "sid", Aliases: []string{"sad"}, Category: catDRR, Value: drrDefaults.SID, Usage: "orbit: source–isocentre distance, mm (SAD, source-to-axis; not radiography's SID, source-to-image, which is --sdd)"},
