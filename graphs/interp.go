@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 
 	"gorgonia.org/tensor"
@@ -329,7 +330,7 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 		if t.writer, err = npy.NewWriter(t.out, npyDtype(dt), shape); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
-		cfg.Out = npyResults{t.writer}
+		cfg.Out = npyResults{t.writer, s.Out}
 	}
 	if t.job, err = interp.New(cfg); err != nil {
 		return nil, err
@@ -337,8 +338,26 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 	return t, nil
 }
 
-// npyResults writes the results into an .npy file.
-type npyResults struct{ *npy.Writer }
+// npyResults writes the results into the .npy file path (through its
+// temporary file); a failed write names path and --out.
+type npyResults struct {
+	*npy.Writer
+	path string
+}
+
+func (r npyResults) Write32(v []float32) error { return r.named(r.Writer.Write32(v)) }
+func (r npyResults) Write64(v []float64) error { return r.named(r.Writer.Write64(v)) }
+
+func (r npyResults) named(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) { // the temporary file's name: the user gave path
+		err = pe.Err
+	}
+	return fmt.Errorf("--out: write %s: %w", r.path, err)
+}
 
 // StagingBytes counts the writer's buffers.
 func (npyResults) StagingBytes(int) int64 { return 1<<16 + 8192*8 }
@@ -420,7 +439,7 @@ func (t *InterpTask) Commit() error {
 		return nil
 	}
 	if err := t.writer.Flush(); err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return npyResults{path: t.out.Path}.named(err)
 	}
 	if err := t.out.Commit(); err != nil {
 		return fmt.Errorf("--out: %w", err)

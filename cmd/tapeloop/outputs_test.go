@@ -257,7 +257,7 @@ func TestOutputsReportNotWrittenWhenOutputsFail(t *testing.T) {
 	args := []string{"interp", "--points", "20000", "--interpolants", "8", "--grid", "64", "--quiet",
 		"--out", "q.npy", "--report", "r.json", "--cpuprofile", "cpu.prof"}
 	_, stderr, code := outputsRun{args: args, dir: dir, fsize: 32}.run(t)
-	failsWithOneLine(t, args, stderr, code, "q.npy", "file too large")
+	failsWithOneLine(t, args, stderr, code, "--out: write q.npy: file too large")
 	sameContents(t, args, dir, map[string]string{"r.json": old})
 }
 
