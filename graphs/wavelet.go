@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"strings"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
@@ -212,7 +211,7 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 		return nil, err
 	}
 	if withOutput {
-		if err := t.checkSpace(s.Out, hi-lo); err != nil {
+		if err := t.checkSpace(s.Out, s.warn); err != nil {
 			return nil, err
 		}
 	}
@@ -346,28 +345,41 @@ func (t *WaveletTask) Commit() error {
 	return err
 }
 
-// csvValueBytes bounds the bytes of one value of the CSV and its comma: a
-// float64 written in full (-1.2345678901234567e-308,).
-const csvValueBytes = 25
-
-// checkSpace checks, before any work, that the CSV of rows combinations
-// (a shard's archive: the same rows) fits the file system of out, at
-// most csvValueBytes a value, and each response to save its own.
-func (t *WaveletTask) checkSpace(out string, rows int) error {
+// checkSpace checks, before any work, that the CSV (or a shard's archive
+// of the same rows) and the responses to save fit their file systems
+// together. The CSV's size is known only once written: a sweep it cannot
+// fit at its smallest is refused, and one it will likely not fit is
+// warned of (if its write fails, the finished combinations stay in the
+// checkpoint).
+func (t *WaveletTask) checkSpace(out string, warn func(string)) error {
+	var needs []atomicfile.Need
+	atLeast, likely := t.job.CSVBytes()
 	if out != "" {
-		cols := strings.Count(t.job.Header(), ",") + 1
-		if err := atomicfile.CheckSpace(out, sysmem.Mul(int64(rows)+1, int64(cols), csvValueBytes)); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
+		needs = append(needs, atomicfile.Need{Path: out, Bytes: atLeast, Bound: "at least"})
 	}
 	for _, r := range t.save {
 		size := sysmem.Mul(int64(t.n[0]), int64(t.n[1]), int64(t.n[2]), 4)
 		if size >= 0 {
 			size += int64(len(npy.EncodeHeader(npy.Float32, t.n[:])))
 		}
-		if err := atomicfile.CheckSpace(r.File, size); err != nil {
-			return fmt.Errorf("--save-response: %w", err)
-		}
+		needs = append(needs, atomicfile.Need{Path: r.File, Bytes: size})
+	}
+	flags := "--out"
+	switch {
+	case out == "" && len(t.save) > 0:
+		flags = "--save-response"
+	case len(t.save) > 0:
+		flags = "--out, --save-response"
+	}
+	if err := atomicfile.CheckSpaces(needs...); err != nil {
+		return fmt.Errorf("%s: %w", flags, err)
+	}
+	if out == "" {
+		return nil
+	}
+	needs[0].Bytes, needs[0].Bound = likely, "about"
+	if err := atomicfile.CheckSpaces(needs...); err != nil {
+		warn(fmt.Sprintf("%s: %v; if the CSV's write fails, the finished combinations stay in the checkpoint", flags, err))
 	}
 	return nil
 }

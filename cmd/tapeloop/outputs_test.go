@@ -321,18 +321,7 @@ func TestOutputsGoodRunWritesProfiles(t *testing.T) {
 // TestOutputsFullFileSystem runs on a tmpfs left with no free space:
 // root only, where mounting works.
 func TestOutputsFullFileSystem(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mount -t tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
+	dir := mountTmpfs(t, 256<<10)
 	before := map[string]string{"t.trace": "an earlier trace\n", "r.json": "{}\n"}
 	for name, b := range before {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
@@ -371,6 +360,65 @@ func TestOutputsFullFileSystem(t *testing.T) {
 		failsWithOneLine(t, args, stderr, code, "not enough disk space")
 		sameContents(t, args, dir, before)
 	}
+}
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory until the
+// test ends: root only, where mounting works.
+func mountTmpfs(t *testing.T, size int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.Itoa(size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("mount -t tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// The wavelet's outputs are set against the free space together, and the
+// CSV, whose size is known only once written, by what it takes at least:
+// a sweep whose CSV fits runs, however close, and responses that fit one
+// by one but not together are refused before any work.
+func TestOutputsWaveletSpace(t *testing.T) {
+	// 3,000 combinations of a round hat: one kernel, a CSV of about 400 kB.
+	sweep := []string{"wavelet", "--quiet", "--size", "5x4x3", "--theta", "0:pi:60", "--phi", "0:pi:50", "--xi", "1", "--out", "w.csv"}
+	ref := t.TempDir()
+	if _, stderr, code := (outputsRun{args: sweep, dir: ref, fsize: -1}).run(t); code != 0 {
+		t.Fatalf("tapeloop %s: exit status %d: %s", strings.Join(sweep, " "), code, stderr)
+	}
+	want, err := os.ReadFile(filepath.Join(ref, "w.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Room for the CSV and a little more: a bound of a full float64 per
+	// value (25 bytes) would refuse it.
+	if cols := 7; 25*cols*3001 <= len(want)+(64<<10) {
+		t.Fatalf("the CSV (%d bytes) is too close to the bound of a full float64 a value to tell", len(want))
+	}
+	dir := mountTmpfs(t, len(want)+(64<<10))
+	_, stderr, code := outputsRun{args: sweep, dir: dir, fsize: -1}.run(t)
+	if code != 0 {
+		t.Fatalf("tapeloop %s with %d bytes free for a CSV of %d: exit status %d: %s", strings.Join(sweep, " "), len(want)+(64<<10), len(want), code, stderr)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "w.csv")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the CSV written on the small file system differs from the one written elsewhere (%d bytes against %d; %v)", len(got), len(want), err)
+	}
+	os.Remove(filepath.Join(dir, "w.csv"))
+
+	// Two responses of 48³ float32 (442 kB each) fit 700 kB one at a
+	// time, not together.
+	dir = mountTmpfs(t, 700<<10)
+	two := []string{"wavelet", "--quiet", "--size", "48x48x48", "--theta", "0,1", "--phi", "0", "--xi", "2",
+		"--save-response", "0,0,2:g1.npy", "--save-response", "1,0,2:g2.npy"}
+	_, stderr, code = outputsRun{args: two, dir: dir, fsize: -1}.run(t)
+	failsWithOneLine(t, two, stderr, code, "g1.npy, g2.npy: not enough disk space: the outputs take")
+	sameContents(t, two, dir, map[string]string{})
 }
 
 func keys(m map[string]string) []string {

@@ -525,6 +525,25 @@ func (w *Job) Finish() error {
 	return nil
 }
 
+// CSVBytes bounds the size of the CSV's rows (Finish, without the header
+// line): atLeast counts θ, φ and ξ as they will be written and one
+// character per statistic; likely counts a statistic as a float64 written
+// in full (17 characters), as most are.
+func (w *Job) CSVBytes() (atLeast, likely int64) {
+	names, _ := w.columns()
+	stats := int64(len(names) - 3)
+	var b []byte
+	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
+		c := w.cfg.Combos[i]
+		b = strconv.AppendFloat(b[:0], c.Theta, 'g', -1, 64)
+		b = strconv.AppendFloat(b, c.Phi, 'g', -1, 64)
+		b = strconv.AppendFloat(b, c.Xi, 'g', -1, 64)
+		atLeast += int64(len(b)) + int64(len(names)) // the commas and the newline
+	}
+	rows := int64(w.cfg.Hi - w.cfg.Lo)
+	return atLeast + rows*stats, atLeast + rows*stats*17
+}
+
 // values writes combination i's CSV row into vals (one per column):
 // θ, φ, ξ, the built-in statistics written, then the user's, each in the
 // column place gives it (columns; −1: not written).

@@ -410,26 +410,85 @@ func (f *File) Rename() error {
 	return nil
 }
 
-// ErrNoSpace is wrapped by CheckSpace's error.
+// ErrNoSpace is wrapped by CheckSpace's and CheckSpaces' errors.
 var ErrNoSpace = errors.New("not enough disk space")
 
 // CheckSpace checks, before any work, that the file system holding path
 // has room for size more bytes. size < 0 means the size overflowed.
 func CheckSpace(path string, size int64) error {
-	dir := filepath.Dir(path)
-	if size < 0 {
-		return fmt.Errorf("%s: %w: the output would be larger than 8 EiB", path, ErrNoSpace)
+	return CheckSpaces(Need{Path: path, Bytes: size})
+}
+
+// Need is the room one output takes on its file system: Bytes exactly, or,
+// when its size is known only once it is written, a bound said in Bound
+// ("at least", "about") in messages. Bytes < 0 means the size overflowed.
+type Need struct {
+	Path  string
+	Bytes int64
+	Bound string
+}
+
+// CheckSpaces checks, before any work, that the outputs fit their file
+// systems together: those on one file system are summed and set against
+// its free space. A file system whose free space cannot be read is not
+// checked (the write will say).
+func CheckSpaces(needs ...Need) error {
+	type group struct {
+		dir     string
+		paths   []string
+		bytes   int64
+		bound   string
+		free    int64
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return nil // cannot tell: the write will say
+	var groups []*group
+	byDev := map[uint64]*group{}
+	for _, n := range needs {
+		if n.Bytes < 0 {
+			return fmt.Errorf("%s: %w: the output would be larger than 8 EiB", n.Path, ErrNoSpace)
+		}
+		dir := filepath.Dir(n.Path)
+		var st syscall.Stat_t
+		var fs syscall.Statfs_t
+		if syscall.Stat(dir, &st) != nil || statfs(dir, &fs) != nil {
+			continue
+		}
+		free := int64(fs.Bavail) * int64(fs.Bsize)
+		if fs.Bavail > 0 && free/int64(fs.Bsize) != int64(fs.Bavail) {
+			continue // more than int64 can count
+		}
+		g := byDev[uint64(st.Dev)]
+		if g == nil {
+			g = &group{dir: dir, free: free}
+			byDev[uint64(st.Dev)] = g
+			groups = append(groups, g)
+		}
+		g.paths = append(g.paths, n.Path)
+		if n.Bound != "" {
+			g.bound = n.Bound
+		}
+		if g.bytes += n.Bytes; g.bytes < 0 {
+			return fmt.Errorf("%s: %w: the outputs would be larger than 8 EiB", strings.Join(g.paths, ", "), ErrNoSpace)
+		}
 	}
-	free := int64(st.Bavail) * int64(st.Bsize)
-	if st.Bavail > 0 && free/int64(st.Bsize) != int64(st.Bavail) {
-		return nil // more than int64 can count
-	}
-	if size > free {
-		return fmt.Errorf("%s: %w: the output takes %d bytes, %s has %d free", path, ErrNoSpace, size, dir, free)
+	for _, g := range groups {
+		if g.bytes <= g.free {
+			continue
+		}
+		takes := "takes"
+		if len(g.paths) > 1 {
+			takes = "take"
+		}
+		if g.bound != "" {
+			takes += " " + g.bound
+		}
+		what := "the output " + takes
+		if len(g.paths) > 1 {
+			what = "the outputs " + takes
+		}
+		return fmt.Errorf("%s: %w: %s %d bytes, %s has %d free", strings.Join(g.paths, ", "), ErrNoSpace, what, g.bytes, g.dir, g.free)
 	}
 	return nil
 }
+
+// statfs reads a file system's free space (a variable for the tests).
+var statfs = syscall.Statfs
