@@ -434,11 +434,11 @@ type Need struct {
 // checked (the write will say).
 func CheckSpaces(needs ...Need) error {
 	type group struct {
-		dir     string
-		paths   []string
-		bytes   int64
-		bound   string
-		free    int64
+		dir   string
+		paths []string
+		bytes int64
+		bound string
+		free  int64
 	}
 	var groups []*group
 	byDev := map[uint64]*group{}
