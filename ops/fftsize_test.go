@@ -45,7 +45,9 @@ func TestFFTSize(t *testing.T) {
 	if got := FFTSize(math.MaxInt); got != math.MaxInt {
 		t.Errorf("FFTSize(MaxInt) = %d, want MaxInt (none fits)", got)
 	}
-	if h := HatSupport(1e300, 0.3, 0.2, 5); h[0] != maxHatSupport {
-		t.Errorf("HatSupport(1e300) = %v, want half-widths bounded at %d", h, maxHatSupport)
+	for _, c := range [][4]float64{{1e300, 0.3, 0.2, 5}, {1e155, 0, 0, 1}, {1e155, math.Pi / 2, 0, 1}, {1, 0, 0, 1e300}} {
+		if h := HatSupport(c[0], c[1], c[2], c[3]); h != [3]int{maxHatSupport, maxHatSupport, maxHatSupport} && c[3] != 1e300 || h[0] != maxHatSupport {
+			t.Errorf("HatSupport(a %g, θ %g, φ %g, ξ %g) = %v, want half-widths bounded at %d", c[0], c[1], c[2], c[3], h, maxHatSupport)
+		}
 	}
 }

@@ -38,9 +38,11 @@ func HatSupport(a, theta, phi, xi float64) [3]int {
 	for i := range 3 {
 		var m float64
 		for k := range 3 {
-			m += r[k][i] * r[k][i] * d[k]
+			if r[k][i] != 0 { // d[k] may overflow to +Inf: no 0·Inf
+				m += r[k][i] * r[k][i] * d[k]
+			}
 		}
-		h[i] = int(min(math.Ceil(math.Sqrt(36*m)-1e-9), maxHatSupport))
+		h[i] = int(min(math.Ceil(math.Sqrt(36*m)-1e-9), maxHatSupport)) // +Inf: the cap
 	}
 	return h
 }

@@ -1002,6 +1002,8 @@ func hostileCases() []hostile {
 		wv("a NaN", "", "--a", "NaN"),
 		wv("a Inf", "", "--a", "Inf"),
 		wv("a huge", "", "--a", "1e6"),
+		wv("a whose square overflows, axes aligned", "memory limit", "--a", "1e155", "--theta", "0", "--phi", "0", "--xi", "1"),
+		wv("a whose square overflows, wrap", "memory limit", "--a", "1e300", "--theta", "0", "--phi", "0", "--xi", "1", "--boundary", "wrap"),
 		wv("theta letters", "theta", "--theta", "abc"),
 		wv("theta empty", "theta", "--theta", ""),
 		wv("theta empty item", "theta", "--theta", "1,,2"),
