@@ -834,9 +834,13 @@ func (t *DRRTask) AllMissed() bool { return t.job.AllMissed() }
 // (drr.CheckGeometry).
 func (t *DRRTask) GeometryWarnings() []string { return t.job.GeometryWarnings() }
 
-// Missed is the line about the poses whose every ray missed the volume,
-// "" when none did.
+// Missed is the line about the poses whose every ray misses the volume,
+// "" when there are none (among GeometryWarnings too).
 func (t *DRRTask) Missed() string { return t.job.Missed() }
+
+// Blank is the line, after the run, when some rays cross the volume but
+// every image is 0; "" else.
+func (t *DRRTask) Blank() string { return t.job.Blank() }
 
 // Commit flushes drr.npy and the other stack files (or closes a shard's
 // archive) and renames them and the PNGs into place.

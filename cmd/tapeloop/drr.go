@@ -172,7 +172,7 @@ func runDRR(c *cli.Context) error {
 	}); err != nil {
 		return t.Unfinished(err)
 	}
-	if m := t.Missed(); m != "" {
+	if m := t.Blank(); m != "" {
 		fmt.Fprintln(os.Stderr, "tapeloop: warning: "+m)
 	}
 	warnNonFinite(e, "--post", r.NonFinite)

@@ -260,6 +260,30 @@ func TestDRRGeometryFaults(t *testing.T) {
 	if _, err := os.Stat(p("missed/drr.npy")); err == nil {
 		t.Error("--strict refused the run, but drr.npy was written")
 	}
+	// Rays through the volume's box that meet only zeros have not missed
+	// it: a 16³ volume of ones in its middle 8³, pose 0 through the ones,
+	// pose 1 through a corner of zeros. --strict runs; a run of pose 1
+	// alone warns, after it, that every image is 0.
+	inner := make([]float64, 16*16*16)
+	for x := 4; x < 12; x++ {
+		for y := 4; y < 12; y++ {
+			for z := 4; z < 12; z++ {
+				inner[(x*16+y)*16+z] = 1
+			}
+		}
+	}
+	writeNpy(t, p("inner.npy"), []int{16, 16, 16}, inner)
+	through := `{"source": [7.5, -500, 7.5], "center": [7.5, 500, 7.5], "u": [1, 0, 0], "v": [0, 0, 1], "rows": 3, "cols": 3, "pixel": [1, 1]}`
+	corner := `{"source": [1, -500, 1], "center": [1, 500, 1], "u": [1, 0, 0], "v": [0, 0, 1], "rows": 3, "cols": 3, "pixel": [1, 1]}`
+	os.WriteFile(p("air2.json"), []byte(`{"poses": [`+through+`, `+corner+`]}`), 0o644)
+	os.WriteFile(p("air1.json"), []byte(`{"poses": [`+corner+`]}`), 0o644)
+	if _, se, code := run(t, "drr", "--quiet", "--volume", p("inner.npy"), "--geometry", p("air2.json"), "--strict", "--out", p("air2")); code != 0 || strings.Contains(se, "warning") {
+		t.Errorf("a pose through zeros inside the box, --strict: exit %d, stderr %q; want 0 and no warning", code, se)
+	}
+	_, se, code = run(t, "drr", "--quiet", "--volume", p("inner.npy"), "--geometry", p("air1.json"), "--strict", "--out", p("air1"))
+	if want := "tapeloop: warning: every image is 0: the rays cross the volume's box but meet only voxels of 0"; code != 0 || !strings.Contains(se, want) || strings.Contains(se, "missed") {
+		t.Errorf("one pose through zeros inside the box: exit %d, stderr %q; want 0 and %q", code, se, want)
+	}
 }
 
 // ones is n ones.

@@ -139,6 +139,82 @@ func CheckGeometry(v *volume.Volume, poses []ops.Pose, first int) []string {
 	return out
 }
 
+// raysMiss reports whether every ray of pose p, from the source to the
+// centre of a detector pixel, passes outside the box: whether the
+// pyramid of those rays (the source and the outermost pixels' centres)
+// and the box are apart. Two convex solids are apart exactly when some
+// axis among the faces' normals and the cross products of their edges
+// separates them.
+func (b box) raysMiss(p ops.Pose) bool {
+	nu, nv := norm(p.U), norm(p.V)
+	hu, hv := float64(p.Cols-1)*p.Pixel[0]/2, float64(p.Rows-1)*p.Pixel[1]/2
+	var pts [5][3]float64 // the source, then the corner rays' ends
+	pts[0] = b.v.ToLocal(p.Source)
+	for k, s := range [4][2]float64{{-1, -1}, {1, -1}, {1, 1}, {-1, 1}} {
+		var w [3]float64
+		for a := range 3 {
+			w[a] = p.Center[a] + s[0]*hu*p.U[a]/nu + s[1]*hv*p.V[a]/nv
+		}
+		pts[k+1] = b.v.ToLocal(w)
+	}
+	var edges [6][3]float64 // the four rays at the corners, the detector's two sides
+	for k := range 4 {
+		edges[k] = sub(pts[k+1], pts[0])
+	}
+	edges[4], edges[5] = sub(pts[2], pts[1]), sub(pts[4], pts[1])
+	axes := [][3]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, cross(edges[4], edges[5])}
+	for k := range 4 {
+		axes = append(axes, cross(edges[k], edges[(k+1)%4]))
+	}
+	for _, e := range edges {
+		for a := range 3 {
+			var unit [3]float64
+			unit[a] = 1
+			axes = append(axes, cross(e, unit))
+		}
+	}
+	var c, h [3]float64
+	for a := range 3 {
+		c[a], h[a] = (b.lo[a]+b.hi[a])/2, (b.hi[a]-b.lo[a])/2
+	}
+	for _, n := range axes {
+		l := norm(n)
+		if !(l > 0) {
+			continue
+		}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, x := range pts {
+			d := dot(n, x) / l
+			lo, hi = min(lo, d), max(hi, d)
+		}
+		bc := dot(n, c) / l
+		br := (math.Abs(n[0])*h[0] + math.Abs(n[1])*h[1] + math.Abs(n[2])*h[2]) / l
+		if hi < bc-br || lo > bc+br {
+			return true
+		}
+	}
+	return false
+}
+
+// missedPoses gathers the poses whose every ray misses v's box, numbered
+// from first, with the distance from the central ray to the box's centre.
+func missedPoses(v *volume.Volume, poses []ops.Pose, first int) finding {
+	b := boxOf(v)
+	var f finding
+	for i, p := range poses {
+		if b.raysMiss(p) {
+			f.add(first+i, 0)
+		}
+	}
+	return f
+}
+
+func sub(x, y [3]float64) [3]float64 { return [3]float64{x[0] - y[0], x[1] - y[1], x[2] - y[2]} }
+func dot(x, y [3]float64) float64    { return x[0]*y[0] + x[1]*y[1] + x[2]*y[2] }
+func cross(x, y [3]float64) [3]float64 {
+	return [3]float64{x[1]*y[2] - x[2]*y[1], x[2]*y[0] - x[0]*y[2], x[0]*y[1] - x[1]*y[0]}
+}
+
 // missedLine is the line for poses whose every ray missed the volume:
 // f.n of total, the first, p, and how far its central ray passes from the
 // volume's centre.

@@ -72,7 +72,8 @@ type Job struct {
 	s          Setup
 	Sum        float64 // Σ of every line integral, added in pose and pixel order
 	Max        float64 // the largest line integral, or 0 if none is positive
-	nonzero    int
+	nonzero    int     // pixels with a nonzero line integral
+	seen       int     // poses rendered or restored
 	rows, cols int
 	// done is the number of poses, from the first, a resumed run took
 	// with Restore, and restoredNonFinite the NaN or infinite pixels
@@ -111,22 +112,24 @@ func New(s Setup) (*Job, error) {
 			return nil, err
 		}
 	}
-	w := &Job{s: s, rows: s.Poses[0].Rows, cols: s.Poses[0].Cols, geometry: CheckGeometry(s.Vol, s.Poses, s.First)}
-	if s.Strict && len(w.geometry) > 0 {
-		return nil, fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, w.geometry[0])
+	w := &Job{s: s, rows: s.Poses[0].Rows, cols: s.Poses[0].Cols}
+	if err := w.checkGeometry(); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
 
-// hit records pose i's count of rays that hit the volume; with Strict a
-// pose that none hit is an error.
-func (w *Job) hit(i, hits int) error {
-	if hits > 0 {
-		return nil
-	}
-	w.missed.add(w.s.First+i, 0)
-	if w.s.Strict {
-		return fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, missedLine(w.s.Vol, w.s.Poses[i], finding{n: 1, first: w.s.First + i}, w.total()))
+// checkGeometry finds the faults of the poses' geometry (CheckGeometry)
+// and the poses whose every ray misses the volume, before any is
+// rendered; with Strict either is an error.
+func (w *Job) checkGeometry() error {
+	w.geometry, w.missed = CheckGeometry(w.s.Vol, w.s.Poses, w.s.First), missedPoses(w.s.Vol, w.s.Poses, w.s.First)
+	switch {
+	case !w.s.Strict:
+	case len(w.geometry) > 0:
+		return fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, w.geometry[0])
+	case w.missed.n > 0:
+		return fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, w.Missed())
 	}
 	return nil
 }
@@ -139,19 +142,38 @@ func (w *Job) total() int {
 	return len(w.s.Poses)
 }
 
-// Warnings are the faults of the geometry (CheckGeometry, known before
-// the run) and, after it, the poses whose every ray missed the volume
-// (Missed): a line each.
+// Warnings are the faults of the geometry (CheckGeometry), the poses
+// whose every ray misses the volume (Missed), and, after a run in which
+// some rays cross the volume, a line if every image is 0 (Blank): a line
+// each.
 func (w *Job) Warnings() []string {
 	out := append([]string(nil), w.geometry...)
-	if m := w.Missed(); m != "" {
-		out = append(out, m)
+	for _, m := range [...]string{w.Missed(), w.Blank()} {
+		if m != "" {
+			out = append(out, m)
+		}
 	}
 	return out
 }
 
-// GeometryWarnings are CheckGeometry's lines for the run's poses.
-func (w *Job) GeometryWarnings() []string { return w.geometry }
+// Blank is a line when every pose is rendered, some rays cross the
+// volume, and yet every line integral is 0: the volume holds only zeros
+// where the rays pass (or --mu-water scales them to nothing); "" else.
+func (w *Job) Blank() string {
+	if w.seen < len(w.s.Poses) || w.nonzero > 0 || w.AllMissed() {
+		return ""
+	}
+	return "every image is 0: the rays cross the volume's box but meet only voxels of 0 (after --mu-water, if given); check the volume's values and units"
+}
+
+// GeometryWarnings are the lines known before the run: CheckGeometry's
+// for the run's poses, and Missed.
+func (w *Job) GeometryWarnings() []string {
+	if m := w.Missed(); m != "" {
+		return append(w.geometry[:len(w.geometry):len(w.geometry)], m)
+	}
+	return w.geometry
+}
 
 // Missed is the line about the poses rendered so far whose every ray
 // missed the volume, "" when there are none.
@@ -183,14 +205,14 @@ func (w *Job) MaxBatch() int { return 16 }
 
 // Build is poses (batch, 12) → DRR → images (batch, rows, cols) →
 // ImageStats → stats (batch, 3): each image's minimum, maximum and nonzero
-// pixel count, which give the run's maximum, its all-rays-missed check
+// pixel count, which give the run's maximum, its all-zero check
 // and the PNG scaling. The DRR op runs on the configured device; the
 // statistics run on the CPU, on the images it copied back. With Post, the
 // user's formula per pixel (MapImages) comes next, on the device too when
 // it has a kernel there (one that reduces over the whole image runs on the
 // CPU); then each Filter stage (Filter2D), on the device. With either,
 // the statistics are of the last stage's images, and those of the line
-// integrals give the all-rays-missed check. The sum of the images is added
+// integrals give the all-zero check. The sum of the images is added
 // up in Consume, pixel by pixel in order.
 func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	poses := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, ops.PoseWidth), G.WithName("poses"))
@@ -289,9 +311,7 @@ func (w *Job) Consume(out []*tensor.Dense, off, n int) error {
 		st := stats[r*ops.ImageStatsWidth : (r+1)*ops.ImageStatsWidth]
 		w.Max = max(w.Max, st[1])
 		w.nonzero += int(rays[r*ops.ImageStatsWidth+2])
-		if err := w.hit(w.done+off+r, int(rays[r*ops.ImageStatsWidth+2])); err != nil {
-			return err
-		}
+		w.seen++
 		if w.s.Image != nil {
 			if err := w.s.Image(w.done+off+r, img, float32(st[0]), float32(st[1])); err != nil {
 				return err
@@ -326,9 +346,7 @@ func (w *Job) Restore(pose int, img []float32, hits int) error {
 		return fmt.Errorf("pose %d restored after %d poses: the checkpoint is corrupt", pose, w.done)
 	}
 	w.nonzero += hits
-	if err := w.hit(pose, hits); err != nil {
-		return err
-	}
+	w.seen++
 	for _, v := range img {
 		w.Sum += float64(v)
 	}
@@ -373,8 +391,8 @@ func countNonFinite32(v []float32) int64 {
 	return n
 }
 
-// AllMissed reports whether every ray of the run missed the volume.
-func (w *Job) AllMissed() bool { return w.nonzero == 0 }
+// AllMissed reports whether every ray of the run misses the volume.
+func (w *Job) AllMissed() bool { return w.missed.n == len(w.s.Poses) }
 
 // Result is the result block of a DRR report.
 type Result struct {

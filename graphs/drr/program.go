@@ -158,13 +158,12 @@ func (p *Program) Run(x []float64, dst []float32) error {
 			return err
 		}
 	}
-	j.geometry, j.missed = CheckGeometry(j.s.Vol, poses, 0), finding{}
-	if j.s.Strict && len(j.geometry) > 0 {
-		return fmt.Errorf("%w: --strict: %s", ops.ErrGeometry, j.geometry[0])
-	}
 	j.s.Poses = poses
 	defer func() { j.s.Poses, j.s.Image = nil, nil }()
-	j.Sum, j.Max, j.nonzero, j.done = 0, 0, 0, 0
+	if err := j.checkGeometry(); err != nil {
+		return err
+	}
+	j.Sum, j.Max, j.nonzero, j.seen, j.done = 0, 0, 0, 0, 0
 	if f := j.s.Post; f != nil {
 		f.ResetNonFinite()
 	}
