@@ -22,4 +22,9 @@ import "C"
 
 import "github.com/tapeloop/tapeloop/internal/sysmem"
 
-func init() { sysmem.SetMallocArenas(int(C.tl_arenas)) }
+// Before any work: the arenas as set, then as many threads as the
+// address-space limit leaves room for.
+func init() {
+	sysmem.SetMallocArenas(int(C.tl_arenas))
+	sysmem.FitThreads()
+}

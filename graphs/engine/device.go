@@ -45,6 +45,14 @@ func (d *Device) WriteDOT(out io.Writer, w Workload) error {
 	return WriteDOT(out, w.Name(), p.Graph())
 }
 
+// cpusLine is the CPUs and GOMAXPROCS, and what FitThreads lowered.
+func cpusLine() string {
+	if from := sysmem.FittedFrom(); from > 0 {
+		return fmt.Sprintf("%d (GOMAXPROCS %d, lowered from %d to fit the address-space limit)", runtime.NumCPU(), runtime.GOMAXPROCS(0), from)
+	}
+	return fmt.Sprintf("%d (GOMAXPROCS %d)", runtime.NumCPU(), runtime.GOMAXPROCS(0))
+}
+
 // InfoLine is one line of what tapeloop sees of the machine.
 type InfoLine struct{ Key, Value string }
 
@@ -52,7 +60,7 @@ type InfoLine struct{ Key, Value string }
 func Info() []InfoLine {
 	l := []InfoLine{
 		{"go", fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)},
-		{"cpus", fmt.Sprintf("%d (GOMAXPROCS %d)", runtime.NumCPU(), runtime.GOMAXPROCS(0))},
+		{"cpus", cpusLine()},
 	}
 	if bs, err := sysmem.Bounds(); err == nil {
 		a := bs[0].Left

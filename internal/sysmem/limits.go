@@ -146,13 +146,14 @@ func parseStatus(b []byte) status {
 	return s
 }
 
+// arenaMax is the cap SetMallocArenas set on malloc's arenas, 0: none.
+var arenaMax atomic.Int64
+
 // Reserves per thread not yet started: its stack (ulimit -s; 8 MiB when
 // unlimited, as glibc does) and the 64 MiB of address space glibc reserves
 // for each thread's malloc arena (at most 8 per CPU) when the C kernels
 // allocate on it; and a fixed reserve for the growth of the Go runtime's
 // own structures.
-// arenaMax is the cap LimitMallocArenas set on malloc's arenas, 0: none.
-var arenaMax atomic.Int64
 
 const (
 	defaultStack = 8 << 20
@@ -164,9 +165,58 @@ const (
 // GOMAXPROCS running ones, a quarter more handed off during calls into C,
 // and the runtime's own (its monitor, template thread, signal and
 // garbage-collection helpers) with some to spare.
-func threadsExpected() int {
-	p := runtime.GOMAXPROCS(0)
-	return p + p/4 + 8
+func threadsExpected() int { return threadsFor(runtime.GOMAXPROCS(0)) }
+
+// threadsFor is threadsExpected with GOMAXPROCS p.
+func threadsFor(p int) int { return p + p/4 + 8 }
+
+// fittedFrom is the GOMAXPROCS FitThreads lowered, 0: none.
+var fittedFrom atomic.Int64
+
+// FitThreads lowers GOMAXPROCS under an address-space limit (ulimit -v, a
+// batch system's h_vmem) until the stacks of the threads still to come
+// take at most a quarter of what the limit leaves: on a node of many
+// cores, a job given a few GB of address space would otherwise have it
+// all kept back for stacks (8 MiB each) and no room left to work. Without
+// such a limit it does nothing.
+func FitThreads() {
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &r) != nil || r.Cur >= math.MaxInt64 {
+		return
+	}
+	st := readStatus()
+	if !st.ok {
+		return
+	}
+	before := runtime.GOMAXPROCS(0)
+	if p := fitThreads(before, st.threads, int64(r.Cur)-st.vmSize, stackBytes()); p < before {
+		runtime.GOMAXPROCS(p)
+		fittedFrom.Store(int64(before))
+	}
+}
+
+// fitThreads is the largest GOMAXPROCS, at most p, whose threads still to
+// come (threadsNow running) have stacks of stack bytes within a quarter of
+// left; 1 at least.
+func fitThreads(p, threadsNow int, left, stack int64) int {
+	for ; p > 1; p-- {
+		if int64(max(threadsFor(p)-threadsNow, 0))*stack <= left/4 {
+			break
+		}
+	}
+	return p
+}
+
+// FittedFrom is the GOMAXPROCS that FitThreads lowered, 0 when it did not.
+func FittedFrom() int { return int(fittedFrom.Load()) }
+
+// stackBytes is a new thread's stack: ulimit -s, or 8 MiB when unlimited.
+func stackBytes() int64 {
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_STACK, &r) == nil && r.Cur > 0 && r.Cur < 1<<30 {
+		return int64(r.Cur)
+	}
+	return defaultStack
 }
 
 // margins are what rlimitBounds keeps back for address space and data
@@ -178,11 +228,7 @@ func margins(threadsNow int) (as, data int64) {
 	if m := int(arenaMax.Load()); m > 0 { // SetMallocArenas: the main arena and m − 1 others
 		arenas = min(arenas, m-1)
 	}
-	stack := int64(defaultStack)
-	var r syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_STACK, &r) == nil && r.Cur > 0 && r.Cur < 1<<30 {
-		stack = int64(r.Cur)
-	}
+	stack := stackBytes()
 	as = int64(more)*stack + int64(arenas)*arenaBytes + runtimeSlack
 	data = int64(more)*stack + runtimeSlack
 	return as, data

@@ -194,3 +194,26 @@ func TestAvailableUnderUlimit(t *testing.T) {
 		t.Logf("this process runs under %s", p.Name)
 	}
 }
+
+// fitThreads keeps the stacks of the threads to come within a quarter of
+// what the limit leaves: worked by hand for 700 MiB left and 8 MiB stacks
+// with 8 threads running, a quarter is 175 MiB, 21 stacks: GOMAXPROCS 17
+// starts 17 + 4 + 8 − 8 = 21 threads more, 18 would start 22.
+func TestFitThreads(t *testing.T) {
+	for _, c := range []struct {
+		p, now      int
+		left, stack int64
+		want        int
+	}{
+		{64, 8, 700 << 20, 8 << 20, 17},
+		{17, 8, 700 << 20, 8 << 20, 17},
+		{2, 8, 700 << 20, 8 << 20, 2},
+		{64, 8, 700 << 20, 2 << 20, 64}, // 80 stacks of 2 MiB: 160 MiB
+		{64, 8, 10 << 20, 8 << 20, 1},
+		{64, 8, -1, 8 << 20, 1},
+	} {
+		if got := fitThreads(c.p, c.now, c.left, c.stack); got != c.want {
+			t.Errorf("fitThreads(%d, %d, %d MiB, %d MiB) = %d, want %d", c.p, c.now, c.left>>20, c.stack>>20, got, c.want)
+		}
+	}
+}
