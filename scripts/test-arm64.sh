@@ -44,7 +44,7 @@ step() { printf '\n== %s\n' "$*"; }
 
 if [[ $STEPS == *1* ]]; then
 step "1. kernels and the ops' conformance suites under qemu-aarch64"
-cross "$GO" test $SHORT -exec qemu-aarch64 ./internal/cpukern ./internal/fft3 ./ops/...
+cross "$GO" test $SHORT -timeout 30m -exec qemu-aarch64 ./internal/cpukern ./internal/fft3 ./ops/...
 fi
 
 if [[ $STEPS == *2* ]]; then
@@ -129,7 +129,7 @@ if command -v "$cxx" >/dev/null 2>&1; then
 	# The ops' conformance suites on the emulated GPU (about five minutes).
 	# ops/pairwise's are left out: under qemu-user its emulated kernels
 	# grow past 20 GiB of memory (63 MiB natively).
-	TAPELOOP_EMU_CXX=$cxx cross "$GO" test $SHORT -tags tapeloop_cudaemu -exec qemu-aarch64 -run 'Conformance' ./ops
+	TAPELOOP_EMU_CXX=$cxx cross "$GO" test $SHORT -timeout 30m -tags tapeloop_cudaemu -exec qemu-aarch64 -run 'Conformance' ./ops
 else
 	echo "note: $cxx not installed (g++-aarch64-linux-gnu): the emulated GPU built for arm64, its tests not run"
 fi
