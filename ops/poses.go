@@ -34,12 +34,16 @@ type Pose struct {
 // ErrGeometry is wrapped by every error about poses.
 var ErrGeometry = errors.New("geometry")
 
-// MaxPoses is the most poses one run renders, and MaxCoordinate the
-// largest magnitude, in mm, of a pose's coordinates and pixel sizes: far
-// beyond any scanner, and small enough that no ray length overflows.
+// MaxPoses is the most poses one run renders, MaxCoordinate the largest
+// magnitude, in mm, of a pose's coordinates and pixel sizes: far beyond
+// any scanner, and small enough that no ray length overflows; and
+// MinPixel the smallest pixel size, in mm (a nanometre), far below any
+// detector's, and large enough that the projection matrix of a pose
+// (geometry.json) stays finite.
 const (
 	MaxPoses      = 1 << 20
 	MaxCoordinate = 1e9
+	MinPixel      = 1e-6
 )
 
 // Validate checks the pose; i names it in the error.
@@ -60,6 +64,8 @@ func (p Pose) Validate(i int) error {
 		return fmt.Errorf("%w: pose %d has a %d×%d detector; rows and cols must be at least 1", ErrGeometry, i, p.Rows, p.Cols)
 	case !(p.Pixel[0] > 0 && p.Pixel[1] > 0):
 		return fmt.Errorf("%w: pose %d has pixel size %v; both must be positive", ErrGeometry, i, p.Pixel)
+	case p.Pixel[0] < MinPixel || p.Pixel[1] < MinPixel:
+		return fmt.Errorf("%w: pose %d has pixel size %v mm; at least %g", ErrGeometry, i, p.Pixel, MinPixel)
 	case nu == 0 || nv == 0:
 		return fmt.Errorf("%w: pose %d has a zero u or v vector", ErrGeometry, i)
 	}

@@ -791,6 +791,7 @@ func hostileCases() []hostile {
 		dr("pixel negative", "pixel", "--pixel", "-1"),
 		dr("pixel NaN", "", "--pixel", "NaN"),
 		dr("pixel Inf", "", "--pixel", "Inf"),
+		dr("pixel tiny, with --out", "at least 1e-06", "--pixel", "1e-200", "--out", "px"),
 		dr("method", "joseph", "--method", "joseph"),
 		dr("step with siddon", "--step", "--step", "1"),
 		dr("step 0", "--step", "--method", "trilinear", "--step", "0"),
