@@ -339,15 +339,26 @@ func tl_dot(h C.int64_t, text **C.char) *C.char {
 }
 
 // tl_report sets *text to the calls' telemetry as JSON (engine.Report),
-// for the caller to free with tl_free.
+// for the caller to free with tl_free: a NaN or ±Inf written as null, its
+// place listed in "non_finite".
 //
 //export tl_report
 func tl_report(h C.int64_t, text **C.char) *C.char {
 	return guard(func() error {
 		return call(h, "a workload", 0, func(p program) error {
-			b, _, err := telemetry.MarshalFinite(p.Report())
+			b, places, err := telemetry.MarshalFinite(p.Report())
 			if err != nil {
 				return err
+			}
+			if places != nil { // as the command's --report: the places of the nulls
+				var m map[string]any
+				if err := json.Unmarshal(b, &m); err != nil {
+					return err
+				}
+				m["non_finite"] = places
+				if b, err = json.Marshal(m); err != nil {
+					return err
+				}
 			}
 			*text = C.CString(string(b))
 			return nil
