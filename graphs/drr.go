@@ -343,6 +343,9 @@ type DRRTask struct {
 	pngs   []*atomicfile.File // written and closed, renamed on Commit
 	scale  pngScale
 	ranged bool // with a global scale: some image has set scale.lo and hi
+	// inputs are the files the run reads (the volume's, the geometry),
+	// which the removal of an earlier run's outputs leaves alone.
+	inputs []fs.FileInfo
 }
 
 // pngOf writes pose i's PNG as its image comes: scaled over the image's
@@ -486,6 +489,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 		return t, nil
 	}
 	if withOutput && s.Out != "" {
+		t.inputs = existing(s.InputPaths())
 		if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
@@ -807,7 +811,7 @@ func (t *DRRTask) writePNG(i int, img []float32, lo, hi float32, rows, cols int)
 	if err := png.Encode(&buf, g); err != nil {
 		return fmt.Errorf("--png: %w", err)
 	}
-	f, err := atomicfile.Create(filepath.Join(t.dir, fmt.Sprintf("drr_%04d.png", i)))
+	f, err := atomicfile.Create(filepath.Join(t.dir, pngName(i)))
 	if err != nil {
 		return fmt.Errorf("--png: %w", err)
 	}
@@ -888,7 +892,7 @@ func (t *DRRTask) Commit() error {
 		}
 	}
 	if t.npz == nil {
-		if err := removeStale(t.dir, written); err != nil {
+		if err := removeStale(t.dir, written, t.inputs); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
@@ -903,8 +907,9 @@ func (t *DRRTask) Commit() error {
 // outputs (drr.npy, drr.mha, drr.tiff, drr_NNNN.png, geometry.json) that
 // this run did not write (written: base names): an earlier run's in the
 // same --out, with more poses or other formats, whose files would
-// otherwise sit beside this run's as if they were of it.
-func removeStale(dir string, written map[string]bool) error {
+// otherwise sit beside this run's as if they were of it. A file the run
+// read (inputs) is never removed.
+func removeStale(dir string, written map[string]bool, inputs []fs.FileInfo) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -914,11 +919,29 @@ func removeStale(dir string, written map[string]bool) error {
 		if written[name] || !e.Type().IsRegular() || !drrOutputName(name) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && slices.ContainsFunc(inputs, func(in fs.FileInfo) bool { return os.SameFile(fi, in) }) {
+			continue // an input of this run, however named
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("an earlier run's %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// existing is the files of paths that exist, as os.Stat gives them.
+func existing(paths []Path) []fs.FileInfo {
+	var out []fs.FileInfo
+	for _, p := range paths {
+		if p.Path == "" {
+			continue
+		}
+		if fi, err := os.Stat(p.Path); err == nil && fi.Mode().IsRegular() {
+			out = append(out, fi)
+		}
+	}
+	return out
 }
 
 // drrOutputName reports whether name is one a DRR run gives an output.
@@ -926,16 +949,30 @@ func drrOutputName(name string) bool {
 	if name == "geometry.json" || slices.Contains(stackFormats, strings.TrimPrefix(name, "drr.")) {
 		return true
 	}
+	_, ok := pngIndex(name)
+	return ok
+}
+
+// pngName is the name of pose i's PNG.
+func pngName(i int) string { return fmt.Sprintf("drr_%04d.png", i) }
+
+// pngIndex is the pose of a PNG named as a DRR run names them,
+// drr_NNNN.png (four digits or more).
+func pngIndex(name string) (int, bool) {
 	num, ok := strings.CutSuffix(strings.TrimPrefix(name, "drr_"), ".png")
 	if !ok || len(num) < 4 || !strings.HasPrefix(name, "drr_") {
-		return false
+		return 0, false
 	}
+	i := 0
 	for _, c := range num {
 		if c < '0' || c > '9' {
-			return false
+			return 0, false
+		}
+		if i < 1<<30 {
+			i = 10*i + int(c-'0')
 		}
 	}
-	return true
+	return i, true
 }
 
 // Close removes the outputs not committed, and the directories OpenDRR

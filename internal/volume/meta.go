@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -253,10 +252,7 @@ func loadMeta(path string, place bool) (*Volume, error) {
 	default:
 		// As ITK reads it: a relative path from the header's directory, an
 		// absolute one as it is.
-		dataPath = h.dataFile
-		if !filepath.IsAbs(dataPath) {
-			dataPath = filepath.Join(filepath.Dir(path), dataPath)
-		}
+		dataPath = metaDataPath(path, h.dataFile)
 		df, err := npy.OpenFile(dataPath)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err)

@@ -1,0 +1,78 @@
+package volume
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tapeloop/tapeloop/internal/testutil"
+)
+
+// writeSeries writes a DICOM series of n 2×3 slices into dir, im0.dcm …,
+// and a file that is not DICOM.
+func writeSeries(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for k := range n {
+		b := testutil.DICOMFile(testutil.DICOMSlice{Series: "1.2.3", Instance: k + 1, IPP: [3]float64{0, 0, float64(k)},
+			IOP: [6]float64{1, 0, 0, 0, 1, 0}, PixelSpacing: [2]float64{1, 1}, Rows: 2, Cols: 3, Slope: 1, Signed: true,
+			Pixels: []int16{1, 2, 3, 4, 5, 6}})
+		p := filepath.Join(dir, fmt.Sprintf("im%d.dcm", k))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, p)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("not DICOM"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+const metaHead = "ObjectType = Image\nNDims = 3\nDimSize = 2 3 4\nElementType = MET_UCHAR\n"
+
+// TestFiles: the files Load reads besides the one named: a MetaImage's
+// data file as Load resolves it, every DICOM file of a series' directory
+// (named by the directory or one of its files); none for a file that
+// holds its own data.
+func TestFiles(t *testing.T) {
+	root := t.TempDir()
+	p := func(n string) string { return filepath.Join(root, n) }
+	os.Mkdir(p("hdr"), 0o755)
+	for name, text := range map[string]string{
+		"hdr/rel.mhd":   metaHead + "ElementDataFile = ../v.raw\n",
+		"hdr/abs.mhd":   metaHead + "ElementDataFile = " + p("v.raw") + "\n",
+		"hdr/local.mha": metaHead + "ElementDataFile = LOCAL\n" + strings.Repeat("\x00", 24),
+		"hdr/list.mhd":  metaHead + "ElementDataFile = LIST\na.raw\n",
+	} {
+		if err := os.WriteFile(p(name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	series := writeSeries(t, p("dcm"), 3)
+	for _, c := range []struct {
+		path   string
+		series string
+		want   []string
+	}{
+		{p("hdr/rel.mhd"), "", []string{p("v.raw")}},
+		{p("hdr/abs.mhd"), "", []string{p("v.raw")}},
+		{p("hdr/local.mha"), "", nil},
+		{p("hdr/list.mhd"), "", nil},
+		{p("hdr/missing.mhd"), "", nil},
+		{p("dcm"), "", series},
+		{p("dcm/im1.dcm"), "", series},
+		{p("dcm"), "1.2.3", series},
+		{"", "", nil},
+	} {
+		if got := Files(c.path, Options{Series: c.series}); !slices.Equal(got, c.want) {
+			t.Errorf("Files(%s): %q, want %q", c.path, got, c.want)
+		}
+	}
+}
