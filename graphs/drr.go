@@ -346,6 +346,7 @@ type DRRTask struct {
 	// inputs are the files the run reads (the volume's, the geometry),
 	// which the removal of an earlier run's outputs leaves alone.
 	inputs []fs.FileInfo
+	warn   func(string)
 }
 
 // pngOf writes pose i's PNG as its image comes: scaled over the image's
@@ -432,7 +433,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 			return nil, err
 		}
 	}
-	t := &DRRTask{dir: s.Out, n: len(poses), rows: poses[0].Rows, cols: poses[0].Cols}
+	t := &DRRTask{dir: s.Out, n: len(poses), rows: poses[0].Rows, cols: poses[0].Cols, warn: s.warn}
 	frame, scale := p.frame, p.png
 	defer func() {
 		if err != nil {
@@ -892,9 +893,8 @@ func (t *DRRTask) Commit() error {
 		}
 	}
 	if t.npz == nil {
-		if err := removeStale(t.dir, written, t.inputs); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
+		// The run has succeeded: what it cannot remove is only said.
+		removeStale(t.dir, written, t.inputs, t.warn)
 	}
 	atomicfile.KeepDirs(t.dirs)
 	t.npyOut, t.stacks, t.dirs = nil, nil, nil
@@ -908,11 +908,13 @@ func (t *DRRTask) Commit() error {
 // this run did not write (written: base names): an earlier run's in the
 // same --out, with more poses or other formats, whose files would
 // otherwise sit beside this run's as if they were of it. A file the run
-// read (inputs) is never removed.
-func removeStale(dir string, written map[string]bool, inputs []fs.FileInfo) error {
+// read (inputs) is never removed. It runs once the run's outputs are in
+// place: a file it cannot remove is a warning, naming it.
+func removeStale(dir string, written map[string]bool, inputs []fs.FileInfo, warn func(string)) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return err
+		warn(fmt.Sprintf("--out: an earlier run's files in %s were not looked for: %v", dir, err))
+		return
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -924,10 +926,13 @@ func removeStale(dir string, written map[string]bool, inputs []fs.FileInfo) erro
 			continue // an input of this run, however named
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("an earlier run's %s: %w", name, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			warn(fmt.Sprintf("--out: an earlier run's %s was not removed: %v", p, err))
 		}
 	}
-	return nil
 }
 
 // existing is the files of paths that exist, as os.Stat gives them.

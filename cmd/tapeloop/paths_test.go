@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -252,5 +253,37 @@ func TestPathsDRRCleanupKeepsInputs(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, c.out, "drr.npy")); err != nil {
 			t.Errorf("tapeloop %s: no drr.npy: %v", strings.Join(args, " "), err)
 		}
+	}
+}
+
+// TestPathsDRRStaleNotRemovedWarns: once the run's outputs are in place,
+// an earlier run's file that cannot be removed (immutable) is a warning
+// naming it: the run succeeds, exit 0, its checkpoint gone.
+func TestPathsDRRStaleNotRemovedWarns(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"drr", "--quiet", "--size", "8", "--detector", "4x4", "--png", "--out", "di"}
+	if _, se, code := (outputsRun{args: append(base, "--orbit", "5"), dir: dir, fsize: -1}).run(t); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, se)
+	}
+	stale := filepath.Join(dir, "di", "drr_0004.png")
+	if out, err := exec.Command("chattr", "+i", stale).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", stale).Run() })
+	args := append(base, "--orbit", "3")
+	_, stderr, code := outputsRun{args: args, dir: dir, fsize: -1}.run(t)
+	if code != 0 || strings.Count(stderr, "\n") != 1 ||
+		!strings.HasPrefix(stderr, "tapeloop: warning: ") || !strings.Contains(stderr, "di/drr_0004.png") {
+		t.Fatalf("tapeloop %s: exit %d, stderr %q; want 0 and one warning naming di/drr_0004.png", strings.Join(args, " "), code, stderr)
+	}
+	got := dirContents(t, filepath.Join(dir, "di"))
+	for _, name := range []string{"drr.npy", "geometry.json", "drr_0000.png", "drr_0001.png", "drr_0002.png", "drr_0004.png"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("di: no %s", name)
+		}
+		delete(got, name)
+	}
+	if len(got) != 0 {
+		t.Errorf("di also holds %q (a checkpoint, a temporary file, drr_0003.png?)", keys(got))
 	}
 }
