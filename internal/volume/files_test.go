@@ -76,3 +76,46 @@ func TestFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadRawFlagsRefusedForDICOM: --shape and --dtype, which describe a
+// raw file, are refused for a DICOM series as for any file with a header.
+func TestLoadRawFlagsRefusedForDICOM(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dcm")
+	series := writeSeries(t, dir, 3)
+	if _, err := Load(dir, Options{}); err != nil {
+		t.Fatalf("the series: %v", err)
+	}
+	for _, path := range []string{dir, series[0]} {
+		for _, opt := range []Options{{Shape: [3]int{2, 3, 3}}, {Dtype: "int16"}, {Shape: [3]int{2, 3, 3}, Dtype: "int16"}} {
+			_, err := Load(path, opt)
+			if err == nil || !strings.Contains(err.Error(), "--shape and --dtype are for a raw volume; a DICOM series gives its own") {
+				t.Errorf("Load(%s, shape %v, dtype %q): %v, want --shape and --dtype refused", path, opt.Shape, opt.Dtype, err)
+			}
+		}
+	}
+}
+
+// TestMetaImageKeyTwice: a key the reader uses given twice is refused,
+// naming it, rather than the last taken; a key it ignores may repeat.
+func TestMetaImageKeyTwice(t *testing.T) {
+	dir := t.TempDir()
+	data := strings.Repeat("\x01", 24)
+	for _, c := range []struct{ header, want string }{
+		{metaHead + "DimSize = 4 3 2\nElementDataFile = LOCAL\n", "DimSize twice"},
+		{metaHead + "ElementType = MET_SHORT\nElementDataFile = LOCAL\n", "ElementType twice"},
+		{"Offset = 0 0 0\n" + metaHead + "Offset = 1 1 1\nElementDataFile = LOCAL\n", "Offset twice"},
+		{"Comment = a\nComment = b\n" + metaHead + "ElementDataFile = LOCAL\n", ""},
+	} {
+		p := filepath.Join(dir, "v.mha")
+		if err := os.WriteFile(p, []byte(c.header+data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p, Options{})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.header, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), "MetaImage header gives "+c.want)):
+			t.Errorf("%q: %v, want %q", c.header, err, c.want)
+		}
+	}
+}

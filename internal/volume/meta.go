@@ -18,6 +18,16 @@ var metaTypes = map[string]string{
 	"MET_UINT": "uint32", "MET_INT": "int32", "MET_FLOAT": "float32", "MET_DOUBLE": "float64",
 }
 
+// metaKeys are the header keys the reader uses: given twice, one of the
+// two values would be ignored, so the header is refused. Others (Comment,
+// …) are ignored anyway.
+var metaKeys = map[string]bool{
+	"NDims": true, "DimSize": true, "ElementSpacing": true, "ElementSize": true,
+	"Offset": true, "Origin": true, "Position": true, "TransformMatrix": true, "Rotation": true, "Orientation": true,
+	"HeaderSize": true, "ElementType": true, "BinaryDataByteOrderMSB": true, "ElementByteOrderMSB": true,
+	"CompressedData": true, "ElementNumberOfChannels": true,
+}
+
 // metaHeader is the key = value header of a MetaImage file.
 type metaHeader struct {
 	dims    [3]int
@@ -78,6 +88,9 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 			return h, fmt.Errorf("%w: MetaImage header line %q is not key = value", ErrVolume, strings.TrimSpace(line))
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if seen[k] && metaKeys[k] {
+			return h, fmt.Errorf("%w: MetaImage header gives %s twice", ErrVolume, k)
+		}
 		seen[k] = true
 		var bad error
 		switch k {
