@@ -380,7 +380,7 @@ func (t *DRRTask) globalPNGs() error {
 	img := make([]float32, per)
 	for i := range t.n {
 		if _, err := src.f.ReadAt(b, src.off+int64(i)*int64(len(b))); err != nil {
-			return fmt.Errorf("--png: reading %s back: %w", src.name, err)
+			return fmt.Errorf("--png: %w", fileError("read back", filepath.Join(t.dir, src.name), err))
 		}
 		for k := range img {
 			img[k] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:]))
@@ -458,7 +458,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 				return nil, fmt.Errorf("--out: %w", err)
 			}
 			if t.npyOut, err = atomicfile.Create(s.Out); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+				return nil, fmt.Errorf("--out: %w", fileError("create", s.Out, err))
 			}
 			t.npz = npy.NewNPZWriter(t.npyOut)
 			meta := shard.RangeMeta{Workload: shard.DRR, Items: len(poses), Lo: lo, Hi: hi, Index: p.shard.index, Count: p.shard.count,
@@ -468,16 +468,16 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 				meta.Pixel = commonPixel(poses)
 			}
 			if err = shard.WriteRangeMeta(t.npz, meta); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+				return nil, fmt.Errorf("--out: %w", fileError("write", s.Out, err))
 			}
 			// The whole run's geometry.json, which the merge writes.
 			if err = writeGeometry(t.npz.CreateRaw, poses, p.frame); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+				return nil, fmt.Errorf("--out: %w", fileError("write", s.Out, err))
 			}
 			if t.writer, err = t.npz.Create("drr", npy.Float32, []int{hi - lo, r, c}); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+				return nil, fmt.Errorf("--out: %w", fileError("write", s.Out, err))
 			}
-			setup.Out = t.writer
+			setup.Out = namedWriter{t.writer, s.Out}
 		}
 		if t.job, err = drr.New(setup); err != nil {
 			return nil, err
@@ -728,7 +728,7 @@ type stacks []stackOut
 func (s stacks) Write32(v []float32) error {
 	for _, o := range s {
 		if err := o.w.Write32(v); err != nil {
-			return fmt.Errorf("--out: write %s: %w", o.f.Path, err)
+			return fmt.Errorf("--out: %w", fileError("write", o.f.Path, err))
 		}
 	}
 	return nil
@@ -741,7 +741,7 @@ func (t *DRRTask) createStacks(formats []string, st stackfile.Stack) error {
 		name := "drr." + format
 		f, err := atomicfile.Create(filepath.Join(t.dir, name))
 		if err != nil {
-			return fmt.Errorf("--out: %w", err)
+			return fmt.Errorf("--out: %w", fileError("create", filepath.Join(t.dir, name), err))
 		}
 		t.stacks = append(t.stacks, stackOut{name: name, f: f})
 		o := &t.stacks[len(t.stacks)-1]
@@ -762,7 +762,7 @@ func (t *DRRTask) createStacks(formats []string, st stackfile.Stack) error {
 			err = fmt.Errorf("no such format %q", format)
 		}
 		if err != nil {
-			return fmt.Errorf("--out: %s: %w", f.Path, err)
+			return fmt.Errorf("--out: %w", fileError("write", f.Path, err))
 		}
 	}
 	return nil
@@ -783,11 +783,11 @@ func (t *DRRTask) createGeometry(poses []ops.Pose, frame volume.Frame) error {
 func (t *DRRTask) createSide(name string, b []byte) error {
 	f, err := atomicfile.Create(filepath.Join(t.dir, name))
 	if err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return fmt.Errorf("--out: %w", fileError("create", filepath.Join(t.dir, name), err))
 	}
 	t.pngs = append(t.pngs, f)
 	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return fmt.Errorf("--out: %w", fileError("write", f.Path, err))
 	}
 	return nil
 }
@@ -812,15 +812,33 @@ func (t *DRRTask) writePNG(i int, img []float32, lo, hi float32, rows, cols int)
 	if err := png.Encode(&buf, g); err != nil {
 		return fmt.Errorf("--png: %w", err)
 	}
-	f, err := atomicfile.Create(filepath.Join(t.dir, pngName(i)))
+	path := filepath.Join(t.dir, pngName(i))
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return fmt.Errorf("--png: %w", err)
+		return fmt.Errorf("--png: %w", fileError("create", path, err))
 	}
 	t.pngs = append(t.pngs, f)
 	if _, err := f.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("--png: %w", err)
+		return fmt.Errorf("--png: %w", fileError("write", path, err))
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--png: %w", fileError("write", path, err))
+	}
+	return nil
+}
+
+// namedWriter is a shard's images, written into the archive path through
+// its temporary file; a failed write names path.
+type namedWriter struct {
+	w    drr.Writer
+	path string
+}
+
+func (n namedWriter) Write32(v []float32) error {
+	if err := n.w.Write32(v); err != nil {
+		return fmt.Errorf("--out: %w", fileError("write", n.path, err))
+	}
+	return nil
 }
 
 // Job is the DRR job.
@@ -854,13 +872,13 @@ func (t *DRRTask) Commit() error {
 	var files []*atomicfile.File
 	if t.npz != nil {
 		if err := t.npz.Close(); err != nil {
-			return fmt.Errorf("--out: %w", err)
+			return fmt.Errorf("--out: %w", fileError("write", t.npyOut.Path, err))
 		}
 		files = append(files, t.npyOut)
 	}
 	for _, o := range t.stacks {
 		if err := o.w.Flush(); err != nil {
-			return fmt.Errorf("--out: write %s: %w", o.f.Path, err)
+			return fmt.Errorf("--out: %w", fileError("write", o.f.Path, err))
 		}
 		files = append(files, o.f)
 	}
@@ -875,7 +893,7 @@ func (t *DRRTask) Commit() error {
 	// temporaries.
 	for _, f := range files {
 		if err := f.Sync(); err != nil {
-			return fmt.Errorf("--out: write %s: %w", f.Path, err)
+			return fmt.Errorf("--out: %w", fileError("write", f.Path, err))
 		}
 	}
 	written := map[string]bool{}
@@ -884,12 +902,16 @@ func (t *DRRTask) Commit() error {
 	}
 	for _, p := range t.pngs {
 		if err := p.Rename(); err != nil {
-			return fmt.Errorf("--png: %w", err)
+			flag := "--out" // geometry.json
+			if _, png := pngIndex(filepath.Base(p.Path)); png {
+				flag = "--png"
+			}
+			return fmt.Errorf("%s: %w", flag, fileError("write", p.Path, err))
 		}
 	}
 	for _, f := range append(files[1:], files[0]) {
 		if err := f.Commit(); err != nil {
-			return fmt.Errorf("--out: %w", err)
+			return fmt.Errorf("--out: %w", fileError("write", f.Path, err))
 		}
 	}
 	if t.npz == nil {

@@ -324,3 +324,21 @@ func (s WaveletSpec) OutputPaths() []Path {
 	}
 	return out
 }
+
+// fileError is err, from doing verb (create, write, read back) to the
+// output path through its temporary file, naming path alone: "write
+// PATH: cause". The file system's own errors name the temporary file,
+// which means nothing to the user; they are replaced by their cause.
+func fileError(verb, path string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	case strings.HasPrefix(err.Error(), verb+" "+path+": "):
+		return err // said already
+	}
+	return fmt.Errorf("%s %s: %w", verb, path, err)
+}

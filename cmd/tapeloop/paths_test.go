@@ -3,7 +3,8 @@ package main
 // Paths as the user gives them: an empty path is refused, not read as
 // "the built-in data" or "no output"; no output replaces or removes a file
 // the run reads, whether named on the command line or read because of one
-// (a MetaImage's data file, a DICOM series' slices).
+// (a MetaImage's data file, a DICOM series' slices); a failed write names
+// the file the user named.
 
 import (
 	"bytes"
@@ -285,5 +286,24 @@ func TestPathsDRRStaleNotRemovedWarns(t *testing.T) {
 	}
 	if len(got) != 0 {
 		t.Errorf("di also holds %q (a checkpoint, a temporary file, drr_0003.png?)", keys(got))
+	}
+}
+
+// TestPathsWriteErrorsNameTheOutput: a write that fails (ulimit -f) names
+// the file given, not the temporary file it goes through.
+func TestPathsWriteErrorsNameTheOutput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"drr", "--quiet", "--size", "16", "--orbit", "20", "--detector", "32x32", "--out", "qd"}, "--out: write qd/drr.npy: file too large"},
+		{[]string{"wavelet", "--quiet", "--size", "16x16x16", "--theta", "0", "--phi", "0", "--xi", "1", "--save-response", "0,0,1:g.npy"}, "--save-response: write g.npy: file too large"},
+	} {
+		dir := t.TempDir()
+		_, stderr, code := outputsRun{args: c.args, dir: dir, fsize: 20}.run(t)
+		failsWithOneLine(t, c.args, stderr, code, c.want)
+		if strings.Contains(stderr, ".tmp-") {
+			t.Errorf("tapeloop %s: names a temporary file: %q", strings.Join(c.args, " "), stderr)
+		}
 	}
 }
