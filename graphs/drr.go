@@ -343,6 +343,10 @@ type DRRTask struct {
 	pngs   []*atomicfile.File // written and closed, renamed on Commit
 	scale  pngScale
 	ranged bool // with a global scale: some image has set scale.lo and hi
+	// inputs are the files the run reads (the volume's, the geometry),
+	// which the removal of an earlier run's outputs leaves alone.
+	inputs []fs.FileInfo
+	warn   func(string)
 }
 
 // pngOf writes pose i's PNG as its image comes: scaled over the image's
@@ -376,7 +380,7 @@ func (t *DRRTask) globalPNGs() error {
 	img := make([]float32, per)
 	for i := range t.n {
 		if _, err := src.f.ReadAt(b, src.off+int64(i)*int64(len(b))); err != nil {
-			return fmt.Errorf("--png: reading %s back: %w", src.name, err)
+			return fmt.Errorf("--png: %w", fileError("read back", filepath.Join(t.dir, src.name), err))
 		}
 		for k := range img {
 			img[k] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:]))
@@ -429,7 +433,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 			return nil, err
 		}
 	}
-	t := &DRRTask{dir: s.Out, n: len(poses), rows: poses[0].Rows, cols: poses[0].Cols}
+	t := &DRRTask{dir: s.Out, n: len(poses), rows: poses[0].Rows, cols: poses[0].Cols, warn: s.warn}
 	frame, scale := p.frame, p.png
 	defer func() {
 		if err != nil {
@@ -454,7 +458,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 				return nil, fmt.Errorf("--out: %w", err)
 			}
 			if t.npyOut, err = atomicfile.Create(s.Out); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+				return nil, fmt.Errorf("--out: %w", fileError("create", s.Out, err))
 			}
 			t.npz = npy.NewNPZWriter(t.npyOut)
 			meta := shard.RangeMeta{Workload: shard.DRR, Items: len(poses), Lo: lo, Hi: hi, Index: p.shard.index, Count: p.shard.count,
@@ -464,16 +468,16 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 				meta.Pixel = commonPixel(poses)
 			}
 			if err = shard.WriteRangeMeta(t.npz, meta); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+				return nil, fmt.Errorf("--out: %w", fileError("write", s.Out, err))
 			}
 			// The whole run's geometry.json, which the merge writes.
 			if err = writeGeometry(t.npz.CreateRaw, poses, p.frame); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+				return nil, fmt.Errorf("--out: %w", fileError("write", s.Out, err))
 			}
 			if t.writer, err = t.npz.Create("drr", npy.Float32, []int{hi - lo, r, c}); err != nil {
-				return nil, fmt.Errorf("--out: %w", err)
+				return nil, fmt.Errorf("--out: %w", fileError("write", s.Out, err))
 			}
-			setup.Out = t.writer
+			setup.Out = namedWriter{t.writer, s.Out}
 		}
 		if t.job, err = drr.New(setup); err != nil {
 			return nil, err
@@ -486,6 +490,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 		return t, nil
 	}
 	if withOutput && s.Out != "" {
+		t.inputs = existing(s.InputPaths())
 		if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 			return nil, fmt.Errorf("--out: %w", err)
 		}
@@ -723,7 +728,7 @@ type stacks []stackOut
 func (s stacks) Write32(v []float32) error {
 	for _, o := range s {
 		if err := o.w.Write32(v); err != nil {
-			return fmt.Errorf("--out: write %s: %w", o.f.Path, err)
+			return fmt.Errorf("--out: %w", fileError("write", o.f.Path, err))
 		}
 	}
 	return nil
@@ -736,7 +741,7 @@ func (t *DRRTask) createStacks(formats []string, st stackfile.Stack) error {
 		name := "drr." + format
 		f, err := atomicfile.Create(filepath.Join(t.dir, name))
 		if err != nil {
-			return fmt.Errorf("--out: %w", err)
+			return fmt.Errorf("--out: %w", fileError("create", filepath.Join(t.dir, name), err))
 		}
 		t.stacks = append(t.stacks, stackOut{name: name, f: f})
 		o := &t.stacks[len(t.stacks)-1]
@@ -757,7 +762,7 @@ func (t *DRRTask) createStacks(formats []string, st stackfile.Stack) error {
 			err = fmt.Errorf("no such format %q", format)
 		}
 		if err != nil {
-			return fmt.Errorf("--out: %s: %w", f.Path, err)
+			return fmt.Errorf("--out: %w", fileError("write", f.Path, err))
 		}
 	}
 	return nil
@@ -778,11 +783,11 @@ func (t *DRRTask) createGeometry(poses []ops.Pose, frame volume.Frame) error {
 func (t *DRRTask) createSide(name string, b []byte) error {
 	f, err := atomicfile.Create(filepath.Join(t.dir, name))
 	if err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return fmt.Errorf("--out: %w", fileError("create", filepath.Join(t.dir, name), err))
 	}
 	t.pngs = append(t.pngs, f)
 	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return fmt.Errorf("--out: %w", fileError("write", f.Path, err))
 	}
 	return nil
 }
@@ -807,15 +812,33 @@ func (t *DRRTask) writePNG(i int, img []float32, lo, hi float32, rows, cols int)
 	if err := png.Encode(&buf, g); err != nil {
 		return fmt.Errorf("--png: %w", err)
 	}
-	f, err := atomicfile.Create(filepath.Join(t.dir, fmt.Sprintf("drr_%04d.png", i)))
+	path := filepath.Join(t.dir, pngName(i))
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return fmt.Errorf("--png: %w", err)
+		return fmt.Errorf("--png: %w", fileError("create", path, err))
 	}
 	t.pngs = append(t.pngs, f)
 	if _, err := f.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("--png: %w", err)
+		return fmt.Errorf("--png: %w", fileError("write", path, err))
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--png: %w", fileError("write", path, err))
+	}
+	return nil
+}
+
+// namedWriter is a shard's images, written into the archive path through
+// its temporary file; a failed write names path.
+type namedWriter struct {
+	w    drr.Writer
+	path string
+}
+
+func (n namedWriter) Write32(v []float32) error {
+	if err := n.w.Write32(v); err != nil {
+		return fmt.Errorf("--out: %w", fileError("write", n.path, err))
+	}
+	return nil
 }
 
 // Job is the DRR job.
@@ -853,13 +876,13 @@ func (t *DRRTask) Commit() error {
 	var files []*atomicfile.File
 	if t.npz != nil {
 		if err := t.npz.Close(); err != nil {
-			return fmt.Errorf("--out: %w", err)
+			return fmt.Errorf("--out: %w", fileError("write", t.npyOut.Path, err))
 		}
 		files = append(files, t.npyOut)
 	}
 	for _, o := range t.stacks {
 		if err := o.w.Flush(); err != nil {
-			return fmt.Errorf("--out: write %s: %w", o.f.Path, err)
+			return fmt.Errorf("--out: %w", fileError("write", o.f.Path, err))
 		}
 		files = append(files, o.f)
 	}
@@ -874,7 +897,7 @@ func (t *DRRTask) Commit() error {
 	// temporaries.
 	for _, f := range files {
 		if err := f.Sync(); err != nil {
-			return fmt.Errorf("--out: write %s: %w", f.Path, err)
+			return fmt.Errorf("--out: %w", fileError("write", f.Path, err))
 		}
 	}
 	written := map[string]bool{}
@@ -883,18 +906,21 @@ func (t *DRRTask) Commit() error {
 	}
 	for _, p := range t.pngs {
 		if err := p.Rename(); err != nil {
-			return fmt.Errorf("--png: %w", err)
+			flag := "--out" // geometry.json
+			if _, png := pngIndex(filepath.Base(p.Path)); png {
+				flag = "--png"
+			}
+			return fmt.Errorf("%s: %w", flag, fileError("write", p.Path, err))
 		}
 	}
 	for _, f := range append(files[1:], files[0]) {
 		if err := f.Commit(); err != nil {
-			return fmt.Errorf("--out: %w", err)
+			return fmt.Errorf("--out: %w", fileError("write", f.Path, err))
 		}
 	}
 	if t.npz == nil {
-		if err := removeStale(t.dir, written); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
+		// The run has succeeded: what it cannot remove is only said.
+		removeStale(t.dir, written, t.inputs, t.warn)
 	}
 	atomicfile.KeepDirs(t.dirs)
 	t.npyOut, t.stacks, t.dirs = nil, nil, nil
@@ -907,22 +933,46 @@ func (t *DRRTask) Commit() error {
 // outputs (drr.npy, drr.mha, drr.tiff, drr_NNNN.png, geometry.json) that
 // this run did not write (written: base names): an earlier run's in the
 // same --out, with more poses or other formats, whose files would
-// otherwise sit beside this run's as if they were of it.
-func removeStale(dir string, written map[string]bool) error {
+// otherwise sit beside this run's as if they were of it. A file the run
+// read (inputs) is never removed. It runs once the run's outputs are in
+// place: a file it cannot remove is a warning, naming it.
+func removeStale(dir string, written map[string]bool, inputs []fs.FileInfo, warn func(string)) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return err
+		warn(fmt.Sprintf("--out: an earlier run's files in %s were not looked for: %v", dir, err))
+		return
 	}
 	for _, e := range entries {
 		name := e.Name()
 		if written[name] || !e.Type().IsRegular() || !drrOutputName(name) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("an earlier run's %s: %w", name, err)
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && slices.ContainsFunc(inputs, func(in fs.FileInfo) bool { return os.SameFile(fi, in) }) {
+			continue // an input of this run, however named
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			warn(fmt.Sprintf("--out: an earlier run's %s was not removed: %v", p, err))
 		}
 	}
-	return nil
+}
+
+// existing is the files of paths that exist, as os.Stat gives them.
+func existing(paths []Path) []fs.FileInfo {
+	var out []fs.FileInfo
+	for _, p := range paths {
+		if p.Path == "" {
+			continue
+		}
+		if fi, err := os.Stat(p.Path); err == nil && fi.Mode().IsRegular() {
+			out = append(out, fi)
+		}
+	}
+	return out
 }
 
 // drrOutputName reports whether name is one a DRR run gives an output.
@@ -930,16 +980,30 @@ func drrOutputName(name string) bool {
 	if name == "geometry.json" || slices.Contains(stackFormats, strings.TrimPrefix(name, "drr.")) {
 		return true
 	}
+	_, ok := pngIndex(name)
+	return ok
+}
+
+// pngName is the name of pose i's PNG.
+func pngName(i int) string { return fmt.Sprintf("drr_%04d.png", i) }
+
+// pngIndex is the pose of a PNG named as a DRR run names them,
+// drr_NNNN.png (four digits or more).
+func pngIndex(name string) (int, bool) {
 	num, ok := strings.CutSuffix(strings.TrimPrefix(name, "drr_"), ".png")
 	if !ok || len(num) < 4 || !strings.HasPrefix(name, "drr_") {
-		return false
+		return 0, false
 	}
+	i := 0
 	for _, c := range num {
 		if c < '0' || c > '9' {
-			return false
+			return 0, false
+		}
+		if i < 1<<30 {
+			i = 10*i + int(c-'0')
 		}
 	}
-	return true
+	return i, true
 }
 
 // Close removes the outputs not committed, and the directories OpenDRR

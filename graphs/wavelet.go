@@ -411,7 +411,7 @@ func (t *WaveletTask) writeResponses() error {
 func writeNpy32(path string, v []float32, n []int) error {
 	f, err := atomicfile.Create(path)
 	if err != nil {
-		return err
+		return fileError("create", path, err)
 	}
 	defer f.Abort()
 	b := bufio.NewWriterSize(f, 1<<20)
@@ -425,10 +425,13 @@ func writeNpy32(path string, v []float32, n []int) error {
 	if err == nil {
 		err = b.Flush()
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err == nil {
+		err = f.Commit()
 	}
-	return f.Commit()
+	if err != nil {
+		return fileError("write", path, err)
+	}
+	return nil
 }
 
 // Close removes an uncommitted output file and closes the checkpoint,

@@ -15,7 +15,7 @@ import (
 const catAffinity = "AFFINITY"
 
 var affinityFlags = []cli.Flag{
-	&cli.StringFlag{Name: "images", Category: catAffinity, Usage: "images, an (N, H, W) or (N, D) .npy `FILE` (uint8, uint16, int16, int32, float32, float64)"},
+	&cli.StringFlag{Name: "images", TakesFile: true, Category: catAffinity, Usage: "images, an (N, H, W) or (N, D) .npy `FILE` (uint8, uint16, int16, int32, float32, float64)"},
 	&cli.IntFlag{Name: "n", Category: catAffinity, Value: 10_000, Usage: "N, without --images"},
 	&cli.IntFlag{Name: "height", Category: catAffinity, Value: 100, Usage: "H, without --images"},
 	&cli.IntFlag{Name: "width", Category: catAffinity, Value: 100, Usage: "W, without --images"},
@@ -25,7 +25,7 @@ var affinityFlags = []cli.Flag{
 	paramFlag,
 	&cli.StringFlag{Name: "method", Category: catAffinity, Value: "auto", Usage: "with --formula: auto (run a formula of dot products, sums of squares and per-image values on the dot-product kernel) or direct (every sum over both images as written)"},
 	failNonFiniteFlag,
-	&cli.StringFlag{Name: "out", Category: catAffinity, Usage: "write the (N, N) matrix to an .npy `FILE` (top-k or a shard: an .npz)"},
+	&cli.StringFlag{Name: "out", TakesFile: true, Category: catAffinity, Usage: "write the (N, N) matrix to an .npy `FILE` (top-k or a shard: an .npz)"},
 	&cli.BoolFlag{Name: "tf32", Category: catAffinity, Usage: "with --device cuda, dot and cosine: let the GPU use TF32 tensor cores (about 1e-3 relative per product)"},
 	&cli.IntFlag{Name: "topk", Category: catAffinity, Usage: "keep the K largest affinities per row, self excluded: OUT.npz with indices and values"},
 	&cli.IntFlag{Name: "block", Category: catAffinity, Usage: "rows per block (the batch), overriding the planner"},

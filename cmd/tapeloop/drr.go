@@ -17,7 +17,7 @@ const catDRR = "DRR"
 var drrDefaults = graphs.DefaultDRRSpec()
 
 var drrFlags = []cli.Flag{
-	&cli.StringFlag{Name: "volume", Category: catDRR, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd, a DICOM series (its directory or one of its files), or raw with --shape and --dtype (`FILE`)"},
+	&cli.StringFlag{Name: "volume", TakesFile: true, Category: catDRR, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd, a DICOM series (its directory or one of its files), or raw with --shape and --dtype (`FILE`)"},
 	&cli.StringFlag{Name: "spacing", Category: catDRR, Usage: "voxel size `sx,sy,sz` in mm (default: the file's, or 1,1,1)"},
 	&cli.StringFlag{Name: "origin", Category: catDRR, Usage: "centre of voxel (0,0,0) `ox,oy,oz` in mm, in --frame, as NIfTI, MetaImage and DICOM define it (from a corner: corner + spacing/2; default: the file's, or 0,0,0)"},
 	&cli.StringFlag{Name: "frame", Category: catDRR, Value: drrDefaults.Frame, Usage: "world frame of the geometry, orbit centre and --origin: lps (patient LPS mm, as DICOM, ITK, plastimatch) or ras (nibabel's RAS mm)"},
@@ -34,7 +34,7 @@ var drrFlags = []cli.Flag{
 	failNonFiniteFlag,
 	&cli.Float64Flag{Name: "mu-water", Category: catDRR, Value: drr.DefaultMuWater, Usage: "attenuation of water per mm, for --hu and the phantom"},
 	&cli.IntFlag{Name: "size", Category: catDRR, Value: drrDefaults.Size, Usage: "the built-in Shepp–Logan phantom's size, without --volume"},
-	&cli.StringFlag{Name: "geometry", Category: catDRR, Usage: "poses from a JSON `FILE`: {\"poses\": [{\"source\", \"center\", \"u\", \"v\", \"rows\", \"cols\", \"pixel\"}, …]}"},
+	&cli.StringFlag{Name: "geometry", TakesFile: true, Category: catDRR, Usage: "poses from a JSON `FILE`: {\"poses\": [{\"source\", \"center\", \"u\", \"v\", \"rows\", \"cols\", \"pixel\"}, …]}"},
 	&cli.IntFlag{Name: "orbit", Category: catDRR, Value: drrDefaults.Orbit, Usage: "without --geometry: `P` poses over 360° about the z axis through the volume centre (or --axis through --isocenter, from --start)"},
 	&cli.StringFlag{Name: "isocenter", Category: catDRR, Usage: "orbit: the point it turns about, `x,y,z` mm in --frame (default: the volume's centre)"},
 	&cli.Float64Flag{Name: "start", Category: catDRR, Usage: "orbit: the first pose's angle, degrees (about z, 0 puts the source on +x of the isocentre, 90 on +y)"},
@@ -46,7 +46,7 @@ var drrFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "pixel", Category: catDRR, Value: drrDefaults.Pixel, Usage: "orbit: pixel size, mm"},
 	&cli.StringFlag{Name: "method", Category: catDRR, Value: drrDefaults.Method, Usage: "siddon (exact radiological path) or trilinear"},
 	&cli.Float64Flag{Name: "step", Category: catDRR, Usage: "trilinear: sample spacing in mm on each pose's longest ray, closer on shorter ones (default half the smallest voxel size)"},
-	&cli.StringFlag{Name: "out", Category: catDRR, Usage: "write drr.npy (P, R, C) float32 line integrals (or the files --format names) and geometry.json into `DIR` (a shard: to FILE.npz)"},
+	&cli.StringFlag{Name: "out", TakesFile: true, Category: catDRR, Usage: "write drr.npy (P, R, C) float32 line integrals (or the files --format names) and geometry.json into `DIR` (a shard: to FILE.npz)"},
 	&cli.StringFlag{Name: "format", Category: catDRR, Value: "npy", Usage: "with --out: the files of the float32 images, a comma-separated `LIST` of npy (drr.npy, (P, R, C) for NumPy), mha (drr.mha, a MetaImage of C×R×P for ITK, SimpleITK, 3D Slicer) and tiff (drr.tiff, one 32-bit float page per pose for ImageJ/Fiji, tifffile)"},
 	&cli.BoolFlag{Name: "png", Category: catDRR, Usage: "with --out: also one 16-bit PNG per pose, drr_0000.png … (shards: written by tapeloop merge)"},
 	&cli.StringFlag{Name: "png-scale", Category: catDRR, Usage: "with --png: image (each image from its own smallest to largest value; the default) or global (every image over the run's range)"},

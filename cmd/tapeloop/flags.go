@@ -34,12 +34,12 @@ var (
 		Usage: "with --device cuda: the GPUs to spread batches over, e.g. 0,1,2,3 (default 0)"}
 	dtypeFlag = &cli.StringFlag{Name: "dtype", Category: catEngine, Value: "float32",
 		Usage: "element type of the computation: float32 or float64"}
-	reportFlag  = &cli.StringFlag{Name: "report", Category: catEngine, Usage: "write a JSON report with per-batch telemetry to `FILE`"}
+	reportFlag  = &cli.StringFlag{Name: "report", TakesFile: true, Category: catEngine, Usage: "write a JSON report with per-batch telemetry to `FILE`"}
 	quietFlag   = &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catEngine, Usage: "no progress bar and no summary on stderr"}
 	verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catEngine, Usage: "print the memory plan"}
-	cpuProfFlag = &cli.StringFlag{Name: "cpuprofile", Category: catProfile, Usage: "write a pprof CPU profile to `FILE`"}
-	memProfFlag = &cli.StringFlag{Name: "memprofile", Category: catProfile, Usage: "write a pprof heap profile to `FILE` at the end"}
-	traceFlag   = &cli.StringFlag{Name: "trace", Category: catProfile, Usage: "write a runtime/trace execution trace to `FILE`"}
+	cpuProfFlag = &cli.StringFlag{Name: "cpuprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof CPU profile to `FILE`"}
+	memProfFlag = &cli.StringFlag{Name: "memprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof heap profile to `FILE` at the end"}
+	traceFlag   = &cli.StringFlag{Name: "trace", TakesFile: true, Category: catProfile, Usage: "write a runtime/trace execution trace to `FILE`"}
 )
 
 // Flags of the workloads' formulas.

@@ -12,15 +12,15 @@ import (
 const catInterp = "INTERPOLATION"
 
 var interpFlags = []cli.Flag{
-	&cli.StringFlag{Name: "f", Category: catInterp, Usage: "interpolant values, an (M, G) .npy `FILE`"},
+	&cli.StringFlag{Name: "f", TakesFile: true, Category: catInterp, Usage: "interpolant values, an (M, G) .npy `FILE`"},
 	&cli.Float64Flag{Name: "a", Category: catInterp, Usage: "grid origin"},
 	&cli.Float64Flag{Name: "dx", Category: catInterp, Usage: "grid spacing (default 1/(G−1))"},
-	&cli.StringFlag{Name: "x", Category: catInterp, Usage: "query points, an (N,) .npy `FILE`"},
+	&cli.StringFlag{Name: "x", TakesFile: true, Category: catInterp, Usage: "query points, an (N,) .npy `FILE`"},
 	&cli.StringFlag{Name: "reduce", Category: catInterp, Value: "sumsq", Usage: "per query: sumsq (Σ value²), sum, none (all M values), or a formula over the M values v at the point x, e.g. 'max(v)' or 'mean(exp(-v))' (see docs/formulas.md)"},
 	paramFlag,
 	failNonFiniteFlag,
 	&cli.StringFlag{Name: "method", Category: catInterp, Value: "auto", Usage: "auto (per-cell Gram/column-sum tables for sumsq/sum) or direct"},
-	&cli.StringFlag{Name: "out", Category: catInterp, Usage: "write per-query results to an .npy `FILE`: (N,), or (N, M) for --reduce none"},
+	&cli.StringFlag{Name: "out", TakesFile: true, Category: catInterp, Usage: "write per-query results to an .npy `FILE`: (N,), or (N, M) for --reduce none"},
 	&cli.IntFlag{Name: "interpolants", Category: catInterp, Value: 300, Usage: "M, without --f"},
 	&cli.IntFlag{Name: "grid", Category: catInterp, Value: 4096, Usage: "G, without --f"},
 	&cli.IntFlag{Name: "points", Category: catInterp, Value: 1_000_000, Usage: "N, without --x"},

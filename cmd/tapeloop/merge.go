@@ -19,7 +19,7 @@ for DRR shards drr.npy (or the files the shards' --format names: drr.npy,
 drr.mha, drr.tiff), geometry.json and, if the shards were run with --png,
 the PNGs into the directory --out. A missing, duplicated, overlapping or foreign
 shard, or shards of two workloads, is refused and nothing is written.`,
-	Flags: []cli.Flag{&cli.StringFlag{Name: "out", Required: true, Usage: "the merged `FILE` (DRR shards: a directory)"}},
+	Flags: []cli.Flag{&cli.StringFlag{Name: "out", TakesFile: true, Required: true, Usage: "the merged `FILE` (DRR shards: a directory)"}},
 	Action: func(c *cli.Context) error {
 		spec := graphs.MergeSpec{Out: c.String("out"), Shards: c.Args().Slice()}
 		if err := spec.Validate(); err != nil {

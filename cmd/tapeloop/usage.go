@@ -100,6 +100,9 @@ func checkCommandFlags(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("%s: unexpected argument %q", name, c.Args().First())
 	}
+	if err := emptyPath(c, name); err != nil {
+		return err
+	}
 	for _, r := range ignoredWith[c.Command.Name] {
 		if !c.IsSet(r.with) {
 			continue
@@ -120,13 +123,31 @@ func checkCommandFlags(c *cli.Context) error {
 	return nil
 }
 
+// emptyPath refuses a flag that names a file or directory (a StringFlag
+// with TakesFile: the one mark of a path flag) given as "": an unset
+// shell variable (--volume "$CT") would otherwise mean the built-in data,
+// or no output at all.
+func emptyPath(c *cli.Context, name string) error {
+	for _, f := range c.Command.Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.TakesFile && c.IsSet(sf.Name) && c.String(sf.Name) == "" {
+			return fmt.Errorf("%s: --%s: empty path: name a file or directory, or leave the flag out", name, sf.Name)
+		}
+	}
+	return nil
+}
+
 // setFlagChecks installs checkCommandFlags on every command that takes no
-// arguments (all but merge and dot itself), subcommands included.
+// arguments (all but merge and dot itself), subcommands included, and on
+// merge the check of empty paths.
 func setFlagChecks(cmd *cli.Command) {
 	for _, sub := range cmd.Subcommands {
 		setFlagChecks(sub)
 	}
-	if len(cmd.Subcommands) == 0 && cmd.ArgsUsage == "" {
+	switch {
+	case len(cmd.Subcommands) > 0:
+	case cmd.ArgsUsage == "":
 		cmd.Before = checkCommandFlags
+	default:
+		cmd.Before = func(c *cli.Context) error { return emptyPath(c, c.Command.Name) }
 	}
 }

@@ -16,7 +16,7 @@ const catWavelet = "WAVELET"
 var waveletDefaults = graphs.DefaultWaveletSpec()
 
 var waveletFlags = []cli.Flag{
-	&cli.StringFlag{Name: "volume", Category: catWavelet, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd or a DICOM series (its directory or one of its files) (`FILE`)"},
+	&cli.StringFlag{Name: "volume", TakesFile: true, Category: catWavelet, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd or a DICOM series (its directory or one of its files) (`FILE`)"},
 	&cli.StringFlag{Name: "series", Category: catWavelet, Usage: "DICOM: the SeriesInstanceUID to read when --volume's directory holds several"},
 	&cli.StringFlag{Name: "size", Category: catWavelet, Value: waveletDefaults.Size, Usage: "the built-in random volume's `XxYxZ`, without --volume"},
 	&cli.Uint64Flag{Name: "seed", Category: catWavelet, Value: waveletDefaults.Seed, Usage: "random seed of the built-in volume"},
@@ -32,7 +32,7 @@ var waveletFlags = []cli.Flag{
 	&cli.StringFlag{Name: "columns", Category: catWavelet, Usage: "the built-in statistics to write, a comma-separated `LIST` of energy, std, max, wavelet_energy (default: all; theta, phi, xi and --stat columns are always written): what only the others need is not computed (with --boundary wrap, energy and std alone need no inverse transform); --verbose and --report say what runs"},
 	paramFlag,
 	failNonFiniteFlag,
-	&cli.StringFlag{Name: "out", Category: catWavelet, Usage: "write the statistics CSV to `FILE` (default: standard output; a shard: an .npz)"},
+	&cli.StringFlag{Name: "out", TakesFile: true, Category: catWavelet, Usage: "write the statistics CSV to `FILE` (default: standard output; a shard: an .npz)"},
 	&cli.StringSliceFlag{Name: "save-response", Category: catWavelet, Usage: "write the response G of one combination, `THETA,PHI,XI:FILE.npy` (e.g. 0,pi/4,2:g.npy), float32 of the volume's shape, when the run ends (repeat for more; a shard writes those of its combinations)"},
 	&cli.StringFlag{Name: "shard", Category: catWavelet, Usage: "compute only shard `i/n` of the combinations (0 ≤ i < n, in CSV order) into --out FILE.npz (merge with tapeloop merge)"},
 	&cli.IntFlag{Name: "shards", Category: catWavelet, Usage: "split into `n` shards, this job's index from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"},

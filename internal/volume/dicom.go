@@ -500,17 +500,7 @@ func isDICOM(path string) bool {
 	if err != nil {
 		return false
 	}
-	if st.IsDir() {
-		return true
-	}
-	f, err := npy.OpenFile(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [132]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[128:]) == "DICM"
+	return st.IsDir() || dicomMagic(path)
 }
 
 // check validates what a slice says about its pixels, and its size against

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -17,6 +16,16 @@ import (
 var metaTypes = map[string]string{
 	"MET_UCHAR": "uint8", "MET_CHAR": "int8", "MET_USHORT": "uint16", "MET_SHORT": "int16",
 	"MET_UINT": "uint32", "MET_INT": "int32", "MET_FLOAT": "float32", "MET_DOUBLE": "float64",
+}
+
+// metaKeys are the header keys the reader uses: given twice, one of the
+// two values would be ignored, so the header is refused. Others (Comment,
+// …) are ignored anyway.
+var metaKeys = map[string]bool{
+	"NDims": true, "DimSize": true, "ElementSpacing": true, "ElementSize": true,
+	"Offset": true, "Origin": true, "Position": true, "TransformMatrix": true, "Rotation": true, "Orientation": true,
+	"HeaderSize": true, "ElementType": true, "BinaryDataByteOrderMSB": true, "ElementByteOrderMSB": true,
+	"CompressedData": true, "ElementNumberOfChannels": true,
 }
 
 // metaHeader is the key = value header of a MetaImage file.
@@ -79,6 +88,9 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 			return h, fmt.Errorf("%w: MetaImage header line %q is not key = value", ErrVolume, strings.TrimSpace(line))
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if seen[k] && metaKeys[k] {
+			return h, fmt.Errorf("%w: MetaImage header gives %s twice", ErrVolume, k)
+		}
 		seen[k] = true
 		var bad error
 		switch k {
@@ -253,10 +265,7 @@ func loadMeta(path string, place bool) (*Volume, error) {
 	default:
 		// As ITK reads it: a relative path from the header's directory, an
 		// absolute one as it is.
-		dataPath = h.dataFile
-		if !filepath.IsAbs(dataPath) {
-			dataPath = filepath.Join(filepath.Dir(path), dataPath)
-		}
+		dataPath = metaDataPath(path, h.dataFile)
 		df, err := npy.OpenFile(dataPath)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err)

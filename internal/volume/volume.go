@@ -105,9 +105,12 @@ func Load(path string, opt Options) (*Volume, error) {
 	var v *Volume
 	var err error
 	frameless := false // no patient frame in the file: nothing to convert
-	if raw := opt.Dtype != "" || opt.Shape != [3]int{}; raw && !strings.HasSuffix(lower, ".raw") {
+	if raw := opt.Dtype != "" || opt.Shape != [3]int{}; raw {
+		if opt.Series != "" || isDICOM(path) {
+			return nil, fmt.Errorf("%w: %s: --shape and --dtype are for a raw volume; a DICOM series gives its own", ErrVolume, path)
+		}
 		for _, ext := range []string{".npy", ".nii", ".nii.gz", ".mha", ".mhd"} {
-			if strings.HasSuffix(lower, ext) {
+			if !strings.HasSuffix(lower, ".raw") && strings.HasSuffix(lower, ext) {
 				return nil, fmt.Errorf("%w: %s: --shape and --dtype are for a raw volume; a %s file gives its own", ErrVolume, path, ext)
 			}
 		}
