@@ -212,23 +212,6 @@ func (s InterpSpec) Validate() error {
 	return nil
 }
 
-// checkGrid32 refuses a grid that float32 queries cannot lie on: a
-// spacing below float32's smallest normal number (the queries would keep
-// too few digits, or be rounded to 0), or a grid whose end a + (G+1)·dx
-// is beyond float32's range (the queries would be infinite).
-func checkGrid32(a, dx float64, g int) error {
-	if math.IsNaN(a) || math.IsInf(a, 0) || !(dx > 0) || math.IsInf(dx, 0) {
-		return nil // ops.NewInterpTable names these
-	}
-	if dx < math.SmallestNonzeroFloat32*(1<<23) {
-		return fmt.Errorf("--dx %g: too small for float32 queries (at least %g); use --dtype float64", dx, math.SmallestNonzeroFloat32*(1<<23))
-	}
-	if lo, hi := math.Abs(a), math.Abs(a+float64(g+1)*dx); max(lo, hi) > math.MaxFloat32 {
-		return fmt.Errorf("--a %g, --dx %g: the grid's end a + (G+1)·dx = %g is beyond float32's range (%g); use --dtype float64", a, dx, a+float64(g+1)*dx, math.MaxFloat32)
-	}
-	return nil
-}
-
 const (
 	// maxTable is the most values the built-in table may have.
 	maxTable = 1 << 31
@@ -282,7 +265,7 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 	}
 	dt := dev.Dtype()
 	if dt == tensor.Float32 {
-		if err := checkGrid32(s.A, dx, g); err != nil {
+		if err := interp.CheckGrid32(s.A, dx, g); err != nil {
 			return nil, err
 		}
 	}

@@ -131,3 +131,20 @@ func checkGridEnd(a, dx float64, g int) error {
 	}
 	return nil
 }
+
+// CheckGrid32 refuses a grid that a float32 run cannot place queries on:
+// a spacing below float32's smallest normal number (the queries would
+// keep too few digits, or be rounded to 0), or a grid whose end
+// a + (G+1)·dx is beyond float32's range (the queries would be infinite).
+func CheckGrid32(a, dx float64, g int) error {
+	if math.IsNaN(a) || math.IsInf(a, 0) || !(dx > 0) || math.IsInf(dx, 0) {
+		return nil // ops.NewInterpTable names these
+	}
+	if dx < math.SmallestNonzeroFloat32*(1<<23) {
+		return fmt.Errorf("--dx %g: too small for float32 queries (at least %g); use --dtype float64", dx, math.SmallestNonzeroFloat32*(1<<23))
+	}
+	if lo, hi := math.Abs(a), math.Abs(a+float64(g+1)*dx); max(lo, hi) > math.MaxFloat32 {
+		return fmt.Errorf("--a %g, --dx %g: the grid's end a + (G+1)·dx = %g is beyond float32's range (%g); use --dtype float64", a, dx, a+float64(g+1)*dx, math.MaxFloat32)
+	}
+	return nil
+}

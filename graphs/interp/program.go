@@ -62,6 +62,11 @@ func Compile(cfg Config, f []float64, m, g int, dev *engine.Device) (_ *Program,
 	if err != nil {
 		return nil, err
 	}
+	if dt == tensor.Float32 {
+		if err := CheckGrid32(cfg.A, dx, g); err != nil {
+			return nil, err
+		}
+	}
 	tab, err := ops.NewInterpTable(append([]float64(nil), f...), m, g, cfg.A, dx, reduce, method, dt)
 	if err != nil {
 		return nil, err
