@@ -174,6 +174,10 @@ type InterpSpec struct {
 	// Without X: N uniform queries over the grid from a fixed seed.
 	Points int
 	Seed   uint64
+	// Warn receives warnings about the inputs (queries stored in float32
+	// too coarsely for a grid far from zero, CoarseQueries), a line each;
+	// nil: none.
+	Warn io.Writer
 }
 
 // DefaultInterpSpec is the built-in case: 300 interpolants of f = x² on a
@@ -282,6 +286,11 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 		t.closer = append(t.closer, file)
 		if q, err = NewNpyQueries(file.Reader, s.X); err != nil {
 			return nil, fmt.Errorf("--x: %w", err)
+		}
+		if d := file.Reader.Dtype; d.Kind == 'f' && d.Size < 8 && s.Warn != nil {
+			if msg := interp.CoarseQueries(s.A, dx, g, d.Name()); msg != "" {
+				fmt.Fprintf(s.Warn, "tapeloop: warning: --x %s: %s\n", s.X, msg)
+			}
 		}
 	} else {
 		q = &UniformQueries{N: s.Points, Lo: s.A, Hi: s.A + float64(g-1)*dx, Seed: s.Seed}
