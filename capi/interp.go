@@ -49,24 +49,30 @@ func tl_interp_shape(h C.int64_t, batch, cols, size *C.int64_t) *C.char {
 	})
 }
 
-// tl_interp_run evaluates n queries x into out (outLen values), both of
-// the element size size (4: float32, 8: float64). Both are used only
-// during the call.
+// tl_interp_run evaluates n queries x into out (outLen values): x of the
+// element size size (4: float32, 8: float64), out of the program's
+// (tl_interp_shape). A float32 program takes float64 x too, placed on the
+// grid in float64 before anything is rounded: the way to keep the digits
+// of queries far from zero. Both are used only during the call.
 //
 //export tl_interp_run
 func tl_interp_run(h C.int64_t, x unsafe.Pointer, n C.int64_t, out unsafe.Pointer, outLen C.int64_t, size C.int64_t, interruptible C.int) *C.char {
 	return guard(func() error {
 		return call(h, "an interpolation", interruptible, func(p *interp.Program) error {
-			if int(size) != int(p.Dtype.Size()) {
+			if int(size) != int(p.Dtype.Size()) && size != 8 {
 				return fmt.Errorf("interp: x has %d-byte values, the program is %v", size, p.Dtype)
 			}
 			if n < 1 || int(outLen) != p.OutLen(int(n)) || x == nil || out == nil {
 				return fmt.Errorf("interp: x has %d queries and out %d values: want at least one query and %d values", n, outLen, p.OutLen(int(n)))
 			}
-			if size == 4 {
-				return p.Run(unsafe.Slice((*float32)(x), int(n)), unsafe.Slice((*float32)(out), int(outLen)))
+			var dst any = unsafe.Slice((*float64)(out), int(outLen))
+			if p.Dtype.Size() == 4 {
+				dst = unsafe.Slice((*float32)(out), int(outLen))
 			}
-			return p.Run(unsafe.Slice((*float64)(x), int(n)), unsafe.Slice((*float64)(out), int(outLen)))
+			if size == 4 {
+				return p.Run(unsafe.Slice((*float32)(x), int(n)), dst)
+			}
+			return p.Run(unsafe.Slice((*float64)(x), int(n)), dst)
 		})
 	})
 }

@@ -40,7 +40,10 @@ char *tl_interrupt(int64_t h);            /* stops the call in progress on h, if
 char *tl_dot(int64_t h, char **text);     /* the compiled graph as Graphviz DOT */
 char *tl_report(int64_t h, char **text);  /* the calls' telemetry as JSON */
 
-/* interp: M cubic interpolants on a shared grid, evaluated at query points. */
+/* interp: M cubic interpolants on a shared grid, evaluated at query points.
+   run: x of size bytes a value (4 float32, 8 float64; a float32 program
+   takes float64 x too, placed on the grid before it is rounded), out of the
+   program's size (tl_interp_shape). */
 char *tl_interp_create(char *config, double *f, int64_t m, int64_t g, int64_t *handle);
 char *tl_interp_shape(int64_t h, int64_t *batch, int64_t *cols, int64_t *size);
 char *tl_interp_run(int64_t h, void *x, int64_t n, void *out, int64_t outLen, int64_t size, int interruptible);

@@ -174,6 +174,10 @@ type InterpSpec struct {
 	// Without X: N uniform queries over the grid from a fixed seed.
 	Points int
 	Seed   uint64
+	// Warn receives warnings about the inputs (queries stored in float32
+	// too coarsely for a grid far from zero, CoarseQueries), a line each;
+	// nil: none.
+	Warn io.Writer
 }
 
 // DefaultInterpSpec is the built-in case: 300 interpolants of f = x² on a
@@ -208,23 +212,6 @@ func (s InterpSpec) Validate() error {
 		if _, err := s.Spacing(s.Grid); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// checkGrid32 refuses a grid that float32 queries cannot lie on: a
-// spacing below float32's smallest normal number (the queries would keep
-// too few digits, or be rounded to 0), or a grid whose end a + (G+1)·dx
-// is beyond float32's range (the queries would be infinite).
-func checkGrid32(a, dx float64, g int) error {
-	if math.IsNaN(a) || math.IsInf(a, 0) || !(dx > 0) || math.IsInf(dx, 0) {
-		return nil // ops.NewInterpTable names these
-	}
-	if dx < math.SmallestNonzeroFloat32*(1<<23) {
-		return fmt.Errorf("--dx %g: too small for float32 queries (at least %g); use --dtype float64", dx, math.SmallestNonzeroFloat32*(1<<23))
-	}
-	if lo, hi := math.Abs(a), math.Abs(a+float64(g+1)*dx); max(lo, hi) > math.MaxFloat32 {
-		return fmt.Errorf("--a %g, --dx %g: the grid's end a + (G+1)·dx = %g is beyond float32's range (%g); use --dtype float64", a, dx, a+float64(g+1)*dx, math.MaxFloat32)
 	}
 	return nil
 }
@@ -282,7 +269,7 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 	}
 	dt := dev.Dtype()
 	if dt == tensor.Float32 {
-		if err := checkGrid32(s.A, dx, g); err != nil {
+		if err := interp.CheckGrid32(s.A, dx, g); err != nil {
 			return nil, err
 		}
 	}
@@ -299,6 +286,11 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 		t.closer = append(t.closer, file)
 		if q, err = NewNpyQueries(file.Reader, s.X); err != nil {
 			return nil, fmt.Errorf("--x: %w", err)
+		}
+		if d := file.Reader.Dtype; d.Kind == 'f' && d.Size < 8 && s.Warn != nil {
+			if msg := interp.CoarseQueries(s.A, dx, g, d.Name()); msg != "" {
+				fmt.Fprintf(s.Warn, "tapeloop: warning: --x %s: %s\n", s.X, msg)
+			}
 		}
 	} else {
 		q = &UniformQueries{N: s.Points, Lo: s.A, Hi: s.A + float64(g-1)*dx, Seed: s.Seed}

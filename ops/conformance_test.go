@@ -58,12 +58,14 @@ type interpCase struct {
 	me    Method
 	x     []float64 // the queries, float32 values: both dtypes see the same points
 	want  []float64
+	local bool // the op takes x − a (Interp1D.Local): x holds those
 }
 
 // interpConformanceCases: random interpolants on random grids, from the
 // smallest (G = 4) up, queried inside, below a, above the last node, on
 // nodes and on the bounds, in batches of odd lengths (no multiple of a GPU
-// block) and of one; every reduction and method against refInterp. And
+// block) and of one; every reduction and method against refInterp. Grids
+// far from zero whose op takes its queries as x − a (Interp1D.Local). And
 // f = x², which the cubic scheme reproduces away from the zero padding:
 // the values are x² itself.
 func interpConformanceCases() []interpCase {
@@ -82,7 +84,24 @@ func interpConformanceCases() []interpCase {
 				want = append(want, refReduce(refInterp(f, s.m, s.g, a, dx, xv), r)...)
 			}
 			for _, me := range []Method{MethodAuto, MethodDirect} {
-				cases = append(cases, interpCase{fmt.Sprintf("M%d_G%d_N%d/%v/%v", s.m, s.g, s.n, r, me), f, s.m, s.g, a, dx, r, me, x, want})
+				cases = append(cases, interpCase{fmt.Sprintf("M%d_G%d_N%d/%v/%v", s.m, s.g, s.n, r, me), f, s.m, s.g, a, dx, r, me, x, want, false})
+			}
+		}
+	}
+	// A grid far from zero, its queries given as x − a (Local): the grid
+	// placed at 0, whatever a the table holds.
+	for _, a := range []float64{1.7e9, -1e3} {
+		const m, g, n = 6, 41, 997
+		dx := 0.37
+		f := opstest.Normals64(rng, m*g)
+		x := opstest.Widen(opstest.Narrow(testQueries(rng, n, 0, dx, g)))
+		for _, r := range []Reduce{ReduceSumSq, ReduceSum, ReduceNone} {
+			var want []float64
+			for _, xv := range x {
+				want = append(want, refReduce(refInterp(f, m, g, 0, dx, xv), r)...)
+			}
+			for _, me := range []Method{MethodAuto, MethodDirect} {
+				cases = append(cases, interpCase{fmt.Sprintf("local_a%g/%v/%v", a, r, me), f, m, g, a, dx, r, me, x, want, true})
 			}
 		}
 	}
@@ -102,7 +121,7 @@ func interpConformanceCases() []interpCase {
 			}
 		}
 		for _, me := range []Method{MethodAuto, MethodDirect} {
-			cases = append(cases, interpCase{fmt.Sprintf("quadratic/%v/%v", r, me), f, 1, g, 0, dx, r, me, x, want})
+			cases = append(cases, interpCase{fmt.Sprintf("quadratic/%v/%v", r, me), f, 1, g, 0, dx, r, me, x, want, false})
 		}
 	}
 	return cases
@@ -129,7 +148,9 @@ func runInterpConformance(t *testing.T, b backend, cases []interpCase) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				op := b.Place(t, NewInterp1D(tab, c.r, c.me, dt, len(c.x)))
+				i1 := NewInterp1D(tab, c.r, c.me, dt, len(c.x))
+				i1.Local = c.local
+				op := b.Place(t, i1)
 				tol := 1e-12
 				if dt == tensor.Float32 {
 					tol = 1e-5

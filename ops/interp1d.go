@@ -214,15 +214,20 @@ func (t *InterpTable) Bytes() int64 {
 }
 
 // weights returns the slice start and the four cubic weights for query x.
-func (t *InterpTable) weights(x float64) (int, [4]float64) {
+func (t *InterpTable) weights(x float64) (int, [4]float64) { return t.weightsOn(x, t.A, t.ub) }
+
+// weightsOn is weights for the grid placed at a, its queries clamped to
+// [a, ub]: the table's own grid, or (Interp1D.Local) the grid in the
+// local coordinate, a = 0 and ub = (G+1)·dx.
+func (t *InterpTable) weightsOn(x, a, ub float64) (int, [4]float64) {
 	// Plain comparisons, not min/max: those order NaN and ±0, which the
 	// queries (checked finite when read) do not need, and cost twice as much.
-	if x < t.A {
-		x = t.A
-	} else if x > t.ub {
-		x = t.ub
+	if x < a {
+		x = a
+	} else if x > ub {
+		x = ub
 	}
-	u := (x - t.A) / t.Dx
+	u := (x - a) / t.Dx
 	fi := math.Floor(u)
 	r := u - (fi + 0.5)
 	s := int(fi)
@@ -253,6 +258,14 @@ type Interp1D struct {
 	Batch  int
 	// Formula is the user's reduction, for ReduceFormula.
 	Formula *InterpFormula
+	// Local makes the op take each query as x − a, its distance from the
+	// grid's origin (the local coordinate), rather than as x: the grid is
+	// placed at 0 and its queries clamped to [0, (G+1)·dx]. A float32
+	// query near a grid far from zero keeps its digits only that way,
+	// with x − a formed in float64 before it is rounded to float32
+	// (graphs/interp does so). A formula's x is still the point,
+	// a + (x − a).
+	Local bool
 
 	valid int // the real queries of the next batch; 0: all of it
 	out   *tensor.Dense
@@ -396,8 +409,13 @@ const grain = 2048
 // streamed, 0.88-0.95 s not).
 const streamBytes = 8 << 20
 
-// grid is the table's grid for the cpukern kernels.
-func (t *InterpTable) grid() cpukern.CubicGrid {
+// grid is the table's grid for the cpukern kernels, in the coordinate of
+// the op's queries (Local).
+func (op *Interp1D) grid() cpukern.CubicGrid {
+	t := op.Table
+	if op.Local {
+		return cpukern.CubicGrid{G: t.G, A: 0, Dx: t.Dx, Ub: float64(t.G+1) * t.Dx}
+	}
 	return cpukern.CubicGrid{G: t.G, A: t.A, Dx: t.Dx, Ub: t.ub}
 }
 
@@ -406,14 +424,14 @@ func (t *InterpTable) grid() cpukern.CubicGrid {
 // holds it, for FillInput's fill.
 func evalBatch[T float32 | float64](op *Interp1D, xd any, x, out, fpT []T) {
 	t := op.Table
-	g := t.grid()
+	g := op.grid()
 	switch {
 	case op.Reduce == ReduceFormula:
 		n := len(x)
 		if op.valid > 0 {
 			n = op.valid
 		}
-		formulaReduce(op.Formula, t, fpT, x[:n], out[:n])
+		formulaReduce(op.Formula, t, g, fpT, x[:n], out[:n])
 	case op.Reduce == ReduceSumSq && t.gram != nil && op.keep:
 		evalSummed(op, out, func(lo, hi int) {
 			op.fillChunk(xd, lo, hi)
@@ -525,8 +543,8 @@ func (op *Interp1D) ResidentBytes() int64 { return op.Table.Bytes() }
 // WriteHash writes every parameter of the op, so two different ops never
 // merge into one graph node.
 func (op *Interp1D) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "interp1d(table=%d,M=%d,G=%d,reduce=%v,method=%v,dtype=%v,batch=%d)",
-		op.Table.id, op.Table.M, op.Table.G, op.Reduce, op.Method, op.Dtype, op.Batch)
+	fmt.Fprintf(h, "interp1d(table=%d,M=%d,G=%d,reduce=%v,method=%v,dtype=%v,batch=%d,local=%t)",
+		op.Table.id, op.Table.M, op.Table.G, op.Reduce, op.Method, op.Dtype, op.Batch, op.Local)
 	if op.Formula != nil {
 		fmt.Fprintf(h, "formula=%q", op.Formula.F.Canonical())
 	}

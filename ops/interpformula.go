@@ -48,10 +48,14 @@ type interpState[T float32 | float64] struct {
 	st    *cpukern.FxState[T]
 	start []int32
 	w     []float64
+	pt    []T // the points a + x of local queries (Interp1D.Local)
 }
 
-// formulaReduce sets out[q] to the formula over the M values at x[q].
-func formulaReduce[T float32 | float64](f *InterpFormula, t *InterpTable, fpT, x, out []T) {
+// formulaReduce sets out[q] to the formula over the M values at x[q],
+// placed on g: the table's grid, or the grid in the local coordinate
+// (g.A ≠ t.A, Interp1D.Local), where the formula's x is t.A + x[q].
+func formulaReduce[T float32 | float64](f *InterpFormula, t *InterpTable, g cpukern.CubicGrid, fpT, x, out []T) {
+	local := g.A != t.A
 	parallel.For(len(x), grain/16, func(lo, hi int) {
 		s, ok := f.states.Get().(*interpState[T])
 		if !ok {
@@ -62,16 +66,26 @@ func formulaReduce[T float32 | float64](f *InterpFormula, t *InterpTable, fpT, x
 		if len(s.start) < chunk {
 			s.start, s.w = make([]int32, chunk), make([]float64, 4*chunk)
 		}
+		if local && len(s.pt) < chunk {
+			s.pt = make([]T, chunk)
+		}
 		var bad int64
 		for c := lo; c < hi; c += chunk {
 			e := min(c+chunk, hi)
+			pt := x[c:e]
 			for q := c; q < e; q++ {
-				st, w := t.weights(float64(x[q]))
+				st, w := t.weightsOn(float64(x[q]), g.A, g.Ub)
 				s.start[q-c] = int32(st)
 				copy(s.w[4*(q-c):], w[:])
 			}
+			if local {
+				pt = s.pt[:e-c]
+				for i, v := range x[c:e] {
+					pt[i] = T(t.A + float64(v))
+				}
+			}
 			s.st.Reset()
-			s.st.Interp(t.M, s.start, s.w, fpT, x[c:e], out[c:e])
+			s.st.Interp(t.M, s.start, s.w, fpT, pt, out[c:e])
 			bad += opkit.CountBad(out[c:e])
 		}
 		f.bad.Add(bad)

@@ -43,8 +43,8 @@ func interpMode(op *Interp1D) int64 {
 }
 
 func interpLaunch[P any](op *Interp1D, x, gram, colsum, fpT, out P) launch {
-	t := op.Table
-	return launch{Kernel: "interp1d_f32", GX: opkit.Blocks(op.Batch, 256), GY: 1, Block: 256, Args: []any{x, int64(op.Batch), t.A, t.Dx, t.ub, int64(t.G),
+	t, g := op.Table, op.grid() // the grid in the queries' coordinate (Local)
+	return launch{Kernel: "interp1d_f32", GX: opkit.Blocks(op.Batch, 256), GY: 1, Block: 256, Args: []any{x, int64(op.Batch), g.A, g.Dx, g.Ub, int64(t.G),
 		int64(t.M), interpMode(op), gram, colsum, fpT, out}}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -47,6 +48,7 @@ func interpSpec(c *cli.Context) (graphs.InterpSpec, error) {
 			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name)},
 		F: c.String("f"), X: c.String("x"), Out: c.String("out"),
 		Interpolants: c.Int("interpolants"), Grid: c.Int("grid"), Points: c.Int("points"), Seed: c.Uint64("seed"),
+		Warn: os.Stderr,
 	}
 	if c.IsSet("dx") {
 		dx := c.Float64("dx")

@@ -131,3 +131,60 @@ func checkGridEnd(a, dx float64, g int) error {
 	}
 	return nil
 }
+
+// CheckGrid32 refuses a grid that a float32 run cannot place queries on:
+// a spacing below float32's smallest normal number (the queries would
+// keep too few digits, or be rounded to 0), or a grid whose end
+// a + (G+1)·dx is beyond float32's range (the queries would be infinite).
+func CheckGrid32(a, dx float64, g int) error {
+	if math.IsNaN(a) || math.IsInf(a, 0) || !(dx > 0) || math.IsInf(dx, 0) {
+		return nil // ops.NewInterpTable names these
+	}
+	if dx < math.SmallestNonzeroFloat32*(1<<23) {
+		return fmt.Errorf("--dx %g: too small for float32 queries (at least %g); use --dtype float64", dx, math.SmallestNonzeroFloat32*(1<<23))
+	}
+	if lo, hi := math.Abs(a), math.Abs(a+float64(g+1)*dx); max(lo, hi) > math.MaxFloat32 {
+		return fmt.Errorf("--a %g, --dx %g: the grid's end a + (G+1)·dx = %g is beyond float32's range (%g); use --dtype float64", a, dx, a+float64(g+1)*dx, math.MaxFloat32)
+	}
+	return nil
+}
+
+// coarseFraction is the largest spacing of stored queries, as a fraction
+// of dx, that CoarseQueries lets pass: a query then lies within 1/2048 of
+// a grid step of the point it was rounded from, the precision a float32
+// run keeps anyway at the far end of a grid of 2048 to 4096 points from
+// its origin (the built-in one has 4096).
+const coarseFraction = 1.0 / 1024
+
+// CoarseQueries is a warning, or "" for none, about queries stored as
+// dtype ("float32" or "float16") for the grid of g points a + i·dx: when
+// near the grid (at the larger of |a| and |a + (G+1)·dx|) the stored
+// numbers are more than dx/1024 apart, and further apart than they would
+// be as distances from a, what the grid being far from zero costs them.
+// Such queries are used as stored, and exactly (a float32 run takes them
+// as x − a, formed in float64): their digits were lost before the run,
+// where they were rounded, so it cannot be undone here; refusing them
+// would refuse queries that are exactly what the user means (grid-aligned
+// ones, say).
+func CoarseQueries(a, dx float64, g int, dtype string) string {
+	bits := map[string]int{"float16": 11, "float32": 24}[dtype]
+	if bits == 0 || !(dx > 0) || math.IsInf(dx, 0) || math.IsNaN(a) || math.IsInf(a, 0) {
+		return ""
+	}
+	span := float64(g+1) * dx
+	far := max(math.Abs(a), math.Abs(a+span))
+	step := spacing(far, bits)
+	if step <= dx*coarseFraction || step <= spacing(span, bits) {
+		return ""
+	}
+	return fmt.Sprintf("the queries are %s, %.3g apart near this grid (|x| up to %.4g): %.3g steps of --dx %g, "+
+		"so each may lie up to %.3g steps from the point it was rounded from; they are used as stored "+
+		"(save them as float64, or subtract the grid's origin first, to keep their digits)", dtype, step, far, step/dx, dx, step/dx/2)
+}
+
+// spacing is the distance between consecutive numbers of bits significant
+// bits at v > 0.
+func spacing(v float64, bits int) float64 {
+	_, e := math.Frexp(v) // v = m·2^e, ½ ≤ m < 1
+	return math.Ldexp(1, e-bits)
+}

@@ -48,3 +48,37 @@ func TestSpacing(t *testing.T) {
 		t.Errorf("a grid ending beyond float64: %v", err)
 	}
 }
+
+// TestCoarseQueries: float32 and float16 queries are warned about where,
+// near the grid, their spacing is above dx/1024 and above what it is at
+// the grid's own length from 0; float64 ones never.
+func TestCoarseQueries(t *testing.T) {
+	for _, c := range []struct {
+		a, dx float64
+		g     int
+		dtype string
+		warn  bool
+	}{
+		{1.7e9, 1, 16, "float32", true},         // spacing 128
+		{1e3, 1e-5, 16, "float32", true},        // 6.1e-5: 6 steps
+		{-1.7e9, 1, 16, "float32", true},        // either side of zero
+		{1.7e9, 1, 16, "float64", false},        // exact enough
+		{0, 1.0 / 4095, 4096, "float32", false}, // the built-in grid
+		{0, 1, 1 << 20, "float32", false},       // coarse, but so is x − a: nothing to gain
+		{-500, 1, 1001, "float32", false},       // centred on 0
+		{1, 1e-3, 1001, "float32", false},       // [1, 2]: 2.4e-7 apart, below dx/1024
+		{100, 1e-2, 101, "float32", false},      // 7.6e-6 apart, below dx/1024 = 9.8e-6
+		{1000, 1e-2, 101, "float32", true},      // 6.1e-5 apart
+		{10, 1e-2, 101, "float16", true},        // 2^-7 apart
+		{0, 1e-2, 101, "float16", false},
+	} {
+		msg := CoarseQueries(c.a, c.dx, c.g, c.dtype)
+		if (msg != "") != c.warn || strings.Contains(msg, "\n") {
+			t.Errorf("a %g, dx %g, G %d, %s: %q, want a warning: %t", c.a, c.dx, c.g, c.dtype, msg, c.warn)
+		}
+	}
+	want := "the queries are float32, 128 apart near this grid (|x| up to 1.7e+09): 128 steps of --dx 1, so each may lie up to 64 steps from the point it was rounded from"
+	if msg := CoarseQueries(1.7e9, 1, 16, "float32"); !strings.HasPrefix(msg, want) {
+		t.Errorf("%q, want %q…", msg, want)
+	}
+}

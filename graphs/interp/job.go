@@ -80,6 +80,29 @@ type Job struct {
 	// gen, when set, is the generated queries the op makes itself
 	// (Build): Feed only moves them on.
 	gen Generated
+	// local: a float32 job on a grid whose origin is not 0 feeds the op
+	// each query as x − a (ops.Interp1D.Local), formed in float64 from
+	// the queries read or made as float64 into x64 (a batch) and only
+	// then rounded to float32; see Local.
+	local bool
+	x64   []float64
+}
+
+// Local reports whether a job of dtype dt on a grid with origin a feeds
+// its op the queries' local coordinates, x − a, rather than x: in float32
+// with a ≠ 0. The position of a query within the grid is then as precise
+// as float32 allows for its distance from a, wherever the grid lies: x
+// itself rounded to float32 keeps only its leading 24 bits, all of them
+// spent on a when the grid is far from zero (at 1.7·10⁹, steps of 128).
+// With a = 0 the two are the same and nothing is converted.
+func Local(dt tensor.Dtype, a float64) bool { return dt == tensor.Float32 && a != 0 }
+
+// toLocal sets dst[i] to x[i] − a, formed in float64 and rounded to
+// float32.
+func toLocal[X float32 | float64](dst []float32, x []X, a float64) {
+	for i, v := range x {
+		dst[i] = float32(float64(v) - a)
+	}
 }
 
 // New checks s and returns the Job.
@@ -93,7 +116,7 @@ func New(s Setup) (*Job, error) {
 	if s.Dtype != tensor.Float32 && s.Dtype != tensor.Float64 {
 		return nil, fmt.Errorf("interp: dtype %v not supported (want float32 or float64)", s.Dtype)
 	}
-	return &Job{cfg: s}, nil
+	return &Job{cfg: s, local: Local(s.Dtype, s.Table.A)}, nil
 }
 
 // Name is "interp".
@@ -131,6 +154,10 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	x := G.NewVector(g, w.cfg.Dtype, G.WithShape(batch), G.WithName("x"))
 	i1 := ops.NewInterp1D(w.cfg.Table, w.cfg.Reduce, w.cfg.Method, w.cfg.Dtype, batch)
 	i1.Formula = w.cfg.Formula
+	i1.Local = w.local
+	if w.local && len(w.x64) < batch {
+		w.x64 = make([]float64, batch)
+	}
 	op, err := ops.OnDevice(i1, w.cfg.Device)
 	if err != nil {
 		return nil, nil, fmt.Errorf("interp: %w", err)
@@ -145,7 +172,7 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 		bs.Fuse(i1)
 		// and makes generated queries itself, chunk by chunk: Feed only
 		// moves the source on.
-		if gen, ok := w.cfg.Queries.(Generated); ok && i1.FillInput(gen.Fill) {
+		if gen, ok := w.cfg.Queries.(Generated); ok && i1.FillInput(w.filler(gen)) {
 			w.gen = gen
 		}
 	}
@@ -156,10 +183,33 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 	return []*G.Node{x}, []*G.Node{y, stats}, nil
 }
 
+// filler is gen's Fill for the op: with local queries, each chunk made
+// in float64 into the same chunk of x64 (the chunks of a batch do not
+// overlap, so the goroutines filling them at once share it) and stored as
+// x − a.
+func (w *Job) filler(gen Generated) func(x any, lo, hi int) {
+	if !w.local {
+		return gen.Fill
+	}
+	a := w.cfg.Table.A
+	return func(x any, lo, hi int) {
+		d, ok := x.([]float32)
+		if !ok {
+			gen.Fill(x, lo, hi)
+			return
+		}
+		gen.Fill(w.x64, lo, hi)
+		toLocal(d[lo:hi], w.x64[lo:hi], a)
+	}
+}
+
 // StagingBytes counts the buffers of the queries and the results that
-// have any (Stager).
+// have any (Stager), and the float64 batch of local queries (Local).
 func (w *Job) StagingBytes(batch int) int64 {
 	var b int64
+	if w.local {
+		b += 8 * int64(batch)
+	}
 	if s, ok := w.cfg.Queries.(Stager); ok {
 		b += s.StagingBytes(batch)
 	}
@@ -182,6 +232,12 @@ func (w *Job) Feed(in []*tensor.Dense, off, n int) error {
 	var err error
 	switch d := in[0].Data().(type) {
 	case []float32:
+		if w.local {
+			if err = w.cfg.Queries.Read64(w.x64[:n], off); err == nil {
+				toLocal(d[:n], w.x64[:n], w.cfg.Table.A)
+			}
+			break
+		}
 		err = w.cfg.Queries.Read32(d[:n], off)
 	case []float64:
 		err = w.cfg.Queries.Read64(d[:n], off)

@@ -62,6 +62,11 @@ func Compile(cfg Config, f []float64, m, g int, dev *engine.Device) (_ *Program,
 	if err != nil {
 		return nil, err
 	}
+	if dt == tensor.Float32 {
+		if err := CheckGrid32(cfg.A, dx, g); err != nil {
+			return nil, err
+		}
+	}
 	tab, err := ops.NewInterpTable(append([]float64(nil), f...), m, g, cfg.A, dx, reduce, method, dt)
 	if err != nil {
 		return nil, err
@@ -98,7 +103,10 @@ func (p *Program) OutLen(n int) int {
 
 // Run evaluates the queries x (any number, at least one) into dst
 // (OutLen(len(x)) values), both of the program's dtype ([]float32 or
-// []float64). Neither is kept after Run returns.
+// []float64); a float32 program also takes float64 queries, placed on the
+// grid in float64 before anything is rounded to float32 (Local): the way
+// to keep their digits on a grid far from zero. Neither is kept after Run
+// returns.
 func (p *Program) Run(x, dst any) error {
 	switch xv := x.(type) {
 	case []float32:
@@ -106,13 +114,19 @@ func (p *Program) Run(x, dst any) error {
 		if !ok || p.Dtype != tensor.Float32 {
 			return fmt.Errorf("%w: the program is %v, x is float32 and out is %T", engine.ErrBatch, p.Dtype, dst)
 		}
-		return p.run(&call[float32]{p: p, x: xv, dst: d})
+		return p.run(&call[float32, float32]{p: p, x: xv, dst: d})
 	case []float64:
-		d, ok := dst.([]float64)
-		if !ok || p.Dtype != tensor.Float64 {
-			return fmt.Errorf("%w: the program is %v, x is float64 and out is %T", engine.ErrBatch, p.Dtype, dst)
+		switch d := dst.(type) {
+		case []float64:
+			if p.Dtype == tensor.Float64 {
+				return p.run(&call[float64, float64]{p: p, x: xv, dst: d})
+			}
+		case []float32:
+			if p.Dtype == tensor.Float32 {
+				return p.run(&call[float64, float32]{p: p, x: xv, dst: d})
+			}
 		}
-		return p.run(&call[float64]{p: p, x: xv, dst: d})
+		return fmt.Errorf("%w: the program is %v, x is float64 and out is %T", engine.ErrBatch, p.Dtype, dst)
 	}
 	return fmt.Errorf("%w: x is %T, want []float32 or []float64", engine.ErrBatch, x)
 }
@@ -129,14 +143,15 @@ func (p *Program) run(c interface {
 
 // call is one Run as a Job: its queries fed block by block from x, the
 // results copied into dst.
-type call[T float32 | float64] struct {
+type call[X, T float32 | float64] struct {
 	*Job
-	p      *Program
-	x, dst []T
-	bad    int64 // the formula's non-finite count before the call
+	p   *Program
+	x   []X
+	dst []T
+	bad int64 // the formula's non-finite count before the call
 }
 
-func (c *call[T]) check() error {
+func (c *call[X, T]) check() error {
 	c.Job = c.p.job
 	if len(c.x) < 1 {
 		return fmt.Errorf("%w: x has no queries", engine.ErrBatch)
@@ -150,22 +165,38 @@ func (c *call[T]) check() error {
 	return nil
 }
 
-func (c *call[T]) Items() int { return len(c.x) }
+func (c *call[X, T]) Items() int { return len(c.x) }
 
 // Feed copies the block's queries, refusing NaN and ±Inf as the CLI's
-// reader does.
-func (c *call[T]) Feed(in []*tensor.Dense, off, n int) error {
+// reader does; a float32 program on a grid whose origin is not 0 takes
+// them as x − a (Local), formed in float64.
+func (c *call[X, T]) Feed(in []*tensor.Dense, off, n int) error {
 	x := c.x[off : off+n]
 	for i, v := range x {
 		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
 			return fmt.Errorf("%w: x[%d] is %g", ErrQuery, off+i, f)
 		}
 	}
-	copy(in[0].Data().([]T), x)
+	switch d := in[0].Data().(type) {
+	case []float32:
+		a := 0.0 // x − 0 rounded: x rounded, or x itself
+		if c.p.job.local {
+			a = c.p.job.cfg.Table.A
+		}
+		if xs, ok := any(x).([]float32); ok && a == 0 {
+			copy(d, xs)
+		} else {
+			toLocal(d, x, a)
+		}
+	case []float64:
+		for i, v := range x {
+			d[i] = float64(v)
+		}
+	}
 	return nil
 }
 
-func (c *call[T]) Consume(out []*tensor.Dense, off, n int) error {
+func (c *call[X, T]) Consume(out []*tensor.Dense, off, n int) error {
 	if f := c.p.job.cfg.Formula; f != nil && c.p.job.cfg.FailOnNonFinite && f.NonFinite() > c.bad {
 		return option.ErrNonFinite("--reduce", f.NonFinite()-c.bad)
 	}

@@ -167,3 +167,28 @@ func TestFormulaCountsOnlyRealQueries(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestCompileFloat32Grid: the in-process program refuses, in float32, the
+// grids the CLI refuses: a spacing below float32's smallest normal number
+// and a grid ending beyond float32's range.
+func TestCompileFloat32Grid(t *testing.T) {
+	f := make([]float64, 8)
+	for _, c := range []struct {
+		a, dx float64
+		want  string
+	}{
+		{0, 1e-40, "--dx 1e-40: too small for float32 queries"},
+		{3e38, 1e37, "--a 3e+38, --dx 1e+37: the grid's end"},
+	} {
+		dx := c.dx
+		if _, err := Compile(Config{A: c.a, DX: &dx}, f, 1, 8, graphstest.CPU(t, 8, "float32")); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("a %g, dx %g: %v, want %q…", c.a, c.dx, err, c.want)
+		}
+		p, err := Compile(Config{A: c.a, DX: &dx}, f, 1, 8, graphstest.CPU(t, 8, "float64"))
+		if err != nil {
+			t.Errorf("a %g, dx %g in float64: %v", c.a, c.dx, err)
+			continue
+		}
+		p.Close()
+	}
+}

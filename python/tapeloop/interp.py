@@ -3,8 +3,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import (Compiled, Error, check, compiled_input, config, converted, finite, integer, interruptible, lib,
-                   mem_limit_of, output, params_of)
+from ._lib import (Compiled, Error, as_array, check, compiled_input, config, converted, finite, integer, interruptible,
+                   lib, mem_limit_of, output, params_of)
 
 
 class Interp(Compiled):
@@ -28,8 +28,11 @@ class Interp(Compiled):
     the library copies each block into the compiled program's input); any
     other x of that dtype (strided, or through __array_interface__ or the
     buffer protocol) is copied once (numpy.ascontiguousarray); another dtype
-    raises Error. out= takes a C-contiguous array of the result's shape and
-    dtype, written in place.
+    raises Error, except float64 x for dtype="float32": each point is then
+    placed on the grid in float64, as x − a, before anything is rounded to
+    float32, which keeps its digits on a grid far from zero (timestamps,
+    say); float32 x there keeps only what float32 held of it. out= takes a
+    C-contiguous array of the result's shape and dtype, written in place.
     """
 
     _what = "interp"
@@ -51,21 +54,37 @@ class Interp(Compiled):
 
     def __call__(self, x, out=None):
         h = self._handle()
-        x = compiled_input("x", x, self.dtype, ndim=1)
+        wide = self.dtype == np.float32 and _dtype_of(x) == np.float64
+        x = compiled_input("x", x, np.dtype(np.float64) if wide else self.dtype, ndim=1)
         if x.size == 0:
             raise Error("x: no query points")
         y = output(out, self.dtype, (x.size, self.cols) if self.cols else (x.size,))
-        check(lib.tl_interp_run(h, x.ctypes.data, x.size, y.ctypes.data, y.size, self.dtype.itemsize, interruptible()))
+        check(lib.tl_interp_run(h, x.ctypes.data, x.size, y.ctypes.data, y.size, x.itemsize, interruptible()))
         return y
 
 
 def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", method="auto",
            batch=None, mem_limit=None, device="cpu", gpu=None, fail_on_nonfinite=False):
     """One-shot Interp: f (M, G) evaluated at every point of x (N,); x is
-    converted to dtype once when it is not already a C-contiguous array of it."""
-    x = converted("x", x, dtype)
+    converted once when it is not already a C-contiguous array of dtype: to
+    dtype, or for dtype="float32" from another numeric type to float64, which
+    Interp places on the grid before rounding (see Interp)."""
+    d = _dtype_of(x)
+    wide = d is not None and d.kind in "biuf" and d != np.dtype(dtype)
+    x = converted("x", x, np.float64 if wide else dtype)
     if x.ndim != 1:
         raise Error(f"x: shape {x.shape}, want (N,)")
     with Interp(f, a, dx, batch=batch, reduce=reduce, params=params, dtype=dtype, method=method,
                 fail_on_nonfinite=fail_on_nonfinite, mem_limit=mem_limit, device=device, gpu=gpu) as r:
         return r(x)
+
+
+def _dtype_of(x):
+    """The dtype x has as an array, None where it cannot be read as one (the
+    conversion then says why); a GPU array raises Error."""
+    try:
+        return as_array("x", x).dtype
+    except Error:
+        raise
+    except (TypeError, ValueError):
+        return None

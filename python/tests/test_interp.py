@@ -117,8 +117,9 @@ def test_wrong_shape_and_dtype():
     with tapeloop.Interp(f, a, dx, batch=64) as r:
         with pytest.raises(tapeloop.Error, match=r"x: shape \(8, 8\), want 1 dimension"):
             r(x.reshape(8, 8))
-        with pytest.raises(tapeloop.Error, match=r"x: dtype float64, the compiled dtype is float32"):
-            r(x.astype(np.float64))
+        np.testing.assert_array_equal(r(x.astype(np.float64)), r(x))  # float64 x: the same points, placed in float64
+        with pytest.raises(tapeloop.Error, match=r"x: dtype int64, the compiled dtype is float32"):
+            r(np.arange(64))
         with pytest.raises(tapeloop.Error, match=r"out: want a writeable C-contiguous float32 array of shape \(64,\)"):
             r(x, out=np.empty(64, np.float64))
         with pytest.raises(tapeloop.Error, match=r"out: .* shape \(63,\)"):
@@ -135,6 +136,26 @@ def test_wrong_shape_and_dtype():
         np.testing.assert_array_equal(r(x), tapeloop.interp(f, x, a, dx))  # still usable
     with pytest.raises(tapeloop.Error, match="closed"):
         r(x)
+
+
+@pytest.mark.parametrize("a, dx", [(1.7e9, 0.37), (1e3, 1e-5)])
+def test_float32_far_from_zero(a, dx):
+    """float64 x on a grid far from zero: a float32 Interp places each point
+    in float64 (as x − a) before rounding, and agrees with the float64
+    reference to float32's precision; so does the one-shot interp, which
+    keeps float64 x as it is."""
+    rng = np.random.default_rng()
+    m, g, n = 5, 29, 1001
+    f = rng.standard_normal((m, g))
+    x = a + rng.uniform(-2 * dx, (g - 1.5) * dx, n)  # up to the last node, past which the scheme jumps at each node
+    want = reference(f, a, dx, x).sum(1)
+    with tapeloop.Interp(f, a, dx, reduce="sum", batch=256) as r:
+        got = r(x)
+    tol = 1e-5 * np.abs(want).max()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=tol)
+    np.testing.assert_array_equal(tapeloop.interp(f, x, a, dx, reduce="sum", batch=256), got)
+    with tapeloop.Interp(f, 0.0, dx, reduce="sum", batch=256) as r:  # a = 0: the points taken as they are
+        np.testing.assert_array_equal(r(x - a), r((x - a).astype(np.float32)))
 
 
 @pytest.mark.parametrize("reduce", ["sumsq", "none"])
