@@ -221,7 +221,7 @@ func mergeWavelet(s MergeSpec) error {
 	defer f.Abort()
 	w := bufio.NewWriter(f)
 	if _, err := io.WriteString(w, all[0].Meta.Header+"\n"); err != nil {
-		return fmt.Errorf("write %s: %w", s.Out, err)
+		return atomicfile.WriteError(s.Out, err)
 	}
 	for _, o := range all {
 		if err := copyLines(w, o); err != nil {
@@ -229,7 +229,7 @@ func mergeWavelet(s MergeSpec) error {
 		}
 	}
 	if err := w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", s.Out, err)
+		return atomicfile.WriteError(s.Out, err)
 	}
 	return f.Commit()
 }

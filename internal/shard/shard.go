@@ -300,7 +300,7 @@ func Merge(out string, paths []string) error {
 			}
 		}
 		if err := w.Flush(); err != nil {
-			return fmt.Errorf("write %s: %w", out, err)
+			return atomicfile.WriteError(out, err)
 		}
 	} else {
 		// The archive an unsharded top-k run writes: its meta.json (the
@@ -309,7 +309,7 @@ func Merge(out string, paths []string) error {
 		whole := ref
 		whole.Lo, whole.Hi, whole.Index, whole.Count = 0, ref.N, 0, 1
 		if err := WriteMeta(z, whole); err != nil {
-			return fmt.Errorf("write %s: %w", out, err)
+			return atomicfile.WriteError(out, err)
 		}
 		k := ref.TopK
 		for _, member := range []struct {
@@ -341,7 +341,7 @@ func Merge(out string, paths []string) error {
 			}
 		}
 		if err := z.Close(); err != nil {
-			return fmt.Errorf("write %s: %w", out, err)
+			return atomicfile.WriteError(out, err)
 		}
 	}
 	return f.Commit()
