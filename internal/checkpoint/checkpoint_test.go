@@ -328,3 +328,47 @@ func TestNotARegularFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLinksNotFollowed: a lock file or checkpoint that is a symbolic link
+// (to a file of the user's, or to nowhere) is refused, naming it, and the
+// file it leads to is neither written nor made.
+func TestLinksNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.txt")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{victim, filepath.Join(dir, "made.txt")} {
+		path := filepath.Join(dir, "q.csv.ckpt")
+		if err := os.Symlink(to, LockPath(path)); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Take(path)
+		if !errors.Is(err, ErrSymlink) || !strings.Contains(err.Error(), LockPath(path)) {
+			t.Errorf("a lock file linking to %s: %v, want an error naming it a symbolic link", to, err)
+		}
+		l.Release()
+		os.Remove(LockPath(path))
+		if err := os.Symlink(to, path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Count(path); !errors.Is(err, ErrSymlink) || !strings.Contains(err.Error(), path) {
+			t.Errorf("Count of a checkpoint linking to %s: %v, want an error naming it a symbolic link", to, err)
+		}
+		if _, err := Scan(path, header(), 10, false); !errors.Is(err, ErrSymlink) {
+			t.Errorf("Scan of a checkpoint linking to %s: %v, want an error naming it a symbolic link", to, err)
+		}
+		c, err := Create(path, header(), 10, "items") // replaces the link itself
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		os.Remove(path)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("victim.txt holds %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "made.txt")); err == nil {
+		t.Error("made.txt was made through a link")
+	}
+}

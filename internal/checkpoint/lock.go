@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -27,6 +28,11 @@ var held struct {
 	locks map[*Lock]bool
 }
 
+// ErrSymlink is wrapped by the error about a lock file or checkpoint that
+// is a symbolic link: tapeloop's own files beside an output are never
+// followed through one.
+var ErrSymlink = errors.New("is a symbolic link, which tapeloop does not follow")
+
 // ErrLocked is wrapped by Lock's error when another process holds the lock.
 var ErrLocked = errors.New("another tapeloop run is writing this output")
 
@@ -39,9 +45,9 @@ func LockPath(path string) string { return strings.TrimSuffix(path, ".ckpt") + "
 func Take(path string) (*Lock, error) {
 	lp := LockPath(path)
 	for range 10 {
-		f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := openLock(lp)
 		if err != nil {
-			return nil, fmt.Errorf("lock: %w", err)
+			return nil, err
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			owner := readOwner(f)
@@ -80,6 +86,28 @@ func Take(path string) (*Lock, error) {
 		return l, nil
 	}
 	return nil, fmt.Errorf("lock %s: %w (it keeps being replaced)", lp, ErrLocked)
+}
+
+// openLock opens, or makes, the lock file lp. A symbolic link there is
+// refused, never followed (the lock would write into the file it leads
+// to), and so is something other than a regular file.
+func openLock(lp string) (*os.File, error) {
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("lock %s %w: remove it", lp, ErrSymlink)
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("lock %s: %w", lp, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: is not a regular file: remove it", lp)
+	}
+	return f, nil
 }
 
 // readOwner says which process holds the lock file f, as it wrote.
