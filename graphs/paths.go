@@ -127,7 +127,7 @@ func CheckPaths(inputs, outputs []Path) error {
 		}
 		outs = append(outs, seen{out, fi})
 	}
-	return nil
+	return checkSideFiles(outputs)
 }
 
 // Paths is implemented by workload specs: the files they read and write.

@@ -34,3 +34,19 @@ func TestSideFileLinksNotFollowed(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputIsAnotherOutputsSideFile: --report named as the checkpoint or
+// lock file of --out is refused before any work, in one line naming both
+// flags, and nothing is written.
+func TestOutputIsAnotherOutputsSideFile(t *testing.T) {
+	for _, side := range []string{".ckpt", ".lock"} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "q.csv")
+		args := append(tinySweep, "--out", out, "--report", out+side)
+		_, se, code := run(t, args...)
+		failsWithOneLine(t, args, se, code, "--report "+out+side, "--out "+out)
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%s: left %v", side, entries)
+		}
+	}
+}
