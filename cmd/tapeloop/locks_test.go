@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // tinySweep is a wavelet run that takes a moment.
@@ -48,5 +52,59 @@ func TestOutputIsAnotherOutputsSideFile(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Errorf("%s: left %v", side, entries)
 		}
+	}
+}
+
+// waitFile waits until path exists and is not empty, failing the test if
+// the run ends first or after a minute.
+func waitFile(t *testing.T, path string, done chan error, se fmt.Stringer) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); len(b) > 0 {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended (%v) before %s appeared: %s", err, path, se)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after 60 s", path)
+		}
+	}
+}
+
+// TestMergeTakesTheOutputLock: merge into an output that a run is writing
+// (a DRR directory, a wavelet CSV) is refused at once with the run's own
+// message, naming its pid, and leaves the run's files alone.
+func TestMergeTakesTheOutputLock(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	drrShard := runShards(t, dir, "drr", 1, "drr", "--quiet", "--size", "16", "--orbit", "2", "--detector", "5x7")
+	waveShard := runShards(t, dir, "wave", 1, tinySweep...)
+	for _, c := range []struct {
+		name, out, lock string
+		run             []string
+		shard           string
+	}{
+		{"drr", p("rc2"), p("rc2/drr.npy.lock"), []string{"drr", "--size", "200", "--orbit", "1", "--detector", "1024x1024", "--pixel", "0.3",
+			"--method", "trilinear", "--step", "0.005", "--quiet"}, drrShard[0]},
+		{"wavelet", p("sweep.csv"), p("sweep.csv.lock"), []string{"wavelet", "--quiet", "--size", "64x64x64", "--theta", "0:pi:40", "--phi", "0:pi:40", "--xi", "1:8:8"}, waveShard[0]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd, se, done := startRun(t, append(c.run, "--out", c.out))
+			defer func() {
+				cmd.Process.Kill()
+				<-done
+			}()
+			waitFile(t, c.lock, done, se)
+			args := []string{"merge", "--out", c.out, c.shard}
+			_, msg, code := run(t, args...)
+			failsWithOneLine(t, args, msg, code, fmt.Sprintf("another tapeloop run is writing this output (pid %d", cmd.Process.Pid), c.lock)
+			if b, _ := os.ReadFile(c.lock); !strings.HasPrefix(string(b), fmt.Sprint(cmd.Process.Pid, " ")) {
+				t.Errorf("the run's lock file holds %q after the merge", b)
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+		})
 	}
 }
