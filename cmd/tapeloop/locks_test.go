@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -106,5 +107,40 @@ func TestMergeTakesTheOutputLock(t *testing.T) {
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
 		})
+	}
+}
+
+// TestSignalDuringMerge stops merges of DRR shards with PNGs (thousands of
+// small files made one after another) by SIGTERM at moments through the
+// PNGs: each must end with exit status 1 and one line saying nothing was
+// written, and leave no --out directory.
+func TestSignalDuringMerge(t *testing.T) {
+	dir := t.TempDir()
+	shards := runShards(t, dir, "s", 2, "drr", "--quiet", "--size", "16", "--orbit", "3000", "--detector", "32x32", "--png")
+	for _, after := range []time.Duration{600 * time.Millisecond, 900 * time.Millisecond, 1200 * time.Millisecond} {
+		out := filepath.Join(dir, "merged")
+		cmd, se, done := startRun(t, append([]string{"merge", "--out", out}, shards...))
+		time.Sleep(after)
+		cmd.Process.Signal(syscall.SIGTERM)
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("still running 20 s after SIGTERM")
+		}
+		msg := strings.TrimSpace(se.String())
+		if err == nil {
+			t.Logf("after %v: the merge had finished", after)
+			os.RemoveAll(out)
+			continue
+		}
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || strings.Contains(msg, "\n") || !strings.Contains(msg, "stopped by SIGTERM; nothing was written") {
+			t.Errorf("after %v: exit %v, stderr %q; want status 1 and one line saying nothing was written", after, err, msg)
+		}
+		if entries, err := os.ReadDir(out); err == nil {
+			t.Errorf("after %v: left %s with %d files in it", after, out, len(entries))
+			os.RemoveAll(out)
+		}
 	}
 }
