@@ -186,8 +186,11 @@ func removeIfDead(path string, pid int) {
 	}
 }
 
-// gone reports whether process pid has ended: it does not exist, or it is
-// a zombie (ended, not yet reaped by its parent; Linux's /proc tells).
+// Gone reports whether process pid of this host has ended: it does not
+// exist, or it is a zombie (ended, not yet reaped by its parent; Linux's
+// /proc tells).
+func Gone(pid int) bool { return gone(pid) }
+
 func gone(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true

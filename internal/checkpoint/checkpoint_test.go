@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -370,5 +371,68 @@ func TestLinksNotFollowed(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "made.txt")); err == nil {
 		t.Error("made.txt was made through a link")
+	}
+}
+
+// TestStaleLocksRemoved: taking a lock removes the lock files in its
+// directory that killed runs of this host left (nobody holds them, their
+// process is gone), and keeps a held one, another host's, one of a live
+// process and a file of the user's that only ends in .lock.
+func TestStaleLocksRemoved(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true(1) to take a dead process's id from")
+	}
+	dead := cmd.Process.Pid
+	host, _ := os.Hostname()
+	held, err := Take(filepath.Join(dir, "held.csv.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	sweptLocks.Clear()
+	files := map[string]struct {
+		text string
+		kept bool
+	}{
+		"stale.npy.lock": {fmt.Sprintf("%d %s\n", dead, host), false},
+		"other.npy.lock": {fmt.Sprintf("%d otherhost\n", dead), true},
+		"live.npy.lock":  {fmt.Sprintf("%d %s\n", os.Getpid(), host), true},
+		"notes.lock":     {"remember the milk\n", true},
+		"empty.lock":     {"", true},
+	}
+	for name, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(f.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A dead process's id in a file held locked: a live run of another
+	// PID namespace, whose id means nothing here.
+	hf, err := os.OpenFile(filepath.Join(dir, "ns.npy.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hf.Close()
+	fmt.Fprintf(hf, "%d %s\n", dead, host)
+	if err := syscall.Flock(int(hf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Skip(err)
+	}
+	files["ns.npy.lock"] = struct {
+		text string
+		kept bool
+	}{"", true}
+	l, err := Take(filepath.Join(dir, "out.csv.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	for name, f := range files {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != f.kept {
+			t.Errorf("%s: exists %v, want %v", name, err == nil, f.kept)
+		}
+	}
+	if _, err := os.Stat(LockPath(filepath.Join(dir, "held.csv.ckpt"))); err != nil {
+		t.Errorf("the held lock file: %v", err)
 	}
 }
