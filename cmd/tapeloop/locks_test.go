@@ -144,3 +144,108 @@ func TestSignalDuringMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestSIGHUP: SIGHUP (a closed terminal or ssh session) stops a run as
+// SIGTERM does: exit status 1, one line, the checkpoint kept, no temporary
+// file and no lock left; an affinity run leaves nothing. A run started
+// under nohup (SIGHUP ignored) ignores it and finishes.
+func TestSIGHUP(t *testing.T) {
+	t.Run("wavelet", func(t *testing.T) {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out.csv")
+		err, se, n := interrupt(t, append(resumeWavelet, "--out", out), out+".ckpt", 0, syscall.SIGHUP)
+		stoppedForResume(t, err, se)
+		if !strings.Contains(se, "interrupted") || n == 0 {
+			t.Errorf("stderr %q, checkpoint of %d records: want the run's note of what is saved", se, n)
+		}
+		if names := dotFiles(t, dir); len(names) != 0 {
+			t.Errorf("left temporary files %v", names)
+		}
+		if _, err := os.Stat(out + ".lock"); err == nil {
+			t.Error("left the lock file")
+		}
+	})
+	t.Run("affinity", func(t *testing.T) {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "ah.npy")
+		cmd, se, done := startRun(t, []string{"affinity", "-n", "20000", "--height", "64", "--width", "64", "--quiet", "--out", out})
+		waitFile(t, out+".lock", done, se)
+		cmd.Process.Signal(syscall.SIGHUP)
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("still running 20 s after SIGHUP")
+		}
+		msg := strings.TrimSpace(se.String())
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || strings.Contains(msg, "\n") ||
+			!strings.HasSuffix(msg, "nothing was written") || !(strings.Contains(msg, "interrupted") || strings.Contains(msg, "stopped by SIGHUP")) {
+			t.Errorf("exit %v, stderr %q; want status 1 and one line saying it stopped and nothing was written", err, msg)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("left %v", entries)
+		}
+	})
+	t.Run("nohup", func(t *testing.T) {
+		nohup, err := exec.LookPath("nohup")
+		if err != nil {
+			t.Skip("no nohup")
+		}
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out.csv")
+		cmd := exec.Command(nohup, append([]string{binary}, append(resumeWavelet, "--out", out)...)...)
+		cmd.Dir = dir // nohup's own note, if any, goes to dir/nohup.out
+		var se strings.Builder
+		cmd.Stderr = &se
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		waitFile(t, out+".lock", done, &se)
+		cmd.Process.Signal(syscall.SIGHUP)
+		if err := <-done; err != nil {
+			t.Fatalf("under nohup, after SIGHUP: %v: %s", err, se.String())
+		}
+		if b, err := os.ReadFile(out); err != nil || len(b) == 0 {
+			t.Errorf("no output after SIGHUP under nohup: %v", err)
+		}
+	})
+}
+
+// TestKilledRunsLockTakenOver: the lock file and temporary file a run
+// killed by SIGKILL leaves hold nothing back: the next run in the
+// directory, on another output, removes both, and a run on the same
+// output takes the lock over.
+func TestKilledRunsLockTakenOver(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ah.npy")
+	kill := func() {
+		cmd, se, done := startRun(t, []string{"affinity", "-n", "20000", "--height", "64", "--width", "64", "--quiet", "--out", out})
+		waitFile(t, out+".lock", done, se)
+		for deadline := time.Now().Add(30 * time.Second); len(dotFiles(t, dir)) == 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cmd.Process.Kill()
+		<-done
+		if _, err := os.Stat(out + ".lock"); err != nil || len(dotFiles(t, dir)) == 0 {
+			t.Fatalf("the killed run left no lock file (%v) or no temporary file (%v)", err, dotFiles(t, dir))
+		}
+	}
+	kill()
+	small := filepath.Join(dir, "small.npy")
+	if _, se, code := run(t, "interp", "--points", "2000", "--interpolants", "8", "--grid", "64", "--quiet", "--out", small); code != 0 {
+		t.Fatalf("interp: exit %d: %s", code, se)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("after a run on another output the directory holds %v, want small.npy alone", entries)
+	}
+	kill()
+	if _, se, code := run(t, "affinity", "-n", "100", "--height", "8", "--width", "8", "--quiet", "--out", out); code != 0 {
+		t.Fatalf("a run on the killed run's output: exit %d: %s", code, se)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("after a run on the same output the directory holds %v, want ah.npy and small.npy", entries)
+	}
+}
