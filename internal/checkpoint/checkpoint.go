@@ -96,6 +96,9 @@ type File struct {
 var open struct {
 	sync.Mutex
 	files map[*File]bool
+	// closed: CloseAll ran, and the process is ending; no checkpoint is
+	// opened after it.
+	closed bool
 }
 
 // encodeHeader is the checkpoint's bytes before its first record, and the
@@ -391,6 +394,13 @@ func openAppend(path string, rec int, key uint32, count, total int, what string)
 	c := &File{f: f, path: path, rec: rec, key: key, count: count, total: total, what: what}
 	open.Lock()
 	defer open.Unlock()
+	if open.closed { // a checkpoint made as the process stops: nothing in it yet
+		f.Close()
+		if count == 0 {
+			os.Remove(path)
+		}
+		return nil, fmt.Errorf("checkpoint: %w", atomicfile.ErrStopped)
+	}
 	if open.files == nil {
 		open.files = map[*File]bool{}
 	}
@@ -534,6 +544,7 @@ func (c *File) Remove() error {
 // process stopped by a signal just before it exits.
 func CloseAll() []string {
 	open.Lock()
+	open.closed = true
 	files := make([]*File, 0, len(open.files))
 	for c := range open.files {
 		files = append(files, c)

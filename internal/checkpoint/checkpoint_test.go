@@ -249,10 +249,18 @@ func TestResumeRefuses(t *testing.T) {
 	}
 }
 
+// reopen undoes CloseAll's stop, for the tests that follow.
+func reopen() {
+	open.Lock()
+	open.closed = false
+	open.Unlock()
+}
+
 // TestCloseKeepsOnlyWork: a checkpoint without records is removed on
 // Close; one with records stays, and CloseAll says what it holds and
 // releases the locks.
 func TestCloseKeepsOnlyWork(t *testing.T) {
+	defer reopen()
 	dir := t.TempDir()
 	empty, _ := Create(filepath.Join(dir, "a.ckpt"), header(), 10, "items")
 	full, _ := Create(filepath.Join(dir, "b.ckpt"), header(), 10, "items")
@@ -434,5 +442,20 @@ func TestStaleLocksRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(LockPath(filepath.Join(dir, "held.csv.ckpt"))); err != nil {
 		t.Errorf("the held lock file: %v", err)
+	}
+}
+
+// TestNoCheckpointAfterCloseAll: a checkpoint made after CloseAll (a run
+// still setting up as its process stops) is refused and leaves no file.
+func TestNoCheckpointAfterCloseAll(t *testing.T) {
+	defer reopen()
+	CloseAll()
+	path := filepath.Join(t.TempDir(), "late.csv.ckpt")
+	if c, err := Create(path, header(), 10, "items"); err == nil {
+		c.Close()
+		t.Error("Create after CloseAll: no error")
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("Create after CloseAll left the checkpoint")
 	}
 }
