@@ -256,7 +256,7 @@ func OpenAffinity(s AffinitySpec, dev *engine.Device, withOutput bool) (_ *Affin
 		metric = "formula " + p.Formula.Canonical() + " (" + option.OrDefault(s.Method, "auto") + ")"
 	}
 	t.meta = shard.Meta{N: n, D: d, Metric: metric, Dtype: out.String(), Fingerprint: fp,
-		Lo: lo, Hi: hi, Index: p.index, Count: p.count, TopK: p.TopK}
+		Lo: lo, Hi: hi, Index: p.index, Count: p.count, TopK: p.TopK, Device: dev.Kind(), TF32: s.TF32}
 	// Hold the whole matrix and compute each pair once when it fits the
 	// limit beside the images and a modest block; else stream whole rows.
 	if !p.sharded && p.TopK == 0 && !s.Streamed && (cfg.Formula == nil || cfg.Formula.Symmetric) {

@@ -202,7 +202,7 @@ func CheckPaths(inputs, outputs []Path) error {
 			}
 		}
 	}
-	return nil
+	return checkSideFiles(outputs)
 }
 
 // withNamed is outputs with, after each output directory with Names, the

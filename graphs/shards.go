@@ -182,11 +182,18 @@ func Merge(s MergeSpec) error {
 	if err := CheckPaths(s.InputPaths(), outs); err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
-	switch kind {
-	case shard.Wavelet:
+	if kind == shard.DRR {
+		return mergeDRR(s) // locks drr.npy once the directory is there
+	}
+	// The lock a run writing Out holds: a merge and a run, or two merges,
+	// never write one output together.
+	lock, err := lockOutput(s.Out)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	if kind == shard.Wavelet {
 		return mergeWavelet(s)
-	case shard.DRR:
-		return mergeDRR(s)
 	}
 	return shard.Merge(s.Out, s.Shards)
 }
@@ -221,7 +228,7 @@ func mergeWavelet(s MergeSpec) error {
 	defer f.Abort()
 	w := bufio.NewWriter(f)
 	if _, err := io.WriteString(w, all[0].Meta.Header+"\n"); err != nil {
-		return fmt.Errorf("write %s: %w", s.Out, err)
+		return atomicfile.WriteError(s.Out, err)
 	}
 	for _, o := range all {
 		if err := copyLines(w, o); err != nil {
@@ -229,7 +236,7 @@ func mergeWavelet(s MergeSpec) error {
 		}
 	}
 	if err := w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", s.Out, err)
+		return atomicfile.WriteError(s.Out, err)
 	}
 	return f.Commit()
 }
@@ -313,6 +320,11 @@ func mergeDRR(s MergeSpec) (err error) {
 	if t.dirs, err = atomicfile.MakeDirs(s.Out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	lock, err := lockOutput(filepath.Join(s.Out, "drr.npy")) // a drr run's lock on its output
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	if err := atomicfile.CheckSpace(filepath.Join(s.Out, "drr.npy"), stacksSpace(len(formats), ref.PNG, ref.Items, ref.Rows, ref.Cols)); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}

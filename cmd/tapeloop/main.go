@@ -17,7 +17,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
-// stopGrace is how long a run has, after SIGINT or SIGTERM, to stop by
+// stopGrace is how long a run has, after SIGINT, SIGTERM or SIGHUP, to stop by
 // itself (between batches, or inside an op's next block of work) before
 // the process removes its pending outputs, closes its checkpoints (their
 // finished batches are on disk already) and exits.
@@ -31,7 +31,14 @@ func main() {
 	signal.Ignore(syscall.SIGXFSZ, syscall.SIGPIPE)
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	stops := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	// SIGHUP (the terminal or ssh session closed) stops a run as SIGTERM
+	// does, its checkpoint kept and its temporary files and locks removed;
+	// a run started with SIGHUP ignored (nohup) keeps ignoring it.
+	if !signal.Ignored(syscall.SIGHUP) {
+		stops = append(stops, syscall.SIGHUP)
+	}
+	signal.Notify(sigs, stops...)
 	go func() {
 		s := <-sigs
 		cancel()
@@ -45,8 +52,11 @@ func main() {
 		}
 		graphs.RemovePending()
 		name := "SIGTERM"
-		if s == os.Interrupt {
+		switch s {
+		case os.Interrupt:
 			name = "SIGINT"
+		case syscall.SIGHUP:
+			name = "SIGHUP"
 		}
 		fmt.Fprintf(os.Stderr, "tapeloop: stopped by %s; %s\n", name, saved)
 		os.Exit(1)

@@ -6,11 +6,16 @@
 //
 // A temporary file is named .NAME.tmp-HOST-PID-RANDOM, after the host and
 // process writing it: those left by killed processes are removed by the
-// next process of the same host to Create a file in their directory.
+// next process of the same host to Create a file in their directory. A
+// temporary file is live while its writer holds it: the writer keeps an
+// flock(2) on the file while it is open, and a shared flock on its
+// directory while it has temporary files there, and the kernel drops both
+// when the writer ends, however it ends. So a file is removed only when no
+// process anywhere (another container on the host, with its own process
+// ids, included) still writes into the directory (see stale.go).
 package atomicfile
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +23,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,12 +30,21 @@ import (
 )
 
 // pending holds the temporary files not yet renamed or removed, and the
-// directories made for outputs not yet committed, innermost last.
+// directories made for outputs not yet committed, innermost last; locks,
+// the directories where this process has temporary files, each with its
+// shared lock; stopped, whether RemovePending was called: the process is
+// ending, and no file is made or renamed any more.
 var pending struct {
 	sync.Mutex
-	files map[string]bool
-	dirs  []string
+	files   map[string]bool
+	dirs    []string
+	locks   map[string]*dirLock
+	stopped bool
 }
+
+// ErrStopped is the error of Create, MakeDirs and Rename after
+// RemovePending: the process is stopping, and writes nothing more.
+var ErrStopped = errors.New("the run is stopping")
 
 func track(name string) {
 	pending.Lock()
@@ -58,9 +71,14 @@ func Untrack(name string) { untrack(name) }
 // RemovePending removes every pending temporary file and then the pending
 // directories that are left empty. It is safe to call from a signal
 // handler's goroutine while other goroutines write.
+//
+// Once it has run, Create, MakeDirs and Rename fail with ErrStopped, so
+// that a goroutine still writing when the process is stopped leaves
+// nothing behind it.
 func RemovePending() {
 	pending.Lock()
 	defer pending.Unlock()
+	pending.stopped = true
 	for name := range pending.files {
 		os.Remove(name)
 	}
@@ -69,11 +87,20 @@ func RemovePending() {
 		os.Remove(pending.dirs[i]) // fails, harmlessly, on a directory not empty
 	}
 	pending.dirs = nil
+	for _, l := range pending.locks {
+		l.close()
+	}
+	pending.locks = nil
 }
 
 // MakeDirs makes dir and any missing parents and returns those it made,
 // outermost first. They stay pending until KeepDirs or RemoveDirs.
 func MakeDirs(dir string) ([]string, error) {
+	pending.Lock()
+	defer pending.Unlock()
+	if pending.stopped {
+		return nil, fmt.Errorf("mkdir %s: %w", dir, ErrStopped)
+	}
 	var made []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil {
@@ -87,9 +114,7 @@ func MakeDirs(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	pending.Lock()
 	pending.dirs = append(pending.dirs, made...)
-	pending.Unlock()
 	return made, nil
 }
 
@@ -116,7 +141,10 @@ type File struct {
 	// target is the file the rename replaces: Path, or where Path leads
 	// when it is a symbolic link (the link stays, its file is written).
 	target string
-	done   bool
+	// dir is the directory of the temporary file, whose shared lock the
+	// file holds (see holdDir).
+	dir  string
+	done bool
 	// queued is the end of the bytes WriteBack has sent to the disk.
 	queued int64
 	// mapped is the file mapped into memory by Map, or nil.
@@ -192,19 +220,95 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
+	return create(path, target)
+}
+
+// CreateHere is Create for a file of tapeloop's own beside an output (a
+// checkpoint): a symbolic link at path is replaced, never followed.
+func CreateHere(path string) (*File, error) { return create(path, path) }
+
+func create(path, target string) (*File, error) {
 	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
 	}
+	dir = filepath.Clean(dir)
 	host := hostname()
-	removeStale(dir, host)
-	f, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%s-%d-*", base, host, os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+	// Made, locked and tracked under pending's lock: RemovePending, from
+	// a signal's goroutine, finds every temporary file made before it,
+	// and none is made after it.
+	pending.Lock()
+	defer pending.Unlock()
+	if pending.stopped {
+		return nil, fmt.Errorf("create %s: %w", path, ErrStopped)
 	}
-	track(f.Name())
-	return &File{File: f, Path: path, target: target}, nil
+	holdDir(dir, host)
+	f, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%s-%d-*", base, host, processID()))
+	if err != nil {
+		releaseDir(dir)
+		return nil, fmt.Errorf("create %s: %w", path, unnamed(err))
+	}
+	lockTemp(f)
+	if pending.files == nil {
+		pending.files = map[string]bool{}
+	}
+	pending.files[f.Name()] = true
+	return &File{File: f, Path: path, target: target, dir: dir}, nil
 }
+
+// unnamed is err without the name of the file it is about, when that is
+// a temporary file's: the messages name the file the user gave.
+func unnamed(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe) && strings.Contains(filepath.Base(pe.Path), ".tmp-"):
+		return pe.Err
+	case errors.As(err, &le) && strings.Contains(filepath.Base(le.Old), ".tmp-"):
+		return le.Err
+	}
+	return err
+}
+
+// named is err of an operation on the temporary file, naming the file
+// the user gave instead.
+func (f *File) named(err error) error {
+	var pe *fs.PathError
+	if err == nil || !errors.As(err, &pe) || pe.Path != f.Name() {
+		return err
+	}
+	return &fs.PathError{Op: pe.Op, Path: f.Path, Err: pe.Err}
+}
+
+// Write is os.File's Write; an error names Path, not the temporary file.
+func (f *File) Write(b []byte) (int, error) {
+	n, err := f.File.Write(b)
+	return n, f.named(err)
+}
+
+// WriteAt is os.File's WriteAt; an error names Path.
+func (f *File) WriteAt(b []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(b, off)
+	return n, f.named(err)
+}
+
+// WriteString is os.File's WriteString; an error names Path.
+func (f *File) WriteString(s string) (int, error) {
+	n, err := f.File.WriteString(s)
+	return n, f.named(err)
+}
+
+// ReadFrom is os.File's ReadFrom; an error names Path.
+func (f *File) ReadFrom(r io.Reader) (int64, error) {
+	n, err := f.File.ReadFrom(r)
+	return n, f.named(err)
+}
+
+// Sync is os.File's Sync; an error names Path.
+func (f *File) Sync() error { return f.named(f.File.Sync()) }
+
+// Truncate is os.File's Truncate; an error names Path.
+func (f *File) Truncate(size int64) error { return f.named(f.File.Truncate(size)) }
 
 // ErrProcFile is Target's error for a path that leads into /proc: an
 // open file of a process (/dev/stdout is /proc/self/fd/1), which a file
@@ -238,68 +342,6 @@ func Target(path string) (string, error) {
 		path = to
 	}
 	return "", errors.New("too many levels of symbolic links")
-}
-
-// hostname is the host's name as it may appear in a file name.
-func hostname() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == 0 {
-			return '_'
-		}
-		return r
-	}, h)
-}
-
-// Sweep removes the temporary files in dir that killed processes of this
-// host left (as the first Create in dir would), so that the free space of
-// dir's file system can be counted without them.
-func Sweep(dir string) { removeStale(dir, hostname()) }
-
-// swept holds the directories removeStale has cleaned.
-var swept sync.Map
-
-// removeStale removes, once per directory and process, the temporary files
-// in dir written on host by processes no longer running.
-func removeStale(dir, host string) {
-	if _, done := swept.LoadOrStore(filepath.Clean(dir), true); done {
-		return
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	mark := ".tmp-" + host + "-"
-	for _, e := range entries {
-		name := e.Name()
-		i := strings.LastIndex(name, mark)
-		if !strings.HasPrefix(name, ".") || i < 0 {
-			continue
-		}
-		pidStr, _, ok := strings.Cut(name[i+len(mark):], "-")
-		pid, err := strconv.Atoi(pidStr)
-		if ok && err == nil && pid > 0 && gone(pid) {
-			os.Remove(filepath.Join(dir, name))
-		}
-	}
-}
-
-// gone reports whether process pid has ended: it does not exist, or it is
-// a zombie (ended, not yet reaped by its parent; Linux's /proc tells).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state …: comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // globEscape quotes the characters filepath.Match treats specially.
@@ -341,17 +383,17 @@ func (f *File) commit(sync bool) error {
 	}
 	if err := f.unmap(); err != nil {
 		f.Abort()
-		return fmt.Errorf("write %s: %w", f.Path, err)
+		return fmt.Errorf("write %s: %w", f.Path, unnamed(err))
 	}
 	if sync {
 		if err := syncFile(f.File); err != nil {
 			f.Abort()
-			return fmt.Errorf("write %s: %w", f.Path, err)
+			return fmt.Errorf("write %s: %w", f.Path, unnamed(err))
 		}
 	}
 	if err := f.File.Close(); err != nil {
 		f.Abort()
-		return fmt.Errorf("write %s: %w", f.Path, err)
+		return fmt.Errorf("write %s: %w", f.Path, unnamed(err))
 	}
 	return f.Rename()
 }
@@ -365,8 +407,13 @@ func (f *File) Abort() {
 	f.done = true
 	f.unmap()
 	f.File.Close()
-	os.Remove(f.Name())
-	untrack(f.Name())
+	pending.Lock()
+	defer pending.Unlock()
+	if pending.files[f.Name()] { // else RemovePending removed it
+		os.Remove(f.Name())
+		delete(pending.files, f.Name())
+		releaseDir(f.dir)
+	}
 }
 
 // WriteFile writes data to path atomically.
@@ -377,7 +424,7 @@ func WriteFile(path string, data []byte) error {
 	}
 	defer f.Abort()
 	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, unnamed(err))
 	}
 	return f.Commit()
 }
@@ -387,9 +434,9 @@ func WriteFile(path string, data []byte) error {
 func (f *File) Close() error {
 	if err := f.unmap(); err != nil {
 		f.File.Close()
-		return err
+		return fmt.Errorf("write %s: %w", f.Path, unnamed(err))
 	}
-	return f.File.Close()
+	return f.named(f.File.Close())
 }
 
 // Rename moves a closed temporary file to Path.
@@ -398,14 +445,22 @@ func (f *File) Rename() error {
 		return fmt.Errorf("atomicfile: %s committed or aborted already", f.Path)
 	}
 	f.done = true
-	defer untrack(f.Name())
+	// Under pending's lock: a file is renamed into place before
+	// RemovePending, or never.
+	pending.Lock()
+	defer pending.Unlock()
+	if !pending.files[f.Name()] { // RemovePending removed it
+		return fmt.Errorf("write %s: %w", f.Path, ErrStopped)
+	}
+	delete(pending.files, f.Name())
+	defer releaseDir(f.dir)
 	if err := os.Chmod(f.Name(), 0o644); err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", f.Path, err)
+		return fmt.Errorf("write %s: %w", f.Path, unnamed(err))
 	}
 	if err := os.Rename(f.Name(), f.target); err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", f.Path, err)
+		return fmt.Errorf("write %s: %w", f.Path, unnamed(err))
 	}
 	return nil
 }
@@ -492,3 +547,14 @@ func CheckSpaces(needs ...Need) error {
 
 // statfs reads a file system's free space (a variable for the tests).
 var statfs = syscall.Statfs
+
+// WriteError is err, from writing the output path, as one message: "write
+// PATH: what failed", the file named once (an error of File's methods names
+// it already) and never by its temporary file.
+func WriteError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("write %s: %w", path, err)
+}

@@ -96,7 +96,15 @@ func TestWriteBackKeepsTheBytes(t *testing.T) {
 	}
 }
 
+// restart undoes RemovePending's stop, for the tests that follow.
+func restart() {
+	pending.Lock()
+	pending.stopped = false
+	pending.Unlock()
+}
+
 func TestRemovePending(t *testing.T) {
+	defer restart()
 	dir := t.TempDir()
 	made, err := MakeDirs(filepath.Join(dir, "a", "b"))
 	if err != nil || len(made) != 2 {

@@ -96,6 +96,9 @@ type File struct {
 var open struct {
 	sync.Mutex
 	files map[*File]bool
+	// closed: CloseAll ran, and the process is ending; no checkpoint is
+	// opened after it.
+	closed bool
 }
 
 // encodeHeader is the checkpoint's bytes before its first record, and the
@@ -117,7 +120,15 @@ func Create(path string, h Header, total int, what string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(path, b); err != nil {
+	f, err := atomicfile.CreateHere(path) // a link at path is replaced, not followed
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Abort()
+	if _, err := f.Write(b); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := f.Commit(); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return openAppend(path, h.Record, key, 0, total, what)
@@ -222,7 +233,7 @@ func (s *Saved) Restore(total int, what string, each func(item int, payload []by
 	defer f.Close()
 	var out *atomicfile.File
 	if !s.clean {
-		if out, err = atomicfile.Create(s.path); err != nil {
+		if out, err = atomicfile.CreateHere(s.path); err != nil {
 			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
 		defer out.Abort()
@@ -252,16 +263,37 @@ func (s *Saved) Restore(total int, what string, each func(item int, payload []by
 		if err := out.Commit(); err != nil {
 			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
-	} else if err := os.Truncate(s.path, s.end); err != nil {
+	} else if err := truncate(s.path, s.end); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return openAppend(s.path, s.h.Record, s.key, len(s.items), total, what)
 }
 
+// truncate cuts the checkpoint at path to size bytes, never through a
+// symbolic link.
+func truncate(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%s %w", path, ErrSymlink)
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // openRegular opens the checkpoint at path for reading; something else
-// than a regular file there (a FIFO that would block, a device) is refused.
+// than a regular file there (a FIFO that would block, a device) is refused,
+// and a symbolic link is not followed.
 func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s %w", path, ErrSymlink)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -352,13 +384,23 @@ func scan(f *os.File, off int64, h Header, key uint32, items int) (*scanned, err
 }
 
 func openAppend(path string, rec int, key uint32, count, total int, what string) (*File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("checkpoint: %s %w", path, ErrSymlink)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	c := &File{f: f, path: path, rec: rec, key: key, count: count, total: total, what: what}
 	open.Lock()
 	defer open.Unlock()
+	if open.closed { // a checkpoint made as the process stops: nothing in it yet
+		f.Close()
+		if count == 0 {
+			os.Remove(path)
+		}
+		return nil, fmt.Errorf("checkpoint: %w", atomicfile.ErrStopped)
+	}
 	if open.files == nil {
 		open.files = map[*File]bool{}
 	}
@@ -502,6 +544,7 @@ func (c *File) Remove() error {
 // process stopped by a signal just before it exits.
 func CloseAll() []string {
 	open.Lock()
+	open.closed = true
 	files := make([]*File, 0, len(open.files))
 	for c := range open.files {
 		files = append(files, c)

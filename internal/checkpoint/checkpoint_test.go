@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -248,10 +249,18 @@ func TestResumeRefuses(t *testing.T) {
 	}
 }
 
+// reopen undoes CloseAll's stop, for the tests that follow.
+func reopen() {
+	open.Lock()
+	open.closed = false
+	open.Unlock()
+}
+
 // TestCloseKeepsOnlyWork: a checkpoint without records is removed on
 // Close; one with records stays, and CloseAll says what it holds and
 // releases the locks.
 func TestCloseKeepsOnlyWork(t *testing.T) {
+	defer reopen()
 	dir := t.TempDir()
 	empty, _ := Create(filepath.Join(dir, "a.ckpt"), header(), 10, "items")
 	full, _ := Create(filepath.Join(dir, "b.ckpt"), header(), 10, "items")
@@ -326,5 +335,127 @@ func TestNotARegularFile(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("blocked on a FIFO")
 		}
+	}
+}
+
+// TestLinksNotFollowed: a lock file or checkpoint that is a symbolic link
+// (to a file of the user's, or to nowhere) is refused, naming it, and the
+// file it leads to is neither written nor made.
+func TestLinksNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.txt")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{victim, filepath.Join(dir, "made.txt")} {
+		path := filepath.Join(dir, "q.csv.ckpt")
+		if err := os.Symlink(to, LockPath(path)); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Take(path)
+		if !errors.Is(err, ErrSymlink) || !strings.Contains(err.Error(), LockPath(path)) {
+			t.Errorf("a lock file linking to %s: %v, want an error naming it a symbolic link", to, err)
+		}
+		l.Release()
+		os.Remove(LockPath(path))
+		if err := os.Symlink(to, path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Count(path); !errors.Is(err, ErrSymlink) || !strings.Contains(err.Error(), path) {
+			t.Errorf("Count of a checkpoint linking to %s: %v, want an error naming it a symbolic link", to, err)
+		}
+		if _, err := Scan(path, header(), 10, false); !errors.Is(err, ErrSymlink) {
+			t.Errorf("Scan of a checkpoint linking to %s: %v, want an error naming it a symbolic link", to, err)
+		}
+		c, err := Create(path, header(), 10, "items") // replaces the link itself
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		os.Remove(path)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("victim.txt holds %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "made.txt")); err == nil {
+		t.Error("made.txt was made through a link")
+	}
+}
+
+// TestStaleLocksRemoved: taking a lock removes the lock files in its
+// directory that killed runs of this host left (nobody holds them, their
+// process is gone), and keeps a held one, another host's, one of a live
+// process and a file of the user's that only ends in .lock.
+func TestStaleLocksRemoved(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true(1) to take a dead process's id from")
+	}
+	dead := cmd.Process.Pid
+	host, _ := os.Hostname()
+	held, err := Take(filepath.Join(dir, "held.csv.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	sweptLocks.Clear()
+	files := map[string]struct {
+		text string
+		kept bool
+	}{
+		"stale.npy.lock": {fmt.Sprintf("%d %s\n", dead, host), false},
+		"other.npy.lock": {fmt.Sprintf("%d otherhost\n", dead), true},
+		"live.npy.lock":  {fmt.Sprintf("%d %s\n", os.Getpid(), host), true},
+		"notes.lock":     {"remember the milk\n", true},
+		"empty.lock":     {"", true},
+	}
+	for name, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(f.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A dead process's id in a file held locked: a live run of another
+	// PID namespace, whose id means nothing here.
+	hf, err := os.OpenFile(filepath.Join(dir, "ns.npy.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hf.Close()
+	fmt.Fprintf(hf, "%d %s\n", dead, host)
+	if err := syscall.Flock(int(hf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Skip(err)
+	}
+	files["ns.npy.lock"] = struct {
+		text string
+		kept bool
+	}{"", true}
+	l, err := Take(filepath.Join(dir, "out.csv.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	for name, f := range files {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != f.kept {
+			t.Errorf("%s: exists %v, want %v", name, err == nil, f.kept)
+		}
+	}
+	if _, err := os.Stat(LockPath(filepath.Join(dir, "held.csv.ckpt"))); err != nil {
+		t.Errorf("the held lock file: %v", err)
+	}
+}
+
+// TestNoCheckpointAfterCloseAll: a checkpoint made after CloseAll (a run
+// still setting up as its process stops) is refused and leaves no file.
+func TestNoCheckpointAfterCloseAll(t *testing.T) {
+	defer reopen()
+	CloseAll()
+	path := filepath.Join(t.TempDir(), "late.csv.ckpt")
+	if c, err := Create(path, header(), 10, "items"); err == nil {
+		c.Close()
+		t.Error("Create after CloseAll: no error")
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("Create after CloseAll left the checkpoint")
 	}
 }

@@ -3,7 +3,10 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +30,11 @@ var held struct {
 	locks map[*Lock]bool
 }
 
+// ErrSymlink is wrapped by the error about a lock file or checkpoint that
+// is a symbolic link: tapeloop's own files beside an output are never
+// followed through one.
+var ErrSymlink = errors.New("is a symbolic link, which tapeloop does not follow")
+
 // ErrLocked is wrapped by Lock's error when another process holds the lock.
 var ErrLocked = errors.New("another tapeloop run is writing this output")
 
@@ -39,9 +47,9 @@ func LockPath(path string) string { return strings.TrimSuffix(path, ".ckpt") + "
 func Take(path string) (*Lock, error) {
 	lp := LockPath(path)
 	for range 10 {
-		f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := openLock(lp)
 		if err != nil {
-			return nil, fmt.Errorf("lock: %w", err)
+			return nil, err
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			owner := readOwner(f)
@@ -71,6 +79,7 @@ func Take(path string) (*Lock, error) {
 		}
 		l := &Lock{f: f, path: lp}
 		atomicfile.Track(lp) // a process ending on a fatal error removes it too
+		removeStaleLocks(filepath.Dir(lp), lp)
 		held.Lock()
 		if held.locks == nil {
 			held.locks = map[*Lock]bool{}
@@ -80,6 +89,81 @@ func Take(path string) (*Lock, error) {
 		return l, nil
 	}
 	return nil, fmt.Errorf("lock %s: %w (it keeps being replaced)", lp, ErrLocked)
+}
+
+// openLock opens, or makes, the lock file lp. A symbolic link there is
+// refused, never followed (the lock would write into the file it leads
+// to), and so is something other than a regular file.
+func openLock(lp string) (*os.File, error) {
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("lock %s %w: remove it", lp, ErrSymlink)
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("lock %s: %w", lp, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: is not a regular file: remove it", lp)
+	}
+	return f, nil
+}
+
+// sweptLocks holds the directories removeStaleLocks has cleaned.
+var sweptLocks sync.Map
+
+// removeStaleLocks removes, once per directory and process, the lock files
+// in dir (but own) that runs of this host left when they were killed: a
+// file NAME.lock holding "PID HOST" as Take writes it, HOST this host,
+// that no process holds locked and whose process is gone. They held
+// nothing back already; this only tidies them away.
+func removeStaleLocks(dir, own string) {
+	if _, done := sweptLocks.LoadOrStore(filepath.Clean(dir), true); done {
+		return
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if strings.HasSuffix(e.Name(), ".lock") && e.Type().IsRegular() && p != own {
+			removeIfStale(p, host)
+		}
+	}
+}
+
+// removeIfStale removes the lock file path when it is one of Take's, of a
+// process of host that is gone, and nobody holds it.
+func removeIfStale(path, host string) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	b := make([]byte, 257)
+	n, _ := f.ReadAt(b, 0)
+	line, nl := strings.CutSuffix(string(b[:n]), "\n")
+	pid, h, ok := strings.Cut(line, " ")
+	p, err := strconv.Atoi(pid)
+	if !nl || !ok || err != nil || p <= 0 || h != host || n > 256 {
+		return // not a lock of this host's tapeloop runs
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil || !atomicfile.Gone(p) {
+		return // held (or no flock here), or its process lives
+	}
+	var a, c syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &a) == nil && syscall.Lstat(path, &c) == nil && a.Ino == c.Ino && a.Dev == c.Dev {
+		os.Remove(path) // while locked, as Release does: a run opening it retries
+	}
 }
 
 // readOwner says which process holds the lock file f, as it wrote.

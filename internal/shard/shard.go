@@ -31,7 +31,11 @@ import (
 // Format names the shard file format and its version.
 const Format = "tapeloop-affinity-shard/1"
 
-// Meta is what a shard records about itself.
+// Meta is what a shard records about itself. Fingerprint covers the
+// images alone; Device (the device kind, "cpu" or "cuda") and TF32
+// (whether a GPU's dot products used TF32) change the values too, and are
+// recorded beside it. A shard of an earlier release records neither
+// (Device "").
 type Meta struct {
 	Format      string `json:"format"`
 	N           int    `json:"n"`
@@ -44,6 +48,19 @@ type Meta struct {
 	Index       int    `json:"index"` // shard Index of Count
 	Count       int    `json:"count"`
 	TopK        int    `json:"topk,omitempty"`
+	Device      string `json:"device,omitempty"`
+	TF32        bool   `json:"tf32,omitempty"`
+}
+
+// computedOn says what m was computed on, for messages.
+func (m Meta) computedOn() string {
+	switch {
+	case m.Device == "":
+		return "a device it does not record (an earlier tapeloop)"
+	case m.TF32:
+		return m.Device + " with --tf32"
+	}
+	return m.Device
 }
 
 // ErrShards is wrapped by every error about a set of shards.
@@ -202,6 +219,8 @@ func ReadMeta(z *npy.NPZ, path string) (Meta, error) {
 		return Meta{}, fmt.Errorf("%w: %s: top-k %d of N = %d makes no sense", ErrShards, path, m.TopK, m.N)
 	case m.Count < 1 || m.Index < 0 || m.Index >= m.Count:
 		return Meta{}, fmt.Errorf("%w: %s: shard %d of %d makes no sense", ErrShards, path, m.Index, m.Count)
+	case m.Device != "" && m.Device != "cpu" && m.Device != "cuda":
+		return Meta{}, fmt.Errorf("%w: %s: device %q, want cpu or cuda", ErrShards, path, m.Device)
 	}
 	return m, nil
 }
@@ -242,6 +261,10 @@ func Merge(out string, paths []string) error {
 	ref := all[0].meta
 	for _, o := range all[1:] {
 		m := o.meta
+		if m.Device != ref.Device || m.TF32 != ref.TF32 {
+			return fmt.Errorf("%w: %s was computed on %s and %s on %s, whose values differ: merge the shards of one run (the same --device and --tf32)",
+				ErrShards, o.path, m.computedOn(), all[0].path, ref.computedOn())
+		}
 		if m.N != ref.N || m.D != ref.D || m.Metric != ref.Metric || m.Dtype != ref.Dtype || m.Fingerprint != ref.Fingerprint || m.TopK != ref.TopK {
 			return fmt.Errorf("%w: %s is from a different run than %s (N %d/%d, metric %s/%s, dtype %s/%s, top-k %d/%d, input %s/%s)",
 				ErrShards, o.path, all[0].path, m.N, ref.N, m.Metric, ref.Metric, m.Dtype, ref.Dtype, m.TopK, ref.TopK, m.Fingerprint, ref.Fingerprint)
@@ -300,7 +323,7 @@ func Merge(out string, paths []string) error {
 			}
 		}
 		if err := w.Flush(); err != nil {
-			return fmt.Errorf("write %s: %w", out, err)
+			return atomicfile.WriteError(out, err)
 		}
 	} else {
 		// The archive an unsharded top-k run writes: its meta.json (the
@@ -309,7 +332,7 @@ func Merge(out string, paths []string) error {
 		whole := ref
 		whole.Lo, whole.Hi, whole.Index, whole.Count = 0, ref.N, 0, 1
 		if err := WriteMeta(z, whole); err != nil {
-			return fmt.Errorf("write %s: %w", out, err)
+			return atomicfile.WriteError(out, err)
 		}
 		k := ref.TopK
 		for _, member := range []struct {
@@ -341,7 +364,7 @@ func Merge(out string, paths []string) error {
 			}
 		}
 		if err := z.Close(); err != nil {
-			return fmt.Errorf("write %s: %w", out, err)
+			return atomicfile.WriteError(out, err)
 		}
 	}
 	return f.Commit()
