@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -424,6 +425,35 @@ func TestAffinityFormulaShards(t *testing.T) {
 	_, se, code := run(t, "merge", "--out", p("bad.npy"), p("s0.npz"), p("t1.npz"))
 	if code != 1 || !strings.Contains(se, "different run") || !strings.Contains(se, "s=3") {
 		t.Errorf("shards of two parameter values: exit %d: %s", code, se)
+	}
+	// A formula that gives NaN for some pairs: its shards merge into the
+	// matrix its run without shards writes, NaN in the same places.
+	nan := []string{"affinity", "-q", "--n", "37", "--height", "3", "--width", "5", "--formula", "log(sum(a*b) - 7)", "--dtype", "float64"}
+	for i := range 2 {
+		args := append(append([]string{}, nan...), "--shard", strconv.Itoa(i)+"/2", "--out", p("nan"+strconv.Itoa(i)+".npz"))
+		if _, se, code := run(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, se)
+		}
+	}
+	if _, se, code := run(t, "merge", "--out", p("nan.npy"), p("nan0.npz"), p("nan1.npz")); code != 0 {
+		t.Fatalf("merge of a formula's shards holding NaN: exit %d: %s", code, se)
+	}
+	if _, se, code := run(t, append(append([]string{}, nan...), "--out", p("nanone.npy"))...); code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	_, m, _ = npy.ReadAll64(p("nan.npy"))
+	_, o, _ = npy.ReadAll64(p("nanone.npy"))
+	nans := 0
+	for i := range o {
+		if math.IsNaN(o[i]) {
+			nans++
+		}
+		if math.Float64bits(m[i]) != math.Float64bits(o[i]) && !(math.IsNaN(m[i]) && math.IsNaN(o[i])) {
+			t.Fatalf("merged shards differ from one run at %d: %v, %v", i, m[i], o[i])
+		}
+	}
+	if nans == 0 || nans == len(o) {
+		t.Errorf("%d of %d values NaN: the case should have some, not all", nans, len(o))
 	}
 }
 

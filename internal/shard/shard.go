@@ -390,22 +390,28 @@ func checkShape(o opened, member string, shape []int) error {
 }
 
 // checkValues wraps write with the checks of a member's values, as they
-// stream through: indices must be row numbers in [0, N), affinities and
-// top-k values must not be NaN (tapeloop refuses the images that would
-// make one). o is read at each call: the shard being copied.
+// stream through: indices must be row numbers in [0, N), and the
+// affinities and top-k values of a built-in metric must not be NaN
+// (tapeloop refuses the images that would make one); a user's formula may
+// give NaN, as its run without shards writes it. o is read at each call:
+// the shard being copied.
 func checkValues(o *opened, member string, write func([]float64) error) func([]float64) error {
 	return func(v []float64) error {
 		for _, x := range v {
 			switch {
 			case member == "indices" && !(x >= 0 && x < float64(o.meta.N) && x == math.Trunc(x)):
 				return fmt.Errorf("%w: %s: indices holds %g, not a row index in [0, %d): the shard is corrupt", ErrShards, o.path, x, o.meta.N)
-			case math.IsNaN(x):
+			case math.IsNaN(x) && !o.meta.formula():
 				return fmt.Errorf("%w: %s: %s holds NaN: the shard is corrupt", ErrShards, o.path, member)
 			}
 		}
 		return write(v)
 	}
 }
+
+// formula reports whether m's values are a user's formula's ("formula …"
+// in Metric), which may be NaN.
+func (m Meta) formula() bool { return strings.HasPrefix(m.Metric, "formula ") }
 
 // copyRows streams member of o, which must have the given shape, through
 // buf into write.
