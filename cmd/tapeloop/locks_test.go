@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -150,6 +151,13 @@ func TestSignalDuringMerge(t *testing.T) {
 // file and no lock left; an affinity run leaves nothing. A run started
 // under nohup (SIGHUP ignored) ignores it and finishes.
 func TestSIGHUP(t *testing.T) {
+	// Under a parent that ignores SIGHUP (nohup, a batch script's
+	// background job), the runs started here would inherit it ignored:
+	// while this test has a handler of its own, they start with SIGHUP's
+	// default instead.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	t.Run("wavelet", func(t *testing.T) {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "out.csv")
