@@ -3,11 +3,15 @@ package pairwise
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
+	"sync"
 	"sync/atomic"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -62,8 +66,16 @@ type PairData struct {
 	// output's).
 	U8   *cpukern.U8Rows
 	norm []float64 // ‖x_j‖, for cosine
-	sq   []float64 // ‖x_j‖², for l2
-	id   uint64
+	// Float32 l2 on the packed matrix product (see centre): mu is the
+	// images' mean, the shift the product subtracts from every row it
+	// reads, and sq[j] = ‖x_j − mu‖²; both nil elsewhere. stale: the
+	// images were reloaded since they were computed (centring holds
+	// ensureCentred's lock).
+	mu       []float32
+	sq       []float64
+	centring sync.Mutex
+	stale    bool
+	id       uint64
 	// packChecked: the images were not scanned for NaN and ±Inf up front
 	// (NewPairDataPacked); the packed matrix product checks each block's
 	// rows as it packs them, and bad holds the first block's error.
@@ -91,6 +103,8 @@ func NewPairDataU8(x []uint8, n, d int, metric Metric, dtype tensor.Dtype) (*Pai
 
 // NewPairData wraps x (float32 or float64, length n·d) for metric. It
 // rejects NaN and Inf, and for cosine an all-zero image, naming the image.
+// For float32 l2 where the packed matrix product runs (cpukern.GEMM) it
+// also computes the images' mean and their norms about it (centre).
 func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData, error) {
 	if n < 1 || d < 1 || len(x) != n*d {
 		return nil, fmt.Errorf("%w: need N ≥ 1 images of D ≥ 1 values, got N = %d, D = %d, %d values", ErrPairInput, n, d, len(x))
@@ -104,7 +118,13 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 	}
 	switch metric {
 	case MetricL2:
-		p.sq = make([]float64, n)
+		if p.X32 != nil && cpukern.GEMM() {
+			p.mu, p.sq = make([]float32, d), make([]float64, n)
+			if err := p.centre(); err != nil { // the check too
+				return nil, err
+			}
+			return p, nil
+		}
 	case MetricCosine:
 		p.norm = make([]float64, n)
 	}
@@ -112,6 +132,105 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 		return nil, err
 	}
 	return p, nil
+}
+
+// centre sets mu to the mean of all N images and sq[j] to ‖x_j − mu‖²
+// (centredSq), for float32 l2 on the packed matrix product: −‖x_i − x_j‖²
+// is −(sq[i] + sq[j] − 2·(x_i − mu)·(x_j − mu)), every distance unchanged
+// by the common shift, but the products are of values the size of the
+// images' spread about their mean, not of their offset, whose digits
+// float32 would lose in the difference.
+//
+// mu_k is column k's mean, summed in float64 over the images in order
+// (whatever the cores: every process holding the same images, a shard's
+// included, has the same mu, bit for bit), rounded to the coarsest power
+// of two every value of the column is a multiple of, then to float32: so
+// x − mu is exact for whole numbers (and any values on a grid of a power
+// of two), and images of whole numbers keep the exact sums they had
+// unshifted wherever those were exact.
+//
+// It checks the images too: an error names the first NaN or ±Inf.
+func (p *PairData) centre() error {
+	n, d, x := p.N, p.D, p.X32
+	sum := make([]float64, d)
+	grid := make([]int32, d) // the exponent of the power of two, or noGrid
+	parallel.For(d, 256, func(lo, hi int) {
+		s, g := sum[lo:hi], grid[lo:hi]
+		for k := range g {
+			g[k] = noGrid
+		}
+		for i := range n {
+			row := x[i*d+lo : i*d+hi]
+			s, g := s[:len(row)], g[:len(row)]
+			for k, v := range row {
+				s[k] += float64(v)
+				g[k] = min(g[k], gridOf(v))
+			}
+		}
+	})
+	for k, s := range sum {
+		if math.IsNaN(s) || math.IsInf(s, 0) { // a NaN or ±Inf in column k
+			if err := scan(p, x, 0); err != nil {
+				return err
+			}
+		}
+		mean := s / float64(n)
+		if grid[k] != noGrid {
+			q := math.Ldexp(1, int(grid[k]))
+			mean = math.Round(mean/q) * q
+		}
+		p.mu[k] = float32(mean)
+	}
+	parallel.For(n, 64, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			p.sq[i] = centredSq(x[i*d:(i+1)*d], p.mu)
+		}
+	})
+	p.stale = false
+	return nil
+}
+
+// noGrid is gridOf's answer for zero (a multiple of every power of two).
+const noGrid = math.MaxInt32
+
+// gridOf is the exponent e of the largest power of two 2^e that v is a
+// multiple of: 0 for odd whole numbers, −1 for halves, …; noGrid for 0.
+func gridOf(v float32) int32 {
+	b := math.Float32bits(v)
+	e, m := int32(b>>23&0xff), b&0x7fffff
+	if e == 0 { // zero or subnormal
+		if m == 0 {
+			return noGrid
+		}
+		return -149 + int32(bits.TrailingZeros32(m))
+	}
+	return e - 150 + int32(bits.TrailingZeros32(m|1<<23))
+}
+
+// centredSq is ‖row − mu‖², each value row_k − mu_k rounded to float32 as
+// the packed matrix product packs it (cpukern.DotPack.SetShift), squared
+// and summed in float64.
+func centredSq(row, mu []float32) float64 {
+	var ss float64
+	for k, v := range row {
+		c := float64(v - mu[k])
+		ss += c * c
+	}
+	return ss
+}
+
+// ensureCentred recomputes mu and sq where the images were reloaded since
+// (ReloadRows leaves that to the first block after it, so that a caller
+// replacing the images in parts pays once).
+func (p *PairData) ensureCentred() {
+	if p.mu == nil {
+		return
+	}
+	p.centring.Lock()
+	defer p.centring.Unlock()
+	if p.stale {
+		p.centre() // checked as they were reloaded: no error
+	}
 }
 
 // NewPairDataPacked wraps float32 images x (length n·d) for dot products
@@ -159,7 +278,7 @@ func (p *PairData) packedNonFinite(lo, m int) {
 
 // Bytes is the process memory the images take (none for mapped images).
 func (p *PairData) Bytes() int64 {
-	b := int64(8*len(p.norm) + 8*len(p.sq))
+	b := int64(8*len(p.norm) + 8*len(p.sq) + 4*len(p.mu))
 	if !p.Mapped {
 		b += int64(4*len(p.X32) + 8*len(p.X64))
 	}
