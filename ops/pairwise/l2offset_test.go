@@ -187,6 +187,11 @@ func runL2CommonOffset(t *testing.T, b backend, n, d int, x []float32, whole boo
 		direct := make([]float32, n*n)
 		cpukern.PairDist32(n, n, d, x, d, x, d, direct, n, cpukern.L2)
 		checkL2(t, "direct kernel", direct, ref, n, whole)
+		for i := range n { // +0, as the direct kernel's
+			if g, w := math.Float32bits(rows[i*n+i]), math.Float32bits(direct[i*n+i]); g != w {
+				t.Fatalf("(%d, %d): bits %#x, the direct kernel's %#x", i, i, g, w)
+			}
+		}
 	}
 
 	const k = 5

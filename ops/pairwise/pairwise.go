@@ -178,7 +178,8 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 		}
 		if l2 {
 			// Clamped at 0 (a squared distance, rounded), and the
-			// image's own column exactly −0 as the direct kernels give.
+			// image's own column exactly 0, +0 as the direct kernels
+			// give it.
 			sq := op.Data.sq[c0:]
 			r32 := any(rows).([]float32)
 			for i := lo; i < hi; i++ {
@@ -191,11 +192,11 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 				}
 				o := out[i*n+c0 : (i+1)*n]
 				for j := range o {
-					v := si + sq[j] - 2*float64(o[j])
-					if v < 0 || j == diag {
-						v = 0
+					if v := si + sq[j] - 2*float64(o[j]); v > 0 && j != diag {
+						o[j] = T(-v)
+					} else {
+						o[j] = 0
 					}
-					o[j] = T(-v)
 				}
 			}
 			return
