@@ -209,14 +209,24 @@ func gridOf(v float32) int32 {
 
 // centredSq is ‖row − mu‖², each value row_k − mu_k rounded to float32 as
 // the packed matrix product packs it (cpukern.DotPack.SetShift), squared
-// and summed in float64.
+// and summed in float64, in four sums (k mod 4) added at the end.
 func centredSq(row, mu []float32) float64 {
-	var ss float64
-	for k, v := range row {
-		c := float64(v - mu[k])
-		ss += c * c
+	var s0, s1, s2, s3 float64
+	mu = mu[:len(row)]
+	k := 0
+	for ; k+4 <= len(row); k += 4 {
+		c0, c1 := float64(row[k]-mu[k]), float64(row[k+1]-mu[k+1])
+		c2, c3 := float64(row[k+2]-mu[k+2]), float64(row[k+3]-mu[k+3])
+		s0 += c0 * c0
+		s1 += c1 * c1
+		s2 += c2 * c2
+		s3 += c3 * c3
 	}
-	return ss
+	for ; k < len(row); k++ {
+		c := float64(row[k] - mu[k])
+		s0 += c * c
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // ensureCentred recomputes mu and sq where the images were reloaded since
