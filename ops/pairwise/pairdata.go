@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -143,29 +143,43 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 //
 // mu_k is column k's mean, summed in float64 over the images in order
 // (whatever the cores: every process holding the same images, a shard's
-// included, has the same mu, bit for bit), rounded to the coarsest power
-// of two every value of the column is a multiple of, then to float32: so
-// x − mu is exact for whole numbers (and any values on a grid of a power
-// of two), and images of whole numbers keep the exact sums they had
-// unshifted wherever those were exact.
+// included, has the same mu, bit for bit), rounded to float32; for a
+// column of whole numbers, to the nearest whole number, so that x − mu is
+// exact: images of whole numbers keep exact sums wherever they had them
+// unshifted, and more often, the shifted values being smaller.
 //
 // It checks the images too: an error names the first NaN or ±Inf.
 func (p *PairData) centre() error {
 	n, d, x := p.N, p.D, p.X32
 	sum := make([]float64, d)
-	grid := make([]int32, d) // the exponent of the power of two, or noGrid
-	parallel.For(d, 256, func(lo, hi int) {
-		s, g := sum[lo:hi], grid[lo:hi]
-		for k := range g {
-			g[k] = noGrid
-		}
+	whole := make([]bool, d)
+	// Columns in ranges of at least 256 and of 2^18 values, so that small
+	// images take one core rather than wait to wake others.
+	parallel.For(d, max(256, (1<<18)/n), func(lo, hi int) {
+		s := sum[lo:hi]
+		frac := make([]uint64, hi-lo) // 0 while the column's values are whole
+		some := true                  // some column may still be whole
 		for i := range n {
 			row := x[i*d+lo : i*d+hi]
-			s, g := s[:len(row)], g[:len(row)]
-			for k, v := range row {
-				s[k] += float64(v)
-				g[k] = min(g[k], gridOf(v))
+			s := s[:len(row)]
+			if !some { // most often from the second image on, for fractions
+				for k, v := range row {
+					s[k] += float64(v)
+				}
+				continue
 			}
+			frac := frac[:len(row)]
+			for k, v := range row {
+				f := float64(v)
+				s[k] += f
+				frac[k] |= math.Float64bits(f + roundMagic - roundMagic - f)
+			}
+			if i%8 == 0 {
+				some = slices.Contains(frac, 0)
+			}
+		}
+		for k, f := range frac {
+			whole[lo+k] = f == 0
 		}
 	})
 	for k, s := range sum {
@@ -175,13 +189,12 @@ func (p *PairData) centre() error {
 			}
 		}
 		mean := s / float64(n)
-		if grid[k] != noGrid {
-			q := math.Ldexp(1, int(grid[k]))
-			mean = math.Round(mean/q) * q
+		if whole[k] {
+			mean = math.Round(mean)
 		}
 		p.mu[k] = float32(mean)
 	}
-	parallel.For(n, 64, func(lo, hi int) {
+	parallel.For(n, max(64, (1<<18)/d), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			p.sq[i] = centredSq(x[i*d:(i+1)*d], p.mu)
 		}
@@ -190,22 +203,11 @@ func (p *PairData) centre() error {
 	return nil
 }
 
-// noGrid is gridOf's answer for zero (a multiple of every power of two).
-const noGrid = math.MaxInt32
-
-// gridOf is the exponent e of the largest power of two 2^e that v is a
-// multiple of: 0 for odd whole numbers, −1 for halves, …; noGrid for 0.
-func gridOf(v float32) int32 {
-	b := math.Float32bits(v)
-	e, m := int32(b>>23&0xff), b&0x7fffff
-	if e == 0 { // zero or subnormal
-		if m == 0 {
-			return noGrid
-		}
-		return -149 + int32(bits.TrailingZeros32(m))
-	}
-	return e - 150 + int32(bits.TrailingZeros32(m|1<<23))
-}
+// roundMagic, added to and taken from a float64 below 2^51 in size,
+// rounds it to a whole number: f is whole where that leaves it as it was
+// (values above 2^51, all whole, may be taken for fractions: their mean is
+// then not rounded, at no cost to accuracy).
+const roundMagic = 0x1.8p52
 
 // centredSq is ‖row − mu‖², each value row_k − mu_k rounded to float32 as
 // the packed matrix product packs it (cpukern.DotPack.SetShift), squared
