@@ -112,3 +112,17 @@ func BenchmarkAffinityL1(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*n*d*float64(b.N)/total.Seconds(), "pair-dims/s")
 }
+
+// BenchmarkAffinityL2 is l2 at N = 4096, D = 4096, the whole symmetric
+// matrix in float32, reporting N²·D per second (each pair is computed
+// once, so the kernel itself does half).
+func BenchmarkAffinityL2(b *testing.B) {
+	const n, d = 4096, 4096
+	x := randomImages(n, d)
+	var total time.Duration
+	for b.Loop() {
+		_, t := affinityRun(b, x, n, d, pairwise.MetricL2)
+		total += t
+	}
+	b.ReportMetric(float64(n)*n*d*float64(b.N)/total.Seconds(), "pair-dims/s")
+}

@@ -81,7 +81,17 @@ static inline __attribute__((always_inline)) void load16(const float *x, int64_t
   for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_maskz_loadu_ps(m, x + i * ld + k) : _mm512_setzero_ps();
 }
 
-int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0, int64_t p1, float *ap) {
+// shift16 subtracts values [k, k+kn) of mu from rows [0, rows) of r (as
+// load16 read them); rows past rows and lanes past kn stay zero.
+static inline __attribute__((always_inline)) void shift16(const float *mu, int64_t rows, int64_t k, int64_t kn,
+                                                          __m512 r[16]) {
+  const __m512 s = _mm512_maskz_loadu_ps(lanes(kn), mu + k);
+  for (int i = 0; i < 16; i++)
+    if (i < rows) r[i] = _mm512_sub_ps(r[i], s);
+}
+
+int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, const float *mu, int64_t p0, int64_t p1,
+                   float *ap) {
   if (!tl_gemm_ok()) return -1;
   const int64_t am = (m + MR - 1) / MR * MR;
   // The bits of every value times zero, or-ed: ±0 for finite values, a
@@ -96,6 +106,7 @@ int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0
       for (int64_t k = 0; k < kc; k += 16) {
         __m512 r[16];
         load16(a + p * MR * lda, lda, rows, k0 + k, kc - k, r);
+        if (mu) shift16(mu, rows, k0 + k, kc - k, r);
         for (int i = 0; i < 16; i++) seen = _mm512_or_si512(seen, _mm512_castps_si512(_mm512_mul_ps(r[i], zero)));
         tr16(r);
         const int64_t kn = kc - k < 16 ? kc - k : 16;
@@ -108,9 +119,9 @@ int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0
 }
 
 // pack_b packs values [k0, k0+kc) of rows [0, n) of b (n ≤ NC) into bp:
-// panel p at bp + p*NR*kc holds bp[k*NR + c] = b[(p*NR + c)*ldb + k0 + k],
-// rows past n zero.
-static void pack_b(const float *b, int64_t ldb, int64_t n, int64_t k0, int64_t kc, float *bp) {
+// panel p at bp + p*NR*kc holds bp[k*NR + c] = b[(p*NR + c)*ldb + k0 + k]
+// (less mu[k0 + k] where mu is not NULL), rows past n zero.
+static void pack_b(const float *b, int64_t ldb, const float *mu, int64_t n, int64_t k0, int64_t kc, float *bp) {
   for (int64_t j = 0; j < n; j += 16) {
     float *dst = bp + j / NR * NR * kc + j % NR;
     const int64_t ahead = n - j - 16 < 16 ? n - j - 16 : 16; // rows of the next group, fetched meanwhile
@@ -118,6 +129,7 @@ static void pack_b(const float *b, int64_t ldb, int64_t n, int64_t k0, int64_t k
       for (int64_t i = 0; i < ahead; i++) _mm_prefetch((const char *)(b + (j + 16 + i) * ldb + k0 + k), _MM_HINT_T0);
       __m512 r[16];
       load16(b + j * ldb, ldb, n - j, k0 + k, kc - k, r);
+      if (mu) shift16(mu, n - j, k0 + k, kc - k, r);
       tr16(r);
       const int64_t kn = kc - k < 16 ? kc - k : 16;
       for (int t = 0; t < kn; t++) _mm512_store_ps(dst + (k + t) * NR, r[t]);
@@ -189,8 +201,8 @@ static __attribute__((noinline)) void micro_masked(int64_t kc, const float *pa, 
   micro(kc, pa, pb, out, ldo, first, mk, pfa);
 }
 
-int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, int64_t n, float *bp,
-                 float *out, int64_t ldo, int64_t lower) {
+int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, const float *mu,
+                 int64_t n, float *bp, float *out, int64_t ldo, int64_t lower) {
   if (!tl_gemm_ok()) return -1;
   if (lower >= 0 && m > n + lower) m = n + lower; // rows past it hold no pair
   if (m <= 0 || n <= 0) return 0;
@@ -198,7 +210,7 @@ int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float 
   for (int64_t k0 = 0; k0 < d; k0 += KC) {
     const int64_t kc = d - k0 < KC ? d - k0 : KC;
     const int first = k0 == 0;
-    pack_b(b, ldb, n, k0, kc, bp);
+    pack_b(b, ldb, mu, n, k0, kc, bp);
     for (int64_t i = 0; i < m; i += MR) { // a's panel stays in L1, b's in L2
       const float *pa = ap + k0 * am + i * kc;
       const int64_t mr = m - i < MR ? m - i : MR;
@@ -263,9 +275,10 @@ int tl_gemm_nt_f32_avx512(int64_t m, int64_t n, int64_t d, const float *a, int64
     free(bp);
     return -1;
   }
-  tl_gemm_pack_a(m, d, a, lda, 0, am / MR, ap);
+  tl_gemm_pack_a(m, d, a, lda, NULL, 0, am / MR, ap);
   for (int64_t j = 0; j < n; j += NC)
-    tl_gemm_tile(m, m, d, ap, b + j * ldb, ldb, n - j < NC ? n - j : NC, bp, out + j, ldo, lower < 0 ? -1 : lower + j);
+    tl_gemm_tile(m, m, d, ap, b + j * ldb, ldb, NULL, n - j < NC ? n - j : NC, bp, out + j, ldo,
+                 lower < 0 ? -1 : lower + j);
   free(ap);
   free(bp);
   return 0;
@@ -300,10 +313,13 @@ void tl_fma_loop(int64_t n) {
 
 int tl_gemm_ok(void) { return 0; }
 
-int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0, int64_t p1, float *ap) { return -1; }
+int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, const float *mu, int64_t p0, int64_t p1,
+                   float *ap) {
+  return -1;
+}
 
-int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, int64_t n, float *bp,
-                 float *out, int64_t ldo, int64_t lower) {
+int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, const float *mu,
+                 int64_t n, float *bp, float *out, int64_t ldo, int64_t lower) {
   return -1;
 }
 

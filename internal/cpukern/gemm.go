@@ -30,6 +30,7 @@ type DotPack struct {
 	buf  []float32 // 64-byte aligned
 	m, d int       // rows packed, values per row
 	max  int       // rows it can hold
+	mu   []float32 // SetShift's d values, or nil
 }
 
 // NewDotPack returns a DotPack for up to m rows of d values.
@@ -59,10 +60,23 @@ func (p *DotPack) SetRows(m int) {
 	p.m = m
 }
 
+// SetShift makes Pack and DotTile32 subtract mu (d values) from every row
+// they read, each value x_k − mu_k rounded to float32 once as it is packed,
+// so that the tiles hold the dot products of the rows shifted by mu: no
+// pass over the rows of its own. A nil mu packs the rows as they are (the
+// default). Set it before Pack; the tiles of a pack must use its mu.
+func (p *DotPack) SetShift(mu []float32) {
+	if mu != nil && len(mu) != p.d {
+		panic("cpukern: DotPack shift of the wrong length")
+	}
+	p.mu = mu
+}
+
 // Pack packs panels [p0, p1) of the pack's m rows, read from a (row i at
-// a[i·lda:], d values), and reports whether every value it packed is
-// finite (no NaN, no ±Inf). Disjoint panel ranges may be packed
-// concurrently. Only where GEMM reports true; elsewhere it panics.
+// a[i·lda:], d values; less SetShift's mu), and reports whether every
+// value it packed is finite (no NaN, no ±Inf). Disjoint panel ranges may
+// be packed concurrently. Only where GEMM reports true; elsewhere it
+// panics.
 func (p *DotPack) Pack(a []float32, lda, p0, p1 int) (finite bool) {
 	if p0 < 0 || p1 > DotPanels(p.m) || p0 > p1 {
 		panic("cpukern: DotPack panels out of range")
@@ -71,14 +85,22 @@ func (p *DotPack) Pack(a []float32, lda, p0, p1 int) (finite bool) {
 		return true
 	}
 	checkRows(p.m, p.d, len(a), lda, "a")
-	switch C.tl_gemm_pack_a(C.int64_t(p.m), C.int64_t(p.d), (*C.float)(&a[0]), C.int64_t(lda), C.int64_t(p0), C.int64_t(p1),
-		(*C.float)(&p.buf[0])) {
+	switch C.tl_gemm_pack_a(C.int64_t(p.m), C.int64_t(p.d), (*C.float)(&a[0]), C.int64_t(lda), p.shift(), C.int64_t(p0),
+		C.int64_t(p1), (*C.float)(&p.buf[0])) {
 	case 0:
 		return true
 	case 1:
 		return false
 	}
 	panic("cpukern: DotPack without the packed matrix product")
+}
+
+// shift is SetShift's mu for C, or NULL.
+func (p *DotPack) shift() *C.float {
+	if p.mu == nil {
+		return nil
+	}
+	return (*C.float)(&p.mu[0])
 }
 
 // DotScratch is one core's buffer for DotTile32's slice of b.
@@ -106,8 +128,9 @@ func DotScratchLen(cols, d int) int {
 }
 
 // DotTile32 sets out[i·ldo+j] to the dot product of row i of the pack and
-// b[j·ldb:] (the pack's d values) for i < m (at most the pack's rows), j <
-// n (at most the scratch's cols), with s its buffer. With lower ≥ 0 it computes and
+// b[j·ldb:] (the pack's d values, less the pack's SetShift mu, as its
+// rows) for i < m (at most the pack's rows), j < n (at most the scratch's
+// cols), with s its buffer. With lower ≥ 0 it computes and
 // writes only the pairs with j+lower ≥ i, the upper triangle of a
 // symmetric product whose columns start lower rows after its rows, and
 // leaves the rest of out as it was; with lower < 0, every pair. A pair's
@@ -127,7 +150,8 @@ func DotTile32(p *DotPack, m, n int, b []float32, ldb int, s *DotScratch, out []
 	checkRows(n, p.d, len(b), ldb, "b")
 	checkRows(rows, n, len(out), ldo, "out")
 	if C.tl_gemm_tile(C.int64_t(p.m), C.int64_t(rows), C.int64_t(p.d), (*C.float)(&p.buf[0]), (*C.float)(&b[0]),
-		C.int64_t(ldb), C.int64_t(n), (*C.float)(&s.buf[0]), (*C.float)(&out[0]), C.int64_t(ldo), C.int64_t(lower)) != 0 {
+		C.int64_t(ldb), p.shift(), C.int64_t(n), (*C.float)(&s.buf[0]), (*C.float)(&out[0]), C.int64_t(ldo),
+		C.int64_t(lower)) != 0 {
 		panic("cpukern: DotTile32 without the packed matrix product")
 	}
 }

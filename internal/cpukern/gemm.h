@@ -25,18 +25,24 @@ int tl_gemm_ok(void);
 // row stride lda) into ap, laid out for tl_gemm_tile: slice by slice of
 // k, in each the panels one after the other, a panel holding MR values per
 // k (rows past m zero). ap holds ceil(m/MR)·MR·d floats, 64-byte aligned.
-// Returns 0, or 1 when a value packed is NaN or ±Inf (all are packed).
-int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0, int64_t p1, float *ap);
+// Where mu is not NULL (d values) each row is packed less mu, a_ik − mu_k
+// rounded to float32 once, as it is read: the dot products of the rows
+// shifted by mu, with no pass of their own. Returns 0, or 1 when a value
+// packed is NaN or ±Inf (all are packed).
+int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, const float *mu, int64_t p0, int64_t p1,
+                   float *ap);
 
 // tl_gemm_tile computes out[i*ldo + j] = a_i · b_j for i < m, j < n ≤
 // TL_GEMM_NC over d values, from a packed by tl_gemm_pack_a (am rows: its
 // panel stride; m ≤ am) and b's rows (stride ldb), which it packs itself
-// into bp (TL_GEMM_NC·TL_GEMM_KC floats, 64-byte aligned). With lower ≥
-// 0 only the pairs with j + lower ≥ i are computed and written, the rest
-// of out is left as it was; with lower < 0 every pair is. Returns 0, or -1
-// where it does not run.
-int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, int64_t n, float *bp,
-                 float *out, int64_t ldo, int64_t lower);
+// into bp (TL_GEMM_NC·TL_GEMM_KC floats, 64-byte aligned), less mu where
+// mu is not NULL, as tl_gemm_pack_a does (a packed with the same mu gives
+// the dot products of the shifted rows). With lower ≥ 0 only the pairs
+// with j + lower ≥ i are computed and written, the rest of out is left as
+// it was; with lower < 0 every pair is. Returns 0, or -1 where it does not
+// run.
+int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, const float *mu,
+                 int64_t n, float *bp, float *out, int64_t ldo, int64_t lower);
 
 // tl_gemm_mirror copies the pairs of tl_gemm_tile's output strictly above
 // its shifted diagonal (j + lower > i, lower ≥ 0) to their mirror images:

@@ -41,9 +41,11 @@ static inline __attribute__((always_inline)) void tr4(float32x4_t r[4]) {
 }
 
 // pack_panel packs values [k0, k0+kc) of rows [0, w) of x (stride ld)
-// into dst, w values per k: dst[k*w + r] = x[r*ld + k0 + k]; rows at or
-// past rows are zero. w is a multiple of 4.
-static void pack_panel(const float *x, int64_t ld, int64_t rows, int64_t k0, int64_t kc, int w, float *dst) {
+// into dst, w values per k: dst[k*w + r] = x[r*ld + k0 + k], less mu[k0 +
+// k] where mu is not NULL; rows at or past rows are zero. w is a multiple
+// of 4.
+static void pack_panel(const float *x, int64_t ld, const float *mu, int64_t rows, int64_t k0, int64_t kc, int w,
+                       float *dst) {
   for (int r0 = 0; r0 < w; r0 += 4) {
     if (r0 >= rows) {
       for (int64_t k = 0; k < kc; k++) vst1q_f32(dst + k * w + r0, vdupq_n_f32(0));
@@ -55,15 +57,21 @@ static void pack_panel(const float *x, int64_t ld, int64_t rows, int64_t k0, int
     for (; k + 4 <= kc; k += 4) {
       float32x4_t r[4];
       for (int i = 0; i < 4; i++) r[i] = src[i] ? vld1q_f32(src[i] + k) : vdupq_n_f32(0);
+      if (mu) {
+        const float32x4_t s = vld1q_f32(mu + k0 + k);
+        for (int i = 0; i < 4; i++)
+          if (src[i]) r[i] = vsubq_f32(r[i], s);
+      }
       tr4(r);
       for (int t = 0; t < 4; t++) vst1q_f32(dst + (k + t) * w + r0, r[t]);
     }
     for (; k < kc; k++)
-      for (int i = 0; i < 4; i++) dst[k * w + r0 + i] = src[i] ? src[i][k] : 0;
+      for (int i = 0; i < 4; i++) dst[k * w + r0 + i] = src[i] ? (mu ? src[i][k] - mu[k0 + k] : src[i][k]) : 0;
   }
 }
 
-int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0, int64_t p1, float *ap) {
+int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, const float *mu, int64_t p0, int64_t p1,
+                   float *ap) {
   const int64_t am = (m + MR - 1) / MR * MR;
   // The bits of every packed value times zero, or-ed: ±0 for finite
   // values, a NaN (exponent all ones) for NaN and ±Inf.
@@ -72,7 +80,7 @@ int tl_gemm_pack_a(int64_t m, int64_t d, const float *a, int64_t lda, int64_t p0
     const int64_t kc = d - k0 < KC ? d - k0 : KC;
     for (int64_t p = p0; p < p1; p++) {
       float *dst = ap + k0 * am + p * MR * kc;
-      pack_panel(a + p * MR * lda, lda, m - p * MR, k0, kc, MR, dst);
+      pack_panel(a + p * MR * lda, lda, mu, m - p * MR, k0, kc, MR, dst);
       for (int64_t i = 0; i < MR * kc; i += 4)
         seen = vorrq_u32(seen, vreinterpretq_u32_f32(vmulq_n_f32(vld1q_f32(dst + i), 0.0f)));
     }
@@ -149,15 +157,15 @@ static __attribute__((noinline)) void micro_edge(int64_t kc, const float *pa, co
   }
 }
 
-int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, int64_t n, float *bp,
-                 float *out, int64_t ldo, int64_t lower) {
+int tl_gemm_tile(int64_t am, int64_t m, int64_t d, const float *ap, const float *b, int64_t ldb, const float *mu,
+                 int64_t n, float *bp, float *out, int64_t ldo, int64_t lower) {
   if (lower >= 0 && m > n + lower) m = n + lower; // rows past it hold no pair
   if (m <= 0 || n <= 0) return 0;
   am = (am + MR - 1) / MR * MR;
   for (int64_t k0 = 0; k0 < d; k0 += KC) {
     const int64_t kc = d - k0 < KC ? d - k0 : KC;
     const int first = k0 == 0;
-    for (int64_t j = 0; j < n; j += NR) pack_panel(b + j * ldb, ldb, n - j, k0, kc, NR, bp + j * kc);
+    for (int64_t j = 0; j < n; j += NR) pack_panel(b + j * ldb, ldb, mu, n - j, k0, kc, NR, bp + j * kc);
     for (int64_t i = 0; i < m; i += MR) { // a's panel stays in L1, b's in L2
       const float *pa = ap + k0 * am + i * kc;
       const int64_t mr = m - i < MR ? m - i : MR;
@@ -213,9 +221,10 @@ int tl_gemm_nt_f32_neon(int64_t m, int64_t n, int64_t d, const float *a, int64_t
     free(bp);
     return -1;
   }
-  tl_gemm_pack_a(m, d, a, lda, 0, am / MR, ap);
+  tl_gemm_pack_a(m, d, a, lda, NULL, 0, am / MR, ap);
   for (int64_t j = 0; j < n; j += NC)
-    tl_gemm_tile(m, m, d, ap, b + j * ldb, ldb, n - j < NC ? n - j : NC, bp, out + j, ldo, lower < 0 ? -1 : lower + j);
+    tl_gemm_tile(m, m, d, ap, b + j * ldb, ldb, NULL, n - j < NC ? n - j : NC, bp, out + j, ldo,
+                 lower < 0 ? -1 : lower + j);
   free(ap);
   free(bp);
   return 0;

@@ -81,6 +81,78 @@ func TestDotTile(t *testing.T) {
 	}
 }
 
+// TestDotTileShift: with SetShift(mu), DotTile32 gives each pair the
+// value PairDist32 (Dot) gives the rows less mu, each value rounded to
+// float32 once, bit for bit, on the pack's rows and the tile's columns
+// alike (rows of images 1000 + N(0, 1), mu their column means); a pack
+// shifted then reset to nil packs the rows as they are; a NaN in a row is
+// reported through the shift.
+func TestDotTileShift(t *testing.T) {
+	if !GEMM() {
+		t.Skip("no AVX-512: the packed matrix product does not run here")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, sz := range [][4]int{{1, 1, 1, -1}, {15, 33, 7, -1}, {29, 256, 385, -1}, {37, 64, 300, 5}, {17, 255, 769, 0}} {
+		m, n, d, lower := sz[0], sz[1], sz[2], sz[3]
+		lda, ldb := d+3, d+1
+		a, b := normals32(rng, m*lda), normals32(rng, n*ldb)
+		for i := range a {
+			a[i] += 1000
+		}
+		for i := range b {
+			b[i] += 1000
+		}
+		mu := make([]float32, d)
+		for k := range mu {
+			var s float64
+			for i := range n {
+				s += float64(b[i*ldb+k])
+			}
+			mu[k] = float32(s / float64(n))
+		}
+		shift := func(x []float32, rows, ld int) []float32 {
+			y := make([]float32, rows*d)
+			for i := range rows {
+				for k := range d {
+					y[i*d+k] = x[i*ld+k] - mu[k]
+				}
+			}
+			return y
+		}
+		want := make([]float32, m*n)
+		PairDist32(m, n, d, shift(a, m, lda), d, shift(b, n, ldb), d, want, n, Dot)
+		p := NewDotPack(m, d)
+		p.SetRows(m)
+		p.SetShift(mu)
+		if !p.Pack(a, lda, 0, DotPanels(m)) {
+			t.Fatalf("%v: finite rows reported otherwise", sz)
+		}
+		got := make([]float32, m*n)
+		DotTile32(p, m, n, b, ldb, NewDotScratch(n, d), got, n, lower)
+		for i := range m {
+			for j := range n {
+				if (lower < 0 || j+lower >= i) && got[i*n+j] != want[i*n+j] {
+					t.Fatalf("%v: pair (%d, %d) is %v, PairDist32 of the shifted rows gives %v", sz, i, j, got[i*n+j], want[i*n+j])
+				}
+			}
+		}
+		p.SetShift(nil)
+		p.Pack(a, lda, 0, DotPanels(m))
+		DotTile32(p, m, n, b, ldb, NewDotScratch(n, d), got, n, -1)
+		PairDist32(m, n, d, a, lda, b, ldb, want, n, Dot)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%v: after SetShift(nil), element %d is %v, want %v", sz, i, got[i], want[i])
+			}
+		}
+		p.SetShift(mu)
+		a[(m-1)*lda+d-1] = float32(math.NaN())
+		if p.Pack(a, lda, 0, DotPanels(m)) {
+			t.Errorf("%v: a NaN packed with a shift was not reported", sz)
+		}
+	}
+}
+
 // TestMirrorUpper: MirrorUpper32 copies exactly the pairs strictly above
 // the shifted diagonal to their transposes and leaves every other element
 // of t as it was, for tails of the 16×16 blocks and diagonals that cut

@@ -41,8 +41,9 @@ func (t *dotTiles) bytes(b, d int) int64 { return cpukern.DotPackBytes(b, d) }
 // mirror is copied by the core that computed it, at once, while the tile
 // is still in its cache. It returns early, leaving out partly written,
 // once stop reports true. finite reports whether the block's rows, as
-// packed, held no NaN and no ±Inf.
-func (t *dotTiles) run(rows, x []float32, b, nc, d int, out []float32, ldo int, upper bool, mirror int, stop func() bool) (finite bool) {
+// packed, held no NaN and no ±Inf. With mu (d values), the products are
+// of the rows and the images less mu, subtracted as they are packed.
+func (t *dotTiles) run(rows, x []float32, b, nc, d int, mu, out []float32, ldo int, upper bool, mirror int, stop func() bool) (finite bool) {
 	if b <= 0 || nc <= 0 {
 		return true
 	}
@@ -50,6 +51,7 @@ func (t *dotTiles) run(rows, x []float32, b, nc, d int, out []float32, ldo int, 
 		t.pack = cpukern.NewDotPack(b, d)
 	}
 	t.pack.SetRows(b)
+	t.pack.SetShift(mu)
 	panels := cpukern.DotPanels(b)
 	var bad atomic.Bool
 	parallel.Dynamic(panels, 8, func(p0, p1 int) {

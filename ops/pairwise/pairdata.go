@@ -3,11 +3,15 @@ package pairwise
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -62,8 +66,16 @@ type PairData struct {
 	// output's).
 	U8   *cpukern.U8Rows
 	norm []float64 // ‖x_j‖, for cosine
-	sq   []float64 // ‖x_j‖², for l2
-	id   uint64
+	// Float32 l2 on the packed matrix product (see centre): mu is the
+	// images' mean, the shift the product subtracts from every row it
+	// reads, and sq[j] = ‖x_j − mu‖²; both nil elsewhere. stale: the
+	// images were reloaded since they were computed (centring holds
+	// ensureCentred's lock).
+	mu       []float32
+	sq       []float64
+	centring sync.Mutex
+	stale    bool
+	id       uint64
 	// packChecked: the images were not scanned for NaN and ±Inf up front
 	// (NewPairDataPacked); the packed matrix product checks each block's
 	// rows as it packs them, and bad holds the first block's error.
@@ -91,6 +103,8 @@ func NewPairDataU8(x []uint8, n, d int, metric Metric, dtype tensor.Dtype) (*Pai
 
 // NewPairData wraps x (float32 or float64, length n·d) for metric. It
 // rejects NaN and Inf, and for cosine an all-zero image, naming the image.
+// For float32 l2 where the packed matrix product runs (cpukern.GEMM) it
+// also computes the images' mean and their norms about it (centre).
 func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData, error) {
 	if n < 1 || d < 1 || len(x) != n*d {
 		return nil, fmt.Errorf("%w: need N ≥ 1 images of D ≥ 1 values, got N = %d, D = %d, %d values", ErrPairInput, n, d, len(x))
@@ -104,7 +118,13 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 	}
 	switch metric {
 	case MetricL2:
-		p.sq = make([]float64, n)
+		if p.X32 != nil && cpukern.GEMM() {
+			p.mu, p.sq = make([]float32, d), make([]float64, n)
+			if err := p.centre(); err != nil { // the check too
+				return nil, err
+			}
+			return p, nil
+		}
 	case MetricCosine:
 		p.norm = make([]float64, n)
 	}
@@ -112,6 +132,117 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 		return nil, err
 	}
 	return p, nil
+}
+
+// centre sets mu to the mean of all N images and sq[j] to ‖x_j − mu‖²
+// (centredSq), for float32 l2 on the packed matrix product: −‖x_i − x_j‖²
+// is −(sq[i] + sq[j] − 2·(x_i − mu)·(x_j − mu)), every distance unchanged
+// by the common shift, but the products are of values the size of the
+// images' spread about their mean, not of their offset, whose digits
+// float32 would lose in the difference.
+//
+// mu_k is column k's mean, summed in float64 over the images in order
+// (whatever the cores: every process holding the same images, a shard's
+// included, has the same mu, bit for bit), rounded to float32; for a
+// column of whole numbers, to the nearest whole number, so that x − mu is
+// exact: images of whole numbers keep exact sums wherever they had them
+// unshifted, and more often, the shifted values being smaller.
+//
+// It checks the images too: an error names the first NaN or ±Inf.
+func (p *PairData) centre() error {
+	n, d, x := p.N, p.D, p.X32
+	sum := make([]float64, d)
+	whole := make([]bool, d)
+	// Columns in ranges of at least 256 and of 2^18 values, so that small
+	// images take one core rather than wait to wake others.
+	parallel.For(d, max(256, (1<<18)/n), func(lo, hi int) {
+		s := sum[lo:hi]
+		frac := make([]uint64, hi-lo) // 0 while the column's values are whole
+		some := true                  // some column may still be whole
+		for i := range n {
+			row := x[i*d+lo : i*d+hi]
+			s := s[:len(row)]
+			if !some { // most often from the second image on, for fractions
+				for k, v := range row {
+					s[k] += float64(v)
+				}
+				continue
+			}
+			frac := frac[:len(row)]
+			for k, v := range row {
+				f := float64(v)
+				s[k] += f
+				frac[k] |= math.Float64bits(f + roundMagic - roundMagic - f)
+			}
+			if i%8 == 0 {
+				some = slices.Contains(frac, 0)
+			}
+		}
+		for k, f := range frac {
+			whole[lo+k] = f == 0
+		}
+	})
+	for k, s := range sum {
+		if math.IsNaN(s) || math.IsInf(s, 0) { // a NaN or ±Inf in column k
+			if err := scan(p, x, 0); err != nil {
+				return err
+			}
+		}
+		mean := s / float64(n)
+		if whole[k] {
+			mean = math.Round(mean)
+		}
+		p.mu[k] = float32(mean)
+	}
+	parallel.For(n, max(64, (1<<18)/d), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			p.sq[i] = centredSq(x[i*d:(i+1)*d], p.mu)
+		}
+	})
+	p.stale = false
+	return nil
+}
+
+// roundMagic, added to and taken from a float64 below 2^51 in size,
+// rounds it to a whole number: f is whole where that leaves it as it was
+// (values above 2^51, all whole, may be taken for fractions: their mean is
+// then not rounded, at no cost to accuracy).
+const roundMagic = 0x1.8p52
+
+// centredSq is ‖row − mu‖², each value row_k − mu_k rounded to float32 as
+// the packed matrix product packs it (cpukern.DotPack.SetShift), squared
+// and summed in float64, in four sums (k mod 4) added at the end.
+func centredSq(row, mu []float32) float64 {
+	var s0, s1, s2, s3 float64
+	mu = mu[:len(row)]
+	k := 0
+	for ; k+4 <= len(row); k += 4 {
+		c0, c1 := float64(row[k]-mu[k]), float64(row[k+1]-mu[k+1])
+		c2, c3 := float64(row[k+2]-mu[k+2]), float64(row[k+3]-mu[k+3])
+		s0 += c0 * c0
+		s1 += c1 * c1
+		s2 += c2 * c2
+		s3 += c3 * c3
+	}
+	for ; k < len(row); k++ {
+		c := float64(row[k] - mu[k])
+		s0 += c * c
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// ensureCentred recomputes mu and sq where the images were reloaded since
+// (ReloadRows leaves that to the first block after it, so that a caller
+// replacing the images in parts pays once).
+func (p *PairData) ensureCentred() {
+	if p.mu == nil {
+		return
+	}
+	p.centring.Lock()
+	defer p.centring.Unlock()
+	if p.stale {
+		p.centre() // checked as they were reloaded: no error
+	}
 }
 
 // NewPairDataPacked wraps float32 images x (length n·d) for dot products
@@ -159,7 +290,7 @@ func (p *PairData) packedNonFinite(lo, m int) {
 
 // Bytes is the process memory the images take (none for mapped images).
 func (p *PairData) Bytes() int64 {
-	b := int64(8*len(p.norm) + 8*len(p.sq))
+	b := int64(8*len(p.norm) + 8*len(p.sq) + 4*len(p.mu))
 	if !p.Mapped {
 		b += int64(4*len(p.X32) + 8*len(p.X64))
 	}

@@ -79,7 +79,7 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	}
 	if op.matrix != nil { // the rows lo… from the diagonal on, and their mirror images
 		d := op.Data
-		if !op.tiles.run(d.X32[lo*d.D:], d.X32[c0*d.D:], m, d.N-c0, d.D, op.matrix[c0*d.N+c0:], d.N, true, d.N-c0, op.Stopped) && d.packChecked {
+		if !op.tiles.run(d.X32[lo*d.D:], d.X32[c0*d.D:], m, d.N-c0, d.D, nil, op.matrix[c0*d.N+c0:], d.N, true, d.N-c0, op.Stopped) && d.packChecked {
 			d.packedNonFinite(lo, m)
 		}
 		if op.Stopped() {
@@ -91,14 +91,20 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	// With the rows read from the images, an upper block is the images
 	// c0, c0+1, …: symmetric about its diagonal.
 	upper := op.Upper && rows == nil
+	// With the rows read from the images, row r is image lo+r, its own
+	// column lo+r; from a rows input, none is known.
+	self := -1
+	if rows == nil {
+		self = lo
+	}
 	switch d.Dtype {
 	case tensor.Float32:
-		if !pairBlock(op, c0, m, upper, blockRows(rows, d.X32, lo, m, d.D), d.X32, out.Data().([]float32), cpukern.PairDist32) &&
+		if !pairBlock(op, c0, m, upper, self, blockRows(rows, d.X32, lo, m, d.D), d.X32, out.Data().([]float32), cpukern.PairDist32) &&
 			d.packChecked && rows == nil {
 			d.packedNonFinite(lo, m)
 		}
 	case tensor.Float64:
-		pairBlock(op, c0, m, upper, blockRows(rows, d.X64, lo, m, d.D), d.X64, out.Data().([]float64), cpukern.PairDist64)
+		pairBlock(op, c0, m, upper, self, blockRows(rows, d.X64, lo, m, d.D), d.X64, out.Data().([]float64), cpukern.PairDist64)
 	}
 	return op.finish()
 }
@@ -115,9 +121,11 @@ func invNorm[T float32 | float64](row []T) float64 {
 // pairBlock fills columns [c0, N) of the block's first b rows. With
 // upper, the rows are images c0, c0+1, … (the upper block of a symmetric
 // matrix), and a pair below the diagonal, (c0+r, c0+j) with j < r, is
-// (c0+j, c0+r) of an earlier row of the block. finite is false where the
-// packed matrix product found a NaN or ±Inf among the rows it packed.
-func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x, out []T,
+// (c0+j, c0+r) of an earlier row of the block. self ≥ 0 says the rows
+// are images self, self+1, … (read from the data); −1, rows given. finite
+// is false where the packed matrix product found a NaN or ±Inf among the
+// rows it packed.
+func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self int, rows, x, out []T,
 	kernel func(m, n, d int, a []T, lda int, b []T, ldb int, out []T, ldo int, k cpukern.Kernel)) (finite bool) {
 	n, dd := op.Data.N, op.Data.D
 	nc := n - c0
@@ -132,12 +140,19 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 	cosine := op.Metric == MetricCosine
 	norm := op.Data.norm
 	// Float32 l2 on the packed matrix product, as FAISS and BLAS-based
-	// tools do: −(‖x_i‖² + ‖x_j‖² − 2·x_i·x_j), the norms in float64.
+	// tools do, −(‖x_i‖² + ‖x_j‖² − 2·x_i·x_j) with the norms in float64,
+	// but of the images less their mean mu (PairData.centre), subtracted
+	// as the product packs them: the distances are the same, and the
+	// products no longer carry the images' common offset, whose digits
+	// the difference would lose.
 	var zero T
 	_, f32 := any(zero).(float32)
-	l2 := k == cpukern.L2 && f32 && cpukern.GEMM() && op.Data.sq != nil
+	l2 := k == cpukern.L2 && f32 && cpukern.GEMM() && op.Data.mu != nil
+	var mu []float32
 	if l2 {
 		k = cpukern.Dot
+		op.Data.ensureCentred()
+		mu = op.Data.mu
 	}
 	chunk := rowChunk
 	if k == cpukern.Dot {
@@ -150,7 +165,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 		// and the pairs below the diagonal within the block copied from
 		// their mirror images as each tile is done.
 		r32, x32, o32 := any(rows).([]float32), any(x).([]float32), any(out).([]float32)
-		finite = op.tiles.run(r32, x32, b, nc, dd, o32[c0:], n, upper, min(b, nc), op.Stopped)
+		finite = op.tiles.run(r32, x32, b, nc, dd, mu, o32[c0:], n, upper, min(b, nc), op.Stopped)
 	}
 	if gemm && !l2 && !cosine {
 		return finite // the matrix product did it all
@@ -162,15 +177,26 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, rows, x
 			})
 		}
 		if l2 {
+			// Clamped at 0 (a squared distance, rounded), and the
+			// image's own column exactly 0, +0 as the direct kernels
+			// give it.
 			sq := op.Data.sq[c0:]
+			r32 := any(rows).([]float32)
 			for i := lo; i < hi; i++ {
 				var si float64
-				for _, v := range rows[i*dd : (i+1)*dd] {
-					si += float64(v) * float64(v)
+				diag := -1
+				if self >= 0 {
+					si, diag = op.Data.sq[self+i], self+i-c0
+				} else {
+					si = centredSq(r32[i*dd:(i+1)*dd], mu)
 				}
 				o := out[i*n+c0 : (i+1)*n]
 				for j := range o {
-					o[j] = T(-(si + sq[j] - 2*float64(o[j])))
+					if v := si + sq[j] - 2*float64(o[j]); v > 0 && j != diag {
+						o[j] = T(-v)
+					} else {
+						o[j] = 0
+					}
 				}
 			}
 			return

@@ -7,9 +7,11 @@ import (
 
 // Reload replaces the images with x, of the same dtype and N·D values,
 // copied into the buffers p already holds, and recomputes the norms its
-// metric keeps, allocating nothing. It refuses NaN and Inf, and for cosine
-// an all-zero image, as NewPairData does. Only for images in process
-// memory on the CPU (not 8-bit, not mapped, not uploaded to a GPU).
+// metric keeps (for float32 l2 on the packed matrix product, the images'
+// mean and the norms about it, at the first block computed after it),
+// allocating nothing. It refuses NaN and Inf, and for cosine an all-zero
+// image, as NewPairData does. Only for images in process memory on the
+// CPU (not 8-bit, not mapped, not uploaded to a GPU).
 func (p *PairData) Reload(x any) error {
 	if n := SliceLen(x); n != p.N*p.D {
 		return fmt.Errorf("%w: %d values, the images are %d %v values", ErrPairInput, n, p.N*p.D, p.Dtype)
@@ -60,15 +62,20 @@ func reload[T float32 | float64](p *PairData, src, dst []T, lo int) error {
 	}
 	copy(dst[lo*p.D:], src)
 	p.version++
+	if p.mu != nil {
+		p.centring.Lock()
+		p.stale = true
+		p.centring.Unlock()
+	}
 	return nil
 }
 
 // scan checks images src, images lo, lo+1, … of p, for NaN and ±Inf (and
 // for cosine, an image of zeros), naming the first such image, and sets the
-// norms p's metric keeps.
+// norms cosine keeps (l2's are centre's).
 func scan[T float32 | float64](p *PairData, src []T, lo int) error {
 	d := p.D
-	if p.norm == nil && p.sq == nil { // no norms to keep: only the check
+	if p.norm == nil { // no norms to keep: only the check
 		if i := firstNonFinite(src); i >= 0 {
 			return fmt.Errorf("%w: image %d, value %d is %g", ErrPairInput, lo+i/d, i%d, float64(src[i]))
 		}
@@ -83,15 +90,10 @@ func scan[T float32 | float64](p *PairData, src []T, lo int) error {
 				}
 				ss += f * f
 			}
-			if p.norm != nil && ss == 0 {
+			if ss == 0 {
 				return fmt.Errorf("%w: image %d is all zeros: its cosine affinity is undefined", ErrPairInput, i)
 			}
-			if p.sq != nil {
-				p.sq[i] = ss
-			}
-			if p.norm != nil {
-				p.norm[i] = math.Sqrt(ss)
-			}
+			p.norm[i] = math.Sqrt(ss)
 		}
 	}
 	return nil

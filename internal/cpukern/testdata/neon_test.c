@@ -71,26 +71,45 @@ static double dot64(const float *x, const float *y, int64_t d) {
   return s;
 }
 
+// shifted is x's m rows (stride ld, d values) less mu, each value rounded
+// to float32 once, in rows of d: what the packing reads with mu.
+static float *shifted(const float *x, int64_t m, int64_t ld, int64_t d, const float *mu) {
+  float *y = malloc(sizeof(float) * (m * d > 0 ? m * d : 1));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t k = 0; k < d; k++) y[i * d + k] = mu ? x[i * ld + k] - mu[k] : x[i * ld + k];
+  return y;
+}
+
 // test_gemm_tile: tl_gemm_tile on a pack filled in two calls gives every
 // pair on or above the shifted diagonal dot_ref's value bit for bit, and
 // writes nothing else (sentinels around and below); with tails in the
-// rows, the columns and the k slices, and diagonals that cut tiles.
-static void test_gemm_tile(void) {
+// rows, the columns and the k slices, and diagonals that cut tiles. With
+// shift, a and b are packed less a vector mu near their values (an offset
+// of 100 on values in [−1, 1)): the pairs are dot_ref's of the rows less
+// mu.
+static void test_gemm_tile(int shift) {
   static const int64_t sz[][4] = {{1, 1, 1, -1},    {15, 33, 7, -1},   {29, 256, 385, -1}, {70, 31, 1000, -1},
                                   {8, 12, 384, -1}, {29, 45, 777, 0},  {37, 64, 300, 5},   {101, 200, 400, 33},
                                   {9, 20, 385, 100}, {64, 64, 64, 0}, {3, TL_GEMM_NC, 17, 0}, {17, TL_GEMM_NC - 1, 769, 7}};
   for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++) {
     const int64_t m = sz[s][0], n = sz[s][1], d = sz[s][2], lower = sz[s][3];
     const int64_t lda = d + 3, ldb = d + 1, ldo = n + 5, am = (m + 7 + TL_GEMM_MR - 1) / TL_GEMM_MR * TL_GEMM_MR; // room for more rows
-    float *a = randf(m * lda), *b = randf(n * ldb);
+    float *a = randf(m * lda), *b = randf(n * ldb), *mu = NULL;
+    if (shift) {
+      for (int64_t i = 0; i < m * lda; i++) a[i] += 100;
+      for (int64_t i = 0; i < n * ldb; i++) b[i] += 100;
+      mu = randf(d);
+      for (int64_t k = 0; k < d; k++) mu[k] = 100 + mu[k] / 8;
+    }
+    float *as = shifted(a, m, lda, d, mu), *bs = shifted(b, n, ldb, d, mu);
     float *ap = aligned(am * d), *bp = aligned((TL_GEMM_NC + TL_GEMM_NR - 1) / TL_GEMM_NR * TL_GEMM_NR * TL_GEMM_KC);
     float *out = malloc(sizeof(float) * (m * ldo + 5));
     const float sentinel = 12345;
     for (int64_t i = 0; i < m * ldo + 5; i++) out[i] = sentinel;
     const int64_t panels = (m + TL_GEMM_MR - 1) / TL_GEMM_MR;
-    CHECK(tl_gemm_pack_a(m, d, a, lda, 0, 1, ap) == 0, "pack_a failed");
-    CHECK(tl_gemm_pack_a(m, d, a, lda, 1, panels, ap) == 0, "pack_a failed");
-    CHECK(tl_gemm_tile(m, m, d, ap, b, ldb, n, bp, out, ldo, lower) == 0, "tile failed");
+    CHECK(tl_gemm_pack_a(m, d, a, lda, mu, 0, 1, ap) == 0, "pack_a failed");
+    CHECK(tl_gemm_pack_a(m, d, a, lda, mu, 1, panels, ap) == 0, "pack_a failed");
+    CHECK(tl_gemm_tile(m, m, d, ap, b, ldb, mu, n, bp, out, ldo, lower) == 0, "tile failed");
     double e2 = 0, w2 = 0;
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < ldo; j++) {
@@ -100,16 +119,17 @@ static void test_gemm_tile(void) {
                 (long long)n, (long long)d, (long long)lower, (long long)i, (long long)j, g);
           continue;
         }
-        const float want = dot_ref(a + i * lda, b + j * ldb, d);
-        CHECK(memcmp(&g, &want, 4) == 0, "tile %lld×%lld×%lld lower %lld: pair (%lld, %lld) is %.9g, want %.9g",
-              (long long)m, (long long)n, (long long)d, (long long)lower, (long long)i, (long long)j, g, want);
-        const double r = dot64(a + i * lda, b + j * ldb, d);
+        const float want = dot_ref(as + i * d, bs + j * d, d);
+        CHECK(memcmp(&g, &want, 4) == 0,
+              "tile %lld×%lld×%lld lower %lld shift %d: pair (%lld, %lld) is %.9g, want %.9g", (long long)m,
+              (long long)n, (long long)d, (long long)lower, shift, (long long)i, (long long)j, g, want);
+        const double r = dot64(as + i * d, bs + j * d, d);
         e2 += (g - r) * (g - r), w2 += r * r;
       }
     CHECK(sqrt(e2 / w2) < 1e-6, "tile %lld×%lld×%lld: relative error %g against float64", (long long)m, (long long)n,
           (long long)d, sqrt(e2 / w2));
     CHECK(out[m * ldo] == sentinel, "guard after the last row written");
-    free(a), free(b), free(ap), free(bp), free(out);
+    free(a), free(b), free(mu), free(as), free(bs), free(ap), free(bp), free(out);
   }
 }
 
@@ -391,7 +411,8 @@ int main(void) {
     return 1;
 #endif
   } else {
-    test_gemm_tile();
+    test_gemm_tile(0);
+    test_gemm_tile(1);
     test_gemm_nt();
     test_gemm_mirror();
     tl_fma_loop(1000);
