@@ -102,27 +102,21 @@ func BenchmarkAffinityL1VsSciPy(b *testing.B) { benchmarkVsPeer(b, 1000, 10_000,
 
 // BenchmarkAffinityL1 is l1 at N = 4096, D = 10,000, reporting N²·D per
 // second (each pair is computed once, so the kernel itself does half).
-func BenchmarkAffinityL1(b *testing.B) {
-	const n, d = 4096, 10_000
-	x := randomImages(n, d)
-	var total time.Duration
-	for b.Loop() {
-		_, t := affinityRun(b, x, n, d, pairwise.MetricL1)
-		total += t
-	}
-	b.ReportMetric(float64(n)*n*d*float64(b.N)/total.Seconds(), "pair-dims/s")
-}
+func BenchmarkAffinityL1(b *testing.B) { benchmarkAffinityRate(b, 4096, 10_000, pairwise.MetricL1) }
 
 // BenchmarkAffinityL2 is l2 at N = 4096, D = 4096, the whole symmetric
 // matrix in float32, reporting N²·D per second (each pair is computed
 // once, so the kernel itself does half).
-func BenchmarkAffinityL2(b *testing.B) {
-	const n, d = 4096, 4096
+func BenchmarkAffinityL2(b *testing.B) { benchmarkAffinityRate(b, 4096, 4096, pairwise.MetricL2) }
+
+// benchmarkAffinityRate runs metric over n random images of d values and
+// reports N²·D per second.
+func benchmarkAffinityRate(b *testing.B, n, d int, metric pairwise.Metric) {
 	x := randomImages(n, d)
 	var total time.Duration
 	for b.Loop() {
-		_, t := affinityRun(b, x, n, d, pairwise.MetricL2)
+		_, t := affinityRun(b, x, n, d, metric)
 		total += t
 	}
-	b.ReportMetric(float64(n)*n*d*float64(b.N)/total.Seconds(), "pair-dims/s")
+	b.ReportMetric(float64(n)*float64(n)*float64(d)*float64(b.N)/total.Seconds(), "pair-dims/s")
 }
