@@ -256,6 +256,9 @@ func copyLines(w io.Writer, o shard.RangeShard) error {
 		if err == bufio.ErrBufferFull {
 			return fmt.Errorf("%w: %s: line %d of rows.csv is too long: the shard is corrupt", shard.ErrShards, o.Path, k+1)
 		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%w: %s: rows.csv: damaged (%v)", shard.ErrShards, o.Path, err)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %s: rows.csv holds %d lines, want %d: the shard is corrupt", shard.ErrShards, o.Path, k, want)
 		}
@@ -266,8 +269,11 @@ func copyLines(w io.Writer, o shard.RangeShard) error {
 			return err
 		}
 	}
-	if _, err := br.ReadByte(); err != io.EOF {
+	switch _, err := br.ReadByte(); {
+	case err == nil:
 		return fmt.Errorf("%w: %s: rows.csv holds more than %d lines: the shard is corrupt", shard.ErrShards, o.Path, want)
+	case err != io.EOF:
+		return fmt.Errorf("%w: %s: rows.csv: damaged (%v)", shard.ErrShards, o.Path, err)
 	}
 	return nil
 }

@@ -85,6 +85,42 @@ func TestWaveletShardsMergeBitForBit(t *testing.T) {
 		mergeRefuses(t, "foreign volume", p("foreign.csv"), "different run", shards[0], foreign[1], shards[2])
 		mergeRefuses(t, "other kernel scale", p("scale.csv"), "different run", shards[0], shards[1], scale[2])
 		mergeRefuses(t, "duplicate", p("dup.csv"), "same combinations", shards[0], shards[1], shards[1], shards[2])
+		mergeRefuses(t, "damaged", p("damaged.csv"), "rows.csv: damaged (zip: checksum error)", shards[0], damagedRowsCopy(t, shards[1]), shards[2])
+	}
+}
+
+// damagedRowsCopy is a copy of wavelet shard file path with one digit of
+// its rows.csv changed into another digit, as a disk or a transfer might:
+// still a well-formed CSV of the same lines, so only the member's checksum
+// can tell.
+func damagedRowsCopy(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for at := 0; ; at++ {
+		i := bytes.Index(b[at:], []byte("PK\x03\x04"))
+		if i < 0 {
+			t.Fatalf("%s: no rows.csv member", path)
+		}
+		at += i
+		name := int(b[at+26]) | int(b[at+27])<<8 // little-endian, as zip writes
+		extra := int(b[at+28]) | int(b[at+29])<<8
+		if string(b[at+30:at+30+name]) != "rows.csv" {
+			continue
+		}
+		for k := at + 30 + name + extra; k < len(b); k++ {
+			if b[k] >= '0' && b[k] <= '8' {
+				b[k] ^= 1 // '0' ↔ '1', … '8' → '9'
+				bad := path + ".damaged.npz"
+				if err := os.WriteFile(bad, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return bad
+			}
+		}
+		t.Fatalf("%s: no digit in rows.csv", path)
 	}
 }
 
