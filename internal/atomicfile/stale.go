@@ -181,7 +181,7 @@ func removeIfDead(path string, pid int) {
 	if errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK) {
 		return // its writer lives
 	}
-	if gone(pid) {
+	if Gone(pid) {
 		os.Remove(path)
 	}
 }
@@ -189,9 +189,7 @@ func removeIfDead(path string, pid int) {
 // Gone reports whether process pid of this host has ended: it does not
 // exist, or it is a zombie (ended, not yet reaped by its parent; Linux's
 // /proc tells).
-func Gone(pid int) bool { return gone(pid) }
-
-func gone(pid int) bool {
+func Gone(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
 	}
