@@ -66,13 +66,32 @@ a note gives tapeloop's phases (--verbose) of its median run. Every row
 gives the 1-minute load average sampled before each of its runs: the
 machine's load during it.
 
+Three comparisons set tapeloop against itself, each as two rows, whole
+process (wall, start to exit) and work alone (the run's --report), the
+paths alternating and each writing its own output over its earlier one;
+the peer's columns hold the reference path, so the ratio is its time
+over the faster path's:
+
+- process-u8: exact dot products of uint8 images, N = 6,000 of D = 4,096,
+  with --dtype int32 and with --dtype float64, against the float32 path
+  on the same images stored as float32. The exact outputs are checked
+  value for value against NumPy's float64 x @ x.T (exact: every sum is an
+  integer under 2⁵³).
+- wavelet-columns-wrap, wavelet-columns-reflect: a 200³ random volume
+  (the built-in one), 24 combinations, one per batch, with --columns
+  energy,std against every statistic; the work alone is the median batch,
+  the steady cost of a combination. With wrap, energy and std come from
+  the spectrum (Parseval's theorem) with no inverse transform; with
+  reflect they need the response cropped from a larger transform, so only
+  the maximum's comparisons are saved.
+
 Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FILE]
 [--baseline OTHER_TAPELOOP].
 `make compare` runs it (after `make compare-deps` installs the peers);
 --quick uses small sizes (a smoke test); --only runs some rows (interp,
 affinity-dot, affinity-dot-8000, process-dot-8000, process-dot-10000,
-affinity-l1, topk-dot, topk-l2, drr-siddon, drr-trilinear, drr-numpy,
-wavelet). A row whose peer is not installed is skipped with a
+process-u8, affinity-l1, topk-dot, topk-l2, drr-siddon, drr-trilinear,
+drr-numpy, wavelet, wavelet-columns-wrap, wavelet-columns-reflect). A row whose peer is not installed is skipped with a
 note. --baseline runs another build of tapeloop (an earlier commit's, say)
 on every row too, interleaved with this one and the peer, and adds a
 column: its times and its time over this build's (above 1: this build is
@@ -371,12 +390,96 @@ def wavelet(ctx):
                 peer="SciPy fftconvolve", unit="s/combination", **numeric(f"{d}/t.csv", f"{d}/p.csv"))
 
 
+def paths(ctx, runs, unit, per=1, steady=False):
+    """tapeloop against itself: the commands in runs (name → arguments; the
+    first is the reference path) alternately, ctx.reps times each, every run
+    a whole process timed start to exit (wall), with --report for the work
+    alone (its total seconds; with steady, the median batch: the steady cost
+    of one unit). Each command writes its own output, replacing its earlier
+    one after one untimed run of each. Returns per name the wall and work
+    seconds per unit (over per units), the peak RSS and the loads."""
+    res = {k: dict(wall=[], work=[], rss=0) for k in runs}
+    loads = []
+    for args in runs.values():
+        wall([ctx.tl, *args, "-q"])
+    for i in range(ctx.reps):
+        order = list(runs) if i % 2 == 0 else list(runs)[::-1]  # who goes first alternates
+        for k in order:
+            loads.append(load())
+            s, rss, _ = wall([ctx.tl, *runs[k], "--report", f"{ctx.d}/r.json", "-q"])
+            with open(f"{ctx.d}/r.json") as f:
+                rep = json.load(f)
+            work = statistics.median(it["seconds"] for it in rep["iterations"]) if steady else rep["total_seconds"] / per
+            res[k]["wall"].append(s / per)
+            res[k]["work"].append(work)
+            res[k]["rss"] = max(res[k]["rss"], rss)
+    return res, loads
+
+
+def own_rows(res, loads, ref, fast, base, config, agreement, ok, unit, work_unit):
+    """Two table rows, whole process and work alone, of path fast against
+    the reference path ref (in the peer's columns): the ratio is the
+    reference's time over fast's."""
+    row = dict(base, config=config, peer_rss=res[ref]["rss"], tl_rss=res[fast]["rss"], loads=loads,
+               agreement=agreement, ok=ok)
+    whole = dict(row, workload=base["workload"] + ", whole process", peer_s=res[ref]["wall"],
+                 tl_s=res[fast]["wall"], unit=unit)
+    alone = dict(row, workload=base["workload"] + ", work alone", peer_s=res[ref]["work"],
+                 tl_s=res[fast]["work"], unit=work_unit)
+    return [whole, alone]
+
+
+def process_u8(ctx):
+    """Exact dot products of uint8 images (--dtype int32, and float64)
+    against the float32 path on the same images stored as float32, each a
+    whole `tapeloop affinity` process; see the module's comment."""
+    d = ctx.d
+    n, h, w = (6000, 64, 64) if not ctx.quick else (300, 16, 16)
+    helper("gen-images-u8", d, n, h, w)
+    common = ["affinity", "--metric", "dot"]
+    runs = {"float32": [*common, "--images", f"{d}/u8f.npy", "--out", f"{d}/a-f32.npy"],
+            "int32": [*common, "--images", f"{d}/u8.npy", "--dtype", "int32", "--out", f"{d}/a-i32.npy"],
+            "float64": [*common, "--images", f"{d}/u8.npy", "--dtype", "float64", "--out", f"{d}/a-f64.npy"]}
+    res, loads = paths(ctx, runs, "s/process")
+    exact = helper("u8-exact", f"{d}/u8.npy", f"{d}/a-i32.npy", f"{d}/a-f64.npy", f"{d}/a-f32.npy")
+    agree = (f"int32 and float64: {exact['differ']:,} of 2 × {n * n:,} values differ from NumPy's "
+             f"float64 x @ x.T; float32 path max rel. diff {exact['f32']:.1e}")
+    size = f"N={n:,} D={h * w:,} uint8"
+    rows = []
+    for fast in ("int32", "float64"):
+        base = dict(workload=f"affinity (dot) uint8, --dtype {fast} (exact)", size=size,
+                    peer="tapeloop, the same images as float32 (float32 output)", base_s=[])
+        rows += own_rows(res, loads, "float32", fast, base, "tapeloop --dtype float32", agree,
+                         exact["differ"] == 0, "s/process", "s/matrix")
+    return rows
+
+
+def wavelet_columns(ctx, boundary):
+    """--columns energy,std against every statistic, a whole `tapeloop
+    wavelet` process each, one combination per batch (the work alone: the
+    median batch, the steady cost of a combination)."""
+    d = ctx.d
+    n, th, ph, xi = (200, "0.2:pi:4", "0.3,1.1", "1,2,4") if not ctx.quick else (24, "0.2:pi:2", "0.3", "1,2")
+    combos = helper("count", th, ph, xi)
+    grid = ["wavelet", "--size", f"{n}x{n}x{n}", "--theta", th, "--phi", ph, "--xi", xi,
+            "--boundary", boundary, "--batch", "1"]
+    runs = {"all": [*grid, "--out", f"{d}/wa.csv"],
+            "energy,std": [*grid, "--columns", "energy,std", "--out", f"{d}/we.csv"]}
+    res, loads = paths(ctx, runs, "s/combination", per=combos, steady=True)
+    diff = helper("columns", f"{d}/wa.csv", f"{d}/we.csv")
+    base = dict(workload=f"wavelet ({boundary}), --columns energy,std", size=f"{n}³ random, {combos} combinations",
+                peer="tapeloop, every statistic", base_s=[])
+    return own_rows(res, loads, "all", "energy,std", base, "tapeloop, default --columns",
+                    f"energy, std max rel. diff {diff:.1e}", diff <= 1e-6, "s/combination", "s/combination")
+
+
 ROWS = [
     ("interp", interp),
     ("affinity-dot", lambda c: affinity(c, "dot")),
     ("affinity-dot-8000", lambda c: affinity(c, "dot", 8000)),
     ("process-dot-8000", lambda c: process(c, 8000)),
     ("process-dot-10000", lambda c: process(c, 10_000)),
+    ("process-u8", process_u8),
     ("affinity-l1", lambda c: affinity(c, "l1")),
     ("topk-dot", lambda c: topk(c, "dot")),
     ("topk-l2", lambda c: topk(c, "l2")),
@@ -384,6 +487,8 @@ ROWS = [
     ("drr-trilinear", lambda c: drr_plastimatch(c, "trilinear")),
     ("drr-numpy", drr_numpy),
     ("wavelet", wavelet),
+    ("wavelet-columns-wrap", lambda c: wavelet_columns(c, "wrap")),
+    ("wavelet-columns-reflect", lambda c: wavelet_columns(c, "reflect")),
 ]
 
 
@@ -460,18 +565,19 @@ def main():
             if key not in only:
                 continue
             try:
-                r = job(ctx)
+                got = job(ctx)
             except Skip as e:
                 notes.append(f"{key} skipped: {e}")
                 print(f"  {notes[-1]}", file=sys.stderr)
                 continue
-            rows.append(r)
-            c = cells(r)
-            print(f"  {r['workload']} {r['size']}: peer {c[4]}, tapeloop {c[5]}, ratio {c[6]}; {c[9]}; load {c[10]}"
-                  + (f"; baseline {c[11]}" if len(c) > 11 else ""), file=sys.stderr)
-            if r.get("note"):
-                notes.append(r["note"])
-                print(f"  {r['note']}", file=sys.stderr)
+            for r in got if isinstance(got, list) else [got]:
+                rows.append(r)
+                c = cells(r)
+                print(f"  {r['workload']} {r['size']}: peer {c[4]}, tapeloop {c[5]}, ratio {c[6]}; {c[9]}; load {c[10]}"
+                      + (f"; baseline {c[11]}" if len(c) > 11 else ""), file=sys.stderr)
+                if r.get("note"):
+                    notes.append(r["note"])
+                    print(f"  {r['note']}", file=sys.stderr)
         took = time.perf_counter() - t0
         machine = machine_line(ctx, took)
     lines = [cells(r) for r in rows]
@@ -514,6 +620,30 @@ def diff_files(t, p):
         a, b = load(t), load(p)
         return max(rel_diff(a[:, i], b[:, i]) for i in range(a.shape[1]))
     return rel_diff(np.load(t), np.load(p))
+
+
+def u8_exact(images, i32, f64, f32):
+    """How many of the exact outputs' values differ from NumPy's float64
+    product of the uint8 images (exact: every sum is an integer under
+    2⁵³), and the float32 path's largest relative difference from it."""
+    x = np.load(images)
+    x = x.reshape(len(x), -1).astype(np.float64)
+    want = x @ x.T
+    a, b = np.load(i32), np.load(f64)
+    if a.dtype != np.int32 or b.dtype != np.float64:
+        sys.exit(f"compare: exact outputs are {a.dtype} and {b.dtype}, not int32 and float64")
+    differ = int(np.count_nonzero(a != want)) + int(np.count_nonzero(b != want))
+    return {"differ": differ, "f32": rel_diff(np.load(f32), want)}
+
+
+def columns_diff(every, some):
+    """Largest relative difference of the energy and std columns of two
+    wavelet CSVs of the same combinations, one with every statistic."""
+    a = np.genfromtxt(every, delimiter=",", names=True)
+    b = np.genfromtxt(some, delimiter=",", names=True)
+    if b.dtype.names != ("theta", "phi", "xi", "energy", "std"):
+        sys.exit(f"compare: --columns energy,std wrote {b.dtype.names}")
+    return max(rel_diff(b[c], a[c]) for c in ("energy", "std"))
 
 
 def smooth_volume(n, seed):
@@ -604,6 +734,15 @@ def run_helper(name, args):
         else:
             x = rng.standard_normal((n, h, w), dtype=np.float32)
         np.save(f"{d}/{args[1]}", x)
+    elif name == "gen-images-u8":
+        n, h, w = map(int, args[1:4])
+        x = np.random.default_rng(13).integers(0, 256, (n, h, w), dtype=np.uint8)
+        np.save(f"{d}/u8.npy", x)
+        np.save(f"{d}/u8f.npy", x.astype(np.float32))
+    elif name == "u8-exact":
+        print(json.dumps(u8_exact(*args)))
+    elif name == "columns":
+        print(json.dumps(columns_diff(*args)))
     elif name == "gen-volume":
         n = int(args[1])
         v = smooth_volume(n, 14)

@@ -74,3 +74,18 @@ func BenchmarkWaveletCombination(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckVolume times the finite check of a 200³ volume.
+func BenchmarkCheckVolume(b *testing.B) {
+	n := [3]int{200, 200, 200}
+	v := make([]float32, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = float32(i%1000) - 500
+	}
+	b.SetBytes(int64(4 * len(v)))
+	for b.Loop() {
+		if err := checkVolume(v, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
