@@ -78,7 +78,7 @@ over the faster path's:
   value for value against NumPy's float64 x @ x.T (exact: every sum is an
   integer under 2⁵³).
 - wavelet-columns-wrap, wavelet-columns-reflect: a 200³ random volume
-  (the built-in one), 24 combinations, one per batch, with --columns
+  (an .npy file), 24 combinations, one per batch, with --columns
   energy,std against every statistic; the work alone is the median batch,
   the steady cost of a combination. With wrap, energy and std come from
   the spectrum (Parseval's theorem) with no inverse transform; with
@@ -461,13 +461,16 @@ def wavelet_columns(ctx, boundary):
     d = ctx.d
     n, th, ph, xi = (200, "0.2:pi:4", "0.3,1.1", "1,2,4") if not ctx.quick else (24, "0.2:pi:2", "0.3", "1,2")
     combos = helper("count", th, ph, xi)
-    grid = ["wavelet", "--size", f"{n}x{n}x{n}", "--theta", th, "--phi", ph, "--xi", xi,
+    vol = f"{d}/wvol{n}.npy"
+    if not os.path.exists(vol):
+        helper("gen-noise", d, n, os.path.basename(vol))
+    grid = ["wavelet", "--volume", vol, "--theta", th, "--phi", ph, "--xi", xi,
             "--boundary", boundary, "--batch", "1"]
     runs = {"all": [*grid, "--out", f"{d}/wa.csv"],
             "energy,std": [*grid, "--columns", "energy,std", "--out", f"{d}/we.csv"]}
     res, loads = paths(ctx, runs, "s/combination", per=combos, steady=True)
     diff = helper("columns", f"{d}/wa.csv", f"{d}/we.csv")
-    base = dict(workload=f"wavelet ({boundary}), --columns energy,std", size=f"{n}³ random, {combos} combinations",
+    base = dict(workload=f"wavelet ({boundary}), --columns energy,std", size=f"{n}³ .npy, {combos} combinations",
                 peer="tapeloop, every statistic", base_s=[])
     return own_rows(res, loads, "all", "energy,std", base, "tapeloop, default --columns",
                     f"energy, std max rel. diff {diff:.1e}", diff <= 1e-6, "s/combination", "s/combination")
@@ -750,7 +753,8 @@ def run_helper(name, args):
         write_mha(f"{d}/vol.mha", v, [-n / 2] * 3, [1.0] * 3)
     elif name == "gen-noise":
         n = int(args[1])
-        np.save(f"{d}/wvol.npy", np.random.default_rng(15).standard_normal((n, n, n)).astype(np.float32))
+        name = args[2] if len(args) > 2 else "wvol.npy"
+        np.save(f"{d}/{name}", np.random.default_rng(15).standard_normal((n, n, n)).astype(np.float32))
     elif name == "count":
         sys.path.insert(0, PEERS)
         from wavelet_scipy import parse_list

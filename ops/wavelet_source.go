@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tapeloop/tapeloop/internal/fft3"
+	"github.com/tapeloop/tapeloop/internal/finite"
 	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
@@ -69,33 +70,10 @@ func checkVolume(v []float32, n [3]int) error {
 	if n[0] < 1 || n[1] < 1 || n[2] < 1 || len(v) != n[0]*n[1]*n[2] {
 		return fmt.Errorf("%w: volume of %d values for shape %v", ErrWavelet, len(v), n)
 	}
-	if i := firstNonFinite32(v); i >= 0 {
+	if i := finite.First(v); i >= 0 {
 		return fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrWavelet, i/(n[1]*n[2]), i/n[2]%n[1], i%n[2], v[i])
 	}
 	return nil
-}
-
-// firstNonFinite32 returns the index of v's first NaN or ±Inf, or -1. It
-// reads a block at a time by the values' bits, with no branch per value:
-// the exponent field plus one in its lowest bit carries into the sign bit
-// only when the field is all ones.
-func firstNonFinite32(v []float32) int {
-	const block = 4096
-	for lo := 0; lo < len(v); lo += block {
-		var acc uint32
-		for _, x := range v[lo:min(lo+block, len(v))] {
-			acc |= math.Float32bits(x)&0x7f800000 + 0x00800000
-		}
-		if acc&0x80000000 == 0 {
-			continue
-		}
-		for i, x := range v[lo:min(lo+block, len(v))] {
-			if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-				return lo + i
-			}
-		}
-	}
-	return -1
 }
 
 // transformVolume extends and transforms v, into the buffers ext and spec

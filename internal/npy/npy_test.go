@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -378,5 +379,85 @@ func TestMap(t *testing.T) {
 	// Another dtype: not mapped, no error.
 	if _, ok, err := Map[float64](path); ok || err != nil {
 		t.Errorf("float64 map of a float32 file: %v, %v", ok, err)
+	}
+}
+
+// TestReadsInChunks reads random values of every float and multi-byte
+// integer type, in both byte orders, in chunks of random sizes into float32
+// and float64, and sets each value against its own decoding from the
+// stored bytes, one at a time. Little-endian floats of the destination's
+// size are read straight into it; the rest are converted, big-endian data
+// byte-swapped first.
+func TestReadsInChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	type enc struct {
+		descr string
+		size  int
+		put   func(o binary.ByteOrder, b []byte)
+		get   func(o binary.ByteOrder, b []byte) float64
+	}
+	encs := []enc{
+		{"f4", 4, func(o binary.ByteOrder, b []byte) {
+			o.PutUint32(b, math.Float32bits(float32(rng.NormFloat64()*math.Pow(10, float64(rng.IntN(60)-30)))))
+		}, func(o binary.ByteOrder, b []byte) float64 { return float64(math.Float32frombits(o.Uint32(b))) }},
+		{"f8", 8, func(o binary.ByteOrder, b []byte) {
+			o.PutUint64(b, math.Float64bits(rng.NormFloat64()*math.Pow(10, float64(rng.IntN(600)-300))))
+		}, func(o binary.ByteOrder, b []byte) float64 { return math.Float64frombits(o.Uint64(b)) }},
+		{"i2", 2, func(o binary.ByteOrder, b []byte) { o.PutUint16(b, uint16(rng.Uint32())) },
+			func(o binary.ByteOrder, b []byte) float64 { return float64(int16(o.Uint16(b))) }},
+		{"u4", 4, func(o binary.ByteOrder, b []byte) { o.PutUint32(b, rng.Uint32()) },
+			func(o binary.ByteOrder, b []byte) float64 { return float64(o.Uint32(b)) }},
+		{"i8", 8, func(o binary.ByteOrder, b []byte) { o.PutUint64(b, rng.Uint64()) },
+			func(o binary.ByteOrder, b []byte) float64 { return float64(int64(o.Uint64(b))) }},
+	}
+	for _, e := range encs {
+		for _, order := range []struct {
+			c byte
+			o binary.ByteOrder
+		}{{'<', binary.LittleEndian}, {'>', binary.BigEndian}} {
+			n := 1 + rng.IntN(3000)
+			data := make([]byte, n*e.size)
+			want := make([]float64, n)
+			for i := range n {
+				e.put(order.o, data[i*e.size:])
+				want[i] = e.get(order.o, data[i*e.size:])
+			}
+			descr := string(order.c) + e.descr
+			file := rawFile(fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }", descr, n), data)
+			for _, as64 := range []bool{false, true} {
+				r, err := NewReader(bytes.NewReader(file))
+				if err != nil {
+					t.Fatalf("%s: %v", descr, err)
+				}
+				for at := 0; at < n; {
+					k := min(n-at, 1+rng.IntN(700))
+					var got []float64
+					if as64 {
+						dst := make([]float64, k)
+						_, err = r.Read64(dst)
+						got = dst
+					} else {
+						dst := make([]float32, k)
+						_, err = r.Read32(dst)
+						for _, v := range dst {
+							got = append(got, float64(v))
+						}
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", descr, err)
+					}
+					for i, g := range got {
+						w := want[at+i]
+						if !as64 {
+							w = float64(float32(w))
+						}
+						if g != w && !(math.IsNaN(g) && math.IsNaN(w)) {
+							t.Fatalf("%s (float64 %v): element %d = %v, want %v", descr, as64, at+i, g, w)
+						}
+					}
+					at += k
+				}
+			}
+		}
 	}
 }

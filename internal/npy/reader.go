@@ -3,9 +3,11 @@ package npy
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"unsafe"
 )
@@ -105,6 +107,14 @@ func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
 	n := min(len(dst), r.left)
 	sz := r.Dtype.Size
 	need := n * sz
+	if native[T](r.Dtype) { // the bytes as stored are the values: read them in place
+		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), need)
+		if _, err := io.ReadFull(r.r, b); err != nil {
+			return 0, fmt.Errorf("%w: data truncated: %d of %d elements missing (%w)", ErrFormat, r.left, r.Len(), io.ErrUnexpectedEOF)
+		}
+		r.left -= n
+		return n, r.done()
+	}
 	if cap(r.raw) < need {
 		r.raw = make([]byte, need)
 	}
@@ -177,9 +187,43 @@ func fortranToC[E uint8 | uint16 | uint32 | uint64](c, f []E, shape []int) {
 	}
 }
 
-// decode converts raw elements of type d into dst.
+// littleEndianHost reports whether this machine stores numbers least
+// significant byte first, as amd64 and arm64 do.
+var littleEndianHost = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// native reports whether data of type d is T's own bytes on this machine.
+func native[T float32 | float64](d Dtype) bool {
+	var t T
+	return d.Kind == 'f' && d.Size == int(unsafe.Sizeof(t)) && d.Order == binary.LittleEndian && littleEndianHost
+}
+
+// decode converts raw elements of type d into dst. Big-endian data is
+// byte-swapped in raw first (raw comes from make: aligned), so that every
+// conversion reads little-endian words without a call through d.Order.
 func decode[T float32 | float64](dst []T, raw []byte, d Dtype) {
-	o := d.Order
+	if d.Order == binary.BigEndian {
+		switch d.Size {
+		case 2:
+			w := asWords[uint16](raw)
+			for i := range w {
+				w[i] = bits.ReverseBytes16(w[i])
+			}
+		case 4:
+			w := asWords[uint32](raw)
+			for i := range w {
+				w[i] = bits.ReverseBytes32(w[i])
+			}
+		case 8:
+			w := asWords[uint64](raw)
+			for i := range w {
+				w[i] = bits.ReverseBytes64(w[i])
+			}
+		}
+	}
+	o := binary.LittleEndian
 	switch {
 	case d.Kind == 'f' && d.Size == 4:
 		for i := range dst {

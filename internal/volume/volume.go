@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tapeloop/tapeloop/internal/finite"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
@@ -169,11 +170,9 @@ func Check(v *Volume) error {
 	if err := checkDirection(v); err != nil {
 		return err
 	}
-	for i, x := range v.V {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			ny, nz := v.N[1], v.N[2]
-			return fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrVolume, int64(i)/(ny*nz), int64(i)/nz%ny, int64(i)%nz, x)
-		}
+	if i := int64(finite.First(v.V)); i >= 0 {
+		ny, nz := v.N[1], v.N[2]
+		return fmt.Errorf("%w: voxel (%d, %d, %d) is %g", ErrVolume, i/(ny*nz), i/nz%ny, i%nz, v.V[i])
 	}
 	return nil
 }

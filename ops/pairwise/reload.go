@@ -3,6 +3,8 @@ package pairwise
 import (
 	"fmt"
 	"math"
+
+	"github.com/tapeloop/tapeloop/internal/finite"
 )
 
 // Reload replaces the images with x, of the same dtype and N·D values,
@@ -76,7 +78,7 @@ func reload[T float32 | float64](p *PairData, src, dst []T, lo int) error {
 func scan[T float32 | float64](p *PairData, src []T, lo int) error {
 	d := p.D
 	if p.norm == nil { // no norms to keep: only the check
-		if i := firstNonFinite(src); i >= 0 {
+		if i := finite.First(src); i >= 0 {
 			return fmt.Errorf("%w: image %d, value %d is %g", ErrPairInput, lo+i/d, i%d, float64(src[i]))
 		}
 	} else {
@@ -97,36 +99,6 @@ func scan[T float32 | float64](p *PairData, src []T, lo int) error {
 		}
 	}
 	return nil
-}
-
-// firstNonFinite is the index of the first NaN or ±Inf in x, or −1. It
-// adds v − v over blocks (0 for a finite v, NaN otherwise), four sums at a
-// time, and looks for the value only in a block whose sum is not 0.
-func firstNonFinite[T float32 | float64](x []T) int {
-	const block = 256
-	for b := 0; b < len(x); b += block {
-		blk := x[b:min(b+block, len(x))]
-		var s0, s1, s2, s3 T
-		i := 0
-		for ; i+4 <= len(blk); i += 4 {
-			s0 += blk[i] - blk[i]
-			s1 += blk[i+1] - blk[i+1]
-			s2 += blk[i+2] - blk[i+2]
-			s3 += blk[i+3] - blk[i+3]
-		}
-		for ; i < len(blk); i++ {
-			s0 += blk[i] - blk[i]
-		}
-		if s0+s1+s2+s3 == 0 {
-			continue
-		}
-		for i, v := range blk {
-			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-				return b + i
-			}
-		}
-	}
-	return -1
 }
 
 // Version counts the Reloads of p: a device's copy of the images is
