@@ -79,8 +79,7 @@ over the faster path's:
   integer under 2⁵³).
 - wavelet-columns-wrap, wavelet-columns-reflect: a 200³ random volume
   (an .npy file), 24 combinations, one per batch, with --columns
-  energy,std against every statistic; the work alone is the median batch,
-  the steady cost of a combination. With wrap, energy and std come from
+  energy,std against every statistic, per combination (CSV row). With wrap, energy and std come from
   the spectrum (Parseval's theorem) with no inverse transform; with
   reflect they need the response cropped from a larger transform, so only
   the maximum's comparisons are saved.
@@ -390,12 +389,11 @@ def wavelet(ctx):
                 peer="SciPy fftconvolve", unit="s/combination", **numeric(f"{d}/t.csv", f"{d}/p.csv"))
 
 
-def paths(ctx, runs, unit, per=1, steady=False):
+def paths(ctx, runs, per=1):
     """tapeloop against itself: the commands in runs (name → arguments; the
     first is the reference path) alternately, ctx.reps times each, every run
     a whole process timed start to exit (wall), with --report for the work
-    alone (its total seconds; with steady, the median batch: the steady cost
-    of one unit). Each command writes its own output, replacing its earlier
+    alone (its total seconds). Each command writes its own output, replacing its earlier
     one after one untimed run of each. Returns per name the wall and work
     seconds per unit (over per units), the peak RSS and the loads."""
     res = {k: dict(wall=[], work=[], rss=0) for k in runs}
@@ -409,7 +407,7 @@ def paths(ctx, runs, unit, per=1, steady=False):
             s, rss, _ = wall([ctx.tl, *runs[k], "--report", f"{ctx.d}/r.json", "-q"])
             with open(f"{ctx.d}/r.json") as f:
                 rep = json.load(f)
-            work = statistics.median(it["seconds"] for it in rep["iterations"]) if steady else rep["total_seconds"] / per
+            work = rep["total_seconds"] / per
             res[k]["wall"].append(s / per)
             res[k]["work"].append(work)
             res[k]["rss"] = max(res[k]["rss"], rss)
@@ -440,7 +438,7 @@ def process_u8(ctx):
     runs = {"float32": [*common, "--images", f"{d}/u8f.npy", "--out", f"{d}/a-f32.npy"],
             "int32": [*common, "--images", f"{d}/u8.npy", "--dtype", "int32", "--out", f"{d}/a-i32.npy"],
             "float64": [*common, "--images", f"{d}/u8.npy", "--dtype", "float64", "--out", f"{d}/a-f64.npy"]}
-    res, loads = paths(ctx, runs, "s/process")
+    res, loads = paths(ctx, runs)
     exact = helper("u8-exact", f"{d}/u8.npy", f"{d}/a-i32.npy", f"{d}/a-f64.npy", f"{d}/a-f32.npy")
     agree = (f"int32 and float64: {exact['differ']:,} of 2 × {n * n:,} values differ from NumPy's "
              f"float64 x @ x.T; float32 path max rel. diff {exact['f32']:.1e}")
@@ -456,8 +454,7 @@ def process_u8(ctx):
 
 def wavelet_columns(ctx, boundary):
     """--columns energy,std against every statistic, a whole `tapeloop
-    wavelet` process each, one combination per batch (the work alone: the
-    median batch, the steady cost of a combination)."""
+    wavelet` process each, one combination per batch; both per CSV row."""
     d = ctx.d
     n, th, ph, xi = (200, "0.2:pi:4", "0.3,1.1", "1,2,4") if not ctx.quick else (24, "0.2:pi:2", "0.3", "1,2")
     combos = helper("count", th, ph, xi)
@@ -468,7 +465,7 @@ def wavelet_columns(ctx, boundary):
             "--boundary", boundary, "--batch", "1"]
     runs = {"all": [*grid, "--out", f"{d}/wa.csv"],
             "energy,std": [*grid, "--columns", "energy,std", "--out", f"{d}/we.csv"]}
-    res, loads = paths(ctx, runs, "s/combination", per=combos, steady=True)
+    res, loads = paths(ctx, runs, per=combos)
     diff = helper("columns", f"{d}/wa.csv", f"{d}/we.csv")
     base = dict(workload=f"wavelet ({boundary}), --columns energy,std", size=f"{n}³ .npy, {combos} combinations",
                 peer="tapeloop, every statistic", base_s=[])
