@@ -89,6 +89,15 @@ func version() string {
 // so that a result that did not reach its reader fails the run.
 var stdout = &checkedWriter{w: os.Stdout, name: os.Stdout.Name()}
 
+// closedStdout stands for a standard output that was closed when tapeloop
+// started: the Go runtime opens /dev/null in its place, where results
+// would vanish with exit status 0.
+type closedStdout struct{}
+
+var errStdoutClosed = errors.New("standard output is closed")
+
+func (closedStdout) Write([]byte) (int, error) { return 0, errStdoutClosed }
+
 // checkedWriter writes to w and remembers the first error, after which
 // every write fails with it. Its errors name the file as name.
 type checkedWriter struct {

@@ -28,6 +28,7 @@ type outputsRun struct {
 	dir    string   // working directory
 	stdout *os.File // nil: a buffer
 	fsize  int      // ulimit -f, in the shell's 512-byte blocks; < 0: none
+	closed bool     // standard output closed (>&-)
 }
 
 // run runs r and returns stdout, stderr and the exit status; a run killed
@@ -35,8 +36,14 @@ type outputsRun struct {
 func (r outputsRun) run(t *testing.T) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, r.args...)
-	if r.fsize >= 0 {
-		script := `ulimit -f ` + strconv.Itoa(r.fsize) + ` && exec "$0" "$@"`
+	if r.fsize >= 0 || r.closed {
+		script := `exec "$0" "$@"`
+		if r.closed {
+			script += ` >&-`
+		}
+		if r.fsize >= 0 {
+			script = `ulimit -f ` + strconv.Itoa(r.fsize) + ` && ` + script
+		}
 		cmd = exec.Command("/bin/sh", append([]string{"-c", script, binary}, r.args...)...)
 	}
 	cmd.Dir = r.dir
@@ -186,6 +193,52 @@ func TestOutputsResultToFullStdout(t *testing.T) {
 			sameContents(t, c.args, dir, left)
 		})
 	}
+}
+
+// TestOutputsClosedStdout: a standard output closed at start (>&-) fails
+// a run that prints to it, as /dev/full does, committing nothing; a run
+// that prints nothing there succeeds; > /dev/null is not closed.
+func TestOutputsClosedStdout(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		name string // the command the message names
+	}{
+		{slices.Clone(outputsWavelet), "wavelet"}, // the CSV to standard output
+		{append(slices.Clone(outputsAffinity), "--out", "a.npy", "--report", "r.json"), "affinity"},
+		{[]string{"info"}, "info"},
+	} {
+		t.Run(c.args[0], func(t *testing.T) {
+			dir := t.TempDir()
+			_, stderr, code := outputsRun{args: c.args, dir: dir, fsize: -1, closed: true}.run(t)
+			failsWithOneLine(t, c.args, stderr, code)
+			if want := "tapeloop: " + c.name + ": write /dev/stdout: standard output is closed\n"; stderr != want {
+				t.Errorf("tapeloop %s: stderr %q, want %q", strings.Join(c.args, " "), stderr, want)
+			}
+			sameContents(t, c.args, dir, map[string]string{})
+		})
+	}
+	t.Run("nothing printed", func(t *testing.T) {
+		dir := t.TempDir()
+		args := append(slices.Clone(outputsWavelet), "--out", "w.csv")
+		_, stderr, code := outputsRun{args: args, dir: dir, fsize: -1, closed: true}.run(t)
+		if code != 0 {
+			t.Fatalf("tapeloop %s: exit status %d; stderr %q", strings.Join(args, " "), code, stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "w.csv")); err != nil || !strings.HasPrefix(string(b), "theta,phi,xi,") {
+			t.Errorf("w.csv: %q, %v", b, err)
+		}
+	})
+	t.Run("dev null", func(t *testing.T) {
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			t.Skip(err)
+		}
+		defer null.Close()
+		_, stderr, code := outputsRun{args: outputsWavelet, dir: t.TempDir(), stdout: null, fsize: -1}.run(t)
+		if code != 0 {
+			t.Fatalf("tapeloop %s > /dev/null: exit status %d; stderr %q", strings.Join(outputsWavelet, " "), code, stderr)
+		}
+	})
 }
 
 func TestOutputsBrokenPipe(t *testing.T) {
