@@ -465,6 +465,10 @@ func readImages[T float32 | float64](s AffinitySpec, limit int64) (x []T, n, d i
 			return nil, 0, 0, nil, false, fmt.Errorf("--images: %w", err)
 		}
 		if ok {
+			if len(m.Shape) != 2 && len(m.Shape) != 3 || m.Len() == 0 {
+				m.Close()
+				return nil, 0, 0, m.Shape, false, nil // loadImages says what is wrong
+			}
 			// Left mapped for the life of the process.
 			return m.Data, m.Shape[0], m.Len() / max(m.Shape[0], 1), m.Shape, true, nil
 		}

@@ -672,6 +672,13 @@ func hostileCases() []hostile {
 		hostile{name: "affinity/images junk", args: []string{"affinity", "--quiet", "--images", "j.npy"}, files: files("j.npy", "junk"), want: "j.npy"},
 		hostile{name: "affinity/images a vector", args: []string{"affinity", "--quiet", "--images", "v.npy"},
 			files: files("v.npy", npyOf(npy.Float32, []int{8}, f64s(8, nil))), want: "want (N, H, W)"},
+		// Well formed, as np.save writes them: read in place (mapped).
+		hostile{name: "affinity/images 0-d", args: []string{"affinity", "--quiet", "--images", "v.npy"},
+			files: files("v.npy", npyOf(npy.Float32, []int{}, []float64{0.5})), want: "has shape ()"},
+		hostile{name: "affinity/images 0-d float64", args: []string{"affinity", "--quiet", "--dtype", "float64", "--images", "v.npy"},
+			files: files("v.npy", npyOf(npy.Float64, []int{}, []float64{0.5})), want: "has shape ()"},
+		hostile{name: "affinity/images 0-d uint8", args: []string{"affinity", "--quiet", "--images", "v.npy"},
+			files: files("v.npy", rawNpy(npyDict("|u1", "()", false), make([]byte, 1))), want: "has shape ()"},
 		hostile{name: "affinity/images 4-d", args: []string{"affinity", "--quiet", "--images", "v.npy"},
 			files: files("v.npy", npyOf(npy.Float32, []int{2, 2, 1, 2}, f64s(8, nil))), want: "want (N, H, W)"},
 		hostile{name: "affinity/images empty", args: []string{"affinity", "--quiet", "--images", "v.npy"},
