@@ -321,7 +321,16 @@ func (t *WaveletTask) Passes(gpu bool) ops.WaveletPasses { return t.job.Passes(g
 // Commit flushes the CSV, closes a shard's archive and renames the
 // output file into place.
 func (t *WaveletTask) Commit() error {
-	if err := t.writeResponses(); err != nil {
+	// The responses are written whole first and put in place last, once
+	// the CSV reached its file or standard output: a run whose CSV fails
+	// leaves none of them.
+	staged, err := t.writeResponses()
+	defer func() {
+		for _, f := range staged {
+			f.Abort()
+		}
+	}()
+	if err != nil {
 		return err
 	}
 	if t.csv != nil {
@@ -340,7 +349,12 @@ func (t *WaveletTask) Commit() error {
 		}
 		t.out = nil
 	}
-	err := removeCheckpoint(&t.ckp)
+	for _, f := range staged {
+		if err := f.Rename(); err != nil {
+			return fmt.Errorf("--save-response: %w", err)
+		}
+	}
+	err = removeCheckpoint(&t.ckp)
 	t.claim.release()
 	return err
 }
@@ -386,34 +400,36 @@ func (t *WaveletTask) checkSpace(out string, warn func(string)) error {
 
 // writeResponses writes the responses of --save-response, each through a
 // temporary file renamed when whole, in the volume's own axes.
-func (t *WaveletTask) writeResponses() error {
+func (t *WaveletTask) writeResponses() (staged []*atomicfile.File, err error) {
 	if len(t.save) == 0 {
-		return nil
+		return nil, nil
 	}
 	g := make([]float32, t.n[0]*t.n[1]*t.n[2])
 	for _, r := range t.save {
 		if err := t.job.Response(r.Combo, g); err != nil {
-			return fmt.Errorf("--save-response %s: %w", r.File, err)
+			return staged, fmt.Errorf("--save-response %s: %w", r.File, err)
 		}
 		out, n := g, t.n
 		if t.swapXY {
 			out, n = wavelet.SwapXY(g, t.n, false)
 		}
-		if err := writeNpy32(r.File, out, n[:]); err != nil {
-			return fmt.Errorf("--save-response: %w", err)
+		f, err := stageNpy32(r.File, out, n[:])
+		if err != nil {
+			return staged, fmt.Errorf("--save-response: %w", err)
 		}
+		staged = append(staged, f)
 	}
-	return nil
+	return staged, nil
 }
 
-// writeNpy32 writes v of shape n to the .npy file path, through a
-// temporary file renamed when whole.
-func writeNpy32(path string, v []float32, n []int) error {
+// stageNpy32 writes v of shape n as an .npy to a temporary file beside
+// path, synced and closed, to be renamed to path (File.Rename) once the
+// run's other outputs are whole, or removed (File.Abort).
+func stageNpy32(path string, v []float32, n []int) (*atomicfile.File, error) {
 	f, err := atomicfile.Create(path)
 	if err != nil {
-		return fileError("create", path, err)
+		return nil, fileError("create", path, err)
 	}
-	defer f.Abort()
 	b := bufio.NewWriterSize(f, 1<<20)
 	w, err := npy.NewWriter(b, npy.Float32, n)
 	if err == nil {
@@ -426,12 +442,16 @@ func writeNpy32(path string, v []float32, n []int) error {
 		err = b.Flush()
 	}
 	if err == nil {
-		err = f.Commit()
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Close()
 	}
 	if err != nil {
-		return fileError("write", path, err)
+		f.Abort()
+		return nil, fileError("write", path, err)
 	}
-	return nil
+	return f, nil
 }
 
 // Close removes an uncommitted output file and closes the checkpoint,

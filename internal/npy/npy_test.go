@@ -461,3 +461,36 @@ func TestReadsInChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedCountsMissing: a stream cut short says how many elements
+// are missing, read in chunks, by every path (read in place, converted,
+// bytes).
+func TestTruncatedCountsMissing(t *testing.T) {
+	for _, c := range []struct {
+		descr string
+		size  int
+	}{{"<f4", 4}, {">f4", 4}, {"<f8", 8}, {"<i2", 2}, {"|u1", 1}} {
+		for _, cut := range []int{1, c.size, c.size + 1, 3 * c.size} {
+			const n, chunk = 10, 4
+			data := make([]byte, n*c.size-cut)
+			file := rawFile(fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }", c.descr, n), data)
+			r, err := NewReader(bytes.NewReader(file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			missing := (cut + c.size - 1) / c.size
+			var last error
+			for read := 0; read < n && last == nil; read += chunk {
+				if c.descr == "|u1" {
+					_, last = r.ReadU8(make([]uint8, chunk))
+				} else {
+					_, last = r.Read32(make([]float32, chunk))
+				}
+			}
+			want := fmt.Sprintf("data truncated: %d of %d elements missing", missing, n)
+			if last == nil || !errors.Is(last, io.ErrUnexpectedEOF) || !strings.Contains(last.Error(), want) {
+				t.Errorf("%s cut by %d bytes: %v, want %q", c.descr, cut, last, want)
+			}
+		}
+	}
+}

@@ -55,7 +55,8 @@ func (r *Reader) Remaining() int { return r.left }
 // Read64 fills dst with the next len(dst) elements (fewer at the end of the
 // data) converted to float64, and returns how many it read. It returns
 // io.EOF when no element is left, and an error wrapping
-// io.ErrUnexpectedEOF when the file ends before its header said it would.
+// io.ErrUnexpectedEOF when the file ends before its header said it would
+// (dst may then hold part of what was read).
 func (r *Reader) Read64(dst []float64) (int, error) {
 	return readInto(r, dst)
 }
@@ -85,11 +86,18 @@ func (r *Reader) ReadU8(dst []uint8) (int, error) {
 		}
 	}
 	n := min(len(dst), r.left)
-	if _, err := io.ReadFull(r.r, dst[:n]); err != nil {
-		return 0, fmt.Errorf("%w: data truncated: %d of %d elements missing (%w)", ErrFormat, r.left, r.Len(), io.ErrUnexpectedEOF)
+	if got, err := io.ReadFull(r.r, dst[:n]); err != nil {
+		return 0, r.truncated(got)
 	}
 	r.left -= n
 	return n, r.done()
+}
+
+// truncated is the error of a read that ended got bytes into the
+// elements still to read: how many of them are missing.
+func (r *Reader) truncated(got int) error {
+	missing := r.left - got/r.Dtype.Size
+	return fmt.Errorf("%w: data truncated: %d of %d elements missing (%w)", ErrFormat, missing, r.Len(), io.ErrUnexpectedEOF)
 }
 
 func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
@@ -109,8 +117,8 @@ func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
 	need := n * sz
 	if native[T](r.Dtype) { // the bytes as stored are the values: read them in place
 		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), need)
-		if _, err := io.ReadFull(r.r, b); err != nil {
-			return 0, fmt.Errorf("%w: data truncated: %d of %d elements missing (%w)", ErrFormat, r.left, r.Len(), io.ErrUnexpectedEOF)
+		if got, err := io.ReadFull(r.r, b); err != nil {
+			return 0, r.truncated(got) // dst holds what was read
 		}
 		r.left -= n
 		return n, r.done()
@@ -119,8 +127,8 @@ func readInto[T float32 | float64](r *Reader, dst []T) (int, error) {
 		r.raw = make([]byte, need)
 	}
 	raw := r.raw[:need]
-	if _, err := io.ReadFull(r.r, raw); err != nil {
-		return 0, fmt.Errorf("%w: data truncated: %d of %d elements missing (%w)", ErrFormat, r.left, r.Len(), io.ErrUnexpectedEOF)
+	if got, err := io.ReadFull(r.r, raw); err != nil {
+		return 0, r.truncated(got)
 	}
 	decode(dst[:n], raw, r.Dtype)
 	r.left -= n
