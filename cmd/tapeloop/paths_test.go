@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +72,49 @@ func TestPathsEmptyRefused(t *testing.T) {
 
 // TestPathsFlagsMarked: every flag whose help names a FILE or DIR is
 // marked as a path (TakesFile), the one mark the empty-path check reads.
+// TestEmptyValuesRefused gives every string flag that is not a path and
+// not read from the environment, of every command, as "" and as blanks:
+// each is refused in one line, naming the flag, before any work.
+func TestEmptyValuesRefused(t *testing.T) {
+	var walk func(path []string, cmds []*cli.Command)
+	n := 0
+	walk = func(path []string, cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			p := append(slices.Clone(path), cmd.Name)
+			walk(p, cmd.Subcommands)
+			if len(cmd.Subcommands) > 0 {
+				continue
+			}
+			for _, f := range cmd.Flags {
+				sf, ok := f.(*cli.StringFlag)
+				if !ok || sf.TakesFile || len(sf.EnvVars) > 0 {
+					continue
+				}
+				for _, v := range []string{"", "  "} {
+					args := append(slices.Clone(p), "--"+sf.Name, v)
+					if cmd.Name == "merge" {
+						args = append(args, "x.npz")
+					}
+					n++
+					t.Run(strings.Join(args, " "), func(t *testing.T) {
+						dir := t.TempDir()
+						stdout, stderr, code := outputsRun{args: args, dir: dir, fsize: -1}.run(t)
+						failsWithOneLine(t, args, stderr, code, "--"+sf.Name+": empty value")
+						if stdout != "" {
+							t.Errorf("tapeloop %s: printed %q", strings.Join(args, " "), stdout)
+						}
+						sameContents(t, args, dir, map[string]string{})
+					})
+				}
+			}
+		}
+	}
+	walk(nil, newApp().Commands)
+	if n < 60 {
+		t.Errorf("%d cases, want at least 60", n)
+	}
+}
+
 func TestPathsFlagsMarked(t *testing.T) {
 	var walk func(prefix string, cmds []*cli.Command)
 	n := 0

@@ -126,11 +126,22 @@ func checkCommandFlags(c *cli.Context) error {
 // emptyPath refuses a flag that names a file or directory (a StringFlag
 // with TakesFile: the one mark of a path flag) given as "": an unset
 // shell variable (--volume "$CT") would otherwise mean the built-in data,
-// or no output at all.
+// or no output at all. Any other string flag given as "" or blanks is
+// refused too (--mu "$MU" would otherwise render without the user's
+// attenuation, --origin "$O" at the default origin), except those also
+// read from the environment, where an exported but empty variable is
+// common and means the default.
 func emptyPath(c *cli.Context, name string) error {
 	for _, f := range c.Command.Flags {
-		if sf, ok := f.(*cli.StringFlag); ok && sf.TakesFile && c.IsSet(sf.Name) && c.String(sf.Name) == "" {
+		sf, ok := f.(*cli.StringFlag)
+		if !ok || !c.IsSet(sf.Name) {
+			continue
+		}
+		switch v := c.String(sf.Name); {
+		case sf.TakesFile && v == "":
 			return fmt.Errorf("%s: --%s: empty path: name a file or directory, or leave the flag out", name, sf.Name)
+		case !sf.TakesFile && len(sf.EnvVars) == 0 && strings.TrimSpace(v) == "":
+			return fmt.Errorf("%s: --%s: empty value: give one, or leave the flag out", name, sf.Name)
 		}
 	}
 	return nil
