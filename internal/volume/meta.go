@@ -25,7 +25,18 @@ var metaKeys = map[string]bool{
 	"NDims": true, "DimSize": true, "ElementSpacing": true, "ElementSize": true,
 	"Offset": true, "Origin": true, "Position": true, "TransformMatrix": true, "Rotation": true, "Orientation": true,
 	"HeaderSize": true, "ElementType": true, "BinaryDataByteOrderMSB": true, "ElementByteOrderMSB": true,
-	"CompressedData": true, "ElementNumberOfChannels": true,
+	"CompressedData": true, "ElementNumberOfChannels": true, "BinaryData": true,
+}
+
+// metaBool reads a MetaImage True or False (any case).
+func metaBool(v string) (bool, error) {
+	switch {
+	case strings.EqualFold(v, "True"):
+		return true, nil
+	case strings.EqualFold(v, "False"):
+		return false, nil
+	}
+	return false, fmt.Errorf("want True or False, got %q", v)
 }
 
 // metaHeader is the key = value header of a MetaImage file.
@@ -143,9 +154,14 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 			}
 			h.etype = t
 		case "BinaryDataByteOrderMSB", "ElementByteOrderMSB":
-			h.bigEndian = strings.EqualFold(v, "True")
+			h.bigEndian, bad = metaBool(v)
 		case "CompressedData":
-			h.compressed = strings.EqualFold(v, "True")
+			h.compressed, bad = metaBool(v)
+		case "BinaryData":
+			binary, err := metaBool(v)
+			if bad = err; err == nil && !binary {
+				return h, fmt.Errorf("%w: MetaImage BinaryData = %s: voxels written as text are not supported; save the volume with binary data", ErrVolume, v)
+			}
 		case "ElementNumberOfChannels":
 			if v != "1" {
 				return h, fmt.Errorf("%w: MetaImage with %s channels, want 1", ErrVolume, v)

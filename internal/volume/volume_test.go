@@ -201,6 +201,15 @@ func TestLoadRejectsBadVolumes(t *testing.T) {
 	}
 	os.WriteFile(p("nan.mha"), append([]byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nElementDataFile = LOCAL\n"), nan...), 0o644)
 	os.WriteFile(p("v.raw"), make([]byte, 10), 0o644)
+	// Voxels as text, 32 bytes of them: as many as 2³ floats would take.
+	os.WriteFile(p("text.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nBinaryData = False\nElementDataFile = LOCAL\n1 2 3 4 5 6 7 8 9 10 11 12 13 1"), 0o644)
+	f8 := string(make([]byte, 32))
+	os.WriteFile(p("msb.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nBinaryDataByteOrderMSB = maybe\nElementDataFile = LOCAL\n"+f8), 0o644)
+	os.WriteFile(p("zip.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nCompressedData = yes\nElementDataFile = LOCAL\n"+f8), 0o644)
+	os.WriteFile(p("bin.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nBinaryData = True\nBinaryDataByteOrderMSB = false\nElementDataFile = LOCAL\n"+f8), 0o644)
+	if _, err := Load(p("bin.mha"), Options{}); err != nil {
+		t.Errorf("bin.mha: %v", err)
+	}
 	zero := [3]float64{1, 0, 1}
 	cases := []struct {
 		name string
@@ -212,6 +221,9 @@ func TestLoadRejectsBadVolumes(t *testing.T) {
 		{"bad.mha", Options{}, "DimSize"},
 		{"short.mha", Options{}, "truncated"},
 		{"nan.mha", Options{}, "voxel (1, 0, 1) is NaN"},
+		{"text.mha", Options{}, "BinaryData = False: voxels written as text are not supported"},
+		{"msb.mha", Options{}, `BinaryDataByteOrderMSB: want True or False, got "maybe"`},
+		{"zip.mha", Options{}, `CompressedData: want True or False, got "yes"`},
 		{"v.raw", Options{Shape: [3]int{2, 2, 2}, Dtype: "uint16"}, "needs 16"},
 		{"v.raw", Options{Shape: [3]int{2, 2, 2}, Dtype: "complex"}, "--dtype"},
 		{"trunc.nii", Options{Spacing: &zero}, "truncated"},
