@@ -337,12 +337,25 @@ func mergeDRR(s MergeSpec) (err error) {
 	if err := t.createStacks(formats, stackfile.Stack{N: ref.Items, Rows: ref.Rows, Cols: ref.Cols, Pixel: ref.Pixel}); err != nil {
 		return err
 	}
-	// The run's geometry.json, which every shard carries (the same: the
-	// shards come from one run).
-	if g, err := all[0].Z.ReadRaw("geometry.json", 1<<30); err == nil {
-		if err := t.createSide("geometry.json", g); err != nil {
-			return err
+	// The run's geometry.json, which every shard carries, the same in
+	// each: the shards come from one run.
+	var geometry []byte
+	for i, o := range all {
+		g, err := o.Z.ReadRaw("geometry.json", 1<<30)
+		switch {
+		case err != nil:
+			msg := err.Error() // the archive's errors mostly name it
+			if !strings.HasPrefix(msg, o.Path+": ") {
+				msg = o.Path + ": geometry.json: " + msg
+			}
+			return fmt.Errorf("%w: %s: the shard is damaged", shard.ErrShards, msg)
+		case i > 0 && !bytes.Equal(g, geometry):
+			return fmt.Errorf("%w: %s and %s hold different geometry.json: merge the shards of one run", shard.ErrShards, all[0].Path, o.Path)
 		}
+		geometry = g
+	}
+	if err := t.createSide("geometry.json", geometry); err != nil {
+		return err
 	}
 	img := make([]float32, ref.Rows*ref.Cols)
 	sc := pngScaleOf(ref)

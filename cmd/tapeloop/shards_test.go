@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,7 +185,87 @@ func TestDRRShardsMergeBitForBit(t *testing.T) {
 		mergeRefuses(t, "other volume", p("volume"), "different run", vol[0], shards[1], shards[2])
 		mergeRefuses(t, "mixed workloads", p("mixed"), "wavelet", shards[0], wav[1], shards[2])
 		mergeRefuses(t, "damaged", p("damaged"), "drr: damaged (zip: checksum error)", shards[0], damagedCopy(t, shards[1]), shards[2])
+		// The run's geometry.json, which every shard carries, missing,
+		// damaged or edited in one of them.
+		geo := func(name string, edit func(raw []byte) []byte) string {
+			return rewriteMember(t, shards[1], "geometry.json", name, edit)
+		}
+		mergeRefuses(t, "geometry missing", p("geo-missing"), "geometry.json", shards[0], geo("missing", nil), shards[2])
+		flip := func(raw []byte) []byte { raw[len(raw)/2] ^= 0x20; return raw }
+		mergeRefuses(t, "geometry damaged", p("geo-damaged"), "checksum error", shards[0], geo("damaged", flip), shards[2])
+		mergeRefuses(t, "geometry edited", p("geo-edited"), "different geometry.json", shards[0], geo("edited", bytes.ToUpper), shards[2])
 	}
+}
+
+// rewriteMember is a copy of the shard archive path, named after what,
+// with its member name's stored bytes changed by edit (nil: the member
+// left out). The bytes are the member's as stored, compressed or not,
+// and its checksum is kept: an edit of compressed bytes damages it, one
+// of stored bytes with a fresh checksum (edit given the text) makes a
+// well-formed archive of other content.
+func rewriteMember(t *testing.T, path, name, what string, edit func([]byte) []byte) string {
+	t.Helper()
+	r, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range r.File {
+		if f.Name != name {
+			if err := w.Copy(f); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if edit == nil {
+			continue
+		}
+		if what == "edited" { // the content changed, as written afresh
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := w.Create(name)
+			if err == nil {
+				_, err = m.Write(edit(b))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		rc, err := f.OpenRaw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := f.FileHeader
+		m, err := w.CreateRaw(&h)
+		if err == nil {
+			_, err = m.Write(edit(b))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := path + "." + what + ".npz"
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // damagedCopy is a copy of shard file path with one bit of its first
