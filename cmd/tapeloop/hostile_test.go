@@ -1157,7 +1157,7 @@ func hostileCases() []hostile {
 		aff("does not reduce", "must reduce to one number", "--formula", "abs(a-b)"),
 		aff("syntax error", "column 8: a parenthesis is not closed", "--formula", "sum(a-b"),
 		aff("python power", "write powers as x^y", "--formula", "sum((a-b)**2)"),
-		aff("empty formula", "empty formula", "--formula", " "),
+		aff("empty formula", "--formula: empty value", "--formula", " "),
 		aff("with metric", "--metric is not used with --formula", "--formula", "sum(a*b)", "--metric", "l1"),
 		aff("bad method", "--method", "--formula", "sum(a*b)", "--method", "fast"),
 		aff("method without formula", "--method", "--method", "direct"),

@@ -127,6 +127,6 @@ func FuzzMetaImage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := fuzzFile(t, dir, "v.mha", b)
 		Shape(path, Options{})
-		fuzzAllocs(t, len(b), func() (*Volume, error) { return loadMeta(path, true) })
+		fuzzAllocs(t, len(b), func() (*Volume, error) { return loadMeta(path, nil, true) })
 	})
 }

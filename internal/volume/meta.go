@@ -226,7 +226,7 @@ func seekData(f *os.File, hs, need, minStart int64) (int64, error) {
 }
 
 // loadMeta reads a .mha or .mhd file; with place, its placement too.
-func loadMeta(path string, place bool) (*Volume, error) {
+func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
 	f, err := npy.OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
@@ -319,6 +319,13 @@ func loadMeta(path string, place bool) (*Volume, error) {
 			in = "its data file " + dataPath
 		}
 		return nil, fmt.Errorf("%w: %s: voxel data truncated: the header promises %d bytes, %s holds %d", ErrVolume, path, need, in, avail)
+	}
+	if avail > need { // known exactly for uncompressed data
+		in := "the file holds"
+		if dataPath != path {
+			in = "its data file " + dataPath + " holds"
+		}
+		extraData(warn, path, in, avail, need, "DimSize and ElementType")
 	}
 	v, err := newVolume(h.dims[0], h.dims[1], h.dims[2])
 	if err != nil {

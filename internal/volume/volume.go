@@ -125,7 +125,7 @@ func Load(path string, opt Options) (*Volume, error) {
 	case strings.HasSuffix(lower, ".nii"), strings.HasSuffix(lower, ".nii.gz"):
 		v, err = loadNIfTI(path, opt.Warn, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".mha"), strings.HasSuffix(lower, ".mhd"):
-		v, err = loadMeta(path, !opt.VoxelsOnly)
+		v, err = loadMeta(path, opt.Warn, !opt.VoxelsOnly)
 	case strings.HasSuffix(lower, ".raw"), opt.Dtype != "" || opt.Shape != [3]int{}:
 		v, err = loadRaw(path, opt.Shape, opt.Dtype, opt.XFastest)
 		frameless = true

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -287,4 +288,42 @@ func FuzzMetaHeader(f *testing.F) {
 			t.Fatalf("accepted header with dims %v type %q", h.dims, h.etype)
 		}
 	})
+}
+
+// TestLoadWarnsOfExtraData: a MetaImage or NIfTI file holding more voxel
+// data than its header describes (a wrong ElementType or DimSize, say) is
+// read as described, with one warning naming the file and the excess; a
+// file that fits gives none.
+func TestLoadWarnsOfExtraData(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	hdr := "NDims = 3\nDimSize = 2 2 2\nElementType = MET_SHORT\nElementDataFile = LOCAL\n"
+	os.WriteFile(p("fits.mha"), append([]byte(hdr), make([]byte, 16)...), 0o644)
+	os.WriteFile(p("floats.mha"), append([]byte(hdr), make([]byte, 32)...), 0o644) // float32 data, MET_SHORT header
+	os.WriteFile(p("data.raw"), make([]byte, 20), 0o644)
+	os.WriteFile(p("list.mhd"), []byte(strings.Replace(hdr, "LOCAL", "data.raw", 1)), 0o644)
+	nii := niftiFile(binary.LittleEndian, 2, 2, 2, [3]float32{1, 1, 1}, [3][4]float32{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, 1)
+	os.WriteFile(p("fits.nii"), nii, 0o644)
+	os.WriteFile(p("long.nii"), append(slices.Clone(nii), make([]byte, 40)...), 0o644)
+	for _, c := range []struct {
+		name, want string
+	}{
+		{"fits.mha", ""},
+		{"floats.mha", "floats.mha: the file holds 32 bytes of voxel data, 16 more than its DimSize and ElementType describe"},
+		{"list.mhd", "list.mhd: its data file " + p("data.raw") + " holds 20 bytes of voxel data, 4 more than"},
+		{"fits.nii", ""},
+		{"long.nii", "long.nii: the file holds"},
+	} {
+		var warn bytes.Buffer
+		if _, err := Load(p(c.name), Options{Warn: &warn}); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		switch got := warn.String(); {
+		case c.want == "" && got != "":
+			t.Errorf("%s: warned %q", c.name, got)
+		case c.want != "" && (!strings.Contains(got, c.want) || strings.Count(got, "\n") != 1):
+			t.Errorf("%s: warned %q, want one line with %q", c.name, got, c.want)
+		}
+	}
 }
