@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,80 @@ func jsonKind(t reflect.Type) string {
 		return "an array of numbers"
 	case reflect.Int:
 		return "an integer"
+	case reflect.String:
+		return "a string"
 	}
 	return "a number"
+}
+
+// geometryKeys are the keys of the document's object and of each pose,
+// spelled as written here: encoding/json would also take them in any case
+// and take the last of two alike, so that a pose's "source" given twice,
+// or "Source" beside "source", would render from one of them silently.
+var geometryKeys = [2]map[string]bool{
+	{"frame": true, "projection": true, "poses": true},
+	{"source": true, "center": true, "u": true, "v": true, "pixel": true, "rows": true, "cols": true, "matrix": true},
+}
+
+// checkGeometryKeys refuses, in the document b, a key given twice in one
+// object, and a key of the document or of a pose not spelled as
+// geometryKeys spells it. Whatever else is wrong is left to the decoder.
+func checkGeometryKeys(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		object bool
+		seen   map[string]bool
+		key    bool // an object's next token is a key
+		depth  int  // objects enclosing this one
+	}
+	var stack []frame
+	objects := 0
+	value := func() { // a whole value ended: its object expects a key again
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].key = true
+		}
+	}
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return nil // the end, or a syntax error the decoder reports
+		}
+		switch t := t.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, frame{object: true, seen: map[string]bool{}, key: true, depth: objects})
+				objects++
+			case '[':
+				stack = append(stack, frame{})
+			default:
+				if stack[len(stack)-1].object {
+					objects--
+				}
+				stack = stack[:len(stack)-1]
+				value()
+			}
+			continue
+		case string:
+			if len(stack) == 0 {
+				break
+			}
+			if f := &stack[len(stack)-1]; f.object && f.key {
+				if f.seen[t] {
+					return fmt.Errorf("%w: %q given twice in one object", ErrGeometry, t)
+				}
+				f.seen[t] = true
+				f.key = false
+				if f.depth < len(geometryKeys) && !geometryKeys[f.depth][t] {
+					for k := range geometryKeys[f.depth] {
+						if strings.EqualFold(k, t) {
+							return fmt.Errorf("%w: %q: write it %q", ErrGeometry, t, k)
+						}
+					}
+				}
+				continue
+			}
+		}
+		value()
+	}
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -265,7 +266,14 @@ func ReadGeometry(r io.Reader) ([]Pose, error) {
 // the geometry.json a DRR run writes, whose projection matrices it
 // ignores.
 func ReadGeometryFrame(r io.Reader) ([]Pose, string, error) {
-	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
+	b, err := io.ReadAll(io.LimitReader(r, 256<<20))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrGeometry, err)
+	}
+	if err := checkGeometryKeys(b); err != nil {
+		return nil, "", err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var doc struct {
 		Frame      string `json:"frame"`

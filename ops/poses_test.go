@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -53,6 +54,29 @@ func TestReadGeometryRejects(t *testing.T) {
 		if _, err := ReadGeometry(strings.NewReader(doc)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+	// Keys given twice or in another case, which encoding/json would take
+	// (the last of two, any case): refused, naming the key.
+	for name, c := range map[string]struct{ doc, want string }{
+		"source twice":    {`{"poses": [` + strings.Replace(good, `"source": [0,0,500]`, `"source": [0,0,500], "source": [0,0,0]`, 1) + `]}`, `"source" given twice`},
+		"poses twice":     {`{"poses": [], "poses": [` + good + `]}`, `"poses" given twice`},
+		"frame twice":     {`{"frame": "lps", "poses": [` + good + `], "frame": "ras"}`, `"frame" given twice`},
+		"Source":          {`{"poses": [` + strings.Replace(good, `"source"`, `"Source"`, 1) + `]}`, `"Source": write it "source"`},
+		"POSES":           {`{"POSES": [` + good + `]}`, `"POSES": write it "poses"`},
+		"source, Source":  {`{"poses": [` + strings.Replace(good, `"source": [0,0,500]`, `"source": [0,0,500], "Source": [0,0,0]`, 1) + `]}`, `"Source": write it "source"`},
+		"frame a number":  {`{"frame": 5, "poses": [` + good + `]}`, "want a string"},
+		"second pose dup": {`{"poses": [` + good + `,` + strings.Replace(good, `"rows": 4`, `"rows": 4, "rows": 4`, 1) + `]}`, `"rows" given twice`},
+	} {
+		_, err := ReadGeometry(strings.NewReader(c.doc))
+		if err == nil || !errors.Is(err, ErrGeometry) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, c.want)
+		}
+	}
+	// The same key in two objects is no repeat; nor are keys inside the
+	// projection matrices of a DRR run's own geometry.json.
+	two := `{"frame": "lps", "projection": "x", "poses": [` + good + `,` + strings.Replace(good, `"rows": 4`, `"rows": 4, "matrix": [[1,2,3,4],[5,6,7,8],[9,10,11,12]]`, 1) + `]}`
+	if p, err := ReadGeometry(strings.NewReader(two)); err != nil || len(p) != 2 {
+		t.Errorf("two poses: %v", err)
 	}
 	if p, err := ReadGeometry(strings.NewReader(`{"poses": [` + good + `]}`)); err != nil || len(p) != 1 {
 		t.Errorf("good geometry: %v", err)
