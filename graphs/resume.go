@@ -50,6 +50,9 @@ func claimCheckpoint(out string, h checkpoint.Header, resume bool, items int, pr
 	n, err := checkpoint.Count(path)
 	switch {
 	case err == nil && n > 0:
+		if other, err := checkpoint.ReadHeader(path); err == nil && other != h {
+			return nil, fmt.Errorf("--out %s: %s holds %d finished items of another %s run (other inputs, flags or shard), which this one cannot continue: remove it to start over, or choose another --out", out, path, n, other.Workload)
+		}
 		return nil, fmt.Errorf("--out %s: %s holds %d finished %s of an earlier run: continue it with --resume, or remove it to start over", out, path, n, what)
 	case err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.EACCES)):
 		return nil, fmt.Errorf("--out %s: %w", out, err) // the checkpoint may be fine: say only what failed

@@ -169,6 +169,9 @@ func TestWaveletResume(t *testing.T) {
 		want string
 	}{
 		{"without --resume", args, "continue it with --resume, or remove it to start over"},
+		// Without --resume, a checkpoint of another run is not offered
+		// to --resume, which would refuse it.
+		{"another --xi, without --resume", with(args, "--xi", "1,1.5,2.5"), "of another wavelet run (other inputs, flags or shard), which this one cannot continue: remove it"},
 		{"another --xi", with(resume, "--xi", "1,1.5,2.5"), "from a different run"},
 		{"another --seed", append(append([]string{}, resume...), "--seed", "2"), "from a different run"},
 	} {

@@ -153,6 +153,21 @@ func Count(path string) (int, error) {
 	return len(sc.order), nil
 }
 
+// ReadHeader returns the header of the checkpoint at path: which run it
+// belongs to.
+func ReadHeader(path string) (Header, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return Header{}, err
+	}
+	defer f.Close()
+	h, _, _, err := readHeader(f)
+	if err != nil {
+		return Header{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
 // Saved is a checkpoint read back by Scan, ready to be restored.
 type Saved struct {
 	path   string
