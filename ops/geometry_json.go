@@ -23,6 +23,12 @@ func decodeError(err error) error {
 		if te.Field != "" {
 			where = strings.ToLower(te.Field)
 		}
+		switch k := te.Type.Kind(); {
+		case where == "poses" && k == reflect.Struct: // an element of the list
+			return fmt.Errorf("%w: poses holds a JSON %s, want pose objects", ErrGeometry, te.Value)
+		case k == reflect.Float64 && strings.HasPrefix(te.Value, "number "):
+			return fmt.Errorf("%w: %s: %s is beyond the range of numbers (±1.8e308)", ErrGeometry, where, strings.TrimPrefix(te.Value, "number "))
+		}
 		return fmt.Errorf("%w: %s is a JSON %s, want %s", ErrGeometry, where, te.Value, jsonKind(te.Type))
 	}
 	return fmt.Errorf("%w: %v", ErrGeometry, err)

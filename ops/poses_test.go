@@ -65,6 +65,8 @@ func TestReadGeometryRejects(t *testing.T) {
 		"POSES":           {`{"POSES": [` + good + `]}`, `"POSES": write it "poses"`},
 		"source, Source":  {`{"poses": [` + strings.Replace(good, `"source": [0,0,500]`, `"source": [0,0,500], "Source": [0,0,0]`, 1) + `]}`, `"Source": write it "source"`},
 		"frame a number":  {`{"frame": 5, "poses": [` + good + `]}`, "want a string"},
+		"pose a number":   {`{"poses": [5]}`, "poses holds a JSON number, want pose objects"},
+		"source 1e400":    {`{"poses": [` + strings.Replace(good, `[0,0,500]`, `[0,0,1e400]`, 1) + `]}`, "poses.source: 1e400 is beyond the range"},
 		"second pose dup": {`{"poses": [` + good + `,` + strings.Replace(good, `"rows": 4`, `"rows": 4, "rows": 4`, 1) + `]}`, `"rows" given twice`},
 	} {
 		_, err := ReadGeometry(strings.NewReader(c.doc))

@@ -86,7 +86,10 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 			return h, fmt.Errorf("%w: MetaImage header ends before ElementDataFile", ErrVolume)
 		}
 		if len(line) > 4096 {
-			return h, fmt.Errorf("%w: MetaImage header line too long", ErrVolume)
+			if !textLine(line[:4096]) || !strings.Contains(line[:4096], "=") {
+				return h, fmt.Errorf("%w: MetaImage header ends without ElementDataFile: line %d is data", ErrVolume, lines+1)
+			}
+			return h, fmt.Errorf("%w: MetaImage header line %d is longer than 4096 bytes", ErrVolume, lines+1)
 		}
 		if !textLine(line) {
 			return h, fmt.Errorf("%w: MetaImage header ends without ElementDataFile: line %d is binary data", ErrVolume, lines+1)

@@ -205,6 +205,7 @@ func TestLoadRejectsBadVolumes(t *testing.T) {
 	// Voxels as text, 32 bytes of them: as many as 2³ floats would take.
 	os.WriteFile(p("text.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nBinaryData = False\nElementDataFile = LOCAL\n1 2 3 4 5 6 7 8 9 10 11 12 13 1"), 0o644)
 	f8 := string(make([]byte, 32))
+	os.WriteFile(p("nodatafile.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\n"+strings.Repeat("1 ", 3000)), 0o644)
 	os.WriteFile(p("msb.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nBinaryDataByteOrderMSB = maybe\nElementDataFile = LOCAL\n"+f8), 0o644)
 	os.WriteFile(p("zip.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nCompressedData = yes\nElementDataFile = LOCAL\n"+f8), 0o644)
 	os.WriteFile(p("bin.mha"), []byte("NDims = 3\nDimSize = 2 2 2\nElementType = MET_FLOAT\nBinaryData = True\nBinaryDataByteOrderMSB = false\nElementDataFile = LOCAL\n"+f8), 0o644)
@@ -223,6 +224,7 @@ func TestLoadRejectsBadVolumes(t *testing.T) {
 		{"short.mha", Options{}, "truncated"},
 		{"nan.mha", Options{}, "voxel (1, 0, 1) is NaN"},
 		{"text.mha", Options{}, "BinaryData = False: voxels written as text are not supported"},
+		{"nodatafile.mha", Options{}, "MetaImage header ends without ElementDataFile: line 4 is data"},
 		{"msb.mha", Options{}, `BinaryDataByteOrderMSB: want True or False, got "maybe"`},
 		{"zip.mha", Options{}, `CompressedData: want True or False, got "yes"`},
 		{"v.raw", Options{Shape: [3]int{2, 2, 2}, Dtype: "uint16"}, "needs 16"},
