@@ -42,6 +42,7 @@ func parseFilter(src string) (filterStage, error) {
 		return bad("unknown filter %q; want %s", f.kind, FilterHelp)
 	}
 	var sigmas int
+	given := map[string]bool{}
 	for i, a := range strings.Split(args, ",") {
 		a = strings.TrimSpace(a)
 		if a == "" && args == "" {
@@ -59,6 +60,10 @@ func parseFilter(src string) (filterStage, error) {
 				return bad("%q is not a setting KEY=VALUE; %s takes %s", a, f.kind, takes)
 			}
 		}
+		if given[key] && key != "sigma_mm" && key != "sigma_px" { // two sigmas say so below
+			return bad("%s given twice", key)
+		}
+		given[key] = true
 		number := func() (float64, error) {
 			x, err := strconv.ParseFloat(val, 64)
 			if err != nil || !(x > 0) || math.IsInf(x, 0) {
