@@ -89,7 +89,7 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 			if !textLine(line[:4096]) || !strings.Contains(line[:4096], "=") {
 				return h, fmt.Errorf("%w: MetaImage header ends without ElementDataFile: line %d is data", ErrVolume, lines+1)
 			}
-			return h, fmt.Errorf("%w: MetaImage header line %d is longer than 4096 bytes", ErrVolume, lines+1)
+			return h, fmt.Errorf("%w: MetaImage header line %d is too long (over 4096 bytes)", ErrVolume, lines+1)
 		}
 		if !textLine(line) {
 			return h, fmt.Errorf("%w: MetaImage header ends without ElementDataFile: line %d is binary data", ErrVolume, lines+1)
