@@ -58,20 +58,25 @@ func TestPathsEmptyRefused(t *testing.T) {
 		if c.args[0] == "merge" {
 			args = append(args, "x.npz")
 		}
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			dir := t.TempDir()
-			stdout, stderr, code := outputsRun{args: args, dir: dir, fsize: -1}.run(t)
-			failsWithOneLine(t, args, stderr, code, "--"+c.flag+": empty path")
-			if stdout != "" {
-				t.Errorf("tapeloop %s: printed %q", strings.Join(args, " "), stdout)
-			}
-			sameContents(t, args, dir, map[string]string{})
-		})
+		t.Run(strings.Join(args, " "), func(t *testing.T) { refusedBeforeWork(t, args, "--"+c.flag+": empty path") })
 	}
 }
 
 // TestPathsFlagsMarked: every flag whose help names a FILE or DIR is
 // marked as a path (TakesFile), the one mark the empty-path check reads.
+// refusedBeforeWork runs args in an empty directory: the run must fail in
+// one line saying want, print nothing and leave the directory empty.
+func refusedBeforeWork(t *testing.T, args []string, want string) {
+	t.Helper()
+	dir := t.TempDir()
+	stdout, stderr, code := outputsRun{args: args, dir: dir, fsize: -1}.run(t)
+	failsWithOneLine(t, args, stderr, code, want)
+	if stdout != "" {
+		t.Errorf("tapeloop %s: printed %q", strings.Join(args, " "), stdout)
+	}
+	sameContents(t, args, dir, map[string]string{})
+}
+
 // TestEmptyValuesRefused gives every string flag that is not a path and
 // not read from the environment, of every command, as "" and as blanks:
 // each is refused in one line, naming the flag, before any work.
@@ -96,15 +101,7 @@ func TestEmptyValuesRefused(t *testing.T) {
 						args = append(args, "x.npz")
 					}
 					n++
-					t.Run(strings.Join(args, " "), func(t *testing.T) {
-						dir := t.TempDir()
-						stdout, stderr, code := outputsRun{args: args, dir: dir, fsize: -1}.run(t)
-						failsWithOneLine(t, args, stderr, code, "--"+sf.Name+": empty value")
-						if stdout != "" {
-							t.Errorf("tapeloop %s: printed %q", strings.Join(args, " "), stdout)
-						}
-						sameContents(t, args, dir, map[string]string{})
-					})
+					t.Run(strings.Join(args, " "), func(t *testing.T) { refusedBeforeWork(t, args, "--"+sf.Name+": empty value") })
 				}
 			}
 		}
