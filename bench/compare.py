@@ -79,10 +79,10 @@ over the faster path's:
   integer under 2⁵³).
 - wavelet-columns-wrap, wavelet-columns-reflect: a 200³ random volume
   (an .npy file), 24 combinations, one per batch, with --columns
-  energy,std against every statistic, per combination (CSV row). With wrap, energy and std come from
-  the spectrum (Parseval's theorem) with no inverse transform; with
-  reflect they need the response cropped from a larger transform, so only
-  the maximum's comparisons are saved.
+  energy,std against every statistic, per combination (CSV row). With
+  wrap, energy and std come from the spectrum (Parseval's theorem) with
+  no inverse transform; with reflect they need the response cropped from
+  a larger transform, so only the maximum's comparisons are saved.
 
 Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FILE]
 [--baseline OTHER_TAPELOOP].
@@ -90,7 +90,8 @@ Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FIL
 --quick uses small sizes (a smoke test); --only runs some rows (interp,
 affinity-dot, affinity-dot-8000, process-dot-8000, process-dot-10000,
 process-u8, affinity-l1, topk-dot, topk-l2, drr-siddon, drr-trilinear,
-drr-numpy, wavelet, wavelet-columns-wrap, wavelet-columns-reflect). A row whose peer is not installed is skipped with a
+drr-numpy, wavelet, wavelet-columns-wrap, wavelet-columns-reflect). A
+row whose peer is not installed is skipped with a
 note. --baseline runs another build of tapeloop (an earlier commit's, say)
 on every row too, interleaved with this one and the peer, and adds a
 column: its times and its time over this build's (above 1: this build is
@@ -393,8 +394,8 @@ def paths(ctx, runs, per=1):
     """tapeloop against itself: the commands in runs (name → arguments; the
     first is the reference path) alternately, ctx.reps times each, every run
     a whole process timed start to exit (wall), with --report for the work
-    alone (its total seconds). Each command writes its own output, replacing its earlier
-    one after one untimed run of each. Returns per name the wall and work
+    alone (its total seconds). Each command writes its own output,
+    replacing its earlier one after one untimed run of each. Returns per name the wall and work
     seconds per unit (over per units), the peak RSS and the loads."""
     res = {k: dict(wall=[], work=[], rss=0) for k in runs}
     loads = []

@@ -47,10 +47,10 @@ func claimCheckpoint(out string, h checkpoint.Header, resume bool, items int, pr
 		}
 		return c, nil
 	}
-	n, err := checkpoint.Count(path)
+	other, n, err := checkpoint.Inspect(path)
 	switch {
 	case err == nil && n > 0:
-		if other, err := checkpoint.ReadHeader(path); err == nil && other != h {
+		if other != h {
 			return nil, fmt.Errorf("--out %s: %s holds %d finished items of another %s run (other inputs, flags or shard), which this one cannot continue: remove it to start over, or choose another --out", out, path, n, other.Workload)
 		}
 		return nil, fmt.Errorf("--out %s: %s holds %d finished %s of an earlier run: continue it with --resume, or remove it to start over", out, path, n, what)

@@ -398,8 +398,9 @@ func (t *WaveletTask) checkSpace(out string, warn func(string)) error {
 	return nil
 }
 
-// writeResponses writes the responses of --save-response, each through a
-// temporary file renamed when whole, in the volume's own axes.
+// writeResponses writes the responses of --save-response, in the
+// volume's own axes, each to a temporary file that Commit renames into
+// place (or removes) once the CSV is whole.
 func (t *WaveletTask) writeResponses() (staged []*atomicfile.File, err error) {
 	if len(t.save) == 0 {
 		return nil, nil

@@ -187,23 +187,23 @@ func TestDRRShardsMergeBitForBit(t *testing.T) {
 		mergeRefuses(t, "damaged", p("damaged"), "drr: damaged (zip: checksum error)", shards[0], damagedCopy(t, shards[1]), shards[2])
 		// The run's geometry.json, which every shard carries, missing,
 		// damaged or edited in one of them.
-		geo := func(name string, edit func(raw []byte) []byte) string {
-			return rewriteMember(t, shards[1], "geometry.json", name, edit)
+		geo := func(name string, content bool, edit func(raw []byte) []byte) string {
+			return rewriteMember(t, shards[1], "geometry.json", name, content, edit)
 		}
-		mergeRefuses(t, "geometry missing", p("geo-missing"), "geometry.json", shards[0], geo("missing", nil), shards[2])
+		mergeRefuses(t, "geometry missing", p("geo-missing"), "geometry.json", shards[0], geo("missing", false, nil), shards[2])
 		flip := func(raw []byte) []byte { raw[len(raw)/2] ^= 0x20; return raw }
-		mergeRefuses(t, "geometry damaged", p("geo-damaged"), "checksum error", shards[0], geo("damaged", flip), shards[2])
-		mergeRefuses(t, "geometry edited", p("geo-edited"), "different geometry.json", shards[0], geo("edited", bytes.ToUpper), shards[2])
+		mergeRefuses(t, "geometry damaged", p("geo-damaged"), "checksum error", shards[0], geo("damaged", false, flip), shards[2])
+		mergeRefuses(t, "geometry edited", p("geo-edited"), "different geometry.json", shards[0], geo("edited", true, bytes.ToUpper), shards[2])
 	}
 }
 
 // rewriteMember is a copy of the shard archive path, named after what,
-// with its member name's stored bytes changed by edit (nil: the member
-// left out). The bytes are the member's as stored, compressed or not,
-// and its checksum is kept: an edit of compressed bytes damages it, one
-// of stored bytes with a fresh checksum (edit given the text) makes a
-// well-formed archive of other content.
-func rewriteMember(t *testing.T, path, name, what string, edit func([]byte) []byte) string {
+// with its member name changed by edit (nil: the member left out). With
+// content, edit is given the member's content and the result is written
+// afresh, with its own checksum: a well-formed archive of other content.
+// Else edit is given the bytes as stored, compressed or not, and the
+// member's checksum is kept: the edit damages it.
+func rewriteMember(t *testing.T, path, name, what string, content bool, edit func([]byte) []byte) string {
 	t.Helper()
 	r, err := zip.OpenReader(path)
 	if err != nil {
@@ -222,7 +222,7 @@ func rewriteMember(t *testing.T, path, name, what string, edit func([]byte) []by
 		if edit == nil {
 			continue
 		}
-		if what == "edited" { // the content changed, as written afresh
+		if content {
 			rc, err := f.Open()
 			if err != nil {
 				t.Fatal(err)

@@ -100,7 +100,7 @@ func checkCommandFlags(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("%s: unexpected argument %q", name, c.Args().First())
 	}
-	if err := emptyPath(c, name); err != nil {
+	if err := emptyFlag(c, name); err != nil {
 		return err
 	}
 	for _, r := range ignoredWith[c.Command.Name] {
@@ -123,7 +123,7 @@ func checkCommandFlags(c *cli.Context) error {
 	return nil
 }
 
-// emptyPath refuses a flag that names a file or directory (a StringFlag
+// emptyFlag refuses a flag that names a file or directory (a StringFlag
 // with TakesFile: the one mark of a path flag) given as "": an unset
 // shell variable (--volume "$CT") would otherwise mean the built-in data,
 // or no output at all. Any other string flag given as "" or blanks is
@@ -131,7 +131,7 @@ func checkCommandFlags(c *cli.Context) error {
 // attenuation, --origin "$O" at the default origin), except those also
 // read from the environment, where an exported but empty variable is
 // common and means the default.
-func emptyPath(c *cli.Context, name string) error {
+func emptyFlag(c *cli.Context, name string) error {
 	for _, f := range c.Command.Flags {
 		sf, ok := f.(*cli.StringFlag)
 		if !ok || !c.IsSet(sf.Name) {
@@ -149,7 +149,7 @@ func emptyPath(c *cli.Context, name string) error {
 
 // setFlagChecks installs checkCommandFlags on every command that takes no
 // arguments (all but merge and dot itself), subcommands included, and on
-// merge the check of empty paths.
+// merge the check of empty values.
 func setFlagChecks(cmd *cli.Command) {
 	for _, sub := range cmd.Subcommands {
 		setFlagChecks(sub)
@@ -159,6 +159,6 @@ func setFlagChecks(cmd *cli.Command) {
 	case cmd.ArgsUsage == "":
 		cmd.Before = checkCommandFlags
 	default:
-		cmd.Before = func(c *cli.Context) error { return emptyPath(c, c.Command.Name) }
+		cmd.Before = func(c *cli.Context) error { return emptyFlag(c, c.Command.Name) }
 	}
 }

@@ -137,35 +137,26 @@ func Create(path string, h Header, total int, what string) (*File, error) {
 // Count reads the checkpoint at path and returns how many items its whole
 // records hold (each item once); fs.ErrNotExist when there is no file.
 func Count(path string) (int, error) {
+	_, n, err := Inspect(path)
+	return n, err
+}
+
+// Inspect is Count, and the checkpoint's header: which run it belongs to.
+func Inspect(path string) (Header, int, error) {
 	f, err := openRegular(path)
 	if err != nil {
-		return 0, err
+		return Header{}, 0, err
 	}
 	defer f.Close()
 	h, off, key, err := readHeader(f)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return Header{}, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	sc, err := scan(f, off, h, key, -1)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return h, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	return len(sc.order), nil
-}
-
-// ReadHeader returns the header of the checkpoint at path: which run it
-// belongs to.
-func ReadHeader(path string) (Header, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return Header{}, err
-	}
-	defer f.Close()
-	h, _, _, err := readHeader(f)
-	if err != nil {
-		return Header{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return h, nil
+	return h, len(sc.order), nil
 }
 
 // Saved is a checkpoint read back by Scan, ready to be restored.

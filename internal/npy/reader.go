@@ -197,10 +197,7 @@ func fortranToC[E uint8 | uint16 | uint32 | uint64](c, f []E, shape []int) {
 
 // littleEndianHost reports whether this machine stores numbers least
 // significant byte first, as amd64 and arm64 do.
-var littleEndianHost = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
+var littleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // native reports whether data of type d is T's own bytes on this machine.
 func native[T float32 | float64](d Dtype) bool {

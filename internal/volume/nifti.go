@@ -204,23 +204,9 @@ func loadNIfTI(path string, warn io.Writer, place bool) (*Volume, error) {
 	return v, nil
 }
 
-// extraData warns that a volume file holds more voxel data (avail bytes,
-// from where its data starts) than its header describes (need): a wrong
-// element type or size would read a scrambled volume with no other sign.
-func extraData(warn io.Writer, path, in string, avail, need int64, what string) {
-	if warn == nil {
-		return
-	}
-	fmt.Fprintf(warn, "tapeloop: warning: %s: %s %d bytes of voxel data, %d more than its %s describe: check that the header fits the data\n",
-		path, in, avail, avail-need, what)
-}
-
 // readNIfTI reads a single-file NIfTI-1 volume (header, extensions, data)
 // of avail bytes in all (−1: unknown), checking the size before allocating.
 func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64, place bool) (*Volume, error) {
-	if warn == nil {
-		warn = io.Discard
-	}
 	hdr := make([]byte, 348)
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return nil, fmt.Errorf("%w: NIfTI header truncated", ErrVolume)

@@ -151,6 +151,17 @@ func Load(path string, opt Options) (*Volume, error) {
 	return v, nil
 }
 
+// extraData warns that a volume file holds more voxel data (avail bytes,
+// from where its data starts) than its header describes (need): a wrong
+// element type or size would read a scrambled volume with no other sign.
+func extraData(warn io.Writer, path, in string, avail, need int64, what string) {
+	if warn == nil {
+		return
+	}
+	fmt.Fprintf(warn, "tapeloop: warning: %s: %s %d bytes of voxel data, %d more than its %s describe: check that the header fits the data\n",
+		path, in, avail, avail-need, what)
+}
+
 // Check validates spacing, origin, direction and values.
 func Check(v *Volume) error {
 	for a := range 3 {
