@@ -83,6 +83,9 @@ over the faster path's:
   wrap, energy and std come from the spectrum (Parseval's theorem) with
   no inverse transform; with reflect they need the response cropped from
   a larger transform, so only the maximum's comparisons are saved.
+- wavelet-columns-wrap-sweep: the same with wrap over 240 combinations
+  (10 θ, 6 φ, 4 ξ), where what a process does once weighs less, as in a
+  sweep of the size users run.
 
 Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FILE]
 [--baseline OTHER_TAPELOOP].
@@ -90,7 +93,8 @@ Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FIL
 --quick uses small sizes (a smoke test); --only runs some rows (interp,
 affinity-dot, affinity-dot-8000, process-dot-8000, process-dot-10000,
 process-u8, affinity-l1, topk-dot, topk-l2, drr-siddon, drr-trilinear,
-drr-numpy, wavelet, wavelet-columns-wrap, wavelet-columns-reflect). A
+drr-numpy, wavelet, wavelet-columns-wrap, wavelet-columns-reflect,
+wavelet-columns-wrap-sweep). A
 row whose peer is not installed is skipped with a
 note. --baseline runs another build of tapeloop (an earlier commit's, say)
 on every row too, interleaved with this one and the peer, and adds a
@@ -453,11 +457,16 @@ def process_u8(ctx):
     return rows
 
 
-def wavelet_columns(ctx, boundary):
+def wavelet_columns(ctx, boundary, sweep=False):
     """--columns energy,std against every statistic, a whole `tapeloop
-    wavelet` process each, one combination per batch; both per CSV row."""
+    wavelet` process each, one combination per batch; both per CSV row.
+    sweep: 240 combinations instead of 24, so that what a process spends
+    once (start, reading and checking the volume, its transform) weighs
+    as it does in a sweep."""
     d = ctx.d
     n, th, ph, xi = (200, "0.2:pi:4", "0.3,1.1", "1,2,4") if not ctx.quick else (24, "0.2:pi:2", "0.3", "1,2")
+    if sweep:
+        th, ph, xi = ("0.2:pi:10", "0.3:1.5:6", "1,2,3,4") if not ctx.quick else ("0.2:pi:4", "0.3,1.1", "1,2")
     combos = helper("count", th, ph, xi)
     vol = f"{d}/wvol{n}.npy"
     if not os.path.exists(vol):
@@ -490,6 +499,7 @@ ROWS = [
     ("wavelet", wavelet),
     ("wavelet-columns-wrap", lambda c: wavelet_columns(c, "wrap")),
     ("wavelet-columns-reflect", lambda c: wavelet_columns(c, "reflect")),
+    ("wavelet-columns-wrap-sweep", lambda c: wavelet_columns(c, "wrap", sweep=True)),
 ]
 
 
