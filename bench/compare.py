@@ -88,7 +88,7 @@ over the faster path's:
   sweep of the size users run.
 
 Usage: compare.py TAPELOOP [--quick] [--reps N] [--only ROW,…] [--markdown FILE]
-[--baseline OTHER_TAPELOOP].
+[--baseline OTHER_TAPELOOP] [--busy N].
 `make compare` runs it (after `make compare-deps` installs the peers);
 --quick uses small sizes (a smoke test); --only runs some rows (interp,
 affinity-dot, affinity-dot-8000, process-dot-8000, process-dot-10000,
@@ -100,9 +100,12 @@ note. --baseline runs another build of tapeloop (an earlier commit's, say)
 on every row too, interleaved with this one and the peer, and adds a
 column: its times and its time over this build's (above 1: this build is
 faster), so a change is measured against the code before it in the same
-conditions.
+conditions. --busy N runs N processes that only spin, a core each, beside
+every row: the figures under load (another job on the machine), with the
+load column showing it.
 """
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -550,6 +553,19 @@ def machine_line(ctx, took):
             f"Date: {time.strftime('%Y-%m-%d')}. {ctx.reps} interleaved repetitions per row; took {took:.0f} s.")
 
 
+@contextlib.contextmanager
+def busy(n):
+    """n processes that spin on a core each while the block runs: the
+    load of another job sharing the machine."""
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--helper":
         return run_helper(sys.argv[2], sys.argv[3:])
@@ -561,15 +577,20 @@ def main():
     ap.add_argument("--markdown", help="also write the table to this Markdown file")
     ap.add_argument("--baseline", help="another build of tapeloop, run interleaved with this one on every "
                     "row: its times and its time over this build's, best / median (above 1: this build is faster)")
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="run N processes that only spin beside the rows, for the figures under load "
+                    "(each adds about 1 to the load average)")
     args = ap.parse_args()
     if args.reps < 3:
         ap.error("--reps: at least 3 (a best and a median need several runs)")
+    if args.busy < 0:
+        ap.error("--busy: a count of processes, 0 or more")
     only = set(args.only.split(",")) if args.only else {k for k, _ in ROWS}
     if only - {k for k, _ in ROWS}:
         ap.error(f"--only: unknown rows {', '.join(sorted(only - {k for k, _ in ROWS}))}")
     rows, notes = [], []
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="tapeloop-compare-") as d:
+    with tempfile.TemporaryDirectory(prefix="tapeloop-compare-") as d, busy(args.busy):
         ctx = Context(os.path.abspath(args.tapeloop), d, args.quick, args.reps,
                       os.path.abspath(args.baseline) if args.baseline else None)
         for key, job in ROWS:
@@ -591,6 +612,8 @@ def main():
                     print(f"  {r['note']}", file=sys.stderr)
         took = time.perf_counter() - t0
         machine = machine_line(ctx, took)
+        if args.busy:
+            machine += f" {args.busy} spinning process{'es' if args.busy > 1 else ''} (--busy) ran beside every row."
     lines = [cells(r) for r in rows]
     head = HEAD + (["baseline best / median; baseline ÷ tapeloop"] if args.baseline else [])
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)] if lines else []
