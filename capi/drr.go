@@ -121,8 +121,9 @@ func tl_drr_run(h C.int64_t, poses *C.double, length C.int64_t, out *C.float, ou
 
 // tl_drr_warnings sets *text to the last run's warnings about its
 // geometry, a line each (a source or detector inside the volume, the
-// volume behind the source, poses whose every ray missed it), for the
-// caller to free with tl_free.
+// volume behind the source, poses whose every ray missed it), and about a
+// trilinear step longer than the voxels, options named as the caller's
+// keys (step=), for the caller to free with tl_free.
 //
 //export tl_drr_warnings
 func tl_drr_warnings(h C.int64_t, text **C.char) *C.char {
@@ -131,7 +132,7 @@ func tl_drr_warnings(h C.int64_t, text **C.char) *C.char {
 			if text == nil {
 				return fmt.Errorf("drr: NULL text")
 			}
-			*text = C.CString(strings.Join(p.Warnings, "\n"))
+			*text = C.CString(keywords(strings.Join(p.Warnings, "\n")))
 			return nil
 		})
 	})

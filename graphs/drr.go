@@ -432,6 +432,11 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 		if err := drr.CheckSamples(v, poses, setup.Step, s.Step != nil); err != nil {
 			return nil, err
 		}
+		if s.Step != nil {
+			if w := drr.StepWarning(v, setup.Step); w != "" {
+				s.warn(w)
+			}
+		}
 	}
 	t := &DRRTask{dir: s.Out, n: len(poses), rows: poses[0].Rows, cols: poses[0].Cols, warn: s.warn}
 	frame, scale := p.frame, p.png

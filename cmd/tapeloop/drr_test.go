@@ -295,6 +295,57 @@ func ones(n int) []float64 {
 	return x
 }
 
+// TestDRRStepAgainstVolume: a trilinear step longer than the largest
+// voxel is a warning; one so long that a pose's samples lie further apart
+// than the volume is across (so that no ray takes two samples in it) is
+// refused, with nothing written. The volume: 10³ voxels of 2 mm, 34.6 mm
+// across its diagonal; one pose with its detector 1000 mm from the
+// source, whose rays are at most 1.000001 times that long, so its samples
+// lie 0.999999·step apart or more.
+func TestDRRStepAgainstVolume(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	vol := make([]float64, 1000)
+	for i := range vol {
+		vol[i] = 0.01 + 0.001*float64(i%7)
+	}
+	writeNpy(t, p("v.npy"), []int{10, 10, 10}, vol)
+	pose := `{"poses": [{"source": [9, -491, 9], "center": [9, 509, 9], "u": [1, 0, 0], "v": [0, 0, 1], "rows": 3, "cols": 3, "pixel": [1, 1]}]}`
+	os.WriteFile(p("g.json"), []byte(pose), 0o644)
+	base := []string{"drr", "--quiet", "--volume", p("v.npy"), "--spacing", "2,2,2", "--geometry", p("g.json"), "--method", "trilinear"}
+	const warned = "longer than the largest voxel size (2 mm)"
+	for _, c := range []struct {
+		step   string
+		code   int
+		stderr string // "": no step warning
+	}{
+		{"1", 0, ""},
+		{"2", 0, ""},
+		{"2.5", 0, warned},
+		{"34", 0, warned},
+		{"34.7", 1, "--step 34.7 mm: pose 0's samples lie at least 34.7 mm apart, more than the volume is across (34.64 mm), so no ray takes two samples in it"},
+		{"500", 1, "so no ray takes two samples in it: use a step near the voxel size (by default half the smallest, 1 mm)"},
+	} {
+		out := p("out" + c.step)
+		_, se, code := run(t, append(base, "--step", c.step, "--out", out)...)
+		switch {
+		case code != c.code:
+			t.Errorf("--step %s: exit %d (stderr %q), want %d", c.step, code, se, c.code)
+		case c.stderr == "" && strings.Contains(se, "--step"):
+			t.Errorf("--step %s: stderr %q, want no word of the step", c.step, se)
+		case c.stderr != "" && !strings.Contains(se, c.stderr):
+			t.Errorf("--step %s: stderr %q, want %q", c.step, se, c.stderr)
+		}
+		_, err := os.Stat(filepath.Join(out, "drr.npy"))
+		if c.code == 0 && err != nil {
+			t.Errorf("--step %s: no images written: %v", c.step, err)
+		}
+		if c.code != 0 && !os.IsNotExist(err) {
+			t.Errorf("--step %s: refused, yet drr.npy is there (%v)", c.step, err)
+		}
+	}
+}
+
 // TestDRRGeometryFile: a run writes geometry.json beside drr.npy, every pose
 // with its projection matrix; the merge of its shards writes the same
 // file; read back with --geometry it renders the same images, and with

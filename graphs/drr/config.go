@@ -208,7 +208,7 @@ func (c Config) Prepare(v *volume.Volume, rows, cols int) (Setup, error) {
 		}
 	}
 	if p.trilinear {
-		s.Step = 0.5 * min(v.Spacing[0], v.Spacing[1], v.Spacing[2])
+		s.Step = DefaultStep(v)
 		if c.Step != nil {
 			s.Step = *c.Step
 		}

@@ -20,8 +20,11 @@ const (
 // CheckSamples refuses a trilinear step that would take more than
 // maxRaySamples samples on a ray through v, or more than maxRayFractions
 // over a pose's longest ray: a step far below the voxel size, which would
-// keep the kernel busy for days. given says the step is the user's
-// (--step), not the default.
+// keep the kernel busy for days. It also refuses a step so long that the
+// samples of a pose lie further apart than v is across: no ray could
+// take two samples in it, and the images would be zeros or one sample
+// times the step. given says the step is the user's (--step), not the
+// default.
 func CheckSamples(v *volume.Volume, poses []ops.Pose, step float64, given bool) error {
 	var diag float64
 	for a := range 3 {
@@ -40,6 +43,11 @@ func CheckSamples(v *volume.Volume, poses []ops.Pose, step float64, given bool) 
 		if d > 0 {
 			inside = diag / (step * d / l)
 		}
+		if d > 0 && step*d/l > diag {
+			return fmt.Errorf("--step %g mm: pose %d's samples lie at least %.4g mm apart, more than the volume is across "+
+				"(%.4g mm), so no ray takes two samples in it: use a step near the voxel size (by default half the "+
+				"smallest, %g mm)", step, i, step*d/l, diag, DefaultStep(v))
+		}
 		if !(whole <= maxRayFractions) || !(inside <= maxRaySamples) {
 			what := fmt.Sprintf("--step %g mm", step)
 			if !given {
@@ -51,4 +59,22 @@ func CheckSamples(v *volume.Volume, poses []ops.Pose, step float64, given bool) 
 		}
 	}
 	return nil
+}
+
+// DefaultStep is the trilinear step when none is given: half the smallest
+// voxel size.
+func DefaultStep(v *volume.Volume) float64 {
+	return min(v.Spacing[0], v.Spacing[1], v.Spacing[2]) / 2
+}
+
+// StepWarning is a line when the user's trilinear step is longer than
+// v's largest voxel size: the rays then pass voxels without sampling
+// them, and the images are undersampled; "" else.
+func StepWarning(v *volume.Volume, step float64) string {
+	if big := max(v.Spacing[0], v.Spacing[1], v.Spacing[2]); step > big {
+		return fmt.Sprintf("--step %g mm is longer than the largest voxel size (%g mm): the rays pass voxels without "+
+			"sampling them and the images are undersampled (by default the step is half the smallest voxel size, %g mm)",
+			step, big, DefaultStep(v))
+	}
+	return ""
 }

@@ -20,8 +20,8 @@ type Program struct {
 	Rows, Cols int
 	// AllMissed says every ray of the last Run missed the volume.
 	AllMissed bool
-	// Warnings are the last Run's faults of the geometry, a line each
-	// (Job.Warnings).
+	// Warnings are the last Run's faults of the geometry (Job.Warnings)
+	// and a given step longer than the voxels (StepWarning), a line each.
 	Warnings []string
 }
 
@@ -175,6 +175,11 @@ func (p *Program) Run(x []float64, dst []float32) error {
 		return err
 	}
 	p.AllMissed, p.Warnings = j.AllMissed(), j.Warnings()
+	if p.stepGiven {
+		if w := StepWarning(j.s.Vol, j.s.Step); w != "" {
+			p.Warnings = append(p.Warnings, w)
+		}
+	}
 	return nil
 }
 

@@ -176,6 +176,25 @@ def test_all_rays_missed_warns():
             r(r.orbit(2))
 
 
+def test_step_against_volume():
+    """A trilinear step longer than the largest voxel is a warning, as the
+    CLI's; one so long that no ray takes two samples in the volume (10
+    voxels of 2 mm, 34.6 mm across) is an Error."""
+    rng = np.random.default_rng()
+    v = rng.uniform(0.01, 0.02, (10, 10, 10)).astype(np.float32)
+    pose = {"source": [9, -491, 9], "center": [9, 509, 9], "u": [1, 0, 0], "v": [0, 0, 1], "pixel": [1, 1]}
+    with tapeloop.DRR(v, (2, 2, 2), detector=(3, 3), method="trilinear", step=1.5) as r:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert r(pose).max() > 0
+    with tapeloop.DRR(v, (2, 2, 2), detector=(3, 3), method="trilinear", step=30) as r:
+        with pytest.warns(UserWarning, match=r"^step= 30 mm is longer than the largest voxel size \(2 mm\)"):
+            r(pose)
+    with tapeloop.DRR(v, (2, 2, 2), detector=(3, 3), method="trilinear", step=40) as r:
+        with pytest.raises(tapeloop.Error, match="so no ray takes two samples in it"):
+            r(pose)
+
+
 def test_geometry_faults_warn_or_fail():
     """A detector reaching into the volume (the orbit's sid mistaken for
     radiography's SID) is a warning naming the distance, as the CLI's; with
