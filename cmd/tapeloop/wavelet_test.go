@@ -304,6 +304,55 @@ np.savetxt(d + "/ref_" + kind + ".csv", np.array(rows), delimiter=",", fmt="%.17
 	}
 }
 
+// TestWaveletZeroKernel: a --kernel formula that is 0 for some
+// combinations writes their rows (a zero response: every statistic 0) and
+// names them in one warning line, in both boundary modes, with energy alone
+// asked too; the report counts them; a kernel that is not 0 anywhere gives
+// no such line.
+func TestWaveletZeroKernel(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	kernel := "where(theta > 1, 0, exp(-2*(x*x + y*y/(xi*xi) + z*z)))"
+	for _, b := range []string{"reflect", "wrap"} {
+		for _, cols := range []string{"energy,std,max,wavelet_energy", "energy"} {
+			base := []string{"wavelet", "--size", "17x19x15", "--seed", "5", "--theta", "0.3,1.2,2", "--phi", "0,0.7",
+				"--xi", "1,2", "--boundary", b, "--columns", cols}
+			_, stderr, code := run(t, append(base, "--kernel", kernel, "--out", p("z.csv"), "--report", p("z.json"))...)
+			if code != 0 {
+				t.Fatalf("%s, %s: exit %d: %s", b, cols, code, stderr)
+			}
+			want := "warning: 8 of 12 combinations have a kernel that is 0 at every sample (the first: θ = 1.2, φ = 0, ξ = 1): their statistics are those of a response of zeros; check --kernel\n"
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%s, %s: stderr %q, want the line %q", b, cols, stderr, want)
+			}
+			lines := readLines(t, p("z.csv"))
+			if len(lines) != 13 {
+				t.Fatalf("%s, %s: %d lines, want 13", b, cols, len(lines))
+			}
+			for _, line := range lines[1:] {
+				f := strings.Split(line, ",")
+				theta, _ := strconv.ParseFloat(f[0], 64)
+				e, _ := strconv.ParseFloat(f[3], 64)
+				if (theta > 1) != (e == 0) {
+					t.Errorf("%s, %s: row %q: energy %g at θ = %g", b, cols, line, e, theta)
+				}
+			}
+			var rep struct {
+				Result struct {
+					ZeroKernel int `json:"zero_kernel"`
+				} `json:"result"`
+			}
+			if data, err := os.ReadFile(p("z.json")); err != nil || json.Unmarshal(data, &rep) != nil || rep.Result.ZeroKernel != 8 {
+				t.Errorf("%s, %s: report's zero_kernel %d (%v), want 8", b, cols, rep.Result.ZeroKernel, err)
+			}
+			_, stderr, code = run(t, append(base, "--kernel", "exp(-2*(x*x + y*y/(xi*xi) + z*z))", "--out", p("n.csv"))...)
+			if code != 0 || strings.Contains(stderr, "warning") {
+				t.Errorf("%s, %s: a kernel nowhere 0: exit %d, stderr %q; want 0 and no warning", b, cols, code, stderr)
+			}
+		}
+	}
+}
+
 // TestWaveletNoKernelRows: a sweep whose ξ list starts at 0, as
 // numpy.arange(0, n) does, runs to the end. The rows of ξ ≤ 0 hold NaN,
 // are counted on stderr and in the report, and every other row is the one

@@ -612,6 +612,12 @@ type Result struct {
 	// whose rows hold NaN, and NoKernelWhy says why for the first.
 	NoKernel    int    `json:"no_kernel,omitempty"`
 	NoKernelWhy string `json:"no_kernel_first,omitempty"`
+	// ZeroKernel counts the combinations whose kernel is 0 at every sample
+	// (Σ ψ² = 0: a --kernel formula that gives 0, or values too small for
+	// the arithmetic), whose statistics are those of a response of zeros,
+	// and ZeroKernelFirst names the first, as "θ = …, φ = …, ξ = …".
+	ZeroKernel      int    `json:"zero_kernel,omitempty"`
+	ZeroKernelFirst string `json:"zero_kernel_first,omitempty"`
 	// Range is a shard's combinations [lo, hi) and the sweep's count.
 	Range [3]int `json:"range,omitzero"`
 	// Columns are the CSV's columns.
@@ -638,6 +644,15 @@ func (w *Job) Result() Result {
 	}
 	if w.cfg.Hi-w.cfg.Lo < len(w.cfg.Combos) {
 		r.Range = [3]int{w.cfg.Lo, w.cfg.Hi, len(w.cfg.Combos)}
+	}
+	for i := w.cfg.Lo; i < w.cfg.Hi; i++ {
+		if w.Stats[i][3] == 0 { // Σ ψ², computed whatever the columns (NaN: no kernel)
+			if r.ZeroKernel == 0 {
+				c := w.cfg.Combos[i]
+				r.ZeroKernelFirst = fmt.Sprintf("θ = %.4g, φ = %.4g, ξ = %.4g", c.Theta, c.Phi, c.Xi)
+			}
+			r.ZeroKernel++
+		}
 	}
 	names, place := w.columns()
 	r.Columns = names
