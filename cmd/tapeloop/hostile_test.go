@@ -1028,6 +1028,7 @@ func hostileCases() []hostile {
 		wv("xi 0 failing on non-finite", "ξ = 0", "--xi", "0", "--fail-on-nonfinite"),
 		wv("xi negative failing on non-finite", "ξ = -1", "--xi", "-1", "--fail-on-nonfinite"),
 		wv("reach negative", "--reach -1: want a half-width in voxels", "--kernel", "exp(-q)", "--reach", "-1"),
+		wv("reach 0", "--reach 0: want a half-width in voxels, at least 1 (leave --reach out", "--kernel", "exp(-q)", "--reach", "0"),
 		wv("reach without a kernel", "--reach: it is for --kernel", "--reach", "3"),
 		wv("reach not a number", `--reach "far": want a half-width in voxels, or volume`, "--kernel", "exp(-q)", "--reach", "far"),
 		wv("reach volume without a kernel", "--reach: it is for --kernel", "--reach", "volume"),

@@ -222,8 +222,8 @@ func (c Config) Parse() (*Parsed, error) {
 	return p, nil
 }
 
-// KernelReach is the box a kernel formula is sampled over: "" or "0" its
-// own reach, a number R of voxels from its centre along every axis, or
+// KernelReach is the box a kernel formula is sampled over: "" its own
+// reach, a number R ≥ 1 of voxels from its centre along every axis, or
 // "volume", a grid the size of the volume (Config.Reach). In JSON it is a
 // number or a string.
 type KernelReach string
@@ -243,12 +243,12 @@ func (r *KernelReach) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// parse reads r: a half-width in voxels (0: the kernel's own reach) or
-// the volume's grid.
+// parse reads r: a half-width in voxels, at least 1 (0: r is "", the
+// kernel's own reach) or the volume's grid.
 func (r KernelReach) parse() (reach int, volume bool, err error) {
 	s := strings.TrimSpace(string(r))
 	switch s {
-	case "", "0":
+	case "":
 		return 0, false, nil
 	case "volume":
 		return 0, true, nil
@@ -257,8 +257,8 @@ func (r KernelReach) parse() (reach int, volume bool, err error) {
 	switch {
 	case err != nil:
 		return 0, false, fmt.Errorf("--reach %q: want a half-width in voxels, or volume (a grid the size of the volume)", s)
-	case n < 0:
-		return 0, false, fmt.Errorf("--reach %d: want a half-width in voxels, at least 1", n)
+	case n < 1:
+		return 0, false, fmt.Errorf("--reach %d: want a half-width in voxels, at least 1 (leave --reach out to sample the kernel over its own reach)", n)
 	case n > maxReach:
 		return 0, false, fmt.Errorf("--reach %d: at most %d voxels", n, maxReach)
 	}

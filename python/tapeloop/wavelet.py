@@ -37,7 +37,7 @@ def _reach(reach):
         if reach != "volume":
             raise Error(f'reach={reach!r}: want a half-width in voxels, or "volume" (a grid the size of the volume)')
         return reach
-    return integer("reach", reach) or 0
+    return integer("reach", reach)
 
 
 class Wavelet(Compiled):

@@ -287,6 +287,9 @@ def test_kernel_reach():
         tapeloop.wavelet(v[:12, :12, :12], 0, 0, 1, kernel=kernel)
     with pytest.raises(tapeloop.Error, match=r"^reach=: it is for kernel="):
         tapeloop.wavelet(v, 0, 0, 1, reach=3)
+    for reach in (0, -2):  # a box of no voxels is refused, not taken for the kernel's own reach
+        with pytest.raises(tapeloop.Error, match=rf"^reach= {reach}: want a half-width in voxels, at least 1"):
+            tapeloop.wavelet(v, 0, 0, 1, kernel=kernel, reach=reach)
 
 
 def test_kernel_on_the_volume_grid_in_meshgrid_order():
