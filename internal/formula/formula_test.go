@@ -112,6 +112,21 @@ func TestPrecedence(t *testing.T) {
 		{"pi", math.Pi},
 		{"min(x, s) - max(x, s) + abs(-x)", x - s + x},
 		{"1_000 + 0x10 + 1e3", 2016},
+		// -- and ++ are two signs, as in Python and NumPy.
+		{"x--s", x + s},
+		{"x-- s", x + s},
+		{"--x", x},
+		{"x---s", x - s},
+		{"x----s", x + s},
+		{"x++s", x + s},
+		{"++x - -s", x + s},
+		{"x*--s^2", x * s * s},
+		{"x*- -s^2", x * s * s},
+		{"x*-+-s^2", x * s * s},
+		{"x*---s^2", -x * s * s},
+		{"-(-s)^2", -s * s},
+		{"- -2^-x", math.Pow(2, -x)},
+		{"2--x^2", 2 + x*x},
 	} {
 		if got := eval(t, c.src, map[string]float64{"x": x, "s": s}); math.Abs(got-c.want) > 1e-12*math.Max(1, math.Abs(c.want)) {
 			t.Errorf("%s = %v, want %v", c.src, got, c.want)

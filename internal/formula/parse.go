@@ -637,8 +637,8 @@ func functionList() string {
 // exclusive or, at the level of + and −, left to right: it reads 2*s^2 as
 // (2*s)^2 and -x^2 as (-x)^2. Each maximal chain of + − * / ^ (bounded by
 // parentheses, calls and the other operators) is flattened and rebuilt
-// with ^ above * and /, above + and −, ^ right-associative, and a unary
-// sign on a power's base moved outside the power. Chains are walked and
+// with ^ above * and /, above + and −, ^ right-associative, and the
+// signs on a power's base moved outside the power. Chains are walked and
 // rebuilt in loops: only parentheses, calls, signs and operators of
 // higher precedence recurse, and the parser bounds their nesting.
 func reassociate(e ast.Expr) ast.Expr {
@@ -733,12 +733,20 @@ func rebuild(c *chain) ast.Expr {
 		r := c.operands[j]
 		for k := j - 1; k >= i; k-- {
 			op, lhs := c.ops[k], c.operands[k]
-			// -x^2 is −(x²): a sign on the base applies to the power.
-			if u, ok := lhs.(*ast.UnaryExpr); ok && (u.Op == token.SUB || u.Op == token.ADD) {
-				r = &ast.UnaryExpr{OpPos: u.OpPos, Op: u.Op, X: &ast.BinaryExpr{X: u.X, OpPos: op.OpPos, Op: token.XOR, Y: r}}
-				continue
+			// -x^2 is −(x²): the signs on the base apply to the power,
+			// every one of them (- -x^2 is −(−(x²)), as in Python).
+			var signs []*ast.UnaryExpr
+			for {
+				u, ok := lhs.(*ast.UnaryExpr)
+				if !ok || (u.Op != token.SUB && u.Op != token.ADD) {
+					break
+				}
+				signs, lhs = append(signs, u), u.X
 			}
 			r = &ast.BinaryExpr{X: lhs, OpPos: op.OpPos, Op: token.XOR, Y: r}
+			for k := len(signs) - 1; k >= 0; k-- {
+				r = &ast.UnaryExpr{OpPos: signs[k].OpPos, Op: signs[k].Op, X: r}
+			}
 		}
 		factors = append(factors, r)
 		if j < len(c.ops) {

@@ -31,6 +31,8 @@ type syntax struct {
 	depth int
 	names map[string]bool // every name the formula uses
 	err   *Error          // the first scanning error
+	half  token.Token     // the second sign of a -- or ++ read as two (0: none)
+	hpos  token.Pos
 }
 
 // syntaxBail carries a syntax error out of the parser's recursion.
@@ -102,10 +104,22 @@ func (f *Formula) parseSyntax(src string) (err error) {
 }
 
 func (p *syntax) next() {
+	if p.half != 0 {
+		p.pos, p.tok, p.lit, p.half = p.hpos, p.half, "", 0
+		return
+	}
 	for {
 		p.pos, p.tok, p.lit = p.sc.Scan()
 		if p.err != nil {
 			panic(syntaxBail{p.err})
+		}
+		// Go scans -- and ++ as one token; in a formula, as in Python
+		// and NumPy, a--b is a - (-b) and a++b is a + (+b).
+		switch p.tok {
+		case token.DEC:
+			p.tok, p.half, p.hpos = token.SUB, token.SUB, p.pos+1
+		case token.INC:
+			p.tok, p.half, p.hpos = token.ADD, token.ADD, p.pos+1
 		}
 		// The scanner ends a line that could end a statement with a
 		// semicolon; in a formula a line break is a space.
