@@ -204,6 +204,9 @@ func GaussianTaps(sigma, truncate float64) ([]float32, error) {
 		return nil, fmt.Errorf("%w: a Gaussian of σ %g pixels truncated at %g σ takes %g taps; at most %d", ErrFilter, sigma, truncate, 2*r+1, MaxFilterTaps)
 	}
 	n := int(r)
+	if n == 0 { // one tap, 1 (σ so small that σ² is 0 would make it 0/0)
+		return []float32{1}, nil
+	}
 	w := make([]float64, 2*n+1)
 	var sum float64
 	for i := range w {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -207,6 +208,26 @@ func checkFilter(t *testing.T, what string, got []float32, want []float64, r, c 
 		if d := math.Abs(float64(got[i]) - w); !(d <= 2e-6*scale) {
 			t.Fatalf("%s: image %d pixel (%d, %d): %v, scipy %v (off by %.3g of %.3g)", what, i/(r*c), i/c%r, i%c, got[i], w, d, scale)
 		}
+	}
+}
+
+// TestGaussianTapsTinySigma: a σ so small that one tap remains is that
+// tap, 1 (the filter leaves the image as it is), down to σ whose square is
+// 0 in float64; just above the half-tap radius there are three taps, the
+// outer ones exp(−1/2σ²) over their sum, as written out here.
+func TestGaussianTapsTinySigma(t *testing.T) {
+	for _, sigma := range []float64{1e-300, 1e-160, 1e-10, 0.1, 0.124} {
+		w, err := GaussianTaps(sigma, 4)
+		if err != nil || len(w) != 1 || w[0] != 1 {
+			t.Errorf("σ %g: taps %v (%v), want [1]", sigma, w, err)
+		}
+	}
+	sigma := 0.13 // r = ⌊4·0.13 + ½⌋ = 1
+	w, err := GaussianTaps(sigma, 4)
+	e := math.Exp(-0.5 / (sigma * sigma))
+	want := []float32{float32(e / (1 + 2*e)), float32(1 / (1 + 2*e)), float32(e / (1 + 2*e))}
+	if err != nil || fmt.Sprint(w) != fmt.Sprint(want) {
+		t.Errorf("σ %g: taps %v (%v), want %v", sigma, w, err, want)
 	}
 }
 
