@@ -2,13 +2,10 @@ package npy
 
 import (
 	"archive/zip"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode"
 )
 
@@ -75,17 +72,13 @@ type NPZ struct {
 // OpenNPZ opens the archive at path.
 func OpenNPZ(path string) (*NPZ, error) {
 	f, err := OpenFile(path)
-	if errors.Is(err, ErrNotRegular) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+	if err != nil { // missing, unreadable, not a regular file: the open says which
 		return nil, err
 	}
-	var st os.FileInfo
-	if err == nil {
-		if st, err = f.Stat(); err != nil {
-			f.Close()
-		}
-	}
+	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: not an .npz archive (%v)", path, ErrFormat, err)
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	zr, err := zip.NewReader(f, st.Size())
 	if err != nil {

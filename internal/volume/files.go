@@ -52,7 +52,7 @@ func metaDataFile(path string) string {
 // separateDataFile reports whether a MetaImage ElementDataFile names one
 // file of its own: not LOCAL, not LIST, not a pattern of slices.
 func separateDataFile(name string) bool {
-	return name != "" && !strings.EqualFold(name, "LOCAL") && !strings.EqualFold(name, "LIST") && !strings.Contains(name, "%")
+	return name != "" && !strings.EqualFold(name, "LOCAL") && !isSliceList(name)
 }
 
 // metaDataPath is the data file name, of the MetaImage header at path, as

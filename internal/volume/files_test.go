@@ -50,6 +50,7 @@ func TestFiles(t *testing.T) {
 		"hdr/abs.mhd":   metaHead + "ElementDataFile = " + p("v.raw") + "\n",
 		"hdr/local.mha": metaHead + "ElementDataFile = LOCAL\n" + strings.Repeat("\x00", 24),
 		"hdr/list.mhd":  metaHead + "ElementDataFile = LIST\na.raw\n",
+		"hdr/list2.mhd": metaHead + "ElementDataFile = LIST 2D\na.raw\n",
 	} {
 		if err := os.WriteFile(p(name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -65,6 +66,7 @@ func TestFiles(t *testing.T) {
 		{p("hdr/abs.mhd"), "", []string{p("v.raw")}},
 		{p("hdr/local.mha"), "", nil},
 		{p("hdr/list.mhd"), "", nil},
+		{p("hdr/list2.mhd"), "", nil},
 		{p("hdr/missing.mhd"), "", nil},
 		{p("dcm"), "", series},
 		{p("dcm/im1.dcm"), "", series},

@@ -279,8 +279,9 @@ func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
 			dataOff = -1
 		}
 		data = bufioReader(f)
-	case strings.EqualFold(h.dataFile, "LIST") || strings.Contains(h.dataFile, "%"):
-		return nil, fmt.Errorf("%w: %s: MetaImage ElementDataFile %q (lists of slices) not supported", ErrVolume, path, h.dataFile)
+	case isSliceList(h.dataFile):
+		return nil, fmt.Errorf("%w: %s: MetaImage ElementDataFile %q: the voxels are in one file per slice, which tapeloop does not read; "+
+			"write the volume as one file (a .mha, or a .mhd with one data file: SimpleITK.WriteImage does)", ErrVolume, path, h.dataFile)
 	default:
 		// As ITK reads it: a relative path from the header's directory, an
 		// absolute one as it is.
@@ -339,4 +340,12 @@ func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
 	}
 	v.Spacing, v.Origin, v.Direction = h.spacing, h.origin, dir
 	return v, nil
+}
+
+// isSliceList says an ElementDataFile names one file per slice: LIST (with
+// or without the dimension of its files, LIST 2D) or a printf pattern of
+// file names (slice%03d.raw 1 40 1).
+func isSliceList(dataFile string) bool {
+	f := strings.Fields(dataFile)
+	return len(f) > 0 && strings.EqualFold(f[0], "LIST") || strings.Contains(dataFile, "%")
 }

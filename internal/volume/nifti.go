@@ -179,12 +179,16 @@ func loadNIfTI(path string, warn io.Writer, place bool) (*Volume, error) {
 		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
 	}
 	defer f.Close()
-	var r io.Reader = bufio.NewReaderSize(f, 1<<20)
+	br := bufio.NewReaderSize(f, 1<<20)
+	var r io.Reader = br
 	avail := int64(-1) // bytes in the file, where known before decompressing
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		avail = st.Size()
 	}
-	if strings.HasSuffix(strings.ToLower(path), ".gz") {
+	// A gzip stream named .nii is read as ITK's NIfTI reader reads it:
+	// decompressed (its first bytes tell, whatever the name).
+	magic, _ := br.Peek(2)
+	if strings.HasSuffix(strings.ToLower(path), ".gz") || (len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
 		// The bytes the stream really holds, counted in constant memory
 		// before anything is allocated for what its header claims.
 		if avail, err = gzipAvail(path); err != nil {

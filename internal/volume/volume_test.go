@@ -95,7 +95,8 @@ func TestLoadEveryFormat(t *testing.T) {
 		w.Write(b)
 		w.Close()
 		os.WriteFile(p("v.nii.gz"), gz.Bytes(), 0o644)
-		for _, name := range []string{"v.nii", "v.nii.gz"} {
+		os.WriteFile(p("gz.nii"), gz.Bytes(), 0o644) // gzipped, named .nii: read as ITK reads it
+		for _, name := range []string{"v.nii", "v.nii.gz", "gz.nii"} {
 			v, err := Load(p(name), Options{})
 			if err != nil {
 				t.Fatalf("%s (%v): %v", name, o, err)
