@@ -1114,7 +1114,7 @@ func hostileCases() []hostile {
 		rm("wavelet duplicate", "same combinations", files(), "--out", "m.csv", "w0.npz", "w1.npz", "w1.npz"),
 		rm("wavelet overlap", "overlaps", wlie(`"lo":1`, `"lo":0`), "--out", "m.csv", "w0.npz", "w1.npz"),
 		rm("wavelet foreign", "different run", wlie(`"fp"`, `"other"`), "--out", "m.csv", "w0.npz", "w1.npz"),
-		rm("wavelet other header", "different run", wlie(`wavelet_energy`, `l1`), "--out", "m.csv", "w0.npz", "w1.npz"),
+		rm("wavelet other header", `different run than w0.npz: columns "theta,phi,xi,energy,std,max,l1" / "theta,phi,xi,energy,std,max,wavelet_energy"`, wlie(`wavelet_energy`, `l1`), "--out", "m.csv", "w0.npz", "w1.npz"),
 		rm("wavelet and affinity", "affinity", files(), "--out", "m.csv", "w0.npz", "s0.npz"),
 		rm("wavelet and drr", "drr", files(), "--out", "m.csv", "w0.npz", "d1.npz"),
 		rm("unknown workload", "workload", wlie(`"workload":"wavelet"`, `"workload":"interp"`), "--out", "m.csv", "w0.npz", "w1.npz"),

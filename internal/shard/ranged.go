@@ -164,9 +164,8 @@ func OpenRange(workload string, paths []string) (_ []RangeShard, err error) {
 		if m.Workload != workload {
 			return nil, fmt.Errorf("%w: %s is a %s shard, not a %s one: merge the shards of one run", ErrShards, o.Path, m.Workload, workload)
 		}
-		if m.Fingerprint != ref.Fingerprint || m.Items != ref.Items || m.Header != ref.Header || m.Rows != ref.Rows || m.Cols != ref.Cols || m.PNG != ref.PNG {
-			return nil, fmt.Errorf("%w: %s is from a different run than %s (another input, parameter, formula or device: fingerprint %s/%s, %d/%d %s)",
-				ErrShards, o.Path, all[0].Path, m.Fingerprint, ref.Fingerprint, m.Items, ref.Items, what)
+		if d := rangeDiffs(m, ref, what); len(d) > 0 {
+			return nil, fmt.Errorf("%w: %s is from a different run than %s: %s", ErrShards, o.Path, all[0].Path, strings.Join(d, "; "))
 		}
 		if !slices.Equal(m.Formats, ref.Formats) || m.Pixel != ref.Pixel {
 			return nil, fmt.Errorf("%w: %s was rendered with --format %s and %s with --format %s: give every shard of a run the same --format",
@@ -197,4 +196,27 @@ func formatList(f []string) string {
 		return "npy"
 	}
 	return strings.Join(f, ",")
+}
+
+// rangeDiffs names what differs between the metadata of two shards that
+// must come from one run, each as "this shard's / the first's"; none for
+// shards of one run.
+func rangeDiffs(m, ref RangeMeta, what string) []string {
+	var d []string
+	if m.Fingerprint != ref.Fingerprint {
+		d = append(d, fmt.Sprintf("fingerprint %s / %s (another input, parameter, formula or device)", m.Fingerprint, ref.Fingerprint))
+	}
+	if m.Items != ref.Items {
+		d = append(d, fmt.Sprintf("%d / %d %s", m.Items, ref.Items, what))
+	}
+	if m.Header != ref.Header {
+		d = append(d, fmt.Sprintf("columns %q / %q", m.Header, ref.Header))
+	}
+	if m.Rows != ref.Rows || m.Cols != ref.Cols {
+		d = append(d, fmt.Sprintf("images of %d×%d / %d×%d pixels", m.Rows, m.Cols, ref.Rows, ref.Cols))
+	}
+	if m.PNG != ref.PNG {
+		d = append(d, fmt.Sprintf("PNGs %t / %t", m.PNG, ref.PNG))
+	}
+	return d
 }
