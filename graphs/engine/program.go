@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 
 	pkgerrors "github.com/pkg/errors"
@@ -177,6 +178,9 @@ func (p *Program) Pad(n int) error {
 // Run executes the graph once, copies every output node's value into its
 // result buffer and resets the machine. It returns the number of valid rows.
 func (p *Program) Run() (int, error) {
+	if p.vm == nil {
+		return 0, fmt.Errorf("graphs: %s: run: the program is closed", p.Name)
+	}
 	defer p.vm.Reset()
 	for _, rc := range p.counted {
 		rc.SetValidRows(p.valid)
@@ -210,12 +214,18 @@ func (p *Program) Run() (int, error) {
 // may be called from any goroutine.
 func (p *Program) Stop() { p.stop.Store(true) }
 
-// Close releases the machine.
+// Close releases the machine. Gorgonia's TapeMachine carries a finalizer,
+// and a structure with a finalizer that reaches itself is never collected
+// (runtime.SetFinalizer): the finalizer is cleared once the machine is
+// closed, so that the machine and what its ops hold are freed.
 func (p *Program) Close() error {
 	if p.vm == nil {
 		return nil
 	}
-	return p.vm.Close()
+	err := p.vm.Close()
+	runtime.SetFinalizer(p.vm, nil)
+	p.vm, p.tape = nil, nil
+	return err
 }
 
 // opError digs the failing op's own error out of the TapeMachine's
