@@ -96,10 +96,10 @@ func parseDescr(s string) (Dtype, error) {
 	case 'i', 'u':
 		ok = n == 1 || n == 2 || n == 4 || n == 8
 	case 'f':
-		ok = n == 4 || n == 8
+		ok = n == 2 || n == 4 || n == 8
 	}
 	if !ok {
-		return Dtype{}, fmt.Errorf("%w %q (want bool, int, uint, float32 or float64)", ErrDtype, s)
+		return Dtype{}, fmt.Errorf("%w %q (want bool, int, uint, float16, float32 or float64)", ErrDtype, s)
 	}
 	return d, nil
 }

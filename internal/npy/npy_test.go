@@ -403,6 +403,8 @@ func TestReadsInChunks(t *testing.T) {
 		{"f8", 8, func(o binary.ByteOrder, b []byte) {
 			o.PutUint64(b, math.Float64bits(rng.NormFloat64()*math.Pow(10, float64(rng.IntN(600)-300))))
 		}, func(o binary.ByteOrder, b []byte) float64 { return math.Float64frombits(o.Uint64(b)) }},
+		{"f2", 2, func(o binary.ByteOrder, b []byte) { o.PutUint16(b, uint16(rng.Uint32())) },
+			func(o binary.ByteOrder, b []byte) float64 { return halfRef(o.Uint16(b)) }},
 		{"i2", 2, func(o binary.ByteOrder, b []byte) { o.PutUint16(b, uint16(rng.Uint32())) },
 			func(o binary.ByteOrder, b []byte) float64 { return float64(int16(o.Uint16(b))) }},
 		{"u4", 4, func(o binary.ByteOrder, b []byte) { o.PutUint32(b, rng.Uint32()) },
@@ -458,6 +460,44 @@ func TestReadsInChunks(t *testing.T) {
 					at += k
 				}
 			}
+		}
+	}
+}
+
+// halfRef is the half-precision number of bits h by IEEE 754's
+// definition: (−1)^s · 2^(e−15) · (1 + f/1024) for 0 < e < 31,
+// (−1)^s · 2⁻¹⁴ · f/1024 for e = 0, ±Inf or NaN for e = 31.
+func halfRef(h uint16) float64 {
+	s := 1.0
+	if h>>15 == 1 {
+		s = -1
+	}
+	e, f := int(h>>10)&31, float64(h&1023)
+	switch e {
+	case 31:
+		if f == 0 {
+			return math.Inf(int(s))
+		}
+		return math.NaN()
+	case 0:
+		return s * math.Ldexp(f/1024, -14)
+	}
+	return s * math.Ldexp(1+f/1024, e-15)
+}
+
+// TestHalfFloat: every one of the 65,536 float16 bit patterns decodes to
+// the number IEEE 754 defines, with its sign (−0 too); NaNs stay NaN.
+func TestHalfFloat(t *testing.T) {
+	for h := range 1 << 16 {
+		got, want := float64(halfFloat(uint16(h))), halfRef(uint16(h))
+		if math.IsNaN(want) {
+			if !math.IsNaN(got) {
+				t.Fatalf("%#04x: %v, want NaN", h, got)
+			}
+			continue
+		}
+		if got != want || math.Signbit(got) != math.Signbit(want) {
+			t.Fatalf("%#04x: %v, want %v", h, got, want)
 		}
 	}
 }

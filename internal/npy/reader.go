@@ -238,6 +238,10 @@ func decode[T float32 | float64](dst []T, raw []byte, d Dtype) {
 		for i := range dst {
 			dst[i] = T(math.Float64frombits(o.Uint64(raw[8*i:])))
 		}
+	case d.Kind == 'f' && d.Size == 2:
+		for i := range dst {
+			dst[i] = T(halfFloat(o.Uint16(raw[2*i:])))
+		}
 	case d.Kind == 'b':
 		for i := range dst {
 			if raw[i] != 0 {
@@ -329,4 +333,23 @@ func ReadAll64(path string) (Header, []float64, error) {
 		return Header{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Header, data, nil
+}
+
+// halfFloat is the IEEE 754 half-precision number of bits h (NumPy's
+// float16), exactly: every one is a float32.
+func halfFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp, frac := uint32(h>>10)&0x1f, uint32(h)&0x3ff
+	switch {
+	case exp == 0x1f: // ±Inf, NaN (its payload kept)
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp != 0: // normal: rebias the exponent 15 → 127
+		return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
+	}
+	// zero or subnormal: frac·2⁻²⁴, exact in float32
+	v := float32(frac) * 0x1p-24
+	if sign != 0 {
+		v = -v
+	}
+	return v
 }
