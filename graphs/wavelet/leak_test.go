@@ -11,11 +11,7 @@ import (
 // behind: the heap after the last is what it was after the first few.
 func TestProgramsClosedAreFreed(t *testing.T) {
 	n := [3]int{17, 16, 15}
-	rng := rand.New(rand.NewPCG(31, 32))
-	v := make([]float32, n[0]*n[1]*n[2])
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
+	v := normalVolume(rand.New(rand.NewPCG(31, 32)), n)
 	heap := func() uint64 {
 		var m runtime.MemStats
 		for range 3 { // a finalizer frees its object a cycle later
@@ -44,4 +40,13 @@ func TestProgramsClosedAreFreed(t *testing.T) {
 	if grew := int64(heap()) - int64(base); grew > 8<<20 {
 		t.Errorf("the heap grew by %.1f MiB over 139 programs compiled, run and closed", float64(grew)/(1<<20))
 	}
+}
+
+// normalVolume is a volume of shape n of standard normals from rng.
+func normalVolume(rng *rand.Rand, n [3]int) []float32 {
+	v := make([]float32, n[0]*n[1]*n[2])
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
 }

@@ -112,11 +112,7 @@ func TestWaveletInterruptEndsOnlyTheCall(t *testing.T) {
 // shrinkAfter calls of narrow kernels its source is sized for them.
 func TestProgramPerCall(t *testing.T) {
 	n := [3]int{23, 18, 15}
-	rng := rand.New(rand.NewPCG(5, 6))
-	v := make([]float32, n[0]*n[1]*n[2])
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
+	v := normalVolume(rand.New(rand.NewPCG(5, 6)), n)
 	th, ph, xi := []float64{0, 0.7, 2.1}, []float64{0.4, 1.9}, []float64{1, 1.5, 3}
 	p, err := Compile(DefaultConfig(), v, n, nil)
 	if err != nil {
@@ -172,11 +168,7 @@ func TestProgramPerCall(t *testing.T) {
 // any rent; nothing wider than reuseRatio times its own serves it.
 func TestProgramChooseRentsThenBuys(t *testing.T) {
 	n := [3]int{23, 18, 15}
-	rng := rand.New(rand.NewPCG(7, 8))
-	v := make([]float32, n[0]*n[1]*n[2])
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
+	v := normalVolume(rand.New(rand.NewPCG(7, 8)), n)
 	p, err := Compile(DefaultConfig(), v, n, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -241,11 +233,7 @@ func TestProgramChooseRentsThenBuys(t *testing.T) {
 // statistics agree with one call of them all to rounding.
 func TestProgramPerCallAnyCosts(t *testing.T) {
 	n := [3]int{21, 17, 19}
-	rng := rand.New(rand.NewPCG(9, 10))
-	v := make([]float32, n[0]*n[1]*n[2])
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
+	v := normalVolume(rand.New(rand.NewPCG(9, 10)), n)
 	th, ph, xi := []float64{0.2, 1.3, 2.6}, []float64{0.1, 2.2}, []float64{1, 1.7, 2.9}
 	all := make([]float64, 7*len(th)*len(ph)*len(xi))
 	p, err := Compile(DefaultConfig(), v, n, nil)
