@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,9 +131,81 @@ func decode(cfg *C.char, v any) error {
 	d := json.NewDecoder(bytes.NewReader([]byte(C.GoString(cfg))))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return typeError(te)
+		}
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
+}
+
+// typeError says which key of a config holds a value of the wrong type,
+// and what it wants: "batch=: want a 64-bit integer, got a string". The
+// key is the last element of the error's path that names an option (the
+// path ends in a map's key for params).
+func typeError(e *json.UnmarshalTypeError) error {
+	path := strings.Split(e.Field, ".")
+	key := path[len(path)-1]
+	keys := optionKeys()
+	for i := len(path) - 1; i >= 0; i-- {
+		if keys[path[i]] {
+			key = path[i]
+			break
+		}
+	}
+	got := "a " + e.Value
+	if n, ok := strings.CutPrefix(e.Value, "number "); ok {
+		if len(n) > 40 {
+			n = n[:20] + "…"
+		}
+		got = n
+	} else if e.Value == "array" || e.Value == "object" {
+		got = "an " + e.Value
+	}
+	return fmt.Errorf("%s=: want %s, got %s", key, wanted(e.Type), got)
+}
+
+// wanted names a Go type as a config's value of it: "a string".
+func wanted(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("a %d-bit integer", t.Bits())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a %d-bit integer ≥ 0", t.Bits())
+	case reflect.Float32, reflect.Float64:
+		return "a finite number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.String()
+}
+
+var (
+	keysOnce sync.Once
+	optKeys  map[string]bool
+)
+
+// optionKeys is the set of every workload's config keys.
+func optionKeys() map[string]bool {
+	keysOnce.Do(func() {
+		optKeys = map[string]bool{}
+		for _, c := range configs {
+			for _, f := range option.Fields(c) {
+				optKeys[f.Key] = true
+			}
+		}
+	})
+	return optKeys
 }
 
 // engineFields is the part of every create config that the CLI's engine flags
@@ -165,7 +238,8 @@ var configs = map[string]any{}
 
 // extraNames maps the flags of inputs that the C ABI takes as arrays to
 // the arguments the Python package names them by.
-var extraNames = map[string]string{"f": "f", "x": "x", "volume": "volume", "images": "x", "detector": "detector"}
+var extraNames = map[string]string{"f": "f", "x": "x", "volume": "volume", "images": "x", "detector": "detector",
+	"theta": "theta", "phi": "phi", "xi": "xi"}
 
 var (
 	namesOnce sync.Once
