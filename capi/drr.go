@@ -51,6 +51,9 @@ func tl_drr_create(config *C.char, v *C.float, nx, ny, nz C.int64_t, handle *C.i
 		// spacing and origin replace them (V is copied by drr.Compile).
 		vol := &volume.Volume{V: vals, N: [3]int64{int64(nx), int64(ny), int64(nz)}, Spacing: [3]float64{1, 1, 1}}
 		if c.Direction != nil {
+			if *c.Direction == ([3][3]float64{}) { // the volume's zero value, which reads as the identity
+				return nil, fmt.Errorf("direction=: all zeros; want the world directions of the index axes as columns (leave it out for the identity)")
+			}
 			vol.Direction = *c.Direction
 		}
 		cfg := c.Config
