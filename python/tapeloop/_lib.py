@@ -251,13 +251,17 @@ def params_of(params):
 
 def converted(name, x, dtype):
     """x as a C-contiguous array of dtype: x itself when it already is one,
-    else one converted copy; what cannot be read as numbers raises Error."""
+    else one converted copy; what is not real numbers or bools (complex,
+    text, dates, objects) raises Error rather than being converted."""
     try:
-        return np.ascontiguousarray(as_array(name, x), dtype=dtype)
+        a = as_array(name, x)
     except (TypeError, ValueError) as e:
         if isinstance(e, Error):
             raise
-        raise Error(f"{name}: cannot be read as {np.dtype(dtype)} values ({e})") from None
+        raise Error(f"{name}=: cannot be read as {np.dtype(dtype)} values ({e})") from None
+    if a.dtype.kind not in "fiub":
+        raise Error(f"{name}=: {a.dtype} values: want real numbers")
+    return np.ascontiguousarray(a, dtype=dtype)
 
 
 def numbers(name, v, n, kind=float):
