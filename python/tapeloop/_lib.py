@@ -199,6 +199,14 @@ def config(device="cpu", gpu=None, **kw):
     return json.dumps(kw, allow_nan=False).encode()
 
 
+def boolean(name, v):
+    """v as a bool: a bool (Python's or NumPy's) or the integer 0 or 1; any
+    other value ("no" among them) raises Error naming the keyword."""
+    if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
+        return bool(v)
+    raise Error(f"{name}=: want True or False, got {v!r}")
+
+
 def not_finite(name, v, where=""):
     """Error: v, given for the keyword name (at where in it), is NaN or infinite."""
     return Error(f"{name}=: {float(v)!r} is not a finite number{where}")

@@ -3,8 +3,9 @@ import ctypes
 
 import numpy as np
 
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, check, compiled_input, config, converted,
-                   get_ident, getsignal, integer, interruptible, lib, mem_limit_of, numbers, output, params_of)
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, boolean, check, compiled_input, config,
+                   converted, get_ident, getsignal, integer, interruptible, lib, mem_limit_of, numbers, output,
+                   params_of)
 
 
 class Affinity(Compiled):
@@ -48,7 +49,8 @@ class Affinity(Compiled):
         cfg = config(n=b, d=d, dtype=str(np.dtype(dtype)), metric=(metric or "dot") if (metric or not formula) else None,
                      formula=formula, params=params_of(params), method=method, cols=cols,
                      topk=topk, batch=block or 0, mem_limit=mem_limit_of(mem_limit),
-                     device=device, gpu=gpu, tf32=bool(tf32), fail_on_nonfinite=bool(fail_on_nonfinite))
+                     device=device, gpu=gpu, tf32=boolean("tf32", tf32),
+                     fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite))
         h = ctypes.c_int64(0)
         check(lib.tl_affinity_create(cfg, ctypes.byref(h)))
         self._own(h.value)

@@ -4,8 +4,9 @@ import warnings
 
 import numpy as np
 
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, as_array, check, config, converted, finite,
-                   get_ident, getsignal, integer, lib, mem_limit_of, not_finite, numbers, output, params_of)
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, as_array, boolean, check, config,
+                   converted, finite, get_ident, getsignal, integer, lib, mem_limit_of, not_finite, numbers, output,
+                   params_of)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
 # What a pose of the geometry JSON may hold besides POSE_KEYS, and what its
@@ -136,9 +137,10 @@ class DRR(Compiled):
                     raise not_finite("direction", x, f" (row {i}, column {j})")
             dirn = dirn.tolist()
         cfg = config(spacing=numbers("spacing", spacing, 3), origin=numbers("origin", origin, 3), direction=dirn,
-                     frame=frame, rows=rows, cols=cols, method=method, step=finite("step", step), hu=bool(hu),
+                     frame=frame, rows=rows, cols=cols, method=method, step=finite("step", step), hu=boolean("hu", hu),
                      mu_water=finite("mu_water", mu_water), mu=mu, post=post, filter=filter_stages(filter),
-                     params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), strict=bool(strict),
+                     params=params_of(params), fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
+                     strict=boolean("strict", strict),
                      batch=integer("batch", batch) or 0, dtype=dtype,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)

@@ -3,8 +3,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import (Compiled, Error, as_array, check, compiled_input, config, converted, finite, integer, interruptible,
-                   lib, mem_limit_of, output, params_of)
+from ._lib import (Compiled, Error, as_array, boolean, check, compiled_input, config, converted, finite, integer,
+                   interruptible, lib, mem_limit_of, output, params_of)
 
 
 class Interp(Compiled):
@@ -43,7 +43,8 @@ class Interp(Compiled):
         if f.ndim != 2:
             raise Error(f"f=: the table has shape {f.shape}, want (M, G)")
         cfg = config(a=finite("a", a), dx=finite("dx", dx), reduce=reduce, method=method,
-                     batch=integer("batch", batch) or 0, dtype=str(np.dtype(dtype)), fail_on_nonfinite=bool(fail_on_nonfinite),
+                     batch=integer("batch", batch) or 0, dtype=str(np.dtype(dtype)),
+                     fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
                      params=params_of(params), mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_interp_create(cfg, f.ctypes.data, f.shape[0], f.shape[1], ctypes.byref(h)))

@@ -3,8 +3,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import (Compiled, Error, _text, check, config, converted, finite, integer, interruptible, lib, mem_limit_of,
-                   params_of)
+from ._lib import (Compiled, Error, _text, boolean, check, config, converted, finite, integer, interruptible, lib,
+                   mem_limit_of, params_of)
 
 
 def _values(name, x):
@@ -101,7 +101,8 @@ class Wavelet(Compiled):
             stats = [f"{name}={formula}" for name, formula in stats.items()]
         cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, reach=_reach(reach), indexing=indexing,
                      stats=list(stats) if stats else None,
-                     params=params_of(params), fail_on_nonfinite=bool(fail_on_nonfinite), batch=integer("batch", batch) or 0,
+                     params=params_of(params), fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
+                     batch=integer("batch", batch) or 0,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu, columns=_columns(columns))
         h = ctypes.c_int64(0)
         check(lib.tl_wavelet_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
