@@ -181,16 +181,25 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+# The config's options that are text: another type is refused by name.
+TEXT = ("device", "dtype", "reduce", "method", "metric", "formula", "kernel", "boundary", "indexing", "mu", "post",
+        "frame")
+
+
 def config(device="cpu", gpu=None, **kw):
     """The JSON config of a create call, leaving out unset (None) values:
     the workload's settings and the engine's (device: "cpu" or "cuda", gpu:
     its number, batch, mem_limit, dtype). Every number in it is finite: the
     callers check theirs by name, and one that slips through is refused
-    here rather than written as JSON's NaN, which the library cannot read."""
+    here rather than written as JSON's NaN, which the library cannot read.
+    A text option (TEXT) that is not a str raises Error."""
     if forked:
         raise Error(FORKED)
     kw.update(device=device, gpu=integer("gpu", gpu))
     kw = {k: v for k, v in kw.items() if v is not None}
+    for k in TEXT:
+        if k in kw and not isinstance(kw[k], str):
+            raise Error(f"{k}=: want a string, got {kw[k]!r}")
     for k, v in kw.items():
         try:
             json.dumps(v, allow_nan=False)
@@ -225,9 +234,14 @@ def finite(name, v):
     return f
 
 
+# The largest magnitude of an integer option: the library reads them as
+# 64-bit integers.
+MAX_INT = 2**62
+
+
 def integer(name, v):
     """v as an int, or Error naming the keyword when it is not a whole
-    number (None stays None)."""
+    number or its magnitude is over MAX_INT (None stays None)."""
     if v is None:
         return None
     if isinstance(v, (float, np.floating)) and not math.isfinite(v):
@@ -239,6 +253,8 @@ def integer(name, v):
         whole = False
     if not whole:
         raise Error(f"{name}=: want a whole number, got {v!r}")
+    if abs(i) > MAX_INT:
+        raise Error(f"{name}=: {i} is too large")
     return i
 
 
@@ -290,6 +306,9 @@ def numbers(name, v, n, kind=float):
         t = ()
     if len(t) != n or (kind is int and any(x != y for x, y in zip(f, t))):
         raise Error(f"{name}: want {n} {'integers' if kind is int else 'numbers'}, got {v!r}")
+    for x, y in zip(items, t):
+        if kind is int and abs(y) > MAX_INT:
+            raise Error(f"{name}=: {x!r} is too large")
     return t
 
 
