@@ -312,6 +312,17 @@ def numbers(name, v, n, kind=float):
     return t
 
 
+def dtype_of(dtype, default="float32"):
+    """dtype= as the library takes it, a name: from a name ("float32") or a
+    NumPy type (np.float32); None is the default."""
+    if dtype is None:
+        return default
+    try:
+        return str(np.dtype(dtype))
+    except (TypeError, ValueError):
+        raise Error(f'dtype=: {dtype!r} is not a dtype such as "float32"') from None
+
+
 def mem_limit_of(mem_limit):
     """mem_limit as the library takes it: bytes (int) or a size ("2GiB")."""
     if mem_limit is None:

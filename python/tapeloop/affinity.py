@@ -4,8 +4,8 @@ import ctypes
 import numpy as np
 
 from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, boolean, check, compiled_input, config,
-                   converted, get_ident, getsignal, integer, interruptible, lib, mem_limit_of, numbers, output,
-                   params_of)
+                   converted, dtype_of, get_ident, getsignal, integer, interruptible, lib, mem_limit_of, numbers,
+                   output, params_of)
 
 
 class Affinity(Compiled):
@@ -17,7 +17,8 @@ class Affinity(Compiled):
     "exp(-sum((a-b)^2)/(2*s^2))", with params={"s": 40}, and method "auto" or
     "direct" — the CLI's --metric, --formula, --param and --method;
     fail_on_nonfinite=True raises Error when the formula gives NaN or ±Inf
-    (the CLI's --fail-on-nonfinite). dtype: "float32" (default) or "float64".
+    (the CLI's --fail-on-nonfinite). dtype: "float32" (default; None is the
+    same) or "float64".
     topk=K keeps each row's K largest affinities, self excluded (the CLI's
     --topk). cols=C compiles rows against C column images. block: rows per
     replay (the CLI's --block; default planned under mem_limit, bytes or a
@@ -43,10 +44,11 @@ class Affinity(Compiled):
                  cols=None, topk=None, block=None, mem_limit=None, device="cpu", gpu=None, tf32=False,
                  fail_on_nonfinite=False):
         b, d = numbers("shape", shape, 2, int)
+        dtype = dtype_of(dtype)
         block, cols, topk = integer("block", block), integer("cols", cols), integer("topk", topk)
         if block is not None and block < 1:
             raise Error(f"block= {block}: must be at least 1")
-        cfg = config(n=b, d=d, dtype=str(np.dtype(dtype)), metric=(metric or "dot") if (metric or not formula) else None,
+        cfg = config(n=b, d=d, dtype=dtype, metric=(metric or "dot") if (metric or not formula) else None,
                      formula=formula, params=params_of(params), method=method, cols=cols,
                      topk=topk, batch=block or 0, mem_limit=mem_limit_of(mem_limit),
                      device=device, gpu=gpu, tf32=boolean("tf32", tf32),
@@ -109,6 +111,7 @@ def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, m
     images against Y's (Affinity's cols=C). X and Y are converted to dtype
     once when they are not already C-contiguous arrays of it. block and
     mem_limit: as the CLI's --block and --mem-limit."""
+    dtype = dtype_of(dtype)
     X = converted("X", X, dtype)
     if X.ndim < 2:
         raise Error(f"X: shape {X.shape}, want (N, D) or (N, H, W)")

@@ -5,8 +5,8 @@ import warnings
 import numpy as np
 
 from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, as_array, boolean, check, config,
-                   converted, finite, get_ident, getsignal, integer, lib, mem_limit_of, not_finite, numbers, output,
-                   params_of)
+                   converted, dtype_of, finite, get_ident, getsignal, integer, lib, mem_limit_of, not_finite, numbers,
+                   output, params_of)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
 # What a pose of the geometry JSON may hold besides POSE_KEYS, and what its
@@ -106,8 +106,8 @@ class DRR(Compiled):
     the volume, a detector reaching into it, the volume behind the source, a
     pose whose every ray misses it) is a warning (warnings.warn, a line
     each), or with strict=True an Error. batch: poses per block (default planned under
-    mem_limit). dtype: the images', "float32" (the only one; None is the
-    same). device: "cpu" (default) or "cuda" (a library built with
+    mem_limit). dtype: the images', "float32" or np.float32 (the only one;
+    None is the same). device: "cpu" (default) or "cuda" (a library built with
     CUDA; gpu: its number). The CLI's drr flags of the same names.
 
     Call with poses — a list of dicts with the geometry file's "source",
@@ -141,7 +141,7 @@ class DRR(Compiled):
                      mu_water=finite("mu_water", mu_water), mu=mu, post=post, filter=filter_stages(filter),
                      params=params_of(params), fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
                      strict=boolean("strict", strict),
-                     batch=integer("batch", batch) or 0, dtype=dtype,
+                     batch=integer("batch", batch) or 0, dtype=dtype_of(dtype, None),
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
         check(lib.tl_drr_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))

@@ -3,8 +3,8 @@ import ctypes
 
 import numpy as np
 
-from ._lib import (Compiled, Error, as_array, boolean, check, compiled_input, config, converted, finite, integer,
-                   interruptible, lib, mem_limit_of, output, params_of)
+from ._lib import (Compiled, Error, as_array, boolean, check, compiled_input, config, converted, dtype_of, finite,
+                   integer, interruptible, lib, mem_limit_of, output, params_of)
 
 
 class Interp(Compiled):
@@ -16,7 +16,7 @@ class Interp(Compiled):
     M values) or a formula over the M values v at x, e.g. "max(v)", with
     params={...}; fail_on_nonfinite=True makes a NaN or ±Inf value of the
     formula an error (by default such values are returned). dtype: "float32"
-    (default) or "float64". method: "auto" or "direct". batch: the points per
+    (default; None is the same) or "float64". method: "auto" or "direct". batch: the points per
     block (default: planned under mem_limit, bytes or a size such as "2GiB"; by
     default half the memory available).
     device: "cpu" (default) or "cuda" (a library built with CUDA; gpu: its
@@ -39,11 +39,11 @@ class Interp(Compiled):
 
     def __init__(self, f, a=0.0, dx=None, *, batch=None, reduce="sumsq", params=None,
                  dtype="float32", method="auto", fail_on_nonfinite=False, mem_limit=None, device="cpu", gpu=None):
-        f = converted("f", f, np.float64)
+        f, dtype = converted("f", f, np.float64), dtype_of(dtype)
         if f.ndim != 2:
             raise Error(f"f=: the table has shape {f.shape}, want (M, G)")
         cfg = config(a=finite("a", a), dx=finite("dx", dx), reduce=reduce, method=method,
-                     batch=integer("batch", batch) or 0, dtype=str(np.dtype(dtype)),
+                     batch=integer("batch", batch) or 0, dtype=dtype,
                      fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
                      params=params_of(params), mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu)
         h = ctypes.c_int64(0)
@@ -70,7 +70,7 @@ def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", m
     converted once when it is not already a C-contiguous array of dtype: to
     dtype, or for dtype="float32" from another numeric type to float64, which
     Interp places on the grid before rounding (see Interp)."""
-    d = _dtype_of(x)
+    dtype, d = dtype_of(dtype), _dtype_of(x)
     wide = d is not None and d.kind in "biuf" and d != np.dtype(dtype)
     x = converted("x", x, np.float64 if wide else dtype)
     if x.ndim != 1:
