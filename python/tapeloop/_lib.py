@@ -239,6 +239,14 @@ def finite(name, v):
 MAX_INT = 2**62
 
 
+def number(name, v):
+    """v as a finite float, for a number the call cannot do without: None
+    raises Error too."""
+    if v is None:
+        raise Error(f"{name}=: want a number, got None")
+    return finite(name, v)
+
+
 def integer(name, v):
     """v as an int, or Error naming the keyword when it is not a whole
     number or its magnitude is over MAX_INT (None stays None)."""

@@ -5,14 +5,15 @@ import warnings
 import numpy as np
 
 from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, as_array, boolean, check, config,
-                   converted, dtype_of, finite, get_ident, getsignal, integer, lib, mem_limit_of, not_finite, numbers,
-                   output, params_of)
+                   converted, dtype_of, finite, get_ident, getsignal, integer, lib, mem_limit_of, not_finite, number,
+                   numbers, output, params_of)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
 # What a pose of the geometry JSON may hold besides POSE_KEYS, and what its
 # document may hold besides "poses": the CLI's --geometry reads the same.
 POSE_EXTRA = ("rows", "cols", "matrix")
 DOC_KEYS = ("poses", "frame", "projection")
+MAX_POSES = 1 << 20  # the most poses of one orbit or call (the library's ops.MaxPoses)
 
 
 def real(name, x):
@@ -155,7 +156,10 @@ class DRR(Compiled):
         volume's centre), pose k at start + 360°·k/n degrees, source–detector
         distance sdd and source–isocentre distance sid (mm), square pixels of
         pixel mm; an (n, 14) array."""
-        n, sdd, sid, pixel = integer("orbit", n), finite("sdd", sdd), finite("sid", sid), finite("pixel", pixel)
+        if n is None:
+            raise Error("orbit=: want a whole number, got None")
+        n, sdd, sid, pixel = integer("orbit", n), number("sdd", sdd), number("sid", sid), number("pixel", pixel)
+        start = number("start", start)
         if n < 1:
             raise Error(f"geometry: --orbit {n}: need at least one pose")
         iso = None
@@ -167,9 +171,11 @@ class DRR(Compiled):
         ax = converted("axis", axes[axis] if isinstance(axis, str) and axis in axes else axis, np.float64).ravel()
         if ax.size != 3:
             raise Error(f'axis=: want "x", "y", "z" or 3 numbers, got {axis!r}')
+        h, c = self._handle(), None if iso is None else iso.ctypes.data
+        if n > MAX_POSES:  # refused with the library's message, before the poses are made
+            check(lib.tl_drr_orbit(h, n, sdd, sid, pixel, c, start, ax.ctypes.data, None, 0))
         p = np.empty((n, 14), np.float64)
-        check(lib.tl_drr_orbit(self._handle(), n, sdd, sid, pixel, None if iso is None else iso.ctypes.data,
-                               finite("start", start), ax.ctypes.data, p.ctypes.data, p.size))
+        check(lib.tl_drr_orbit(h, n, sdd, sid, pixel, c, start, ax.ctypes.data, p.ctypes.data, p.size))
         return p
 
     def __call__(self, poses, out=None):

@@ -4,7 +4,7 @@ import ctypes
 import numpy as np
 
 from ._lib import (Compiled, Error, _text, boolean, check, config, converted, finite, integer, interruptible, lib,
-                   mem_limit_of, params_of)
+                   mem_limit_of, number, params_of)
 
 
 def _values(name, x):
@@ -127,7 +127,7 @@ class Wavelet(Compiled):
         the convolution whose statistics a call gives (the author's G_Ixy)."""
         h = self._handle()
         out = np.empty(self.shape, np.float32)
-        check(lib.tl_wavelet_response(h, finite("theta", theta), finite("phi", phi), finite("xi", xi),
+        check(lib.tl_wavelet_response(h, number("theta", theta), number("phi", phi), number("xi", xi),
                                       out.ctypes.data, out.size, interruptible()))
         return out
 
