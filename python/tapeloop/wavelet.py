@@ -9,6 +9,8 @@ from ._lib import (Compiled, Error, _text, boolean, check, config, converted, fi
 
 def _values(name, x):
     """x, a number or a 1-D sequence, as a C-contiguous float64 array."""
+    if x is None:
+        raise Error(f"{name}=: want a number or a 1-D list of numbers, got None")
     a = converted(name, x, np.float64)
     if a.ndim > 1:
         raise Error(f"{name}=: shape {a.shape}, want a number or a 1-D list")
@@ -29,6 +31,25 @@ def _columns(columns):
         if not isinstance(c, str):
             raise Error(f"columns=: {c!r} is not a column name, e.g. 'energy'")
     return names
+
+
+def _stats(stats):
+    """stats=: None, a dict name → formula, or "name=formula" strings (one,
+    or a list of them)."""
+    if not stats:
+        return None
+    if isinstance(stats, dict):
+        stats = [f"{name}={formula}" for name, formula in stats.items()]
+    elif isinstance(stats, str):
+        stats = [stats]
+    try:
+        stats = list(stats)
+    except TypeError:
+        raise Error(f"stats={stats!r}: want a dict of name → formula, e.g. {{'l1': 'sum(abs(g))'}}") from None
+    for s in stats:
+        if not isinstance(s, str):
+            raise Error(f"stats=: {s!r} is not a statistic such as 'l1=sum(abs(g))'")
+    return stats
 
 
 def _reach(reach):
@@ -62,7 +83,7 @@ class Wavelet(Compiled):
     turns too); stats: your own statistics of each response
     g (which may also read theta, phi, xi and a), a dict name → formula,
     e.g. {"l1": "sum(abs(g))", "wt_max": "max(g)/sqrt(xi^2 + 2*a^2)"} (or the CLI's
-    "name=formula" strings), each an extra column (named like a built-in one,
+    "name=formula" strings, one or a list), each an extra column (named like a built-in one,
     it fills that column); params: their parameters; fail_on_nonfinite: a NaN
     or infinite value of your kernel or statistics fails the call (default: it
     is kept as the value); columns: the built-in statistics to return, some
@@ -97,10 +118,8 @@ class Wavelet(Compiled):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"volume=: the array has shape {v.shape}, want a 3-D volume")
-        if isinstance(stats, dict):
-            stats = [f"{name}={formula}" for name, formula in stats.items()]
         cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, reach=_reach(reach), indexing=indexing,
-                     stats=list(stats) if stats else None,
+                     stats=_stats(stats),
                      params=params_of(params), fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
                      batch=integer("batch", batch) or 0,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu, columns=_columns(columns))
