@@ -136,6 +136,9 @@ class DRR(Compiled):
             for (i, j), x in np.ndenumerate(dirn):
                 if not np.isfinite(x):
                     raise not_finite("direction", x, f" (row {i}, column {j})")
+            if not dirn.any():  # the library would read it as not given, the identity
+                raise Error("direction=: all zeros; want the world directions of the index axes as columns, "
+                            "or None for the identity")
             dirn = dirn.tolist()
         cfg = config(spacing=numbers("spacing", spacing, 3), origin=numbers("origin", origin, 3), direction=dirn,
                      frame=frame, rows=rows, cols=cols, method=method, step=finite("step", step), hu=boolean("hu", hu),
