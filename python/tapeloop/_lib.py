@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import weakref
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -267,11 +268,16 @@ def integer(name, v):
 
 
 def params_of(params):
-    """params as the library takes them: names to finite numbers (--param k=v)."""
+    """params as the library takes them: names to finite numbers (--param k=v);
+    what is not a mapping raises Error."""
+    if params is None:
+        return None
+    if not isinstance(params, Mapping):
+        raise Error(f"params=: want a dict of names to numbers, e.g. {{'s': 2.5}}, got {params!r}")
     if not params:
         return None
     out = {}
-    for k, v in dict(params).items():
+    for k, v in params.items():
         try:
             out[str(k)] = float(v)
         except (TypeError, ValueError):
