@@ -115,11 +115,15 @@ def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, m
     X = converted("X", X, dtype)
     if X.ndim < 2:
         raise Error(f"X: shape {X.shape}, want (N, D) or (N, H, W)")
+    if X.size == 0:
+        raise Error(f"X=: shape {X.shape}: need N ≥ 1 images of D ≥ 1 values")
     X = X.reshape(X.shape[0], -1)
     if Y is not None:
         Y = converted("Y", Y, dtype)
-        if Y.ndim < 2 or len(Y) < 1:
+        if Y.ndim < 2:
             raise Error(f"Y: shape {Y.shape}, want (C, D) or (C, H, W) with C ≥ 1")
+        if Y.size == 0:
+            raise Error(f"Y=: shape {Y.shape}: need C ≥ 1 images of D ≥ 1 values")
         Y = Y.reshape(Y.shape[0], -1)
     with Affinity(metric, formula, params, shape=X.shape, dtype=dtype, method=method, topk=topk, block=block,
                   mem_limit=mem_limit, device=device, gpu=gpu, tf32=tf32, fail_on_nonfinite=fail_on_nonfinite,
