@@ -6,6 +6,8 @@ import pytest
 import tapeloop
 
 V = np.ones((4, 5, 6), np.float32)
+X = np.ones((5, 3), np.float32)
+F = np.ones((2, 8))
 
 CASES = [
     ("spacing of two", lambda: tapeloop.DRR(V, (1, 1), detector=(3, 3)), r"^spacing: want 3 numbers, got \(1, 1\)$"),
@@ -27,14 +29,15 @@ CASES = [
     ("orbit of none", lambda: tapeloop.drr(V, orbit=0, detector=(3, 3)), r"^geometry: --orbit 0: need at least one pose$"),
     ("poses and orbit", lambda: tapeloop.drr(V, poses=np.zeros((1, 14)), orbit=3, detector=(3, 3)), r"give poses or orbit"),
     ("volume 2-D", lambda: tapeloop.DRR(V[0], detector=(3, 3)), r"^volume=: shape \(5, 6\), want \(X, Y, Z\)$"),
-    ("volume of text", lambda: tapeloop.DRR(np.array([["a"]]), detector=(3, 3)), r"^volume: cannot be read as float32"),
+    ("volume of text", lambda: tapeloop.DRR(np.array([["a"]]), detector=(3, 3)), r"^volume=: <U1 values: want real numbers$"),
     ("shape of three", lambda: tapeloop.Affinity(shape=(1, 2, 3)), r"^shape: want 2 integers"),
     ("shape below 1", lambda: tapeloop.Affinity(shape=(-1, 4)), r"^shape \(-1, 4\): need N ≥ 1 images of D ≥ 1 values$"),
     ("block below 1", lambda: tapeloop.affinity(np.ones((5, 3)), block=-2), r"^block= -2: must be at least 1$"),
     ("param of text", lambda: tapeloop.Affinity(formula="sum(a*b)*s", params={"s": "x"}, shape=(3, 3)),
      r"^params= s='x': not a number$"),
-    ("images of text", lambda: tapeloop.affinity([["a", "b"]]), r"^X: cannot be read as float32"),
-    ("queries of text", lambda: tapeloop.interp(np.ones((2, 8)), ["a", "b"]), r"^x: cannot be read as float32"),
+    ("images of text", lambda: tapeloop.affinity([["a", "b"]]), r"^X=: <U1 values: want real numbers$"),
+    ("queries of text", lambda: tapeloop.interp(np.ones((2, 8)), ["a", "b"]), r"^x=: <U1 values: want real numbers$"),
+    ("images ragged", lambda: tapeloop.affinity([[1, 2], [3]]), r"^X=: cannot be read as float32"),
     ("table 1-D", lambda: tapeloop.interp(np.ones(5), np.zeros(3)), r"^f=: the table has shape \(5,\), want \(M, G\)$"),
     ("theta NaN", lambda: tapeloop.wavelet(V, [np.nan], 0, 1), r"wavelet: angles θ = NaN, φ = 0 must be finite"),
     ("theta 2-D", lambda: tapeloop.wavelet(V, np.zeros((2, 2)), 0, 1), r"^theta=: shape \(2, 2\)"),
@@ -51,6 +54,70 @@ CASES = [
     ("volume over the limit", lambda: tapeloop.DRR(np.ones((32, 32, 32), np.float32), detector=(4, 4), mem_limit="64KiB"),
      r"^plan: drr's volume needs 128 KiB .* over the memory limit of 64 KiB"),
     ("table over the limit", lambda: tapeloop.Interp(np.ones((64, 1024)), mem_limit="100KiB"), r"^plan: interp's table needs"),
+    # an all-zero direction is not the identity (None is)
+    ("direction of zeros", lambda: tapeloop.DRR(V, detector=(6, 5), direction=np.zeros((3, 3))),
+     r"^direction=: all zeros; want the world directions of the index axes as columns, or None for the identity$"),
+    # what is not real numbers is refused, not converted
+    ("queries complex", lambda: tapeloop.interp(F, np.array([0.5 + 1j], np.complex64)), r"^x=: complex64 values: want real numbers$"),
+    ("table of text", lambda: tapeloop.Interp(np.array([["1", "2", "3", "4"]] * 2)), r"^f=: <U1 values: want real numbers$"),
+    ("table complex", lambda: tapeloop.Interp(F + 0j), r"^f=: complex128 values: want real numbers$"),
+    ("queries of dates", lambda: tapeloop.interp(F, np.array(["2020-01-01"], "datetime64[D]")),
+     r"^x=: datetime64\[D\] values: want real numbers$"),
+    ("queries of durations", lambda: tapeloop.interp(F, np.array([1], "timedelta64[s]")),
+     r"^x=: timedelta64\[s\] values: want real numbers$"),
+    ("queries of bytes", lambda: tapeloop.interp(F, np.array([b"1"])), r"^x=: \|S1 values: want real numbers$"),
+    ("images of objects", lambda: tapeloop.affinity(np.ones((3, 2), object)), r"^X=: object values: want real numbers$"),
+    ("columns complex", lambda: tapeloop.affinity(X, Y=np.ones((2, 3), complex)), r"^Y=: complex128 values: want real numbers$"),
+    ("volume complex", lambda: tapeloop.DRR(V + 0j, detector=(3, 3)), r"^volume=: complex64 values: want real numbers$"),
+    ("volume of void", lambda: tapeloop.Wavelet(np.zeros((4, 4, 4), "V8")), r"^volume=: \|V8 values: want real numbers$"),
+    ("theta complex", lambda: tapeloop.wavelet(V, [1j], 0, 1), r"^theta=: complex128 values: want real numbers$"),
+    ("phi of text", lambda: tapeloop.wavelet(V, 0, "0", 1), r"^phi=: <U1 values: want real numbers$"),
+    ("xi of objects", lambda: tapeloop.wavelet(V, 0, 0, [None, 1]), r"^xi=: object values: want real numbers$"),
+    ("theta None", lambda: tapeloop.wavelet(V, None, 0, 1), r"^theta=: want a number or a 1-D list of numbers, got None$"),
+    ("direction complex", lambda: tapeloop.DRR(V, detector=(3, 3), direction=np.eye(3) + 0j),
+     r"^direction=: complex128 values: want real numbers$"),
+    # dtype: None is the default, what is not a dtype says so
+    ("Interp dtype bogus", lambda: tapeloop.Interp(F, dtype="bogus"), r"^dtype=: 'bogus' is not a dtype such as \"float32\"$"),
+    ("Affinity dtype bogus", lambda: tapeloop.Affinity(shape=(3, 3), dtype=5), r"^dtype=: 5 is not a dtype such as \"float32\"$"),
+    ("DRR dtype bogus", lambda: tapeloop.DRR(V, detector=(3, 3), dtype="bogus"), r"^dtype=: 'bogus' is not a dtype"),
+    ("DRR dtype float64", lambda: tapeloop.DRR(V, detector=(3, 3), dtype=np.float64), r'^dtype= "float64": a DRR renders float32'),
+    # numbers a call cannot do without
+    ("response theta None", lambda: tapeloop.Wavelet(V).response(None, 0, 1), r"^theta=: want a number, got None$"),
+    ("response xi None", lambda: tapeloop.Wavelet(V).response(0, 0, None), r"^xi=: want a number, got None$"),
+    ("orbit None", lambda: tapeloop.DRR(V, detector=(3, 3)).orbit(None), r"^orbit=: want a whole number, got None$"),
+    ("orbit start None", lambda: tapeloop.DRR(V, detector=(3, 3)).orbit(3, start=None), r"^start=: want a number, got None$"),
+    ("orbit sdd None", lambda: tapeloop.DRR(V, detector=(3, 3)).orbit(3, sdd=None), r"^sdd=: want a number, got None$"),
+    ("orbit sid None", lambda: tapeloop.DRR(V, detector=(3, 3)).orbit(3, sid=None), r"^sid=: want a number, got None$"),
+    ("orbit pixel None", lambda: tapeloop.DRR(V, detector=(3, 3)).orbit(3, pixel=None), r"^pixel=: want a number, got None$"),
+    ("drr pixel None", lambda: tapeloop.drr(V, orbit=2, detector=(3, 3), pixel=None), r"^pixel=: want a number, got None$"),
+    ("orbit of 2⁴⁰", lambda: tapeloop.DRR(V, detector=(3, 3)).orbit(2**40),
+     r"^geometry: --orbit 1099511627776: at most 1048576 \(2²⁰\) poses in one run$"),
+    # integers beyond what the library takes
+    ("batch of 2⁶³", lambda: tapeloop.Interp(F, batch=2**63), r"^batch=: 9223372036854775808 is too large$"),
+    ("block of 2⁶³", lambda: tapeloop.Affinity(shape=(3, 3), block=2**63), r"^block=: 9223372036854775808 is too large$"),
+    ("topk of -2⁶³", lambda: tapeloop.Affinity(shape=(3, 3), topk=-2**63), r"^topk=: -9223372036854775808 is too large$"),
+    ("detector of 1e300", lambda: tapeloop.DRR(V, detector=(1e300, 1)), r"^detector=: 1e\+300 is too large$"),
+    ("shape of 2⁶³", lambda: tapeloop.Affinity(shape=(2**63, 3)), r"^shape=: 9223372036854775808 is too large$"),
+    # images: at least one of at least one value
+    ("no images", lambda: tapeloop.affinity(np.ones((0, 5))), r"^X=: shape \(0, 5\): need N ≥ 1 images of D ≥ 1 values$"),
+    ("images of no values", lambda: tapeloop.affinity(np.ones((3, 0, 2))),
+     r"^X=: shape \(3, 0, 2\): need N ≥ 1 images of D ≥ 1 values$"),
+    ("columns of no values", lambda: tapeloop.affinity(X, Y=np.ones((2, 0))),
+     r"^Y=: shape \(2, 0\): need C ≥ 1 images of D ≥ 1 values$"),
+    ("no column images", lambda: tapeloop.affinity(X, Y=np.ones((0, 3))), r"^Y=: shape \(0, 3\): need C ≥ 1 images"),
+    ("stats of a number", lambda: tapeloop.Wavelet(V, stats=5), r"^stats=5: want a dict of name → formula"),
+    # params: a mapping of names to numbers
+    ("params of a list", lambda: tapeloop.Interp(F, reduce="max(v)*s", params=[1, 2]),
+     r"^params=: want a dict of names to numbers, e.g. \{'s': 2.5\}, got \[1, 2\]$"),
+    ("params of text", lambda: tapeloop.Affinity(formula="sum(a*b)*s", params="abc", shape=(3, 3)),
+     r"^params=: want a dict of names to numbers, e.g. \{'s': 2.5\}, got 'abc'$"),
+    ("params of a number", lambda: tapeloop.DRR(V, detector=(3, 3), post="p*s", params=5),
+     r"^params=: want a dict of names to numbers, e.g. \{'s': 2.5\}, got 5$"),
+    ("stats of numbers", lambda: tapeloop.Wavelet(V, stats=[5]), r"^stats=: 5 is not a statistic such as 'l1=sum\(abs\(g\)\)'$"),
+    # the sweep's errors name theta=, phi=, xi=
+    ("sweep too large", lambda: tapeloop.Wavelet(V)(np.zeros(300), np.zeros(300), np.zeros(300)),
+     r"^theta= × phi= × xi=: 300 × 300 × 300 combinations; at most"),
+    ("theta empty", lambda: tapeloop.Wavelet(V)([], 0, 1), r"^theta=: empty list$"),
 ]
 if "not in this build" in tapeloop.build():
     CASES.append(("cuda in a CPU build", lambda: tapeloop.Affinity("dot", shape=(4, 4), device="cuda"),
@@ -67,8 +134,6 @@ def test_bad_argument(name, call, message):
 # NaN and ±Inf in every numeric keyword of every object and one-shot
 # function: refused in Python, before any JSON is written, naming the
 # keyword as the caller wrote it.
-X = np.ones((5, 3), np.float32)
-F = np.ones((2, 8))
 
 
 KEYWORDS = [
@@ -139,3 +204,119 @@ def test_nonfinite_keyword(name, keyword, value, call):
 def test_nonfinite_data(name, call, message):
     with pytest.raises(tapeloop.Error, match=message):
         call()
+
+
+# Boolean keywords take a bool (Python's or NumPy's) or 0/1; anything else,
+# "no" among them, is refused rather than read as True.
+BOOLEANS = [
+    ("Interp", "fail_on_nonfinite", lambda v: tapeloop.Interp(F, reduce="max(v)", fail_on_nonfinite=v)),
+    ("interp", "fail_on_nonfinite", lambda v: tapeloop.interp(F, [0.5], reduce="max(v)", fail_on_nonfinite=v)),
+    ("Affinity", "fail_on_nonfinite", lambda v: tapeloop.Affinity(formula="sum(a*b)", shape=(3, 3), fail_on_nonfinite=v)),
+    ("Affinity", "tf32", lambda v: tapeloop.Affinity("dot", shape=(3, 3), tf32=v)),
+    ("affinity", "tf32", lambda v: tapeloop.affinity(X, tf32=v)),
+    ("DRR", "hu", lambda v: tapeloop.DRR(V, detector=(3, 3), hu=v)),
+    ("DRR", "strict", lambda v: tapeloop.DRR(V, detector=(3, 3), strict=v)),
+    ("DRR", "fail_on_nonfinite", lambda v: tapeloop.DRR(V, detector=(3, 3), post="p", fail_on_nonfinite=v)),
+    ("Wavelet", "fail_on_nonfinite", lambda v: tapeloop.Wavelet(V, stats={"m": "max(g)"}, fail_on_nonfinite=v)),
+]
+NOT_BOOLEAN = [(f"{where} {kw}={v!r}", kw, v, call) for v in ("no", "False", 2, 0.5, None, [1])
+               for where, kw, call in BOOLEANS]
+
+
+@pytest.mark.parametrize("name,keyword,value,call", NOT_BOOLEAN, ids=[c[0] for c in NOT_BOOLEAN])
+def test_boolean_keyword_refuses_others(name, keyword, value, call):
+    with pytest.raises(tapeloop.Error) as e:
+        call(value)
+    assert str(e.value) == f"{keyword}=: want True or False, got {value!r}"
+
+
+@pytest.mark.parametrize("value", [True, False, 1, 0, np.bool_(True), np.bool_(False), np.int64(1)])
+def test_boolean_keyword_takes_bools(value, monkeypatch):
+    from test_config import sent, WORKLOADS
+    module, cls, _ = WORKLOADS["drr"]
+    got = sent(monkeypatch, module, cls, hu=value, strict=value, fail_on_nonfinite=value)
+    assert got["hu"] is got["strict"] is got["fail_on_nonfinite"] is bool(value)
+
+
+# String options: another type is refused in Python, naming the keyword.
+STRINGS = [
+    ("reduce", lambda v: tapeloop.Interp(F, reduce=v)),
+    ("method", lambda v: tapeloop.Interp(F, method=v)),
+    ("metric", lambda v: tapeloop.Affinity(v, shape=(3, 3))),
+    ("formula", lambda v: tapeloop.Affinity(formula=v, shape=(3, 3))),
+    ("method", lambda v: tapeloop.Affinity(formula="sum(a*b)", method=v, shape=(3, 3))),
+    ("kernel", lambda v: tapeloop.Wavelet(V, kernel=v)),
+    ("boundary", lambda v: tapeloop.Wavelet(V, boundary=v)),
+    ("indexing", lambda v: tapeloop.Wavelet(V, indexing=v)),
+    ("mu", lambda v: tapeloop.DRR(V, detector=(3, 3), mu=v)),
+    ("post", lambda v: tapeloop.DRR(V, detector=(3, 3), post=v)),
+    ("frame", lambda v: tapeloop.DRR(V, detector=(3, 3), frame=v)),
+    ("method", lambda v: tapeloop.DRR(V, detector=(3, 3), method=v)),
+    ("device", lambda v: tapeloop.Interp(F, device=v)),
+    ("device", lambda v: tapeloop.drr(V, orbit=1, detector=(3, 3), device=v)),
+]
+NOT_STRING = [(f"{kw}={v!r} {i}", kw, v, call) for v in (5, 3.5, ["sum"]) for i, (kw, call) in enumerate(STRINGS)]
+
+
+@pytest.mark.parametrize("name,keyword,value,call", NOT_STRING, ids=[c[0] for c in NOT_STRING])
+def test_string_keyword_refuses_others(name, keyword, value, call):
+    with pytest.raises(tapeloop.Error) as e:
+        call(value)
+    assert str(e.value) == f"{keyword}=: want a string, got {value!r}"
+
+
+def test_dtype_none_is_the_default():
+    assert tapeloop.Interp(F, dtype=None).dtype == np.float32
+    assert tapeloop.Affinity(shape=(3, 3), dtype=None).dtype == np.float32
+    assert tapeloop.interp(F, [0.5], dtype=None).dtype == np.float32
+    assert tapeloop.affinity(X, dtype=None).dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", [None, "float32", np.float32, np.dtype(np.float32)])
+def test_drr_takes_its_dtype_as_interp_does(dtype):
+    assert tapeloop.drr(V, orbit=1, detector=(3, 3), dtype=dtype).dtype == np.float32
+
+
+def test_stats_of_one_string():
+    w = tapeloop.Wavelet(V, stats="l1=sum(abs(g))")
+    assert w.columns[-1] == "l1"
+    assert tapeloop.wavelet(V, 0, 0, 1, stats="l1=sum(abs(g))")["l1"].shape == (1,)
+
+
+def test_bool_arrays_are_numbers():
+    assert tapeloop.interp(F, np.array([True, False])).shape == (2,)
+
+
+# The library's own reading of a config (a C caller's JSON): a value of the
+# wrong type names the key, not a Go struct.
+@pytest.mark.parametrize("config,message", [
+    ('{"reduce": 5}', "reduce=: want a string, got a number"),
+    ('{"device": 1}', "device=: want a string, got a number"),
+    ('{"batch": 9223372036854775808}', "batch=: want a 64-bit integer, got 9223372036854775808"),
+    ('{"batch": 1.5}', "batch=: want a 64-bit integer, got 1.5"),
+    ('{"batch": "7"}', "batch=: want a 64-bit integer, got a string"),
+    ('{"fail_on_nonfinite": "no"}', "fail_on_nonfinite=: want true or false, got a string"),
+    ('{"params": {"s": "x"}}', "params=: want a finite number, got a string"),
+    ('{"params": [1]}', "params=: want an object, got an array"),
+    ('{"a": 1e999}', "a=: want a finite number, got 1e999"),
+])
+def test_config_type_errors_name_the_key(config, message):
+    import ctypes
+    from tapeloop import _lib
+    f = np.ones((2, 8))
+    h = ctypes.c_int64(0)
+    with pytest.raises(tapeloop.Error) as e:
+        _lib.check(_lib.lib.tl_interp_create(config.encode(), f.ctypes.data, 2, 8, ctypes.byref(h)))
+    msg = str(e.value)
+    assert "Go struct" not in msg and "interpConfig" not in msg and "\n" not in msg
+    if message is not None:
+        assert msg == message
+
+
+def test_config_zero_direction_is_refused():
+    import ctypes
+    from tapeloop import _lib
+    h = ctypes.c_int64(0)
+    with pytest.raises(tapeloop.Error, match=r"^direction=: all zeros"):
+        _lib.check(_lib.lib.tl_drr_create(b'{"rows": 3, "cols": 3, "direction": [[0,0,0],[0,0,0],[0,0,0]]}',
+                                          V.ctypes.data, *V.shape, ctypes.byref(h)))
