@@ -32,6 +32,9 @@ func TestParseErrors(t *testing.T) {
 		{pairEnv, "abs(a-b)", 0, "must reduce to one number"},
 		{pairEnv, "sum(a-b", 8, ""},
 		{pairEnv, "sum(a**2)", 7, "write powers as x^y"},
+		{pairEnv, "sum(a*b)//2", 9, "// is not an operator here: for Python's floor division write floor(a/b)"},
+		{pairEnv, "sum(a*b) // 2", 10, "floor(a/b)"},
+		{pairEnv, "sum(a*b)/*2*/*3", 9, "/* is not allowed in a formula"},
 		{pairEnv, "sum(a[0])", 5, "not part of the language"},
 		{pairEnv, "sum(a % b)", 7, "operator % is not part of the language"},
 		{pairEnv, "sum(sum(a))", 1, "no vector axis"},
@@ -127,6 +130,9 @@ func TestPrecedence(t *testing.T) {
 		{"-(-s)^2", -s * s},
 		{"- -2^-x", math.Pow(2, -x)},
 		{"2--x^2", 2 + x*x},
+		{"x<-s", 0}, // x < (−s), as Python reads it
+		{"-x<-s", 0},
+		{"-s<-x", 1},
 	} {
 		if got := eval(t, c.src, map[string]float64{"x": x, "s": s}); math.Abs(got-c.want) > 1e-12*math.Max(1, math.Abs(c.want)) {
 			t.Errorf("%s = %v, want %v", c.src, got, c.want)

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/scanner"
 	"go/token"
+	"strings"
 )
 
 // The limits of a formula's text. A formula longer than MaxLen bytes, or
@@ -47,7 +48,7 @@ func (f *Formula) parseSyntax(src string) (err error) {
 		if p.err == nil {
 			p.err = f.errorf(pos.Column, "%s", msg).(*Error)
 		}
-	}, 0)
+	}, scanner.ScanComments) // a comment is refused, not skipped (next)
 	defer func() {
 		if r := recover(); r != nil {
 			b, ok := r.(syntaxBail)
@@ -113,13 +114,23 @@ func (p *syntax) next() {
 		if p.err != nil {
 			panic(syntaxBail{p.err})
 		}
-		// Go scans -- and ++ as one token; in a formula, as in Python
-		// and NumPy, a--b is a - (-b) and a++b is a + (+b).
+		// Go scans --, ++ and <- as one token; in a formula, as in Python
+		// and NumPy, a--b is a - (-b), a++b is a + (+b) and a<-b is
+		// a < (-b).
 		switch p.tok {
 		case token.DEC:
 			p.tok, p.half, p.hpos = token.SUB, token.SUB, p.pos+1
 		case token.INC:
 			p.tok, p.half, p.hpos = token.ADD, token.ADD, p.pos+1
+		case token.ARROW:
+			p.tok, p.half, p.hpos = token.LSS, token.SUB, p.pos+1
+		case token.COMMENT:
+			// Go's comments would drop the rest of the formula without a
+			// word; a // is most likely Python's floor division.
+			if strings.HasPrefix(p.lit, "//") {
+				p.fail(p.pos, "// is not an operator here: for Python's floor division write floor(a/b)")
+			}
+			p.fail(p.pos, "/* is not allowed in a formula: it has no comments")
 		}
 		// The scanner ends a line that could end a statement with a
 		// semicolon; in a formula a line break is a space.
