@@ -210,8 +210,11 @@ def config(device="cpu", gpu=None, **kw):
 
 
 def boolean(name, v):
-    """v as a bool: a bool (Python's or NumPy's) or the integer 0 or 1; any
-    other value ("no" among them) raises Error naming the keyword."""
+    """v as a bool: a bool (Python's or NumPy's) or the integer 0 or 1, None
+    being False, the default of every yes/no keyword; any other value
+    ("no" among them) raises Error naming the keyword."""
+    if v is None:
+        return False
     if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
         return bool(v)
     raise Error(f"{name}=: want True or False, got {v!r}")
@@ -222,14 +225,24 @@ def not_finite(name, v, where=""):
     return Error(f"{name}=: {float(v)!r} is not a finite number{where}")
 
 
+def not_a_number(v):
+    """Whether v is a bool or text, which float() would take for a number
+    (True as 1, "5" as 5) though no one means it as one."""
+    return isinstance(v, (bool, np.bool_, str, bytes))
+
+
 def finite(name, v):
     """v as a finite float, or Error naming the keyword (None stays None)."""
     if v is None:
         return None
+    if not_a_number(v):
+        raise Error(f"{name}=: want a number, got {v!r}")
     try:
         f = float(v)
     except (TypeError, ValueError):
         raise Error(f"{name}=: want a number, got {v!r}") from None
+    except OverflowError:
+        raise Error(f"{name}=: {v!r} is too large") from None
     if not math.isfinite(f):
         raise not_finite(name, f)
     return f
@@ -253,13 +266,18 @@ def integer(name, v):
     number or its magnitude is over MAX_INT (None stays None)."""
     if v is None:
         return None
+    if not_a_number(v):
+        raise Error(f"{name}=: want a whole number, got {v!r}")
     if isinstance(v, (float, np.floating)) and not math.isfinite(v):
         raise not_finite(name, v)
-    try:
-        i = int(v)
-        whole = float(v) == i
-    except (TypeError, ValueError, OverflowError):
-        whole = False
+    if isinstance(v, (int, np.integer)):  # exact, however large
+        i, whole = int(v), True
+    else:
+        try:
+            i = int(v)
+            whole = float(v) == i
+        except (TypeError, ValueError, OverflowError):
+            whole = False
     if not whole:
         raise Error(f"{name}=: want a whole number, got {v!r}")
     if abs(i) > MAX_INT:
@@ -279,9 +297,13 @@ def params_of(params):
     out = {}
     for k, v in params.items():
         try:
+            if not_a_number(v):
+                raise TypeError
             out[str(k)] = float(v)
         except (TypeError, ValueError):
             raise Error(f"params= {k}={v!r}: not a number") from None
+        except OverflowError:
+            raise Error(f"params= {k}={v!r}: too large") from None
         if not math.isfinite(out[str(k)]):
             raise not_finite("params", v, f" (parameter {str(k)!r})")
     return out
@@ -307,9 +329,13 @@ def numbers(name, v, n, kind=float):
     argument."""
     try:
         items = list(v)
+        if any(not_a_number(x) for x in items):
+            raise TypeError
         f = [float(x) for x in items]
     except (TypeError, ValueError):
         items, f = [], []
+    except OverflowError:
+        raise Error(f"{name}=: {v!r} holds a number too large") from None
     for i, x in enumerate(f):
         if not math.isfinite(x):
             shown = tuple(float(y) if isinstance(y, (float, np.floating)) else y for y in items)
@@ -318,8 +344,9 @@ def numbers(name, v, n, kind=float):
         t = tuple(kind(x) for x in items)
     except (TypeError, ValueError, OverflowError):
         t = ()
-    if len(t) != n or (kind is int and any(x != y for x, y in zip(f, t))):
-        raise Error(f"{name}: want {n} {'integers' if kind is int else 'numbers'}, got {v!r}")
+    whole = [y == x if isinstance(x, (int, np.integer)) else fx == y for x, fx, y in zip(items, f, t)]
+    if len(t) != n or (kind is int and not all(whole)):
+        raise Error(f"{name}=: want {n} {'integers' if kind is int else 'numbers'}, got {v!r}")
     for x, y in zip(items, t):
         if kind is int and abs(y) > MAX_INT:
             raise Error(f"{name}=: {x!r} is too large")

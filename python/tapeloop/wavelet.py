@@ -39,7 +39,12 @@ def _stats(stats):
     if not stats:
         return None
     if isinstance(stats, dict):
+        for name, formula in stats.items():
+            if not isinstance(name, str) or not isinstance(formula, str):
+                raise Error(f"stats=: {name!r}: {formula!r} is not a statistic such as {{'l1': 'sum(abs(g))'}}")
         stats = [f"{name}={formula}" for name, formula in stats.items()]
+    elif isinstance(stats, bytes):
+        raise Error(f"stats=: {stats!r} is bytes: want text such as 'l1=sum(abs(g))'")
     elif isinstance(stats, str):
         stats = [stats]
     try:

@@ -10,11 +10,11 @@ X = np.ones((5, 3), np.float32)
 F = np.ones((2, 8))
 
 CASES = [
-    ("spacing of two", lambda: tapeloop.DRR(V, (1, 1), detector=(3, 3)), r"^spacing: want 3 numbers, got \(1, 1\)$"),
-    ("spacing as text", lambda: tapeloop.DRR(V, "1,1,1", detector=(3, 3)), r"^spacing: want 3 numbers"),
-    ("origin of None", lambda: tapeloop.DRR(V, origin=None, detector=(3, 3)), r"^origin: want 3 numbers"),
-    ("detector of one", lambda: tapeloop.DRR(V, detector=(3,)), r"^detector: want 2 integers"),
-    ("detector of halves", lambda: tapeloop.DRR(V, detector=(3.5, 3)), r"^detector: want 2 integers"),
+    ("spacing of two", lambda: tapeloop.DRR(V, (1, 1), detector=(3, 3)), r"^spacing=: want 3 numbers, got \(1, 1\)$"),
+    ("spacing as text", lambda: tapeloop.DRR(V, "1,1,1", detector=(3, 3)), r"^spacing=: want 3 numbers"),
+    ("origin of None", lambda: tapeloop.DRR(V, origin=None, detector=(3, 3)), r"^origin=: want 3 numbers"),
+    ("detector of one", lambda: tapeloop.DRR(V, detector=(3,)), r"^detector=: want 2 integers"),
+    ("detector of halves", lambda: tapeloop.DRR(V, detector=(3.5, 3)), r"^detector=: want 2 integers"),
     ("detector below 1", lambda: tapeloop.DRR(V, detector=(-3, 3)), r"^detector= -3x3: want R, C ≥ 1$"),
     ("direction 2×2", lambda: tapeloop.DRR(V, detector=(3, 3), direction=np.eye(2)), r"^direction: shape \(2, 2\)"),
     ("direction not a rotation", lambda: tapeloop.DRR(V, detector=(3, 3), direction=np.ones((3, 3))),
@@ -30,7 +30,7 @@ CASES = [
     ("poses and orbit", lambda: tapeloop.drr(V, poses=np.zeros((1, 14)), orbit=3, detector=(3, 3)), r"give poses or orbit"),
     ("volume 2-D", lambda: tapeloop.DRR(V[0], detector=(3, 3)), r"^volume=: shape \(5, 6\), want \(X, Y, Z\)$"),
     ("volume of text", lambda: tapeloop.DRR(np.array([["a"]]), detector=(3, 3)), r"^volume=: <U1 values: want real numbers$"),
-    ("shape of three", lambda: tapeloop.Affinity(shape=(1, 2, 3)), r"^shape: want 2 integers"),
+    ("shape of three", lambda: tapeloop.Affinity(shape=(1, 2, 3)), r"^shape=: want 2 integers"),
     ("shape below 1", lambda: tapeloop.Affinity(shape=(-1, 4)), r"^shape \(-1, 4\): need N ≥ 1 images of D ≥ 1 values$"),
     ("block below 1", lambda: tapeloop.affinity(np.ones((5, 3)), block=-2), r"^block= -2: must be at least 1$"),
     ("param of text", lambda: tapeloop.Affinity(formula="sum(a*b)*s", params={"s": "x"}, shape=(3, 3)),
@@ -219,7 +219,7 @@ BOOLEANS = [
     ("DRR", "fail_on_nonfinite", lambda v: tapeloop.DRR(V, detector=(3, 3), post="p", fail_on_nonfinite=v)),
     ("Wavelet", "fail_on_nonfinite", lambda v: tapeloop.Wavelet(V, stats={"m": "max(g)"}, fail_on_nonfinite=v)),
 ]
-NOT_BOOLEAN = [(f"{where} {kw}={v!r}", kw, v, call) for v in ("no", "False", 2, 0.5, None, [1])
+NOT_BOOLEAN = [(f"{where} {kw}={v!r}", kw, v, call) for v in ("no", "False", 2, 0.5, [1])
                for where, kw, call in BOOLEANS]
 
 
@@ -230,12 +230,39 @@ def test_boolean_keyword_refuses_others(name, keyword, value, call):
     assert str(e.value) == f"{keyword}=: want True or False, got {value!r}"
 
 
-@pytest.mark.parametrize("value", [True, False, 1, 0, np.bool_(True), np.bool_(False), np.int64(1)])
+@pytest.mark.parametrize("value", [True, False, 1, 0, np.bool_(True), np.bool_(False), np.int64(1), None])
 def test_boolean_keyword_takes_bools(value, monkeypatch):
+    """A bool or 0/1; None is the default, False, as for every keyword."""
     from test_config import sent, WORKLOADS
     module, cls, _ = WORKLOADS["drr"]
     got = sent(monkeypatch, module, cls, hu=value, strict=value, fail_on_nonfinite=value)
     assert got["hu"] is got["strict"] is got["fail_on_nonfinite"] is bool(value)
+
+
+# Numbers given as what float() would take but no one means as a number,
+# or too large for a float or for the library's 64-bit integers: refused
+# by keyword, as tapeloop.Error (a ValueError), never a bare OverflowError.
+@pytest.mark.parametrize("call,message", [
+    (lambda: tapeloop.interp(F, [0.5], batch=2**62 + 1), r"^batch=: 4611686018427387905 is too large$"),
+    (lambda: tapeloop.interp(F, [0.5], batch=10**30), r"^batch=: 10{30} is too large$"),
+    (lambda: tapeloop.interp(F, [0.5], batch=2**53 + 1), r"^plan: interp needs"),  # a whole number: on to the planner
+    (lambda: tapeloop.interp(F, [0.5], batch=True), r"^batch=: want a whole number, got True$"),
+    (lambda: tapeloop.interp(F, [0.5], batch="12"), r"^batch=: want a whole number, got '12'$"),
+    (lambda: tapeloop.interp(F, [0.5], a=10**400), r"^a=: 10{400} is too large$"),
+    (lambda: tapeloop.interp(F, [0.5], a="0.5"), r"^a=: want a number, got '0.5'$"),
+    (lambda: tapeloop.interp(F, [0.5], reduce="sum(v*s)", params={"s": 10**400}), r"^params= s=10{400}: too large$"),
+    (lambda: tapeloop.interp(F, [0.5], reduce="sum(v*s)", params={"s": True}), r"^params= s=True: not a number$"),
+    (lambda: tapeloop.DRR(V, detector=(3, 3), method="trilinear", step=True), r"^step=: want a number, got True$"),
+    (lambda: tapeloop.DRR(V, spacing=(10**400, 1, 1), detector=(3, 3)), r"^spacing=: .* holds a number too large$"),
+    (lambda: tapeloop.DRR(V, detector=(2**62 + 1, 4)), r"^detector=: 4611686018427387905 is too large$"),
+    (lambda: tapeloop.DRR(V, detector=(True, 4)), r"^detector=: want 2 integers, got \(True, 4\)$"),
+    (lambda: tapeloop.wavelet(V, 0, 0, 1, stats={"l1": 3}), r"^stats=: 'l1': 3 is not a statistic"),
+    (lambda: tapeloop.wavelet(V, 0, 0, 1, stats={"l1": None}), r"^stats=: 'l1': None is not a statistic"),
+    (lambda: tapeloop.wavelet(V, 0, 0, 1, stats=b"l1=sum(g)"), r"^stats=: b'l1=sum\(g\)' is bytes"),
+], ids=lambda c: "" if callable(c) else c)
+def test_numbers_and_statistics_by_type(call, message):
+    with pytest.raises(tapeloop.Error, match=message):
+        call()
 
 
 # String options: another type is refused in Python, naming the keyword.
