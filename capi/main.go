@@ -128,7 +128,8 @@ func decode(cfg *C.char, v any) error {
 	if cfg == nil {
 		return fmt.Errorf("config: NULL")
 	}
-	d := json.NewDecoder(bytes.NewReader([]byte(C.GoString(cfg))))
+	raw := []byte(C.GoString(cfg))
+	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
@@ -137,7 +138,68 @@ func decode(cfg *C.char, v any) error {
 		}
 		return fmt.Errorf("config: %w", err)
 	}
-	return nil
+	return arrayLengths(raw, reflect.TypeOf(v).Elem())
+}
+
+// arrayLengths refuses a list in raw, the JSON of a struct of type t,
+// longer or shorter than the fixed-size array its key decodes into
+// (spacing, origin, direction): encoding/json drops the values past the
+// array's end and zeroes those missing, without a word.
+func arrayLengths(raw []byte, t reflect.Type) error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil // not an object: Decode has said so
+	}
+	var walk func(t reflect.Type) error
+	walk = func(t reflect.Type) error {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				if err := walk(f.Type); err != nil {
+					return err
+				}
+				continue
+			}
+			key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if v, ok := obj[key]; ok && ft.Kind() == reflect.Array && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+				if !fixedLength(v, ft) {
+					return fmt.Errorf("%s=: want %s", key, shapeOf(ft))
+				}
+			}
+		}
+		return nil
+	}
+	return walk(t)
+}
+
+// fixedLength says the JSON list v has t's length, and each element, where
+// t's elements are arrays, theirs.
+func fixedLength(v json.RawMessage, t reflect.Type) bool {
+	var items []json.RawMessage
+	if json.Unmarshal(v, &items) != nil || len(items) != t.Len() {
+		return false
+	}
+	if t.Elem().Kind() == reflect.Array {
+		for _, it := range items {
+			if !fixedLength(it, t.Elem()) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// shapeOf names a fixed-size array type as a config's value: "3 numbers",
+// "3 lists of 3 numbers".
+func shapeOf(t reflect.Type) string {
+	if t.Elem().Kind() == reflect.Array {
+		return fmt.Sprintf("%d lists of %s", t.Len(), shapeOf(t.Elem()))
+	}
+	return fmt.Sprintf("%d numbers", t.Len())
 }
 
 // typeError says which key of a config holds a value of the wrong type,

@@ -347,3 +347,31 @@ def test_config_zero_direction_is_refused():
     with pytest.raises(tapeloop.Error, match=r"^direction=: all zeros"):
         _lib.check(_lib.lib.tl_drr_create(b'{"rows": 3, "cols": 3, "direction": [[0,0,0],[0,0,0],[0,0,0]]}',
                                           V.ctypes.data, *V.shape, ctypes.byref(h)))
+
+
+@pytest.mark.parametrize("config,message", [
+    ('{"rows": 3, "cols": 3, "spacing": [1, 1, 1, 7]}', "spacing=: want 3 numbers"),
+    ('{"rows": 3, "cols": 3, "origin": [0, 0]}', "origin=: want 3 numbers"),
+    ('{"rows": 3, "cols": 3, "direction": [[1,0,0],[0,1,0],[0,0,1],[0,0,0]]}', "direction=: want 3 lists of 3 numbers"),
+    ('{"rows": 3, "cols": 3, "direction": [[1,0,0,5],[0,1,0],[0,0,1]]}', "direction=: want 3 lists of 3 numbers"),
+    ('{"rows": 3, "cols": 3, "direction": []}', "direction=: want 3 lists of 3 numbers"),
+])
+def test_config_fixed_lists_are_whole(config, message):
+    """A C caller's list of another length than its fixed one (spacing,
+    origin, direction) is refused by key: JSON decoding alone would drop
+    the values past the end, or make the missing ones 0, without a word."""
+    import ctypes
+    from tapeloop import _lib
+    h = ctypes.c_int64(0)
+    with pytest.raises(tapeloop.Error) as e:
+        _lib.check(_lib.lib.tl_drr_create(config.encode(), V.ctypes.data, *V.shape, ctypes.byref(h)))
+    assert str(e.value) == message
+
+
+def test_config_fixed_lists_of_their_length_pass():
+    import ctypes
+    from tapeloop import _lib
+    h = ctypes.c_int64(0)
+    cfg = b'{"rows": 3, "cols": 3, "spacing": [1, 2, 3], "origin": null, "direction": [[0,1,0],[1,0,0],[0,0,-1]]}'
+    _lib.check(_lib.lib.tl_drr_create(cfg, V.ctypes.data, *V.shape, ctypes.byref(h)))
+    _lib.check(_lib.lib.tl_close(h))
