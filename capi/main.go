@@ -133,7 +133,10 @@ func decode(cfg *C.char, v any) error {
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
+		if errors.As(err, &te) {
+			if te.Field == "" { // the whole config
+				return fmt.Errorf("config: want a JSON object of options, got %s", te.Value)
+			}
 			return typeError(te)
 		}
 		return fmt.Errorf("config: %w", err)

@@ -368,6 +368,15 @@ def test_config_fixed_lists_are_whole(config, message):
     assert str(e.value) == message
 
 
+@pytest.mark.parametrize("config", ["[]", '"x"', "3", "true"])
+def test_config_not_an_object(config):
+    import ctypes
+    from tapeloop import _lib
+    h = ctypes.c_int64(0)
+    with pytest.raises(tapeloop.Error, match=r"^config: want a JSON object of options, got (an? )?(array|string|number|bool)"):
+        _lib.check(_lib.lib.tl_interp_create(config.encode(), F.ctypes.data, *F.shape, ctypes.byref(h)))
+
+
 def test_config_fixed_lists_of_their_length_pass():
     import ctypes
     from tapeloop import _lib
