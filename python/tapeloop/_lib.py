@@ -368,6 +368,8 @@ def mem_limit_of(mem_limit):
     """mem_limit as the library takes it: bytes (int) or a size ("2GiB")."""
     if mem_limit is None:
         return None
+    if isinstance(mem_limit, (bool, np.bool_)):
+        raise Error(f"mem_limit=: want bytes or a size such as \"2GiB\", got {mem_limit!r}")
     if isinstance(mem_limit, (float, np.floating)):
         return str(integer("mem_limit", mem_limit))
     return str(int(mem_limit)) if isinstance(mem_limit, (int, np.integer)) else str(mem_limit)

@@ -253,6 +253,7 @@ def test_boolean_keyword_takes_bools(value, monkeypatch):
     (lambda: tapeloop.interp(F, [0.5], reduce="sum(v*s)", params={"s": 10**400}), r"^params= s=10{400}: too large$"),
     (lambda: tapeloop.interp(F, [0.5], reduce="sum(v*s)", params={"s": True}), r"^params= s=True: not a number$"),
     (lambda: tapeloop.DRR(V, detector=(3, 3), method="trilinear", step=True), r"^step=: want a number, got True$"),
+    (lambda: tapeloop.Interp(F, mem_limit=True), r'^mem_limit=: want bytes or a size such as "2GiB", got True$'),
     (lambda: tapeloop.DRR(V, spacing=(10**400, 1, 1), detector=(3, 3)), r"^spacing=: .* holds a number too large$"),
     (lambda: tapeloop.DRR(V, detector=(2**62 + 1, 4)), r"^detector=: 4611686018427387905 is too large$"),
     (lambda: tapeloop.DRR(V, detector=(True, 4)), r"^detector=: want 2 integers, got \(True, 4\)$"),
