@@ -1,5 +1,6 @@
 """Wavelet sweeps: a volume convolved with a stretched, rotated Mexican hat per (θ, φ, ξ)."""
 import ctypes
+import warnings
 
 import numpy as np
 
@@ -123,8 +124,12 @@ class Wavelet(Compiled):
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"volume=: the array has shape {v.shape}, want a 3-D volume")
+        stats = _stats(stats)
+        # The kernel's Σ ψ² column, where a kernel of the user's may be 0
+        # everywhere (a statistic of the user's may take the column's name).
+        self._we = kernel is not None and not any(s.split("=", 1)[0].strip() == "wavelet_energy" for s in stats or ())
         cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, reach=_reach(reach), indexing=indexing,
-                     stats=_stats(stats),
+                     stats=stats,
                      params=params_of(params), fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
                      batch=integer("batch", batch) or 0,
                      mem_limit=mem_limit_of(mem_limit), device=device, gpu=gpu, columns=_columns(columns))
@@ -143,6 +148,14 @@ class Wavelet(Compiled):
         out = np.empty((t.size * p.size * x.size, len(self.columns)), np.float64)
         check(lib.tl_wavelet_run(h, t.ctypes.data, t.size, p.ctypes.data, p.size, x.ctypes.data, x.size,
                                  out.ctypes.data, out.size, interruptible()))
+        if self._we and "wavelet_energy" in self.columns:
+            zero = np.flatnonzero(out[:, self.columns.index("wavelet_energy")] == 0)
+            if zero.size:  # as the CLI's warning
+                i = zero[0]
+                first = t[i // (p.size * x.size)], p[i // x.size % p.size], x[i % x.size]
+                warnings.warn(f"{zero.size} of {len(out)} combinations have a kernel that is 0 at every sample "
+                              f"(the first: θ = {first[0]:.4g}, φ = {first[1]:.4g}, ξ = {first[2]:.4g}): their "
+                              "statistics are those of a response of zeros; check kernel=", stacklevel=2)
         return {name: np.ascontiguousarray(out[:, i]) for i, name in enumerate(self.columns)}
 
     def response(self, theta, phi, xi):

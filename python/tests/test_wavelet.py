@@ -351,3 +351,21 @@ def test_response():
     assert g.dtype == np.float32 and g.shape == v.shape
     np.testing.assert_allclose(g, want, atol=1e-4*np.abs(want).max())
     np.testing.assert_allclose((g.astype(np.float64)**2).sum(), row["energy"][0], rtol=1e-5)
+
+
+def test_zero_kernel_warns():
+    """A kernel= that is 0 at every sample of some combinations gives their
+    rows of zeros and one warning naming how many and the first, as the
+    CLI's; a kernel nowhere 0 gives none."""
+    import warnings
+    v = np.random.default_rng().standard_normal((17, 19, 15)).astype(np.float32)
+    kernel = "where(theta > 1, 0, exp(-2*(x*x + y*y/(xi*xi) + z*z)))"
+    with tapeloop.Wavelet(v, kernel=kernel) as w:
+        with pytest.warns(UserWarning, match=r"^8 of 12 combinations have a kernel that is 0 at every sample "
+                                             r"\(the first: θ = 1\.2, φ = 0, ξ = 1\)"):
+            got = w([0.3, 1.2, 2], [0, 0.7], [1, 2])
+        assert ((got["theta"] > 1) == (got["energy"] == 0)).all()
+    with tapeloop.Wavelet(v, kernel="exp(-2*(x*x + y*y/(xi*xi) + z*z))") as w:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            w([0.3, 1.2, 2], [0, 0.7], [1, 2])
