@@ -24,14 +24,20 @@ def _columns(columns):
         return None
     if isinstance(columns, str):
         return columns.split(",")
+    return _texts("columns", columns, "a list of column names, e.g. ['energy', 'std']", "a column name, e.g. 'energy'")
+
+
+def _texts(name, v, want_list, want_item):
+    """v, a sequence of str, as a list; anything else raises Error naming
+    the keyword and what it wants (want_list of v, want_item of an item)."""
     try:
-        names = list(columns)
+        items = list(v)
     except TypeError:
-        raise Error(f"columns={columns!r}: want a list of column names, e.g. ['energy', 'std']") from None
-    for c in names:
-        if not isinstance(c, str):
-            raise Error(f"columns=: {c!r} is not a column name, e.g. 'energy'")
-    return names
+        raise Error(f"{name}={v!r}: want {want_list}") from None
+    for x in items:
+        if not isinstance(x, str):
+            raise Error(f"{name}=: {x!r} is not {want_item}")
+    return items
 
 
 def _stats(stats):
@@ -48,14 +54,8 @@ def _stats(stats):
         raise Error(f"stats=: {stats!r} is bytes: want text such as 'l1=sum(abs(g))'")
     elif isinstance(stats, str):
         stats = [stats]
-    try:
-        stats = list(stats)
-    except TypeError:
-        raise Error(f"stats={stats!r}: want a dict of name → formula, e.g. {{'l1': 'sum(abs(g))'}}") from None
-    for s in stats:
-        if not isinstance(s, str):
-            raise Error(f"stats=: {s!r} is not a statistic such as 'l1=sum(abs(g))'")
-    return stats
+    return _texts("stats", stats, "a dict of name → formula, e.g. {'l1': 'sum(abs(g))'}",
+                  "a statistic such as 'l1=sum(abs(g))'")
 
 
 def _reach(reach):
