@@ -159,6 +159,8 @@ def output(out, dtype, shape):
     if not isinstance(out, np.ndarray) or out.shape != tuple(shape) or out.dtype != dtype \
             or not out.flags.c_contiguous or not out.flags.writeable:
         got = f"{getattr(out, 'shape', None)} {getattr(out, 'dtype', type(out).__name__)}"
+        if isinstance(out, np.ndarray) and out.shape == tuple(shape) and out.dtype == dtype:
+            got += " (not C-contiguous)" if not out.flags.c_contiguous else " (read-only)"
         raise Error(f"out: want a writeable C-contiguous {np.dtype(dtype)} array of shape {tuple(shape)}, got {got}")
     return out
 

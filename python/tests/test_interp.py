@@ -124,6 +124,12 @@ def test_wrong_shape_and_dtype():
             r(x, out=np.empty(64, np.float64))
         with pytest.raises(tapeloop.Error, match=r"out: .* shape \(63,\)"):
             r(x[:63], out=np.empty(64, np.float32))
+        with pytest.raises(tapeloop.Error, match=r"out: .*, got \(64,\) float32 \(not C-contiguous\)$"):
+            r(x, out=np.empty(128, np.float32)[::2])
+        ro = np.empty(64, np.float32)
+        ro.flags.writeable = False
+        with pytest.raises(tapeloop.Error, match=r"out: .*, got \(64,\) float32 \(read-only\)$"):
+            r(x, out=ro)
         with pytest.raises(tapeloop.Error, match="no query points"):
             r(x[:0])
         bad = x.copy()
