@@ -141,42 +141,29 @@ func decode(cfg *C.char, v any) error {
 		}
 		return fmt.Errorf("config: %w", err)
 	}
-	return arrayLengths(raw, reflect.TypeOf(v).Elem())
+	return arrayLengths(raw, v)
 }
 
-// arrayLengths refuses a list in raw, the JSON of a struct of type t,
+// arrayLengths refuses a list in raw, the JSON of the config v,
 // longer or shorter than the fixed-size array its key decodes into
 // (spacing, origin, direction): encoding/json drops the values past the
 // array's end and zeroes those missing, without a word.
-func arrayLengths(raw []byte, t reflect.Type) error {
+func arrayLengths(raw []byte, v any) error {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil {
 		return nil // not an object: Decode has said so
 	}
-	var walk func(t reflect.Type) error
-	walk = func(t reflect.Type) error {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Anonymous && f.Type.Kind() == reflect.Struct {
-				if err := walk(f.Type); err != nil {
-					return err
-				}
-				continue
-			}
-			key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if v, ok := obj[key]; ok && ft.Kind() == reflect.Array && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-				if !fixedLength(v, ft) {
-					return fmt.Errorf("%s=: want %s", key, shapeOf(ft))
-				}
-			}
+	for _, f := range option.Fields(v) {
+		t := f.Type
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
 		}
-		return nil
+		val, ok := obj[f.Key]
+		if ok && t.Kind() == reflect.Array && !bytes.Equal(bytes.TrimSpace(val), []byte("null")) && !fixedLength(val, t) {
+			return fmt.Errorf("%s=: want %s", f.Key, shapeOf(t))
+		}
 	}
-	return walk(t)
+	return nil
 }
 
 // fixedLength says the JSON list v has t's length, and each element, where

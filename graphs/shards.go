@@ -105,7 +105,7 @@ func (f *runPrint) f64s(v ...float64) {
 // their own memory, with no copy.
 func (f *runPrint) f32s(v []float32) {
 	f.ints(len(v))
-	if littleEndianHost {
+	if npy.LittleEndianHost {
 		if len(v) > 0 {
 			f.h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)))
 		}
@@ -134,10 +134,6 @@ func (f *runPrint) params(p map[string]float64) {
 		f.f64s(p[k])
 	}
 }
-
-// littleEndianHost is whether values in memory are in the byte order the
-// fingerprints use.
-var littleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 func (f *runPrint) sum() string { return hex.EncodeToString(f.h.Sum(nil)[:16]) }
 

@@ -195,14 +195,15 @@ func fortranToC[E uint8 | uint16 | uint32 | uint64](c, f []E, shape []int) {
 	}
 }
 
-// littleEndianHost reports whether this machine stores numbers least
-// significant byte first, as amd64 and arm64 do.
-var littleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+// LittleEndianHost reports whether this machine stores numbers least
+// significant byte first, as amd64 and arm64 do (and as a little-endian
+// .npy does): elements of a file's own type are then its bytes.
+var LittleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // native reports whether data of type d is T's own bytes on this machine.
 func native[T float32 | float64](d Dtype) bool {
 	var t T
-	return d.Kind == 'f' && d.Size == int(unsafe.Sizeof(t)) && d.Order == binary.LittleEndian && littleEndianHost
+	return d.Kind == 'f' && d.Size == int(unsafe.Sizeof(t)) && d.Order == binary.LittleEndian && LittleEndianHost
 }
 
 // decode converts raw elements of type d into dst. Big-endian data is

@@ -81,15 +81,11 @@ func (w *Writer) WriteInt32(src []int32) error { return writeInt(w, src) }
 // when each fits.
 func (w *Writer) WriteInt64(src []int64) error { return writeInt(w, src) }
 
-// littleEndian: the host stores numbers as a little-endian .npy does, so
-// elements of the file's own type are written as they lie in memory.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
 // writeRaw writes src, elements of the file's own type, as their bytes
 // (on a little-endian host; false otherwise), without a copy.
 func writeRaw[T float32 | float64 | int32 | int64](w *Writer, src []T) (bool, error) {
 	var zero T
-	if !littleEndian || int(unsafe.Sizeof(zero)) != w.dtype.Size {
+	if !LittleEndianHost || int(unsafe.Sizeof(zero)) != w.dtype.Size {
 		return false, nil
 	}
 	if w.done+len(src) > w.total {

@@ -127,7 +127,8 @@ class Wavelet(Compiled):
         stats = _stats(stats)
         # The kernel's Σ ψ² column, where a kernel of the user's may be 0
         # everywhere (a statistic of the user's may take the column's name).
-        self._we = kernel is not None and not any(s.split("=", 1)[0].strip() == "wavelet_energy" for s in stats or ())
+        self._kernel_may_vanish = kernel is not None and not any(
+            s.split("=", 1)[0].strip() == "wavelet_energy" for s in stats or ())
         cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, reach=_reach(reach), indexing=indexing,
                      stats=stats,
                      params=params_of(params), fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
@@ -148,7 +149,7 @@ class Wavelet(Compiled):
         out = np.empty((t.size * p.size * x.size, len(self.columns)), np.float64)
         check(lib.tl_wavelet_run(h, t.ctypes.data, t.size, p.ctypes.data, p.size, x.ctypes.data, x.size,
                                  out.ctypes.data, out.size, interruptible()))
-        if self._we and "wavelet_energy" in self.columns:
+        if self._kernel_may_vanish and "wavelet_energy" in self.columns:
             zero = np.flatnonzero(out[:, self.columns.index("wavelet_energy")] == 0)
             if zero.size:  # as the CLI's warning
                 i = zero[0]
