@@ -16,14 +16,16 @@ import (
 // affinityConfig is the JSON config of tl_affinity_create: its engine
 // flags (--block is the engine's batch), the affinity's Config (which
 // holds the dtype, as the command's --dtype), and the arguments only the
-// C ABI has: the images' shape (n, d) and the column images' count (cols,
-// 0: the batch against itself).
+// C ABI has: the images' shape (n, d), the column images' count (cols,
+// 0: the batch against itself) and the shard (index, count) of the rows
+// to compute (none: all of them).
 type affinityConfig struct {
 	deviceFields
 	affinity.Config
-	N    int `json:"n"`
-	D    int `json:"d"`
-	Cols int `json:"cols"`
+	N     int     `json:"n"`
+	D     int     `json:"d"`
+	Cols  int     `json:"cols"`
+	Shard *[2]int `json:"shard"`
 }
 
 func init() { configs["affinity"] = affinityConfig{} }
@@ -35,6 +37,12 @@ func init() { configs["affinity"] = affinityConfig{} }
 //export tl_affinity_create
 func tl_affinity_create(config *C.char, handle *C.int64_t) *C.char {
 	return create(config, handle, func(c affinityConfig, dev *engine.Device) (program, error) {
+		if c.Shard != nil {
+			if c.Cols != 0 {
+				return nil, fmt.Errorf("shard=: a shard's rows are of a batch against itself, not against column images")
+			}
+			return affinity.CompileShard(c.Config, c.N, c.D, c.Shard[0], c.Shard[1], dev)
+		}
 		return affinity.Compile(c.Config, c.N, c.D, c.Cols, dev)
 	})
 }

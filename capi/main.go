@@ -33,7 +33,7 @@ import (
 )
 
 // Version is the ABI's version: the Python package checks it.
-const Version = "tapeloop-capi 2"
+const Version = "tapeloop-capi 3"
 
 func main() {}
 

@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define TAPELOOP_ABI "tapeloop-capi 2"
+#define TAPELOOP_ABI "tapeloop-capi 3"
 
 /* The library. */
 char *tl_version(char *buf, int64_t n);   /* the ABI version into buf (n bytes with the NUL) */
@@ -61,7 +61,7 @@ char *tl_drr_warnings(int64_t h, char **text);
 /* wavelet: a volume convolved with the hat for every (theta, phi, xi). */
 char *tl_wavelet_create(char *config, float *v, int64_t nx, int64_t ny, int64_t nz, int64_t *handle);
 char *tl_wavelet_columns(int64_t h, char **text);
-char *tl_wavelet_run(int64_t h, double *theta, int64_t nt, double *phi, int64_t np, double *xi, int64_t nxi, double *out, int64_t outLen, int interruptible);
+char *tl_wavelet_run(int64_t h, double *theta, int64_t nt, double *phi, int64_t np, double *xi, int64_t nxi, int64_t lo, int64_t hi, double *out, int64_t outLen, int interruptible);
 char *tl_wavelet_response(int64_t h, double theta, double phi, double xi, float *out, int64_t outLen, int interruptible);
 
 #ifdef __cplusplus

@@ -73,21 +73,23 @@ func tl_wavelet_columns(h C.int64_t, text **C.char) *C.char {
 	})
 }
 
-// tl_wavelet_run sweeps every combination of the nt values of theta, the
-// np of phi and the nxi of xi (θ outermost, then φ, then ξ) into out:
-// outLen = nt·np·nxi·columns values, a row per combination, the columns of
-// tl_wavelet_columns. The arrays are used only during the call.
+// tl_wavelet_run sweeps the combinations [lo, hi) of the nt values of
+// theta, the np of phi and the nxi of xi (θ outermost, then φ, then ξ;
+// hi = 0: all of them) into out: outLen = (hi − lo)·columns values, a row
+// per combination, the columns of tl_wavelet_columns. A range (a shard)
+// gives each combination the number the whole sweep gives it. The arrays
+// are used only during the call.
 //
 //export tl_wavelet_run
 func tl_wavelet_run(h C.int64_t, theta *C.double, nt C.int64_t, phi *C.double, np C.int64_t, xi *C.double, nxi C.int64_t,
-	out *C.double, outLen C.int64_t, interruptible C.int) *C.char {
+	lo, hi C.int64_t, out *C.double, outLen C.int64_t, interruptible C.int) *C.char {
 	return guard(func() error {
 		return call(h, "a wavelet sweep", interruptible, func(p *wavelet.Program) error {
 			if nt < 0 || np < 0 || nxi < 0 || outLen < 0 || (theta == nil && nt > 0) || (phi == nil && np > 0) ||
 				(xi == nil && nxi > 0) || (out == nil && outLen > 0) {
 				return fmt.Errorf("wavelet: NULL or negative arrays")
 			}
-			return p.Run(doubles(theta, nt), doubles(phi, np), doubles(xi, nxi), doubles(out, outLen))
+			return p.RunRange(doubles(theta, nt), doubles(phi, np), doubles(xi, nxi), int(lo), int(hi), doubles(out, outLen))
 		})
 	})
 }

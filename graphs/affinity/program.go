@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
@@ -20,6 +21,7 @@ type Program struct {
 	job        *Job
 	data       *pairwise.PairData
 	cols, topk int
+	lo, hi     int // the rows computed: [0, N), or a shard's
 	N, D       int
 	Dtype      tensor.Dtype
 }
@@ -29,7 +31,27 @@ type Program struct {
 // planned under its memory limit). With cols > 0 the n rows are computed
 // against cols other images too, and each Run gives the (n, cols)
 // affinities (N·(N+Cols) pairs); cfg.TopK is of a batch against itself.
-func Compile(cfg Config, n, d, cols int, dev *engine.Device) (_ *Program, err error) {
+func Compile(cfg Config, n, d, cols int, dev *engine.Device) (*Program, error) {
+	return compile(cfg, n, d, cols, 0, n, dev)
+}
+
+// CompileShard is Compile of the rows [lo, hi) of the (N, N) matrix of n
+// images against themselves: shard index of count, split as the CLI's
+// --shard splits them (shard.Rows). Each Run gives those rows, (hi − lo,
+// N), or their top k, the numbers the CLI's shard of the same rows holds,
+// bit for bit.
+func CompileShard(cfg Config, n, d, index, count int, dev *engine.Device) (*Program, error) {
+	if count < 1 || index < 0 || index >= count {
+		return nil, fmt.Errorf("%w: shard %d of %d: want 0 ≤ index < count", shard.ErrShards, index, count)
+	}
+	lo, hi := shard.Rows(index, count, n)
+	if lo >= hi {
+		return nil, fmt.Errorf("%w: shard %d/%d of %d images has no rows (more shards than images)", shard.ErrShards, index, count, n)
+	}
+	return compile(cfg, n, d, 0, lo, hi, dev)
+}
+
+func compile(cfg Config, n, d, cols, lo, hi int, dev *engine.Device) (_ *Program, err error) {
 	if dev, err = engine.InProcess(dev); err != nil {
 		return nil, err
 	}
@@ -61,7 +83,7 @@ func Compile(cfg Config, n, d, cols int, dev *engine.Device) (_ *Program, err er
 	// here, before the plan: refuse what the limit cannot hold first.
 	need := sysmem.Mul(int64(all), int64(d), int64(dt.Size()))
 	if p.TopK == 0 && cols == 0 {
-		need = engine.AddBytes(need, sysmem.Mul(int64(n), int64(n), int64(dt.Size())))
+		need = engine.AddBytes(need, sysmem.Mul(int64(hi-lo), int64(n), int64(dt.Size())))
 	}
 	if need < 0 || need > dev.MemLimit {
 		if need < 0 {
@@ -81,13 +103,13 @@ func Compile(cfg Config, n, d, cols int, dev *engine.Device) (_ *Program, err er
 	if err != nil {
 		return nil, err
 	}
-	s := Setup{Data: data, Metric: p.Metric, Lo: 0, Hi: n, TopK: p.TopK, TF32: cfg.TF32, FailOnNonFinite: cfg.FailOnNonFinite}
+	s := Setup{Data: data, Metric: p.Metric, Lo: lo, Hi: hi, TopK: p.TopK, TF32: cfg.TF32, FailOnNonFinite: cfg.FailOnNonFinite}
 	if p.Formula != nil {
 		if s.Formula, err = pairwise.NewPairFormula(p.Formula, data, p.Direct); err != nil {
 			return nil, err
 		}
 	}
-	s.Symmetric = (s.Formula == nil || s.Formula.Symmetric) && p.TopK == 0 && cols == 0
+	s.Symmetric = (s.Formula == nil || s.Formula.Symmetric) && p.TopK == 0 && cols == 0 && lo == 0 && hi == n
 	job, err := New(s)
 	if err != nil {
 		return nil, err
@@ -96,7 +118,7 @@ func Compile(cfg Config, n, d, cols int, dev *engine.Device) (_ *Program, err er
 	if err != nil {
 		return nil, err
 	}
-	return &Program{ses: ses, job: job, data: data, cols: cols, topk: p.TopK, N: n, D: d, Dtype: dt}, nil
+	return &Program{ses: ses, job: job, data: data, cols: cols, topk: p.TopK, lo: lo, hi: hi, N: n, D: d, Dtype: dt}, nil
 }
 
 func ones[T float32 | float64](n int) []T {
@@ -113,15 +135,20 @@ func (p *Program) Cols() int { return p.cols }
 // TopK is the number of affinities kept per row (0: all).
 func (p *Program) TopK() int { return p.topk }
 
-// OutLen is the number of values Run writes: N·N, N·Cols or N·TopK.
+// Rows is the range of rows Run computes: [0, N), or a shard's.
+func (p *Program) Rows() (lo, hi int) { return p.lo, p.hi }
+
+// OutLen is the number of values Run writes: R·N, R·Cols or R·TopK, R
+// the rows (N, or a shard's).
 func (p *Program) OutLen() int {
+	r := p.hi - p.lo
 	switch {
 	case p.topk > 0:
-		return p.N * p.topk
+		return r * p.topk
 	case p.cols > 0:
-		return p.N * p.cols
+		return r * p.cols
 	}
-	return p.N * p.N
+	return r * p.N
 }
 
 // Run computes the affinities of the images x (N·D values, row major)
@@ -151,7 +178,7 @@ func runAffinity[T float32 | float64](p *Program, x []T, y, dst any, idx []int64
 	c := &call[T]{Job: p.job, p: p}
 	if p.topk > 0 {
 		if len(idx) != p.OutLen() || len(vals) != p.OutLen() {
-			return fmt.Errorf("%w: top-k outputs of %d and %d values, want %d·%d", engine.ErrBatch, len(idx), len(vals), p.N, p.topk)
+			return fmt.Errorf("%w: top-k outputs of %d and %d values, want %d·%d", engine.ErrBatch, len(idx), len(vals), p.hi-p.lo, p.topk)
 		}
 		c.idx, c.vals = idx, vals
 	} else {

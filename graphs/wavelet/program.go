@@ -128,13 +128,29 @@ func (p *Program) Columns() []string { return append([]string(nil), p.names...) 
 // than any before it in reflect mode recompiles the program first (see
 // Program). Nothing is kept after Run returns.
 func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
+	return p.RunRange(theta, phi, xi, 0, 0, dst)
+}
+
+// RunRange is Run of the combinations [lo, hi) of the sweep only (a
+// shard; hi = 0: all of them), dst holding hi − lo rows. Each row is the
+// number the whole sweep gives its combination, and the CLI's shard of
+// the same range, bit for bit: the paddings and the kernels shared are
+// those of the whole sweep.
+func (p *Program) RunRange(theta, phi, xi []float64, lo, hi int, dst []float64) error {
 	combos, err := Sweep(p.a, theta, phi, xi)
 	if err != nil {
 		return err
 	}
+	ranged := hi != 0
+	if !ranged {
+		lo, hi = 0, len(combos)
+	}
+	if lo < 0 || hi > len(combos) || lo >= hi {
+		return fmt.Errorf("%w: combinations [%d, %d) of a sweep of %d", engine.ErrBatch, lo, hi, len(combos))
+	}
 	w := len(p.names)
-	if len(dst) != len(combos)*w {
-		return fmt.Errorf("%w: out has %d values, want %d combinations × %d columns", engine.ErrBatch, len(dst), len(combos), w)
+	if len(dst) != (hi-lo)*w {
+		return fmt.Errorf("%w: out has %d values, want %d combinations × %d columns", engine.ErrBatch, len(dst), hi-lo, w)
 	}
 	sup, err := Supports(p.a, KernelOf(p.src), combos)
 	if err != nil {
@@ -148,7 +164,7 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 	// the volume chosen by what the calls so far measured (choose). Its
 	// statistics then agree with a sweep's to rounding; a call of several
 	// gives the CLI's, bit for bit.
-	single := len(combos) == 1
+	single := len(combos) == 1 && !ranged
 	if single && p.src.Boundary == ops.Reflect && Computable(p.a, combos[0]) == nil {
 		pads[0] = p.choose(combos[0], pads[0])
 		pad = pads[0]
@@ -159,7 +175,7 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 		return err
 	}
 	p.src.MaxSupport, p.src.Narrow = MaxSupport(sup), AnyNarrow(p.a, combos)
-	job, err := New(Setup{Src: p.src, Combos: combos, FailOnNonFinite: p.fail, Columns: p.cols, Padding: func([][3]int) [][3]int { return pads }})
+	job, err := New(Setup{Src: p.src, Combos: combos, Lo: lo, Hi: hi, FailOnNonFinite: p.fail, Columns: p.cols, Padding: func([][3]int) [][3]int { return pads }})
 	if err != nil {
 		return err
 	}
@@ -191,8 +207,8 @@ func (p *Program) Run(theta, phi, xi []float64, dst []float64) error {
 	if single {
 		p.measure(time.Since(began).Seconds(), built, pads[0], len(todo) == 1 && p.src == src)
 	}
-	for i := range combos {
-		job.values(dst[i*w:(i+1)*w], i, p.place)
+	for i := lo; i < hi; i++ {
+		job.values(dst[(i-lo)*w:(i-lo+1)*w], i, p.place)
 	}
 	return nil
 }

@@ -11,11 +11,12 @@ for the same mistake. Calls release the GIL; Ctrl-C stops a long call from the
 main thread within a second (KeyboardInterrupt) and leaves the object usable.
 """
 from ._lib import Error, build, version
+from .shards import Shard, merge
 from .affinity import Affinity, affinity
 from .drr import DRR, drr
 from .interp import Interp, interp
 
-__all__ = ["Error", "Interp", "interp", "Affinity", "affinity", "DRR", "drr", "version", "build"]
+__all__ = ["Error", "Interp", "interp", "Affinity", "affinity", "DRR", "drr", "Shard", "merge", "version", "build"]
 
 try:
     from .wavelet import Wavelet, wavelet  # noqa: F401

@@ -1,6 +1,7 @@
 """The shared library, its errors, and what every compiled object shares."""
 import _signal
 import _thread
+import copy
 import ctypes
 import json
 import math
@@ -8,11 +9,12 @@ import os
 import signal
 import threading
 import weakref
+import zlib
 from collections.abc import Mapping
 
 import numpy as np
 
-ABI = "tapeloop-capi 2"
+ABI = "tapeloop-capi 3"
 
 
 class Error(ValueError):
@@ -45,25 +47,63 @@ PROTOS = {
     "tl_drr_warnings": ([_i64, _txt], _err),
     "tl_wavelet_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
     "tl_wavelet_columns": ([_i64, _txt], _err),
-    "tl_wavelet_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, ctypes.c_int], _err),
+    "tl_wavelet_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, _i64, _i64, _ptr, _i64, ctypes.c_int], _err),
     "tl_wavelet_response": ([_i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, _ptr, _i64, ctypes.c_int], _err),
 }
 
 
-def _load():
-    path = os.environ.get("TAPELOOP_LIB") or os.path.join(os.path.dirname(__file__), "libtapeloop.so")
-    try:
-        lib = ctypes.CDLL(path)  # CDLL: the GIL is released during each call
-    except OSError as e:
-        raise ImportError(f"tapeloop: cannot load {path} ({e}); build it with `make python` or set TAPELOOP_LIB") from e
-    for name, (args, res) in PROTOS.items():
-        fn = getattr(lib, name, None)
-        if fn is not None:
-            fn.argtypes, fn.restype = args, res
-    return lib
+def _path():
+    return os.environ.get("TAPELOOP_LIB") or os.path.join(os.path.dirname(__file__), "libtapeloop.so")
 
 
-lib = _load()
+class _Library:
+    """The shared library, loaded at its first use rather than at import:
+    a process that imports tapeloop and forks before it makes any object
+    (multiprocessing's forkserver with tapeloop preloaded, a fork pool whose
+    workers make their own objects) gives its children a library they can
+    load. Its attributes are the library's functions, typed as PROTOS says."""
+
+    _lock = threading.Lock()
+    _cdll = None
+
+    def _load(self):
+        with self._lock:
+            if self._cdll is not None:
+                return self._cdll
+            if forked:  # loaded by the parent: its runtime did not survive the fork
+                raise Error(FORKED)
+            path = _path()
+            try:
+                cdll = ctypes.CDLL(path)  # CDLL: the GIL is released during each call
+            except OSError as e:
+                raise Error(f"tapeloop: cannot load {path} ({e}); build it with `make python` or set "
+                            "TAPELOOP_LIB") from e
+            for name, (args, res) in PROTOS.items():
+                fn = getattr(cdll, name, None)
+                if fn is not None:
+                    fn.argtypes, fn.restype = args, res
+            buf = ctypes.create_string_buffer(256)
+            err = cdll.tl_version(buf, len(buf))
+            got = buf.value.decode() if not err else "unknown"
+            if got != ABI:
+                raise Error(f"tapeloop: library ABI {got!r}, this package wants {ABI!r}; rebuild it with "
+                            "`make python`")
+            self._cdll = cdll
+            return cdll
+
+    @property
+    def loaded(self):
+        return self._cdll is not None
+
+    def __getattr__(self, name):  # the first use of each function
+        fn = getattr(self._load(), name)
+        setattr(self, name, fn)
+        return fn
+
+
+if not os.path.exists(_path()):
+    raise ImportError(f"tapeloop: cannot load {_path()} (no such file); build it with `make python` or set TAPELOOP_LIB")
+lib = _Library()
 
 
 def check(ptr):
@@ -101,10 +141,6 @@ def version():
 def build():
     """The library's GPU backend, as `tapeloop info` prints it."""
     return _string(lib.tl_build)
-
-
-if version() != ABI:
-    raise ImportError(f"tapeloop: library ABI {version()!r}, this package wants {ABI!r}; rebuild it with `make python`")
 
 
 MAIN_THREAD = threading.main_thread().ident
@@ -165,17 +201,21 @@ def output(out, dtype, shape):
     return out
 
 
-FORKED = ("tapeloop: this process was forked after it loaded tapeloop, and the library's runtime does not "
+FORKED = ("tapeloop: this process was forked after it loaded tapeloop's library, and the library's runtime does not "
           "survive a fork; start worker processes with multiprocessing's \"spawn\" or \"forkserver\" method, "
-          "or import tapeloop only in the workers")
+          "or make tapeloop's objects only in the workers (objects passed to them travel by pickling)")
 forked = False
 live = weakref.WeakSet()  # the compiled objects, for a forked child to disown
 
 
 def _after_fork_in_child():
-    """In a forked child the Go runtime's threads are gone: a call would hang.
-    Every object and creator refuses from now on, with FORKED."""
+    """In a forked child of a process that loaded the library, the Go
+    runtime's threads are gone: a call would hang. Every object, creator and
+    unpickling refuses from now on, with FORKED. A process that forked
+    before it loaded the library leaves its children free to load it."""
     global forked
+    if not lib.loaded:
+        return
     forked = True
     for obj in list(live):
         obj._h = 0
@@ -377,11 +417,71 @@ def mem_limit_of(mem_limit):
     return str(int(mem_limit)) if isinstance(mem_limit, (int, np.integer)) else str(mem_limit)
 
 
+def digest(a):
+    """What tells a C-contiguous array's values from others: its shape,
+    dtype and a CRC-32 of its bytes (a checksum, for arrays changed in place,
+    not a defence against forgery)."""
+    return a.shape, a.dtype.str, zlib.crc32(memoryview(a).cast("B")) if a.size else 0
+
+
+def _rebuild(cls, kw, arrays):
+    """Unpickling: the object built anew from what the original was built
+    from (Compiled.__reduce__). In a forked child of a process that loaded
+    the library it is an object without a program, whose every call raises
+    Error(FORKED): unpickling itself does not fail, since a failure there
+    would end a multiprocessing worker and leave its task unanswered."""
+    if forked:
+        return cls.__new__(cls)
+    return cls(**kw, **arrays)
+
+
 class Compiled:
-    """What every compiled object shares: its handle, close, dot, report."""
+    """What every compiled object shares: its handle, close, dot, report,
+    and pickling.
+
+    An object pickles (and copy.copy and copy.deepcopy copy it) as what it
+    was built from: its keywords and the arrays the library was given.
+    Unpickling builds a new object, in the receiving process, with its own
+    handle: no handle number crosses a process, and closing a copy leaves
+    the original open. An array the library took without a copy (the
+    caller's own C-contiguous array of the right dtype) is checked when the
+    object is pickled: changed in place since, it would send values the
+    object was not built from, and pickling refuses."""
 
     _h = 0
     _what = "object"
+    _recipe = None
+
+    def _keep(self, params, **arrays):
+        """Remember what the object is built from, for pickling: params,
+        __init__'s locals() at its start (its arguments), with each of
+        arrays (name → the array the library was given) in place of the
+        argument of that name."""
+        kw = {k: v for k, v in params.items() if k not in ("self", "__class__") and k not in arrays}
+        kept = {}
+        for name, a in arrays.items():
+            if a is None:
+                kept[name] = (None, None)
+                continue
+            # The caller's own memory, unless a conversion made a is private.
+            shared = a is params.get(name) or not a.flags.owndata or a.base is not None
+            view = a.view()
+            view.flags.writeable = False
+            kept[name] = (view, digest(a) if shared else None)
+        self._recipe = (copy.deepcopy(kw), kept)
+
+    def __reduce__(self):
+        if not self._h or self._recipe is None:
+            raise Error(FORKED if forked else f"{self._what}: the object is closed; a closed object cannot be pickled")
+        kw, kept = self._recipe
+        arrays = {}
+        for name, (a, d) in kept.items():
+            if d is not None and digest(a) != d:
+                raise Error(f"{self._what}: {name}= was changed in place after the object was built from it; pickled, "
+                            f"the object would compute with other values than this one: build a new object from the "
+                            f"array as it is now, or pass a copy (numpy.array(a)) when you build it")
+            arrays[name] = a
+        return _rebuild, (type(self), kw, arrays)
 
     def _own(self, h):
         """Take the handle h the library made."""
@@ -405,7 +505,9 @@ class Compiled:
         return json.loads(_text(lib.tl_report, self._handle()))
 
     def close(self):
-        """Release the compiled program; closing twice does nothing."""
+        """Release the compiled program, and the arrays it was built from
+        that it kept for pickling; closing twice does nothing."""
+        self._recipe = None
         if self._h:
             h, self._h = self._h, 0
             check(lib.tl_close(h))

@@ -3,6 +3,7 @@ import ctypes
 
 import numpy as np
 
+from . import shards
 from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, boolean, check, compiled_input, config,
                    converted, dtype_of, get_ident, getsignal, integer, interruptible, lib, mem_limit_of, numbers,
                    output, params_of)
@@ -36,31 +37,45 @@ class Affinity(Compiled):
     call); any other X of that dtype is copied once
     (numpy.ascontiguousarray); another dtype or shape raises Error. out=
     takes a C-contiguous output array (without topk), written in place.
+
+    shard=(i, n) compiles the rows of shard i of n only, split as the CLI's
+    --shard i/n splits them: each call then returns a tapeloop.Shard whose
+    value is those rows of the matrix (or their top k), the CLI's shard's
+    numbers bit for bit; tapeloop.merge puts the shards together into the
+    whole call's result.
     """
 
     _what = "affinity"
+    _plain = False
 
     def __init__(self, metric=None, formula=None, params=None, *, shape, dtype="float32", method=None,
                  cols=None, topk=None, block=None, mem_limit=None, device="cpu", gpu=None, tf32=False,
-                 fail_on_nonfinite=False):
+                 fail_on_nonfinite=False, shard=None):
+        built_from = dict(locals())
         b, d = numbers("shape", shape, 2, int)
         dtype = dtype_of(dtype)
         block, cols, topk = integer("block", block), integer("cols", cols), integer("topk", topk)
         if block is not None and block < 1:
             raise Error(f"block= {block}: must be at least 1")
+        self._shard = None
+        if shard is not None:
+            i, n, lo, hi = shards.split(shard, b, "rows")
+            self._shard = (i, n, lo, hi)
         cfg = config(n=b, d=d, dtype=dtype, metric=(metric or "dot") if (metric or not formula) else None,
                      formula=formula, params=params_of(params), method=method, cols=cols,
                      topk=topk, batch=block or 0, mem_limit=mem_limit_of(mem_limit),
                      device=device, gpu=gpu, tf32=boolean("tf32", tf32),
-                     fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite))
+                     fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),
+                     shard=None if self._shard is None else list(self._shard[:2]))
         h = ctypes.c_int64(0)
         check(lib.tl_affinity_create(cfg, ctypes.byref(h)))
         self._own(h.value)
+        self._keep(built_from)
         self.shape, self.dtype = (b, d), np.dtype(dtype)
         self.cols, self.topk = int(cols or 0), int(topk or 0)
         self._run, self._size = lib.tl_affinity_run, b * d
         # the call's fast path: X and out exactly as compiled
-        self._plain = not self.cols and not self.topk
+        self._plain = not self.cols and not self.topk and shard is None
         self._typestr, self._oshape = self.dtype.str, (b, b)
 
     def __call__(self, X, Y=None, out=None):
@@ -90,27 +105,34 @@ class Affinity(Compiled):
         else:
             y, ylen = None, 0
         it = interruptible()
+        rows = b if self._shard is None else self._shard[3] - self._shard[2]
         if self.topk:
             if out is not None:
                 raise Error("out: not taken with topk")
-            idx, vals = np.empty((b, self.topk), np.int64), np.empty((b, self.topk), np.float64)
+            idx, vals = np.empty((rows, self.topk), np.int64), np.empty((rows, self.topk), np.float64)
             check(lib.tl_affinity_run(h, X.ctypes.data, X.size, y, ylen, None, idx.ctypes.data, vals.ctypes.data,
                                       idx.size, self.dtype.itemsize, it))
-            return idx, vals
-        res = output(out, self.dtype, (b, self.cols or b))
-        check(lib.tl_affinity_run(h, X.ctypes.data, X.size, y, ylen, res.ctypes.data, None, None, res.size,
-                                  self.dtype.itemsize, it))
-        return res
+            res = idx, vals
+        else:
+            res = output(out, self.dtype, (rows, self.cols or b))
+            check(lib.tl_affinity_run(h, X.ctypes.data, X.size, y, ylen, res.ctypes.data, None, None, res.size,
+                                      self.dtype.itemsize, it))
+        if self._shard is None:
+            return res
+        i, n, lo, hi = self._shard
+        return shards.Shard("affinity", i, n, lo, hi, b, shards.fingerprint(self, X), res)
 
 
 def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, mem_limit=None,
-             dtype="float32", method=None, device="cpu", gpu=None, tf32=False, fail_on_nonfinite=False, Y=None):
+             dtype="float32", method=None, device="cpu", gpu=None, tf32=False, fail_on_nonfinite=False, Y=None,
+             shard=None):
     """One-shot Affinity: the (N, N) matrix of X, (N, D) or (N, H, W) images
     (flattened), or with topk=K the pair (indices, values), each (N, K); with
     Y=, (C, D) or (C, H, W) column images, the (N, C) affinities of X's
     images against Y's (Affinity's cols=C). X and Y are converted to dtype
     once when they are not already C-contiguous arrays of it. block and
-    mem_limit: as the CLI's --block and --mem-limit."""
+    mem_limit: as the CLI's --block and --mem-limit. shard=(i, n): the rows of
+    shard i of n only, as a tapeloop.Shard (see Affinity)."""
     dtype = dtype_of(dtype)
     X = converted("X", X, dtype)
     if X.ndim < 2:
@@ -127,5 +149,5 @@ def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, m
         Y = Y.reshape(Y.shape[0], -1)
     with Affinity(metric, formula, params, shape=X.shape, dtype=dtype, method=method, topk=topk, block=block,
                   mem_limit=mem_limit, device=device, gpu=gpu, tf32=tf32, fail_on_nonfinite=fail_on_nonfinite,
-                  cols=None if Y is None else len(Y)) as r:
+                  cols=None if Y is None else len(Y), shard=shard) as r:
         return r(X) if Y is None else r(X, Y)

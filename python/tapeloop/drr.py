@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 
+from . import shards
 from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, as_array, boolean, check, config,
                    converted, dtype_of, finite, get_ident, getsignal, integer, lib, mem_limit_of, not_finite, number,
                    numbers, output, params_of)
@@ -116,6 +117,8 @@ class DRR(Compiled):
     those numbers — and it returns the (P, R, C) float32 images (out= takes a
     C-contiguous one). A (P, 14) float64 C-contiguous array is passed by
     pointer; other forms are converted once. orbit() gives the CLI's orbit.
+    shard=(i, n) renders the poses of shard i of n only, as a tapeloop.Shard
+    for tapeloop.merge (see docs/python.md).
     """
 
     _what = "drr"
@@ -124,6 +127,7 @@ class DRR(Compiled):
                  direction=None, frame=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
                  filter=None, params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, strict=False, dtype=None, device="cpu",
                  gpu=None):
+        built_from = dict(locals())
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"volume=: shape {v.shape}, want (X, Y, Z)")
@@ -150,6 +154,7 @@ class DRR(Compiled):
         h = ctypes.c_int64(0)
         check(lib.tl_drr_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
         self._own(h.value)
+        self._keep(built_from, volume=v)
         self.detector = (rows, cols)
         self._run = lib.tl_drr_run
 
@@ -181,7 +186,7 @@ class DRR(Compiled):
         check(lib.tl_drr_orbit(h, n, sdd, sid, pixel, c, start, ax.ctypes.data, p.ctypes.data, p.size))
         return p
 
-    def __call__(self, poses, out=None):
+    def __call__(self, poses, out=None, *, shard=None):
         h = self._handle()
         if type(poses) is np.ndarray and poses.dtype == np.float64 and poses.flags.c_contiguous and \
                 poses.ndim in (1, 2) and poses.shape[-1] == 14 and poses.size:  # the fast path: as orbit() gives them
@@ -189,6 +194,10 @@ class DRR(Compiled):
         else:
             p = poses_array(poses, self.detector)
         n = p.size // 14
+        if shard is not None:
+            p = p.reshape(n, 14)
+            i, k, lo, hi = shards.split(shard, n, "poses")
+            return shards.Shard("drr", i, k, lo, hi, n, shards.fingerprint(self, p), self(p[lo:hi], out))
         if type(out) is np.ndarray and out.dtype == np.float32 and out.shape == (n,) + self.detector \
                 and out.flags.c_contiguous and out.flags.writeable:
             img = out
@@ -206,11 +215,12 @@ class DRR(Compiled):
 
 
 def drr(volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), poses=None, *, orbit=None, detector=(200, 200),
-        sdd=1020.0, sid=510.0, pixel=2.0, **kw):
+        sdd=1020.0, sid=510.0, pixel=2.0, shard=None, **kw):
     """One-shot DRR: the (P, R, C) images of poses, or of the CLI's orbit of
     `orbit` poses (with sdd, sid, pixel) about the volume's centre. Other
-    keywords are DRR's (method, step, hu, mu, post, filter, params, direction, frame, …)."""
+    keywords are DRR's (method, step, hu, mu, post, filter, params, direction, frame, …);
+    shard=(i, n): the poses of shard i of n only (see DRR)."""
     if (poses is None) == (orbit is None):
         raise Error("drr: give poses or orbit=N, not both")
     with DRR(volume, spacing, origin, detector=detector, **kw) as r:
-        return r(r.orbit(orbit, sdd, sid, pixel) if orbit is not None else poses)
+        return r(r.orbit(orbit, sdd, sid, pixel) if orbit is not None else poses, shard=shard)

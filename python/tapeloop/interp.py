@@ -3,6 +3,7 @@ import ctypes
 
 import numpy as np
 
+from . import shards
 from ._lib import (Compiled, Error, as_array, boolean, check, compiled_input, config, converted, dtype_of, finite,
                    integer, interruptible, lib, mem_limit_of, output, params_of)
 
@@ -33,12 +34,15 @@ class Interp(Compiled):
     float32, which keeps its digits on a grid far from zero (timestamps,
     say); float32 x there keeps only what float32 held of it. out= takes a
     C-contiguous array of the result's shape and dtype, written in place.
+    shard=(i, n) computes the points of shard i of n only, as a
+    tapeloop.Shard for tapeloop.merge (see docs/python.md).
     """
 
     _what = "interp"
 
     def __init__(self, f, a=0.0, dx=None, *, batch=None, reduce="sumsq", params=None,
                  dtype="float32", method="auto", fail_on_nonfinite=False, mem_limit=None, device="cpu", gpu=None):
+        built_from = dict(locals())
         f, dtype = converted("f", f, np.float64), dtype_of(dtype)
         if f.ndim != 2:
             raise Error(f"f=: the table has shape {f.shape}, want (M, G)")
@@ -49,23 +53,27 @@ class Interp(Compiled):
         h = ctypes.c_int64(0)
         check(lib.tl_interp_create(cfg, f.ctypes.data, f.shape[0], f.shape[1], ctypes.byref(h)))
         self._own(h.value)
+        self._keep(built_from, f=f)
         b, c, s = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
         check(lib.tl_interp_shape(self._h, ctypes.byref(b), ctypes.byref(c), ctypes.byref(s)))
         self.batch, self.cols, self.dtype = b.value, c.value, np.dtype(dtype)
 
-    def __call__(self, x, out=None):
+    def __call__(self, x, out=None, *, shard=None):
         h = self._handle()
         wide = self.dtype == np.float32 and _dtype_of(x) == np.float64
         x = compiled_input("x", x, np.dtype(np.float64) if wide else self.dtype, ndim=1)
         if x.size == 0:
             raise Error("x: no query points")
+        if shard is not None:
+            i, n, lo, hi = shards.split(shard, x.size, "query points")
+            return shards.Shard("interp", i, n, lo, hi, x.size, shards.fingerprint(self, x), self(x[lo:hi], out))
         y = output(out, self.dtype, (x.size, self.cols) if self.cols else (x.size,))
         check(lib.tl_interp_run(h, x.ctypes.data, x.size, y.ctypes.data, y.size, x.itemsize, interruptible()))
         return y
 
 
 def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", method="auto",
-           batch=None, mem_limit=None, device="cpu", gpu=None, fail_on_nonfinite=False):
+           batch=None, mem_limit=None, device="cpu", gpu=None, fail_on_nonfinite=False, shard=None):
     """One-shot Interp: f (M, G) evaluated at every point of x (N,); x is
     converted once when it is not already a C-contiguous array of dtype: to
     dtype, or for dtype="float32" from another numeric type to float64, which
@@ -77,7 +85,7 @@ def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", m
         raise Error(f"x: shape {x.shape}, want (N,)")
     with Interp(f, a, dx, batch=batch, reduce=reduce, params=params, dtype=dtype, method=method,
                 fail_on_nonfinite=fail_on_nonfinite, mem_limit=mem_limit, device=device, gpu=gpu) as r:
-        return r(x)
+        return r(x, shard=shard)
 
 
 def _dtype_of(x):

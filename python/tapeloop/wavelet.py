@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 
+from . import shards
 from ._lib import (Compiled, Error, _text, boolean, check, config, converted, finite, integer, interruptible, lib,
                    mem_limit_of, number, params_of)
 
@@ -107,7 +108,9 @@ class Wavelet(Compiled):
     energy, std, max, wavelet_energy or those of columns=, then your
     statistics; the attribute columns names them) to a
     1-D float64 array of one value per combination, θ outermost, then φ, then
-    ξ, as the CLI's rows: the same numbers, bit for bit. Calls of one
+    ξ, as the CLI's rows: the same numbers, bit for bit. shard=(i, n) sweeps
+    the combinations of shard i of n only (as the CLI's --shard i/n: the
+    same numbers, bit for bit), as a tapeloop.Shard for tapeloop.merge. Calls of one
     combination each (a NumPy loop's) cost about what one call of them all
     does, and agree with it to rounding: the object keeps the volume's
     transforms for the paddings it used lately (up to a quarter of
@@ -121,6 +124,7 @@ class Wavelet(Compiled):
 
     def __init__(self, volume, *, a=1.0, boundary="reflect", kernel=None, reach=None, indexing="ij", stats=None,
                  params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None, columns=None):
+        built_from = dict(locals())
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
             raise Error(f"volume=: the array has shape {v.shape}, want a 3-D volume")
@@ -137,27 +141,35 @@ class Wavelet(Compiled):
         h = ctypes.c_int64(0)
         check(lib.tl_wavelet_create(cfg, v.ctypes.data, *v.shape, ctypes.byref(h)))
         self._own(h.value)
+        self._keep(built_from, volume=v)
         self.shape = v.shape
         self.columns = tuple(_text(lib.tl_wavelet_columns, self._h).split(","))
 
-    def __call__(self, theta, phi, xi):
+    def __call__(self, theta, phi, xi, *, shard=None):
         h = self._handle()
         t, p, x = _values("theta", theta), _values("phi", phi), _values("xi", xi)
-        if t.size * p.size * x.size > 1 << 24:  # refused with the CLI's message, before the output is made
+        total = t.size * p.size * x.size
+        if total > 1 << 24:  # refused with the CLI's message, before the output is made
             check(lib.tl_wavelet_run(h, t.ctypes.data, t.size, p.ctypes.data, p.size, x.ctypes.data, x.size,
-                                     None, 0, 0))
-        out = np.empty((t.size * p.size * x.size, len(self.columns)), np.float64)
+                                     0, 0, None, 0, 0))
+        lo, hi = 0, 0
+        if shard is not None and total:
+            k, n, lo, hi = shards.split(shard, total, "combinations")
+        out = np.empty((hi - lo if hi else total, len(self.columns)), np.float64)
         check(lib.tl_wavelet_run(h, t.ctypes.data, t.size, p.ctypes.data, p.size, x.ctypes.data, x.size,
-                                 out.ctypes.data, out.size, interruptible()))
+                                 lo, hi, out.ctypes.data, out.size, interruptible()))
         if self._kernel_may_vanish and "wavelet_energy" in self.columns:
             zero = np.flatnonzero(out[:, self.columns.index("wavelet_energy")] == 0)
             if zero.size:  # as the CLI's warning
-                i = zero[0]
+                i = lo + zero[0]
                 first = t[i // (p.size * x.size)], p[i // x.size % p.size], x[i % x.size]
                 warnings.warn(f"{zero.size} of {len(out)} combinations have a kernel that is 0 at every sample "
                               f"(the first: θ = {first[0]:.4g}, φ = {first[1]:.4g}, ξ = {first[2]:.4g}): their "
                               "statistics are those of a response of zeros; check kernel=", stacklevel=2)
-        return {name: np.ascontiguousarray(out[:, i]) for i, name in enumerate(self.columns)}
+        res = {name: np.ascontiguousarray(out[:, i]) for i, name in enumerate(self.columns)}
+        if hi:
+            return shards.Shard("wavelet", k, n, lo, hi, total, shards.fingerprint(self, t, p, x), res)
+        return res
 
     def response(self, theta, phi, xi):
         """The response G of one combination (θ, φ, ξ: numbers): the volume
@@ -171,11 +183,13 @@ class Wavelet(Compiled):
 
 
 def wavelet(volume, theta, phi, xi, a=1.0, boundary="reflect", kernel=None, reach=None, indexing="ij", stats=None,
-            params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None, columns=None):
+            params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, device="cpu", gpu=None, columns=None,
+            shard=None):
     """One-shot Wavelet: the statistics of volume, (X, Y, Z), for every
     combination of theta, phi and xi, as a dict of column → 1-D float64
-    array (see Wavelet); the volume is converted to float32 once."""
+    array (see Wavelet), or with shard=(i, n) shard i of n of it; the volume
+    is converted to float32 once."""
     with Wavelet(volume, a=a, boundary=boundary, kernel=kernel, reach=reach, indexing=indexing, stats=stats,
                  params=params, batch=batch,
                  mem_limit=mem_limit, fail_on_nonfinite=fail_on_nonfinite, device=device, gpu=gpu, columns=columns) as w:
-        return w(theta, phi, xi)
+        return w(theta, phi, xi, shard=shard)
