@@ -27,7 +27,7 @@ SAMPLES = {
 }
 PER_WORKLOAD = {"drr": {"method": "trilinear", "rows": (5, 3), "cols": (5, 3),
                         "direction": [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]}}
-PER_WORKLOAD["affinity"] = {"n": 5, "d": 2, "cols": 2}
+PER_WORKLOAD["affinity"] = {"n": 5, "d": 2, "cols": 2, "shard": (1, 2)}
 # A keyword the Python package spells otherwise than the config's key.
 KEYWORD = {"affinity": {"batch": "block"}, "drr": {"rows": "detector", "cols": "detector"}}
 
