@@ -229,3 +229,51 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 		t.Errorf("FailOnNonFinite without a formula: %v", err)
 	}
 }
+
+// A shard's rows are the whole matrix's, bit for bit, for every metric.
+func TestCompileShard(t *testing.T) {
+	const n, d = 17, 9
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i)*1.7)) * 3
+	}
+	for _, cfg := range []Config{{Metric: "dot"}, {Metric: "cosine"}, {Metric: "l1"}, {Metric: "l2"}} {
+		whole, err := Compile(cfg, n, d, 0, graphstest.CPU(t, 4, "float32"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := make([]float32, n*n)
+		if err := whole.Run(x, nil, all, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		whole.Close()
+		for count := 1; count <= 5; count += 2 {
+			for i := range count {
+				p, err := CompileShard(cfg, n, d, i, count, graphstest.CPU(t, 3, "float32"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				lo, hi := p.Rows()
+				if want := (i * n) / count; lo != want || hi != ((i+1)*n)/count {
+					t.Fatalf("shard %d/%d: rows [%d, %d)", i, count, lo, hi)
+				}
+				rows := make([]float32, p.OutLen())
+				if err := p.Run(x, nil, rows, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range rows {
+					if w := all[lo*n+k]; math.Float32bits(v) != math.Float32bits(w) {
+						t.Fatalf("%+v shard %d/%d: A[%d, %d] = %g, the whole matrix's %g", cfg, i, count, lo+k/n, k%n, v, w)
+					}
+				}
+				p.Close()
+			}
+		}
+	}
+	if _, err := CompileShard(Config{Metric: "dot"}, 3, 2, 0, 5, nil); err == nil || !strings.Contains(err.Error(), "no rows") {
+		t.Errorf("a shard without rows: %v", err)
+	}
+	if _, err := CompileShard(Config{Metric: "dot"}, 3, 2, 5, 5, nil); err == nil {
+		t.Error("shard 5/5 was accepted")
+	}
+}
