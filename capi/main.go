@@ -4,10 +4,11 @@
 //
 // Every function returns NULL on success or an error message the caller
 // frees with tl_free; a message that begins "interrupted: " says the call
-// was stopped by SIGINT (see runWatched) or tl_interrupt. Handles are positive integers. A
-// caller's buffers are read and written only during the call that receives
-// them and are never kept. A Go panic becomes an error; nothing exits the
-// process.
+// was stopped by SIGINT (see runWatched) or tl_interrupt. Handles are
+// positive integers. A caller's buffers are read and written only during
+// the call that receives them and are never kept. Calls on one handle take
+// turns; what a call reports comes back through its own arguments. A Go
+// panic becomes an error; nothing exits the process.
 package main
 
 /*
