@@ -99,44 +99,33 @@ func tl_drr_orbit(h C.int64_t, n C.int64_t, sdd, sid, pixel C.double, iso *C.dou
 }
 
 // tl_drr_run renders the poses (n·14 values) into out (n·rows·cols
-// float32 values); *warned is set to 1 when the run has warnings about its
-// geometry (tl_drr_warnings), every ray missing the volume among them.
-// Both arrays are used only during the call.
+// float32 values). *warnings receives this call's warnings, a line each,
+// for the caller to free with tl_free, or NULL when it has none or fails:
+// the faults of its geometry (a source or detector inside the volume, the
+// volume behind the source, poses whose every ray missed it) and a
+// trilinear step longer than the voxels, options named as the caller's
+// keys (step=). Both arrays are used only during the call.
 //
 //export tl_drr_run
-func tl_drr_run(h C.int64_t, poses *C.double, length C.int64_t, out *C.float, outLen C.int64_t, warned *C.int, interruptible C.int) *C.char {
+func tl_drr_run(h C.int64_t, poses *C.double, length C.int64_t, out *C.float, outLen C.int64_t, warnings **C.char, interruptible C.int) *C.char {
 	return guard(func() error {
-		return call(h, "a DRR", interruptible, func(p *drr.Program) error {
+		if warnings != nil {
+			*warnings = nil
+		}
+		err := call(h, "a DRR", interruptible, func(p *drr.Program) error {
 			if poses == nil || out == nil || length < 0 || outLen < 0 {
 				return fmt.Errorf("drr: NULL or negative arrays")
 			}
 			err := p.Run(unsafe.Slice((*float64)(unsafe.Pointer(poses)), int(length)), unsafe.Slice((*float32)(unsafe.Pointer(out)), int(outLen)))
-			if err == nil && warned != nil {
-				*warned = 0
-				if len(p.Warnings) > 0 {
-					*warned = 1
-				}
+			if err == nil && warnings != nil && len(p.Warnings) > 0 { // this run's, read in its turn
+				*warnings = C.CString(keywords(strings.Join(p.Warnings, "\n")))
 			}
 			return err
 		})
-	})
-}
-
-// tl_drr_warnings sets *text to the last run's warnings about its
-// geometry, a line each (a source or detector inside the volume, the
-// volume behind the source, poses whose every ray missed it), and about a
-// trilinear step longer than the voxels, options named as the caller's
-// keys (step=), for the caller to free with tl_free.
-//
-//export tl_drr_warnings
-func tl_drr_warnings(h C.int64_t, text **C.char) *C.char {
-	return guard(func() error {
-		return call(h, "a DRR", 0, func(p *drr.Program) error {
-			if text == nil {
-				return fmt.Errorf("drr: NULL text")
-			}
-			*text = C.CString(keywords(strings.Join(p.Warnings, "\n")))
-			return nil
-		})
+		if err != nil && warnings != nil && *warnings != nil { // a SIGINT as the run finished
+			tl_free(*warnings)
+			*warnings = nil
+		}
+		return err
 	})
 }

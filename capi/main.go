@@ -4,10 +4,11 @@
 //
 // Every function returns NULL on success or an error message the caller
 // frees with tl_free; a message that begins "interrupted: " says the call
-// was stopped by SIGINT (see runWatched). Handles are positive integers. A
-// caller's buffers are read and written only during the call that receives
-// them and are never kept. A Go panic becomes an error; nothing exits the
-// process.
+// was stopped by SIGINT (see runWatched) or tl_interrupt. Handles are
+// positive integers. A caller's buffers are read and written only during
+// the call that receives them and are never kept. Calls on one handle take
+// turns; what a call reports comes back through its own arguments. A Go
+// panic becomes an error; nothing exits the process.
 package main
 
 /*
@@ -45,12 +46,17 @@ type program interface {
 	Report() engine.Report
 }
 
-// object is one compiled workload behind a handle; mu serializes its
-// calls. sigMu guards watched (a call that SIGINT stops is in progress)
-// and seq0 (the SIGINTs taken before it began; see runWatched); stops
-// counts tl_interrupt's requests.
+// object is one compiled workload behind a handle; turn serializes its
+// calls: it holds a token while a call has the object (lock, unlock), and
+// a call that SIGINT stops waits for it in a way a SIGINT ends
+// (lockWatched). sigMu guards watched (a call that SIGINT stops is in
+// progress) and seq0 (the SIGINTs taken before it began; see runWatched);
+// stops counts tl_interrupt's requests. Whatever a call reports besides
+// its error (a DRR's warnings) goes back through its own arguments, taken
+// while it has the object: nothing about one call is kept for another to
+// read.
 type object struct {
-	mu      sync.Mutex
+	turn    chan struct{}
 	closed  bool
 	prog    program
 	sigMu   sync.Mutex
@@ -69,8 +75,21 @@ func register(p program) int64 {
 	objMu.Lock()
 	defer objMu.Unlock()
 	nextID++
-	objects[nextID] = &object{prog: p}
+	objects[nextID] = &object{prog: p, turn: make(chan struct{}, 1)}
 	return nextID
+}
+
+// lock waits for o's turn; unlock ends it.
+func (o *object) lock()   { o.turn <- struct{}{} }
+func (o *object) unlock() { <-o.turn }
+
+// usable refuses a call on o, handle h, once it is closed; the caller has
+// the object's turn.
+func (o *object) usable(h C.int64_t) error {
+	if o.closed {
+		return fmt.Errorf("handle %d: closed", h)
+	}
+	return nil
 }
 
 func lookup(h C.int64_t) (*object, error) {
@@ -83,8 +102,9 @@ func lookup(h C.int64_t) (*object, error) {
 	return o, nil
 }
 
-// call runs f on the program behind h, of type P, holding its lock; with
-// interruptible, SIGINT during f stops it (see runWatched).
+// call runs f on the program behind h, of type P, in the object's turn
+// (after the calls on it from other threads); with interruptible, SIGINT
+// during f, or while it waits for its turn, stops it (see runWatched).
 func call[P program](h C.int64_t, what string, interruptible C.int, f func(P) error) error {
 	o, err := lookup(h)
 	if err != nil {
@@ -94,14 +114,14 @@ func call[P program](h C.int64_t, what string, interruptible C.int, f func(P) er
 	if !ok {
 		return fmt.Errorf("handle %d: not %s", h, what)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return fmt.Errorf("handle %d: closed", h)
-	}
 	run := func() error { return f(p) }
-	if interruptible != 0 {
-		return runWatched(o, run)
+	if interruptible != 0 && take() {
+		return runWatched(o, h, run)
+	}
+	o.lock()
+	defer o.unlock()
+	if err := o.usable(h); err != nil {
+		return err
 	}
 	return runPlain(o, run)
 }
@@ -422,8 +442,8 @@ func tl_close(h C.int64_t) *C.char {
 		if !ok {
 			return nil // closing twice is harmless
 		}
-		o.mu.Lock()
-		defer o.mu.Unlock()
+		o.lock()
+		defer o.unlock()
 		o.closed = true
 		return o.prog.Close()
 	})
@@ -431,8 +451,9 @@ func tl_close(h C.int64_t) *C.char {
 
 // tl_interrupt stops the call in progress on h, if any, as soon as its
 // work reaches a check (between blocks); that call then fails with an
-// "interrupted: " message. It does not wait for the call; with no call
-// in progress it does nothing.
+// "interrupted: " message that says interrupt() was called. It does not
+// wait for the call; calls waiting for their turn on h then run as usual.
+// With no call in progress it does nothing.
 //
 //export tl_interrupt
 func tl_interrupt(h C.int64_t) *C.char {

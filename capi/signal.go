@@ -12,7 +12,7 @@ package main
 //
 // Instead a handler written in C (below) sits in front of the program's
 // own (Python's) and never leaves: it counts the interruptible calls in
-// progress, and a SIGINT that finds one is taken: counted, and a byte is
+// progress (those waiting for an object's turn among them), and a SIGINT that finds one is taken: counted, and a byte is
 // written to a pipe, which forward reads to stop those calls. A SIGINT
 // that finds none goes straight on to the program's handler, as if the
 // library were not there. A call learns that it was interrupted from the
@@ -138,6 +138,11 @@ import (
 // work was done before the interrupt reached it.
 var errSIGINT = fmt.Errorf("%w by SIGINT as the call finished", engine.ErrInterrupted)
 
+// errWaiting is a call's error when a SIGINT came while it waited for its
+// turn on the object: it did not start.
+var errWaiting = fmt.Errorf("%w by SIGINT while waiting for the object, which a call from another thread had; "+
+	"this call did not start", engine.ErrInterrupted)
+
 // maxStale bounds the reruns of a call stopped by an interrupt meant for
 // an earlier one (see runPlain).
 const maxStale = 3
@@ -145,6 +150,23 @@ const maxStale = 3
 var sig struct {
 	once sync.Once
 	ok   bool // the pipe exists and forward reads it
+}
+
+// wake is closed, and replaced, at each SIGINT forward reads: the calls
+// waiting for an object's turn watch it (see lockWatched).
+var wake struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// wakeup is the channel that the next SIGINT forward reads closes.
+func wakeup() <-chan struct{} {
+	wake.mu.Lock()
+	defer wake.mu.Unlock()
+	if wake.ch == nil {
+		wake.ch = make(chan struct{})
+	}
+	return wake.ch
 }
 
 // take puts the SIGINT handler in place (again, if the program has
@@ -163,14 +185,20 @@ func take() bool {
 	return sig.ok
 }
 
-// forward stops the watched calls that a SIGINT came during, each time
-// the handler writes to the pipe.
+// forward stops the watched calls that a SIGINT came during, and wakes
+// those waiting for their turn, each time the handler writes to the pipe.
 func forward(f *os.File) {
 	buf := make([]byte, 4096)
 	for {
 		if _, err := f.Read(buf); err != nil {
 			return
 		}
+		wake.mu.Lock()
+		if wake.ch != nil {
+			close(wake.ch)
+			wake.ch = nil
+		}
+		wake.mu.Unlock()
 		taken := uint32(C.tl_sigint_taken())
 		objMu.Lock()
 		for _, o := range objects {
@@ -184,56 +212,88 @@ func forward(f *os.File) {
 	}
 }
 
-// runWatched runs a call that SIGINT interrupts: a SIGINT during it
-// makes it return an error wrapping engine.ErrInterrupted, even when
-// the call's work was done, since the program's handler never saw it.
-func runWatched(o *object, run func() error) error {
-	if !take() {
-		return runPlain(o, run)
-	}
-	for stale := 0; ; stale++ {
-		user := o.stops.Load()
-		sigint, err := watch(o, run)
-		if sigint {
-			if !errors.Is(err, engine.ErrInterrupted) {
-				err = errSIGINT
-			}
-			return err
-		}
-		if !errors.Is(err, engine.ErrInterrupted) || o.stops.Load() != user || stale == maxStale {
-			return err
-		}
-	}
-}
-
-// watch runs run with SIGINT watched for o, and reports whether a SIGINT
-// came during it. The watch ends however run ends, a panic included (the
-// caller turns it into an error), so that the program's own handler sees
-// the SIGINTs after it.
-func watch(o *object, run func() error) (sigint bool, err error) {
-	o.sigMu.Lock()
+// runWatched runs a call that SIGINT interrupts, on o (h), from its wait
+// for the object's turn to its end: a SIGINT while it waits ends the wait
+// (errWaiting; the call does not start), one while it runs stops it, and
+// either way the call returns an error wrapping engine.ErrInterrupted,
+// even when its work was done, since the program's handler never saw the
+// SIGINT. The caller has checked take.
+func runWatched(o *object, h C.int64_t, run func() error) (err error) {
 	seq := uint32(C.tl_sigint_enter())
+	if err := o.lockWatched(seq); err != nil {
+		C.tl_sigint_leave()
+		return err
+	}
+	defer o.unlock()
+	o.sigMu.Lock()
 	o.seq0, o.watched = seq, true
 	o.sigMu.Unlock()
+	// The watch ends however run ends, a panic included (guard turns it
+	// into an error), and before the next call has the object, so that
+	// the program's own handler sees the SIGINTs after it.
 	defer func() {
 		o.sigMu.Lock()
-		sigint = uint32(C.tl_sigint_leave()) != seq
+		sigint := uint32(C.tl_sigint_leave()) != seq
 		o.watched = false
 		o.sigMu.Unlock()
+		if sigint && !errors.Is(err, engine.ErrInterrupted) {
+			err = errSIGINT
+		}
 	}()
-	err = run()
-	return
+	// A SIGINT between the turn and watched: forward did not stop the
+	// program for it.
+	if uint32(C.tl_sigint_taken()) != seq {
+		return errWaiting
+	}
+	if err := o.usable(h); err != nil {
+		return err
+	}
+	return rerunStale(o, run, func() bool { return uint32(C.tl_sigint_taken()) != seq })
 }
 
-// runPlain runs a call that SIGINT does not interrupt. An interrupt that
-// reaches an object just after its call's work is done stops the next
-// call on it before that call's first block: neither a SIGINT during
-// the call nor tl_interrupt asked for it, so the call runs again.
+// lockWatched waits for o's turn as lock does, unless a SIGINT comes
+// first (one taken since seq, the count when the call began): then it
+// returns errWaiting, without the turn.
+func (o *object) lockWatched(seq uint32) error {
+	select {
+	case o.turn <- struct{}{}:
+		return nil
+	default:
+	}
+	for {
+		w := wakeup() // before the count: a SIGINT after the count closes w
+		if uint32(C.tl_sigint_taken()) != seq {
+			return errWaiting
+		}
+		select {
+		case o.turn <- struct{}{}:
+			return nil
+		case <-w:
+		}
+	}
+}
+
+// runPlain runs a call that SIGINT does not interrupt.
 func runPlain(o *object, run func() error) error {
+	return rerunStale(o, run, func() bool { return false })
+}
+
+// rerunStale runs run, again when an interrupt stopped it that neither
+// tl_interrupt during it nor a SIGINT during it (sigint) asked for: one
+// that reached the object just after its previous call's work was done
+// stops the next call before its first block. A call that tl_interrupt
+// stopped says so.
+func rerunStale(o *object, run func() error, sigint func() bool) error {
 	for stale := 0; ; stale++ {
 		user := o.stops.Load()
 		err := run()
-		if !errors.Is(err, engine.ErrInterrupted) || o.stops.Load() != user || stale == maxStale {
+		if !errors.Is(err, engine.ErrInterrupted) || sigint() {
+			return err
+		}
+		if o.stops.Load() != user {
+			return fmt.Errorf("%w; interrupt() was called on the object", err)
+		}
+		if stale == maxStale {
 			return err
 		}
 	}

@@ -36,7 +36,7 @@ char *tl_options(char *workload, char **text); /* a workload's config keys and f
 
 /* Any compiled object. */
 char *tl_close(int64_t h);                /* releases h, waiting for a call in progress */
-char *tl_interrupt(int64_t h);            /* stops the call in progress on h, if any */
+char *tl_interrupt(int64_t h);            /* stops the call in progress on h, if any, from another thread */
 char *tl_dot(int64_t h, char **text);     /* the compiled graph as Graphviz DOT */
 char *tl_report(int64_t h, char **text);  /* the calls' telemetry as JSON */
 
@@ -55,8 +55,9 @@ char *tl_affinity_run(int64_t h, void *x, int64_t xLen, void *y, int64_t yLen, v
 /* drr: radiographs of a float32 (nx, ny, nz) volume; a pose is 14 doubles. */
 char *tl_drr_create(char *config, float *v, int64_t nx, int64_t ny, int64_t nz, int64_t *handle);
 char *tl_drr_orbit(int64_t h, int64_t n, double sdd, double sid, double pixel, double *iso, double start, double *axis, double *poses, int64_t length);
-char *tl_drr_run(int64_t h, double *poses, int64_t length, float *out, int64_t outLen, int *warned, int interruptible);
-char *tl_drr_warnings(int64_t h, char **text);
+/* run: *warnings receives the call's own warnings, a line each (free with
+   tl_free), or NULL when it has none or fails. */
+char *tl_drr_run(int64_t h, double *poses, int64_t length, float *out, int64_t outLen, char **warnings, int interruptible);
 
 /* wavelet: a volume convolved with the hat for every (theta, phi, xi). */
 char *tl_wavelet_create(char *config, float *v, int64_t nx, int64_t ny, int64_t nz, int64_t *handle);

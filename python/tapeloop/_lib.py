@@ -43,8 +43,7 @@ PROTOS = {
     "tl_drr_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
     "tl_drr_orbit": ([_i64, _i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, _ptr, ctypes.c_double, _ptr, _ptr,
                       _i64], _err),
-    "tl_drr_run": ([_i64, _ptr, _i64, _ptr, _i64, ctypes.POINTER(ctypes.c_int), ctypes.c_int], _err),
-    "tl_drr_warnings": ([_i64, _txt], _err),
+    "tl_drr_run": ([_i64, _ptr, _i64, _ptr, _i64, _txt, ctypes.c_int], _err),
     "tl_wavelet_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
     "tl_wavelet_columns": ([_i64, _txt], _err),
     "tl_wavelet_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, _i64, _i64, _ptr, _i64, ctypes.c_int], _err),
@@ -108,13 +107,25 @@ lib = _Library()
 
 def check(ptr):
     """Raise Error with the message behind ptr (NULL: success), then free it.
-    A message that begins "interrupted: " raises KeyboardInterrupt."""
+    A message that begins "interrupted: " raises KeyboardInterrupt (Ctrl-C,
+    or interrupt() from another thread; its text says which)."""
     if ptr:
         msg = ctypes.string_at(ptr).decode("utf-8", "replace")
         lib.tl_free(ptr)
         if msg.startswith("interrupted: "):
             raise KeyboardInterrupt(msg[len("interrupted: "):])
         raise Error(msg)
+
+
+def taken(ptr):
+    """The text a call returned through a char ** argument (ptr: its
+    address, NULL: none), freed; "" for NULL."""
+    if not ptr:
+        return ""
+    try:
+        return ctypes.string_at(ptr).decode("utf-8", "replace")
+    finally:
+        lib.tl_free(ptr)
 
 
 def _text(fn, *args):
@@ -151,7 +162,10 @@ get_ident, getsignal, SIGINT, DEFAULT_INT = _thread.get_ident, _signal.getsignal
 
 def interruptible():
     """1 when Ctrl-C should stop the call: made from the main thread while
-    Python's own SIGINT handler (KeyboardInterrupt) is installed."""
+    Python's own SIGINT handler (KeyboardInterrupt) is installed. Ctrl-C
+    then also ends its wait for the object while a call from another thread
+    has it. Only the main thread receives KeyboardInterrupt: a call from
+    another thread runs to its end unless interrupt() stops it."""
     return 1 if get_ident() == MAIN_THREAD and getsignal(SIGINT) is DEFAULT_INT else 0
 
 
@@ -437,7 +451,9 @@ def _rebuild(cls, kw, arrays):
 
 class Compiled:
     """What every compiled object shares: its handle, close, dot, report,
-    and pickling.
+    interrupt and pickling. Calls on one object from several threads take
+    turns; what a call warns about it warns in its own thread, as it
+    returns.
 
     An object pickles (and copy.copy and copy.deepcopy copy it) as what it
     was built from: its keywords and the arrays the library was given.
@@ -503,6 +519,17 @@ class Compiled:
         over the calls (median_ms, drift: the last tenth's median over the
         first's), items per second, and the process's RSS and peak RSS."""
         return json.loads(_text(lib.tl_report, self._handle()))
+
+    def interrupt(self):
+        """Stop the call in progress on this object, made from another
+        thread, at its next check (between blocks of work): that call raises
+        KeyboardInterrupt, in its own thread, saying interrupt() was called,
+        and the object stays usable. Calls waiting for their turn on the
+        object then run as usual. With no call in progress, or on a closed
+        object, it does nothing. It does not wait for the call to end."""
+        h = self._h
+        if h:
+            check(lib.tl_interrupt(h))
 
     def close(self):
         """Release the compiled program, and the arrays it was built from

@@ -5,9 +5,9 @@ import warnings
 import numpy as np
 
 from . import shards
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, _text, as_array, boolean, check, config,
-                   converted, dtype_of, finite, get_ident, getsignal, integer, lib, mem_limit_of, not_finite, number,
-                   numbers, output, params_of)
+from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, as_array, boolean, check, config, converted,
+                   dtype_of, finite, get_ident, getsignal, integer, lib, mem_limit_of, not_finite, number, numbers,
+                   output, params_of, taken)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
 # What a pose of the geometry JSON may hold besides POSE_KEYS, and what its
@@ -204,12 +204,12 @@ class DRR(Compiled):
         else:
             img = output(out, np.float32, (n,) + self.detector)
         it = 1 if get_ident() == MAIN_THREAD and getsignal(SIGINT) is DEFAULT_INT else 0
-        warned = ctypes.c_int(0)
+        warned = ctypes.c_void_p()  # this call's own warnings, given back with it
         err = self._run(h, p.ctypes.data, p.size, img.ctypes.data, img.size, ctypes.byref(warned), it)
         if err:
             check(err)
-        if warned.value:  # the geometry's faults (strict=True makes them errors)
-            for line in _text(lib.tl_drr_warnings, h).splitlines():
+        if warned.value:  # the geometry's faults (strict=True makes them errors), in this call's thread
+            for line in taken(warned.value).splitlines():
                 warnings.warn(line, stacklevel=2)
         return img
 
