@@ -199,7 +199,7 @@ func (c *slurmCluster) allCompleted(job string, states map[string]string, n int)
 	}
 }
 
-// mustRun runs tapeloop with args and fails the test unless it succeeds.
+// mustRunTapeloop runs tapeloop with args and fails the test unless it succeeds.
 func mustRunTapeloop(t *testing.T, args ...string) {
 	t.Helper()
 	if _, se, code := run(t, args...); code != 0 {
