@@ -42,9 +42,12 @@ test: test-deps
 	$(MAKE) --no-print-directory test-python
 
 ## test-full: all of the above with everything make test leaves out: the
-## full-size runs, the long soaks and the slow fault trials; tens of
-## minutes.
+## full-size runs, the long soaks, the slow fault trials and the job
+## scripts of docs/cluster.md on a real one-node SLURM cluster (as root,
+## scripts/install-slurm.sh installs slurm-wlm and munge when missing;
+## elsewhere that test is skipped); tens of minutes.
 test-full:
+	@scripts/install-slurm.sh
 	$(MAKE) --no-print-directory test SHORT=
 
 ## test-emu: the GPU twins and `--device cuda` through the CLI on the CUDA

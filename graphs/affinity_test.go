@@ -55,8 +55,11 @@ func TestAffinitySpecValidate(t *testing.T) {
 		{"shards no env", small(func(s *AffinitySpec) { s.Shards = intp(4) }), "--shards: shard: --shards needs SLURM_ARRAY_TASK_ID"},
 		{"shards 0", small(func(s *AffinitySpec) { s.Shards = intp(0) }), "--shards 0: need at least 1"},
 		{"shards SLURM", small(func(s *AffinitySpec) {
-			s.Shards, s.Env = intp(4), env("SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_MIN", "1")
+			s.Shards, s.Env = intp(4), env("SLURM_ARRAY_TASK_ID", "3", "SLURM_ARRAY_TASK_MIN", "3")
 		}), ""},
+		{"shards SLURM array from 1", small(func(s *AffinitySpec) {
+			s.Shards, s.Env = intp(4), env("SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_MIN", "1")
+		}), "--array=0-3"},
 		{"shards SLURM out of range", small(func(s *AffinitySpec) { s.Shards, s.Env = intp(4), env("SLURM_ARRAY_TASK_ID", "4") }), "outside 0…3"},
 		{"shards Kubernetes", small(func(s *AffinitySpec) { s.Shards, s.Env = intp(3), env("JOB_COMPLETION_INDEX", "2") }), ""},
 		{"shards bad env", small(func(s *AffinitySpec) { s.Shards, s.Env = intp(3), env("JOB_COMPLETION_INDEX", "x") }), "is not an integer"},

@@ -50,6 +50,9 @@ func claimCheckpoint(out string, h checkpoint.Header, resume bool, items int, pr
 	other, n, err := checkpoint.Inspect(path)
 	switch {
 	case err == nil && n > 0:
+		if other.OtherShard(h) {
+			return nil, fmt.Errorf("--out %s: %s holds %d finished %s of another shard: %s", out, path, n, what, other.OtherShardAdvice(h))
+		}
 		if other != h {
 			return nil, fmt.Errorf("--out %s: %s holds %d finished items of another %s run (other inputs, flags or shard), which this one cannot continue: remove it to start over, or choose another --out", out, path, n, other.Workload)
 		}

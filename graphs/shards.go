@@ -146,12 +146,19 @@ type MergeSpec struct {
 	// the shards' --format) and the PNGs.
 	Out    string
 	Shards []string // the shards' .npz files, in any order
+	// Check asks only which shards are missing or held twice (CheckShards):
+	// nothing is written, and there is no Out.
+	Check bool
 }
 
-// Validate checks that there is an output and at least one shard.
+// Validate checks that there is an output (none with Check) and at least
+// one shard.
 func (s MergeSpec) Validate() error {
-	if s.Out == "" {
-		return errors.New("merge: --out: name the merged file")
+	switch {
+	case s.Check && s.Out != "":
+		return errors.New("merge: --check writes nothing: leave out --out")
+	case !s.Check && s.Out == "":
+		return errors.New("merge: --out: name the merged file (or use --check)")
 	}
 	if len(s.Shards) == 0 {
 		return fmt.Errorf("%w: no shard files given", shard.ErrShards)
@@ -162,6 +169,19 @@ func (s MergeSpec) Validate() error {
 		}
 	}
 	return nil
+}
+
+// CheckShards reads the shards' metadata and reports every shard of
+// their run that no file holds, every one that several files hold, and
+// every file that does not belong to the run; it writes nothing.
+func CheckShards(s MergeSpec) (shard.Report, error) {
+	if err := s.Validate(); err != nil {
+		return shard.Report{}, err
+	}
+	if err := CheckPaths(s.InputPaths(), nil); err != nil {
+		return shard.Report{}, fmt.Errorf("merge: %w", err)
+	}
+	return shard.Check(s.Shards)
 }
 
 // Merge finds the workload of the shards (refusing a mix), checks that

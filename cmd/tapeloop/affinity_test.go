@@ -210,9 +210,10 @@ func TestAffinityShardsMergeBitForBit(t *testing.T) {
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Fatalf("merged shards (%d bytes) differ from the single run (%d bytes)", len(b), len(a))
 	}
-	// Shards from the scheduler's environment, as in a SLURM array.
+	// Shards from the scheduler's environment, as in a SLURM array: task
+	// 1 resubmitted on its own (--array=1) is shard 1.
 	cmd := exec.Command(binary, append(common, "--shards", "3", "--out", p("env1.npz"))...)
-	cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_MIN=1")
+	cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_MIN=1", "SLURM_ARRAY_TASK_COUNT=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("--shards with SLURM env: %v %s", err, out)
 	}

@@ -258,3 +258,52 @@ func TestResumeWithoutCheckpoint(t *testing.T) {
 		t.Errorf("left %v", entries)
 	}
 }
+
+// TestResumeCheckpointOfAnotherShard: shard 3 of 8 killed leaves
+// shard_3.npz.ckpt; a run of another shard on that output (shard 0, as a
+// resubmitted task that took its shard from the array's first task would
+// compute) is refused, with and without --resume, in one line that says the
+// checkpoint is another shard's work to keep, not to remove, and how to
+// resubmit failed tasks; the checkpoint stays as it was, and shard 3 then
+// resumes from it.
+func TestResumeCheckpointOfAnotherShard(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "shard_3.npz")
+	ckpt := out + ".ckpt"
+	shard3 := append(append([]string{}, resumeWavelet...), "--shard", "3/8", "--out", out)
+	err, se, _ := interrupt(t, shard3, ckpt, 0, syscall.SIGKILL)
+	killed(t, err, se)
+	saved, _ := os.ReadFile(ckpt)
+	shard0 := with(shard3, "--shard", "0/8")
+	for _, args := range [][]string{shard0, append(shard0, "--resume")} {
+		_, se, code := run(t, args...)
+		msg := strings.TrimSpace(se)
+		t.Logf("%s", msg)
+		if code != 1 || strings.Contains(msg, "\n") || strings.Contains(msg, "remove it") {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and one line that does not say to remove it", args, code, se)
+		}
+		for _, want := range []string{ckpt, "another shard", "keep it for that shard", "--array=3,7"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%v: %q does not say %q", args, msg, want)
+			}
+		}
+		if b, _ := os.ReadFile(ckpt); !bytes.Equal(b, saved) {
+			t.Errorf("%v: the checkpoint changed", args)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: wrote %s", args, out)
+		}
+	}
+	if _, se, code := run(t, append(shard3, "--resume")...); code != 0 {
+		t.Fatalf("shard 3 resumed: exit %d: %s", code, se)
+	}
+	ref := filepath.Join(dir, "ref.npz")
+	if _, se, code := run(t, with(shard3, "--out", ref)...); code != 0 {
+		t.Fatalf("shard 3 uninterrupted: exit %d: %s", code, se)
+	}
+	so, se, code := run(t, "merge", "--check", out)
+	if code != 1 || !strings.Contains(so, "--array=0-2,4-7") {
+		t.Errorf("merge --check of shard 3 alone: exit %d, want 1 and --array=0-2,4-7: %s%s", code, so, se)
+	}
+	sameFile(t, ref, out)
+}

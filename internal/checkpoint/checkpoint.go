@@ -57,14 +57,33 @@ type Header struct {
 	Record      int    `json:"record"` // bytes of a record's payload
 }
 
+// OtherShard reports whether h is the checkpoint of another shard of
+// run's run: the same inputs and parameters, other items.
+func (h Header) OtherShard(run Header) bool {
+	return h.Workload == run.Workload && h.Fingerprint == run.Fingerprint && h.Record == run.Record && (h.Lo != run.Lo || h.Hi != run.Hi)
+}
+
+// OtherShardAdvice says, for a checkpoint h of another shard than run's
+// (OtherShard), whose work it is and how to keep it: removing it would
+// lose that shard's finished work and compute this one into the other's
+// file.
+func (h Header) OtherShardAdvice(run Header) string {
+	return fmt.Sprintf("it holds items [%d, %d) of this run, another shard's than this one's [%d, %d): keep it for that shard and give each shard its own --out (under a SLURM array the task number is the shard: resubmit failed tasks with their own numbers, e.g. sbatch --array=3,7, and the same --shards)",
+		h.Lo, h.Hi, run.Lo, run.Hi)
+}
+
 // frame is the bytes of a record on disk: its item, its payload, its CRC.
 func (h Header) frame() int { return 8 + h.Record + 4 }
 
 // FrameBytes is the size on disk of one record of payload bytes.
 func FrameBytes(payload int) int64 { return 8 + int64(payload) + 4 }
 
-// ErrMismatch is wrapped by Scan's error for a checkpoint of another run.
-var ErrMismatch = errors.New("the checkpoint is from a different run")
+// ErrMismatch is wrapped by Scan's error for a checkpoint of another run,
+// ErrOtherShard by its error for one of another shard of the same run.
+var (
+	ErrMismatch   = errors.New("the checkpoint is from a different run")
+	ErrOtherShard = errors.New("the checkpoint is another shard's")
+)
 
 // SyncEvery is how long appended records may wait to be synced to disk.
 const SyncEvery = time.Second
@@ -188,6 +207,9 @@ func Scan(path string, want Header, items int, prefix bool) (*Saved, error) {
 	h, off, key, err := readHeader(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if h.OtherShard(want) {
+		return nil, fmt.Errorf("%s: %w: %s", path, ErrOtherShard, h.OtherShardAdvice(want))
 	}
 	if h != want {
 		return nil, fmt.Errorf("%s: %w (its inputs, flags or shard differ from this run's): remove it to start over", path, ErrMismatch)

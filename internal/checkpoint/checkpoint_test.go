@@ -459,3 +459,37 @@ func TestNoCheckpointAfterCloseAll(t *testing.T) {
 		t.Error("Create after CloseAll left the checkpoint")
 	}
 }
+
+// TestScanOtherShard: a checkpoint of the same run's other items is
+// refused as another shard's, with advice to keep it and never to remove
+// it; one of another run as before.
+func TestScanOtherShard(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.ckpt")
+	h := Header{Workload: "wavelet", Fingerprint: "fp", Lo: 30, Hi: 40, Record: 8}
+	f, err := Create(path, h, 10, "kernels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Append(30, [][]byte{make([]byte, 8)}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	run := h
+	run.Lo, run.Hi = 0, 10
+	_, err = Scan(path, run, 10, false)
+	if !errors.Is(err, ErrOtherShard) || errors.Is(err, ErrMismatch) {
+		t.Fatalf("other shard: %v, want ErrOtherShard", err)
+	}
+	for _, want := range []string{"[30, 40)", "[0, 10)", "keep it", "--array="} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("other shard: %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "remove") {
+		t.Errorf("other shard: %q advises removing it", err)
+	}
+	run.Fingerprint = "other"
+	if _, err := Scan(path, run, 10, false); !errors.Is(err, ErrMismatch) {
+		t.Errorf("other run: %v, want ErrMismatch", err)
+	}
+}

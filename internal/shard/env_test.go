@@ -9,7 +9,7 @@ func TestFromEnv(t *testing.T) {
 		ok   bool
 	}{
 		{map[string]string{"SLURM_ARRAY_TASK_ID": "2"}, 2, true},
-		{map[string]string{"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1"}, 3, true},
+		{map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1"}, 3, true},
 		{map[string]string{"JOB_COMPLETION_INDEX": "0"}, 0, true},
 		{map[string]string{"SLURM_ARRAY_TASK_ID": "4"}, 0, false}, // of 4: out of range
 		{map[string]string{"SLURM_ARRAY_TASK_ID": "x"}, 0, false},

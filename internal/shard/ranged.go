@@ -172,14 +172,14 @@ func OpenRange(workload string, paths []string) (_ []RangeShard, err error) {
 				ErrShards, o.Path, formatList(m.Formats), all[0].Path, formatList(ref.Formats))
 		}
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Meta.Lo < all[j].Meta.Lo })
-	spans := make([]span, len(all))
+	pieces := make([]piece, len(all))
 	for i, o := range all {
-		spans[i] = span{o.Path, o.Meta.Lo, o.Meta.Hi}
+		pieces[i] = piece{o.Path, o.Meta.Index, o.Meta.Count, o.Meta.Lo, o.Meta.Hi}
 	}
-	if err := checkCover(spans, ref.Items, what); err != nil {
+	if err := checkPieces(pieces, ref.Items, what); err != nil {
 		return nil, err
 	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Meta.Lo < all[j].Meta.Lo })
 	return all, nil
 }
 

@@ -20,9 +20,12 @@ func TestFromEnvSchedulerValues(t *testing.T) {
 	}{
 		{env{"SLURM_ARRAY_TASK_ID": "0"}, 0},
 		{env{"SLURM_ARRAY_TASK_ID": "3"}, 3},
-		{env{"SLURM_ARRAY_TASK_ID": "8", "SLURM_ARRAY_TASK_MIN": "5"}, 3},
-		{env{"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "5"}, 0},
-		{env{"SLURM_ARRAY_TASK_ID": "9223372036854775807", "SLURM_ARRAY_TASK_MIN": "9223372036854775805"}, 2},
+		// The task number is the shard, whatever the array's first task:
+		// a resubmission of tasks 1 and 3 (--array=1,3) sets MIN=1.
+		{env{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "2"}, 3},
+		{env{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "2"}, 1},
+		{env{"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "5"}, 2},
+		{env{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "x"}, 1},
 		{env{"JOB_COMPLETION_INDEX": "2"}, 2},
 		{env{"SLURM_ARRAY_TASK_ID": "1", "JOB_COMPLETION_INDEX": "3"}, 1}, // SLURM's first
 	}
@@ -36,15 +39,15 @@ func TestFromEnvSchedulerValues(t *testing.T) {
 		env  env
 		says []string // the message names these
 	}{
-		{env{"SLURM_ARRAY_TASK_ID": "9223372036854775807", "SLURM_ARRAY_TASK_MIN": "-1"}, []string{`SLURM_ARRAY_TASK_MIN="-1"`}},
-		{env{"SLURM_ARRAY_TASK_ID": "9223372036854775807"}, []string{`SLURM_ARRAY_TASK_ID="9223372036854775807"`, "outside 0…3"}},
+		{env{"SLURM_ARRAY_TASK_ID": "9223372036854775807"}, []string{`SLURM_ARRAY_TASK_ID="9223372036854775807"`, "outside 0…3", "--array=0-3"}},
 		{env{"SLURM_ARRAY_TASK_ID": "9223372036854775808"}, []string{`SLURM_ARRAY_TASK_ID="9223372036854775808"`, "too large"}},
 		{env{"SLURM_ARRAY_TASK_ID": "99999999999999999999999"}, []string{`SLURM_ARRAY_TASK_ID="99999999999999999999999"`}},
-		{env{"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "5"}, []string{`SLURM_ARRAY_TASK_ID="2"`, `SLURM_ARRAY_TASK_MIN="5"`, "below"}},
-		{env{"SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "5"}, []string{`SLURM_ARRAY_TASK_ID="12"`, `SLURM_ARRAY_TASK_MIN="5"`, "shard 7", "outside 0…3"}},
+		// An array that starts at 1 (--array=1-4) has no task 0 and a
+		// task 4: refused, never shifted onto shard 3.
+		{env{"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1"}, []string{`SLURM_ARRAY_TASK_ID="4"`, "shard 4", "outside 0…3", "--array=0-3"}},
+		{env{"SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "5"}, []string{`SLURM_ARRAY_TASK_ID="12"`, "shard 12", "outside 0…3", "--array=0-3"}},
 		{env{"SLURM_ARRAY_TASK_ID": "-1"}, []string{`SLURM_ARRAY_TASK_ID="-1"`, "negative"}},
 		{env{"SLURM_ARRAY_TASK_ID": "-9223372036854775808", "SLURM_ARRAY_TASK_MIN": "-9223372036854775808"}, []string{`SLURM_ARRAY_TASK_ID="-9223372036854775808"`}},
-		{env{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "-3"}, []string{`SLURM_ARRAY_TASK_MIN="-3"`}},
 		{env{"SLURM_ARRAY_TASK_ID": "+3"}, []string{`SLURM_ARRAY_TASK_ID="+3"`}},
 		{env{"SLURM_ARRAY_TASK_ID": " 3"}, []string{`SLURM_ARRAY_TASK_ID=" 3"`}},
 		{env{"SLURM_ARRAY_TASK_ID": "3 "}, []string{`SLURM_ARRAY_TASK_ID="3 "`}},
@@ -55,9 +58,7 @@ func TestFromEnvSchedulerValues(t *testing.T) {
 		{env{"SLURM_ARRAY_TASK_ID": "1e2"}, []string{`SLURM_ARRAY_TASK_ID="1e2"`}},
 		{env{"SLURM_ARRAY_TASK_ID": "٣"}, []string{`SLURM_ARRAY_TASK_ID="٣"`}},
 		{env{"SLURM_ARRAY_TASK_ID": ""}, []string{`SLURM_ARRAY_TASK_ID=""`, "empty"}},
-		{env{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": ""}, []string{`SLURM_ARRAY_TASK_MIN=""`}},
-		{env{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0x1"}, []string{`SLURM_ARRAY_TASK_MIN="0x1"`}},
-		{env{"SLURM_ARRAY_TASK_ID": "4"}, []string{`SLURM_ARRAY_TASK_ID="4"`, "shard 4", "outside 0…3", "--shards 4"}},
+		{env{"SLURM_ARRAY_TASK_ID": "4"}, []string{`SLURM_ARRAY_TASK_ID="4"`, "shard 4", "outside 0…3", "--shards 4", "--array=0-3"}},
 		{env{"JOB_COMPLETION_INDEX": "4"}, []string{`JOB_COMPLETION_INDEX="4"`, "outside 0…3"}},
 		{env{"JOB_COMPLETION_INDEX": "-1"}, []string{`JOB_COMPLETION_INDEX="-1"`}},
 		{env{"JOB_COMPLETION_INDEX": "18446744073709551616"}, []string{`JOB_COMPLETION_INDEX="18446744073709551616"`}},
@@ -86,19 +87,22 @@ func TestFromEnvSchedulerValues(t *testing.T) {
 	}
 }
 
-// TestFromEnvEveryTask: each task of an array --array=MIN-MAX gets its own
-// shard, the shards of all the tasks together being 0…count−1 once each.
-func TestFromEnvEveryTask(t *testing.T) {
-	for _, lo := range []int{0, 1, 7, 1000} {
-		const count = 5
-		seen := map[int]bool{}
-		for id := lo; id < lo+count; id++ {
-			e := map[string]string{"SLURM_ARRAY_TASK_ID": strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN": strconv.Itoa(lo)}
-			i, err := FromEnv(count, lookupIn(e))
-			if err != nil || seen[i] || i < 0 || i >= count {
-				t.Fatalf("%v: shard %d, %v (seen %v)", e, i, err, seen)
-			}
-			seen[i] = true
+// TestFromEnvResubmittedTasks: the tasks of an array --array=0-7 give
+// shards 0…7 once each, and resubmitting two of them (--array=3,7, which
+// SLURM runs with SLURM_ARRAY_TASK_MIN=3 and SLURM_ARRAY_TASK_COUNT=2)
+// computes those two shards again, not shards 0 and 4.
+func TestFromEnvResubmittedTasks(t *testing.T) {
+	const count = 8
+	for id := range count {
+		e := map[string]string{"SLURM_ARRAY_TASK_ID": strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "8"}
+		if i, err := FromEnv(count, lookupIn(e)); err != nil || i != id {
+			t.Errorf("%v: shard %d, %v; want %d", e, i, err, id)
+		}
+	}
+	for _, id := range []int{3, 7} {
+		e := map[string]string{"SLURM_ARRAY_TASK_ID": strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN": "3", "SLURM_ARRAY_TASK_MAX": "7", "SLURM_ARRAY_TASK_COUNT": "2"}
+		if i, err := FromEnv(count, lookupIn(e)); err != nil || i != id {
+			t.Errorf("resubmitted %v: shard %d, %v; want %d", e, i, err, id)
 		}
 	}
 }

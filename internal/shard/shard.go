@@ -84,12 +84,14 @@ func Parse(s string) (i, n int, err error) {
 
 // FromEnv finds this job's shard index among count from the scheduler's
 // environment, read through lookup (nil: the process's, os.LookupEnv):
-// SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN, so --array=1-8 works as
-// well as 0-7) or Kubernetes' JOB_COMPLETION_INDEX. Each is a plain
-// decimal number, as the schedulers write them: a sign, a space, a leading
-// zero, hexadecimal, a negative value, one too large for an int, a task
-// below the array's first or a shard outside 0…count−1 is refused with
-// the variable and its value, never taken as some other shard.
+// SLURM_ARRAY_TASK_ID itself, or else Kubernetes' JOB_COMPLETION_INDEX.
+// The task number is the shard, whatever else the array holds, so that
+// resubmitting the failed tasks of an array (sbatch --array=3,7) computes
+// shards 3 and 7 again; an array of n shards is therefore submitted as
+// --array=0-(n−1). Each variable is a plain decimal number, as the
+// schedulers write them: a sign, a space, a leading zero, hexadecimal, a
+// negative value, one too large for an int or a shard outside 0…count−1 is
+// refused with the variable and its value, never taken as some other shard.
 func FromEnv(count int, lookup func(string) (string, bool)) (int, error) {
 	if count < 1 {
 		return 0, fmt.Errorf("%w: --shards %d: need at least 1", ErrShards, count)
@@ -97,56 +99,39 @@ func FromEnv(count int, lookup func(string) (string, bool)) (int, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	type variable struct {
-		name, value string
-		n           int
-	}
-	get := func(name string) (*variable, error) {
+	get := func(name string) (value string, n int, ok bool, err error) {
 		s, ok := lookup(name)
 		if !ok {
-			return nil, nil
+			return "", 0, false, nil
 		}
-		n, err := envIndex(s)
+		n, err = envIndex(s)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s=%q from the scheduler %v", ErrShards, name, s, err)
+			return "", 0, false, fmt.Errorf("%w: %s=%q from the scheduler %v", ErrShards, name, s, err)
 		}
-		return &variable{name, s, n}, nil
+		return s, n, true, nil
 	}
-	outside := func(i int, from string) error {
-		return fmt.Errorf("%w: %s from the scheduler: shard %d is outside 0…%d of --shards %d", ErrShards, from, i, count-1, count)
-	}
-	id, err := get("SLURM_ARRAY_TASK_ID")
+	s, i, ok, err := get("SLURM_ARRAY_TASK_ID")
 	if err != nil {
 		return 0, err
 	}
-	if id != nil {
-		lo, err := get("SLURM_ARRAY_TASK_MIN")
-		if err != nil {
-			return 0, err
-		}
-		from, i := fmt.Sprintf("SLURM_ARRAY_TASK_ID=%q", id.value), id.n
-		if lo != nil {
-			if id.n < lo.n {
-				return 0, fmt.Errorf("%w: %s from the scheduler is below SLURM_ARRAY_TASK_MIN=%q, the array's first task: outside the array", ErrShards, from, lo.value)
-			}
-			from, i = fmt.Sprintf("%s less SLURM_ARRAY_TASK_MIN=%q", from, lo.value), id.n-lo.n // both ≥ 0: no overflow
-		}
+	if ok {
 		if i >= count {
-			return 0, outside(i, from)
+			return 0, fmt.Errorf("%w: SLURM_ARRAY_TASK_ID=%q from the scheduler: shard %d is outside 0…%d of --shards %d: the task number is the shard, so submit the array as --array=0-%d (or a list of shards in that range)",
+				ErrShards, s, i, count-1, count, count-1)
 		}
 		return i, nil
 	}
-	idx, err := get("JOB_COMPLETION_INDEX")
+	s, i, ok, err = get("JOB_COMPLETION_INDEX")
 	if err != nil {
 		return 0, err
 	}
-	if idx == nil {
+	if !ok {
 		return 0, fmt.Errorf("%w: --shards needs SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX in the environment (or use --shard i/n)", ErrShards)
 	}
-	if idx.n >= count {
-		return 0, outside(idx.n, fmt.Sprintf("JOB_COMPLETION_INDEX=%q", idx.value))
+	if i >= count {
+		return 0, fmt.Errorf("%w: JOB_COMPLETION_INDEX=%q from the scheduler: shard %d is outside 0…%d of --shards %d", ErrShards, s, i, count-1, count)
 	}
-	return idx.n, nil
+	return i, nil
 }
 
 // envIndex parses a scheduler's task number: decimal digits only, no
@@ -270,14 +255,14 @@ func Merge(out string, paths []string) error {
 				ErrShards, o.path, all[0].path, m.N, ref.N, m.Metric, ref.Metric, m.Dtype, ref.Dtype, m.TopK, ref.TopK, m.Fingerprint, ref.Fingerprint)
 		}
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].meta.Lo < all[j].meta.Lo })
-	spans := make([]span, len(all))
+	pieces := make([]piece, len(all))
 	for i, o := range all {
-		spans[i] = span{o.path, o.meta.Lo, o.meta.Hi}
+		pieces[i] = piece{o.path, o.meta.Index, o.meta.Count, o.meta.Lo, o.meta.Hi}
 	}
-	if err := checkCover(spans, ref.N, "rows"); err != nil {
+	if err := checkPieces(pieces, ref.N, "rows"); err != nil {
 		return err
 	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].meta.Lo < all[j].meta.Lo })
 
 	if ref.TopK > 0 && !strings.HasSuffix(strings.ToLower(out), ".npz") {
 		return fmt.Errorf("%w: --out %s: top-k shards merge into an .npz archive of indices and values: name it FILE.npz", ErrShards, out)
