@@ -104,7 +104,8 @@ test-neon:
 	  bin/neon_test.host; fi
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
-# run the Python package's tests with pytest,
+# run the Python package's tests with pytest (and its objects on a Dask
+# cluster: python3-distributed),
 # write NIfTI files with nibabel and render DRRs with plastimatch as a peer,
 # check DOT with Graphviz and run the
 # GPU kernels under the CPU emulator (g++) where those are installed (and
@@ -120,6 +121,7 @@ test-deps:
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	/usr/bin/python3 -c 'import distributed' 2>/dev/null || missing="$$missing python3-distributed"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test peers:$$missing"; \
