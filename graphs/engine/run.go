@@ -70,13 +70,14 @@ type Outcome struct {
 }
 
 // resolveLimit is limit, or DefaultMemLimit when limit is 0. A limit
-// above what the process's address-space or data limit leaves is lowered
-// to that, one above the limit itself refused (capMemLimit).
-func resolveLimit(limit int64) (int64, error) {
+// above what the process's cgroup, address-space or data limit leaves is
+// lowered to that, and warning says so (capMemLimit).
+func resolveLimit(limit int64) (_ int64, warning string, err error) {
 	if limit != 0 {
 		return capMemLimit(limit)
 	}
-	return DefaultMemLimit()
+	l, err := DefaultMemLimit()
+	return l, "", err
 }
 
 // DefaultMemLimit is half of the memory available to this process: the
@@ -101,9 +102,12 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	limit, err := resolveLimit(cfg.MemLimit)
+	limit, warning, err := resolveLimit(cfg.MemLimit)
 	if err != nil {
 		return nil, err
+	}
+	if warning != "" {
+		fmt.Fprint(log, Warning(warning))
 	}
 	if job.Items() == 0 { // resumed with every item already done
 		return finishOnly(job, limit)

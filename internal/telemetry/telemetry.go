@@ -267,9 +267,13 @@ type Report struct {
 	Batch         int      `json:"batch"`
 	Batches       int      `json:"batches"`
 	MemLimitBytes int64    `json:"mem_limit_bytes"`
-	PlannedBytes  int64    `json:"planned_bytes"`
-	PeakRSSBytes  int64    `json:"peak_rss_bytes"`
-	TotalSeconds  float64  `json:"total_seconds"`
+	// MemLimitWarning says, when --mem-limit was more than the process's
+	// cgroup or ulimit leaves, that it was lowered, to what and why: the
+	// warning printed on stderr. "" when it was not.
+	MemLimitWarning string  `json:"mem_limit_warning,omitempty"`
+	PlannedBytes    int64   `json:"planned_bytes"`
+	PeakRSSBytes    int64   `json:"peak_rss_bytes"`
+	TotalSeconds    float64 `json:"total_seconds"`
 	// Items is the number of items the run computed (rows, points, poses,
 	// combinations) and ItemsPerSecond their rate over the whole run.
 	Items          int         `json:"items"`
