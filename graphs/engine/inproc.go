@@ -130,6 +130,10 @@ type Report struct {
 	// cgroup or ulimit leaves, that it was lowered, to what and why (the
 	// command prints the same line on stderr); "" otherwise.
 	MemLimitWarning string `json:"mem_limit_warning,omitempty"`
+	// Threads is the number of threads the calls run on, ThreadsReason
+	// what decided it (as tapeloop info shows it).
+	Threads       int    `json:"threads"`
+	ThreadsReason string `json:"threads_reason"`
 }
 
 // Report is what the calls so far measured, and the process's memory.
@@ -145,6 +149,8 @@ func (s *Session) Report() Report {
 	}
 	r := Report{Workload: s.prog.Name, Plan: s.plan, Calls: s.calls, LastItems: s.items, LastBatches: s.batches,
 		LastSeconds: s.last, Summary: telemetry.Summarize(it), Items: s.totalItem, MemLimitWarning: s.warning}
+	th := Threads()
+	r.Threads, r.ThreadsReason = th.Threads, th.Reason
 	r.Summary.TotalSeconds = s.total
 	if s.total > 0 {
 		r.ItemsPerSecond = float64(s.totalItem) / s.total

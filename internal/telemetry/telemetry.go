@@ -254,6 +254,12 @@ type Platform struct {
 	// sse2 on x86-64, neon on arm64, generic elsewhere; FFT the FFT's.
 	Kernels string `json:"kernels"`
 	FFT     string `json:"fft"`
+	// Threads is the number of threads the run's loops ran on, and
+	// ThreadsReason what decided it: "SLURM_CPUS_PER_TASK=1", a cgroup's
+	// CPU quota, GOMAXPROCS set by the user, or the CPUs the process may
+	// run on.
+	Threads       int    `json:"threads"`
+	ThreadsReason string `json:"threads_reason"`
 	// Paths is the code each kernel family runs, by family.
 	Paths map[string]string `json:"paths"`
 }
