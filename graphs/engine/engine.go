@@ -156,7 +156,7 @@ func Open(e Engine) (*Device, error) {
 		fmt.Fprint(e.Warn, Warning(warning))
 	}
 	d := &Device{Name: "cpu", MemLimit: limit, LimitWarning: warning, dtype: dt}
-	d.run = RunConfig{MemLimit: limit, Batch: e.Batch, Verbose: e.Verbose, Progress: e.Progress, Log: e.Log}
+	d.run = RunConfig{MemLimit: limit, Batch: e.Batch, Verbose: e.Verbose, Progress: e.Progress, Log: e.Log, Baseline: baselineOr(0)}
 	if e.Device != "cuda" {
 		return d, nil
 	}

@@ -276,10 +276,15 @@ type Report struct {
 	// MemLimitWarning says, when --mem-limit was more than the process's
 	// cgroup or ulimit leaves, that it was lowered, to what and why: the
 	// warning printed on stderr. "" when it was not.
-	MemLimitWarning string  `json:"mem_limit_warning,omitempty"`
-	PlannedBytes    int64   `json:"planned_bytes"`
-	PeakRSSBytes    int64   `json:"peak_rss_bytes"`
-	TotalSeconds    float64 `json:"total_seconds"`
+	MemLimitWarning string `json:"mem_limit_warning,omitempty"`
+	PlannedBytes    int64  `json:"planned_bytes"`
+	// EstimatedPeakRSSBytes is the peak resident set the plan expected:
+	// the planned buffers and BaselineRSSBytes, the process's resident set
+	// before the inputs were read; PeakRSSBytes is the one measured.
+	EstimatedPeakRSSBytes int64   `json:"estimated_peak_rss_bytes"`
+	BaselineRSSBytes      int64   `json:"baseline_rss_bytes"`
+	PeakRSSBytes          int64   `json:"peak_rss_bytes"`
+	TotalSeconds          float64 `json:"total_seconds"`
 	// Items is the number of items the run computed (rows, points, poses,
 	// combinations) and ItemsPerSecond their rate over the whole run.
 	Items          int         `json:"items"`
