@@ -30,8 +30,14 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/cpus"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
+
+// The threads the calls run on, as the command's: the CPUs the process
+// may run on, lowered to SLURM_CPUS_PER_TASK and the cgroup's CPU quota,
+// unless GOMAXPROCS is set in the environment.
+func init() { cpus.Apply() }
 
 // Version is the ABI's version: the Python package checks it.
 const Version = "tapeloop-capi 3"

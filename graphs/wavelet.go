@@ -185,8 +185,8 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	if err != nil {
 		return nil, err
 	}
-	_, pad := wavelet.Pads(n, s.A, p.combos, sup)
-	if err := wavelet.CheckPadding(n, pad, dev.MemLimit); err != nil {
+	pads, pad := wavelet.Pads(n, s.A, p.combos, sup)
+	if err := wavelet.CheckPadding(n, wavelet.LargestPad(n, pads), dev.MemLimit); err != nil {
 		return nil, err
 	}
 	src, err := ops.NewWaveletSource(v, n, s.A, p.cfg.Boundary, pad)
@@ -194,6 +194,7 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 		return nil, err
 	}
 	src.MaxSupport, src.Narrow = wavelet.MaxSupport(sup), wavelet.AnyNarrow(s.A, p.combos)
+	src.SetPaddings(pads)
 	src.Formulas = formulas
 	t := &WaveletTask{n: n, swapXY: n != n0 || s.Indexing == "xy"}
 	for _, r := range p.save {

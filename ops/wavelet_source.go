@@ -161,6 +161,11 @@ type WaveletSource struct {
 	// only they need (WaveletSkip; the zero value: none).
 	Skip WaveletSkip
 
+	// largest is the largest transform the sweep runs (SetPaddings):
+	// its elements, its half-spectrum's coefficients and one worker's
+	// plane and row buffers, in float64s; zero: that of MaxPad.
+	largest struct{ n, half, plane int }
+
 	// Cache, when set, keeps the volume's transforms for several
 	// paddings (VolumeCache), shared with the sources made after this one
 	// for the same volume; nil: the last one only, in buffers sized once
@@ -303,7 +308,40 @@ func NewWaveletSource(v []float32, n [3]int, a float64, b Boundary, maxPad [3]in
 // source transforms into its buffers, so ops running concurrently (on
 // several devices) each need one.
 func (s *WaveletSource) Clone() *WaveletSource {
-	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Narrow: s.Narrow, Formulas: s.Formulas, Skip: s.Skip, Cache: s.Cache}
+	return &WaveletSource{V: s.V, N: s.N, A: s.A, Boundary: s.Boundary, MaxPad: s.MaxPad, MaxSupport: s.MaxSupport, Narrow: s.Narrow, Formulas: s.Formulas, Skip: s.Skip, Cache: s.Cache,
+		largest: s.largest}
+}
+
+// SetPaddings sizes the source's buffers, and its memory count, for the
+// paddings its combinations run with (each at most MaxPad along every
+// axis), instead of for MaxPad itself: MaxPad is the largest along each
+// axis separately, and a sweep whose kernels are long along different
+// axes (a stretched hat turned about) never runs a transform that large.
+// The largest transform among pads is what the sweep allocates and
+// touches. It does nothing in wrap mode, which pads nothing.
+func (s *WaveletSource) SetPaddings(pads [][3]int) {
+	if s.Boundary != Reflect || len(pads) == 0 {
+		return
+	}
+	seen := map[[3]int]bool{}
+	s.largest.n, s.largest.half, s.largest.plane = 0, 0, 0
+	for _, pad := range pads {
+		d := reflectDims(s.N, pad)
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		s.largest.n = max(s.largest.n, d[0]*d[1]*d[2])
+		s.largest.half = max(s.largest.half, d[0]*d[1]*(d[2]/2+1))
+		s.largest.plane = max(s.largest.plane, planeFloats(d))
+	}
+}
+
+// planeFloats is one worker's plane and row buffers of the inverse
+// transform of dims d, in float64s (8 bytes).
+func planeFloats(d [3]int) int {
+	h := d[2]/2 + 1
+	return d[1]*h + planeRows*(d[2]+1)/2
 }
 
 // Reset drops the source's transform and buffers (not its Cache's): a
@@ -347,6 +385,9 @@ func (s *WaveletSource) maxDims() [3]int {
 
 // maxLen is the element count of the largest padded volume.
 func (s *WaveletSource) maxLen() int {
+	if s.largest.n > 0 {
+		return s.largest.n
+	}
 	d := s.maxDims()
 	return d[0] * d[1] * d[2]
 }
@@ -354,6 +395,9 @@ func (s *WaveletSource) maxLen() int {
 // maxHalf is the coefficient count of the largest padded volume's
 // real-to-complex transform.
 func (s *WaveletSource) maxHalf() int {
+	if s.largest.half > 0 {
+		return s.largest.half
+	}
 	d := s.maxDims()
 	return d[0] * d[1] * (d[2]/2 + 1)
 }
@@ -374,9 +418,11 @@ func (s *WaveletSource) Bytes() int64 {
 // per core), and where they are needed the sampled kernel's array and the
 // whole response (statistics formulas).
 func (s *WaveletSource) ScratchBytes() int64 {
-	d := s.maxDims()
-	h := int64(d[2]/2 + 1)
-	b := 8*int64(s.maxHalf()) + int64(runtime.GOMAXPROCS(0))*8*(int64(d[1])*h+int64(planeRows)*int64(d[2]+1)/2)
+	plane := s.largest.plane
+	if plane == 0 {
+		plane = planeFloats(s.maxDims())
+	}
+	b := 8*int64(s.maxHalf()) + int64(runtime.GOMAXPROCS(0))*8*int64(plane)
 	if s.sampled() {
 		b += 4 * int64(s.maxLen())
 	}

@@ -20,11 +20,16 @@ __attribute__((constructor)) static void tl_one_arena(void) {
 */
 import "C"
 
-import "github.com/tapeloop/tapeloop/internal/sysmem"
+import (
+	"github.com/tapeloop/tapeloop/internal/cpus"
+	"github.com/tapeloop/tapeloop/internal/sysmem"
+)
 
-// Before any work: the arenas as set, then as many threads as the
-// address-space limit leaves room for.
+// Before any work: the arenas as set, the threads the CPUs, SLURM and the
+// cgroup's CPU quota allow (or GOMAXPROCS, when set), then at most as many
+// as the address-space limit leaves room for.
 func init() {
 	sysmem.SetMallocArenas(int(C.tl_arenas))
+	cpus.Apply()
 	sysmem.FitThreads()
 }

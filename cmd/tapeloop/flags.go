@@ -26,7 +26,7 @@ const (
 // Engine flags, shared by every workload command.
 var (
 	memLimitFlag = &cli.StringFlag{Name: "mem-limit", Category: catEngine, EnvVars: []string{"TAPELOOP_MEM_LIMIT"},
-		Usage: "memory the planned buffers may take, e.g. 512MiB or 2GB (default: half of available memory, within the cgroup and ulimit -v/-d; a value above what ulimit -v/-d leaves is lowered to that, one above the ulimit itself refused)"}
+		Usage: "memory the planned buffers may take, e.g. 512MiB or 2GB (default: half of available memory, within the cgroup and ulimit -v/-d; a value above what the cgroup or ulimit -v/-d leaves is lowered to that, with a warning)"}
 	batchFlag  = &cli.IntFlag{Name: "batch", Category: catEngine, Usage: "batch size, overriding the planner"}
 	deviceFlag = &cli.StringFlag{Name: "device", Category: catEngine, Value: "cpu", EnvVars: []string{"TAPELOOP_DEVICE"},
 		Usage: "where to run: cpu or cuda"}
@@ -111,7 +111,7 @@ func engineConfig(c *cli.Context) (engineOpts, error) {
 		}
 	}
 	e.Verbose = c.Bool(verboseFlag.Name)
-	e.Log = os.Stderr
+	e.Log, e.Warn = os.Stderr, os.Stderr
 	e.Progress = !e.quiet && term.IsTerminal(int(os.Stderr.Fd()))
 	return e, e.Validate()
 }
@@ -203,9 +203,9 @@ func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t graphs.Tas
 		r = &telemetry.Report{
 			Workload: job.Name(), Device: dev.Kind(), Platform: engine.CPUPlatform(), Dtype: job.Dtype().String(),
 			Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
-			PeakRSSBytes: out.Summary.PeakRSSBytes, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
-			Items: out.Plan.Items,
-			Plan:  out.Plan, Iterations: out.Iterations, Result: t.Result(),
+			PeakRSSBytes: out.Summary.PeakRSSBytes, EstimatedPeakRSSBytes: out.Plan.Estimate, BaselineRSSBytes: out.Plan.Baseline, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
+			Items: out.Plan.Items, MemLimitWarning: dev.LimitWarning,
+			Plan: out.Plan, Iterations: out.Iterations, Result: t.Result(),
 		}
 		if r.TotalSeconds > 0 {
 			r.ItemsPerSecond = float64(r.Items) / r.TotalSeconds

@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // limitsVmKiB is the address-space limit of the ulimit -v cases: 3,000,000
@@ -25,7 +28,8 @@ const limitsVmKiB = 3000000
 // runLimited runs tapeloop in dir under the shell limits ulimit (e.g.
 // "-v 3000000") and returns its exit status and stderr. It fails the test
 // unless the run ended with status 0 or with status 1 and one
-// "tapeloop: " line, without a trace, within two minutes.
+// "tapeloop: " line (after any warning lines), without a trace, within two
+// minutes.
 func runLimited(t *testing.T, dir, ulimit string, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -50,14 +54,19 @@ func runLimited(t *testing.T, dir, ulimit string, args ...string) (int, string) 
 		t.Fatal(err)
 	}
 	msg := se.String()
+	// The error's line may follow warning lines (a --mem-limit lowered).
+	errLine := msg
+	for strings.HasPrefix(errLine, "tapeloop: warning: ") && strings.Count(errLine, "\n") > 1 {
+		_, errLine, _ = strings.Cut(errLine, "\n")
+	}
 	switch {
 	case strings.Contains(msg, "fatal error") || strings.Contains(msg, "goroutine ") || strings.Contains(msg, "panic"):
 		t.Errorf("%s: crashed (status %d): %q", what, code, tail(msg))
 	case code == 0:
 	case code != 1:
 		t.Errorf("%s: exit status %d, want 0 or 1; stderr %q", what, code, tail(msg))
-	case !strings.HasPrefix(msg, "tapeloop: ") || strings.Count(msg, "\n") != 1 || !strings.HasSuffix(msg, "\n"):
-		t.Errorf("%s: stderr is not one 'tapeloop: ' line: %q", what, tail(msg))
+	case !strings.HasPrefix(errLine, "tapeloop: ") || strings.Count(errLine, "\n") != 1 || !strings.HasSuffix(errLine, "\n"):
+		t.Errorf("%s: stderr is not one 'tapeloop: ' line, after any warnings: %q", what, tail(msg))
 	}
 	if testing.Verbose() {
 		t.Logf("%s: status %d: %s", what, code, strings.TrimSpace(msg))
@@ -68,8 +77,7 @@ func runLimited(t *testing.T, dir, ulimit string, args ...string) (int, string) 
 // TestLimitsAddressSpace: under ulimit -v 3000000, the default memory
 // limit fits what the process may still map, so work larger than that is
 // refused up front by the planner and smaller work runs; a --mem-limit
-// over ulimit -v itself is refused naming it, and one over what it leaves
-// is lowered.
+// over what it leaves (TestLimitsMemLimitLowered) is lowered.
 func TestLimitsAddressSpace(t *testing.T) {
 	ulimit := fmt.Sprintf("-v %d", limitsVmKiB)
 	cases := []struct {
@@ -83,7 +91,7 @@ func TestLimitsAddressSpace(t *testing.T) {
 		{"wavelet padded volume over the limit", []string{"wavelet", "--size", "640x640x640", "--theta", "0", "--phi", "0", "--xi", "1", "--quiet"}, 1, "over the memory limit"},
 		{"interp in smaller batches", []string{"interp", "--points", "30000000", "--quiet"}, 0, ""},
 		{"drr that fits", []string{"drr", "--size", "256", "--orbit", "4", "--quiet"}, 0, ""},
-		{"mem-limit over ulimit -v", []string{"drr", "--size", "64", "--orbit", "2", "--mem-limit", "8GiB", "--quiet"}, 1, "ulimit -v 3000000"},
+		{"mem-limit over ulimit -v, lowered", []string{"drr", "--size", "64", "--orbit", "2", "--mem-limit", "8GiB", "--quiet"}, 0, ""},
 		{"mem-limit over what ulimit -v leaves, lowered", []string{"affinity", "-n", "20000", "--height", "32", "--width", "32", "--mem-limit", "2800MB", "--quiet"}, 0, ""},
 		{"mem-limit lowered, then over it", []string{"interp", "--interpolants", "100000", "--grid", "4096", "--points", "1000", "--mem-limit", "2800MB", "--quiet"}, 1, "lowered from --mem-limit"},
 	}
@@ -101,6 +109,45 @@ func TestLimitsAddressSpace(t *testing.T) {
 			}
 			if c.code == 1 && strings.Contains(msg, "over the memory limit") && !strings.Contains(msg, "ulimit -v 3000000") {
 				t.Errorf("message %q does not say that ulimit -v set the limit", msg)
+			}
+		})
+	}
+}
+
+// TestLimitsMemLimitLowered: a --mem-limit above what ulimit -v or
+// ulimit -d leaves the process is lowered to that, with one warning line
+// on stderr naming the limit, and the run goes on; the report has the
+// lowered limit and the warning.
+func TestLimitsMemLimitLowered(t *testing.T) {
+	for _, flag := range []string{"-v", "-d"} {
+		t.Run("ulimit "+flag, func(t *testing.T) {
+			dir := t.TempDir()
+			report := filepath.Join(dir, "r.json")
+			code, msg := runLimited(t, dir, fmt.Sprintf("%s %d", flag, limitsVmKiB), "drr", "--size", "64", "--orbit", "2",
+				"--mem-limit", "8GiB", "--quiet", "--report", report, "--out", filepath.Join(dir, "out"))
+			if code != 0 {
+				t.Fatalf("exit status %d: %q", code, tail(msg))
+			}
+			prefix := fmt.Sprintf("tapeloop: warning: --mem-limit 8.0 GiB is more than ulimit %s %d (2.9 GiB) leaves this process", flag, limitsVmKiB)
+			if !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, ": lowered to ") || strings.Count(msg, "\n") != 1 {
+				t.Errorf("stderr %q, want one line starting %q", msg, prefix)
+			}
+			var r struct {
+				Limit   int64  `json:"mem_limit_bytes"`
+				Warning string `json:"mem_limit_warning"`
+			}
+			b, err := os.ReadFile(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Limit <= 0 || r.Limit >= limitsVmKiB<<10 || !strings.Contains(msg, "lowered to "+humanize.IBytes(uint64(r.Limit))) {
+				t.Errorf("report: limit %d under ulimit %s %d KiB; stderr %q", r.Limit, flag, limitsVmKiB, msg)
+			}
+			if r.Warning == "" || !strings.Contains(msg, r.Warning) {
+				t.Errorf("report's warning %q, stderr %q", r.Warning, msg)
 			}
 		})
 	}

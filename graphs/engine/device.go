@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/cpus"
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
@@ -45,12 +46,23 @@ func (d *Device) WriteDOT(out io.Writer, w Workload) error {
 	return WriteDOT(out, w.Name(), p.Graph())
 }
 
-// cpusLine is the CPUs and GOMAXPROCS, and what FitThreads lowered.
-func cpusLine() string {
-	if from := sysmem.FittedFrom(); from > 0 {
-		return fmt.Sprintf("%d (GOMAXPROCS %d, lowered from %d to fit the address-space limit)", runtime.NumCPU(), runtime.GOMAXPROCS(0), from)
+// Threads is the number of threads the parallel loops run on now
+// (GOMAXPROCS), and why: what decided it at start-up (cpus.Apply: the
+// CPUs, SLURM_CPUS_PER_TASK, the cgroup's CPU quota or GOMAXPROCS set by
+// the user), and whether it was lowered since to fit an address-space
+// limit.
+func Threads() cpus.Choice {
+	n := runtime.GOMAXPROCS(0)
+	c, ok := cpus.Applied()
+	switch {
+	case !ok:
+		return cpus.Choice{Threads: n, Reason: "GOMAXPROCS"}
+	case n == c.Threads:
+		return c
+	case sysmem.FittedFrom() > 0:
+		return cpus.Choice{Threads: n, Reason: fmt.Sprintf("lowered from %d (%s) to fit the address-space limit", c.Threads, c.Reason)}
 	}
-	return fmt.Sprintf("%d (GOMAXPROCS %d)", runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	return cpus.Choice{Threads: n, Reason: fmt.Sprintf("GOMAXPROCS set to %d since: %d were chosen (%s)", n, c.Threads, c.Reason)}
 }
 
 // InfoLine is one line of what tapeloop sees of the machine.
@@ -60,7 +72,8 @@ type InfoLine struct{ Key, Value string }
 func Info() []InfoLine {
 	l := []InfoLine{
 		{"go", fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)},
-		{"cpus", cpusLine()},
+		{"cpus", fmt.Sprint(runtime.NumCPU())},
+		{"threads", Threads().String()},
 	}
 	if bs, err := sysmem.Bounds(); err == nil {
 		a := bs[0].Left
@@ -99,8 +112,9 @@ func Info() []InfoLine {
 // CPUPlatform is the platform this process runs on and the code its CPU
 // kernels chose, for reports.
 func CPUPlatform() telemetry.Platform {
+	th := Threads()
 	p := telemetry.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH, Kernels: cpukern.PairDistISA(), FFT: fft3.ISA(),
-		Paths: map[string]string{}}
+		Threads: th.Threads, ThreadsReason: th.Reason, Paths: map[string]string{}}
 	for _, k := range cpukern.Paths() {
 		p.Paths[k.Family] = k.Path
 	}

@@ -34,6 +34,10 @@ type Engine struct {
 	// on Log once a run lasts over a second.
 	Verbose, Progress bool
 	Log               io.Writer
+	// Warn receives one-line warnings about the configuration (a
+	// MemLimit lowered to what the process's cgroup or ulimit leaves);
+	// nil: none are printed (Device.LimitWarning keeps it).
+	Warn io.Writer
 }
 
 // ErrEngine is matched (errors.Is) by errors about the engine
@@ -128,9 +132,13 @@ type Device struct {
 	// MemLimit is the resolved limit in bytes for all of the device's
 	// planned buffers together (split evenly between GPUs).
 	MemLimit int64
-	dtype    tensor.Dtype
-	gpus     []ops.Device
-	run      RunConfig
+	// LimitWarning says why MemLimit is below the limit asked for (it
+	// was more than the process's cgroup or ulimit leaves): "" when it
+	// is not.
+	LimitWarning string
+	dtype        tensor.Dtype
+	gpus         []ops.Device
+	run          RunConfig
 }
 
 // Open validates e and opens its device: the GPUs are opened and each one's
@@ -140,12 +148,15 @@ func Open(e Engine) (*Device, error) {
 		return nil, err
 	}
 	dt, _ := e.dtype()
-	limit, err := resolveLimit(e.MemLimit)
+	limit, warning, err := resolveLimit(e.MemLimit)
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{Name: "cpu", MemLimit: limit, dtype: dt}
-	d.run = RunConfig{MemLimit: limit, Batch: e.Batch, Verbose: e.Verbose, Progress: e.Progress, Log: e.Log}
+	if warning != "" && e.Warn != nil {
+		fmt.Fprint(e.Warn, Warning(warning))
+	}
+	d := &Device{Name: "cpu", MemLimit: limit, LimitWarning: warning, dtype: dt}
+	d.run = RunConfig{MemLimit: limit, Batch: e.Batch, Verbose: e.Verbose, Progress: e.Progress, Log: e.Log, Baseline: baselineOr(0)}
 	if e.Device != "cuda" {
 		return d, nil
 	}

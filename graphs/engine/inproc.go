@@ -26,6 +26,7 @@ type Session struct {
 	last      float64 // the last call's seconds
 	total     float64 // seconds in every call
 	totalItem int
+	warning   string // the device's LimitWarning
 }
 
 // maxCalls is how many calls' times a Report summarises.
@@ -62,11 +63,12 @@ func NewSession(w Workload, dev *Device, perCall bool) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	plan = plan.withBaseline(baselineOr(dev.run.Baseline))
 	prog, err := Compile(w, plan.Batch)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{prog: prog, plan: plan}, nil
+	return &Session{prog: prog, plan: plan, warning: dev.LimitWarning}, nil
 }
 
 // run feeds, runs and consumes every batch of job, whose graph is the
@@ -125,6 +127,14 @@ type Report struct {
 	// at its peak.
 	RSSBytes     int64 `json:"rss_bytes"`
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// MemLimitWarning says, when mem_limit was more than the process's
+	// cgroup or ulimit leaves, that it was lowered, to what and why (the
+	// command prints the same line on stderr); "" otherwise.
+	MemLimitWarning string `json:"mem_limit_warning,omitempty"`
+	// Threads is the number of threads the calls run on, ThreadsReason
+	// what decided it (as tapeloop info shows it).
+	Threads       int    `json:"threads"`
+	ThreadsReason string `json:"threads_reason"`
 }
 
 // Report is what the calls so far measured, and the process's memory.
@@ -139,7 +149,9 @@ func (s *Session) Report() Report {
 		it[i].Seconds = d
 	}
 	r := Report{Workload: s.prog.Name, Plan: s.plan, Calls: s.calls, LastItems: s.items, LastBatches: s.batches,
-		LastSeconds: s.last, Summary: telemetry.Summarize(it), Items: s.totalItem}
+		LastSeconds: s.last, Summary: telemetry.Summarize(it), Items: s.totalItem, MemLimitWarning: s.warning}
+	th := Threads()
+	r.Threads, r.ThreadsReason = th.Threads, th.Reason
 	r.Summary.TotalSeconds = s.total
 	if s.total > 0 {
 		r.ItemsPerSecond = float64(s.totalItem) / s.total

@@ -10,30 +10,49 @@ import (
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
-// capMemLimit checks a memory limit given by the user against the
-// process's own address-space and data limits (ulimit -v, ulimit -d),
-// whose excess the Go runtime meets with a crash, not an error: one above
-// the ulimit itself is refused; one above what the ulimit leaves, after
-// what the process has mapped and a margin for its threads and C heaps,
-// is lowered to that, and a plan refused under it says so.
-func capMemLimit(limit int64) (int64, error) {
-	p, ok := sysmem.ProcessLimit()
-	if !ok || limit <= p.Left || ownLimit(limit) {
-		return limit, nil
+// capMemLimit checks a memory limit given by the user against the limits
+// set on the process: its cgroup's (a batch system's, such as SLURM's
+// --mem, or a container's), whose excess the kernel meets by killing the
+// process without a word, and its own address-space and data limits
+// (ulimit -v, ulimit -d), whose excess the Go runtime meets with a crash.
+// A limit above what the tightest of them leaves (after what the process
+// uses already and, for a ulimit, a margin for its threads and C heaps) is
+// lowered to that, and warning says so in one line (without the
+// "tapeloop: warning: " prefix); a plan refused under it says so too.
+func capMemLimit(limit int64) (lowered int64, warning string, err error) {
+	if ownLimit(limit) {
+		return limit, "", nil
 	}
-	flag := strings.Join(strings.Fields(p.Name)[:2], " ") // "ulimit -v"
-	if limit > p.Limit {
-		return 0, engineErrorf("--mem-limit %s: more than this process may map in all under %s (%s): give a smaller --mem-limit, or raise %s",
-			sysmem.Format(limit), p.Name, sysmem.Format(p.Limit), flag)
+	var tight sysmem.Bound
+	found := false
+	for _, b := range sysmem.Limits() {
+		if !found || b.Left < tight.Left {
+			tight, found = b, true
+		}
 	}
-	lowered := max(p.Left, 1)
-	if p.Left <= 0 {
-		noteLimit(lowered, nothingLeft(p))
-	} else {
-		noteLimit(lowered, fmt.Sprintf(" (lowered from --mem-limit %s to what %s leaves this process; raise %s)", sysmem.Format(limit), p.Name, flag))
+	if !found || limit <= tight.Left {
+		return limit, "", nil
 	}
-	return lowered, nil
+	lowered = max(tight.Left, 1)
+	if tight.Rlimit {
+		flag := strings.Join(strings.Fields(tight.Name)[:2], " ") // "ulimit -v"
+		if tight.Left <= 0 {
+			noteLimit(lowered, nothingLeft(tight))
+			return lowered, fmt.Sprintf("--mem-limit %s: %s leaves this process nothing (%s mapped already, %s kept for its threads and C heaps); raise %s",
+				sysmem.Format(limit), tight.Name, sysmem.Format(tight.Used), sysmem.Format(tight.Margin), flag), nil
+		}
+		noteLimit(lowered, fmt.Sprintf(" (lowered from --mem-limit %s to what %s leaves this process; raise %s)", sysmem.Format(limit), tight.Name, flag))
+		return lowered, fmt.Sprintf("--mem-limit %s is more than %s (%s) leaves this process after the %s it has mapped and %s kept for its threads and C heaps: lowered to %s",
+			sysmem.Format(limit), tight.Name, sysmem.Format(tight.Limit), sysmem.Format(tight.Used), sysmem.Format(tight.Margin), sysmem.Format(lowered)), nil
+	}
+	noteLimit(lowered, fmt.Sprintf(" (lowered from --mem-limit %s to what the %s leaves)", sysmem.Format(limit), tight.Name))
+	return lowered, fmt.Sprintf("--mem-limit %s is more than the %s (%s, %s in use) leaves: lowered to %s",
+		sysmem.Format(limit), tight.Name, sysmem.Format(tight.Limit), sysmem.Format(tight.Used), sysmem.Format(lowered)), nil
 }
+
+// Warning prefixes a warning line as every warning of tapeloop's is
+// printed.
+func Warning(msg string) string { return "tapeloop: warning: " + msg + "\n" }
 
 // nothingLeft is the note of a limit b that leaves the process no memory
 // for its work: what it has mapped already (most of it the Go runtime's

@@ -135,13 +135,20 @@ func DeviceTotal(bufs []Buffer) int64 {
 
 // Plan is the batch size chosen for a Workload and what it costs.
 type Plan struct {
-	Workload string   `json:"workload"`
-	Items    int      `json:"items"`
-	Batch    int      `json:"batch"`
-	Batches  int      `json:"batches"`
-	Limit    int64    `json:"mem_limit_bytes"`
-	Bytes    int64    `json:"planned_bytes"`                  // host memory
-	Device   int64    `json:"planned_device_bytes,omitempty"` // GPU memory, on each GPU
+	Workload string `json:"workload"`
+	Items    int    `json:"items"`
+	Batch    int    `json:"batch"`
+	Batches  int    `json:"batches"`
+	Limit    int64  `json:"mem_limit_bytes"`
+	Bytes    int64  `json:"planned_bytes"`                  // host memory
+	Device   int64  `json:"planned_device_bytes,omitempty"` // GPU memory, on each GPU
+	// Baseline is the process's resident set before the run's inputs
+	// were read (the binary, the Go runtime, the libraries; a Python
+	// caller's own), and Estimate the peak resident set the plan expects:
+	// Bytes + Baseline. The buffers are allocated once and the per-batch
+	// garbage is small, so the Go heap adds little past them.
+	Baseline int64    `json:"baseline_rss_bytes"`
+	Estimate int64    `json:"estimated_peak_rss_bytes"`
 	Buffers  []Buffer `json:"buffers"`
 	Forced   bool     `json:"forced"` // batch given by the user
 }
@@ -272,6 +279,13 @@ func planFor(w Workload, items int, limit int64, batch int) (Plan, error) {
 	return p, nil
 }
 
+// withBaseline is p with the process's resident set baseline counted in
+// its estimate of the peak.
+func (p Plan) withBaseline(baseline int64) Plan {
+	p.Baseline, p.Estimate = baseline, AddBytes(p.Bytes, baseline)
+	return p
+}
+
 // Print writes the plan as a table: one row per buffer, then the total.
 func (p Plan) Print(w io.Writer) {
 	how := "planned"
@@ -293,4 +307,7 @@ func (p Plan) Print(w io.Writer) {
 		fmt.Fprintf(tw, "  total on each GPU\t\t\t%s\n", sysmem.Format(p.Device))
 	}
 	tw.Flush()
+	if p.Estimate > 0 {
+		fmt.Fprintf(w, "  estimated peak RSS %s: the total and the process's %s at start\n", sysmem.Format(p.Estimate), sysmem.Format(p.Baseline))
+	}
 }

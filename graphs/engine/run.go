@@ -44,6 +44,10 @@ type RunConfig struct {
 	// batch's record then carries its share. (With several Devices, each
 	// batch's time is read from its own device.)
 	DeviceSeconds func() float64
+	// Baseline is the process's resident set before the inputs were
+	// read (Open measures it), counted in the plan's estimate of the peak
+	// resident set; 0: measured when the run starts.
+	Baseline int64
 	// Devices, when it names two or more, runs one Program per device
 	// (the job must be a DeviceJob), batches dealt round-robin and run
 	// concurrently, fed and consumed in order. The memory limit is shared:
@@ -70,13 +74,14 @@ type Outcome struct {
 }
 
 // resolveLimit is limit, or DefaultMemLimit when limit is 0. A limit
-// above what the process's address-space or data limit leaves is lowered
-// to that, one above the limit itself refused (capMemLimit).
-func resolveLimit(limit int64) (int64, error) {
+// above what the process's cgroup, address-space or data limit leaves is
+// lowered to that, and warning says so (capMemLimit).
+func resolveLimit(limit int64) (_ int64, warning string, err error) {
 	if limit != 0 {
 		return capMemLimit(limit)
 	}
-	return DefaultMemLimit()
+	l, err := DefaultMemLimit()
+	return l, "", err
 }
 
 // DefaultMemLimit is half of the memory available to this process: the
@@ -101,9 +106,12 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	limit, err := resolveLimit(cfg.MemLimit)
+	limit, warning, err := resolveLimit(cfg.MemLimit)
 	if err != nil {
 		return nil, err
+	}
+	if warning != "" {
+		fmt.Fprint(log, Warning(warning))
 	}
 	if job.Items() == 0 { // resumed with every item already done
 		return finishOnly(job, limit)
@@ -115,6 +123,7 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	plan = plan.withBaseline(baselineOr(cfg.Baseline))
 	if cfg.Verbose {
 		plan.Print(log)
 	}
@@ -204,6 +213,16 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	}
 	s := rec.Close()
 	return &Outcome{Plan: plan, Summary: s, Iterations: rec.Iterations}, nil
+}
+
+// baselineOr is b, or the process's resident set now when b is 0.
+func baselineOr(b int64) int64 {
+	if b > 0 {
+		return b
+	}
+	p := sysmem.NewProbe()
+	defer p.Close()
+	return p.RSS()
 }
 
 // timeLeft is the time a run has left that has spent elapsed on done of

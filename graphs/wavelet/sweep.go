@@ -357,6 +357,25 @@ func CheckPadding(n, pad [3]int, limit int64) error {
 	return nil
 }
 
+// LargestPad is the padding, among pads, whose extended volume (n + 2·pad
+// along each axis) holds the most voxels: the largest a sweep padded with
+// pads (Pads) extends its volume to, which the per-axis largest padding
+// can exceed by far when its kernels are long along different axes.
+func LargestPad(n [3]int, pads [][3]int) [3]int {
+	var best [3]int
+	var most int64 = -1
+	for _, p := range pads {
+		v := sysmem.Mul(int64(n[0]+2*p[0]), int64(n[1]+2*p[1]), int64(n[2]+2*p[2]))
+		if v < 0 {
+			return p
+		}
+		if v > most {
+			best, most = p, v
+		}
+	}
+	return best
+}
+
 // A SavedResponse is a combination whose response G a run writes to a
 // .npy file (--save-response).
 type SavedResponse struct {

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -46,13 +47,54 @@ func Bounds() ([]Bound, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs := []Bound{{Name: "available memory", Limit: avail, Left: avail}}
-	self, _ := os.ReadFile("/proc/self/cgroup")
-	if b, ok := cgroupBound("/sys/fs/cgroup", self); ok {
+	return append([]Bound{{Name: "available memory", Limit: avail, Left: avail}}, Limits()...), nil
+}
+
+// Limits lists the limits set on this process's memory, of its own
+// making or its batch system's: its cgroup's (the tightest of its group
+// and the groups above it) and its address-space and data limits, the
+// machine's available memory left out.
+func Limits() []Bound {
+	var bs []Bound
+	root, selfFile := cgroupFiles()
+	self, _ := os.ReadFile(selfFile)
+	if b, ok := cgroupBound(root, self); ok {
 		bs = append(bs, b)
 	}
-	st := readStatus()
-	return append(bs, rlimitBounds(st)...), nil
+	return append(bs, rlimitBounds(readStatus())...)
+}
+
+// cgroupPaths are where the cgroup file systems are mounted and the file
+// naming the process's groups, as UseCgroupFiles sets them: empty, the
+// system's (/sys/fs/cgroup, /proc/self/cgroup).
+var cgroupPaths struct {
+	sync.Mutex
+	root, self string
+}
+
+func cgroupFiles() (root, self string) {
+	cgroupPaths.Lock()
+	defer cgroupPaths.Unlock()
+	if cgroupPaths.root == "" {
+		return "/sys/fs/cgroup", "/proc/self/cgroup"
+	}
+	return cgroupPaths.root, cgroupPaths.self
+}
+
+// UseCgroupFiles makes the memory limits read the cgroup files under root
+// and the process's groups from the file self (as /proc/self/cgroup), for
+// tests that lay out a batch system's groups in a directory; the function
+// it returns restores the system's.
+func UseCgroupFiles(root, self string) (restore func()) {
+	cgroupPaths.Lock()
+	defer cgroupPaths.Unlock()
+	oldRoot, oldSelf := cgroupPaths.root, cgroupPaths.self
+	cgroupPaths.root, cgroupPaths.self = root, self
+	return func() {
+		cgroupPaths.Lock()
+		defer cgroupPaths.Unlock()
+		cgroupPaths.root, cgroupPaths.self = oldRoot, oldSelf
+	}
 }
 
 // Tightest is the bound that leaves the least.

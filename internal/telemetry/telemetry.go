@@ -254,6 +254,12 @@ type Platform struct {
 	// sse2 on x86-64, neon on arm64, generic elsewhere; FFT the FFT's.
 	Kernels string `json:"kernels"`
 	FFT     string `json:"fft"`
+	// Threads is the number of threads the run's loops ran on, and
+	// ThreadsReason what decided it: "SLURM_CPUS_PER_TASK=1", a cgroup's
+	// CPU quota, GOMAXPROCS set by the user, or the CPUs the process may
+	// run on.
+	Threads       int    `json:"threads"`
+	ThreadsReason string `json:"threads_reason"`
 	// Paths is the code each kernel family runs, by family.
 	Paths map[string]string `json:"paths"`
 }
@@ -267,9 +273,18 @@ type Report struct {
 	Batch         int      `json:"batch"`
 	Batches       int      `json:"batches"`
 	MemLimitBytes int64    `json:"mem_limit_bytes"`
-	PlannedBytes  int64    `json:"planned_bytes"`
-	PeakRSSBytes  int64    `json:"peak_rss_bytes"`
-	TotalSeconds  float64  `json:"total_seconds"`
+	// MemLimitWarning says, when --mem-limit was more than the process's
+	// cgroup or ulimit leaves, that it was lowered, to what and why: the
+	// warning printed on stderr. "" when it was not.
+	MemLimitWarning string `json:"mem_limit_warning,omitempty"`
+	PlannedBytes    int64  `json:"planned_bytes"`
+	// EstimatedPeakRSSBytes is the peak resident set the plan expected:
+	// the planned buffers and BaselineRSSBytes, the process's resident set
+	// before the inputs were read; PeakRSSBytes is the one measured.
+	EstimatedPeakRSSBytes int64   `json:"estimated_peak_rss_bytes"`
+	BaselineRSSBytes      int64   `json:"baseline_rss_bytes"`
+	PeakRSSBytes          int64   `json:"peak_rss_bytes"`
+	TotalSeconds          float64 `json:"total_seconds"`
 	// Items is the number of items the run computed (rows, points, poses,
 	// combinations) and ItemsPerSecond their rate over the whole run.
 	Items          int         `json:"items"`
