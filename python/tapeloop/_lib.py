@@ -8,6 +8,7 @@ import math
 import os
 import signal
 import threading
+import warnings
 import weakref
 import zlib
 from collections.abc import Mapping
@@ -485,6 +486,10 @@ class Compiled:
             view.flags.writeable = False
             kept[name] = (view, digest(a) if shared else None)
         self._recipe = (copy.deepcopy(kw), kept)
+        if kw.get("mem_limit") is not None:  # lowered to what the cgroup or ulimit leaves: say so, as the CLI does
+            said = self.report().get("mem_limit_warning")
+            if said:
+                warnings.warn(said.replace("--mem-limit ", "mem_limit=", 1), stacklevel=3)
 
     def __reduce__(self):
         if not self._h or self._recipe is None:

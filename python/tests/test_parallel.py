@@ -187,3 +187,26 @@ def test_dask_local_cluster_processes_and_threads():
             assert_same(call(o, x), want[[p for p, _ in objs].index(o)], f"the parent's after dask processes={processes}")
     for o, _ in objs:
         o.close()
+
+
+LIMIT_SCRIPT = textwrap.dedent(r"""
+    import resource, sys, warnings
+    sys.path.insert(0, sys.argv[1])
+    resource.setrlimit(resource.RLIMIT_DATA, (3 << 30, 3 << 30))  # ulimit -d, as a cluster's job may have
+    import numpy as np, tapeloop
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        r = tapeloop.Interp(np.ones((3, 9)), mem_limit="64GiB")
+        quiet = tapeloop.Interp(np.ones((3, 9)), mem_limit="64MiB")
+    print(len(got), got[0].filename if got else None)
+    print(got[0].message if got else None)
+""")
+
+
+def test_mem_limit_above_the_ulimit_is_lowered_with_a_warning():
+    p = subprocess.run([sys.executable, "-c", LIMIT_SCRIPT, PKG], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    count, where, message = p.stdout.splitlines()[:3]
+    assert count.split()[0] == "1" and where.endswith("<string>"), p.stdout  # one warning, pointing at the caller
+    assert message.startswith("mem_limit=64 GiB is more than ulimit -d 3145728 (3.0 GiB) leaves this process"), message
+    assert "lowered to" in message
