@@ -247,7 +247,7 @@ func TestCompileColumnsRepeatingTheBatch(t *testing.T) {
 		{"", "exp(-sum((a-b)^2)/(2*s^2))", "auto"}, {"", "sum(min(a,b))/sum(max(a,b))", "auto"},
 		{"", "sum(a*b)/sqrt(sum(a^2)*sum(b^2))", "auto"}, {"", "sum(a*b)/sqrt(sum(a^2))/sqrt(sum(b^2))", "auto"},
 		{"", "sum(a*b)/(sqrt(sum(a^2))*sqrt(sum(b^2)))", "direct"}, {"", "sum(a*b^2) - sum(a)", "auto"}}
-	for _, shape := range [][3]int{{37, 23, 0}, {53, 131, 16}} { // n, d, batch (0: planned)
+	for _, shape := range [][3]int{{37, 23, 0}, {37, 23, 5}, {53, 131, 16}} { // n, d, batch (0: planned)
 		n, d := shape[0], shape[1]
 		for _, whole := range []bool{false, true} {
 			x := make([]float64, n*d)
@@ -270,7 +270,8 @@ func TestCompileColumnsRepeatingTheBatch(t *testing.T) {
 					cross := compileRun(t, cfg, n, d, n, shape[2], dtype, x)
 					for i := range square {
 						if math.Float64bits(square[i]) != math.Float64bits(cross[i]) {
-							t.Fatalf("%s: A[%d, %d] = %v alone, %v against the batch as columns", name, i/n, i%n, square[i], cross[i])
+							t.Errorf("%s: A[%d, %d] = %v alone, %v against the batch as columns", name, i/n, i%n, square[i], cross[i])
+							break
 						}
 					}
 					if c.metric == "l2" && (square[2*n+7] != 0 || square[7*n+2] != 0) {
