@@ -132,6 +132,14 @@ func TestWaveletBadInput(t *testing.T) {
 		{"columns a statistic not given", []string{"--columns", "energy,l1"}, `--columns: unknown column "l1"`},
 		{"columns long", []string{"--columns", strings.Repeat("e", 5000)}, `--columns: unknown column "eeee`},
 		{"columns with a bad stat: the stat first", []string{"--columns", "bogus", "--stat", "l1=sum(abs(h))"}, "--stat l1"},
+		{"stat named energy", []string{"--stat", "energy=sum(g)"}, `--stat "energy=sum(g)": energy is taken by a built-in column; give the statistic another name`},
+		{"stat named std", []string{"--stat", " std = sum(g^2)"}, "std is taken by a built-in column"},
+		{"stat named max", []string{"--stat", "max=max(g)*2"}, "max is taken by a built-in column"},
+		{"stat named wavelet_energy", []string{"--stat", "wavelet_energy=sum(g)"}, "wavelet_energy is taken by a built-in column"},
+		{"stat named like a column left out", []string{"--columns", "std", "--stat", "energy=sum(g^2)"}, "energy is taken by a built-in column"},
+		{"stat named xi", []string{"--stat", "xi=sum(g)"}, "xi is taken by a built-in column"},
+		{"stat named phi", []string{"--stat", "phi=sum(g)"}, "phi is taken by a built-in column"},
+		{"stat named twice", []string{"--stat", "l1=sum(abs(g))", "--stat", "l1=max(abs(g))"}, `--stat "l1=max(abs(g))": l1 is taken by another statistic; give each statistic its own name`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -103,6 +103,9 @@ func compile(cfg Config, n, d, cols, lo, hi int, dev *engine.Device) (_ *Program
 	if err != nil {
 		return nil, err
 	}
+	if cols > 0 {
+		data.SetBatch(n) // column images that repeat the batch give its own matrix
+	}
 	s := Setup{Data: data, Metric: p.Metric, Lo: lo, Hi: hi, TopK: p.TopK, TF32: cfg.TF32, FailOnNonFinite: cfg.FailOnNonFinite}
 	if p.Formula != nil {
 		if s.Formula, err = pairwise.NewPairFormula(p.Formula, data, p.Direct); err != nil {

@@ -2,7 +2,9 @@ package affinity
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -230,14 +232,16 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 	}
 }
 
-// A shard's rows are the whole matrix's, bit for bit, for every metric.
+// A shard's rows are the whole matrix's, bit for bit, for every metric
+// and formulas.
 func TestCompileShard(t *testing.T) {
 	const n, d = 17, 9
 	x := make([]float32, n*d)
 	for i := range x {
 		x[i] = float32(math.Sin(float64(i)*1.7)) * 3
 	}
-	for _, cfg := range []Config{{Metric: "dot"}, {Metric: "cosine"}, {Metric: "l1"}, {Metric: "l2"}} {
+	for _, cfg := range []Config{{Metric: "dot"}, {Metric: "cosine"}, {Metric: "l1"}, {Metric: "l2"},
+		{Formula: "exp(-sum((a-b)^2)/9)"}, {Formula: "sum(a*b)/(1+sum(abs(a-b)))"}} {
 		whole, err := Compile(cfg, n, d, 0, graphstest.CPU(t, 4, "float32"))
 		if err != nil {
 			t.Fatal(err)
@@ -276,4 +280,89 @@ func TestCompileShard(t *testing.T) {
 	if _, err := CompileShard(Config{Metric: "dot"}, 3, 2, 5, 5, nil); err == nil {
 		t.Error("shard 5/5 was accepted")
 	}
+}
+
+// TestCompileColumnsRepeatingTheBatch: a program with column images,
+// called with the batch itself as its columns, gives the batch's own
+// matrix bit for bit, for every metric and formulas (rewritten over dot
+// products or not, symmetric or not), in float32 and float64, on random
+// images of odd sizes (whole numbers too, as 8-bit images converted), in
+// one block and in several; and a pair of identical images of the batch
+// is exactly 0 in l2 as an image's own pair is.
+func TestCompileColumnsRepeatingTheBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 7))
+	type fc struct{ metric, formula, method string }
+	cases := []fc{{"dot", "", ""}, {"cosine", "", ""}, {"l1", "", ""}, {"l2", "", ""},
+		{"", "-sum((a-b)^2)", "auto"}, {"", "-sum((a-b)^2)", "direct"},
+		{"", "exp(-sum((a-b)^2)/(2*s^2))", "auto"}, {"", "sum(min(a,b))/sum(max(a,b))", "auto"},
+		{"", "sum(a*b)/sqrt(sum(a^2)*sum(b^2))", "auto"}, {"", "sum(a*b)/sqrt(sum(a^2))/sqrt(sum(b^2))", "auto"},
+		{"", "sum(a*b)/(sqrt(sum(a^2))*sqrt(sum(b^2)))", "direct"}, {"", "sum(a*b^2) - sum(a)", "auto"}}
+	for _, shape := range [][3]int{{37, 23, 0}, {37, 23, 5}, {53, 131, 16}} { // n, d, batch (0: planned)
+		n, d := shape[0], shape[1]
+		for _, whole := range []bool{false, true} {
+			x := make([]float64, n*d)
+			for i := range x {
+				if whole {
+					x[i] = float64(rng.IntN(256))
+				} else {
+					x[i] = rng.NormFloat64()*3 + 10
+				}
+			}
+			copy(x[7*d:8*d], x[2*d:3*d]) // images 2 and 7 the same
+			for _, dtype := range []string{"float32", "float64"} {
+				for _, c := range cases {
+					cfg := Config{Metric: c.metric, Formula: c.formula, Method: c.method}
+					if strings.Contains(c.formula, "s^2") {
+						cfg.Params = map[string]float64{"s": float64(d)}
+					}
+					name := fmt.Sprintf("%dx%d whole=%v %s %s%s", n, d, whole, dtype, c.metric, c.formula)
+					square := compileRun(t, cfg, n, d, 0, shape[2], dtype, x)
+					cross := compileRun(t, cfg, n, d, n, shape[2], dtype, x)
+					for i := range square {
+						if math.Float64bits(square[i]) != math.Float64bits(cross[i]) {
+							t.Errorf("%s: A[%d, %d] = %v alone, %v against the batch as columns", name, i/n, i%n, square[i], cross[i])
+							break
+						}
+					}
+					if c.metric == "l2" && (square[2*n+7] != 0 || square[7*n+2] != 0) {
+						t.Errorf("%s: identical images 2 and 7: %v and %v, want 0", name, square[2*n+7], square[7*n+2])
+					}
+				}
+			}
+		}
+	}
+}
+
+// compileRun is the (n, n) or (n, cols) matrix of x (and x as the column
+// images) in dtype, as float64.
+func compileRun(t *testing.T, cfg Config, n, d, cols, batch int, dtype string, x []float64) []float64 {
+	t.Helper()
+	p, err := Compile(cfg, n, d, cols, graphstest.CPU(t, batch, dtype))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var y any
+	if dtype == "float32" {
+		x32 := make([]float32, len(x))
+		for i, v := range x {
+			x32[i] = float32(v)
+		}
+		if cols > 0 {
+			y = x32
+		}
+		dst := make([]float32, p.OutLen())
+		if err := p.Run(x32, y, dst, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		return f64(dst)
+	}
+	if cols > 0 {
+		y = x
+	}
+	dst := make([]float64, p.OutLen())
+	if err := p.Run(x, y, dst, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

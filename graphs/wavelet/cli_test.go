@@ -83,7 +83,7 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 		stats    []string
 		batch    int
 	}{
-		{"reflect", "reflect", 1, "", []string{"l1=sum(abs(g))", "energy=sum(g^2)"}, 0},
+		{"reflect", "reflect", 1, "", []string{"l1=sum(abs(g))", "e2=sum(g^2)"}, 0},
 		{"wrap", "wrap", 1.25, "", []string{"l1=sum(abs(g))"}, 3},
 		{"reflect kernel formula", "reflect", 0.4, "(3 - q)*exp(-q/2)*(1 + x/20)", []string{"p=max(abs(g))"}, 2},
 	}

@@ -47,8 +47,9 @@ type Config struct {
 	Indexing string `flag:"indexing" json:"indexing"`
 	// Stats are your own statistics of each response g, each
 	// "name=formula" reducing to one number, e.g. "l1=sum(abs(g))": extra
-	// columns after the built-in ones (a statistic named like a built-in
-	// column fills that column instead).
+	// columns after the built-in ones, each named once and not like a
+	// column of the sweep's (theta, phi, xi) or a built-in one
+	// (BuiltinColumns).
 	Stats []string `flag:"stat" json:"stats"`
 	// Params are the values of the names the formulas use as parameters
 	// (--param s=2.5 on the command line); each must be used.
@@ -60,10 +61,8 @@ type Config struct {
 	// Columns are the built-in statistics to write, some of energy, std,
 	// max and wavelet_energy (BuiltinColumns), in that order whatever the
 	// order given; nil: all four. theta, phi, xi and the user's Stats are
-	// always written (their names are allowed here); a statistic of the
-	// user's named like a built-in column is written only when that
-	// column is. What only the columns left out need is not computed
-	// (ops.WaveletPasses).
+	// always written (their names are allowed here). What only the
+	// columns left out need is not computed (ops.WaveletPasses).
 	Columns []string `flag:"columns" json:"columns"`
 }
 
@@ -181,10 +180,14 @@ func (c Config) Parse() (*Parsed, error) {
 		return nil, fmt.Errorf("--a %g: %w", c.A, err)
 	}
 	fl := []option.Formula{{Flag: "--kernel", Src: c.Kernel, Vars: ops.KernelVars, Pointwise: true}}
-	// A statistic may take the name of a built-in column (energy=sum(g^2)):
-	// its value then fills that column. Not a parameter's column, nor
-	// twice the same name.
-	seen := map[string]bool{"theta": true, "phi": true, "xi": true}
+	// A statistic's name is its column's: not one of the sweep's (theta,
+	// phi, xi) nor a built-in statistic's, whether or not Columns writes
+	// it, and not another statistic's.
+	taken := map[string]bool{"theta": true, "phi": true, "xi": true}
+	for _, col := range BuiltinColumns {
+		taken[col] = true
+	}
+	seen := map[string]bool{}
 	for _, st := range c.Stats {
 		name, src, ok := strings.Cut(st, "=")
 		name = strings.TrimSpace(name)
@@ -193,8 +196,10 @@ func (c Config) Parse() (*Parsed, error) {
 			return nil, fmt.Errorf("--stat %q: want name=formula, e.g. l1=sum(abs(g))", st)
 		case !token.IsIdentifier(name):
 			return nil, fmt.Errorf("--stat %q: the name %q is not a name (letters, digits, _)", st, name)
+		case taken[name]:
+			return nil, fmt.Errorf("--stat %q: %s is taken by a built-in column; give the statistic another name", st, name)
 		case seen[name]:
-			return nil, fmt.Errorf("--stat %q: there is already a column %s", st, name)
+			return nil, fmt.Errorf("--stat %q: %s is taken by another statistic; give each statistic its own name", st, name)
 		}
 		seen[name] = true
 		p.statNames = append(p.statNames, name)

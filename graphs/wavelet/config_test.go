@@ -1,6 +1,7 @@
 package wavelet
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -26,12 +27,20 @@ func TestConfigValidate(t *testing.T) {
 		{"kernel", func(c *Config) { c.Kernel = "(3 - q)*exp(-q/2)*s"; c.Params = map[string]float64{"s": 2} }, ""},
 		{"kernel reduces", func(c *Config) { c.Kernel = "q - mean(q)" }, "--kernel"},
 		{"kernel unknown name", func(c *Config) { c.Kernel = "g" }, "--kernel"},
-		{"stats", func(c *Config) { c.Stats = []string{"l1=sum(abs(g))", "energy=sum(g^2)"} }, ""},
+		{"stats", func(c *Config) { c.Stats = []string{"l1=sum(abs(g))", "e2=sum(g^2)"} }, ""},
 		{"stat without name", func(c *Config) { c.Stats = []string{"sum(g)"} }, `--stat "sum(g)": want name=formula`},
 		{"stat empty formula", func(c *Config) { c.Stats = []string{"s= "} }, "want name=formula"},
 		{"stat bad name", func(c *Config) { c.Stats = []string{"2x=sum(g)"} }, `the name "2x" is not a name`},
-		{"stat name of a parameter's column", func(c *Config) { c.Stats = []string{"theta=sum(g^2)"} }, "already a column theta"},
-		{"stat twice", func(c *Config) { c.Stats = []string{"e=sum(g)", "e=max(g)"} }, "already a column e"},
+		{"stat name of a parameter's column", func(c *Config) { c.Stats = []string{"theta=sum(g^2)"} }, `--stat "theta=sum(g^2)": theta is taken by a built-in column; give the statistic another name`},
+		{"stat named energy", func(c *Config) { c.Stats = []string{"energy=sum(g^2)"} }, `--stat "energy=sum(g^2)": energy is taken by a built-in column`},
+		{"stat named std", func(c *Config) { c.Stats = []string{"l1=sum(abs(g))", "std = sum(g)"} }, "std is taken by a built-in column"},
+		{"stat named max", func(c *Config) { c.Stats = []string{"max=max(g)"} }, "max is taken by a built-in column"},
+		{"stat named wavelet_energy", func(c *Config) { c.Stats = []string{"wavelet_energy=sum(g)"} }, "wavelet_energy is taken by a built-in column"},
+		{"stat named like a column left out", func(c *Config) { c.Stats, c.Columns = []string{"max=max(g)"}, []string{"std"} }, "max is taken by a built-in column"},
+		{"stat named phi", func(c *Config) { c.Stats = []string{"phi=sum(g)"} }, "phi is taken by a built-in column"},
+		{"stat named xi", func(c *Config) { c.Stats = []string{"xi=sum(g)"} }, "xi is taken by a built-in column"},
+		{"stat twice", func(c *Config) { c.Stats = []string{"e=sum(g)", "e=max(g)"} }, `--stat "e=max(g)": e is taken by another statistic; give each statistic its own name`},
+		{"stat twice with spaces", func(c *Config) { c.Stats = []string{"e=sum(g)", " e =max(g)"} }, "e is taken by another statistic"},
 		{"stat not reducing", func(c *Config) { c.Stats = []string{"s=g^2"} }, "--stat s"},
 		{"parameter unused", func(c *Config) { c.Params = map[string]float64{"s": 2} }, "--param s: not used by any formula"},
 		{"fail on nonfinite with a stat", func(c *Config) { c.Stats, c.FailOnNonFinite = []string{"m=max(g)"}, true }, ""},
@@ -67,5 +76,37 @@ func TestParsedCanonical(t *testing.T) {
 	}
 	if c, _ := DefaultConfig().Parse(); len(c.Canonical()) != 0 {
 		t.Errorf("no formulas: %q", c.Canonical())
+	}
+}
+
+// TestStatNamesTaken: a statistic may not take the name of any column the
+// sweep writes itself, the built-in statistics' (every one, written or
+// not) and theta, phi, xi, nor the name of another statistic; any other
+// name is a column of its own after the built-in ones.
+func TestStatNamesTaken(t *testing.T) {
+	taken := append([]string{"theta", "phi", "xi"}, BuiltinColumns[:]...)
+	for _, name := range taken {
+		for _, cols := range [][]string{nil, {"std"}} {
+			cfg := DefaultConfig()
+			cfg.Stats, cfg.Columns = []string{"l1=sum(abs(g))", name + "=sum(g^2)"}, cols
+			want := fmt.Sprintf("--stat %q: %s is taken by a built-in column; give the statistic another name", name+"=sum(g^2)", name)
+			if err := cfg.Validate(); err == nil || err.Error() != want {
+				t.Errorf("--stat %s=… with --columns %q: %v, want %q", name, cols, err, want)
+			}
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Stats = []string{"l1=sum(abs(g))", "L1=sum(g)", "l1=max(abs(g))"}
+	want := `--stat "l1=max(abs(g))": l1 is taken by another statistic; give each statistic its own name`
+	if err := cfg.Validate(); err == nil || err.Error() != want {
+		t.Errorf("l1 twice: %v, want %q", err, want)
+	}
+	cfg.Stats = []string{"energy2=sum(g^2)", "Energy=sum(g^2)", "std_g=sum(g)", "maxg=max(g)"}
+	p, err := cfg.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(p.statNames, ","), "energy2,Energy,std_g,maxg"; got != want {
+		t.Errorf("statistics %q, want %q", got, want)
 	}
 }

@@ -180,26 +180,16 @@ func New(cfg Setup) (*Job, error) {
 }
 
 // skipFor is what a sweep that writes the built-in columns cols leaves
-// out of the response op's results (the statistics of f named like a
-// built-in column fill it, in place of the built-in one), and which
-// values of an output row of the graph its CSV shows (Job.written).
+// out of the response op's results, and which values of an output row
+// of the graph its CSV shows (Job.written): the built-in columns
+// written and every statistic of the user's.
 func skipFor(cols ColumnSet, f *ops.WaveletFormulas) (ops.WaveletSkip, []bool) {
 	var skip ops.WaveletSkip
-	var filled ColumnSet // built-in columns a statistic of the user's fills
-	written := make([]bool, 4)
+	written := append(make([]bool, 0, 4), cols[:]...)
 	if f != nil {
-		skip.Stats = make([]bool, len(f.Stats))
-		for k, st := range f.Stats {
-			i := builtinColumn(st.Name)
-			if i >= 0 {
-				filled[i] = true
-				skip.Stats[k] = !cols[i]
-			}
-			written = append(written, !skip.Stats[k])
+		for range f.Stats {
+			written = append(written, true)
 		}
-	}
-	for i := range written[:4] {
-		written[i] = cols[i] && !filled[i]
 	}
 	// energy and std are Σ G and Σ G²'s, max is max G; Σ ψ² is computed
 	// whatever is asked (with the product of spectra, or from the
@@ -546,7 +536,7 @@ func (w *Job) CSVBytes() (atLeast, likely int64) {
 
 // values writes combination i's CSV row into vals (one per column):
 // θ, φ, ξ, the built-in statistics written, then the user's, each in the
-// column place gives it (columns; −1: not written).
+// column place gives it (columns).
 func (w *Job) values(vals []float64, i int, place []int) {
 	st, c := w.Stats[i], w.cfg.Combos[i]
 	vals[0], vals[1], vals[2] = c.Theta, c.Phi, c.Xi
@@ -558,9 +548,7 @@ func (w *Job) values(vals []float64, i int, place []int) {
 		}
 	}
 	for k, col := range place {
-		if col >= 0 {
-			vals[col] = w.Extra[i][k]
-		}
+		vals[col] = w.Extra[i][k]
 	}
 }
 
@@ -571,26 +559,14 @@ func (w *Job) Header() string {
 }
 
 // columns names the CSV's columns and, per statistic of the user's, its
-// column: θ, φ, ξ, the built-in columns written, a statistic named like
-// one in its place (−1 when that column is left out), the others after
-// them.
+// column: θ, φ, ξ, the built-in columns written, then the user's
+// statistics (Parse refuses a statistic named like any of the others).
 func (w *Job) columns() (names []string, place []int) {
 	names = append([]string{"theta", "phi", "xi"}, w.cols.Names()...)
-	at := map[string]int{}
-	for i, n := range names {
-		at[n] = i
-	}
 	if f := w.cfg.Src.Formulas; f != nil {
 		for _, st := range f.Stats {
-			i, ok := at[st.Name]
-			switch {
-			case !ok && builtinColumn(st.Name) >= 0:
-				i = -1
-			case !ok:
-				i = len(names)
-				names = append(names, st.Name)
-			}
-			place = append(place, i)
+			place = append(place, len(names))
+			names = append(names, st.Name)
 		}
 	}
 	return names, place

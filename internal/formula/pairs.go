@@ -285,11 +285,7 @@ func (c *pairCompiler) scalar(n *Node, polyOf func(*Node) poly, scal map[*Node]*
 		return c.gb.num(n.Val), true
 	case n.Op == OpSum:
 		p := polyOf(n.Args[0])
-		m := c.gb.num(0)
-		for mono, coef := range p {
-			if coef == nil {
-				continue
-			}
+		term := func(mono int) *Node {
 			var s *Node
 			switch mono {
 			case mOne:
@@ -301,7 +297,27 @@ func (c *pairCompiler) scalar(n *Node, polyOf func(*Node) poly, scal map[*Node]*
 			case mAB:
 				s = c.gb.variable(0)
 			}
-			m = c.gb.op(OpAdd, m, c.gb.op(OpMul, coef, s))
+			return c.gb.op(OpMul, p[mono], s)
+		}
+		// Each monomial is added to its mirror image (a and b swapped)
+		// before the rest: a formula that is the same with a and b
+		// swapped then gives pair (i, j) and pair (j, i) the same bits,
+		// whichever image is the row.
+		m := c.gb.num(0)
+		for _, g := range [][]int{{mOne}, {mA, mB}, {mAA, mBB}, {mAB}} {
+			var s *Node
+			for _, mono := range g {
+				switch {
+				case p[mono] == nil:
+				case s == nil:
+					s = term(mono)
+				default:
+					s = c.gb.op(OpAdd, s, term(mono))
+				}
+			}
+			if s != nil {
+				m = c.gb.op(OpAdd, m, s)
+			}
 		}
 		return m, true
 	case n.Op.IsReduction() && n.Args[0].Bins > 0, n.Op.IsHistogram(), n.Bins > 0:

@@ -64,8 +64,9 @@ type PairData struct {
 	// U8 holds 8-bit images computed on exactly, in integers (the built-in
 	// metrics on the CPU; X32 and X64 are then nil and Dtype is the
 	// output's).
-	U8   *cpukern.U8Rows
-	norm []float64 // ‖x_j‖, for cosine
+	U8    *cpukern.U8Rows
+	norm  []float64 // ‖x_j‖, for cosine
+	rnorm []float64 // 1/‖x_j‖, for cosine on the CPU
 	// Float32 l2 on the packed matrix product (see centre): mu is the
 	// images' mean, the shift the product subtracts from every row it
 	// reads, and sq[j] = ‖x_j − mu‖²; both nil elsewhere. stale: the
@@ -75,7 +76,10 @@ type PairData struct {
 	sq       []float64
 	centring sync.Mutex
 	stale    bool
-	id       uint64
+	// batch: images [0, batch) are a batch and the others column images
+	// (SetBatch); 0: one set of images.
+	batch int
+	id    uint64
 	// packChecked: the images were not scanned for NaN and ±Inf up front
 	// (NewPairDataPacked); the packed matrix product checks each block's
 	// rows as it packs them, and bad holds the first block's error.
@@ -126,7 +130,7 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 			return p, nil
 		}
 	case MetricCosine:
-		p.norm = make([]float64, n)
+		p.norm, p.rnorm = make([]float64, n), make([]float64, n)
 	}
 	if err := scan(p, x, 0); err != nil {
 		return nil, err
@@ -143,7 +147,8 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 //
 // mu_k is column k's mean, summed in float64 over the images in order
 // (whatever the cores: every process holding the same images, a shard's
-// included, has the same mu, bit for bit), rounded to float32; for a
+// included, has the same mu, bit for bit; with SetBatch, the batch's sum
+// and the columns' added), rounded to float32; for a
 // column of whole numbers, to the nearest whole number, so that x − mu is
 // exact: images of whole numbers keep exact sums wherever they had them
 // unshifted, and more often, the shifted values being smaller.
@@ -156,27 +161,38 @@ func (p *PairData) centre() error {
 	// Columns in ranges of at least 256 and of 2^18 values, so that small
 	// images take one core rather than wait to wake others.
 	parallel.For(d, max(256, (1<<18)/n), func(lo, hi int) {
-		s := sum[lo:hi]
-		frac := make([]uint64, hi-lo) // 0 while the column's values are whole
-		some := true                  // some column may still be whole
-		for i := range n {
-			row := x[i*d+lo : i*d+hi]
-			s := s[:len(row)]
-			if !some { // most often from the second image on, for fractions
-				for k, v := range row {
-					s[k] += float64(v)
+		frac := make([]uint64, hi-lo)          // 0 while the column's values are whole
+		some := true                           // some column may still be whole
+		add := func(s []float64, r0, r1 int) { // rows [r0, r1) into s
+			for i := r0; i < r1; i++ {
+				row := x[i*d+lo : i*d+hi]
+				s := s[:len(row)]
+				if !some { // most often from the second image on, for fractions
+					for k, v := range row {
+						s[k] += float64(v)
+					}
+					continue
 				}
-				continue
+				frac := frac[:len(row)]
+				for k, v := range row {
+					f := float64(v)
+					s[k] += f
+					frac[k] |= math.Float64bits(f + roundMagic - roundMagic - f)
+				}
+				if i%8 == 0 {
+					some = slices.Contains(frac, 0)
+				}
 			}
-			frac := frac[:len(row)]
-			for k, v := range row {
-				f := float64(v)
-				s[k] += f
-				frac[k] |= math.Float64bits(f + roundMagic - roundMagic - f)
+		}
+		if b := p.batch; b > 0 && b < n { // the batch's sum, then the columns'
+			cols := make([]float64, hi-lo)
+			add(sum[lo:hi], 0, b)
+			add(cols, b, n)
+			for k, c := range cols {
+				sum[lo+k] += c
 			}
-			if i%8 == 0 {
-				some = slices.Contains(frac, 0)
-			}
+		} else {
+			add(sum[lo:hi], 0, n)
 		}
 		for k, f := range frac {
 			whole[lo+k] = f == 0
@@ -201,6 +217,21 @@ func (p *PairData) centre() error {
 	})
 	p.stale = false
 	return nil
+}
+
+// SetBatch says images [0, n) are a batch and the others column images
+// compared against it (a compiled affinity with column images). The mean
+// centre takes for float32 l2 is then the batch's sum and the columns'
+// sum, each in order, added, over N: column images that repeat the batch
+// double its sum exactly, so the mean, and every pair, are those of the
+// batch alone, bit for bit.
+func (p *PairData) SetBatch(n int) {
+	if n < 0 || n > p.N {
+		panic("pairwise: SetBatch outside [0, N]")
+	}
+	p.centring.Lock()
+	defer p.centring.Unlock()
+	p.batch, p.stale = n, p.mu != nil
 }
 
 // roundMagic, added to and taken from a float64 below 2^51 in size,
@@ -290,7 +321,7 @@ func (p *PairData) packedNonFinite(lo, m int) {
 
 // Bytes is the process memory the images take (none for mapped images).
 func (p *PairData) Bytes() int64 {
-	b := int64(8*len(p.norm) + 8*len(p.sq) + 4*len(p.mu))
+	b := int64(8*len(p.norm) + 8*len(p.rnorm) + 8*len(p.sq) + 4*len(p.mu))
 	if !p.Mapped {
 		b += int64(4*len(p.X32) + 8*len(p.X64))
 	}

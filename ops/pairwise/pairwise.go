@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"slices"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -109,13 +110,15 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	return op.finish()
 }
 
-// invNorm is 1/‖row‖, summed in float64.
-func invNorm[T float32 | float64](row []T) float64 {
+// norms is ‖row‖ and 1/‖row‖, summed in float64 in order as scan sums
+// an image's.
+func norms[T float32 | float64](row []T) (norm, inv float64) {
 	var ss float64
 	for _, v := range row {
 		ss += float64(v) * float64(v)
 	}
-	return 1 / math.Sqrt(ss)
+	norm = math.Sqrt(ss)
+	return norm, 1 / norm
 }
 
 // pairBlock fills columns [c0, N) of the block's first b rows. With
@@ -138,7 +141,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 		k = cpukern.L2
 	}
 	cosine := op.Metric == MetricCosine
-	norm := op.Data.norm
+	norm, rnorm := op.Data.norm, op.Data.rnorm
 	// Float32 l2 on the packed matrix product, as FAISS and BLAS-based
 	// tools do, −(‖x_i‖² + ‖x_j‖² − 2·x_i·x_j) with the norms in float64,
 	// but of the images less their mean mu (PairData.centre), subtracted
@@ -177,11 +180,15 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 			})
 		}
 		if l2 {
-			// Clamped at 0 (a squared distance, rounded), and the
-			// image's own column exactly 0, +0 as the direct kernels
-			// give it.
+			// Clamped at 0 (a squared distance, rounded), and exactly 0,
+			// +0 as the direct kernels give it, for the image's own
+			// column and for any image identical to the row's (same
+			// norm, then the same values): a pair is computed the same
+			// way whether its two images are one image or two copies,
+			// as when a batch is compared with column images that repeat
+			// it.
 			sq := op.Data.sq[c0:]
-			r32 := any(rows).([]float32)
+			r32, x32 := any(rows).([]float32), any(x).([]float32)
 			for i := lo; i < hi; i++ {
 				var si float64
 				diag := -1
@@ -190,9 +197,11 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 				} else {
 					si = centredSq(r32[i*dd:(i+1)*dd], mu)
 				}
+				row := r32[i*dd : (i+1)*dd]
 				o := out[i*n+c0 : (i+1)*n]
 				for j := range o {
-					if v := si + sq[j] - 2*float64(o[j]); v > 0 && j != diag {
+					if v := si + sq[j] - 2*float64(o[j]); v > 0 && j != diag &&
+						(sq[j] != si || !slices.Equal(row, x32[j*dd:(j+1)*dd])) {
 						o[j] = T(-v)
 					} else {
 						o[j] = 0
@@ -204,11 +213,17 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 		if !cosine {
 			return
 		}
+		// dot·(1/‖x_a‖)/‖x_b‖ with a the image of the smaller norm
+		// (1/‖x‖ the larger): the same whichever of the pair is the
+		// row, so that a pair below the diagonal, mirrored, is what its
+		// own row computes, and so are column images that repeat the
+		// rows.
+		norm, rnorm := norm[c0:], rnorm[c0:]
 		for i := lo; i < hi; i++ {
-			ri := invNorm(rows[i*dd : (i+1)*dd]) // padding rows are zero: Inf, discarded
+			ni, ri := norms(rows[i*dd : (i+1)*dd]) // padding rows are zero: Inf, discarded
 			o := out[i*n+c0 : (i+1)*n]
 			for j := range o {
-				o[j] = T(float64(o[j]) * ri / norm[c0+j])
+				o[j] = T(float64(o[j]) * max(ri, rnorm[j]) / max(ni, norm[j]))
 			}
 		}
 	})

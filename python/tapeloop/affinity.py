@@ -129,7 +129,8 @@ def affinity(X, metric=None, formula=None, params=None, topk=None, block=None, m
     """One-shot Affinity: the (N, N) matrix of X, (N, D) or (N, H, W) images
     (flattened), or with topk=K the pair (indices, values), each (N, K); with
     Y=, (C, D) or (C, H, W) column images, the (N, C) affinities of X's
-    images against Y's (Affinity's cols=C). X and Y are converted to dtype
+    images against Y's (Affinity's cols=C); Y=X gives the (N, N) matrix of X
+    alone, bit for bit. X and Y are converted to dtype
     once when they are not already C-contiguous arrays of it. block and
     mem_limit: as the CLI's --block and --mem-limit. shard=(i, n): the rows of
     shard i of n only, as a tapeloop.Shard (see Affinity)."""

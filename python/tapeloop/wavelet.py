@@ -90,8 +90,8 @@ class Wavelet(Compiled):
     turns too); stats: your own statistics of each response
     g (which may also read theta, phi, xi and a), a dict name → formula,
     e.g. {"l1": "sum(abs(g))", "wt_max": "max(g)/sqrt(xi^2 + 2*a^2)"} (or the CLI's
-    "name=formula" strings, one or a list), each an extra column (named like a built-in one,
-    it fills that column); params: their parameters; fail_on_nonfinite: a NaN
+    "name=formula" strings, one or a list), each an extra column with a name of its own (not
+    theta, phi, xi or a built-in column's); params: their parameters; fail_on_nonfinite: a NaN
     or infinite value of your kernel or statistics fails the call (default: it
     is kept as the value); columns: the built-in statistics to return, some
     of "energy", "std", "max", "wavelet_energy" (a list, or a comma-separated
@@ -130,9 +130,8 @@ class Wavelet(Compiled):
             raise Error(f"volume=: the array has shape {v.shape}, want a 3-D volume")
         stats = _stats(stats)
         # The kernel's Σ ψ² column, where a kernel of the user's may be 0
-        # everywhere (a statistic of the user's may take the column's name).
-        self._kernel_may_vanish = kernel is not None and not any(
-            s.split("=", 1)[0].strip() == "wavelet_energy" for s in stats or ())
+        # everywhere.
+        self._kernel_may_vanish = kernel is not None
         cfg = config(a=finite("a", a), boundary=boundary, kernel=kernel, reach=_reach(reach), indexing=indexing,
                      stats=stats,
                      params=params_of(params), fail_on_nonfinite=boolean("fail_on_nonfinite", fail_on_nonfinite),

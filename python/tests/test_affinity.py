@@ -188,6 +188,36 @@ def test_one_shot_against_columns():
         tapeloop.affinity(xr, Y=np.ones(3))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["normal", "offset", "uint8"])
+def test_y_equal_to_x_is_the_matrix_of_x(dtype, kind):
+    """affinity(X, Y=X) is affinity(X) bit for bit, for every metric and for
+    formulas (rewritten over dot products or not, symmetric or not), on
+    random images of odd sizes, with two identical images among them;
+    and the l2 of the two identical images is exactly 0, as NumPy's is."""
+    rng = np.random.default_rng()
+    if kind == "uint8":
+        X = rng.integers(0, 256, (37, 23), dtype=np.uint8)
+    else:
+        X = rng.standard_normal((37, 23)) * 3 + (1000 if kind == "offset" else 0)
+    X[11] = X[4]
+    for metric, formula, params, method in [("dot", None, None, None), ("cosine", None, None, None),
+                                            ("l1", None, None, None), ("l2", None, None, None),
+                                            (None, "-sum((a-b)^2)", None, "auto"),
+                                            (None, "-sum((a-b)^2)", None, "direct"),
+                                            (None, FORMULA, {"s": 20.0}, "auto"),
+                                            (None, "sum(a*b)/sqrt(sum(a^2))/sqrt(sum(b^2))", None, "auto"),
+                                            (None, "sum(min(a,b))/sum(max(a,b)) - sum(a)", None, "auto")]:
+        kw = dict(metric=metric, formula=formula, params=params, method=method, dtype=dtype)
+        alone, against = tapeloop.affinity(X, **kw), tapeloop.affinity(X, Y=X, **kw)
+        assert np.array_equal(alone, against), (metric, formula, np.abs(alone - against).max())
+        for block in (5, 16):  # several blocks: the pairs below the diagonal are mirrored
+            assert np.array_equal(tapeloop.affinity(X, block=block, **kw), tapeloop.affinity(X, Y=X, block=block, **kw))
+        if metric in ("l1", "l2"):
+            assert alone[4, 11] == alone[11, 4] == 0 and np.all(np.diag(alone) == 0)
+            np.testing.assert_allclose(alone, reference(X.astype(dtype), metric), rtol=1e-4, atol=1e-2)
+
+
 def test_thousand_calls_flat_memory():
     x = np.random.default_rng().standard_normal((64, 1024)).astype(np.float32)
     with tapeloop.Affinity(shape=x.shape) as r:

@@ -44,9 +44,9 @@ def test_same_as_cli(tmp_path, boundary):
     rng = np.random.default_rng()
     v = rng.standard_normal((13, 11, 9))  # float64: the CLI and the object both round it to float32
     np.save(tmp_path / "v.npy", v)
-    a, stats = 0.9, {"l1": "sum(abs(g))", "energy": "sum(g^2)"}
+    a, stats = 0.9, {"l1": "sum(abs(g))", "e2": "sum(g^2)"}
     with tapeloop.Wavelet(v, a=a, boundary=boundary, stats=stats, batch=3) as w:
-        assert w.columns == ("theta", "phi", "xi", "energy", "std", "max", "wavelet_energy", "l1")
+        assert w.columns == ("theta", "phi", "xi", "energy", "std", "max", "wavelet_energy", "l1", "e2")
         first = None
         for k, sweep in enumerate(SWEEPS):
             want = cli_csv(tmp_path, tmp_path / "v.npy", sweep, a, boundary, stats)
@@ -115,17 +115,17 @@ def test_numpy_reference_wrap():
 @pytest.mark.parametrize("boundary", ["reflect", "wrap"])
 def test_columns(tmp_path, boundary):
     """columns= returns those built-in columns, in the CSV's order, with the
-    numbers of the full call bit for bit (and of the CLI's --columns); a
-    statistic named like a left-out column is left out with it."""
+    numbers of the full call bit for bit (and of the CLI's --columns); the
+    user's statistics are returned whatever the columns."""
     rng = np.random.default_rng()
     v = rng.standard_normal((11, 9, 13))
     sweep = ([0.0, 0.7], [0.3], [1.0, 2.5])
-    stats = {"l1": "sum(abs(g))", "max": "max(g)*2"}
+    stats = {"l1": "sum(abs(g))", "m2": "max(g)*2"}
     full = tapeloop.wavelet(v, *sweep, boundary=boundary, stats=stats)
-    for cols, names in [(["energy", "std"], ["energy", "std", "l1"]),
-                        ("std,energy", ["energy", "std", "l1"]),
-                        (["max"], ["max", "l1"]),
-                        (["wavelet_energy", "l1", "theta"], ["wavelet_energy", "l1"])]:
+    for cols, names in [(["energy", "std"], ["energy", "std", "l1", "m2"]),
+                        ("std,energy", ["energy", "std", "l1", "m2"]),
+                        (["max"], ["max", "l1", "m2"]),
+                        (["wavelet_energy", "l1", "theta"], ["wavelet_energy", "l1", "m2"])]:
         got = tapeloop.wavelet(v, *sweep, boundary=boundary, stats=stats, columns=cols)
         assert list(got) == ["theta", "phi", "xi", *names], cols
         for name, col in got.items():
@@ -135,10 +135,10 @@ def test_columns(tmp_path, boundary):
         theta, phi, xi = (",".join(repr(float(x)) for x in vals) for vals in sweep)
         out = tmp_path / "s.csv"
         subprocess.run([CLI, "wavelet", "--volume", str(tmp_path / "v.npy"), f"--theta={theta}", f"--phi={phi}", f"--xi={xi}",
-                        "--boundary", boundary, "--columns", "std,energy", "--stat", "l1=sum(abs(g))", "--stat", "max=max(g)*2",
+                        "--boundary", boundary, "--columns", "std,energy", "--stat", "l1=sum(abs(g))", "--stat", "m2=max(g)*2",
                         "--out", str(out), "--quiet"], check=True, capture_output=True)
         header, *rows = out.read_text().splitlines()
-        assert header == "theta,phi,xi,energy,std,l1"
+        assert header == "theta,phi,xi,energy,std,l1,m2"
         values = np.array([[float(f) for f in r.split(",")] for r in rows])
         for i, name in enumerate(header.split(",")):
             np.testing.assert_array_equal(values[:, i], full[name], err_msg=name)
@@ -150,6 +150,26 @@ def test_columns(tmp_path, boundary):
                      (5, r"^columns=5: want a list of column names")]:
         with pytest.raises(tapeloop.Error, match=msg):
             tapeloop.Wavelet(v, boundary=boundary, columns=bad)
+
+
+@pytest.mark.parametrize("name", ["energy", "std", "max", "wavelet_energy", "theta", "phi", "xi"])
+def test_stat_named_like_a_column_is_refused(name):
+    """A statistic may not take the name of a column the sweep writes itself
+    (whether columns= returns it or not), given as a dict or as the CLI's
+    name=formula text; nor one name twice."""
+    v = np.random.default_rng().standard_normal((7, 5, 9))
+    msg = rf'^stats= "{name}=sum\(g\)": {name} is taken by a built-in column; give the statistic another name$'
+    for stats in [{name: "sum(g)"}, f"{name}=sum(g)", ["l1=sum(abs(g))", f"{name}=sum(g)"]]:
+        for columns in [None, ["std"]]:
+            with pytest.raises(tapeloop.Error, match=msg):
+                tapeloop.Wavelet(v, stats=stats, columns=columns)
+    with pytest.raises(tapeloop.Error, match=msg):
+        tapeloop.wavelet(v, 0, 0, 1, stats={name: "sum(g)"})
+    with pytest.raises(tapeloop.Error, match=r'^stats= "l1=max\(g\)": l1 is taken by another statistic'):
+        tapeloop.Wavelet(v, stats=["l1=sum(abs(g))", "l1=max(g)"])
+    got = tapeloop.wavelet(v, 0, 0, 1, stats={name + "2": "sum(g^2)"})
+    assert list(got)[-1] == name + "2"
+    np.testing.assert_allclose(got[name + "2"], got["energy"], rtol=1e-6)
 
 
 def test_bad_input_is_the_cli_message(tmp_path):
