@@ -295,7 +295,8 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 	} else {
 		q = &UniformQueries{N: s.Points, Lo: s.A, Hi: s.A + float64(g-1)*dx, Seed: s.Seed}
 	}
-	cfg := interp.Setup{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: q, FailOnNonFinite: s.FailOnNonFinite}
+	cfg := interp.Setup{Table: tab, Reduce: reduce, Method: method, Dtype: dt, Queries: q, FailOnNonFinite: s.FailOnNonFinite,
+		SetUp: sysmem.Mul(int64(m), int64(g), 8)}
 	if fx != nil {
 		if cfg.Formula, err = ops.NewInterpFormula(fx, m); err != nil {
 			return nil, err

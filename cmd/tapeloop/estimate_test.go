@@ -66,8 +66,8 @@ func TestEstimatedPeakRSS(t *testing.T) {
 		ratio := float64(r.Peak) / float64(r.Estimate)
 		mib := func(b int64) float64 { return float64(b) / (1 << 20) }
 		t.Logf("%-36s %10.1f %10.1f %10.1f %10.1f %6.2f", c.name, mib(r.Planned), mib(r.Baseline), mib(r.Estimate), mib(r.Peak), ratio)
-		if r.Estimate != r.Planned+r.Baseline || r.Baseline <= 0 {
-			t.Errorf("%s: estimate %d is not the planned %d and the baseline %d", c.name, r.Estimate, r.Planned, r.Baseline)
+		if r.Estimate < r.Planned+r.Baseline || r.Baseline <= 0 {
+			t.Errorf("%s: estimate %d is below the planned %d and the baseline %d", c.name, r.Estimate, r.Planned, r.Baseline)
 		}
 		if r.Peak <= 0 || ratio < 1/1.5 || ratio > 1.5 {
 			t.Errorf("%s: peak RSS %d B against an estimate of %d B: ratio %.2f, want within [0.67, 1.5]", c.name, r.Peak, r.Estimate, ratio)

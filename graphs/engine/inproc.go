@@ -63,7 +63,7 @@ func NewSession(w Workload, dev *Device, perCall bool) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan = plan.withBaseline(baselineOr(dev.run.Baseline))
+	plan = plan.withBaseline(baselineOr(dev.run.Baseline), w)
 	prog, err := Compile(w, plan.Batch)
 	if err != nil {
 		return nil, err

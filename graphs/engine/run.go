@@ -123,7 +123,7 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan = plan.withBaseline(baselineOr(cfg.Baseline))
+	plan = plan.withBaseline(baselineOr(cfg.Baseline), job)
 	if cfg.Verbose {
 		plan.Print(log)
 	}

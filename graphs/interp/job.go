@@ -70,7 +70,14 @@ type Setup struct {
 	// FailOnNonFinite makes a NaN or infinite result of it an error.
 	Formula         *ops.InterpFormula
 	FailOnNonFinite bool
+	// SetUp is the memory the table took as read (its float64 values),
+	// freed before the run but still the process's: the plan's estimate
+	// of the peak resident set counts it.
+	SetUp int64
 }
+
+// SetUpBytes is Setup.SetUp (engine.SetUpHolder).
+func (w *Job) SetUpBytes() int64 { return w.cfg.SetUp }
 
 // Job is the interpolation workload as an engine.Job.
 type Job struct {
