@@ -175,7 +175,10 @@ type FxState[T float32 | float64] struct {
 	Regs    []float64
 	scratch []T
 	vbuf    []T
-	ip, op  []unsafe.Pointer // the inputs' and outputs' addresses, for C
+	// The inputs' and outputs' addresses, for C, in C memory: only the
+	// arrays they point into are pinned, and a Pinner holds five objects
+	// without allocating.
+	ip, op []unsafe.Pointer
 }
 
 // NewFxState makes working memory for p.
@@ -184,7 +187,11 @@ func NewFxState[T float32 | float64](p *FxProgram) *FxState[T] {
 	s := &FxState[T]{p: p, Regs: make([]float64, max(len(p.Regs), 1))}
 	copy(s.Regs, p.Regs)
 	s.scratch = make([]T, max(p.Slots, 1)*FxChunk)
-	s.ip, s.op = make([]unsafe.Pointer, max(p.Inputs, 1)), make([]unsafe.Pointer, max(p.Outputs, 1))
+	ni, no := max(p.Inputs, 1), max(p.Outputs, 1)
+	ptrs := C.calloc(C.size_t(ni+no), C.size_t(unsafe.Sizeof(unsafe.Pointer(nil))))
+	all := unsafe.Slice((*unsafe.Pointer)(ptrs), ni+no)
+	s.ip, s.op = all[:ni:ni], all[ni:]
+	runtime.AddCleanup(s, func(p unsafe.Pointer) { C.free(p) }, ptrs)
 	return s
 }
 
@@ -223,8 +230,6 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 			op[i] = unsafe.Pointer(&x[0])
 		}
 	}
-	pin.Pin(&ip[0])
-	pin.Pin(&op[0])
 	switch sc := any(s.scratch).(type) {
 	case []float32:
 		C.tl_fx_run_f32(p.prog(), C.int64_t(n), (**C.float)(unsafe.Pointer(&ip[0])), (**C.float)(unsafe.Pointer(&op[0])),
