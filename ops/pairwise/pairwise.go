@@ -109,13 +109,13 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	return op.finish()
 }
 
-// invNorm is 1/‖row‖, summed in float64.
-func invNorm[T float32 | float64](row []T) float64 {
+// rowNorm is ‖row‖, summed in float64 in order, as PairData's norms.
+func rowNorm[T float32 | float64](row []T) float64 {
 	var ss float64
 	for _, v := range row {
 		ss += float64(v) * float64(v)
 	}
-	return 1 / math.Sqrt(ss)
+	return math.Sqrt(ss)
 }
 
 // pairBlock fills columns [c0, N) of the block's first b rows. With
@@ -204,11 +204,15 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 		if !cosine {
 			return
 		}
+		// dot/(‖x_i‖·‖x_j‖): the same bits for (i, j) and (j, i), the
+		// dot products being symmetric, so that a pair mirrored in a
+		// symmetric run is the pair computed in a shard's rows; and the
+		// same for copies of an image, wherever they are.
 		for i := lo; i < hi; i++ {
-			ri := invNorm(rows[i*dd : (i+1)*dd]) // padding rows are zero: Inf, discarded
+			ni := rowNorm(rows[i*dd : (i+1)*dd]) // padding rows are zero: NaN, discarded
 			o := out[i*n+c0 : (i+1)*n]
 			for j := range o {
-				o[j] = T(float64(o[j]) * ri / norm[c0+j])
+				o[j] = T(float64(o[j]) / (ni * norm[c0+j]))
 			}
 		}
 	})
