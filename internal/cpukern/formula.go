@@ -199,7 +199,8 @@ func NewFxState[T float32 | float64](p *FxProgram) *FxState[T] {
 func (s *FxState[T]) Reset() { copy(s.Regs, s.p.Regs) }
 
 // Run evaluates the program over n elements of the inputs (each at least
-// n long), writing its outputs (each at least n long). The registers keep
+// n long, or one value: the same for every element, for any of the first
+// 64 inputs), writing its outputs (each at least n long). The registers keep
 // what the program left (a reducing program's result in Result).
 func (s *FxState[T]) Run(n int, in, out [][]T) {
 	p := s.p
@@ -212,8 +213,11 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	ip, op := s.ip, s.op
+	var bcast uint64
 	for i, x := range in {
-		if len(x) < n {
+		if len(x) == 1 && n > 1 && i < 64 {
+			bcast |= 1 << i
+		} else if len(x) < n {
 			panic("cpukern: formula input shorter than n")
 		}
 		if len(x) > 0 {
@@ -233,10 +237,10 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 	switch sc := any(s.scratch).(type) {
 	case []float32:
 		C.tl_fx_run_f32(p.prog(), C.int64_t(n), (**C.float)(unsafe.Pointer(&ip[0])), (**C.float)(unsafe.Pointer(&op[0])),
-			(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
+			(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]), C.uint64_t(bcast))
 	case []float64:
 		C.tl_fx_run_f64(p.prog(), C.int64_t(n), (**C.double)(unsafe.Pointer(&ip[0])), (**C.double)(unsafe.Pointer(&op[0])),
-			(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
+			(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]), C.uint64_t(bcast))
 	}
 }
 

@@ -114,7 +114,7 @@ func (pf *PairFormula) String() string {
 type pairStates[T float32 | float64] struct {
 	pair, product *cpukern.FxState[T]
 	ra            []float64
-	own           [][]T // Product's: per row value, the row's own repeated
+	own           [][]T // Product's: per row value, the row's own (one value, broadcast)
 	in, outs      [][]T
 }
 
@@ -129,6 +129,9 @@ func getStates[T float32 | float64](pf *PairFormula) *pairStates[T] {
 	} else {
 		s.product = cpukern.NewFxState[T](pf.Plan.Product)
 		s.own, s.in, s.outs = make([][]T, nr), make([][]T, 1+2*nr), make([][]T, 1)
+		for k := range s.own {
+			s.own[k] = make([]T, 1)
+		}
 	}
 	return s
 }
@@ -137,7 +140,8 @@ func getStates[T float32 | float64](pf *PairFormula) *pairStates[T] {
 // [c0, N)) into the formula's values in out, the rows images idx[0], ….
 //
 // Product computes each element alike from its own inputs (the dot
-// product, the column's row values, the row's own, each a vector), so a
+// product, the column's row values, the row's own, each a vector: the
+// row's given as one value, broadcast by the evaluator), so a
 // pair's value does not depend on where it sits. With a symmetric formula
 // the image of smaller index is always given the row's part: the columns
 // left of the row's own image, computed in another block's rows or in a
@@ -158,14 +162,7 @@ func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float
 				split = min(max(img, c0), n)
 			}
 			for k := range nr {
-				if cap(own[k]) < n {
-					own[k] = make([]T, n)
-				}
-				own[k] = own[k][:max(split-c0, n-split)]
-				v := T(pf.rowVals[img*nr+k])
-				for j := range own[k] {
-					own[k][j] = v
-				}
+				own[k][0] = T(pf.rowVals[img*nr+k])
 			}
 			st.product.Reset()
 			st.run(nr, c0, split, true, blk[i*n:(i+1)*n], out[i*n:(i+1)*n], cols)
@@ -185,7 +182,7 @@ func (st *pairStates[T]) run(nr, from, to int, swap bool, blk, out []T, cols [][
 	}
 	st.in[0] = blk[from:to]
 	for k := range nr {
-		col, mine := cols[k][from:to], st.own[k][:to-from]
+		col, mine := cols[k][from:to], st.own[k] // one value: the same for every column
 		if swap {
 			col, mine = mine, col
 		}
