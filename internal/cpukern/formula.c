@@ -201,12 +201,12 @@ static void tl_fx_bins(tl_fx_ins x, tl_fx_ins y, double *s) {
 #endif
 
 void tl_fx_run_f32(const tl_fx_prog *p, int64_t n, const float *const *in, float *const *out, double *s,
-                   float *scratch) {
-  PICK(run, f32, (p, n, in, out, s, scratch))
+                   float *scratch, uint64_t bcast) {
+  PICK(run, f32, (p, n, in, out, s, scratch, bcast))
 }
 void tl_fx_run_f64(const tl_fx_prog *p, int64_t n, const double *const *in, double *const *out, double *s,
-                   double *scratch) {
-  PICK(run, f64, (p, n, in, out, s, scratch))
+                   double *scratch, uint64_t bcast) {
+  PICK(run, f64, (p, n, in, out, s, scratch, bcast))
 }
 void tl_fx_pairs_f32(const tl_fx_prog *p, int64_t m, int64_t n, int64_t d, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *out, int64_t ldo, const double *ra,

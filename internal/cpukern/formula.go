@@ -175,7 +175,10 @@ type FxState[T float32 | float64] struct {
 	Regs    []float64
 	scratch []T
 	vbuf    []T
-	ip, op  []unsafe.Pointer // the inputs' and outputs' addresses, for C
+	// The inputs' and outputs' addresses, for C, in C memory: only the
+	// arrays they point into are pinned, and a Pinner holds five objects
+	// without allocating.
+	ip, op []unsafe.Pointer
 }
 
 // NewFxState makes working memory for p.
@@ -184,7 +187,11 @@ func NewFxState[T float32 | float64](p *FxProgram) *FxState[T] {
 	s := &FxState[T]{p: p, Regs: make([]float64, max(len(p.Regs), 1))}
 	copy(s.Regs, p.Regs)
 	s.scratch = make([]T, max(p.Slots, 1)*FxChunk)
-	s.ip, s.op = make([]unsafe.Pointer, max(p.Inputs, 1)), make([]unsafe.Pointer, max(p.Outputs, 1))
+	ni, no := max(p.Inputs, 1), max(p.Outputs, 1)
+	ptrs := C.calloc(C.size_t(ni+no), C.size_t(unsafe.Sizeof(unsafe.Pointer(nil))))
+	all := unsafe.Slice((*unsafe.Pointer)(ptrs), ni+no)
+	s.ip, s.op = all[:ni:ni], all[ni:]
+	runtime.AddCleanup(s, func(p unsafe.Pointer) { C.free(p) }, ptrs)
 	return s
 }
 
@@ -192,7 +199,8 @@ func NewFxState[T float32 | float64](p *FxProgram) *FxState[T] {
 func (s *FxState[T]) Reset() { copy(s.Regs, s.p.Regs) }
 
 // Run evaluates the program over n elements of the inputs (each at least
-// n long), writing its outputs (each at least n long). The registers keep
+// n long, or one value: the same for every element, for any of the first
+// 64 inputs), writing its outputs (each at least n long). The registers keep
 // what the program left (a reducing program's result in Result).
 func (s *FxState[T]) Run(n int, in, out [][]T) {
 	p := s.p
@@ -205,8 +213,11 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	ip, op := s.ip, s.op
+	var bcast uint64
 	for i, x := range in {
-		if len(x) < n {
+		if len(x) == 1 && n > 1 && i < 64 {
+			bcast |= 1 << i
+		} else if len(x) < n {
 			panic("cpukern: formula input shorter than n")
 		}
 		if len(x) > 0 {
@@ -223,15 +234,13 @@ func (s *FxState[T]) Run(n int, in, out [][]T) {
 			op[i] = unsafe.Pointer(&x[0])
 		}
 	}
-	pin.Pin(&ip[0])
-	pin.Pin(&op[0])
 	switch sc := any(s.scratch).(type) {
 	case []float32:
 		C.tl_fx_run_f32(p.prog(), C.int64_t(n), (**C.float)(unsafe.Pointer(&ip[0])), (**C.float)(unsafe.Pointer(&op[0])),
-			(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]))
+			(*C.double)(&s.Regs[0]), (*C.float)(&sc[0]), C.uint64_t(bcast))
 	case []float64:
 		C.tl_fx_run_f64(p.prog(), C.int64_t(n), (**C.double)(unsafe.Pointer(&ip[0])), (**C.double)(unsafe.Pointer(&op[0])),
-			(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]))
+			(*C.double)(&s.Regs[0]), (*C.double)(&sc[0]), C.uint64_t(bcast))
 	}
 }
 

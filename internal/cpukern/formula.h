@@ -50,11 +50,13 @@ typedef struct {
 #define TL_FX_CHUNK 512
 
 // tl_fx_run_*: runs p over n elements of the inputs in[k], writing the
-// outputs out[k]; s holds the registers (inputs and constants set).
+// outputs out[k]; s holds the registers (inputs and constants set). An
+// input k < 64 with bit k of bcast set is one value, in[k][0], for every
+// element.
 void tl_fx_run_f32(const tl_fx_prog *p, int64_t n, const float *const *in, float *const *out, double *s,
-                   float *scratch);
+                   float *scratch, uint64_t bcast);
 void tl_fx_run_f64(const tl_fx_prog *p, int64_t n, const double *const *in, double *const *out, double *s,
-                   double *scratch);
+                   double *scratch, uint64_t bcast);
 
 // tl_fx_stream_*: a reducing program over a vector given in pieces: for
 // each block bi in order, tl_fx_stream_begin, then for a vector block

@@ -165,14 +165,23 @@ static void SFX(prologue)(tl_fx_ins x, double *s, T *const *ptr) {
 }
 
 // feed runs the body of vector block bi over n elements of the inputs
-// in[k], writing the outputs out[k] from element off on.
+// in[k], writing the outputs out[k] from element off on. An input k with
+// bit k of bcast set is one value, in[k][0], the same for every element.
 static void SFX(feed)(const tl_fx_prog *p, int32_t bi, int64_t n, const T *const *in, T *const *out, int64_t off0,
-                      double *s, T *scratch, T **ptr) {
+                      double *s, T *scratch, T **ptr, uint64_t bcast) {
   const int32_t *bk = p->blocks + 5 * bi;
+  for (int32_t k = 0; k < p->nin && k < 64; k++)
+    if (bcast >> k & 1) { // a whole chunk of it, read in place of the input's
+      T *q = scratch + (int64_t)k * TL_FX_CHUNK;
+      const T v = in[k][0];
+      for (int j = 0; j < TL_FX_CHUNK; j++) q[j] = v;
+    }
   for (int64_t off = 0; off < n; off += TL_FX_CHUNK) {
     int64_t nn = n - off < TL_FX_CHUNK ? n - off : TL_FX_CHUNK;
     for (int32_t k = 0; k < p->nin; k++) {
-      if (nn == TL_FX_CHUNK) {
+      if (k < 64 && bcast >> k & 1) {
+        ptr[k] = scratch + (int64_t)k * TL_FX_CHUNK;
+      } else if (nn == TL_FX_CHUNK) {
         ptr[k] = (T *)in[k] + off;
       } else { // the last, short chunk: a padded copy, so whole vectors can be read
         ptr[k] = scratch + (int64_t)k * TL_FX_CHUNK;
@@ -198,12 +207,13 @@ static void SFX(slots)(const tl_fx_prog *p, T *scratch, T **ptr) {
   for (int32_t k = 0; k < p->nslot; k++) ptr[k] = scratch + (int64_t)k * TL_FX_CHUNK;
 }
 
-void SFX(run)(const tl_fx_prog *p, int64_t n, const T *const *in, T *const *out, double *s, T *scratch) {
+void SFX(run)(const tl_fx_prog *p, int64_t n, const T *const *in, T *const *out, double *s, T *scratch,
+              uint64_t bcast) {
   T *ptr[p->nslot > 0 ? p->nslot : 1];
   SFX(slots)(p, scratch, ptr);
   for (int32_t bi = 0; bi < p->nblocks; bi++) {
     SFX(begin)(p, bi, s, ptr);
-    if (p->blocks[5 * bi]) SFX(feed)(p, bi, n, in, out, 0, s, scratch, ptr);
+    if (p->blocks[5 * bi]) SFX(feed)(p, bi, n, in, out, 0, s, scratch, ptr, bcast);
   }
 }
 
@@ -216,7 +226,7 @@ void SFX(stream_begin)(const tl_fx_prog *p, int32_t bi, double *s, T *scratch) {
 void SFX(stream_feed)(const tl_fx_prog *p, int32_t bi, int64_t n, const T *const *in, double *s, T *scratch) {
   T *ptr[p->nslot > 0 ? p->nslot : 1];
   SFX(slots)(p, scratch, ptr);
-  SFX(feed)(p, bi, n, in, NULL, 0, s, scratch, ptr);
+  SFX(feed)(p, bi, n, in, NULL, 0, s, scratch, ptr, 0);
 }
 
 // pairs_tiled is pairs for a program with one vector block: a tile of
@@ -310,7 +320,7 @@ void SFX(pairs)(const tl_fx_prog *p, int64_t m, int64_t n, int64_t d, const T *a
       for (int64_t j = jb; j < je; j++) {
         for (int64_t r = 0; r < nr; r++) s[nr + r] = rb[j * nr + r];
         const T *in[2] = {a + i * lda, b + j * ldb};
-        SFX(run)(p, d, in, NULL, s, scratch);
+        SFX(run)(p, d, in, NULL, s, scratch, 0);
         out[i * ldo + j] = (T)s[p->result];
       }
     }
@@ -325,7 +335,7 @@ void SFX(interp)(const tl_fx_prog *p, int64_t nq, int64_t m, const int32_t *star
     for (int64_t j = 0; j < m; j++) vbuf[j] = w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j];
     s[0] = (double)x[q];
     const T *in[1] = {vbuf};
-    SFX(run)(p, m, in, NULL, s, scratch);
+    SFX(run)(p, m, in, NULL, s, scratch, 0);
     out[q] = (T)s[p->result];
   }
 }

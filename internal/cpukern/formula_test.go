@@ -266,3 +266,41 @@ func TestFormulaPairs(t *testing.T) {
 		}
 	}
 }
+
+// An input of one value is the same value for every element: the bits
+// of the input repeated, over whole and short chunks, every instruction
+// set.
+func TestFormulaBroadcastInput(t *testing.T) {
+	top := tl()
+	defer limitISA(top)
+	// (a·b + c)/b then exp: inputs a and c broadcast in turn.
+	p := &FxProgram{Inputs: 3, Slots: 4, Outputs: 1, Regs: []float64{0},
+		Blocks: []FxBlock{{Vector: true, Body: []FxIns{{Op: FxMul, Dst: 3, A: 0, B: 1}, {Op: FxAdd, Dst: 3, A: 3, B: 2},
+			{Op: FxDiv, Dst: 3, A: 3, B: 1}, {Op: FxExp, Dst: 3, A: 3}, {Op: FxStore, Dst: 0, A: 3}}}}}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for isa := top; isa >= isaBase; isa-- {
+		limitISA(isa)
+		for _, n := range []int{2, 7, FxChunk, FxChunk + 13, 3*FxChunk - 1} {
+			b := make([]float32, n)
+			for i := range b {
+				b[i] = float32(rng.NormFloat64())
+			}
+			va, vc := float32(rng.NormFloat64()), float32(rng.NormFloat64())
+			full := func(v float32) []float32 {
+				s := make([]float32, n)
+				for i := range s {
+					s[i] = v
+				}
+				return s
+			}
+			want, got := make([]float32, n), make([]float32, n)
+			NewFxState[float32](p).Run(n, [][]float32{full(va), b, full(vc)}, [][]float32{want})
+			NewFxState[float32](p).Run(n, [][]float32{{va}, b, {vc}}, [][]float32{got})
+			for i := range n {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("isa %d n %d [%d]: %v, want %v", isa, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -25,8 +25,14 @@ var PairVars = []Var{
 // it expands into Σa·b, Σa², Σb², Σa, Σb and the length, and the pair's
 // value needs only the dot products: Product is then a program over one
 // row of a matrix of dot products (input slot 0, the columns' row values
-// in slots 1 … NRow, the row's own in registers 0 … NRow−1), run after
-// the dot-product kernel. Otherwise Pair evaluates the formula over both
+// in slots 1 … NRow, the row's own in slots NRow+1 … 2·NRow, each a
+// vector like the others), run after the dot-product kernel. Every
+// operation of Product is elementwise in the element type (no number is
+// computed aside in float64), so a pair's value is a function of its own
+// inputs only, the same at every place in the vector; for a symmetric
+// formula the caller may give a pair's two images either role, e.g. the
+// smaller index always the row's, and get the same bits from every
+// block, shard or orientation. Otherwise Pair evaluates the formula over both
 // images of every pair (inputs a and b; registers 0 … NRow−1 the first
 // image's row values, NRow … 2·NRow−1 the second's).
 type PairPlan struct {
@@ -420,12 +426,15 @@ func (c *pairCompiler) rowOf(src string) int {
 }
 
 // rowNode is the product graph's variable for row value k of side (0: the
-// row's own image, a number; 1: the columns', a vector).
+// row's own image, 1: the columns'). Both are vectors: were the row's a
+// number, what is computed of it alone would run once, in float64, and
+// its twin over the columns elementwise in the element type, and a pair's
+// value would depend on which of its images is the row.
 func (c *pairCompiler) rowNode(k, side int) *Node {
 	if n, ok := c.gRow[[2]int{k, side}]; ok {
 		return n
 	}
-	c.gb.vars = append(c.gb.vars, Var{Name: fmt.Sprintf("row%d%s", k, "ab"[side:side+1]), Vector: side == 1})
+	c.gb.vars = append(c.gb.vars, Var{Name: fmt.Sprintf("row%d%s", k, "ab"[side:side+1]), Vector: true})
 	n := c.gb.variable(len(c.gb.vars) - 1)
 	c.gRow[[2]int{k, side}] = n
 	return n

@@ -64,9 +64,8 @@ type PairData struct {
 	// U8 holds 8-bit images computed on exactly, in integers (the built-in
 	// metrics on the CPU; X32 and X64 are then nil and Dtype is the
 	// output's).
-	U8    *cpukern.U8Rows
-	norm  []float64 // ‖x_j‖, for cosine
-	rnorm []float64 // 1/‖x_j‖, for cosine on the CPU
+	U8   *cpukern.U8Rows
+	norm []float64 // ‖x_j‖, for cosine
 	// Float32 l2 on the packed matrix product (see centre): mu is the
 	// images' mean, the shift the product subtracts from every row it
 	// reads, and sq[j] = ‖x_j − mu‖²; both nil elsewhere. stale: the
@@ -130,7 +129,7 @@ func NewPairData[T float32 | float64](x []T, n, d int, metric Metric) (*PairData
 			return p, nil
 		}
 	case MetricCosine:
-		p.norm, p.rnorm = make([]float64, n), make([]float64, n)
+		p.norm = make([]float64, n)
 	}
 	if err := scan(p, x, 0); err != nil {
 		return nil, err
@@ -321,7 +320,7 @@ func (p *PairData) packedNonFinite(lo, m int) {
 
 // Bytes is the process memory the images take (none for mapped images).
 func (p *PairData) Bytes() int64 {
-	b := int64(8*len(p.norm) + 8*len(p.rnorm) + 8*len(p.sq) + 4*len(p.mu))
+	b := int64(8*len(p.norm) + 8*len(p.sq) + 4*len(p.mu))
 	if !p.Mapped {
 		b += int64(4*len(p.X32) + 8*len(p.X64))
 	}

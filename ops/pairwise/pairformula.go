@@ -114,46 +114,82 @@ func (pf *PairFormula) String() string {
 type pairStates[T float32 | float64] struct {
 	pair, product *cpukern.FxState[T]
 	ra            []float64
+	own           [][]T // Product's: per row value, the row's own (one value, broadcast)
+	in, outs      [][]T
 }
 
 func getStates[T float32 | float64](pf *PairFormula) *pairStates[T] {
 	if s, ok := pf.states.Get().(*pairStates[T]); ok {
 		return s
 	}
-	s := &pairStates[T]{ra: make([]float64, rowChunk*pf.Plan.NRow())}
+	nr := pf.Plan.NRow()
+	s := &pairStates[T]{ra: make([]float64, rowChunk*nr)}
 	if pf.Plan.Pair != nil {
 		s.pair = cpukern.NewFxState[T](pf.Plan.Pair)
 	} else {
 		s.product = cpukern.NewFxState[T](pf.Plan.Product)
+		s.own, s.in, s.outs = make([][]T, nr), make([][]T, 1+2*nr), make([][]T, 1)
+		for k := range s.own {
+			s.own[k] = make([]T, 1)
+		}
 	}
 	return s
 }
 
 // productRows turns rows [0, b) of a block of dot products (columns
 // [c0, N)) into the formula's values in out, the rows images idx[0], ….
+//
+// Product computes each element alike from its own inputs (the dot
+// product, the column's row values, the row's own, each a vector: the
+// row's given as one value, broadcast by the evaluator), so a
+// pair's value does not depend on where it sits. With a symmetric formula
+// the image of smaller index is always given the row's part: the columns
+// left of the row's own image, computed in another block's rows or in a
+// shard's whole rows, get the column's values as the row's and the row's
+// as theirs. Pair (i, j) is then computed as (min, max) wherever it is,
+// the same bits as its mirror image (j, i).
 func productRows[T float32 | float64](pf *PairFormula, c0, b, n int, idx []float64, blk, out []T, cols [][]T, upper bool) {
 	nr := pf.Plan.NRow()
-	nc := n - c0
 	parallel.For(b, 16, func(lo, hi int) {
 		st := getStates[T](pf)
 		defer pf.states.Put(st)
-		in, outs := make([][]T, 1+nr), make([][]T, 1)
-		for k := range nr {
-			in[1+k] = cols[k][c0:]
-		}
+		own := st.own
 		var bad int64
 		for i := lo; i < hi; i++ {
-			in[0] = blk[i*n+c0 : (i+1)*n]
-			o := out[i*n+c0 : (i+1)*n]
 			img := int(idx[i])
+			split := c0 // columns [c0, split) swap roles
+			if pf.Symmetric {
+				split = min(max(img, c0), n)
+			}
+			for k := range nr {
+				own[k][0] = T(pf.rowVals[img*nr+k])
+			}
 			st.product.Reset()
-			copy(st.product.Regs, pf.rowVals[img*nr:(img+1)*nr])
-			outs[0] = o
-			st.product.Run(nc, in, outs)
-			bad += countRow(o, c0, img, upper)
+			st.run(nr, c0, split, true, blk[i*n:(i+1)*n], out[i*n:(i+1)*n], cols)
+			st.run(nr, split, n, false, blk[i*n:(i+1)*n], out[i*n:(i+1)*n], cols)
+			bad += countRow(out[i*n+c0:(i+1)*n], c0, img, upper)
 		}
 		pf.bad.Add(bad)
 	})
+}
+
+// run evaluates Product over columns [from, to) of a row of dot products
+// blk into the row out, the columns' row values from cols and the row's
+// own from st.own; with swap, the two exchange their parts.
+func (st *pairStates[T]) run(nr, from, to int, swap bool, blk, out []T, cols [][]T) {
+	if from == to {
+		return
+	}
+	st.in[0] = blk[from:to]
+	for k := range nr {
+		col, mine := cols[k][from:to], st.own[k] // one value: the same for every column
+		if swap {
+			col, mine = mine, col
+		}
+		st.in[1+k], st.in[1+nr+k] = col, mine
+	}
+	st.outs[0] = out[from:to]
+	st.product.Run(to-from, st.in, st.outs)
 }
 
 // countRow counts the non-finite entries of the matrix that a computed

@@ -110,15 +110,13 @@ func (op *Pairwise) Do(in ...G.Value) (G.Value, error) {
 	return op.finish()
 }
 
-// norms is ‖row‖ and 1/‖row‖, summed in float64 in order as scan sums
-// an image's.
-func norms[T float32 | float64](row []T) (norm, inv float64) {
+// rowNorm is ‖row‖, summed in float64 in order, as PairData's norms.
+func rowNorm[T float32 | float64](row []T) float64 {
 	var ss float64
 	for _, v := range row {
 		ss += float64(v) * float64(v)
 	}
-	norm = math.Sqrt(ss)
-	return norm, 1 / norm
+	return math.Sqrt(ss)
 }
 
 // pairBlock fills columns [c0, N) of the block's first b rows. With
@@ -141,7 +139,7 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 		k = cpukern.L2
 	}
 	cosine := op.Metric == MetricCosine
-	norm, rnorm := op.Data.norm, op.Data.rnorm
+	norm := op.Data.norm
 	// Float32 l2 on the packed matrix product, as FAISS and BLAS-based
 	// tools do, −(‖x_i‖² + ‖x_j‖² − 2·x_i·x_j) with the norms in float64,
 	// but of the images less their mean mu (PairData.centre), subtracted
@@ -213,17 +211,15 @@ func pairBlock[T float32 | float64](op *Pairwise, c0, b int, upper bool, self in
 		if !cosine {
 			return
 		}
-		// dot·(1/‖x_a‖)/‖x_b‖ with a the image of the smaller norm
-		// (1/‖x‖ the larger): the same whichever of the pair is the
-		// row, so that a pair below the diagonal, mirrored, is what its
-		// own row computes, and so are column images that repeat the
-		// rows.
-		norm, rnorm := norm[c0:], rnorm[c0:]
+		// dot/(‖x_i‖·‖x_j‖): the same bits for (i, j) and (j, i), the
+		// dot products being symmetric, so that a pair mirrored in a
+		// symmetric run is the pair computed in a shard's rows; and the
+		// same for copies of an image, wherever they are.
 		for i := lo; i < hi; i++ {
-			ni, ri := norms(rows[i*dd : (i+1)*dd]) // padding rows are zero: Inf, discarded
+			ni := rowNorm(rows[i*dd : (i+1)*dd]) // padding rows are zero: NaN, discarded
 			o := out[i*n+c0 : (i+1)*n]
 			for j := range o {
-				o[j] = T(float64(o[j]) * max(ri, rnorm[j]) / max(ni, norm[j]))
+				o[j] = T(float64(o[j]) / (ni * norm[c0+j]))
 			}
 		}
 	})

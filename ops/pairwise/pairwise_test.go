@@ -28,7 +28,7 @@ func refAffinity(x []float64, n, d int, m Metric, i, j int) float64 {
 	case MetricDot:
 		return dot
 	case MetricCosine:
-		return dot / math.Sqrt(ni) / math.Sqrt(nj)
+		return dot / (math.Sqrt(ni) * math.Sqrt(nj))
 	case MetricL1:
 		return -l1
 	default:

@@ -96,7 +96,6 @@ func scan[T float32 | float64](p *PairData, src []T, lo int) error {
 				return fmt.Errorf("%w: image %d is all zeros: its cosine affinity is undefined", ErrPairInput, i)
 			}
 			p.norm[i] = math.Sqrt(ss)
-			p.rnorm[i] = 1 / p.norm[i]
 		}
 	}
 	return nil
