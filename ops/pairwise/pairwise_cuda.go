@@ -213,7 +213,7 @@ func (op *pairwiseCUDA) Do(in ...G.Value) (G.Value, error) {
 		}
 		if op.Metric == MetricCosine {
 			for i := range op.Batch {
-				op.rinvHost[i] = invNorm(r[i*d.D : (i+1)*d.D]) // padding rows are zero: Inf, discarded
+				op.rinvHost[i] = 1 / rowNorm(r[i*d.D:(i+1)*d.D]) // padding rows are zero: Inf, discarded
 			}
 			if err := cuda.Upload(op.dev, op.rinv, op.rinvHost); err != nil {
 				return nil, err
