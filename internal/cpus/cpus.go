@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
 
 // Choice is the thread count decided, and why.
@@ -91,22 +93,7 @@ func cgroupQuota(root string, self []byte) (cpus float64, why string, ok bool) {
 	if root == "" {
 		return 0, "", false
 	}
-	var v2, v1 string
-	hasV1 := false
-	for line := range strings.Lines(string(self)) {
-		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		if f[0] == "0" && f[1] == "" {
-			v2 = f[2]
-		}
-		for _, c := range strings.Split(f[1], ",") {
-			if c == "cpu" {
-				v1, hasV1 = f[2], true
-			}
-		}
-	}
+	v2, v1, hasV1 := sysmem.CgroupPaths(self, "cpu")
 	read := func(dir string) (float64, string, bool) {
 		b, err := os.ReadFile(filepath.Join(dir, "cpu.max"))
 		if err != nil {

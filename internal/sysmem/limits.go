@@ -318,6 +318,27 @@ func rlimitBound(flag string, cur uint64, used, margin int64) (Bound, bool) {
 
 // ---- control groups ----
 
+// CgroupPaths reads /proc/self/cgroup's text self: the process's cgroup v2
+// path (the "0::" line) and its v1 path in the hierarchy of controller
+// (e.g. "memory", "cpu"), with hasV1 when there is such a hierarchy.
+func CgroupPaths(self []byte, controller string) (v2, v1 string, hasV1 bool) {
+	for line := range strings.Lines(string(self)) {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[0] == "0" && f[1] == "" {
+			v2 = f[2]
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			if c == controller {
+				v1, hasV1 = f[2], true
+			}
+		}
+	}
+	return v2, v1, hasV1
+}
+
 // cgroupBound is the tightest memory limit over the process's control
 // group and every group above it, self being /proc/self/cgroup and root
 // where the cgroup file systems are mounted (/sys/fs/cgroup). Under cgroup
@@ -328,22 +349,7 @@ func rlimitBound(flag string, cur uint64, used, margin int64) (Bound, bool) {
 // process's group is not found under root, as in a container that shows
 // the host's path, root's own files are the group's.
 func cgroupBound(root string, self []byte) (Bound, bool) {
-	var v2, v1 string
-	hasV1 := false
-	for line := range strings.Lines(string(self)) {
-		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		if f[0] == "0" && f[1] == "" {
-			v2 = f[2]
-		}
-		for _, c := range strings.Split(f[1], ",") {
-			if c == "memory" {
-				v1, hasV1 = f[2], true
-			}
-		}
-	}
+	v2, v1, hasV1 := CgroupPaths(self, "memory")
 	if b, ok := cgroupWalk(root, v2, "memory.max", "memory.current", "inactive_file"); ok {
 		return b, true
 	}
