@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/atomicfile"
 	_ "github.com/tapeloop/tapeloop/internal/startup" // a tiny ulimit -n refused before start-up fails
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
@@ -64,6 +66,13 @@ func main() {
 	err := newApp().RunContext(ctx, os.Args)
 	if werr := stdout.Close(); werr != nil && err == nil { // the help text, or a result written but not stored
 		err = werr
+	}
+	if errors.Is(err, atomicfile.ErrStopped) {
+		// The signal's handler has removed what the run was writing and
+		// is printing its one line ("stopped by SIGTERM; nothing was
+		// written") on its way to exit: that line, not this error, is
+		// the run's last word.
+		select {}
 	}
 	if err != nil {
 		err = sysmem.WithFileLimit(err) // "too many open files" says the limit
