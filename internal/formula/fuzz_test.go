@@ -218,7 +218,8 @@ func exactSum(xs []float64) float64 {
 }
 
 // orderedSum adds xs in an order chosen by seed: 1 backwards, 2 pairwise
-// by halves, else in 8 strided lanes added pairwise, as a vector loop does.
+// by halves, 4 forwards (a scalar loop's, for short vectors), else in 8
+// strided lanes added pairwise, as a vector loop does.
 func orderedSum(xs []float64, seed uint64) float64 {
 	var pairwise func([]float64) float64
 	pairwise = func(x []float64) float64 {
@@ -240,6 +241,12 @@ func orderedSum(xs []float64, seed uint64) float64 {
 		return r
 	case 2:
 		return pairwise(xs)
+	case 4:
+		var r float64
+		for _, x := range xs {
+			r += x
+		}
+		return r
 	}
 	lanes := make([]float64, 8)
 	for k, x := range xs {
@@ -342,12 +349,13 @@ func FuzzFormula(f *testing.F) {
 		}
 
 		ref := refEval(g, n, scal, vec, 0)
-		perturbed := [][]float64{refEval(g, n, scal, vec, 1), refEval(g, n, scal, vec, 2), refEval(g, n, scal, vec, 3)}
+		perturbed := [][]float64{refEval(g, n, scal, vec, 1), refEval(g, n, scal, vec, 2), refEval(g, n, scal, vec, 3),
+			refEval(g, n, scal, vec, 4)}
 		if len(got) != len(ref) {
 			t.Fatalf("%q: the evaluator gave %d values, the reference %d", src, len(got), len(ref))
 		}
 		for k := range ref {
-			refs := []float64{perturbed[0][k], perturbed[1][k], perturbed[2][k]}
+			refs := []float64{perturbed[0][k], perturbed[1][k], perturbed[2][k], perturbed[3][k]}
 			if !agree(got[k], ref[k], refs) {
 				t.Fatalf("%q over n=%d, x=%v, y=%v, v=%v, w=%v: element %d is %v, the reference %v (perturbed: %v)",
 					src, n, scal[0], scal[1], vec[0], vec[1], k, got[k], ref[k], refs)
