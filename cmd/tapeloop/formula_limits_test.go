@@ -93,8 +93,11 @@ func TestFormulaLimitsLong(t *testing.T) {
 			start := time.Now()
 			args := append([]string{"affinity", "--quiet", "--images", images, "--formula", c.formula}, c.extra...)
 			stdout, stderr, code := run(t, args...)
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("took %v, want under 10 s", d)
+			// A deadline for a blow-up (work that grows with the square of
+			// the formula's length takes minutes here), not a speed: it
+			// holds on a loaded machine.
+			if d := time.Since(start); d > 90*time.Second {
+				t.Errorf("took %v, want under 90 s", d)
 			}
 			if code != 0 {
 				t.Fatalf("exit %d: %.500s", code, stderr)
@@ -122,8 +125,11 @@ func TestFormulaLimitsRefused(t *testing.T) {
 			if len(stderr) > 400 {
 				t.Errorf("a line of %d bytes: the formula is not shortened", len(stderr))
 			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("took %v, want under 10 s", d)
+			// A deadline for a blow-up (work that grows with the square of
+			// the formula's length takes minutes here), not a speed: it
+			// holds on a loaded machine.
+			if d := time.Since(start); d > 90*time.Second {
+				t.Errorf("took %v, want under 90 s", d)
 			}
 		})
 	}

@@ -95,8 +95,10 @@ func TestFormulaLong(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
 			f := compileAll(t, c.src)
-			if d := time.Since(start); d > 20*time.Second {
-				t.Errorf("%d bytes took %v to compile, want under 20 s", len(c.src), d)
+			// A deadline for a blow-up, not a speed: it holds on a
+			// loaded machine.
+			if d := time.Since(start); d > 120*time.Second {
+				t.Errorf("%d bytes took %v to compile, want under 120 s", len(c.src), d)
 			}
 			got := evalPair(t, f, a, b)
 			if math.Abs(got-c.want) > 1e-9*math.Abs(c.want) {
