@@ -15,11 +15,7 @@ from .shards import Shard, merge
 from .affinity import Affinity, affinity
 from .drr import DRR, drr
 from .interp import Interp, interp
+from .wavelet import Wavelet, wavelet
 
-__all__ = ["Error", "Interp", "interp", "Affinity", "affinity", "DRR", "drr", "Shard", "merge", "version", "build"]
-
-try:
-    from .wavelet import Wavelet, wavelet  # noqa: F401
-    __all__ += ["Wavelet", "wavelet"]
-except ImportError:  # pragma: no cover - a library without the wavelet functions
-    pass
+__all__ = ["Error", "Interp", "interp", "Affinity", "affinity", "DRR", "drr", "Wavelet", "wavelet", "Shard", "merge",
+           "version", "build"]
