@@ -30,6 +30,7 @@ struct float2 {
 };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
+inline double atomicAdd(double *p, double v) { return std::atomic_ref<double>(*p).fetch_add(v); }
 template <class T> inline T __ldg(const T *p) { return *p; } // the read-only cache load
 // a + b rounded down (a float's sum with a float is exact in double at the
 // kernels' magnitudes), and a float's bits.
