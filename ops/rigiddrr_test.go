@@ -68,7 +68,7 @@ func randParams(rng *rand.Rand) [6]float64 {
 func TestRigidDRRGradientAgainstFiniteDifferences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, oblique := range []bool{false, true} {
-		for _, step := range []float64{0.7} {
+		for _, step := range []float64{0.7, 0} {
 			vol := blobVolume(rng, [3]int64{19, 23, 17}, oblique)
 			c := vol.Centre()
 			op, err := NewRigidDRR(vol, biplaneViews(c, 11, 13, 2.1), 11, 13, step, [3]float64{c[0] + 3, c[1] - 2, c[2] + 1})

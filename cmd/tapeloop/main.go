@@ -78,6 +78,12 @@ func main() {
 		err = sysmem.WithFileLimit(err) // "too many open files" says the limit
 		msg := strings.ReplaceAll(err.Error(), "\n", " ")
 		fmt.Fprintln(os.Stderr, "tapeloop: "+msg)
+		// A run that finished but did not reach its goal (a registration
+		// that did not converge) has its own status.
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			os.Exit(coded.ExitCode())
+		}
 		os.Exit(1)
 	}
 }
