@@ -338,7 +338,9 @@ func (op *rigidDRRGrad) Type() hm.Type {
 	return hm.NewFnType(G.TensorType{Dims: 1, Of: tensor.Float64}, G.TensorType{Dims: 3, Of: tensor.Float64}, G.TensorType{Dims: 1, Of: tensor.Float64})
 }
 
-func (op *rigidDRRGrad) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return tensor.Shape{6}, nil }
+func (op *rigidDRRGrad) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{6}, nil
+}
 
 func (op *rigidDRRGrad) Do(in ...G.Value) (G.Value, error) {
 	if len(in) != 2 {

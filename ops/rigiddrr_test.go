@@ -22,7 +22,10 @@ func blobVolume(rng *rand.Rand, n [3]int64, oblique bool) *volume.Volume {
 	if oblique {
 		v.Direction = rigid.Rotation([3]float64{0.3, -0.2, 0.5})
 	}
-	type blob struct{ c [3]float64; s, a float64 }
+	type blob struct {
+		c    [3]float64
+		s, a float64
+	}
 	var bs []blob
 	for range 7 {
 		bs = append(bs, blob{c: [3]float64{rng.Float64() * float64(n[0]), rng.Float64() * float64(n[1]), rng.Float64() * float64(n[2])}, s: 2 + 3*rng.Float64(), a: 0.5 + rng.Float64()})

@@ -200,13 +200,13 @@ func (r *Registration) runLevel(ctx context.Context, li int, l *Level, cur *rigi
 		return [6]float64{x[0] / r.scale, x[1] / r.scale, x[2] / r.scale, x[3], x[4], x[5]}
 	}
 	var (
-		lastX    [6]float64
-		lastF    float64
-		lastG    [6]float64
-		have     bool
-		evalErr  error
-		bestF    = math.Inf(1)
-		bestX    [6]float64
+		lastX   [6]float64
+		lastF   float64
+		lastG   [6]float64
+		have    bool
+		evalErr error
+		bestF   = math.Inf(1)
+		bestX   [6]float64
 	)
 	eval := func(x []float64) {
 		if have && [6]float64(x) == lastX {
