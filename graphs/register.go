@@ -232,11 +232,41 @@ func maxDiff(a, b [4][4]float64) float64 {
 	return m
 }
 
-// TransformFile returns transform.json's text for t.
+// TransformFile returns transform.json's text for t: a field a line, each
+// array on its line.
 func TransformFile(t rigid.Transform, frame string, loss *float64, converged *bool) ([]byte, error) {
 	j := TransformJSON{Frame: frame, Center: t.Center, Rotation: t.Rotation, Translation: t.Translation, Matrix: t.Matrix(), Loss: loss, Converged: converged}
-	b, err := json.MarshalIndent(j, "", " ")
-	return append(b, '\n'), err
+	var buf bytes.Buffer
+	buf.WriteString("{\n")
+	fields := []struct {
+		name string
+		v    any
+	}{{"frame", j.Frame}, {"center", j.Center}, {"rotation", j.Rotation}, {"translation", j.Translation}, {"matrix", j.Matrix}}
+	if loss != nil {
+		fields = append(fields, struct {
+			name string
+			v    any
+		}{"loss", *loss})
+	}
+	if converged != nil {
+		fields = append(fields, struct {
+			name string
+			v    any
+		}{"converged", *converged})
+	}
+	for i, f := range fields {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&buf, " %q: %s", f.name, b)
+		if i < len(fields)-1 {
+			buf.WriteByte(',')
+		}
+		buf.WriteByte('\n')
+	}
+	buf.WriteString("}\n")
+	return buf.Bytes(), nil
 }
 
 // RunRegister registers and, with s.Out, writes transform.json, the views
