@@ -105,7 +105,8 @@ test-neon:
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
 # run the Python package's tests with pytest (and its objects on a Dask
-# cluster: python3-distributed),
+# cluster: python3-distributed), register a real skull CT
+# (invesalius-examples' Cranium, scripts/cranium.sh),
 # write NIfTI files with nibabel and render DRRs with plastimatch as a peer,
 # check DOT with Graphviz and run the
 # GPU kernels under the CPU emulator (g++) where those are installed (and
@@ -122,6 +123,7 @@ test-deps:
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	/usr/bin/python3 -c 'import distributed' 2>/dev/null || missing="$$missing python3-distributed"; \
+	[ -f /usr/share/doc/invesalius-examples/examples/Cranium.inv3 ] || missing="$$missing invesalius-examples"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test peers:$$missing"; \
