@@ -347,6 +347,27 @@ func TestImageLossFlatRegion(t *testing.T) {
 	}
 }
 
+// TestImageLossUnderflow: a view whose centred squares underflow to 0
+// (pixels ~1e-200 apart) counts as flat, not as 0/0.
+func TestImageLossUnderflow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	c := lossCase{LossNCC, 2, 37, 29, 0}
+	a, b := lossImages(rng, c.views*c.rows*c.cols)
+	per := c.rows * c.cols
+	for i := per; i < 2*per; i++ {
+		a[i] = 1e-200 * rng.Float64()
+	}
+	want := 1 - refNCC(a[:per], b[:per])/2
+	if got := lossOf(t, mustLoss(t, c), c, a, b); math.IsNaN(got) || math.Abs(got-want) > 1e-12 {
+		t.Errorf("loss %.17g, want 1 − NCC(view 0)/2 = %.17g", got, want)
+	}
+	for i, g := range gradOf(t, c, a, b, 1)[per:] {
+		if g != 0 {
+			t.Fatalf("pixel %d of the underflowing view has gradient %g", i, g)
+		}
+	}
+}
+
 // TestImageLossGradThroughTapeMachine: G.Grad builds the gradient from
 // SymDiff; a TapeMachine replays it on new images, in the same buffers,
 // giving what the ops give when called directly.
@@ -633,5 +654,39 @@ func BenchmarkImageLoss(b *testing.B) {
 		{LossNCC, 2, 64, 64, 13}, {LossGradNCC, 2, 64, 64, 13},
 	} {
 		b.Run(c.String(), func(b *testing.B) { benchmarkImageLoss(b, c) })
+	}
+}
+
+// BenchmarkImageLossTape replays loss and gradient built by G.Grad in a
+// TapeMachine, with the image copied in first: one optimiser step's loss.
+func BenchmarkImageLossTape(b *testing.B) {
+	for _, c := range []lossCase{{LossNCC, 2, 128, 128, 13}, {LossGradNCC, 2, 128, 128, 13}} {
+		b.Run(c.String(), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(27, 28))
+			x, y := lossImages(rng, c.views*c.rows*c.cols)
+			g := G.NewGraph()
+			xn := G.NewTensor(g, tensor.Float64, 3, G.WithShape(c.views, c.rows, c.cols), G.WithName("x"))
+			loss, err := G.ApplyOp(mustLoss(b, c), xn, G.NewConstant(dense(c, y)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := G.Grad(loss, xn); err != nil {
+				b.Fatal(err)
+			}
+			vm := G.NewTapeMachine(g)
+			defer vm.Close()
+			xt := dense(c, make([]float64, len(x)))
+			if err := G.Let(xn, xt); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				copy(xt.Data().([]float64), x)
+				if err := vm.RunAll(); err != nil {
+					b.Fatal(err)
+				}
+				vm.Reset()
+			}
+		})
 	}
 }
