@@ -103,9 +103,9 @@ type lossShape struct {
 }
 
 // NewImageLoss returns the loss of the given kind for batches of views
-// rows×cols images. patch is the side of the NCC tiles (0: whole views);
-// it must fit in a view (for gncc in its (rows−2)×(cols−2) gradient) and
-// be 0 for mse.
+// rows×cols images. patch is the side of the NCC tiles (0: whole views):
+// at least 2 (a 1×1 tile is always constant) and at most the smaller side
+// of a view, for gncc of its (rows−2)×(cols−2) gradient; mse takes none.
 func NewImageLoss(kind LossKind, views, rows, cols, patch int) (*ImageLoss, error) {
 	s := lossShape{Kind: kind, Views: views, Rows: rows, Cols: cols, Patch: patch}
 	if views < 1 || rows < 1 || cols < 1 {
