@@ -103,9 +103,9 @@ type lossShape struct {
 }
 
 // NewImageLoss returns the loss of the given kind for batches of views
-// rows×cols images. patch is the side of the NCC tiles (0: whole views);
-// it must fit in a view (for gncc in its (rows−2)×(cols−2) gradient) and
-// be 0 for mse.
+// rows×cols images. patch is the side of the NCC tiles (0: whole views):
+// at least 2 (a 1×1 tile is always constant) and at most the smaller side
+// of a view, for gncc of its (rows−2)×(cols−2) gradient; mse takes none.
 func NewImageLoss(kind LossKind, views, rows, cols, patch int) (*ImageLoss, error) {
 	s := lossShape{Kind: kind, Views: views, Rows: rows, Cols: cols, Patch: patch}
 	if views < 1 || rows < 1 || cols < 1 {
@@ -343,38 +343,71 @@ type nccRegion struct {
 }
 
 // nccStats measures the th×tw region at off of two images stride wide:
-// its means first, then its centred sums, each added in row-major order.
+// its means first, then its centred sums. The sums of a row run in
+// independent partial sums (four for the means, two for the centred sums,
+// a row's last pixels going to the first), added in a fixed order at the
+// end.
 func nccStats(a, b []float64, off, stride, th, tw int) nccRegion {
-	var sa, sb float64
-	a0, b0 := a[off], b[off]
-	flatA, flatB := true, true
+	var sa, sb [4]float64
+	a0, b0 := math.Float64bits(a[off]), math.Float64bits(b[off])
+	var diffA, diffB uint64 // bits in which some pixel differs from the first
 	for y := range th {
-		ra, rb := a[off+y*stride:][:tw], b[off+y*stride:][:tw]
+		ra := a[off+y*stride:][:tw]
+		rb := b[off+y*stride:][:tw]
+		for len(ra) >= 4 && len(rb) >= 4 {
+			sa[0] += ra[0]
+			sa[1] += ra[1]
+			sa[2] += ra[2]
+			sa[3] += ra[3]
+			sb[0] += rb[0]
+			sb[1] += rb[1]
+			sb[2] += rb[2]
+			sb[3] += rb[3]
+			diffA |= (math.Float64bits(ra[0]) ^ a0) | (math.Float64bits(ra[1]) ^ a0) | (math.Float64bits(ra[2]) ^ a0) | (math.Float64bits(ra[3]) ^ a0)
+			diffB |= (math.Float64bits(rb[0]) ^ b0) | (math.Float64bits(rb[1]) ^ b0) | (math.Float64bits(rb[2]) ^ b0) | (math.Float64bits(rb[3]) ^ b0)
+			ra, rb = ra[4:], rb[4:]
+		}
+		rb = rb[:len(ra)]
 		for i, x := range ra {
-			sa += x
-			sb += rb[i]
-			if x != a0 {
-				flatA = false
-			}
-			if rb[i] != b0 {
-				flatB = false
-			}
+			sa[0] += x
+			sb[0] += rb[i]
+			diffA |= math.Float64bits(x) ^ a0
+			diffB |= math.Float64bits(rb[i]) ^ b0
 		}
 	}
 	n := float64(th * tw)
-	r := nccRegion{ma: sa / n, mb: sb / n, flat: flatA || flatB}
+	ma := ((sa[0] + sa[1]) + (sa[2] + sa[3])) / n
+	mb := ((sb[0] + sb[1]) + (sb[2] + sb[3])) / n
+	// Every pixel the same bits: constant, unless that value is a NaN,
+	// which the sums carry on.
+	r := nccRegion{ma: ma, mb: mb, flat: (diffA == 0 && !math.IsNaN(ma)) || (diffB == 0 && !math.IsNaN(mb))}
 	if r.flat {
 		return r
 	}
+	var saa, sbb, sab [2]float64
 	for y := range th {
-		ra, rb := a[off+y*stride:][:tw], b[off+y*stride:][:tw]
-		for i, x := range ra {
-			da, db := x-r.ma, rb[i]-r.mb
-			r.saa += da * da
-			r.sbb += db * db
-			r.sab += da * db
+		ra := a[off+y*stride:][:tw]
+		rb := b[off+y*stride:][:tw]
+		for len(ra) >= 2 && len(rb) >= 2 {
+			da0, db0 := ra[0]-ma, rb[0]-mb
+			da1, db1 := ra[1]-ma, rb[1]-mb
+			saa[0] += da0 * da0
+			sbb[0] += db0 * db0
+			sab[0] += da0 * db0
+			saa[1] += da1 * da1
+			sbb[1] += db1 * db1
+			sab[1] += da1 * db1
+			ra, rb = ra[2:], rb[2:]
+		}
+		rb = rb[:len(ra)]
+		for i := range ra {
+			da, db := ra[i]-ma, rb[i]-mb
+			saa[0] += da * da
+			sbb[0] += db * db
+			sab[0] += da * db
 		}
 	}
+	r.saa, r.sbb, r.sab = saa[0]+saa[1], sbb[0]+sbb[1], sab[0]+sab[1]
 	r.flat = r.saa == 0 || r.sbb == 0
 	return r
 }
@@ -410,21 +443,27 @@ func (r nccRegion) grad(dst, a, b []float64, off, stride, th, tw int, scale floa
 }
 
 // sobel3 writes the valid-region Sobel derivatives of the rows×cols image
-// x: gx along the columns, gy down the rows, each (rows−2)×(cols−2). The
-// two sides of each difference are summed alike, so a constant
-// neighbourhood gives exactly 0.
+// x: gx along the columns, gy down the rows, each (rows−2)×(cols−2). It
+// runs along each row with the column sums s = x[i] + 2x[i+1] + x[i+2] and
+// differences d = x[i+2] − x[i] of the last three columns:
+// gx[i, j] = s[j+2] − s[j], gy[i, j] = d[j] + 2d[j+1] + d[j+2]. A
+// constant neighbourhood gives equal s and zero d, so exactly 0.
 func sobel3(gx, gy, x []float64, rows, cols int) {
 	w := cols - 2
 	for i := range rows - 2 {
 		r0, r1, r2 := x[i*cols:][:cols], x[(i+1)*cols:][:cols], x[(i+2)*cols:][:cols]
 		ox, oy := gx[i*w:][:w], gy[i*w:][:w]
-		for j := range w {
-			left := r0[j] + 2*r1[j] + r2[j]
-			right := r0[j+2] + 2*r1[j+2] + r2[j+2]
-			top := r0[j] + 2*r0[j+1] + r0[j+2]
-			bottom := r2[j] + 2*r2[j+1] + r2[j+2]
-			ox[j] = right - left
-			oy[j] = bottom - top
+		s0, s1 := r0[0]+2*r1[0]+r2[0], r0[1]+2*r1[1]+r2[1]
+		d0, d1 := r2[0]-r0[0], r2[1]-r0[1]
+		r0 = r0[2:]
+		r1, r2, ox, oy = r1[2:][:len(r0)], r2[2:][:len(r0)], ox[:len(r0)], oy[:len(r0)]
+		for j := range r0 {
+			s2 := r0[j] + 2*r1[j] + r2[j]
+			d2 := r2[j] - r0[j]
+			ox[j] = s2 - s0
+			oy[j] = d0 + 2*d1 + d2
+			s0, s1 = s1, s2
+			d0, d1 = d1, d2
 		}
 	}
 }
