@@ -88,8 +88,13 @@ func newLevel(p *Problem, cfg Config, vol *volume.Volume, f int) (*Level, error)
 	}
 	patch := cfg.Patch
 	if patch > 0 {
-		patch = max(3, patch/f)
-		patch = min(patch, l.Rows, l.Cols)
+		// In proportion to the level's pixels, at least 3, and within the
+		// images (gncc's Sobel images are 2 pixels smaller).
+		room := min(l.Rows, l.Cols)
+		if cfg.Loss == ops.LossGradNCC {
+			room -= 2
+		}
+		patch = min(max(3, patch/f), room)
 	}
 	lossOp, err := ops.NewImageLoss(cfg.Loss, nv, l.Rows, l.Cols, patch)
 	if err != nil {
