@@ -30,6 +30,11 @@
 //     x-y work across the fan and read voxels with contiguous loads, both
 //     compiled from one template, drr_fan_impl.h, which elsewhere gives
 //     the trilinear fans a portable path (NEON on arm64).
+//   - drrgrad.c: the same line integrals in float64 with their
+//     derivatives with respect to each ray's end points, for gradient-based
+//     registration, and the adjoint with respect to the volume; trilinear
+//     rays through a padded volume go 8 at a time through AVX-512 double
+//     lanes with gathered voxels, else one by one (AVX2 and FMA, or SSE2).
 //   - interp.c: cubic interpolation of M interpolants on a shared uniform
 //     grid behind the interpolation workload: the sum of squares and the
 //     sum per query from per-cell tables (a 4×4 Gram matrix, column sums)

@@ -3,7 +3,9 @@ package cpukern
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
+	"time"
 
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
@@ -59,7 +61,25 @@ func gradRays(rng *rand.Rand, v *volume.Volume) (src, dst []float64) {
 	return src, dst
 }
 
-func TestDRRGradMatchesDRR(t *testing.T) {
+// eachISA runs f at every instruction set level this build and CPU have:
+// on x86-64 DRRGrad's AVX-512 path (8 rays at once, padded volumes), its
+// AVX2 and its SSE2 scalar paths.
+func eachISA(t *testing.T, f func(t *testing.T)) {
+	for isa := isaBase; isa <= isaAVX512; isa++ {
+		name := levelName(isa)
+		if limitISA(isa) < isa {
+			limitISA(isaAVX512)
+			t.Logf("%s: not on this CPU", name)
+			continue
+		}
+		t.Run(name, f)
+		limitISA(isaAVX512)
+	}
+}
+
+func TestDRRGradMatchesDRR(t *testing.T) { eachISA(t, testDRRGradMatchesDRR) }
+
+func testDRRGradMatchesDRR(t *testing.T) {
 	rng := rand.New(rand.NewPCG(101, 102))
 	for _, shape := range [][3]int64{{13, 9, 17}, {7, 21, 5}} {
 		v := randomVolume(rng, shape[0], shape[1], shape[2])
@@ -76,7 +96,7 @@ func TestDRRGradMatchesDRR(t *testing.T) {
 			gs, gd := make([]float64, 3*n), make([]float64, 3*n)
 			DRRGrad(c.vol, src, dst, out, gs, gd, c.step, c.lref)
 			DRRGrad(c.vol, src, dst, bare, nil, nil, c.step, c.lref)
-			hit := 0
+			hit, worst := 0, 0.0
 			for r := range n {
 				s, d := [3]float64(src[3*r:]), [3]float64(dst[3*r:])
 				var ref float64
@@ -97,6 +117,7 @@ func TestDRRGradMatchesDRR(t *testing.T) {
 				if c.step > 0 {
 					tol = 1e-5 * (1 + math.Abs(out[r]))
 				}
+				worst = max(worst, math.Abs(out[r]-float64(f32[r]))/(1+math.Abs(out[r])))
 				if e := math.Abs(out[r] - float64(f32[r])); e > tol {
 					t.Errorf("%v step %v padded %v ray %d: %v, DRR %v", shape, c.step, c.vol.Padded, r, out[r], f32[r])
 				}
@@ -109,6 +130,7 @@ func TestDRRGradMatchesDRR(t *testing.T) {
 			if hit < n/2 {
 				t.Fatalf("only %d of %d rays hit the volume", hit, n)
 			}
+			t.Logf("%v step %v padded %v: |out − DRR|/(1 + |out|) ≤ %.3g", shape, c.step, c.vol.Padded, worst)
 		}
 	}
 }
@@ -151,7 +173,9 @@ func norm3(a []float64) float64 { return math.Sqrt(dot3(a, a)) }
 // moves that mean by up to J/2 (and the difference quotient by as much), so
 // a ray where the two differ by more than a quarter of the tolerance has a
 // kink inside the interval and is left out (a handful at most, counted).
-func TestDRRGradFiniteDifferences(t *testing.T) {
+func TestDRRGradFiniteDifferences(t *testing.T) { eachISA(t, testDRRGradFiniteDifferences) }
+
+func testDRRGradFiniteDifferences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(103, 104))
 	for _, shape := range [][3]int64{{11, 15, 9}, {19, 6, 13}} {
 		v := randomVolume(rng, shape[0], shape[1], shape[2])
@@ -262,5 +286,116 @@ func TestDRRBackProjectIsAdjoint(t *testing.T) {
 				t.Errorf("%v step %v padded %v: ⟨Ax, y⟩ = %.15g, ⟨x, Aᵀy⟩ = %.15g (relative %.3g)", shape, c.step, c.vol.Padded, ax, aty, e)
 			}
 		}
+	}
+}
+
+// samplesOf counts the trilinear samples DRRGrad takes on a ray (those
+// in the box where the interpolant may be non-zero), as drrgrad.c's
+// gprepare clips them.
+func samplesOf(v *volume.Volume, src, dst [3]float64, step, lref float64) int64 {
+	var d [3]float64
+	for a := range 3 {
+		d[a] = dst[a] - src[a]
+	}
+	l := math.Sqrt(d[0]*d[0] + d[1]*d[1] + d[2]*d[2])
+	if lref <= 0 {
+		lref = l
+	}
+	da := step / lref
+	lo := v.Corner()
+	t0, t1 := 0.0, 1.0
+	for a := range 3 {
+		b0, b1 := lo[a]+0.5*v.Spacing[a], lo[a]+(float64(v.N[a])-0.5)*v.Spacing[a]
+		if !v.Padded {
+			b0, b1 = lo[a]-0.5*v.Spacing[a], lo[a]+(float64(v.N[a])+0.5)*v.Spacing[a]
+		}
+		if d[a] == 0 {
+			if src[a] < b0 || src[a] >= b1 {
+				return 0
+			}
+			continue
+		}
+		u0, u1 := (b0-src[a])/d[a], (b1-src[a])/d[a]
+		t0, t1 = math.Max(t0, math.Min(u0, u1)), math.Min(t1, math.Max(u0, u1))
+	}
+	if t1 <= t0 {
+		return 0
+	}
+	return max(0, int64(math.Floor(t1/da-0.5)-math.Ceil(t0/da-0.5))+1)
+}
+
+// BenchmarkDRRGradVsDRR renders the registration loop's workload, two
+// views of 128×128 rays through a padded 256×256×108 CT-sized volume (about
+// 250 samples a ray), single-threaded: DRRGrad with gradients, DRRGrad
+// without, and the float32 DRR forward, interleaved round by round. It
+// reports ns per sample, the minimum and the median over the rounds.
+func BenchmarkDRRGradVsDRR(b *testing.B) {
+	benchmarkDRRGrad(b, [3]int64{256, 256, 108}, [3]float64{0.957, 0.957, 1.5})
+}
+
+// BenchmarkDRRGradVsDRRCached is the same through a 64×64×27 volume of
+// the same size in mm, which the caches hold: the arithmetic alone.
+func BenchmarkDRRGradVsDRRCached(b *testing.B) {
+	benchmarkDRRGrad(b, [3]int64{64, 64, 27}, [3]float64{4 * 0.957, 4 * 0.957, 4 * 1.5})
+}
+
+func benchmarkDRRGrad(b *testing.B, shape [3]int64, spacing [3]float64) {
+	rng := rand.New(rand.NewPCG(109, 110))
+	v := &volume.Volume{N: shape, Spacing: spacing}
+	v.V = make([]float32, shape[0]*shape[1]*shape[2])
+	// The values do not matter to the speed: no branch depends on them.
+	for i := range v.V {
+		v.V[i] = 0.02 * rng.Float32()
+	}
+	p := volume.Pad(v)
+	c := v.Centre()
+	var src, dst []float64
+	for view := range 2 {
+		th := float64(view) * math.Pi / 2
+		u := [3]float64{math.Cos(th), math.Sin(th), 0}
+		w := [3]float64{-math.Sin(th), math.Cos(th), 0}
+		s := [3]float64{c[0] - 600*u[0], c[1] - 600*u[1], c[2]}
+		for r := range 128 {
+			for q := range 128 {
+				x, z := (float64(q)-63.5)*2.6, (float64(r)-63.5)*2.6
+				d := [3]float64{c[0] + 400*u[0] + x*w[0], c[1] + 400*u[1] + x*w[1], c[2] + z}
+				src = append(src, s[:]...)
+				dst = append(dst, d[:]...)
+			}
+		}
+	}
+	n := len(src) / 3
+	lref := 0.0
+	for r := range n {
+		lref = max(lref, math.Sqrt(math.Pow(dst[3*r]-src[3*r], 2)+math.Pow(dst[3*r+1]-src[3*r+1], 2)+math.Pow(dst[3*r+2]-src[3*r+2], 2)))
+	}
+	const step = 1.0
+	var samples int64
+	for r := range n {
+		samples += samplesOf(p, [3]float64(src[3*r:]), [3]float64(dst[3*r:]), step, lref)
+	}
+	b.Logf("%d rays, %d samples (%.0f a ray that hits)", n, samples, float64(samples)/float64(n))
+	out, gs, gd := make([]float64, n), make([]float64, 3*n), make([]float64, 3*n)
+	f32 := make([]float32, n)
+	runs := []struct {
+		name string
+		f    func()
+		ns   []float64
+	}{
+		{"grad", func() { DRRGrad(p, src, dst, out, gs, gd, step, lref) }, nil},
+		{"value", func() { DRRGrad(p, src, dst, out, nil, nil, step, lref) }, nil},
+		{"drr32", func() { DRR(p, src, dst, f32, step, lref) }, nil},
+	}
+	for b.Loop() {
+		for i := range runs {
+			t0 := time.Now()
+			runs[i].f()
+			runs[i].ns = append(runs[i].ns, float64(time.Since(t0).Nanoseconds())/float64(samples))
+		}
+	}
+	for _, r := range runs {
+		sort.Float64s(r.ns)
+		b.ReportMetric(r.ns[0], r.name+"-min-ns/sample")
+		b.ReportMetric(r.ns[len(r.ns)/2], r.name+"-median-ns/sample")
 	}
 }
