@@ -287,7 +287,7 @@ func (t *tiffFile) parsePage(i int, fs map[uint16]field) (page, error) {
 			i, p.bits, sampleNames[p.format])
 	}
 	if p.cols == 0 || p.rows == 0 {
-		return p, t.errorf("page %d is %dx%d: it lacks ImageWidth or ImageLength, or is empty", i, p.cols, p.rows)
+		return p, t.errorf("page %d is %dx%d: it lacks ImageLength or ImageWidth, or is empty", i, p.rows, p.cols)
 	}
 	p.rowsPerStrip = min(max(p.rowsPerStrip, 1), p.rows)
 	var ok bool
@@ -298,7 +298,7 @@ func (t *tiffFile) parsePage(i int, fs map[uint16]field) (page, error) {
 	// The page's bytes, checked against the file's size without overflow.
 	sz := sampleSize(p.format, p.bits)
 	if p.cols > uint64(t.size)/sz || p.rows > uint64(t.size)/sz/p.cols {
-		return p, t.errorf("page %d is %dx%d of %d-bit samples: more than the file's %d bytes: truncated or corrupt", i, p.cols, p.rows, p.bits, t.size)
+		return p, t.errorf("page %d is %dx%d of %d-bit samples: more than the file's %d bytes: truncated or corrupt", i, p.rows, p.cols, p.bits, t.size)
 	}
 	p.bytes = int64(p.cols * p.rows * sz)
 	return p, nil
@@ -433,10 +433,10 @@ func (t *tiffFile) pages(off int64) ([]page, error) {
 			return nil, err
 		}
 		if len(ps) > 0 && (p.cols != ps[0].cols || p.rows != ps[0].rows) {
-			return nil, t.errorf("page %d is %dx%d, page 1 %dx%d: every page must be the same size", i, p.cols, p.rows, ps[0].cols, ps[0].rows)
+			return nil, t.errorf("page %d is %dx%d, page 1 %dx%d: every page must be the same size", i, p.rows, p.cols, ps[0].rows, ps[0].cols)
 		}
 		if total += size + p.bytes; total > t.size {
-			return nil, t.errorf("%d pages of %dx%d and their directories take more than the file's %d bytes: truncated or corrupt", i, p.cols, p.rows, t.size)
+			return nil, t.errorf("%d pages of %dx%d and their directories take more than the file's %d bytes: truncated or corrupt", i, p.rows, p.cols, t.size)
 		}
 		if len(ps) == 0 {
 			p.fields = fs
@@ -472,7 +472,7 @@ func readTIFF(path string) (Images, error) {
 	}
 	desc := t.description(ps[0].fields)
 	if n, ok := imageJCount(desc); ok && n > len(ps) {
-		return Images{}, t.errorf("its ImageJ description says %d images, the file has %d pages: ImageJ files holding images past their pages' directories are not supported", n, len(ps))
+		return Images{}, t.errorf("its ImageJ description says %d images, the file has directories for %d: ImageJ files holding images past their pages' directories are not supported", n, len(ps))
 	}
 	var im Images
 	if err := im.shape(path, len(ps), int(ps[0].rows), int(ps[0].cols)); err != nil {
