@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/testutil"
 )
 
 // randomPix is n random values, fresh each run, with −0, NaN and ±Inf
@@ -51,7 +55,7 @@ func same[T float32 | float64 | int16](t *testing.T, name string, got []float64,
 }
 
 // writeStack writes v to path through a Writer from make.
-func writeStack(t *testing.T, path string, v []float32, make func(*os.File) (*Writer, error)) {
+func writeStack(t testing.TB, path string, v []float32, make func(*os.File) (*Writer, error)) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -71,7 +75,7 @@ func writeStack(t *testing.T, path string, v []float32, make func(*os.File) (*Wr
 }
 
 // writeNPY writes v as a .npy of the shape and dtype (Float32 or Float64).
-func writeNPY(t *testing.T, path string, v []float32, dtype npy.Dtype, shape ...int) {
+func writeNPY(t testing.TB, path string, v []float32, dtype npy.Dtype, shape ...int) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -617,4 +621,203 @@ func joinTIFF(b, b2 []byte) []byte {
 		off = next
 	}
 	return out
+}
+
+// fuzzExts are the formats FuzzRead reads its input as, by its kind.
+var fuzzExts = []string{".npy", ".mha", ".tif"}
+
+// fileBytes is what make writes to a file, as bytes.
+func fileBytes(t testing.TB, make func(path string)) []byte {
+	path := filepath.Join(t.TempDir(), "f")
+	make(path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Whatever a file holds, Read does not panic, says what is wrong in one
+// line, and allocates in proportion to the file's bytes (after
+// decompression): a constant for its buffers, 16 bytes per input byte,
+// and the pixels it returns.
+func FuzzRead(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := Stack{N: 3, Rows: 5, Cols: 4, Pixel: [2]float64{0.5, 0.25}}
+	v := randomPix(rng, s.N*s.Rows*s.Cols)
+	for _, c := range []struct {
+		kind uint8
+		make func(string)
+	}{
+		{0, func(p string) { writeNPY(f, p, v, npy.Float32, s.N, s.Rows, s.Cols) }},
+		{0, func(p string) { writeNPY(f, p, v, npy.Float64, s.Rows, s.Cols*s.N) }},
+		{1, func(p string) { writeStack(f, p, v, func(w *os.File) (*Writer, error) { return NewMHA(w, s) }) }},
+		{2, func(p string) {
+			writeStack(f, p, v, func(w *os.File) (*Writer, error) { return NewTIFF(w, s, TIFFOptions{}) })
+		}},
+		{2, func(p string) {
+			writeStack(f, p, v, func(w *os.File) (*Writer, error) { return NewTIFF(w, s, TIFFOptions{BigTIFF: true}) })
+		}},
+		{2, func(p string) {
+			ts := tiffSpec{order: binary.BigEndian, rows: 5, cols: 3, bits: 16, format: 1, rowsPerStrip: 2, pages: randomPages(rng, 2, 15, 16, 1)}
+			os.WriteFile(p, ts.build(), 0o644)
+		}},
+	} {
+		f.Add(c.kind, fileBytes(f, c.make))
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(make([]byte, 24))
+	zw.Close()
+	f.Add(uint8(1), append([]byte("NDims = 2\nDimSize = 4 3\nElementSpacing = 0.5 0.25\nElementType = MET_SHORT\nCompressedData = True\nElementDataFile = LOCAL\n"), z.Bytes()...))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
+		path := filepath.Join(dir, "f"+fuzzExts[int(kind)%len(fuzzExts)])
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		im, err := Read(path)
+		runtime.ReadMemStats(&m1)
+		limit := 16*uint64(len(b)) + 8<<20 + 8*uint64(len(im.Pix))
+		if a := m1.TotalAlloc - m0.TotalAlloc; a > limit {
+			t.Fatalf("allocated %d bytes for a %d-byte file (limit %d)", a, len(b), limit)
+		}
+		if err != nil {
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "stackfile: ") {
+				t.Fatalf("error %q: want one line from stackfile", msg)
+			}
+			return
+		}
+		if im.N < 1 || im.Rows < 1 || im.Cols < 1 || len(im.Pix) != im.N*im.Rows*im.Cols {
+			t.Fatalf("%d pixels for %d images of %dx%d", len(im.Pix), im.N, im.Rows, im.Cols)
+		}
+	})
+}
+
+// pyWrite writes, into argv[1] with seed argv[2], files as NumPy,
+// tifffile and a MetaImage writer of its own write them, each with the
+// float64 values Read must give (raw little-endian, C order), and a
+// manifest of their shapes and spacings.
+const pyWrite = `
+import json, sys, zlib, numpy as np, tifffile
+d, seed = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(seed)
+out = []
+def add(name, a, pixel=(0, 0)):
+    a = np.asarray(a)
+    shape = a.shape if a.ndim == 3 else (1,) + a.shape
+    np.ascontiguousarray(a, dtype="<f8").tofile("%s/%s.ref" % (d, name))
+    out.append({"file": name, "shape": list(shape), "pixel": list(pixel)})
+def floats(shape, dtype="f4"):
+    a = (rng.standard_normal(shape) * 1000).astype(dtype)
+    f = a.reshape(-1)
+    f[rng.integers(f.size, size=4)] = [np.nan, np.inf, -np.inf, -0.0]
+    return a
+def ints(shape, dtype):
+    i = np.iinfo(dtype)
+    return rng.integers(i.min, i.max, size=shape, endpoint=True).astype(dtype)
+a = floats((3, 17, 23))
+tifffile.imwrite(d + "/imagej.tif", a, imagej=True, resolution=(1 / 0.388, 1 / 1.5), metadata={"unit": "mm"})
+add("imagej.tif", a, (0.388, 1.5))
+a = ints((3, 17, 23), "u2")
+tifffile.imwrite(d + "/imagej16.tif", a, imagej=True)
+add("imagej16.tif", a)
+a = floats((3, 17, 23))
+tifffile.imwrite(d + "/plain.tif", a, photometric="minisblack", rowsperstrip=5, resolution=(10 / 0.5, 10 / 0.25), resolutionunit="CENTIMETER")
+add("plain.tif", a, (0.5, 0.25))
+a = floats((3, 17, 23))
+tifffile.imwrite(d + "/be.tif", a, photometric="minisblack", byteorder=">")
+add("be.tif", a)
+a = ints((4, 9, 5), "u2")
+tifffile.imwrite(d + "/u16be.tif", a, photometric="minisblack", byteorder=">", rowsperstrip=2)
+add("u16be.tif", a)
+a = ints((2, 7, 11), "u1")
+tifffile.imwrite(d + "/u8.tif", a, photometric="minisblack", resolution=(254, 127), resolutionunit="INCH")
+add("u8.tif", a, (0.1, 0.2))
+a = floats((2, 5, 7), "f8")
+tifffile.imwrite(d + "/f64.tif", a, photometric="minisblack", bigtiff=True)
+add("f64.tif", a)
+a = floats((17, 23))
+tifffile.imwrite(d + "/one.tif", a, photometric="minisblack")
+add("one.tif", a)
+a = floats((3, 17, 23), "f8")
+np.save(d + "/f64.npy", a)
+add("f64.npy", a)
+a = floats((3, 17, 23), ">f4")
+np.save(d + "/be.npy", a)
+add("be.npy", a)
+a = np.asfortranarray(ints((17, 23), ">i2"))
+np.save(d + "/i16.npy", a)
+add("i16.npy", a)
+a = ints((2, 3, 5), "u1")
+np.save(d + "/u8.npy", a)
+add("u8.npy", a)
+def meta(name, a, etype, spacing, data=None, compress=True):
+    raw = a.tobytes()
+    z = zlib.compress(raw) if compress else raw
+    dims = " ".join(str(x) for x in a.shape[::-1])
+    h = "ObjectType = Image\nNDims = %d\nBinaryData = True\nBinaryDataByteOrderMSB = %s\n" % (a.ndim, a.dtype.byteorder == ">")
+    h += "CompressedData = %s\n" % compress
+    if compress:
+        h += "CompressedDataSize = %d\n" % len(z)
+    h += "TransformMatrix = %s\n" % " ".join("1" if i % (a.ndim + 1) == 0 else "0" for i in range(a.ndim * a.ndim))
+    h += "Offset = %s\nElementSpacing = %s\nDimSize = %s\nElementType = %s\n" % (" ".join(["0"] * a.ndim), " ".join(map(str, spacing)), dims, etype)
+    with open(d + "/" + name, "wb") as f:
+        if data:
+            f.write((h + "ElementDataFile = %s\n" % data).encode())
+            open(d + "/" + data, "wb").write(z)
+        else:
+            f.write((h + "ElementDataFile = LOCAL\n").encode() + z)
+    add(name, a, spacing[:2])
+meta("z.mha", floats((3, 17, 23)), "MET_FLOAT", (0.3, 0.7, 1))
+meta("z2.mhd", floats((17, 23), "<f8"), "MET_DOUBLE", (0.125, 2), data="z2.zraw")
+meta("u16.mha", ints((3, 17, 23), ">u2"), "MET_USHORT", (1.5, 0.5, 3), compress=False)
+meta("s16.mha", ints((2, 9, 4), "<i2"), "MET_SHORT", (1, 1, 1))
+meta("u8.mha", ints((17, 23), "u1"), "MET_UCHAR", (0.2, 0.2))
+json.dump(out, open(d + "/manifest.json", "w"))
+`
+
+// What NumPy, tifffile (ImageJ and plain, big-endian, in strips) and a
+// MetaImage writer in Python (zlib-compressed, data files) write, Read
+// reads bit for bit, with the spacing the files give.
+func TestReadPython(t *testing.T) {
+	py := testutil.Python(t, "numpy", "tifffile")
+	dir := t.TempDir()
+	seed := rand.Int64N(1 << 62)
+	t.Logf("seed %d", seed)
+	if out, err := exec.Command(py, "-c", pyWrite, dir, strconv.FormatInt(seed, 10)).CombinedOutput(); err != nil {
+		t.Fatalf("writing the files in Python: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []struct {
+		File  string
+		Shape [3]int
+		Pixel [2]float64
+	}
+	if err := json.Unmarshal(b, &files); err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 17 {
+		t.Fatalf("%d files in the manifest, want 17", len(files))
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(filepath.Join(dir, f.File+".ref"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, len(raw)/8)
+		for i := range want {
+			want[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+		}
+		im := read(t, filepath.Join(dir, f.File), f.Shape[0], f.Shape[1], f.Shape[2])
+		same(t, f.File, im.Pix, want)
+		if !closeTo(im.Pixel, f.Pixel) {
+			t.Errorf("%s: spacing %v, want %v", f.File, im.Pixel, f.Pixel)
+		}
+	}
 }
