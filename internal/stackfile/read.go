@@ -38,8 +38,10 @@ type Images struct {
 //     file, zlib-compressed or not;
 //   - .tif, .tiff: a TIFF (classic or BigTIFF, either byte order) of one
 //     page per image, every page the same size, uncompressed strips of
-//     one sample per pixel: 8-, 16- or 32-bit integers (signed or not) or
-//     32- or 64-bit IEEE floats.
+//     one grey sample per pixel (BlackIsZero or WhiteIsZero, the values
+//     as stored): 8-, 16- or 32-bit integers (signed or not) or 32- or
+//     64-bit IEEE floats. Anything else (compression, tiles, colour,
+//     pages of differing sizes) is refused, saying what it is.
 //
 // Sizes and offsets a file claims are checked against what it holds
 // before anything is allocated for them.
