@@ -214,14 +214,14 @@ func (t *tiffFile) scalar(fs map[uint16]field, tag uint16, name string, def uint
 
 // page is one page's layout: what its pixels are and where its strips lie.
 type page struct {
-	cols, rows     uint64
-	bits, format   uint64 // BitsPerSample, SampleFormat (1 unsigned, 2 signed, 3 float)
-	rowsPerStrip   uint64
-	offsets        field
-	counts         field
-	hasCounts      bool
-	fields         map[uint16]field // the first page's are kept, for its resolution
-	bytes, ifdSize int64
+	cols, rows   uint64
+	bits, format uint64 // BitsPerSample, SampleFormat (1 unsigned, 2 signed, 3 float)
+	rowsPerStrip uint64
+	offsets      field
+	counts       field
+	hasCounts    bool
+	fields       map[uint16]field // the first page's are kept, for its resolution
+	bytes        int64            // the pixels' bytes
 }
 
 // sampleNames says what samples of a SampleFormat are.
@@ -235,10 +235,8 @@ var compressions = map[uint64]string{2: "CCITT RLE", 3: "CCITT G3", 4: "CCITT G4
 // refusing what the reader does not read.
 func (t *tiffFile) parsePage(i int, fs map[uint16]field) (page, error) {
 	var p page
-	if _, ok := fs[tTileWidth]; ok {
-		return p, t.errorf("page %d is tiled: tiled TIFF is not supported; save the images in strips (tifffile's default)", i)
-	}
-	if _, ok := fs[tTileOffsets]; ok {
+	_, tw := fs[tTileWidth]
+	if _, to := fs[tTileOffsets]; tw || to {
 		return p, t.errorf("page %d is tiled: tiled TIFF is not supported; save the images in strips (tifffile's default)", i)
 	}
 	type want struct {
