@@ -9,6 +9,9 @@
 // Either file holds the pixels as one contiguous run of little-endian
 // float32 values, image after image, row after row, from DataOffset on:
 // the same bytes as an (n, rows, cols) float32 .npy file's data.
+//
+// Read reads stacks back: these files, .npy files, and the MetaImages and
+// TIFFs that other tools write (see Read for what it reads).
 package stackfile
 
 import (

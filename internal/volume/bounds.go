@@ -214,7 +214,7 @@ func Shape(path string, opt Options) (shape [3]int64, ok bool) {
 		}
 		defer f.Close()
 		h, err := parseMetaHeader(br)
-		if err != nil {
+		if err != nil || h.ndims != 3 {
 			return shape, false
 		}
 		return [3]int64{int64(h.dims[0]), int64(h.dims[1]), int64(h.dims[2])}, true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,7 +42,8 @@ func metaBool(v string) (bool, error) {
 
 // metaHeader is the key = value header of a MetaImage file.
 type metaHeader struct {
-	dims    [3]int
+	ndims   int    // 2 or 3; a 2-D header's third size is 1
+	dims    [3]int // DimSize, x (the fastest axis) first
 	spacing [3]float64
 	origin  [3]float64 // Offset (Origin, Position): the centre of voxel 0
 	// transform is TransformMatrix (Rotation, Orientation) as written:
@@ -53,7 +55,8 @@ type metaHeader struct {
 	bigEndian    bool
 	compressed   bool
 	dataFile     string
-	hasSpacing   bool
+	hasSpacing   bool // ElementSpacing given
+	spacingGiven bool // ElementSpacing or ElementSize given
 }
 
 func parseFloats(v string, n int) ([]float64, error) {
@@ -73,10 +76,15 @@ func parseFloats(v string, n int) ([]float64, error) {
 }
 
 // parseMetaHeader reads header lines up to and including ElementDataFile,
-// which MetaImage requires to be the last.
+// which MetaImage requires to be the last. NDims is 2 or 3 (3 when not
+// given), and comes before the keys whose number of values it sets, as
+// ITK writes it: DimSize, ElementSpacing (ElementSize) and Offset take
+// NDims numbers, TransformMatrix NDims² (a 2-D one fills the upper left
+// of the 3-D matrix).
 func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
-	h := metaHeader{spacing: [3]float64{1, 1, 1}}
+	h := metaHeader{ndims: 3, spacing: [3]float64{1, 1, 1}}
 	seen := map[string]bool{}
+	sized := "" // the first key whose number of values NDims sets
 	for lines := 0; ; lines++ {
 		if lines > 200 {
 			return h, fmt.Errorf("%w: MetaImage header has no ElementDataFile", ErrVolume)
@@ -108,12 +116,25 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 		seen[k] = true
 		var bad error
 		switch k {
+		case "DimSize", "ElementSpacing", "ElementSize", "Offset", "Origin", "Position", "TransformMatrix", "Rotation", "Orientation":
+			if sized == "" {
+				sized = k
+			}
+		}
+		switch k {
 		case "NDims":
-			if v != "3" {
-				return h, fmt.Errorf("%w: MetaImage NDims = %s, want 3", ErrVolume, v)
+			switch v {
+			case "2", "3":
+				h.ndims = int(v[0] - '0')
+			default:
+				return h, fmt.Errorf("%w: MetaImage NDims = %s, want 3 (or 2 for one image)", ErrVolume, v)
+			}
+			if sized != "" && h.ndims != 3 {
+				return h, fmt.Errorf("%w: MetaImage NDims = %s comes after %s, which was read with 3 values", ErrVolume, v, sized)
 			}
 		case "DimSize":
-			f, err := parseFloats(v, 3)
+			h.dims[2] = 1
+			f, err := parseFloats(v, h.ndims)
 			bad = err
 			for i := range f {
 				h.dims[i] = int(f[i])
@@ -125,23 +146,27 @@ func parseMetaHeader(r *bufio.Reader) (metaHeader, error) {
 			if k == "ElementSize" && h.hasSpacing {
 				continue
 			}
-			f, err := parseFloats(v, 3)
+			f, err := parseFloats(v, h.ndims)
 			bad = err
 			if err == nil {
 				copy(h.spacing[:], f)
 				h.hasSpacing = k == "ElementSpacing"
+				h.spacingGiven = true
 			}
 		case "Offset", "Origin", "Position":
-			f, err := parseFloats(v, 3)
+			f, err := parseFloats(v, h.ndims)
 			bad = err
 			if err == nil {
 				copy(h.origin[:], f)
 			}
 		case "TransformMatrix", "Rotation", "Orientation":
-			f, err := parseFloats(v, 9)
+			f, err := parseFloats(v, h.ndims*h.ndims)
 			bad = err
 			if err == nil {
-				copy(h.transform[:], f)
+				h.transform = [9]float64{8: 1}
+				for a := range h.ndims {
+					copy(h.transform[3*a:], f[a*h.ndims:(a+1)*h.ndims])
+				}
 				h.hasTransform = true
 			}
 		case "HeaderSize":
@@ -230,15 +255,13 @@ func seekData(f *os.File, hs, need, minStart int64) (int64, error) {
 
 // loadMeta reads a .mha or .mhd file; with place, its placement too.
 func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
-	f, err := npy.OpenFile(path)
+	f, br, h, err := openMetaHeader(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrVolume, err)
+		return nil, err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	h, err := parseMetaHeader(br)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if h.ndims != 3 {
+		return nil, fmt.Errorf("%s: %w: MetaImage NDims = %d: one image, want a 3-D volume", path, ErrVolume, h.ndims)
 	}
 	dir := identity
 	if place {
@@ -248,12 +271,60 @@ func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
 	} else {
 		h.spacing, h.origin = [3]float64{1, 1, 1}, [3]float64{}
 	}
-	if float64(h.dims[0])*float64(h.dims[1])*float64(h.dims[2]) > maxVoxels {
-		return nil, fmt.Errorf("%w: %s: shape %v is too large", ErrVolume, path, h.dims)
+	data, el, done, err := openMetaData(path, f, br, h, warn)
+	if err != nil {
+		return nil, err
 	}
-	el, _ := elementType(h.etype, h.bigEndian)
+	defer done()
+	v, err := newVolume(h.dims[0], h.dims[1], h.dims[2])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := readVoxels(data, v, el, true); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	v.Spacing, v.Origin, v.Direction = h.spacing, h.origin, dir
+	return v, nil
+}
+
+// openMetaHeader opens the MetaImage file at path and reads its header;
+// the returned reader continues after it.
+func openMetaHeader(path string) (*os.File, *bufio.Reader, metaHeader, error) {
+	f, err := npy.OpenFile(path)
+	if err != nil {
+		return nil, nil, metaHeader{}, fmt.Errorf("%w: %v", ErrVolume, err)
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
+	h, err := parseMetaHeader(br)
+	if err != nil {
+		f.Close()
+		return nil, nil, h, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, br, h, nil
+}
+
+// openMetaData returns the element stream of the MetaImage at path, whose
+// header h was read from f through br, and the element type, once the
+// size h claims is checked against the bytes there are (compressed data
+// counted in constant memory): no more than the file holds is ever
+// allocated for. done releases what the stream holds open besides f.
+func openMetaData(path string, f *os.File, br *bufio.Reader, h metaHeader, warn io.Writer) (data io.Reader, el element, done func(), err error) {
+	var closers []io.Closer
+	done = func() {
+		for _, c := range slices.Backward(closers) {
+			c.Close()
+		}
+	}
+	fail := func(err error) (io.Reader, element, func(), error) {
+		done()
+		return nil, element{}, nil, err
+	}
+	if float64(h.dims[0])*float64(h.dims[1])*float64(h.dims[2]) > maxVoxels {
+		return fail(fmt.Errorf("%w: %s: shape %v is too large", ErrVolume, path, h.dims[:h.ndims]))
+	}
+	el, _ = elementType(h.etype, h.bigEndian)
 	need := sysmem.Mul(int64(h.dims[0]), int64(h.dims[1]), int64(h.dims[2]), int64(el.size))
-	var data io.Reader = br
+	data = br
 	avail := int64(-1)                   // bytes available from the data's start, where known
 	dataPath, dataOff := path, int64(-1) // where the data starts, where known
 	switch {
@@ -273,26 +344,26 @@ func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
 		// ITK reads HeaderSize in a .mha as the data's offset from the
 		// start of the file.
 		if avail, err = seekData(f, h.headerSize, need, end); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fail(fmt.Errorf("%s: %w", path, err))
 		}
 		if dataOff, err = f.Seek(0, io.SeekCurrent); err != nil {
 			dataOff = -1
 		}
 		data = bufioReader(f)
 	case isSliceList(h.dataFile):
-		return nil, fmt.Errorf("%w: %s: MetaImage ElementDataFile %q: the voxels are in one file per slice, which tapeloop does not read; "+
-			"write the volume as one file (a .mha, or a .mhd with one data file: SimpleITK.WriteImage does)", ErrVolume, path, h.dataFile)
+		return fail(fmt.Errorf("%w: %s: MetaImage ElementDataFile %q: the voxels are in one file per slice, which tapeloop does not read; "+
+			"write the volume as one file (a .mha, or a .mhd with one data file: SimpleITK.WriteImage does)", ErrVolume, path, h.dataFile))
 	default:
 		// As ITK reads it: a relative path from the header's directory, an
 		// absolute one as it is.
 		dataPath = metaDataPath(path, h.dataFile)
 		df, err := npy.OpenFile(dataPath)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err)
+			return fail(fmt.Errorf("%w: %s: data file: %v", ErrVolume, path, err))
 		}
-		defer df.Close()
+		closers = append(closers, df)
 		if avail, err = seekData(df, h.headerSize, need, 0); err != nil {
-			return nil, fmt.Errorf("%s: data file: %w", path, err)
+			return fail(fmt.Errorf("%s: data file: %w", path, err))
 		}
 		if dataOff, err = df.Seek(0, io.SeekCurrent); err != nil {
 			dataOff = -1
@@ -302,18 +373,16 @@ func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
 	if h.compressed {
 		z, err := zlib.NewReader(data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: compressed data: %v", ErrVolume, path, err)
+			return fail(fmt.Errorf("%w: %s: compressed data: %v", ErrVolume, path, err))
 		}
-		defer z.Close()
+		closers = append(closers, z)
 		data = z
-	}
-	if h.compressed {
 		// The bytes the stream really holds, counted in constant memory
 		// before anything is allocated for what the header claims.
 		avail = -1
 		if dataOff >= 0 && need > 0 && need <= maxVoxels*8 {
 			if avail, err = zlibAvail(dataPath, dataOff, need); err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrVolume, path, err)
+				return fail(fmt.Errorf("%w: %s: %v", ErrVolume, path, err))
 			}
 		}
 	}
@@ -322,7 +391,7 @@ func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
 		if dataPath != path {
 			in = "its data file " + dataPath
 		}
-		return nil, fmt.Errorf("%w: %s: voxel data truncated: the header promises %d bytes, %s holds %d", ErrVolume, path, need, in, avail)
+		return fail(fmt.Errorf("%w: %s: voxel data truncated: the header promises %d bytes, %s holds %d", ErrVolume, path, need, in, avail))
 	}
 	if avail > need { // known exactly for uncompressed data
 		in := "the file holds"
@@ -331,15 +400,7 @@ func loadMeta(path string, warn io.Writer, place bool) (*Volume, error) {
 		}
 		extraData(warn, path, in, avail, need, "DimSize and ElementType")
 	}
-	v, err := newVolume(h.dims[0], h.dims[1], h.dims[2])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := readVoxels(data, v, el, true); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	v.Spacing, v.Origin, v.Direction = h.spacing, h.origin, dir
-	return v, nil
+	return data, el, done, nil
 }
 
 // isSliceList says an ElementDataFile names one file per slice: LIST (with
