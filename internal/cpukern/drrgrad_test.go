@@ -370,11 +370,15 @@ func benchmarkDRRGrad(b *testing.B, shape [3]int64, spacing [3]float64) {
 		lref = max(lref, math.Sqrt(math.Pow(dst[3*r]-src[3*r], 2)+math.Pow(dst[3*r+1]-src[3*r+1], 2)+math.Pow(dst[3*r+2]-src[3*r+2], 2)))
 	}
 	const step = 1.0
-	var samples int64
+	var samples, hits int64
 	for r := range n {
-		samples += samplesOf(p, [3]float64(src[3*r:]), [3]float64(dst[3*r:]), step, lref)
+		k := samplesOf(p, [3]float64(src[3*r:]), [3]float64(dst[3*r:]), step, lref)
+		samples += k
+		if k > 0 {
+			hits++
+		}
 	}
-	b.Logf("%d rays, %d samples (%.0f a ray that hits)", n, samples, float64(samples)/float64(n))
+	b.Logf("%d rays, %d samples (%.0f a ray that hits)", n, samples, float64(samples)/float64(hits))
 	out, gs, gd := make([]float64, n), make([]float64, 3*n), make([]float64, 3*n)
 	f32 := make([]float32, n)
 	runs := []struct {
