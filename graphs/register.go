@@ -278,6 +278,11 @@ func RunRegister(ctx context.Context, s RegisterSpec, r *register.Registration, 
 	res, err := r.Run(ctx, progress)
 	info.Result = res
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped by a signal: its handler says so, and nothing is
+			// written.
+			return info, fmt.Errorf("register: %w", atomicfile.ErrStopped)
+		}
 		return info, err
 	}
 	if s.Out != "" {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/register"
@@ -277,5 +279,33 @@ func TestRegisterFarStartIsNotConverged(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// Ctrl-C during a registration: one line, exit 1, nothing written.
+func TestRegisterInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	registerFixture(t, dir, rigid.Transform{Translation: [3]float64{2, 0, 0}})
+	out := filepath.Join(dir, "reg")
+	// A large phantom, so that the run is still going when the signal comes.
+	args := []string{"register", "-q", "--geometry", filepath.Join(dir, "views.json"), "--target", filepath.Join(dir, "tgt", "drr.npy"),
+		"--levels", "1", "--max-steps", "100000", "--tolerance", "0", "--size", "320", "--out", out}
+	cmd := exec.Command(binary, args...)
+	var se strings.Builder
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 || se.String() != "tapeloop: stopped by SIGINT; nothing was written\n" {
+		t.Fatalf("%v, stderr %q", err, se.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("an interrupted registration left its output directory")
 	}
 }
