@@ -33,11 +33,11 @@ type registerConfig struct {
 	// in pixels (0: whole images).
 	Loss  string `json:"loss" flag:"loss"`
 	Patch int    `json:"patch" flag:"patch"`
-	// Levels is the pyramid's levels (0: 1, a single level at full
-	// size), MaxSteps, Tolerance and Accept the optimiser's settings (0
-	// or absent: reg.DefaultConfig's).
-	Levels    int      `json:"levels" flag:"levels"`
-	MaxSteps  int      `json:"max_steps" flag:"max-steps"`
+	// Levels is the pyramid's levels (absent: 1, a single level at full
+	// size), MaxSteps, Tolerance and Accept the optimiser's settings
+	// (absent: reg.DefaultConfig's).
+	Levels    *int     `json:"levels" flag:"levels"`
+	MaxSteps  *int     `json:"max_steps" flag:"max-steps"`
 	Tolerance *float64 `json:"tolerance" flag:"tolerance"`
 	Accept    *float64 `json:"accept" flag:"accept"`
 	// Center is the point the rotation turns about, world mm (absent: the
@@ -175,11 +175,11 @@ func tl_register_create(h C.int64_t, config *C.char, poses *C.double, length C.i
 		}
 		cfg := reg.DefaultConfig()
 		cfg.Levels, cfg.Patch = 1, c.Patch
-		if c.Levels != 0 {
-			cfg.Levels = c.Levels
+		if c.Levels != nil {
+			cfg.Levels = *c.Levels
 		}
-		if c.MaxSteps != 0 {
-			cfg.MaxSteps = c.MaxSteps
+		if c.MaxSteps != nil {
+			cfg.MaxSteps = *c.MaxSteps
 		}
 		if c.Tolerance != nil {
 			cfg.Tolerance = *c.Tolerance
@@ -311,7 +311,7 @@ func tl_register_run(h C.int64_t, init *C.double, result **C.char, interruptible
 			tr := res.Transform
 			out := map[string]any{
 				"transform": graphs.TransformJSON{Center: tr.Center, Rotation: tr.Rotation, Translation: tr.Translation, Matrix: tr.Matrix()},
-				"loss":      jsonFloat(res.Loss), "converged": res.Converged, "reason": res.Reason, "evaluations": res.Evals,
+				"loss":      jsonFloat(res.Loss), "converged": res.Converged, "reason": keywords(res.Reason), "evaluations": res.Evals,
 			}
 			cols := map[string]any{}
 			n := len(res.Trace)
