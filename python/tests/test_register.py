@@ -314,3 +314,19 @@ def test_pickles_and_closes_with_its_registration(volume):
     with pytest.raises(tapeloop.Error, match="closed"):
         d.loss_and_grad(x, poses, targets)
     e.close()
+
+
+def test_docs_example_runs():
+    """docs/python.md's example of "Registration and gradients" runs as
+    shown and finds its transform."""
+    import os
+    import re
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python.md")
+    with open(path) as f:
+        text = f.read()
+    section = text.split("## Registration and gradients", 1)[1].split("\n## ", 1)[0]
+    code = re.findall(r"```python\n(.*?)```", section.split("**With tapeloop.**", 1)[1], re.S)[0]
+    ns = {}
+    exec(compile(code, "docs/python.md", "exec"), ns)
+    assert ns["res"].converged and ns["err"] < 0.5, (ns["res"].reason, ns["err"])
+    assert ns["grad"].shape == (6,) and ns["loss"] > 0.01
