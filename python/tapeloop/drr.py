@@ -121,7 +121,10 @@ class DRR(Compiled):
     C-contiguous one). A (P, 14) float64 C-contiguous array is passed by
     pointer; other forms are converted once. orbit() gives the CLI's orbit.
     shard=(i, n) renders the poses of shard i of n only, as a tapeloop.Shard
-    for tapeloop.merge (see docs/python.md).
+    for tapeloop.merge (see docs/python.md). loss_and_grad() gives the loss
+    between the DRRs of the volume under a rigid transform and X-ray images,
+    with its gradient in the transform's six parameters; register() finds
+    the transform (2D/3D registration, the CLI's register).
     """
 
     _what = "drr"
@@ -299,8 +302,8 @@ class DRR(Compiled):
         check(lib.tl_register_run(r._handle(), p.ctypes.data, ctypes.byref(out), interruptible()))
         res = json.loads(taken(out.value))
         t = res["transform"]
-        transform = {"frame": self._frame, "center": t["center"], "rotation": t["rotation"],
-                     "translation": t["translation"], "matrix": t["matrix"]}
+        transform = {"frame": self._frame, **{k: np.asarray(t[k], np.float64).tolist()
+                                              for k in ("center", "rotation", "translation", "matrix")}}
         tr = res["trace"]
         trace = np.zeros(len(tr["step"]), TRACE_DTYPE)
         for name in TRACE_DTYPE.names:

@@ -330,3 +330,38 @@ def test_docs_example_runs():
     exec(compile(code, "docs/python.md", "exec"), ns)
     assert ns["res"].converged and ns["err"] < 0.5, (ns["res"].reason, ns["err"])
     assert ns["grad"].shape == (6,) and ns["loss"] > 0.01
+
+
+def test_interrupt_stops_register_and_leaves_it_usable():
+    """interrupt() from another thread stops a register() in progress
+    (KeyboardInterrupt in its thread, saying so), and the object then
+    registers and evaluates as before."""
+    import threading
+    import time
+    rng = np.random.default_rng()
+    vol = smooth_volume(rng, 48)
+    c = centre_of(vol)
+    with tapeloop.DRR(vol, SPACING, detector=(160, 160), method="trilinear") as d:
+        poses = views(d)
+        targets = d(seen_from(poses, random_params(rng, 5, 5), c))
+        out = {}
+
+        def work():
+            t0 = time.perf_counter()
+            try:
+                out["result"] = d.register(targets, poses, levels=1, tolerance=0, max_steps=1000)
+            except KeyboardInterrupt as e:
+                out["error"] = e
+            out["seconds"] = time.perf_counter() - t0
+
+        th = threading.Thread(target=work)
+        th.start()
+        while d._reg_run is None and th.is_alive():
+            time.sleep(0.005)
+        time.sleep(0.05)
+        d.interrupt()
+        th.join()
+        assert "error" in out, f"register ran to its end in {out['seconds']:.2f} s before interrupt()"
+        assert "interrupt() was called" in str(out["error"])
+        f, g = d.loss_and_grad(np.zeros(6), poses, targets)
+        assert np.isfinite(f) and np.isfinite(g).all()
