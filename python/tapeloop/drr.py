@@ -284,7 +284,10 @@ class DRR(Compiled):
 
         Rendered as the object renders (loss_and_grad says how); the CLI's
         register uses trilinear by default, this object's method is used
-        here."""
+        here. Siddon's loss has a kink wherever a ray crosses a voxel edge,
+        and its line search can fail at the minimum: reported as not
+        converged ("stopped on Failure"); trilinear is smooth between
+        samples."""
         self._handle()
         if method != "lbfgs":
             raise Error(f'method=: {method!r}; the registration optimises by "lbfgs" (L-BFGS) only')

