@@ -169,7 +169,7 @@ class DRR(Compiled):
         self.detector = (rows, cols)
         self._run = lib.tl_drr_run
         self._frame = frame or "lps"
-        self._reg_lock = threading.Lock()
+        self._reg_locks = {"_reg_eval": threading.Lock(), "_reg_run": threading.Lock()}
 
     def orbit(self, n, sdd=1020.0, sid=510.0, pixel=2.0, isocenter=None, start=0.0, axis="z"):
         """The CLI's --orbit n: n poses over 360° about axis ("x", "y", "z" or
@@ -255,10 +255,11 @@ class DRR(Compiled):
         calls with the same poses, targets, loss, patch and centre."""
         self._handle()
         params, center = self._transform("transform", transform)
-        r = self._registration("_reg_eval", poses, targets, loss, patch, center, levels=1)
         p = np.ascontiguousarray(params, np.float64)
         f, g = ctypes.c_double(), np.empty(6, np.float64)
-        check(lib.tl_register_eval(r._handle(), p.ctypes.data, ctypes.byref(f), g.ctypes.data, interruptible()))
+        with self._reg_locks["_reg_eval"]:  # the compiled one stays while it runs
+            r = self._registration("_reg_eval", poses, targets, loss, patch, center, levels=1)
+            check(lib.tl_register_eval(r._handle(), p.ctypes.data, ctypes.byref(f), g.ctypes.data, interruptible()))
         return f.value, g
 
     def register(self, targets, poses, init=None, loss="ncc", patch=0, levels=3, max_steps=100, tolerance=1e-5,
@@ -298,11 +299,12 @@ class DRR(Compiled):
         for name, v in (("levels", levels), ("max_steps", max_steps), ("tolerance", tolerance), ("accept", accept)):
             if v is None:
                 raise Error(f"{name}=: want a number, got None")
-        r = self._registration("_reg_run", poses, targets, loss, patch, center, levels=levels, max_steps=max_steps,
-                               tolerance=tolerance, accept=accept)
         p = np.ascontiguousarray(params, np.float64)
         out = ctypes.c_void_p()
-        check(lib.tl_register_run(r._handle(), p.ctypes.data, ctypes.byref(out), interruptible()))
+        with self._reg_locks["_reg_run"]:
+            r = self._registration("_reg_run", poses, targets, loss, patch, center, levels=levels,
+                                   max_steps=max_steps, tolerance=tolerance, accept=accept)
+            check(lib.tl_register_run(r._handle(), p.ctypes.data, ctypes.byref(out), interruptible()))
         res = json.loads(taken(out.value))
         t = res["transform"]
         transform = {"frame": self._frame, **{k: np.asarray(t[k], np.float64).tolist()
@@ -361,7 +363,7 @@ class DRR(Compiled):
     def _registration(self, slot, poses, targets, loss, patch, center, **settings):
         """The registration compiled for these poses, targets, loss, patch,
         centre and settings, kept in slot: the one there when they match,
-        else a new one (closing the old)."""
+        else a new one (closing the old). The caller holds the slot's lock."""
         p = poses_array(poses, self.detector)
         n = p.shape[0]
         if not isinstance(loss, str):
@@ -380,22 +382,21 @@ class DRR(Compiled):
             k, i, j = np.argwhere(bad)[0]
             raise Error(f"targets=: image {k}, pixel ({i}, {j}) is {t[k, i, j]!r}; targets must be finite")
         key = (digest(p), digest(t), loss, patch, center, tuple(sorted(settings.items())))
-        with self._reg_lock:
-            have = getattr(self, slot)
-            if have is not None and have[0] == key and have[1]._h:
-                return have[1]
-            if have is not None:
-                setattr(self, slot, None)
-                have[1].close()
-            cfg = json.dumps(dict(loss=loss, patch=patch, center=list(center), **settings), allow_nan=False).encode()
-            h = ctypes.c_int64(0)
-            check(lib.tl_register_create(self._handle(), cfg, p.ctypes.data, p.size, t.ctypes.data, t.size,
-                                         ctypes.byref(h)))
-            r = _Registration()
-            r._own(h.value)
-            self._compiles += 1
-            setattr(self, slot, (key, r))
-            return r
+        have = getattr(self, slot)
+        if have is not None and have[0] == key and have[1]._h:
+            return have[1]
+        if have is not None:
+            setattr(self, slot, None)
+            have[1].close()
+        cfg = json.dumps(dict(loss=loss, patch=patch, center=list(center), **settings), allow_nan=False).encode()
+        h = ctypes.c_int64(0)
+        check(lib.tl_register_create(self._handle(), cfg, p.ctypes.data, p.size, t.ctypes.data, t.size,
+                                     ctypes.byref(h)))
+        r = _Registration()
+        r._own(h.value)
+        self._compiles += 1
+        setattr(self, slot, (key, r))
+        return r
 
     def interrupt(self):
         """Compiled.interrupt, for a render, loss_and_grad or register in
