@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define TAPELOOP_ABI "tapeloop-capi 3"
+#define TAPELOOP_ABI "tapeloop-capi 4"
 
 /* The library. */
 char *tl_version(char *buf, int64_t n);   /* the ABI version into buf (n bytes with the NUL) */
@@ -58,6 +58,19 @@ char *tl_drr_orbit(int64_t h, int64_t n, double sdd, double sid, double pixel, d
 /* run: *warnings receives the call's own warnings, a line each (free with
    tl_free), or NULL when it has none or fails. */
 char *tl_drr_run(int64_t h, double *poses, int64_t length, float *out, int64_t outLen, char **warnings, int interruptible);
+
+/* register: 2D/3D registration of a DRR's volume (h: the DRR's handle).
+   transform: a transform.json's text read for that volume: its six
+   parameters (rotation vector in radians, translation in mm) and centre.
+   create: the loss between the DRRs of the volume moved by a rigid
+   transform and targets (n poses of 14 doubles, n·rows·cols doubles),
+   compiled once. eval: the loss at six parameters and its gradient. run:
+   a registration from init, *result its outcome as JSON (free with
+   tl_free). */
+char *tl_register_transform(int64_t h, char *text, double *params, double *center);
+char *tl_register_create(int64_t h, char *config, double *poses, int64_t length, double *targets, int64_t tlen, int64_t *handle);
+char *tl_register_eval(int64_t h, double *params, double *loss, double *grad, int interruptible);
+char *tl_register_run(int64_t h, double *init, char **result, int interruptible);
 
 /* wavelet: a volume convolved with the hat for every (theta, phi, xi). */
 char *tl_wavelet_create(char *config, float *v, int64_t nx, int64_t ny, int64_t nz, int64_t *handle);

@@ -172,32 +172,42 @@ func readTargets(paths []string, views, rows, cols int) ([]float64, error) {
 	return all, nil
 }
 
-// readInit reads a transform.json: a matrix (a rotation and a
-// translation, checked), or a rotation vector and a translation about a
-// centre (the volume's when absent).
+// readInit reads a transform.json (ParseTransform).
 func readInit(path, frame string, centre [3]float64) (rigid.Transform, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return rigid.Transform{}, fmt.Errorf("--init: %w", err)
 	}
+	t, err := ParseTransform(b, frame, centre)
+	if err != nil {
+		return rigid.Transform{}, fmt.Errorf("--init %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// ParseTransform reads a transform as transform.json writes it: a matrix
+// (a rotation and a translation, checked), or a rotation vector and a
+// translation, about its "center" (centre when absent). A "frame" must be
+// frame.
+func ParseTransform(b []byte, frame string, centre [3]float64) (rigid.Transform, error) {
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&raw); err != nil {
-		return rigid.Transform{}, fmt.Errorf("--init %s: not a JSON object: %w", path, err)
+		return rigid.Transform{}, fmt.Errorf("not a JSON object: %w", err)
 	}
 	var t TransformJSON
 	if err := json.Unmarshal(b, &t); err != nil {
-		return rigid.Transform{}, fmt.Errorf("--init %s: %w", path, err)
+		return rigid.Transform{}, err
 	}
 	if _, ok := raw["frame"]; ok && t.Frame != frame {
-		return rigid.Transform{}, fmt.Errorf("--init %s: the transform is in the %s frame, --frame is %s", path, t.Frame, frame)
+		return rigid.Transform{}, fmt.Errorf("the transform is in the %s frame, --frame is %s", t.Frame, frame)
 	}
 	if _, ok := raw["center"]; !ok {
 		t.Center = centre
 	}
 	for _, x := range append(append(t.Center[:], t.Rotation[:]...), t.Translation[:]...) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return rigid.Transform{}, fmt.Errorf("--init %s: a value is not finite", path)
+			return rigid.Transform{}, errors.New("a value is not finite")
 		}
 	}
 	_, hasM := raw["matrix"]
@@ -207,19 +217,19 @@ func readInit(path, frame string, centre [3]float64) (rigid.Transform, error) {
 	case hasM:
 		tr, err := rigid.FromMatrix(t.Matrix, t.Center)
 		if err != nil {
-			return rigid.Transform{}, fmt.Errorf("--init %s: not a rigid transform: %w", path, err)
+			return rigid.Transform{}, fmt.Errorf("not a rigid transform: %w", err)
 		}
 		if hasR || hasT {
 			alt := rigid.Transform{Center: t.Center, Rotation: t.Rotation, Translation: t.Translation}
 			if e := maxDiff(alt.Matrix(), t.Matrix); e > 1e-6 {
-				return rigid.Transform{}, fmt.Errorf("--init %s: its matrix and its rotation and translation disagree (by %.3g)", path, e)
+				return rigid.Transform{}, fmt.Errorf("its matrix and its rotation and translation disagree (by %.3g)", e)
 			}
 		}
 		return tr, nil
 	case hasR || hasT:
 		return rigid.Transform{Center: t.Center, Rotation: t.Rotation, Translation: t.Translation}, nil
 	}
-	return rigid.Transform{}, fmt.Errorf("--init %s: want \"matrix\" (4×4) or \"rotation\" and \"translation\"", path)
+	return rigid.Transform{}, errors.New(`want "matrix" (4×4) or "rotation" and "translation"`)
 }
 
 func maxDiff(a, b [4][4]float64) float64 {

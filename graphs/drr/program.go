@@ -183,6 +183,19 @@ func (p *Program) Run(x []float64, dst []float32) error {
 	return nil
 }
 
+// Volume is the volume the program renders: attenuation per mm (HU or
+// Mu applied), placed in world mm. It is the program's own and never
+// changes; a caller must not change it either.
+func (p *Program) Volume() *volume.Volume { return p.job.s.Vol }
+
+// Step is the trilinear sample spacing in mm, or 0 for Siddon's exact
+// path.
+func (p *Program) Step() float64 { return p.job.s.Step }
+
+// LineIntegrals says the images are the rays' line integrals: no Post
+// formula or Filter applies to them.
+func (p *Program) LineIntegrals() bool { return p.job.s.Post == nil && p.job.s.Filter == nil }
+
 // Dtype is the images' dtype, float32.
 func (p *Program) Dtype() tensor.Dtype { return tensor.Float32 }
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-ABI = "tapeloop-capi 3"
+ABI = "tapeloop-capi 4"
 
 
 class Error(ValueError):
@@ -45,6 +45,10 @@ PROTOS = {
     "tl_drr_orbit": ([_i64, _i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, _ptr, ctypes.c_double, _ptr, _ptr,
                       _i64], _err),
     "tl_drr_run": ([_i64, _ptr, _i64, _ptr, _i64, _txt, ctypes.c_int], _err),
+    "tl_register_transform": ([_i64, ctypes.c_char_p, _ptr, _ptr], _err),
+    "tl_register_create": ([_i64, ctypes.c_char_p, _ptr, _i64, _ptr, _i64, _p64], _err),
+    "tl_register_eval": ([_i64, _ptr, _ptr, _ptr, ctypes.c_int], _err),
+    "tl_register_run": ([_i64, _ptr, _txt, ctypes.c_int], _err),
     "tl_wavelet_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),
     "tl_wavelet_columns": ([_i64, _txt], _err),
     "tl_wavelet_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _i64, _i64, _i64, _ptr, _i64, ctypes.c_int], _err),
