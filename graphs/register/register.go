@@ -54,7 +54,7 @@ type Config struct {
 // DefaultConfig registers by NCC over three levels with trilinear samples
 // 1 mm apart.
 func DefaultConfig() Config {
-	return Config{Loss: ops.LossNCC, Levels: 3, Step: 1, MaxSteps: 100, Tolerance: 1e-5, Accept: 0.1}
+	return Config{Loss: ops.LossNCC, Levels: 3, Step: 1, MaxSteps: 100, Tolerance: 1e-5, Accept: 0.05}
 }
 
 // Step is one optimiser iteration as the trace records it.
@@ -71,8 +71,8 @@ type Result struct {
 	Transform rigid.Transform
 	Loss      float64 // at the finest level, at Transform
 	Trace     []Step
-	// Converged says the last level stopped on its convergence rule with
-	// the loss at most Config.Accept; Reason says why not otherwise.
+	// Converged says the last level ended at a minimum (not on a limit)
+	// with the loss at most Config.Accept; Reason says why not otherwise.
 	Converged bool
 	Reason    string
 	Evals     int // loss-and-gradient evaluations, all levels
@@ -179,14 +179,27 @@ func (r *Registration) Run(ctx context.Context, progress func(Step)) (Result, er
 	}
 	res.Transform = cur
 	switch {
-	case status.Early():
-		res.Reason = fmt.Sprintf("the finest level stopped on %s before it converged", status)
+	case limited(status):
+		res.Reason = fmt.Sprintf("the finest level reached its limit (%s, --max-steps %d) before its loss settled", status, r.Cfg.MaxSteps)
 	case res.Loss > r.Cfg.Accept:
 		res.Reason = fmt.Sprintf("the loss stopped improving at %.4g, above --accept %.4g: the start may be outside the capture range", res.Loss, r.Cfg.Accept)
 	default:
 		res.Converged = true
 	}
 	return res, nil
+}
+
+// limited says the optimiser stopped on a limit of steps, evaluations or
+// time: not converged. Any other end (the loss settled, the gradient
+// vanished, or a line search could not find a lower loss, as happens at a
+// minimum of Siddon's piecewise-smooth loss) is a minimum, taken for a fit
+// when its loss is at most Accept.
+func limited(s optimize.Status) bool {
+	switch s {
+	case optimize.IterationLimit, optimize.RuntimeLimit, optimize.FunctionEvaluationLimit, optimize.GradientEvaluationLimit, optimize.HessianEvaluationLimit:
+		return true
+	}
+	return false
 }
 
 // errCancelled carries ctx's error out of the optimiser's callbacks.

@@ -209,15 +209,10 @@ def test_register_recovers_a_known_transform(volume, method):
             r = d.register(targets, poses)
     err = mtre(np.array(r.transform["matrix"]), matrix(truth, c), volume)
     assert err < 1.0, f"mTRE {err:.3f} mm from {start:.2f} mm"
-    if method == "trilinear":
-        assert r.converged and r.reason == "" and not w, (r.reason, [str(x.message) for x in w])
-    elif not r.converged:
-        # Siddon's loss has kinks wherever a ray crosses a voxel edge: near
-        # the minimum of the same renderer's targets (a loss of ~1e-14) the
-        # line search can fail; that is reported, never taken for success.
-        assert "stopped on Failure" in r.reason and r.loss < 1e-3, (r.reason, r.loss)
-        assert [x.category for x in w] == [RuntimeWarning], [str(x.message) for x in w]
-        return
+    # Siddon's loss has kinks wherever a ray crosses a voxel edge: near the
+    # minimum of the same renderer's targets (a loss of ~1e-14) its line
+    # search can fail, which is a minimum like any other.
+    assert r.converged and r.reason == "" and not w, (r.reason, [str(x.message) for x in w])
     assert r.transform["frame"] == "lps" and np.allclose(r.transform["center"], c)
     assert np.allclose(matrix(np.r_[r.transform["rotation"], r.transform["translation"]], c), r.transform["matrix"])
     t = r.trace
@@ -250,10 +245,10 @@ def test_far_start_is_not_converged_and_warns():
         poses = views(d)
         targets = d(seen_from(poses, truth, c))
         far = truth + np.r_[random_params(rng, 120, 0)[:3], 0, 0, 0]
-        with pytest.warns(RuntimeWarning, match=r"not converged: .*above accept= ?0\.1") as w:
+        with pytest.warns(RuntimeWarning, match=r"not converged: .*above accept= ?0\.05") as w:
             r = d.register(targets, poses, init=far)
     assert len(w) == 1
-    assert not r.converged and r.reason and r.loss > 0.1
+    assert not r.converged and r.reason and r.loss > 0.05
     assert mtre(np.array(r.transform["matrix"]), matrix(truth, c), volume) > 1.0
 
 
