@@ -54,7 +54,7 @@ type Config struct {
 // DefaultConfig registers by NCC over three levels with trilinear samples
 // 1 mm apart.
 func DefaultConfig() Config {
-	return Config{Loss: ops.LossNCC, Levels: 3, Step: 1, MaxSteps: 100, Tolerance: 1e-5, Accept: 0.05}
+	return Config{Loss: ops.LossNCC, Levels: 3, Step: 1, MaxSteps: 100, Tolerance: 1e-5, Accept: 0.1}
 }
 
 // Step is one optimiser iteration as the trace records it.

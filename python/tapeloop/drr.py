@@ -263,7 +263,7 @@ class DRR(Compiled):
         return f.value, g
 
     def register(self, targets, poses, init=None, loss="ncc", patch=0, levels=3, max_steps=100, tolerance=1e-5,
-                 accept=0.05, method="lbfgs"):
+                 accept=0.1, method="lbfgs"):
         """2D/3D registration, as `tapeloop register`: the rigid transform
         of the volume whose DRRs seen with poses match targets (P, R, C),
         found by minimising loss_and_grad's loss with L-BFGS (method: only

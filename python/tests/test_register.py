@@ -245,10 +245,10 @@ def test_far_start_is_not_converged_and_warns():
         poses = views(d)
         targets = d(seen_from(poses, truth, c))
         far = truth + np.r_[random_params(rng, 120, 0)[:3], 0, 0, 0]
-        with pytest.warns(RuntimeWarning, match=r"not converged: .*above accept= ?0\.05") as w:
+        with pytest.warns(RuntimeWarning, match=r"not converged: .*above accept= ?0\.1") as w:
             r = d.register(targets, poses, init=far)
     assert len(w) == 1
-    assert not r.converged and r.reason and r.loss > 0.05
+    assert not r.converged and r.reason and r.loss > 0.1
     assert mtre(np.array(r.transform["matrix"]), matrix(truth, c), volume) > 1.0
 
 
