@@ -360,3 +360,58 @@ func TestInterpGradTapeMachine(t *testing.T) {
 		}
 	}
 }
+
+// refGrad is the gradient of refCost with respect to the queries and to
+// the values, written out: each query placed as refInterp places it, its
+// weights w and their derivatives w' (zero where the query is clamped),
+// then the chain rule one interpolant at a time.
+func refGrad(f []float64, m, g int, a, dx float64, r Reduce, x, up []float64) (gx, gf []float64) {
+	A := []float64{-1.0 / 16, 9.0 / 16, 9.0 / 16, -1.0 / 16}
+	B := []float64{1.0 / 24, -9.0 / 8, 9.0 / 8, -1.0 / 24}
+	C := []float64{1.0 / 4, -1.0 / 4, -1.0 / 4, 1.0 / 4}
+	D := []float64{-1.0 / 6, 1.0 / 2, -1.0 / 2, 1.0 / 6}
+	ub := a + float64(g+1)*dx
+	gx, gf = make([]float64, len(x)), make([]float64, m*g)
+	fp := func(j, p int) float64 {
+		if p < 1 || p > g {
+			return 0
+		}
+		return f[j*g+p-1]
+	}
+	for i, xv := range x {
+		xc := math.Min(math.Max(xv, a), ub) - a
+		ix := math.Floor(xc / dx)
+		t := xc/dx - (ix + 0.5)
+		s := min(max(int(ix), 0), g-2)
+		var w, dw [4]float64
+		for k := range 4 {
+			w[k] = A[k] + t*B[k] + t*t*C[k] + t*t*t*D[k]
+			if xv >= a && xv <= ub {
+				dw[k] = (B[k] + 2*t*C[k] + 3*t*t*D[k]) / dx
+			}
+		}
+		for j := range m {
+			var v, dv float64
+			for k := range 4 {
+				v += w[k] * fp(j, s+k)
+				dv += dw[k] * fp(j, s+k)
+			}
+			var c float64
+			switch r {
+			case ReduceNone:
+				c = up[i*m+j]
+			case ReduceSum:
+				c = up[i]
+			default:
+				c = 2 * up[i] * v
+			}
+			gx[i] += c * dv
+			for k := range 4 {
+				if p := s + k; p >= 1 && p <= g {
+					gf[j*g+p-1] += c * w[k]
+				}
+			}
+		}
+	}
+	return gx, gf
+}
