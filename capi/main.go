@@ -40,7 +40,7 @@ import (
 func init() { cpus.Apply() }
 
 // Version is the ABI's version: the Python package checks it.
-const Version = "tapeloop-capi 3"
+const Version = "tapeloop-capi 4"
 
 func main() {}
 

@@ -39,7 +39,9 @@ func (w InterpWRT) String() string {
 // With respect to query i it is Σ_j c_ij·v_j'(x_i), v_j' the derivative of
 // interpolant j (the derivative of the cubic of the query's cell, Σ_k
 // w_k'(t)/dx times the padded values at s+k; zero where the forward clamps
-// the query, below a and above a + (G+1)·dx), with c_ij = up[i, j] for
+// the query, below a and from ub = a + (G+1)·dx up: the derivative from
+// the right, as the forward takes the cell on the right of a node, and is
+// constant from ub on), with c_ij = up[i, j] for
 // ReduceNone, 2·up[i]·v_ij for ReduceSumSq and up[i] for ReduceSum. With
 // respect to the values, which the output is linear in, it is the
 // transpose of the interpolation weights applied to c: value i of

@@ -64,9 +64,10 @@ extern "C" __global__ void interp1d_f32(const float *x, long n, double a, double
 
 // dweights sets dw to the derivatives of the weights of query x with
 // respect to x, w_k'(t)/dx, zero where the query is clamped (x < a or
-// x > ub), and returns its start as weights does.
+// x >= ub: the derivative from the right), and returns its start as
+// weights does.
 __device__ static int dweights(double x, double a, double dx, double ub, int g, double w[4], double dw[4]) {
-  const double live = (x < a || x > ub) ? 0.0 : 1.0 / dx;
+  const double live = (x < a || x >= ub) ? 0.0 : 1.0 / dx;
   double xc = fmin(fmax(x, a), ub) - a;
   double ix = floor(xc / dx);
   double t = xc / dx - (ix + 0.5);

@@ -6,7 +6,7 @@
 // correctly rounded xc/dx, t, the start s and the weights w_k(t). The
 // derivative of the value with respect to the query is then
 // sum_k w_k'(t)/dx times the padded values at s+k, where the query is not
-// clamped; a clamped query's value does not move with it.
+// clamped (a <= x < ub); a clamped query's value does not move with it.
 #include "interp_grad.h"
 #include <math.h>
 #include <stdint.h>
@@ -16,12 +16,15 @@ static const double gb[4] = {1.0 / 24, -9.0 / 8, 9.0 / 8, -1.0 / 24};
 static const double gc[4] = {1.0 / 4, -1.0 / 4, -1.0 / 4, 1.0 / 4};
 static const double gd[4] = {-1.0 / 6, 1.0 / 2, -1.0 / 2, 1.0 / 6};
 
-// place sets w and dw for query x and returns its start s.
+// place sets w and dw for query x and returns its start s. The derivative
+// is the one from the right, as the forward takes the cell on the right of
+// a node: zero at the upper bound too, where the forward is constant to
+// the right.
 static inline int64_t place(double x, int64_t g, double a, double dx, double ub, double w[4], double dw[4]) {
   double live = 1 / dx;
   if (x < a) {
     x = a, live = 0;
-  } else if (x > ub) {
+  } else if (x >= ub) {
     x = ub, live = 0;
   }
   const double u = (x - a) / dx, fi = floor(u), t = u - (fi + 0.5);

@@ -33,8 +33,10 @@ func (mode GradMode) upLen(n, m int) int {
 // times the upstream gradient up. v_j is interpolant j of fpT, the (G+2, m)
 // table of the padded values (InterpValues), and c_ij is up[i·m+j]
 // (GradValues), 2·up[i]·v_j (GradSumSq) or up[i] (GradSum). v_j' is
-// Σ_k w_k'(t)/Dx·fpT[(s+k)·m + j], zero for a query outside [A, Ub] (the
-// forward clamps it there). Computed in float64.
+// Σ_k w_k'(t)/Dx·fpT[(s+k)·m + j], zero for a query outside [A, Ub) (the
+// forward clamps it there: the derivative is the one from the right, as
+// the forward takes the cell on the right of a node, and at Ub too).
+// Computed in float64.
 func InterpGradX[T float32 | float64](dst, x, up []T, grid CubicGrid, fpT []T, m int, mode GradMode) {
 	checkInterp(len(dst), len(x), 1, grid)
 	if len(fpT) < (grid.G+2)*m {

@@ -10,7 +10,8 @@ enum { TL_GRAD_VALUES = 0, TL_GRAD_SUMSQ = 1, TL_GRAD_SUM = 2 };
 
 // The queries are placed as in interp.h: s, t and w_k(t); dw_k is the
 // derivative of w_k with respect to the query, w_k'(t)/dx, zero where the
-// query is clamped (x < a or x > ub).
+// query is clamped (x < a or x >= ub: the derivative from the right, as
+// the forward takes the cell on the right of a node).
 //
 // grad_x:     out[i] = sum_j c_ij * sum_k dw_k fpT[(s+k)*m + j], with
 //             c_ij = up[i*m+j] (VALUES), 2 up[i] v_ij (SUMSQ), up[i] (SUM).
