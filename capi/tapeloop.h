@@ -47,6 +47,12 @@ char *tl_report(int64_t h, char **text);  /* the calls' telemetry as JSON */
 char *tl_interp_create(char *config, double *f, int64_t m, int64_t g, int64_t *handle);
 char *tl_interp_shape(int64_t h, int64_t *batch, int64_t *cols, int64_t *size);
 char *tl_interp_run(int64_t h, void *x, int64_t n, void *out, int64_t outLen, int64_t size, int interruptible);
+/* grad: given up, the gradient of a cost with respect to run's out for the
+   n queries x (upLen values of the program's size), dx (n values of the
+   program's size) receives the cost's gradient with respect to each query
+   and df (valuesLen = M*G doubles, row-major) with respect to the table's
+   values; x of size bytes a value, as in run. Not for a formula reduction. */
+char *tl_interp_grad(int64_t h, void *x, int64_t n, void *up, int64_t upLen, void *dx, double *df, int64_t valuesLen, int64_t size);
 
 /* affinity: pairwise affinities of images (size: 4 float32, 8 float64). */
 char *tl_affinity_create(char *config, int64_t *handle);

@@ -97,7 +97,7 @@ func TestPTXCurrent(t *testing.T) {
 
 // TestEntriesNameEveryKernel checks the PTX parser Open relies on.
 func TestEntriesNameEveryKernel(t *testing.T) {
-	for src, want := range map[string][]string{"kernels/interp.ptx": {"interp1d_f32"}, "kernels/drr.ptx": {"drr"}, "kernels/drrgrad.ptx": {"drr_grad", "drr_backproject"},
+	for src, want := range map[string][]string{"kernels/interp.ptx": {"interp1d_f32", "interp1d_grad_x_f32", "interp1d_grad_f_f32"}, "kernels/drr.ptx": {"drr"}, "kernels/drrgrad.ptx": {"drr_grad", "drr_backproject"},
 		"kernels/pairwise.ptx": {"pairwise_l1", "pairwise_l2", "pairwise_dot", "pairwise_cosine", "cosine_scale", "transpose", "topk_rows", "topk_rows128"},
 		"kernels/wavelet.ptx":  {"hat_scatter", "hat_spectrum", "cmul", "crop_stats", "reflect_extend", "finish_stats"}} {
 		b, err := os.ReadFile(src)

@@ -29,6 +29,8 @@ func poisonDevice(t *testing.T, op G.Op) {
 	switch o := op.(type) {
 	case *interp1DCUDA:
 		err = cuda.Poison(o.dev, o.y, int64(o.Batch*o.outLen()))
+	case *interp1DGradCUDA:
+		err = cuda.Poison(o.dev, o.dout, int64(o.outLen()))
 	case *drrCUDA:
 		err = cuda.Poison(o.dev, o.dimg, int64(o.Batch*o.Rows*o.Cols))
 	case *waveletCUDA:
@@ -53,6 +55,8 @@ func releaseTwin(op G.Op) error {
 	var a *cuda.Arena
 	switch o := op.(type) {
 	case *interp1DCUDA:
+		a = o.arena
+	case *interp1DGradCUDA:
 		a = o.arena
 	case *drrCUDA:
 		a = o.arena

@@ -6,7 +6,8 @@ package ops
 // and the GPU twins (OnDevice) in builds with tapeloop_cuda or
 // tapeloop_cudaemu (see backends, in backends_cpu_test.go and
 // backends_cuda_test.go). "The same results on every backend" is these
-// five tests: TestConformanceInterp1D, TestConformancePairwise (in
+// six tests: TestConformanceInterp1D, TestConformanceInterp1DGrad (its
+// backwards), TestConformancePairwise (in
 // ops/pairwise, with top-k
 // included: the fused PairwiseTopK where the device offers it, else TopK,
 // as graphs.Affinity selects), TestConformanceDRR,
@@ -163,6 +164,53 @@ func runInterpConformance(t *testing.T, b backend, cases []interpCase) {
 			})
 		}
 	}
+}
+
+// ---- Interp1DGrad ----
+
+// TestConformanceInterp1DGrad: both backwards of Interp1D (queries and
+// values), for every reduction and method, constant values and values as
+// an input, a grid in the local coordinate, against refGrad, on queries
+// below, above, on and near nodes, in batches of odd lengths.
+func TestConformanceInterp1DGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	opstest.OnEveryBackend(t, backends(t), func(t *testing.T, b backend) {
+		for _, c := range append(gradCases(), gradCase{300, 257, 997, ReduceSumSq, MethodAuto, true, false}) {
+			a, dx := rng.NormFloat64()*3, 0.05+rng.Float64()
+			qa := a
+			if c.local {
+				a, qa = 1e3, 0
+			}
+			f := opstest.Widen(opstest.Narrow(opstest.Normals64(rng, c.m*c.g)))
+			x := opstest.Widen(opstest.Narrow(gradQueries(rng, c.n, qa, dx, c.g)))
+			nup := c.n
+			if c.r == ReduceNone {
+				nup *= c.m
+			}
+			up := opstest.Widen(opstest.Narrow(opstest.Normals64(rng, nup)))
+			wantX, wantF := refGrad(f, c.m, c.g, qa, dx, c.r, x, up)
+			for _, dt := range b.Dtypes() {
+				name := fmt.Sprintf("M%d_G%d_N%d/%v/%v/values=%t/local=%t/%v", c.m, c.g, c.n, c.r, c.me, c.values, c.local, dt)
+				t.Run(name, func(t *testing.T) {
+					fwd, gx, gf := gradOps(t, c, f, a, dx, dt)
+					in := gradInputs(fwd, dt, x, f, up)
+					tol := 1e-12
+					if dt == tensor.Float32 {
+						tol = 1e-5
+					}
+					for k, g := range []*Interp1DGrad{gx, gf} {
+						if g == nil {
+							continue
+						}
+						want := [2][]float64{wantX, wantF}[k]
+						opstest.RunTwice(t, b, b.Place(t, g), math.NaN(), func(run string, out *tensor.Dense) {
+							checkClose(t, fmt.Sprintf("%s: d/d%v", run, g.WRT), opstest.ValuesOf(out), want, tol)
+						}, in...)
+					}
+				})
+			}
+		}
+	})
 }
 
 // ---- DRR ----

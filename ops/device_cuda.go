@@ -25,6 +25,8 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 	switch o := op.(type) {
 	case *Interp1D:
 		return newInterp1DCUDA(o, d)
+	case *Interp1DGrad:
+		return newInterp1DGradCUDA(o, d)
 	case *DRR:
 		return newDRRCUDA(o, d), nil
 	case *WaveletResponse:

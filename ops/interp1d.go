@@ -110,6 +110,8 @@ type InterpTable struct {
 	gram   []float64 // (G−1, 10): upper triangle of Σ_j fp[j,s:s+4]ᵀ·fp[j,s:s+4]
 	colsum []float64 // (G+2): Σ_j fp[j, p]
 	id     uint64
+
+	scratch []float64 // refill's, for the Gram tables
 }
 
 var tableIDs atomic.Uint64
@@ -183,12 +185,22 @@ func transposePadded[T float32 | float64](dst []T, f []float64, m, g int) {
 // of the 4×4 Gram matrix Σ_j fp[j, s+k]·fp[j, s+l], in the order
 // g00 g01 g02 g03 g11 g12 g13 g22 g23 g33.
 func cellGrams(f []float64, m, g int) []float64 {
+	gr := make([]float64, 10*(g-1))
+	cellGramsInto(gr, make([]float64, 4*(g+2)), make([]float64, g+5), f, m, g)
+	return gr
+}
+
+// cellGramsInto is cellGrams into gr, with the scratch c (4·(G+2)) and
+// fp (G+5).
+func cellGramsInto[T float32 | float64](gr, c, fp []float64, f []T, m, g int) {
 	p := g + 2
 	// c[4q+d] = Σ_j fp[j,q]·fp[j,q+d], d = 0…3.
-	c := make([]float64, 4*p)
-	fp := make([]float64, p+3)
+	clear(c)
+	clear(fp)
 	for j := range m {
-		copy(fp[1:], f[j*g:(j+1)*g])
+		for i, v := range f[j*g : (j+1)*g] {
+			fp[i+1] = float64(v)
+		}
 		for q := range p {
 			v := fp[q]
 			c[4*q] += v * v
@@ -197,7 +209,6 @@ func cellGrams(f []float64, m, g int) []float64 {
 			c[4*q+3] += v * fp[q+3]
 		}
 	}
-	gr := make([]float64, 10*(g-1))
 	for s := range g - 1 {
 		e := gr[10*s : 10*s+10]
 		e[0], e[1], e[2], e[3] = c[4*s], c[4*s+1], c[4*s+2], c[4*s+3]
@@ -205,7 +216,39 @@ func cellGrams(f []float64, m, g int) []float64 {
 		e[7], e[8] = c[4*(s+2)], c[4*(s+2)+1]
 		e[9] = c[4*(s+3)]
 	}
-	return gr
+}
+
+// refill prepares the table again from new values f, an (M, G) row-major
+// table of the op's element type, into the buffers it already holds (the
+// scratch of the Gram tables is allocated at the first call).
+func refill[T float32 | float64](t *InterpTable, f []T) {
+	m, g := t.M, t.G
+	switch {
+	case t.fpT32 != nil:
+		for j := range m {
+			for i, v := range f[j*g : (j+1)*g] {
+				t.fpT32[(i+1)*m+j] = float32(v)
+			}
+		}
+	case t.fpT64 != nil:
+		for j := range m {
+			for i, v := range f[j*g : (j+1)*g] {
+				t.fpT64[(i+1)*m+j] = float64(v)
+			}
+		}
+	case t.gram != nil:
+		if t.scratch == nil {
+			t.scratch = make([]float64, 5*(g+2)+3)
+		}
+		cellGramsInto(t.gram, t.scratch[:4*(g+2)], t.scratch[4*(g+2):], f, m, g)
+	case t.colsum != nil:
+		clear(t.colsum)
+		for j := range m {
+			for i, v := range f[j*g : (j+1)*g] {
+				t.colsum[i+1] += float64(v)
+			}
+		}
+	}
 }
 
 // Bytes is the memory the prepared table holds.
@@ -266,6 +309,11 @@ type Interp1D struct {
 	// (graphs/interp does so). A formula's x is still the point,
 	// a + (x − a).
 	Local bool
+
+	// valuesIn: the interpolants' values are the op's second input, an
+	// (M, G) matrix read at every run (NewInterp1DValues), not constants
+	// of its table.
+	valuesIn bool
 
 	valid int // the real queries of the next batch; 0: all of it
 	out   *tensor.Dense
@@ -339,12 +387,46 @@ func NewInterp1D(t *InterpTable, reduce Reduce, method Method, dtype tensor.Dtyp
 	return &Interp1D{Table: t, Reduce: reduce, Method: method, Dtype: dtype, Batch: batch}
 }
 
-// Arity is 1: the query vector.
-func (op *Interp1D) Arity() int { return 1 }
+// NewInterp1DValues returns the op for batches of batch queries whose
+// interpolants' values are not constants but its second input, an (M, G)
+// matrix of dtype read at every run: the op that Gorgonia can
+// differentiate with respect to the values as well as the queries
+// (SymDiff). The table of the grid a + i·dx is prepared again from the
+// values at each run, into buffers allocated here. A formula reduction is
+// refused.
+func NewInterp1DValues(m, g int, a, dx float64, reduce Reduce, method Method, dtype tensor.Dtype, batch int) (*Interp1D, error) {
+	if reduce == ReduceFormula {
+		return nil, fmt.Errorf("%w: values as an input: a formula reduction is not supported", ErrInterpInput)
+	}
+	f := make([]float64, max(m, 0)*max(g, 0)) // the values arrive with each run
+	t, err := NewInterpTable(f, m, g, a, dx, reduce, method, dtype)
+	if err != nil {
+		return nil, err
+	}
+	op := NewInterp1D(t, reduce, method, dtype, batch)
+	op.valuesIn = true
+	return op, nil
+}
 
-// Type is Vector a → Tensor a.
+// ValuesInput reports whether the values are the op's second input
+// (NewInterp1DValues).
+func (op *Interp1D) ValuesInput() bool { return op.valuesIn }
+
+// Arity is 1, the query vector, or 2 with the values as an input.
+func (op *Interp1D) Arity() int {
+	if op.valuesIn {
+		return 2
+	}
+	return 1
+}
+
+// Type is Vector a → Tensor a, or Vector a → Matrix a → Tensor a with the
+// values as an input.
 func (op *Interp1D) Type() hm.Type {
 	a := hm.TypeVariable('a')
+	if op.valuesIn {
+		return hm.NewFnType(G.TensorType{Dims: 1, Of: a}, G.TensorType{Dims: 2, Of: a}, G.TensorType{Dims: op.outDims(), Of: a})
+	}
 	return hm.NewFnType(G.TensorType{Dims: 1, Of: a}, G.TensorType{Dims: op.outDims(), Of: a})
 }
 
@@ -362,21 +444,36 @@ func (op *Interp1D) outShape() tensor.Shape {
 	return tensor.Shape{op.Batch}
 }
 
-// InferShape checks the input is a vector of Batch queries.
+// InferShape checks the input is a vector of Batch queries (and the
+// values an (M, G) matrix).
 func (op *Interp1D) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	if len(in) != 1 {
-		return nil, fmt.Errorf("interp1d: want 1 input, got %d", len(in))
+	if len(in) != op.Arity() {
+		return nil, fmt.Errorf("interp1d: want %d inputs, got %d", op.Arity(), len(in))
 	}
 	if s, ok := in[0].(tensor.Shape); ok && (len(s) != 1 || s[0] != op.Batch) {
 		return nil, fmt.Errorf("interp1d: input shape %v, want (%d)", s, op.Batch)
 	}
+	if op.valuesIn {
+		if s, ok := in[1].(tensor.Shape); ok && !s.Eq(tensor.Shape{op.Table.M, op.Table.G}) {
+			return nil, fmt.Errorf("interp1d: values shape %v, want (%d, %d)", s, op.Table.M, op.Table.G)
+		}
+	}
 	return op.outShape(), nil
+}
+
+// values checks v is the (M, G) values input of the op's dtype.
+func (op *Interp1D) values(v G.Value) (*tensor.Dense, error) {
+	f, ok := v.(*tensor.Dense)
+	if !ok || f.Dtype() != op.Dtype || !f.Shape().Eq(tensor.Shape{op.Table.M, op.Table.G}) {
+		return nil, fmt.Errorf("interp1d: values are %T %v, want %v (%d, %d)", v, v.Shape(), op.Dtype, op.Table.M, op.Table.G)
+	}
+	return f, nil
 }
 
 // Do evaluates the batch into the op's own output buffer and returns it.
 func (op *Interp1D) Do(in ...G.Value) (G.Value, error) {
-	if len(in) != 1 {
-		return nil, fmt.Errorf("interp1d: want 1 input, got %d", len(in))
+	if len(in) != op.Arity() {
+		return nil, fmt.Errorf("interp1d: want %d inputs, got %d", op.Arity(), len(in))
 	}
 	x, ok := in[0].(*tensor.Dense)
 	if !ok {
@@ -384,6 +481,18 @@ func (op *Interp1D) Do(in ...G.Value) (G.Value, error) {
 	}
 	if x.Dtype() != op.Dtype || x.Shape().TotalSize() != op.Batch {
 		return nil, fmt.Errorf("interp1d: input is %v %v, want %v (%d)", x.Dtype(), x.Shape(), op.Dtype, op.Batch)
+	}
+	if op.valuesIn {
+		f, err := op.values(in[1])
+		if err != nil {
+			return nil, err
+		}
+		switch fd := f.Data().(type) {
+		case []float32:
+			refill(op.Table, fd)
+		case []float64:
+			refill(op.Table, fd)
+		}
 	}
 	if op.out == nil {
 		op.out = tensor.New(tensor.WithShape(op.outShape()...), tensor.Of(op.Dtype))
@@ -543,8 +652,8 @@ func (op *Interp1D) ResidentBytes() int64 { return op.Table.Bytes() }
 // WriteHash writes every parameter of the op, so two different ops never
 // merge into one graph node.
 func (op *Interp1D) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "interp1d(table=%d,M=%d,G=%d,reduce=%v,method=%v,dtype=%v,batch=%d,local=%t)",
-		op.Table.id, op.Table.M, op.Table.G, op.Reduce, op.Method, op.Dtype, op.Batch, op.Local)
+	fmt.Fprintf(h, "interp1d(table=%d,M=%d,G=%d,reduce=%v,method=%v,dtype=%v,batch=%d,local=%t,values=%t)",
+		op.Table.id, op.Table.M, op.Table.G, op.Reduce, op.Method, op.Dtype, op.Batch, op.Local, op.valuesIn)
 	if op.Formula != nil {
 		fmt.Fprintf(h, "formula=%q", op.Formula.F.Canonical())
 	}

@@ -29,6 +29,9 @@ func newInterp1DCUDA(op *Interp1D, dev *cuda.Device) (G.Op, error) {
 	if op.Dtype != tensor.Float32 {
 		return nil, fmt.Errorf("interp1d: the GPU path is float32, got %v", op.Dtype)
 	}
+	if op.valuesIn {
+		return nil, fmt.Errorf("interp1d: the GPU path takes constant values, not values as an input")
+	}
 	return &interp1DCUDA{Interp1D: op, dev: dev}, nil
 }
 

@@ -48,6 +48,39 @@ func interpLaunch[P any](op *Interp1D, x, gram, colsum, fpT, out P) launch {
 		int64(t.M), interpMode(op), gram, colsum, fpT, out}}
 }
 
+// interpGradMode selects the interp1d_grad_x_f32 path for op: the forward's
+// (interpMode), except that values given as an input are read as a table
+// of values (the twin has no Gram or column-sum tables of them).
+func interpGradMode(op *Interp1DGrad) int64 {
+	fwd := op.Fwd
+	switch {
+	case fwd.Reduce == ReduceNone:
+		return interpValues
+	case fwd.valuesIn && fwd.Reduce == ReduceSumSq:
+		return interpSumSq
+	case fwd.valuesIn:
+		return interpSum
+	}
+	return interpMode(fwd)
+}
+
+// interpGradXLaunch computes the queries' gradient, one thread per query.
+func interpGradXLaunch[P any](op *Interp1DGrad, x, up, gram, colsum, fpT, out P) launch {
+	fwd := op.Fwd
+	t, g := fwd.Table, fwd.grid()
+	return launch{Kernel: "interp1d_grad_x_f32", GX: opkit.Blocks(fwd.Batch, 256), GY: 1, Block: 256, Args: []any{x, up, int64(fwd.Batch), g.A, g.Dx, g.Ub,
+		int64(t.G), int64(t.M), interpGradMode(op), gram, colsum, fpT, out}}
+}
+
+// interpGradFLaunch computes the values' gradient, one thread per
+// interpolant, summing in acc, (G+2, M) float64, into out, (M, G).
+func interpGradFLaunch[P any](op *Interp1DGrad, x, up, fpT, acc, out P) launch {
+	fwd := op.Fwd
+	t, g := fwd.Table, fwd.grid()
+	return launch{Kernel: "interp1d_grad_f_f32", GX: opkit.Blocks(t.M, 64), GY: 1, Block: 64, Args: []any{x, up, int64(fwd.Batch), g.A, g.Dx, g.Ub,
+		int64(t.G), int64(t.M), interpGradMode(op), fpT, acc, out}}
+}
+
 // drrLaunch renders a batch of poses, given in the volume's own frame; v
 // is the volume the kernel reads (padded for trilinear, as on the CPU),
 // axis-aligned, of shape n, origin (the centre of voxel 0) and spacing.

@@ -25,6 +25,13 @@ type Program struct {
 	// (an (n,) result).
 	Cols  int
 	Dtype tensor.Dtype
+
+	f      []float64 // the table's values, (M, G): Grad's
+	g      int
+	reduce ops.Reduce
+	method ops.Method
+	a, dx  float64
+	grad   *gradState // made at the first Grad
 }
 
 // fixedQueries only counts: Program feeds its input itself, the queries
@@ -67,7 +74,8 @@ func Compile(cfg Config, f []float64, m, g int, dev *engine.Device) (_ *Program,
 			return nil, err
 		}
 	}
-	tab, err := ops.NewInterpTable(append([]float64(nil), f...), m, g, cfg.A, dx, reduce, method, dt)
+	f = append([]float64(nil), f...)
+	tab, err := ops.NewInterpTable(f, m, g, cfg.A, dx, reduce, method, dt)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +93,7 @@ func Compile(cfg Config, f []float64, m, g int, dev *engine.Device) (_ *Program,
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{ses: ses, job: job, Batch: ses.Batch(), M: m, Dtype: dt}
+	p := &Program{ses: ses, job: job, Batch: ses.Batch(), M: m, Dtype: dt, f: f, g: g, reduce: reduce, method: method, a: cfg.A, dx: dx}
 	if reduce == ops.ReduceNone {
 		p.Cols = m
 	}

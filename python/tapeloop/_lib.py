@@ -39,6 +39,7 @@ PROTOS = {
     "tl_interp_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _p64], _err),
     "tl_interp_shape": ([_i64, _p64, _p64, _p64], _err),
     "tl_interp_run": ([_i64, _ptr, _i64, _ptr, _i64, _i64, ctypes.c_int], _err),
+    "tl_interp_grad": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _i64, _i64], _err),
     "tl_affinity_create": ([ctypes.c_char_p, _p64], _err),
     "tl_affinity_run": ([_i64, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _ptr, _i64, _i64, ctypes.c_int], _err),
     "tl_drr_create": ([ctypes.c_char_p, _ptr, _i64, _i64, _i64, _p64], _err),

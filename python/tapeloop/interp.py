@@ -57,6 +57,7 @@ class Interp(Compiled):
         b, c, s = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
         check(lib.tl_interp_shape(self._h, ctypes.byref(b), ctypes.byref(c), ctypes.byref(s)))
         self.batch, self.cols, self.dtype = b.value, c.value, np.dtype(dtype)
+        self._values_shape = f.shape
 
     def __call__(self, x, out=None, *, shard=None):
         h = self._handle()
@@ -70,6 +71,36 @@ class Interp(Compiled):
         y = output(out, self.dtype, (x.size, self.cols) if self.cols else (x.size,))
         check(lib.tl_interp_run(h, x.ctypes.data, x.size, y.ctypes.data, y.size, x.itemsize, interruptible()))
         return y
+
+    def grad(self, x, upstream):
+        """The gradients of a cost with respect to the query points and to the
+        table's values, as JAX's vjp gives them: upstream is the cost's gradient
+        with respect to self(x) (its shape, (n,) or (n, M) for reduce="none");
+        returns (d_x, d_values): d_x, (n,) of the compiled dtype, is upstream
+        times the derivative of the output with respect to each point (the
+        interpolants' derivative at it, the cubic of the point's cell, from the
+        right at a node; 0 where the point is clamped, below a and from
+        a + (G+1)·dx on); d_values, (M, G)
+        float64 as f was copied, is the transpose of the interpolation weights
+        applied to upstream (the output is linear in the values, or quadratic
+        for "sumsq"). x is taken as __call__ takes it; upstream is converted
+        to the compiled dtype. Computed on the CPU, block by block, the blocks'
+        d_values added in float64 in order. A formula reduction raises Error.
+        """
+        h = self._handle()
+        wide = self.dtype == np.float32 and _dtype_of(x) == np.float64
+        x = compiled_input("x", x, np.dtype(np.float64) if wide else self.dtype, ndim=1)
+        if x.size == 0:
+            raise Error("x: no query points")
+        shape = (x.size, self.cols) if self.cols else (x.size,)
+        up = converted("upstream", upstream, self.dtype)
+        if up.shape != shape:
+            raise Error(f"upstream: shape {up.shape}, want {shape} (the shape of the output for x)")
+        d_x = np.empty(x.size, self.dtype)
+        d_values = np.empty(self._values_shape, np.float64)
+        check(lib.tl_interp_grad(h, x.ctypes.data, x.size, up.ctypes.data, up.size, d_x.ctypes.data,
+                                 d_values.ctypes.data, d_values.size, x.itemsize))
+        return d_x, d_values
 
 
 def interp(f, x, a=0.0, dx=None, reduce="sumsq", params=None, dtype="float32", method="auto",
