@@ -417,3 +417,63 @@ func refGrad(f []float64, m, g int, a, dx float64, r Reduce, x, up []float64) (g
 	}
 	return gx, gf
 }
+
+// benchmarkInterpGrad times, at the seed's table (300 interpolants on a
+// 4096-point grid) and batches of 65,536 float32 queries, the forward op
+// alone or followed by its backward with respect to wrt, as a step of
+// gradient descent runs them. values makes the table's values an input of
+// the op (needed for their gradient), refilled every run; else the table
+// is a constant, its Gram tables made once.
+func benchmarkInterpGrad(b *testing.B, r Reduce, values bool, wrt ...InterpWRT) {
+	const m, g, n = 300, 4096, 1 << 16
+	rng := rand.New(rand.NewPCG(3, 4))
+	f := opstest.Widen(opstest.Uniform32(rng, m*g))
+	var fwd *Interp1D
+	if values {
+		var err error
+		if fwd, err = NewInterp1DValues(m, g, 0, 1.0/float64(g-1), r, MethodAuto, tensor.Float32, n); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		tab, err := NewInterpTable(f, m, g, 0, 1.0/float64(g-1), r, MethodAuto, tensor.Float32)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fwd = NewInterp1D(tab, r, MethodAuto, tensor.Float32, n)
+	}
+	x := opstest.Widen(opstest.Uniform32(rng, n))
+	ushape := []int{n}
+	if r == ReduceNone {
+		ushape = []int{n, m}
+	}
+	up := opstest.Normals64(rng, tensor.Shape(ushape).TotalSize())
+	in := gradInputs(fwd, tensor.Float32, x, f, up)
+	var backs []*Interp1DGrad
+	for _, w := range wrt {
+		backs = append(backs, NewInterp1DGrad(fwd, w))
+	}
+	for b.Loop() {
+		if _, err := fwd.Do(in[:len(in)-1]...); err != nil {
+			b.Fatal(err)
+		}
+		for _, op := range backs {
+			if _, err := op.Do(in...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "queries/s")
+}
+
+func BenchmarkInterpGradSumSqForward(b *testing.B) { benchmarkInterpGrad(b, ReduceSumSq, false) }
+func BenchmarkInterpGradSumSqForwardQueries(b *testing.B) {
+	benchmarkInterpGrad(b, ReduceSumSq, false, WRTQueries)
+}
+func BenchmarkInterpGradSumSqValuesForward(b *testing.B) { benchmarkInterpGrad(b, ReduceSumSq, true) }
+func BenchmarkInterpGradSumSqValuesForwardBoth(b *testing.B) {
+	benchmarkInterpGrad(b, ReduceSumSq, true, WRTQueries, WRTValues)
+}
+func BenchmarkInterpGradNoneForward(b *testing.B) { benchmarkInterpGrad(b, ReduceNone, false) }
+func BenchmarkInterpGradNoneForwardQueries(b *testing.B) {
+	benchmarkInterpGrad(b, ReduceNone, false, WRTQueries)
+}
