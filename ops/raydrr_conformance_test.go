@@ -243,6 +243,7 @@ type projectCase struct {
 	step       float64
 	x, y       []float64 // values (float32s), an images' gradient
 	img, adj   []float64 // Project(x), Adjoint(y)
+	x2, img2   []float64 // other values, their images: the op's next run
 }
 
 // refProject is the images of the values x ray by ray through the
@@ -285,6 +286,8 @@ func projectConformanceCases(t *testing.T) []projectCase {
 			c.x = opstest.Widen(opstest.Normals32(rng, len(vol.V)))
 			c.y = opstest.Normals64(rng, 2*rows*cols)
 			c.img = refProject(&c, c.x)
+			c.x2 = opstest.Widen(opstest.Normals32(rng, len(vol.V)))
+			c.img2 = refProject(&c, c.x2)
 			c.adj = make([]float64, len(c.x))
 			e := make([]float64, len(c.x))
 			touched := 0
@@ -332,6 +335,13 @@ func runProjectConformance(t *testing.T, b backend, cases []projectCase) {
 					t.Errorf("%s: images: relative error %.3g", run, e)
 				}
 			}, xt)
+			v, err := op.Do(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(c.x2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := opstest.RelErr(v.(*tensor.Dense).Data().([]float64), c.img2); !(e <= 1e-9) {
+				t.Errorf("other values: images: relative error %.3g", e)
+			}
 			nv := len(c.views) / PoseWidth
 			yt := tensor.New(tensor.WithShape(nv, c.rows, c.cols), tensor.WithBacking(c.y))
 			opstest.RunTwice(t, b, &projectAdjoint{fwd: op}, math.NaN(), func(run string, out *tensor.Dense) {
