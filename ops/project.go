@@ -234,7 +234,7 @@ func (op *Project) ResidentBytes() int64 {
 	}
 	b := 4*int64(kv) + 48*n
 	if _, cpu := op.kernels().(*cpuRays); cpu {
-		b += (&cpuRays{}).residentBytes(kv)
+		b += backPartBytes(kv)
 	}
 	if op.Step > 0 {
 		b += 8 * int64(kv)

@@ -97,5 +97,6 @@ func (c *cpuRays) backProject(g *rayGeom, up, grad []float64) error {
 	return nil
 }
 
-// residentBytes is what backProject keeps for a volume of n values.
-func (*cpuRays) residentBytes(n int) int64 { return 8 * int64(n) * (backParts - 1) }
+// backPartBytes is what cpuRays.backProject keeps for a volume of n
+// values.
+func backPartBytes(n int) int64 { return 8 * int64(n) * (backParts - 1) }
