@@ -43,6 +43,12 @@ func poisonDevice(t *testing.T, op G.Op) {
 		if o.arena != nil {
 			err = cuda.Poison(o.dev, o.dtmp, int64(o.Batch*o.Rows*o.Cols))
 		}
+	case *RigidDRR:
+		err = poisonRays(o.deviceRays(), o.rays())
+	case *Project:
+		err = poisonRays(o.deviceRays(), o.NumViews()*o.Rows*o.Cols)
+	case *projectAdjoint:
+		err = poisonRays(o.fwd.deviceRays(), o.fwd.NumViews()*o.fwd.Rows*o.fwd.Cols)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +72,51 @@ func releaseTwin(op G.Op) error {
 		a = o.arena
 	case *filter2DCUDA:
 		a = o.arena
+	case *RigidDRR:
+		if r := o.deviceRays(); r != nil {
+			a = r.arena
+		}
+	case *Project:
+		if r := o.deviceRays(); r != nil {
+			a = r.arena
+		}
 	}
 	if a == nil {
 		return nil
 	}
 	return a.Free()
+}
+
+// poisonRays fills the device outputs of RigidDRR's and Project's twins
+// (n rays) with NaN: the images, the derivatives, the volume's gradient.
+func poisonRays(r *raysCUDA, n int) error {
+	if r == nil || r.arena == nil {
+		return nil
+	}
+	// float64 buffers: two float32 NaNs make a float64 NaN.
+	bufs := []struct {
+		p cuda.DevicePtr
+		n int
+	}{{r.dout, n}}
+	if r.grads {
+		bufs = append(bufs, struct {
+			p cuda.DevicePtr
+			n int
+		}{r.dgs, 3 * n}, struct {
+			p cuda.DevicePtr
+			n int
+		}{r.dgd, 3 * n})
+	}
+	if r.back {
+		bufs = append(bufs, struct {
+			p cuda.DevicePtr
+			n int
+		}{r.dgrad, int(r.nvol)})
+	}
+	for _, b := range bufs {
+		if err := cuda.Poison(r.dev, b.p, 2*int64(b.n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -6,13 +6,14 @@ package ops
 // and the GPU twins (OnDevice) in builds with tapeloop_cuda or
 // tapeloop_cudaemu (see backends, in backends_cpu_test.go and
 // backends_cuda_test.go). "The same results on every backend" is these
-// six tests: TestConformanceInterp1D, TestConformanceInterp1DGrad (its
+// eight tests: TestConformanceInterp1D, TestConformanceInterp1DGrad (its
 // backwards), TestConformancePairwise (in
 // ops/pairwise, with top-k
 // included: the fused PairwiseTopK where the device offers it, else TopK,
 // as graphs.Affinity selects), TestConformanceDRR,
-// TestConformanceWavelet (WaveletResponse then WaveletMoments) and
-// TestConformanceFilter2D.
+// TestConformanceWavelet (WaveletResponse then WaveletMoments),
+// TestConformanceFilter2D, and TestConformanceRigidDRR and
+// TestConformanceProject (raydrr_conformance_test.go).
 //
 // Every case runs twice: the second time with the host output filled with
 // a mark and, on a GPU, the device output with NaN, so an element the op

@@ -35,6 +35,10 @@ func onDevice(op G.Op, dev Device) (G.Op, error) {
 		return newMapImagesCUDA(o, d)
 	case *Filter2D:
 		return newFilter2DCUDA(o, d), nil
+	case *RigidDRR:
+		return o.onCUDA(d)
+	case *Project:
+		return o.onCUDA(d)
 	case cudaTwinner:
 		return o.OnDevice(d)
 	}

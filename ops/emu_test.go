@@ -8,6 +8,7 @@ package ops
 // GPU; it skips where g++ is missing.
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -237,6 +238,46 @@ func TestEmuFilterKernels(t *testing.T) {
 		opstest.Emulate(t, filterColsLaunch[any](append([]float32(nil), src...), got, p, r, c, append([]float32(nil), w...), len(w), mode))
 		if e := opstest.RelErr(got, want); !(e <= 1e-6) {
 			t.Errorf("filter_cols, mode %d: relative error %.3g", mode, e)
+		}
+	}
+}
+
+// The launch specifications of RigidDRR's and Project's twins
+// (drrGradLaunch, drrBackLaunch) on host buffers against the C kernels,
+// one view of rays, both methods, a padded and an unpadded volume; the
+// derivative pointers null, as Project passes them.
+func TestEmuDRRGradLaunches(t *testing.T) {
+	opstest.Emulator(t)
+	rng := rand.New(rand.NewPCG(59, 60))
+	const rows, cols = 9, 13
+	vol, views := projectFixture(rng, [3]int64{11, 9, 13}, false, rows, cols)
+	op := mustProject(t, vol, views[:PoseWidth], rows, cols, 0)
+	op.prepare()
+	g, n := op.geom, rows*cols
+	up := opstest.Normals64(rng, n)
+	for _, c := range []struct {
+		kv   *volume.Volume
+		step float64
+	}{{vol.Local(), 0}, {vol.Local(), 0.6}, {volume.Pad(vol.Local()), 0.6}} {
+		out, gs, gd := make([]float64, n), make([]float64, 3*n), make([]float64, 3*n)
+		cpukern.DRRGrad(c.kv, g.src, g.dst, out, gs, gd, c.step, g.lref[0])
+		back := make([]float64, len(c.kv.V))
+		cpukern.DRRBackProject(c.kv, g.src, g.dst, up, back, c.step, g.lref[0])
+		v, src, dst := append([]float32(nil), c.kv.V...), append([]float64(nil), g.src...), append([]float64(nil), g.dst...)
+		eo, egs, egd := opstest.Widen(opstest.Buf32(n)), opstest.Widen(opstest.Buf32(3*n)), opstest.Widen(opstest.Buf32(3*n))
+		opstest.Emulate(t, drrGradLaunch[any](c.kv, n, c.step, g.lref[0], v, src, dst, eo, egs, egd))
+		bare := opstest.Widen(opstest.Buf32(n))
+		opstest.Emulate(t, drrGradLaunch[any](c.kv, n, c.step, g.lref[0], v, src, dst, bare, int64(0), int64(0)))
+		eb := make([]float64, len(c.kv.V))
+		opstest.Emulate(t, drrBackLaunch[any](c.kv, n, c.step, g.lref[0], src, dst, append([]float64(nil), up...), eb))
+		name := fmt.Sprintf("padded=%v/step=%g", c.kv.Padded, c.step)
+		for _, r := range []struct {
+			what      string
+			got, want []float64
+		}{{"images", eo, out}, {"images without derivatives", bare, out}, {"gsrc", egs, gs}, {"gdst", egd, gd}, {"back-projection", eb, back}} {
+			if e := opstest.RelErr(r.got, r.want); !(e <= 1e-12) {
+				t.Errorf("%s: %s: relative error %.3g", name, r.what, e)
+			}
 		}
 	}
 }

@@ -169,3 +169,27 @@ func filterColsLaunch[P any](in, out P, images, rows, cols int, w P, nw int, mod
 	return launch{Kernel: "filter_cols", GX: max(1, min(opkit.Blocks(images*rows*cols, 256), 1<<16)), GY: 1, Block: 256, Args: []any{in, out,
 		int64(images), int64(rows), int64(cols), w, int64(nw), int64(nw / 2), int64(mode)}}
 }
+
+// drrGradLaunch casts n rays of one view (its lref) through the kernels'
+// volume kv (drr_grad): v its values, src and dst the rays' ends, into
+// out and, when gsrc is not null, gsrc and gdst (3 per ray).
+func drrGradLaunch[P any](kv *volume.Volume, n int, step, lref float64, v, src, dst, out, gsrc, gdst P) launch {
+	c, s := kv.Corner(), kv.Spacing
+	return launch{Kernel: "drr_grad", GX: opkit.Blocks(n, 128), GY: 1, Block: 128, Args: []any{v, kv.N[0], kv.N[1], kv.N[2], c[0], c[1], c[2],
+		s[0], s[1], s[2], padFlag(kv), int64(n), src, dst, step, lref, out, gsrc, gdst}}
+}
+
+// drrBackLaunch adds the back-projection of g over n rays of one view
+// to grad (drr_backproject: float64, kv's layout).
+func drrBackLaunch[P any](kv *volume.Volume, n int, step, lref float64, src, dst, g, grad P) launch {
+	c, s := kv.Corner(), kv.Spacing
+	return launch{Kernel: "drr_backproject", GX: opkit.Blocks(n, 128), GY: 1, Block: 128, Args: []any{kv.N[0], kv.N[1], kv.N[2], c[0], c[1], c[2],
+		s[0], s[1], s[2], padFlag(kv), int64(n), src, dst, step, lref, g, grad}}
+}
+
+func padFlag(kv *volume.Volume) int64 {
+	if kv.Padded {
+		return 1
+	}
+	return 0
+}

@@ -9,8 +9,6 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/internal/cpukern"
-	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/rigid"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops/internal/opkit"
@@ -45,6 +43,8 @@ type RigidDRR struct {
 	Step       float64
 	Center     [3]float64
 
+	kern     rayKernels // nil: the CPU
+	geom     rayGeom
 	wantGrad bool // SymDiff was called: render derivatives too
 	out      *tensor.Dense
 	kvol     *volume.Volume
@@ -136,6 +136,7 @@ func (op *RigidDRR) render(p [6]float64, grad bool) error {
 		op.out = opkit.NewOwned(tensor.Float64, op.NumViews(), op.Rows, op.Cols)
 		op.src, op.dst = make([]float64, 3*n), make([]float64, 3*n)
 		op.kvol = op.kernelVolume()
+		op.geom = rayGeom{kvol: op.kvol, src: op.src, dst: op.dst, lref: op.lref, views: op.NumViews(), rows: op.Rows, cols: op.Cols, step: op.Step, volGen: 1}
 	}
 	if grad && op.gsrc == nil {
 		op.gsrc, op.gdst = make([]float64, 3*n), make([]float64, 3*n)
@@ -157,25 +158,30 @@ func (op *RigidDRR) render(p [6]float64, grad bool) error {
 			}
 		}
 	}
-	out := op.out.Data().([]float64)
+	op.geom.rayGen++
 	var gs, gd []float64
-	parallel.Dynamic(op.NumViews()*op.Rows, 4, func(lo, hi int) {
-		for row := lo; row < hi && !op.Stopped(); row++ {
-			a, z := row*op.Cols, (row+1)*op.Cols
-			if grad {
-				gs, gd := op.gsrc[3*a:3*z], op.gdst[3*a:3*z]
-				cpukern.DRRGrad(op.kvol, op.src[3*a:3*z], op.dst[3*a:3*z], out[a:z], gs, gd, op.Step, op.lref[row/op.Rows])
-			} else {
-				cpukern.DRRGrad(op.kvol, op.src[3*a:3*z], op.dst[3*a:3*z], out[a:z], gs, gd, op.Step, op.lref[row/op.Rows])
-			}
-		}
-	})
+	if grad {
+		gs, gd = op.gsrc, op.gdst
+	}
+	if err := op.kernels().cast(&op.geom, op.out.Data().([]float64), gs, gd, op.Stopped); err != nil {
+		op.rendered, op.haveGrad = false, false
+		return fmt.Errorf("rigid drr: %w", err)
+	}
 	if op.Stopped() {
 		op.rendered, op.haveGrad = false, false
 		return ErrStopped
 	}
 	op.theta, op.rendered, op.haveGrad = p, true, grad
 	return nil
+}
+
+// kernels is where the op's rays are cast: the CPU unless OnDevice put
+// the op on a GPU.
+func (op *RigidDRR) kernels() rayKernels {
+	if op.kern == nil {
+		op.kern = &cpuRays{}
+	}
+	return op.kern
 }
 
 // kernelVolume is Vol in its own frame, padded for trilinear sampling.
@@ -308,9 +314,13 @@ func (op *RigidDRR) ResidentBytes() int64 {
 	return b
 }
 
-// WriteHash writes every parameter of the op.
+// WriteHash writes every parameter of the op, and the device it runs on
+// (nothing for the CPU).
 func (op *RigidDRR) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "rigiddrr(vol=%p,N=%v,views=%p/%d,rows=%d,cols=%d,step=%g,center=%v)", op.Vol, op.Vol.N, op.Views, len(op.Views), op.Rows, op.Cols, op.Step, op.Center)
+	if d := op.kernels().device(); d != "" {
+		fmt.Fprintf(h, "@%s", d)
+	}
 }
 
 // Hashcode is the FNV-1a hash of WriteHash.
@@ -321,7 +331,11 @@ func (op *RigidDRR) String() string {
 	if op.Step > 0 {
 		method = fmt.Sprintf("trilinear step=%gmm", op.Step)
 	}
-	return fmt.Sprintf("RigidDRR{%dx%dx%d volume, %d views of %dx%d, %s}", op.Vol.N[0], op.Vol.N[1], op.Vol.N[2], op.NumViews(), op.Rows, op.Cols, method)
+	s := fmt.Sprintf("RigidDRR{%dx%dx%d volume, %d views of %dx%d, %s}", op.Vol.N[0], op.Vol.N[1], op.Vol.N[2], op.NumViews(), op.Rows, op.Cols, method)
+	if d := op.kernels().device(); d != "" {
+		s += "@" + d
+	}
+	return s
 }
 
 // rigidDRRGrad is RigidDRR's backward op: (parameters, ∂loss/∂images) →
