@@ -257,10 +257,7 @@ func (op *Project) WriteHash(h hash.Hash) {
 func (op *Project) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *Project) String() string {
-	method := "siddon"
-	if op.Step > 0 {
-		method = fmt.Sprintf("trilinear step=%gmm", op.Step)
-	}
+	method := rayMethod(op.Step)
 	s := fmt.Sprintf("Project{%dx%dx%d values, %d views of %dx%d, %s}", op.Vol.N[0], op.Vol.N[1], op.Vol.N[2], op.NumViews(), op.Rows, op.Cols, method)
 	if d := op.kernels().device(); d != "" {
 		s += "@" + d

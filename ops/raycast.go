@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+
 	"github.com/tapeloop/tapeloop/internal/cpukern"
 	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/volume"
@@ -100,3 +102,12 @@ func (c *cpuRays) backProject(g *rayGeom, up, grad []float64) error {
 // backPartBytes is what cpuRays.backProject keeps for a volume of n
 // values.
 func backPartBytes(n int) int64 { return 8 * int64(n) * (backParts - 1) }
+
+// rayMethod names the ray casting of a step, as the ops' String says it:
+// Siddon's exact path (step ≤ 0) or trilinear samples step mm apart.
+func rayMethod(step float64) string {
+	if step > 0 {
+		return fmt.Sprintf("trilinear step=%gmm", step)
+	}
+	return "siddon"
+}

@@ -327,10 +327,7 @@ func (op *RigidDRR) WriteHash(h hash.Hash) {
 func (op *RigidDRR) Hashcode() uint32 { return opkit.Hashcode(op) }
 
 func (op *RigidDRR) String() string {
-	method := "siddon"
-	if op.Step > 0 {
-		method = fmt.Sprintf("trilinear step=%gmm", op.Step)
-	}
+	method := rayMethod(op.Step)
 	s := fmt.Sprintf("RigidDRR{%dx%dx%d volume, %d views of %dx%d, %s}", op.Vol.N[0], op.Vol.N[1], op.Vol.N[2], op.NumViews(), op.Rows, op.Cols, method)
 	if d := op.kernels().device(); d != "" {
 		s += "@" + d
