@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -67,8 +68,7 @@ func BenchmarkStepSiddonForwardBackward(b *testing.B)    { benchmarkStep(b, 0, t
 
 // benchmarkRegister times whole registrations from random starts (one a
 // b.N), and reports the share under 1 mm mTRE and the median steps.
-func benchmarkRegister(b *testing.B, views int) {
-	sc := newScene(b, "Cranium CT", cranium(b), 1020, 510, 128, 3.125, views)
+func benchmarkRegister(b *testing.B, sc scene) {
 	b.ResetTimer()
 	tr := runTrials(b, sc, b.N, 9)
 	b.StopTimer()
@@ -82,5 +82,12 @@ func benchmarkRegister(b *testing.B, views int) {
 	b.ReportMetric(float64(medSteps), "steps-median")
 }
 
-func BenchmarkRegisterBiplane(b *testing.B)    { benchmarkRegister(b, 2) }
-func BenchmarkRegisterSingleView(b *testing.B) { benchmarkRegister(b, 1) }
+func BenchmarkRegisterBiplane(b *testing.B) {
+	benchmarkRegister(b, newScene(b, "Cranium CT", cranium(b), 1020, 510, 128, 3.125, 2))
+}
+func BenchmarkRegisterSingleView(b *testing.B) {
+	benchmarkRegister(b, newScene(b, "Cranium CT", cranium(b), 1020, 510, 128, 3.125, 1))
+}
+func BenchmarkRegisterPhantomSingleView(b *testing.B) {
+	benchmarkRegister(b, newScene(b, "phantom", volume.Phantom(128, 192, 0.02), 1000, 700, 128, 1.6, 1))
+}
