@@ -78,11 +78,12 @@ func main() {
 		err = sysmem.WithFileLimit(err) // "too many open files" says the limit
 		msg := strings.ReplaceAll(err.Error(), "\n", " ")
 		fmt.Fprintln(os.Stderr, "tapeloop: "+msg)
-		// A run that finished but did not reach its goal (a registration
-		// that did not converge) has its own status.
-		var coded interface{ ExitCode() int }
-		if errors.As(err, &coded) {
-			os.Exit(coded.ExitCode())
+		// A registration that ran to its end without converging has its
+		// own status (every other error, the CLI library's exit codes
+		// included, is 1).
+		var nc *graphs.NotConverged
+		if errors.As(err, &nc) {
+			os.Exit(nc.ExitCode())
 		}
 		os.Exit(1)
 	}
