@@ -249,7 +249,7 @@ func TestStepsStayFlat(t *testing.T) {
 		1e3*early, 1e3*late, late/early, float64(rssWarm)/(1<<20), float64(grow)/(1<<20), float64(heapGrow)/(1<<10))
 	// What a step keeps shows in the live heap, to the byte: held to
 	// 1 MiB over 900 steps. Time and resident memory are measured figures
-	// (BENCHMARKS.md), not asserted to the 1.1 and 1 MiB here: in a
+	// (BENCHMARKS.md), not asserted to a drift of 1.1 and 1 MiB here: in a
 	// go test ./... beside other packages' tests, the load changes under
 	// the run (a drift of 1.16 was seen) and the runtime makes threads for
 	// the cgo kernels as the scheduler needs them (their stacks: up to
