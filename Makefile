@@ -6,7 +6,7 @@ BIN     := bin/tapeloop
 PKG     := ./cmd/tapeloop
 PYLIB   := python/tapeloop/libtapeloop.so
 # Packages whose tests also run under the race detector.
-RACE    := ./graphs/ ./graphs/affinity/ ./graphs/interp/ ./ops/... ./internal/...
+RACE    := ./graphs/affinity/ ./graphs/interp/ ./ops/... ./internal/...
 # What the binaries are built from: a file target below is rebuilt only
 # when one of these is newer (the tests, the Python package and bin/ are
 # not among them).
@@ -59,7 +59,7 @@ test-full:
 test-emu:
 	@if command -v g++ >/dev/null 2>&1; then \
 	  set -x; $(GO) vet -tags tapeloop_cudaemu ./... && \
-	  $(GO) test $(SHORT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/... ./graphs/ ./cmd/tapeloop/; \
+	  $(GO) test $(SHORT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/... ./internal/filejob/ ./cmd/tapeloop/; \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
 ## test-arm64: the linux/arm64 build, cross-compiled with

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tapeloop/tapeloop/graphs/affinity"
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops/pairwise"

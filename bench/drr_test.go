@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"

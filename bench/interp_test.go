@@ -12,9 +12,9 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
@@ -46,7 +46,7 @@ func seedTable(b *testing.B, r ops.Reduce, meth ops.Method) *ops.InterpTable {
 // checksum and the wall time.
 func sweep(b *testing.B, tab *ops.InterpTable, r ops.Reduce, meth ops.Method, n int) (float64, time.Duration) {
 	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Method: meth, Dtype: tensor.Float32,
-		Queries: &graphs.UniformQueries{N: n, Lo: 0, Hi: 1, Seed: 1}})
+		Queries: &filejob.UniformQueries{N: n, Lo: 0, Hi: 1, Seed: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func benchmarkSteadyState(b *testing.B, batch int, newJob func() engine.Job) {
 
 // BenchmarkInterpBatchVsOp times the batches of `tapeloop interp` on its
 // built-in case, of 10⁶ points (batches of 65,536) and of 2²⁵ (batches of
-// 1,048,576) (graphs.OpenInterp on the default spec, run on the
+// 1,048,576) (filejob.OpenInterp on the default spec, run on the
 // engine's device as the CLI runs it: per batch, the queries generated,
 // the graph run, the results consumed) against the op alone on a batch of
 // the same queries, alternating: each iteration is one whole run, the
@@ -154,7 +154,7 @@ func BenchmarkInterpBatchVsOp(b *testing.B) {
 }
 
 func benchmarkInterpBatchVsOp(b *testing.B, points int) {
-	spec := graphs.DefaultInterpSpec()
+	spec := filejob.DefaultInterpSpec()
 	spec.Points = points
 	dev, err := engine.Open(engine.Engine{})
 	if err != nil {
@@ -165,7 +165,7 @@ func benchmarkInterpBatchVsOp(b *testing.B, points int) {
 	var x *tensor.Dense
 	var ratios, batchMs, opMs []float64
 	for b.Loop() {
-		t, err := graphs.OpenInterp(spec, dev, false)
+		t, err := filejob.OpenInterp(spec, dev, false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func benchmarkInterpBatchVsOp(b *testing.B, points int) {
 			op = ops.NewInterp1D(tab, ops.ReduceSumSq, ops.MethodAuto, tensor.Float32, batch)
 			x = tensor.New(tensor.WithShape(batch), tensor.Of(tensor.Float32))
 			dx, _ := spec.Spacing(seedG)
-			q := &graphs.UniformQueries{N: batch, Lo: spec.A, Hi: spec.A + (seedG-1)*dx, Seed: spec.Seed}
+			q := &filejob.UniformQueries{N: batch, Lo: spec.A, Hi: spec.A + (seedG-1)*dx, Seed: spec.Seed}
 			if err := q.Read32(x.Data().([]float32), 0); err != nil {
 				b.Fatal(err)
 			}

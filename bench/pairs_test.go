@@ -20,12 +20,12 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/drr"
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
@@ -113,7 +113,7 @@ func BenchmarkPairInterp(b *testing.B) {
 		b.Fatal(err)
 	}
 	job, err := interp.New(interp.Setup{Table: tab, Reduce: ops.ReduceSumSq, Dtype: tensor.Float32,
-		Queries: &graphs.UniformQueries{N: batch, Lo: 0, Hi: 1, Seed: 1}})
+		Queries: &filejob.UniformQueries{N: batch, Lo: 0, Hi: 1, Seed: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}

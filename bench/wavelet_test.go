@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 	"github.com/tapeloop/tapeloop/ops"
 )

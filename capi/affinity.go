@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs/affinity"
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 )
 
 // affinityConfig is the JSON config of tl_affinity_create: its engine

@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
 

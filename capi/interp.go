@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/interp"
+	"github.com/tapeloop/tapeloop/internal/engine"
 )
 
 // interpConfig is the JSON config of tl_interp_create: the engine's

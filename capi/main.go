@@ -28,9 +28,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/internal/cpus"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
 

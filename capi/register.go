@@ -17,10 +17,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/drr"
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	reg "github.com/tapeloop/tapeloop/graphs/register"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/rigid"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 	"github.com/tapeloop/tapeloop/ops"
@@ -146,7 +146,7 @@ func tl_register_transform(h C.int64_t, text *C.char, params, center *C.double) 
 			if text == nil || params == nil || center == nil {
 				return errors.New("transform: NULL argument")
 			}
-			t, err := graphs.ParseTransform([]byte(C.GoString(text)), "", p.Volume().Centre())
+			t, err := filejob.ParseTransform([]byte(C.GoString(text)), "", p.Volume().Centre())
 			if err != nil {
 				return fmt.Errorf("transform: %w", err)
 			}
@@ -310,7 +310,7 @@ func tl_register_run(h C.int64_t, init *C.double, result **C.char, interruptible
 			}
 			tr := res.Transform
 			out := map[string]any{
-				"transform": graphs.TransformJSON{Center: tr.Center, Rotation: tr.Rotation, Translation: tr.Translation, Matrix: tr.Matrix()},
+				"transform": filejob.TransformJSON{Center: tr.Center, Rotation: tr.Rotation, Translation: tr.Translation, Matrix: tr.Matrix()},
 				"loss":      jsonFloat(res.Loss), "converged": res.Converged, "reason": keywords(res.Reason), "evaluations": res.Evals,
 			}
 			cols := map[string]any{}

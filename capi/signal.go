@@ -131,7 +131,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 )
 
 // errSIGINT is a call's error when a SIGINT came while it ran but its

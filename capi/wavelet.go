@@ -12,8 +12,8 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
+	"github.com/tapeloop/tapeloop/internal/engine"
 )
 
 // waveletConfig is the JSON config of tl_wavelet_create: the engine's

@@ -10,7 +10,7 @@ package ops
 // backwards), TestConformancePairwise (in
 // ops/pairwise, with top-k
 // included: the fused PairwiseTopK where the device offers it, else TopK,
-// as graphs.Affinity selects), TestConformanceDRR,
+// as graphs/affinity selects), TestConformanceDRR,
 // TestConformanceWavelet (WaveletResponse then WaveletMoments),
 // TestConformanceFilter2D, and TestConformanceRigidDRR and
 // TestConformanceProject (raydrr_conformance_test.go).
@@ -478,7 +478,7 @@ func TestConformanceWavelet(t *testing.T) {
 
 // runWaveletConformance: each case through WaveletResponse with
 // WaveletMoments after it on the host, as a sweep's graph runs them
-// (graphs.Wavelet). opstest.RunTwice marks the sums and, on a GPU, poisons them;
+// (graphs/wavelet). opstest.RunTwice marks the sums and, on a GPU, poisons them;
 // the statistics' buffer is marked before the second run too, so a
 // statistic either op owes and does not write shows. Every statistic
 // within 1e-5·(1 + |want|) on the CPU (float32 transforms, ~1e-7

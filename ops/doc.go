@@ -11,7 +11,7 @@
 // with the tests that run the kernels on the CPU (emu_test.go).
 //
 // Ops report the memory they hold beyond their output (tables, scratch) by
-// implementing Resident, which the planner in package graphs adds up.
+// implementing Resident, which the planner in internal/engine adds up.
 package ops
 
 import "github.com/tapeloop/tapeloop/ops/internal/opkit"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/affinity"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/proctime"
 )
 
@@ -59,8 +59,8 @@ int32 is refused when D·255² (l1: D·255) exceeds it.`,
 }
 
 // affinitySpec reads the affinity flags.
-func affinitySpec(c *cli.Context) (graphs.AffinitySpec, error) {
-	s := graphs.AffinitySpec{
+func affinitySpec(c *cli.Context) (filejob.AffinitySpec, error) {
+	s := filejob.AffinitySpec{
 		Config: affinity.Config{
 			Formula: c.String("formula"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
 			TopK: intIfSet(c, "topk"), TF32: c.Bool("tf32"), Dtype: c.String(affinityDtypeFlag.Name),
@@ -111,7 +111,7 @@ func runAffinity(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	e, _, t, err := openTask(c, spec, graphs.OpenAffinity)
+	e, _, t, err := openTask(c, spec, filejob.OpenAffinity)
 	if err != nil {
 		return err
 	}

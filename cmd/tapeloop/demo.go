@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 )
 
 var demoCommand = &cli.Command{
@@ -33,7 +33,7 @@ build) every workload runs on the GPU, or spread over --devices.`,
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "workload\tsize\tbatches\tms/batch\tdrift\theap growth\tpeak RSS\tresult")
-		for _, d := range graphs.DemoCases() {
+		for _, d := range filejob.DemoCases() {
 			out, res, err := d.Run(ctx, dev)
 			if err != nil {
 				return fmt.Errorf("demo %s: %w", d.Workload, err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 )
 
 var dotCommand = &cli.Command{
@@ -30,7 +30,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				t, err := graphs.OpenInterp(spec, dev, false)
+				t, err := filejob.OpenInterp(spec, dev, false)
 				if err != nil {
 					return err
 				}
@@ -51,7 +51,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				t, err := graphs.OpenDRR(spec, dev, false)
+				t, err := filejob.OpenDRR(spec, dev, false)
 				if err != nil {
 					return err
 				}
@@ -72,7 +72,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				t, err := graphs.OpenWavelet(spec, dev, false)
+				t, err := filejob.OpenWavelet(spec, dev, false)
 				if err != nil {
 					return err
 				}
@@ -93,7 +93,7 @@ shape, dtype and buffer bytes. Render with: tapeloop dot interp | dot -Tsvg > in
 				if err != nil {
 					return err
 				}
-				t, err := graphs.OpenAffinity(spec, dev, false)
+				t, err := filejob.OpenAffinity(spec, dev, false)
 				if err != nil {
 					return err
 				}

@@ -8,13 +8,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/drr"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 )
 
 const catDRR = "DRR"
 
-var drrDefaults = graphs.DefaultDRRSpec()
+var drrDefaults = filejob.DefaultDRRSpec()
 
 var drrFlags = []cli.Flag{
 	&cli.StringFlag{Name: "volume", TakesFile: true, Category: catDRR, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd, a DICOM series (its directory or one of its files), or raw with --shape and --dtype (`FILE`)"},
@@ -104,9 +104,9 @@ func withoutDtype(flags []cli.Flag) []cli.Flag {
 
 // drrSpec reads the DRR flags: the computation's into the spec's
 // drr.Config, the data's and the files' into the spec.
-func drrSpec(c *cli.Context) (graphs.DRRSpec, error) {
+func drrSpec(c *cli.Context) (filejob.DRRSpec, error) {
 	water := c.Float64("mu-water")
-	s := graphs.DRRSpec{
+	s := filejob.DRRSpec{
 		Config: drr.Config{Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: &water, Mu: c.String("mu"), Post: c.String("post"),
 			Filter:          c.StringSlice("filter"),
 			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name), Method: c.String("method"), Strict: c.Bool("strict")},
@@ -146,7 +146,7 @@ func runDRR(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	e, dev, t, err := openTask(c, spec, graphs.OpenDRR)
+	e, dev, t, err := openTask(c, spec, filejob.OpenDRR)
 	if err != nil {
 		return err
 	}

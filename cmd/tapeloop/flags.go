@@ -11,10 +11,10 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
 )
 
@@ -118,22 +118,22 @@ func engineConfig(c *cli.Context) (engineOpts, error) {
 
 // checkPaths refuses, before any work, outputs (the workload's and the
 // report and profiles) that would overwrite an input or each other.
-func checkPaths(e engineOpts, s graphs.Paths) error {
+func checkPaths(e engineOpts, s filejob.Paths) error {
 	outs := append(s.OutputPaths(),
-		graphs.Path{Flag: reportFlag.Name, Path: e.report}, graphs.Path{Flag: cpuProfFlag.Name, Path: e.cpuprofile},
-		graphs.Path{Flag: memProfFlag.Name, Path: e.memprofile}, graphs.Path{Flag: traceFlag.Name, Path: e.trace})
-	return graphs.CheckPaths(s.InputPaths(), outs)
+		filejob.Path{Flag: reportFlag.Name, Path: e.report}, filejob.Path{Flag: cpuProfFlag.Name, Path: e.cpuprofile},
+		filejob.Path{Flag: memProfFlag.Name, Path: e.memprofile}, filejob.Path{Flag: traceFlag.Name, Path: e.trace})
+	return filejob.CheckPaths(s.InputPaths(), outs)
 }
 
 // spec is a workload's spec as the commands use it.
 type spec interface {
-	graphs.Paths
+	filejob.Paths
 	Validate() error
 }
 
 // openTask reads the engine flags, opens the device, checks s (its rules,
 // then its paths and the report's and profiles') and opens its task.
-func openTask[S spec, T graphs.Task](c *cli.Context, s S, open func(S, *engine.Device, bool) (T, error)) (e engineOpts, dev *engine.Device, t T, err error) {
+func openTask[S spec, T filejob.Task](c *cli.Context, s S, open func(S, *engine.Device, bool) (T, error)) (e engineOpts, dev *engine.Device, t T, err error) {
 	if c.Args().Present() {
 		return e, nil, t, fmt.Errorf("%s: unexpected argument %q", c.Command.Name, c.Args().First())
 	}
@@ -180,7 +180,7 @@ func hasFlag(c *cli.Context, f cli.Flag) bool {
 // and an existing file of the same name is left as it was; only a rename
 // of a profile or the report, the last steps, can fail once the outputs
 // are in place.
-func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t graphs.Task, result func()) (*engine.Outcome, error) {
+func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t filejob.Task, result func()) (*engine.Outcome, error) {
 	job := t.Job()
 	prof, err := startProfiles(e)
 	if err != nil {
@@ -224,7 +224,7 @@ func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t graphs.Tas
 	if err := t.Commit(); err != nil { // a CSV to standard output is flushed here
 		return nil, stdoutFirst(job.Name(), err)
 	}
-	if pt, ok := t.(graphs.PhasedTask); ok && rep != nil && pt.PhasesChange() {
+	if pt, ok := t.(filejob.PhasedTask); ok && rep != nil && pt.PhasesChange() {
 		// The phases now include the outputs' writing. Should this report
 		// fail where the first did not, the first stands.
 		r.Result = t.Result()

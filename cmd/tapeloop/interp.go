@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/interp"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 )
 
 const catInterp = "INTERPOLATION"
@@ -42,8 +42,8 @@ uniform queries. It prints the sum over all queries of the reduced value.`,
 }
 
 // interpSpec reads the interpolation flags.
-func interpSpec(c *cli.Context) (graphs.InterpSpec, error) {
-	s := graphs.InterpSpec{
+func interpSpec(c *cli.Context) (filejob.InterpSpec, error) {
+	s := filejob.InterpSpec{
 		Config: interp.Config{A: c.Float64("a"), Reduce: c.String("reduce"), Method: c.String("method"),
 			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name)},
 		F: c.String("f"), X: c.String("x"), Out: c.String("out"),
@@ -64,7 +64,7 @@ func runInterp(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	e, dev, t, err := openTask(c, spec, graphs.OpenInterp)
+	e, dev, t, err := openTask(c, spec, filejob.OpenInterp)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 	_ "github.com/tapeloop/tapeloop/internal/startup" // a tiny ulimit -n refused before start-up fails
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
@@ -49,10 +49,10 @@ func main() {
 		case <-sigs:
 		}
 		saved := "nothing was written"
-		if notes := graphs.StopNotes(); len(notes) > 0 { // before RemovePending: an empty checkpoint goes, and its directory with it
+		if notes := filejob.StopNotes(); len(notes) > 0 { // before RemovePending: an empty checkpoint goes, and its directory with it
 			saved = strings.Join(notes, "; ")
 		}
-		graphs.RemovePending()
+		filejob.RemovePending()
 		name := "SIGTERM"
 		switch s {
 		case os.Interrupt:
@@ -81,7 +81,7 @@ func main() {
 		// A registration that ran to its end without converging has its
 		// own status (every other error, the CLI library's exit codes
 		// included, is 1).
-		var nc *graphs.NotConverged
+		var nc *filejob.NotConverged
 		if errors.As(err, &nc) {
 			os.Exit(nc.ExitCode())
 		}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/testutil"
 )

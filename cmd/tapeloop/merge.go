@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tapeloop/tapeloop/graphs"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 )
 
 var mergeCommand = &cli.Command{
@@ -35,14 +35,14 @@ the set is complete and 1 when it is not.`,
 		&cli.BoolFlag{Name: "check", Usage: "list the missing and duplicated shards and the --array= list to resubmit; write nothing, exit 1 unless complete"},
 	},
 	Action: func(c *cli.Context) error {
-		spec := graphs.MergeSpec{Out: c.String("out"), Shards: c.Args().Slice(), Check: c.Bool("check")}
+		spec := filejob.MergeSpec{Out: c.String("out"), Shards: c.Args().Slice(), Check: c.Bool("check")}
 		if err := spec.Validate(); err != nil {
 			return err
 		}
 		if !spec.Check {
-			return graphs.Merge(spec)
+			return filejob.Merge(spec)
 		}
-		r, err := graphs.CheckShards(spec)
+		r, err := filejob.CheckShards(spec)
 		if err != nil {
 			return err
 		}

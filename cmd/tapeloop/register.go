@@ -12,16 +12,16 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/register"
 	"github.com/tapeloop/tapeloop/internal/atomicfile"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
 const catRegister = "REGISTRATION"
 
-var registerDefaults = graphs.DefaultRegisterSpec()
+var registerDefaults = filejob.DefaultRegisterSpec()
 
 // registerFlags are drr's flags for the volume and the views, then the
 // registration's own.
@@ -76,7 +76,7 @@ outside the capture range.`,
 	Action: runRegister,
 }
 
-func registerSpec(c *cli.Context) (graphs.RegisterSpec, error) {
+func registerSpec(c *cli.Context) (filejob.RegisterSpec, error) {
 	s := registerDefaults
 	d, err := drrSpec(c)
 	if err != nil {
@@ -130,11 +130,11 @@ func runRegister(c *cli.Context) error {
 		return err
 	}
 	report := c.String(reportFlag.Name)
-	if err := graphs.CheckPaths(registerInputs(spec), []graphs.Path{{Flag: "out", Path: spec.Out, Dir: true}, {Flag: "report", Path: report}}); err != nil {
+	if err := filejob.CheckPaths(registerInputs(spec), []filejob.Path{{Flag: "out", Path: spec.Out, Dir: true}, {Flag: "report", Path: report}}); err != nil {
 		return err
 	}
 	t0 := time.Now()
-	r, info, err := graphs.OpenRegister(spec)
+	r, info, err := filejob.OpenRegister(spec)
 	if err != nil {
 		return err
 	}
@@ -158,11 +158,11 @@ func runRegister(c *cli.Context) error {
 			fmt.Fprintln(os.Stderr, line)
 		}
 	}
-	info, runErr := graphs.RunRegister(c.Context, spec, r, info, progress)
+	info, runErr := filejob.RunRegister(c.Context, spec, r, info, progress)
 	if tty && !quiet {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}
-	if _, nc := runErr.(*graphs.NotConverged); runErr != nil && !nc {
+	if _, nc := runErr.(*filejob.NotConverged); runErr != nil && !nc {
 		return runErr
 	}
 	res := info.Result
@@ -178,20 +178,20 @@ func runRegister(c *cli.Context) error {
 	return runErr
 }
 
-func registerInputs(s graphs.RegisterSpec) []graphs.Path {
-	var ps []graphs.Path
+func registerInputs(s filejob.RegisterSpec) []filejob.Path {
+	var ps []filejob.Path
 	for _, t := range s.Targets {
-		ps = append(ps, graphs.Path{Flag: "target", Path: t})
+		ps = append(ps, filejob.Path{Flag: "target", Path: t})
 	}
-	return append(ps, graphs.Path{Flag: "init", Path: s.Init}, graphs.Path{Flag: "volume", Path: s.DRR.Volume},
-		graphs.Path{Flag: "geometry", Path: s.DRR.Geometry})
+	return append(ps, filejob.Path{Flag: "init", Path: s.Init}, filejob.Path{Flag: "volume", Path: s.DRR.Volume},
+		filejob.Path{Flag: "geometry", Path: s.DRR.Geometry})
 }
 
 func norm3(v [3]float64) float64 { return math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2]) }
 
-func writeRegisterReport(path string, s graphs.RegisterSpec, r *register.Registration, info graphs.RegisterResult, build, total time.Duration) error {
+func writeRegisterReport(path string, s filejob.RegisterSpec, r *register.Registration, info filejob.RegisterResult, build, total time.Duration) error {
 	res := info.Result
-	tj, err := graphs.TransformFile(res.Transform, info.Frame, nil, nil)
+	tj, err := filejob.TransformFile(res.Transform, info.Frame, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tapeloop/tapeloop/graphs"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 )
 
 const catWavelet = "WAVELET"
 
-var waveletDefaults = graphs.DefaultWaveletSpec()
+var waveletDefaults = filejob.DefaultWaveletSpec()
 
 var waveletFlags = []cli.Flag{
 	&cli.StringFlag{Name: "volume", TakesFile: true, Category: catWavelet, Usage: "the volume: .npy, .nii, .nii.gz, .mha, .mhd or a DICOM series (its directory or one of its files) (`FILE`)"},
@@ -61,8 +61,8 @@ merge assembles the shards into the CSV one run writes, byte for byte.`,
 
 // waveletSpec reads the wavelet flags: the Config's, the volume, the
 // sweep and the output.
-func waveletSpec(c *cli.Context) (graphs.WaveletSpec, error) {
-	s := graphs.WaveletSpec{
+func waveletSpec(c *cli.Context) (filejob.WaveletSpec, error) {
+	s := filejob.WaveletSpec{
 		Config: wavelet.Config{
 			A: c.Float64("a"), Boundary: c.String("boundary"), Kernel: c.String("kernel"), Reach: wavelet.KernelReach(c.String("reach")), Indexing: c.String("indexing"),
 			Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
@@ -89,7 +89,7 @@ func runWavelet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	e, dev, t, err := openTask(c, spec, graphs.OpenWavelet)
+	e, dev, t, err := openTask(c, spec, filejob.OpenWavelet)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 // blockConfigs are affinities that must not depend on how the rows are
@@ -35,9 +35,9 @@ func matrixOf[T float32 | float64](t *testing.T, cfg Config, x []T, n, d, batch,
 	var p *Program
 	var err error
 	if count == 0 {
-		p, err = Compile(cfg, n, d, 0, graphstest.CPU(t, batch, dtype))
+		p, err = Compile(cfg, n, d, 0, workloadtest.CPU(t, batch, dtype))
 	} else {
-		p, err = CompileShard(cfg, n, d, index, count, graphstest.CPU(t, batch, dtype))
+		p, err = CompileShard(cfg, n, d, index, count, workloadtest.CPU(t, batch, dtype))
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,9 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
 	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/formula"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
 )

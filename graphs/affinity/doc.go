@@ -4,7 +4,7 @@
 // images, so that memory is O(block·N + N·D), never (N, N, D).
 //
 // Config is what the user chooses for the computation, shared by the
-// command line (package graphs reads the images and writes the outputs
+// command line (package filejob reads the images and writes the outputs
 // around it), the C ABI and the Python package. Job is the computation as
 // an engine.Job: its graph, fed a block of row indices and consumed block
 // by block, in one of three modes (streamed rows, the K largest of each

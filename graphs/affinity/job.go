@@ -19,7 +19,7 @@ import (
 
 // Setup describes a Job: the images, prepared, and what to compute of
 // rows [Lo, Hi) of the (N, N) matrix (all of it, or one shard). The file
-// layer (package graphs) and Compile make it from a Config.
+// layer (package filejob) and Compile make it from a Config.
 type Setup struct {
 	Data   *pairwise.PairData
 	Metric pairwise.Metric

@@ -6,7 +6,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops/pairwise"

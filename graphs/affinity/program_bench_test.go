@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 // BenchmarkAffinityProgram64x1024 is one call of a compiled dot-product
@@ -61,7 +61,7 @@ func BenchmarkAffinityReload64x1024(b *testing.B) {
 // and makes its standard-normal images.
 func affinity64x1024(b *testing.B) (*Program, []float32) {
 	const n, d = 64, 1024
-	p, err := Compile(Config{Metric: "dot"}, n, d, 0, graphstest.CPU(b, 0, "float32"))
+	p, err := Compile(Config{Metric: "dot"}, n, d, 0, workloadtest.CPU(b, 0, "float32"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 func TestInprocOnEmulatedCUDA(t *testing.T) {
@@ -20,11 +20,11 @@ func TestInprocOnEmulatedCUDA(t *testing.T) {
 	const n, d = 37, 29
 	for _, s := range []Config{{Metric: "dot"}, {Metric: "cosine"}, {Metric: "l2"}, {Metric: "l1"},
 		{Formula: "exp(-sum((a-b)^2)/(2*s^2))", Params: map[string]float64{"s": 4}}} {
-		cpu, err := Compile(s, n, d, 0, graphstest.CPU(t, 7, "float32"))
+		cpu, err := Compile(s, n, d, 0, workloadtest.CPU(t, 7, "float32"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpu, err := Compile(s, n, d, 0, graphstest.EmulatedCUDA(t, 7))
+		gpu, err := Compile(s, n, d, 0, workloadtest.EmulatedCUDA(t, 7))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestInprocOnEmulatedCUDA(t *testing.T) {
 			if err := gpu.Run(x, nil, got, nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			graphstest.Near32(t, s.Metric+s.Formula+" call "+string(rune('0'+call)), got, want, 1e-5)
+			workloadtest.Near32(t, s.Metric+s.Formula+" call "+string(rune('0'+call)), got, want, 1e-5)
 		}
 		cpu.Close()
 		gpu.Close()
@@ -54,11 +54,11 @@ func TestInprocTF32OnEmulatedCUDA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(93, 94))
 	const n, d = 37, 29
 	for _, metric := range []string{"dot", "cosine"} {
-		full, err := Compile(Config{Metric: metric}, n, d, 0, graphstest.EmulatedCUDA(t, 7))
+		full, err := Compile(Config{Metric: metric}, n, d, 0, workloadtest.EmulatedCUDA(t, 7))
 		if err != nil {
 			t.Fatal(err)
 		}
-		tf32, err := Compile(Config{Metric: metric, TF32: true}, n, d, 0, graphstest.EmulatedCUDA(t, 7))
+		tf32, err := Compile(Config{Metric: metric, TF32: true}, n, d, 0, workloadtest.EmulatedCUDA(t, 7))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestInprocTF32OnEmulatedCUDA(t *testing.T) {
 		if err := tf32.Run(x, nil, got, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		graphstest.Near32(t, metric+" tf32", got, want, 3e-3*math.Sqrt(d))
+		workloadtest.Near32(t, metric+" tf32", got, want, 3e-3*math.Sqrt(d))
 		moved := 0
 		for i := range want {
 			if got[i] != want[i] {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 func intp(v int) *int { return &v }
@@ -18,7 +18,7 @@ func intp(v int) *int { return &v }
 func TestCompileAffinity(t *testing.T) {
 	const n, d = 13, 7
 	for _, metric := range []string{"dot", "cosine", "l1", "l2"} {
-		p, err := Compile(Config{Metric: metric}, n, d, 0, graphstest.CPU(t, 5, "float64"))
+		p, err := Compile(Config{Metric: metric}, n, d, 0, workloadtest.CPU(t, 5, "float64"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 	for i := range y {
 		y[i] = rng(1000 + i)
 	}
-	cross, err := Compile(Config{Metric: "l2"}, n, d, c, graphstest.CPU(t, 4, "float64"))
+	cross, err := Compile(Config{Metric: "l2"}, n, d, c, workloadtest.CPU(t, 4, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 	if err := cross.Run(x, nil, dst, nil, nil); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("no column images: %v, want ErrBatch", err)
 	}
-	top, err := Compile(Config{Metric: "l2", TopK: intp(k)}, n, d, 0, graphstest.CPU(t, 4, "float64"))
+	top, err := Compile(Config{Metric: "l2", TopK: intp(k)}, n, d, 0, workloadtest.CPU(t, 4, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,14 +116,14 @@ func TestCompileAffinityColsAndTopK(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Compile(Config{Metric: "l2", TopK: intp(n)}, n, d, 0, graphstest.CPU(t, 0, "float64")); err == nil || !strings.HasPrefix(err.Error(), "--topk") {
+	if _, err := Compile(Config{Metric: "l2", TopK: intp(n)}, n, d, 0, workloadtest.CPU(t, 0, "float64")); err == nil || !strings.HasPrefix(err.Error(), "--topk") {
 		t.Errorf("top-k of N: %v", err)
 	}
 }
 
 func TestInterruptEndsOnlyTheCall(t *testing.T) {
 	const n, d = 3000, 512
-	p, err := Compile(Config{Metric: "l2"}, n, d, 0, graphstest.CPU(t, 8, "float32"))
+	p, err := Compile(Config{Metric: "l2"}, n, d, 0, workloadtest.CPU(t, 8, "float32"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,11 +183,11 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 	}
 	const f = "log(sum(a*b))"
 	for _, method := range []string{"auto", "direct"} {
-		strict, err := Compile(Config{Formula: f, Method: method, FailOnNonFinite: true}, n, d, 0, graphstest.CPU(t, 4, "float64"))
+		strict, err := Compile(Config{Formula: f, Method: method, FailOnNonFinite: true}, n, d, 0, workloadtest.CPU(t, 4, "float64"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		lax, err := Compile(Config{Formula: f, Method: method}, n, d, 0, graphstest.CPU(t, 4, "float64"))
+		lax, err := Compile(Config{Formula: f, Method: method}, n, d, 0, workloadtest.CPU(t, 4, "float64"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestCompileShard(t *testing.T) {
 	}
 	for _, cfg := range []Config{{Metric: "dot"}, {Metric: "cosine"}, {Metric: "l1"}, {Metric: "l2"},
 		{Formula: "exp(-sum((a-b)^2)/9)"}, {Formula: "sum(a*b)/(1+sum(abs(a-b)))"}} {
-		whole, err := Compile(cfg, n, d, 0, graphstest.CPU(t, 4, "float32"))
+		whole, err := Compile(cfg, n, d, 0, workloadtest.CPU(t, 4, "float32"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestCompileShard(t *testing.T) {
 		whole.Close()
 		for count := 1; count <= 5; count += 2 {
 			for i := range count {
-				p, err := CompileShard(cfg, n, d, i, count, graphstest.CPU(t, 3, "float32"))
+				p, err := CompileShard(cfg, n, d, i, count, workloadtest.CPU(t, 3, "float32"))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -337,7 +337,7 @@ func TestCompileColumnsRepeatingTheBatch(t *testing.T) {
 // images) in dtype, as float64.
 func compileRun(t *testing.T, cfg Config, n, d, cols, batch int, dtype string, x []float64) []float64 {
 	t.Helper()
-	p, err := Compile(cfg, n, d, cols, graphstest.CPU(t, batch, dtype))
+	p, err := Compile(cfg, n, d, cols, workloadtest.CPU(t, batch, dtype))
 	if err != nil {
 		t.Fatal(err)
 	}

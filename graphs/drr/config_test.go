@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 func num(x float64) *float64 { return &x }
 
 func TestConfigValidate(t *testing.T) {
-	graphstest.RunValidate(t, DefaultConfig, (*Config).Validate, []struct {
+	workloadtest.RunValidate(t, DefaultConfig, (*Config).Validate, []struct {
 		Name string
 		Edit func(*Config)
 		Want string // "": valid

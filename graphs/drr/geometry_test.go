@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -124,7 +124,7 @@ func TestProjectionMatchesTheImage(t *testing.T) {
 	i, j, k := 9, 4, 6
 	v.V[(int64(i)*n[1]+int64(j))*n[2]+int64(k)] = 100
 	x := v.World([3]float64{float64(i), float64(j), float64(k)})
-	prog, err := Compile(DefaultConfig(), v, 61, 57, graphstest.CPU(t, 2, ""))
+	prog, err := Compile(DefaultConfig(), v, 61, 57, workloadtest.CPU(t, 2, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

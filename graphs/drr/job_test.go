@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )

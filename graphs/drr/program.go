@@ -5,7 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )

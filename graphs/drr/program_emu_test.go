@@ -9,18 +9,18 @@ package drr
 import (
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 func TestProgramOnEmulatedCUDA(t *testing.T) {
 	v := volume.Phantom(19, 192, 0.02)
 	c := DefaultConfig()
-	cpuDRR, err := Compile(c, v, 11, 13, graphstest.CPU(t, 2, ""))
+	cpuDRR, err := Compile(c, v, 11, 13, workloadtest.CPU(t, 2, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gpuDRR, err := Compile(c, v, 11, 13, graphstest.EmulatedCUDA(t, 2))
+	gpuDRR, err := Compile(c, v, 11, 13, workloadtest.EmulatedCUDA(t, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestProgramOnEmulatedCUDA(t *testing.T) {
 		if err := gpuDRR.Run(poses[:k*PoseValues], got); err != nil {
 			t.Fatal(err)
 		}
-		graphstest.Near32(t, "drr", got, want, 1e-5)
+		workloadtest.Near32(t, "drr", got, want, 1e-5)
 	}
 	cpuDRR.Close()
 	gpuDRR.Close()

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 // A Program renders what a Job of the same Config renders, call after
@@ -23,7 +23,7 @@ func TestProgramMatchesTheJob(t *testing.T) {
 
 		v := volume.Phantom(24, 192, c.Water())
 		orig := slices.Clone(v.V)
-		p, err := Compile(c, v, 12, 10, graphstest.CPU(t, 3, ""))
+		p, err := Compile(c, v, 12, 10, workloadtest.CPU(t, 3, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,13 +57,13 @@ func TestCompileSpacingIsTheArrays(t *testing.T) {
 	spacing, origin := [3]float64{1.5, 2, 2.5}, [3]float64{-30, -40, -50}
 	render := func(c Config, v *volume.Volume) []float32 {
 		t.Helper()
-		p, err := Compile(c, v, 9, 8, graphstest.CPU(t, 0, ""))
+		p, err := Compile(c, v, 9, 8, workloadtest.CPU(t, 0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer p.Close()
 		// Poses about the placed volume's centre, the same for every case.
-		q, err := Compile(DefaultConfig(), &volume.Volume{V: v.V, N: v.N, Spacing: spacing, Origin: origin}, 9, 8, graphstest.CPU(t, 0, ""))
+		q, err := Compile(DefaultConfig(), &volume.Volume{V: v.V, N: v.N, Spacing: spacing, Origin: origin}, 9, 8, workloadtest.CPU(t, 0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestCompileErrors(t *testing.T) {
 	} {
 		cfg := DefaultConfig()
 		c.cfg(&cfg)
-		p, err := Compile(cfg, c.v, c.rows, 4, graphstest.CPU(t, 0, ""))
+		p, err := Compile(cfg, c.v, c.rows, 4, workloadtest.CPU(t, 0, ""))
 		if err == nil {
 			p.Close()
 		}

@@ -13,6 +13,6 @@
 // once for an in-memory table and replayed over the queries of each call.
 //
 // The package reads and writes no files: the command line's layer in
-// package graphs opens the table, the queries and the output around a
+// package filejob opens the table, the queries and the output around a
 // Config.
 package interp

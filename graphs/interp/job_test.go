@@ -9,7 +9,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -60,7 +60,7 @@ func TestJobSumIsBatchTotals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := graphstest.CPU(t, batch, "float32").Run(context.Background(), job); err != nil {
+		if _, err := workloadtest.CPU(t, batch, "float32").Run(context.Background(), job); err != nil {
 			t.Fatal(err)
 		}
 		op := ops.NewInterp1D(tab, r, ops.MethodAuto, tensor.Float32, batch)
@@ -148,7 +148,7 @@ func TestJobGeneratedQueries(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := graphstest.CPU(t, batch, dt.String()).Run(context.Background(), job); err != nil {
+				if _, err := workloadtest.CPU(t, batch, dt.String()).Run(context.Background(), job); err != nil {
 					t.Fatal(err)
 				}
 				return job.Sum, out.v

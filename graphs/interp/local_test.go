@@ -9,8 +9,8 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -151,9 +151,9 @@ func TestFloat32FarFromZero(t *testing.T) {
 						want := refReduced(f, m, g, c.a, c.dx, x, r)
 						open := func() *engine.Device {
 							if dev == "cuda" {
-								return graphstest.EmulatedCUDA(t, batch)
+								return workloadtest.EmulatedCUDA(t, batch)
 							}
-							return graphstest.CPU(t, batch, "float32")
+							return workloadtest.CPU(t, batch, "float32")
 						}
 						cfg := Config{A: c.a, DX: &c.dx, Reduce: r, Method: method}
 						for _, q := range []Queries{&queries64{x: x}, &generated64{queries64{x: x}}} {
@@ -191,7 +191,7 @@ func TestFloat32FarFromZero(t *testing.T) {
 }
 
 // runJob runs the float32 interpolation cfg of the table f over the
-// queries q on dev, as graphs.OpenInterp does, and returns its results.
+// queries q on dev, as filejob.OpenInterp does, and returns its results.
 func runJob(t *testing.T, cfg Config, f []float64, m, g int, q Queries, dev *engine.Device) []float64 {
 	t.Helper()
 	reduce, method, fx, err := cfg.Parse()
@@ -217,7 +217,7 @@ func runJob(t *testing.T, cfg Config, f []float64, m, g int, q Queries, dev *eng
 		t.Fatal(err)
 	}
 	if dev == nil {
-		dev = graphstest.CPU(t, 7, "float32")
+		dev = workloadtest.CPU(t, 7, "float32")
 	}
 	if _, err := dev.Run(context.Background(), job); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 func TestCompile(t *testing.T) {
@@ -18,7 +18,7 @@ func TestCompile(t *testing.T) {
 	for i := range f {
 		f[i] = float64(i%g) * 0.25
 	}
-	p, err := Compile(Config{Reduce: "sum"}, f, m, g, graphstest.CPU(t, batch, "float64"))
+	p, err := Compile(Config{Reduce: "sum"}, f, m, g, workloadtest.CPU(t, batch, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCompile(t *testing.T) {
 	if err := p.Run(make([]float32, batch), make([]float32, batch)); !errors.Is(err, engine.ErrBatch) {
 		t.Errorf("float32 batch of a float64 program: %v, want ErrBatch", err)
 	}
-	if _, err := Compile(Config{Reduce: "max(w)"}, f, m, g, graphstest.CPU(t, batch, "float64")); err == nil || !strings.HasPrefix(err.Error(), `--reduce "max(w)"`) {
+	if _, err := Compile(Config{Reduce: "max(w)"}, f, m, g, workloadtest.CPU(t, batch, "float64")); err == nil || !strings.HasPrefix(err.Error(), `--reduce "max(w)"`) {
 		t.Errorf("bad formula: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 		x[i] = float64(i) / (n - 1)
 	}
 	cfg := Config{Reduce: "log(max(v))"}
-	p, err := Compile(cfg, f, m, g, graphstest.CPU(t, 16, "float64"))
+	p, err := Compile(cfg, f, m, g, workloadtest.CPU(t, 16, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 		t.Fatalf("%d of %d values not finite: want some", bad, n)
 	}
 	cfg.FailOnNonFinite = true
-	q, err := Compile(cfg, f, m, g, graphstest.CPU(t, n, "float64"))
+	q, err := Compile(cfg, f, m, g, workloadtest.CPU(t, n, "float64"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestFormulaCountsOnlyRealQueries(t *testing.T) {
 		for i := range x {
 			x[i] = 0.05 + 0.9*float64(i)/float64(n)
 		}
-		p, err := Compile(Config{Reduce: "log(max(v))", FailOnNonFinite: true}, f, m, g, graphstest.CPU(t, 4, "float64"))
+		p, err := Compile(Config{Reduce: "log(max(v))", FailOnNonFinite: true}, f, m, g, workloadtest.CPU(t, 4, "float64"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,10 +181,10 @@ func TestCompileFloat32Grid(t *testing.T) {
 		{3e38, 1e37, "--a 3e+38, --dx 1e+37: the grid's end"},
 	} {
 		dx := c.dx
-		if _, err := Compile(Config{A: c.a, DX: &dx}, f, 1, 8, graphstest.CPU(t, 8, "float32")); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+		if _, err := Compile(Config{A: c.a, DX: &dx}, f, 1, 8, workloadtest.CPU(t, 8, "float32")); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("a %g, dx %g: %v, want %q…", c.a, c.dx, err, c.want)
 		}
-		p, err := Compile(Config{A: c.a, DX: &dx}, f, 1, 8, graphstest.CPU(t, 8, "float64"))
+		p, err := Compile(Config{A: c.a, DX: &dx}, f, 1, 8, workloadtest.CPU(t, 8, "float64"))
 		if err != nil {
 			t.Errorf("a %g, dx %g in float64: %v", c.a, c.dx, err)
 			continue

@@ -9,24 +9,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs"
-	"github.com/tapeloop/tapeloop/graphs/engine"
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/filejob"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 // The in-process Program against the command line's run of the same
-// sweep (package graphs' OpenWavelet, its CSV): the same numbers and the
+// sweep (package filejob's OpenWavelet, its CSV): the same numbers and the
 // same errors.
 
 // waveletCLIRun runs the sweep s as the CLI does and returns its CSV's
 // header, its rows parsed (the CSV prints each float64 exactly: the
 // shortest form that reads back the same), and the volume it swept.
-func waveletCLIRun(t *testing.T, s graphs.WaveletSpec) (header string, rows [][]float64, v []float32, n [3]int) {
+func waveletCLIRun(t *testing.T, s filejob.WaveletSpec) (header string, rows [][]float64, v []float32, n [3]int) {
 	t.Helper()
 	var csv bytes.Buffer
 	s.Stdout = &csv
-	task, err := graphs.OpenWavelet(s, graphstest.CPU(t, 0, ""), true)
+	task, err := filejob.OpenWavelet(s, workloadtest.CPU(t, 0, ""), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := graphs.DefaultWaveletSpec()
+			s := filejob.DefaultWaveletSpec()
 			s.Size, s.Seed, s.A, s.Boundary, s.Kernel, s.Stats = "13x11x9", 7, c.a, c.boundary, c.kernel, c.stats
 			var p *wavelet.Program
 			defer func() {
@@ -102,7 +102,7 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 				header, want, v, n := waveletCLIRun(t, s)
 				if p == nil {
 					var err error
-					if p, err = wavelet.Compile(s.Config, v, n, graphstest.CPU(t, c.batch, "")); err != nil {
+					if p, err = wavelet.Compile(s.Config, v, n, workloadtest.CPU(t, c.batch, "")); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -142,9 +142,9 @@ func TestCompileWaveletMatchesTheCLIRun(t *testing.T) {
 }
 
 // waveletJob opens s, for its count of computed combinations.
-func waveletJob(t *testing.T, s graphs.WaveletSpec) engine.Job {
+func waveletJob(t *testing.T, s filejob.WaveletSpec) engine.Job {
 	t.Helper()
-	tk, err := graphs.OpenWavelet(s, graphstest.CPU(t, 0, ""), false)
+	tk, err := filejob.OpenWavelet(s, workloadtest.CPU(t, 0, ""), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func waveletJob(t *testing.T, s graphs.WaveletSpec) engine.Job {
 // TestCompileWaveletErrors: what the CLI refuses, with its message, and
 // the program usable after a refused call.
 func TestCompileWaveletErrors(t *testing.T) {
-	s := graphs.DefaultWaveletSpec()
+	s := filejob.DefaultWaveletSpec()
 	s.Size = "9x8x7"
 	n := [3]int{9, 8, 7}
 	v := make([]float32, 9*8*7)
@@ -164,14 +164,14 @@ func TestCompileWaveletErrors(t *testing.T) {
 	}
 	bad := s
 	bad.Stats = []string{"l1=sum(abs(h))"}
-	_, cliErr := graphs.OpenWavelet(bad, graphstest.CPU(t, 0, ""), false)
-	if _, err := wavelet.Compile(bad.Config, v, n, graphstest.CPU(t, 0, "")); err == nil || cliErr == nil || err.Error() != cliErr.Error() {
+	_, cliErr := filejob.OpenWavelet(bad, workloadtest.CPU(t, 0, ""), false)
+	if _, err := wavelet.Compile(bad.Config, v, n, workloadtest.CPU(t, 0, "")); err == nil || cliErr == nil || err.Error() != cliErr.Error() {
 		t.Errorf("bad formula: %v, the CLI's %v", err, cliErr)
 	}
-	if _, err := wavelet.Compile(s.Config, v[:10], n, graphstest.CPU(t, 0, "")); err == nil || !strings.HasPrefix(err.Error(), "--volume") {
+	if _, err := wavelet.Compile(s.Config, v[:10], n, workloadtest.CPU(t, 0, "")); err == nil || !strings.HasPrefix(err.Error(), "--volume") {
 		t.Errorf("a volume of the wrong size: %v", err)
 	}
-	p, err := wavelet.Compile(s.Config, v, n, graphstest.CPU(t, 0, ""))
+	p, err := wavelet.Compile(s.Config, v, n, workloadtest.CPU(t, 0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestCompileWaveletErrors(t *testing.T) {
 	// without it; with FailOnNonFinite it is refused as the CLI refuses it.
 	strict := s
 	strict.FailOnNonFinite = true
-	ps, err := wavelet.Compile(strict.Config, v, n, graphstest.CPU(t, 0, ""))
+	ps, err := wavelet.Compile(strict.Config, v, n, workloadtest.CPU(t, 0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestCompileWaveletErrors(t *testing.T) {
 			}
 		}
 		strict.Xi = xi
-		_, cliErr := graphs.OpenWavelet(strict, graphstest.CPU(t, 0, ""), false)
+		_, cliErr := filejob.OpenWavelet(strict, workloadtest.CPU(t, 0, ""), false)
 		err := ps.Run(theta, phi, x, got)
 		if err == nil || cliErr == nil || err.Error() != cliErr.Error() || !strings.HasPrefix(err.Error(), "--fail-on-nonfinite: ") {
 			t.Errorf("ξ = %s, failing on non-finite values: %v, the CLI's %v", xi, err, cliErr)

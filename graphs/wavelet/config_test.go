@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 func TestConfigValidate(t *testing.T) {
-	graphstest.RunValidate(t, DefaultConfig, (*Config).Validate, []struct {
+	workloadtest.RunValidate(t, DefaultConfig, (*Config).Validate, []struct {
 		Name string
 		Edit func(*Config)
 		Want string // "": valid

@@ -8,7 +8,7 @@
 // and Python. The volume and the sweep's values are data: Job runs one
 // sweep of one volume under package engine, and Program (Compile) keeps
 // one volume compiled in process and sweeps a new grid on each call.
-// Files, shards, checkpoints and resuming are package graphs' layer
+// Files, shards, checkpoints and resuming are package filejob's layer
 // around this one: the Job's hooks (SetCSV, SetSaver, Restorer) are
 // where it writes and restores.
 package wavelet

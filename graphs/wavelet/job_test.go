@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -31,7 +31,7 @@ func sweep(t testing.TB, a float64, theta, phi, xi string) []Combo {
 }
 
 // sweepJob is the Job of the sweep over a volume of n standard normals
-// from seed, as the command line sets it up (package graphs'
+// from seed, as the command line sets it up (package filejob's
 // OpenWavelet) without outputs.
 func sweepJob(t testing.TB, n [3]int, seed uint64, a float64, bnd ops.Boundary, theta, phi, xi string) *Job {
 	t.Helper()

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
-	"github.com/tapeloop/tapeloop/graphs/internal/graphstest"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 )
 
 // TestCompileRefusesTheConfig: Compile checks the Config as Validate
@@ -31,7 +31,7 @@ func TestCompileRefusesTheConfig(t *testing.T) {
 		cfg := DefaultConfig()
 		c.edit(&cfg)
 		verr := cfg.Validate()
-		p, err := Compile(cfg, v, n, graphstest.CPU(t, 0, ""))
+		p, err := Compile(cfg, v, n, workloadtest.CPU(t, 0, ""))
 		if err == nil {
 			p.Close()
 			t.Errorf("%s: compiled", c.name)
@@ -55,7 +55,7 @@ func TestCompileFailOnNonFinite(t *testing.T) {
 	cfg.Stats = []string{"s=log(min(g)-1e9)"}
 	for _, fail := range []bool{false, true} {
 		cfg.FailOnNonFinite = fail
-		p, err := Compile(cfg, v, n, graphstest.CPU(t, 0, ""))
+		p, err := Compile(cfg, v, n, workloadtest.CPU(t, 0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestWaveletInterruptEndsOnlyTheCall(t *testing.T) {
 	for i := range v {
 		v[i] = float32(i%7) - 3
 	}
-	p, err := Compile(s, v, n, graphstest.CPU(t, 4, ""))
+	p, err := Compile(s, v, n, workloadtest.CPU(t, 4, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

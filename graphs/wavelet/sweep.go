@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tapeloop/tapeloop/graphs/engine"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"

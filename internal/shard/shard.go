@@ -220,7 +220,7 @@ type opened struct {
 // input, metric, dtype and top-k, and writes the whole matrix to out: an
 // (N, N) .npy, or for top-k an .npz with indices (N, K) and values (N, K).
 // The output appears only when everything succeeded. paths names at least
-// one shard (graphs.MergeSpec.Validate checks).
+// one shard (filejob.MergeSpec.Validate checks).
 func Merge(out string, paths []string) error {
 	var all []opened
 	defer func() {

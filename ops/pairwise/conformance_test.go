@@ -5,7 +5,7 @@ package pairwise
 // has, the CPU always and the GPU twins (ops.OnDevice) in builds with
 // tapeloop_cuda or tapeloop_cudaemu. TestConformancePairwise includes
 // top-k: the fused PairwiseTopK where the device offers it, else TopK, as
-// graphs.Affinity selects. The backend harness is opstest.Backend, as in
+// graphs/affinity selects. The backend harness is opstest.Backend, as in
 // package ops.
 
 import (
@@ -287,7 +287,7 @@ func runPairwiseConformance(t *testing.T, b backend, fx pairFixture) {
 }
 
 // runTopKConformance: blocks of whole rows read from the data, the top k
-// of each selected as graphs.Affinity does (the fused PairwiseTopK where
+// of each selected as graphs/affinity does (the fused PairwiseTopK where
 // FuseTopK offers it, the device selecting them itself; else Pairwise then
 // TopK), whole and short blocks, k from 1 to past the GPU's largest (its
 // host fallback: Pairwise then TopK there too), against refTopK of the
@@ -353,7 +353,7 @@ func runTopKConformance(t *testing.T, b backend, fx topkFixture) {
 }
 
 // selectTopK runs a pairwise op placed on its backend on a block's index
-// and selects the top k of each row as graphs.Affinity does: in one pass
+// and selects the top k of each row as graphs/affinity does: in one pass
 // where FuseTopK fuses the selection into the op (PairwiseTopK), else the
 // block then TopK; fused says which the backend must offer. It returns
 // the picks, (batch, k) column indices best first, and their values.

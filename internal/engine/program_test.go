@@ -1,0 +1,276 @@
+package engine_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapeloop/tapeloop/graphs/affinity"
+	"github.com/tapeloop/tapeloop/graphs/interp"
+	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/ops"
+	"github.com/tapeloop/tapeloop/ops/pairwise"
+)
+
+// sliceQueries serves queries from memory, for tests.
+type sliceQueries struct {
+	x   []float64
+	pos int
+}
+
+func (q *sliceQueries) Len() int { return len(q.x) }
+func (q *sliceQueries) Read32(dst []float32, _ int) error {
+	for i := range dst {
+		dst[i] = float32(q.x[q.pos+i])
+	}
+	q.pos += len(dst)
+	return nil
+}
+func (q *sliceQueries) Read64(dst []float64, _ int) error {
+	q.pos += copy(dst, q.x[q.pos:q.pos+len(dst)])
+	return nil
+}
+
+func randomTable(t testing.TB, rng *rand.Rand, m, g int, r ops.Reduce, dt tensor.Dtype) (*ops.InterpTable, []float64) {
+	f := make([]float64, m*g)
+	for i := range f {
+		f[i] = rng.NormFloat64()
+	}
+	tab, err := ops.NewInterpTable(f, m, g, -0.5, 0.37, r, ops.MethodAuto, dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab, f
+}
+
+func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.Dtype, x []float64) *interp.Job {
+	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Dtype: dt, Queries: &sliceQueries{x: x}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+func TestProgramReplayDoesNotAllocate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, r := range []ops.Reduce{ops.ReduceSumSq, ops.ReduceNone} {
+		tab, _ := randomTable(t, rng, 50, 300, r, tensor.Float32)
+		const batch = 4096
+		job := newTestInterp(t, tab, r, tensor.Float32, make([]float64, batch))
+		p, err := engine.Compile(job, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := p.Inputs()[0].Data().([]float32)
+		for i := range x {
+			x[i] = rng.Float32() * 100
+		}
+		replay := func() {
+			if _, err := p.Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		replay() // the first run allocates the ops' outputs
+		allocs := testing.AllocsPerRun(200, replay)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		const runs = 200
+		for range runs {
+			replay()
+		}
+		runtime.ReadMemStats(&after)
+		perRun := float64(after.TotalAlloc-before.TotalAlloc) / runs
+		t.Logf("%v: %.0f allocations, %.0f bytes per replay", r, allocs, perRun)
+		if allocs > 64 {
+			t.Errorf("%v: %.0f allocations per replay, want ≤ 64", r, allocs)
+		}
+		if perRun > 16<<10 {
+			t.Errorf("%v: %.0f bytes allocated per replay, want ≤ 16 KiB", r, perRun)
+		}
+		p.Close()
+	}
+}
+
+func TestProgramHeapStaysFlat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	tab, _ := randomTable(t, rng, 30, 200, ops.ReduceSumSq, tensor.Float64)
+	job := newTestInterp(t, tab, ops.ReduceSumSq, tensor.Float64, make([]float64, 1024))
+	p, err := engine.Compile(job, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for range 10 {
+		if _, err := p.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h10 := heap()
+	for range 990 {
+		if _, err := p.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h1000 := heap()
+	t.Logf("heap after 10 replays %d B, after 1000 %d B", h10, h1000)
+	if d := int64(h1000) - int64(h10); d > 1<<20 {
+		t.Errorf("heap grew by %d bytes from 10 to 1000 replays, want ≤ 1 MiB", d)
+	}
+}
+
+func TestProgramFeedChecksBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	tab, _ := randomTable(t, rng, 4, 16, ops.ReduceSum, tensor.Float32)
+	job := newTestInterp(t, tab, ops.ReduceSum, tensor.Float32, make([]float64, 8))
+	p, err := engine.Compile(job, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cases := []struct {
+		name string
+		t    *tensor.Dense
+		want []string
+	}{
+		{"dtype", tensor.New(tensor.WithShape(8), tensor.Of(tensor.Float64)), []string{"float32", "float64"}},
+		{"too long", tensor.New(tensor.WithShape(9), tensor.Of(tensor.Float32)), []string{"(8)", "(9)"}},
+		{"rank", tensor.New(tensor.WithShape(2, 4), tensor.Of(tensor.Float32)), []string{"(8)", "(2, 4)"}},
+	}
+	for _, c := range cases {
+		err := p.Feed(0, c.t)
+		if !errors.Is(err, engine.ErrBatch) {
+			t.Errorf("%s: error %v, want ErrBatch", c.name, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not name %q", c.name, err, w)
+			}
+		}
+	}
+	// A short batch is accepted, padded, and reported as short.
+	short := tensor.New(tensor.WithBacking([]float32{0.1, 0.2, 0.3}))
+	if err := p.Feed(0, short); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Pad(3); err != nil {
+		t.Fatal(err)
+	}
+	if x := p.Inputs()[0].Data().([]float32); x[3] != 0 || x[7] != 0 || x[2] != 0.3 {
+		t.Errorf("padded input %v", x)
+	}
+	if n, err := p.Run(); err != nil || n != 3 {
+		t.Errorf("Run = %d, %v; want 3 valid rows", n, err)
+	}
+}
+
+// TestInterpBatchingIsInvisible checks the batched run against one op call
+// over all queries at once, for batch sizes that do not divide N, and the
+// result order through the sum of each query's own reduced value.
+func TestInterpBatchingIsInvisible(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const n = 1009
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = -1 + rng.Float64()*3
+	}
+	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+		for _, r := range []ops.Reduce{ops.ReduceSumSq, ops.ReduceSum, ops.ReduceNone} {
+			tab, _ := randomTable(t, rng, 17, 9, r, dt)
+			whole := ops.NewInterp1D(tab, r, ops.MethodAuto, dt, n)
+			var in *tensor.Dense
+			if dt == tensor.Float32 {
+				// As the job feeds float32 queries on a grid off zero:
+				// x − a, formed in float64 (Interp1D.Local).
+				whole.Local = interp.Local(dt, tab.A)
+				x32 := make([]float32, n)
+				for i := range x {
+					x32[i] = float32(x[i])
+					if whole.Local {
+						x32[i] = float32(x[i] - tab.A)
+					}
+				}
+				in = tensor.New(tensor.WithBacking(x32))
+			} else {
+				in = tensor.New(tensor.WithBacking(x))
+			}
+			v, err := whole.Do(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want float64
+			switch d := v.(*tensor.Dense).Data().(type) {
+			case []float32:
+				want = sum(d)
+			case []float64:
+				want = sum(d)
+			}
+			for _, batch := range []int{1, 7, 100, 1008, 5000} {
+				job := newTestInterp(t, tab, r, dt, x)
+				out, err := engine.Run(t.Context(), job, engine.RunConfig{MemLimit: 1 << 30, Batch: batch})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wantBatches := (n + min(batch, n) - 1) / min(batch, n); out.Plan.Batches != wantBatches || len(out.Iterations) != wantBatches {
+					t.Errorf("batch %d: %d batches, %d records, want %d", batch, out.Plan.Batches, len(out.Iterations), wantBatches)
+				}
+				if d := math.Abs(job.Sum-want) / math.Abs(want); d > 1e-12 {
+					t.Errorf("%v %v batch %d: sum %.17g, want %.17g", dt, r, batch, job.Sum, want)
+				}
+			}
+		}
+	}
+}
+
+// TestRunErrorIsTheOps: an op failing at run time is reported in its own
+// words, without the TapeMachine's wrapping, and stays matchable.
+func TestRunErrorIsTheOps(t *testing.T) {
+	const n, d, batch = 30, 5, 4
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(i % 7)
+	}
+	data, err := pairwise.NewPairData(x, n, d, pairwise.MetricL1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := affinity.New(affinity.Setup{Data: data, Metric: pairwise.MetricL1, Symmetric: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.Compile(job, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// Symmetric blocks compute from their first row on: a first row
+	// outside the images is the op's error.
+	if err := p.Feed(0, tensor.New(tensor.WithBacking([]float64{40, 41, 42, 43}))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run()
+	want := "engine: affinity: run: pairwise: first row index 40 outside [0, 30)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run error %q, want %q", err, want)
+	}
+}
+
+// sum adds up x in float64, in order.
+func sum[T float32 | float64](x []T) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v)
+	}
+	return s
+}
