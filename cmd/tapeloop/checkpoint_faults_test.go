@@ -101,14 +101,10 @@ func TestCheckpointRacingRuns(t *testing.T) {
 			live, se, done := startRun(t, resume)
 			waitRecords(t, c.ckpt, n, done, se)
 			for _, second := range [][]string{resume, c.args} {
-				start := time.Now()
-				_, msg, code := run(t, second...)
+				_, msg, code := runOrHang(t, second...)
 				want := fmt.Sprintf("another tapeloop run is writing this output (pid %d", live.Process.Pid)
 				if code != 1 || strings.Count(strings.TrimSpace(msg), "\n") != 0 || !strings.Contains(msg, want) {
 					t.Errorf("second run %v: exit %d, stderr %q; want 1 and one line saying %q", second[len(second)-1], code, msg, want)
-				}
-				if d := time.Since(start); d > 10*time.Second {
-					t.Errorf("the refusal took %v", d)
 				}
 			}
 			select {
@@ -335,13 +331,9 @@ func TestCheckpointRandomKills(t *testing.T) {
 // is refused by the planner at once.
 func TestWaveletHugeScaleRefusedAtOnce(t *testing.T) {
 	for _, a := range []string{"1e9", "1e300"} {
-		start := time.Now()
-		_, se, code := run(t, "wavelet", "--size", "24x24x24", "-a", a, "--quiet")
+		_, se, code := runOrHang(t, "wavelet", "--size", "24x24x24", "-a", a, "--quiet")
 		if code != 1 || !strings.Contains(se, "over the memory limit") || strings.Count(se, "\n") != 1 {
 			t.Errorf("-a %s: exit %d, stderr %q; want 1 and one line of the planner's refusal", a, code, se)
-		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Errorf("-a %s: refused after %v", a, d)
 		}
 	}
 }
