@@ -39,7 +39,7 @@ func startRun(t *testing.T, args []string) (*exec.Cmd, *bytes.Buffer, chan error
 // waitRecords waits until the checkpoint ckpt holds more than n records.
 func waitRecords(t *testing.T, ckpt string, n int, done chan error, se *bytes.Buffer) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(hangAfter)
 	for {
 		if c, err := checkpoint.Count(ckpt); err == nil && c > n {
 			return
@@ -50,7 +50,7 @@ func waitRecords(t *testing.T, ckpt string, n int, done chan error, se *bytes.Bu
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint record after 60 s")
+			t.Fatalf("hung: no checkpoint record after %v", hangAfter)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -339,7 +339,7 @@ func TestWaveletHugeScaleRefusedAtOnce(t *testing.T) {
 }
 
 // TestOutputLockAffinity: a second affinity run on an output being written
-// is refused at once, naming the live run's pid; the first finishes
+// is refused, not waited on, naming the live run's pid; the first finishes
 // whole and leaves no lock file.
 func TestOutputLockAffinity(t *testing.T) {
 	dir := t.TempDir()
@@ -347,12 +347,12 @@ func TestOutputLockAffinity(t *testing.T) {
 	args := []string{"affinity", "-n", "6000", "--height", "64", "--width", "64", "--metric", "l1", "--batch", "64", "--out", out, "--quiet"}
 	first, se, done := startRun(t, args)
 	lock := checkpoint.LockPath(checkpoint.Path(out))
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(hangAfter); ; time.Sleep(5 * time.Millisecond) {
 		if b, _ := os.ReadFile(lock); len(b) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no lock file after 30 s")
+			t.Fatalf("hung: no lock file after %v", hangAfter)
 		}
 	}
 	_, msg, code := run(t, args...)
