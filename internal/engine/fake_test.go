@@ -90,8 +90,15 @@ func (op *affine) SetStop(flag *atomic.Bool) { op.stop = flag }
 func (op *affine) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "affine %d %d %d", op.batch, op.width, op.resident)
 }
-func (op *affine) String() string                                          { return fmt.Sprintf("affine{2x+1, width %d}", op.width) }
-func (op *affine) Hashcode() uint32                                        { h := fnv.New32a(); op.WriteHash(h); return h.Sum32() }
+func (op *affine) String() string { return fmt.Sprintf("affine{2x+1, width %d}", op.width) }
+func (op *affine) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+// UsePreallocDo is Do: the op writes into its own buffer, whatever the
+// machine holds for it.
 func (op *affine) UsePreallocDo(_ G.Value, in ...G.Value) (G.Value, error) { return op.Do(in...) }
 
 // fakeJob is a Job of items rows of width float64 values: its graph is
