@@ -90,7 +90,7 @@ func TestFormulaLimitsLong(t *testing.T) {
 				t.Fatalf("%d bytes: too long for one argument", len(c.formula))
 			}
 			// That the work grows linearly with the formula's length is
-			// counted in internal/formula (TestFormulaCompileIsLinear);
+			// counted in internal/formula (TestFormulaLong);
 			// here a run that never ends fails as hung.
 			args := append([]string{"affinity", "--quiet", "--images", images, "--formula", c.formula}, c.extra...)
 			stdout, stderr, code := runOrHang(t, args...)
