@@ -113,6 +113,16 @@ func TestFormulaLong(t *testing.T) {
 	}
 }
 
+// parseWork parses src and counts the heap allocations it made and the
+// bytes they took.
+func parseWork(src string) (allocs, bytes uint64, err error) {
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_, err = Parse(src, pairEnv)
+	runtime.ReadMemStats(&m1)
+	return m1.Mallocs - m0.Mallocs, m1.TotalAlloc - m0.TotalAlloc, err
+}
+
 // compileWork runs compileAll on src and counts the heap allocations it
 // made and the bytes they took; keep, when given, receives the formula.
 func compileWork(t *testing.T, src string, keep ...func(*Formula)) (allocs, bytes uint64) {
@@ -134,18 +144,19 @@ func TestFormulaDepth(t *testing.T) {
 	const n = 100_000
 	msg := fmt.Sprintf("nested too deeply: more than %d parentheses, function calls and signs inside one another", MaxDepth)
 	for _, c := range []struct {
-		name, src string
-		col       int
+		name string
+		src  func(n int) string
+		col  int
 	}{
-		{"parentheses", "sum(" + strings.Repeat("(", n) + "a" + strings.Repeat(")", n) + ")", 4 + MaxDepth},
-		{"signs", "sum(" + strings.Repeat("-(", n) + "a" + strings.Repeat(")", n) + ")", 0},
-		{"signs without parentheses", "sum(" + strings.Repeat("- ", n) + "a)", 0},
-		{"calls", strings.Repeat("exp(", n) + "sum(a)" + strings.Repeat(")", n), 0},
-		{"unclosed", strings.Repeat("(", n), 1 + MaxDepth},
+		{"parentheses", func(n int) string { return "sum(" + strings.Repeat("(", n) + "a" + strings.Repeat(")", n) + ")" }, 4 + MaxDepth},
+		{"signs", func(n int) string { return "sum(" + strings.Repeat("-(", n) + "a" + strings.Repeat(")", n) + ")" }, 0},
+		{"signs without parentheses", func(n int) string { return "sum(" + strings.Repeat("- ", n) + "a)" }, 0},
+		{"calls", func(n int) string { return strings.Repeat("exp(", n) + "sum(a)" + strings.Repeat(")", n) }, 0},
+		{"unclosed", func(n int) string { return strings.Repeat("(", n) }, 1 + MaxDepth},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			allocs := testing.AllocsPerRun(1, func() { Parse(c.src, pairEnv) })
-			_, err := Parse(c.src, pairEnv)
+			src := c.src(n)
+			allocs, bytes, err := parseWork(src)
 			var fe *Error
 			if !errors.As(err, &fe) || fe.Msg != msg || strings.Contains(err.Error(), "\n") || len(err.Error()) > 400 {
 				t.Fatalf("error %v, want one line %q", err, msg)
@@ -153,10 +164,15 @@ func TestFormulaDepth(t *testing.T) {
 			if c.col > 0 && fe.Column != c.col {
 				t.Errorf("column %d, want %d", fe.Column, c.col)
 			}
-			// Refused as it reaches the limit: the allocations are those of
-			// MaxDepth levels or fewer, whatever the formula's length.
-			if allocs > 8*MaxDepth {
-				t.Errorf("%d allocations to refuse it, want at most %d", int(allocs), 8*MaxDepth)
+			// Refused as it reaches the limit: past a copy of the source,
+			// the work is that of MaxDepth levels whatever the formula's
+			// length, so a tenth of the formula (still too deep) takes
+			// about as many allocations, and the bytes grow no faster
+			// than the length. Counted, not timed.
+			tenth, tenthBytes, _ := parseWork(c.src(n / 10))
+			if allocs > 2*tenth+100 || bytes > 2*uint64(len(src))+tenthBytes {
+				t.Errorf("refusing %d bytes took %d allocations (%d bytes), a tenth of them %d (%d bytes): more work than one pass over the formula",
+					len(src), allocs, bytes, tenth, tenthBytes)
 			}
 		})
 	}
