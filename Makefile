@@ -16,6 +16,13 @@ SOURCES := $(shell find . \( -path ./bin -o -path ./python -o -path ./.git -o -n
 # SHORT is the go test flag that leaves out the full-size runs, the long
 # soaks and the slow fault trials (test-full sets it empty).
 SHORT   ?= -short
+# The tests come in two tiers: the packages' own (UNIT), and the CLI's,
+# which build and run the tapeloop binary end to end (E2E_PKG) and get a
+# time limit sized for a loaded 2-core machine (E2E_TIMEOUT) rather than
+# go test's default ten minutes. Only the E2E tier may take minutes.
+UNIT        = $(shell $(GO) list ./... | grep -v '/cmd/tapeloop$$')
+E2E_PKG     := ./cmd/tapeloop/
+E2E_TIMEOUT ?= 30m
 
 .PHONY: all build run test test-full test-arm64 check-darwin test-neon python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
@@ -32,11 +39,14 @@ run: build
 
 ## test: vet, the test suite without its full-size runs, long soaks and
 ## slow fault trials (go test -short; every kind of fault keeps a fast
-## case), the engine under the race detector, the GPU flavour on the CUDA
-## emulator, and the Python package; about ten minutes on 2 cores.
+## case), then the CLI's end-to-end tests (the built binary run as a
+## user runs it) on their own under E2E_TIMEOUT, the engine under the race
+## detector, the GPU flavour on the CUDA emulator, and the Python package;
+## about ten minutes on 2 cores.
 test: test-deps
 	$(GO) vet ./...
-	$(GO) test $(SHORT) ./...
+	$(GO) test $(SHORT) $(UNIT)
+	$(GO) test $(SHORT) -timeout $(E2E_TIMEOUT) $(E2E_PKG)
 	$(GO) test -race -short $(RACE)
 	$(MAKE) --no-print-directory test-emu SHORT=$(SHORT)
 	$(MAKE) --no-print-directory test-python
@@ -59,7 +69,8 @@ test-full:
 test-emu:
 	@if command -v g++ >/dev/null 2>&1; then \
 	  set -x; $(GO) vet -tags tapeloop_cudaemu ./... && \
-	  $(GO) test $(SHORT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/... ./internal/filejob/ ./cmd/tapeloop/; \
+	  $(GO) test $(SHORT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' ./cuda/ ./ops/... ./internal/filejob/ && \
+	  $(GO) test $(SHORT) -timeout $(E2E_TIMEOUT) -tags tapeloop_cudaemu -run 'CUDA|Emulat|BadInput|Conformance' $(E2E_PKG); \
 	else echo "note: g++ not installed; the emulated GPU tests are skipped"; fi
 
 ## test-arm64: the linux/arm64 build, cross-compiled with

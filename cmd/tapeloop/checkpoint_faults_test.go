@@ -39,7 +39,7 @@ func startRun(t *testing.T, args []string) (*exec.Cmd, *bytes.Buffer, chan error
 // waitRecords waits until the checkpoint ckpt holds more than n records.
 func waitRecords(t *testing.T, ckpt string, n int, done chan error, se *bytes.Buffer) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(hangAfter)
 	for {
 		if c, err := checkpoint.Count(ckpt); err == nil && c > n {
 			return
@@ -50,7 +50,7 @@ func waitRecords(t *testing.T, ckpt string, n int, done chan error, se *bytes.Bu
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint record after 60 s")
+			t.Fatalf("hung: no checkpoint record after %v", hangAfter)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -101,14 +101,10 @@ func TestCheckpointRacingRuns(t *testing.T) {
 			live, se, done := startRun(t, resume)
 			waitRecords(t, c.ckpt, n, done, se)
 			for _, second := range [][]string{resume, c.args} {
-				start := time.Now()
-				_, msg, code := run(t, second...)
+				_, msg, code := runOrHang(t, second...)
 				want := fmt.Sprintf("another tapeloop run is writing this output (pid %d", live.Process.Pid)
 				if code != 1 || strings.Count(strings.TrimSpace(msg), "\n") != 0 || !strings.Contains(msg, want) {
 					t.Errorf("second run %v: exit %d, stderr %q; want 1 and one line saying %q", second[len(second)-1], code, msg, want)
-				}
-				if d := time.Since(start); d > 10*time.Second {
-					t.Errorf("the refusal took %v", d)
 				}
 			}
 			select {
@@ -335,19 +331,15 @@ func TestCheckpointRandomKills(t *testing.T) {
 // is refused by the planner at once.
 func TestWaveletHugeScaleRefusedAtOnce(t *testing.T) {
 	for _, a := range []string{"1e9", "1e300"} {
-		start := time.Now()
-		_, se, code := run(t, "wavelet", "--size", "24x24x24", "-a", a, "--quiet")
+		_, se, code := runOrHang(t, "wavelet", "--size", "24x24x24", "-a", a, "--quiet")
 		if code != 1 || !strings.Contains(se, "over the memory limit") || strings.Count(se, "\n") != 1 {
 			t.Errorf("-a %s: exit %d, stderr %q; want 1 and one line of the planner's refusal", a, code, se)
-		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Errorf("-a %s: refused after %v", a, d)
 		}
 	}
 }
 
 // TestOutputLockAffinity: a second affinity run on an output being written
-// is refused at once, naming the live run's pid; the first finishes
+// is refused, not waited on, naming the live run's pid; the first finishes
 // whole and leaves no lock file.
 func TestOutputLockAffinity(t *testing.T) {
 	dir := t.TempDir()
@@ -355,12 +347,12 @@ func TestOutputLockAffinity(t *testing.T) {
 	args := []string{"affinity", "-n", "6000", "--height", "64", "--width", "64", "--metric", "l1", "--batch", "64", "--out", out, "--quiet"}
 	first, se, done := startRun(t, args)
 	lock := checkpoint.LockPath(checkpoint.Path(out))
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(hangAfter); ; time.Sleep(5 * time.Millisecond) {
 		if b, _ := os.ReadFile(lock); len(b) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no lock file after 30 s")
+			t.Fatalf("hung: no lock file after %v", hangAfter)
 		}
 	}
 	_, msg, code := run(t, args...)

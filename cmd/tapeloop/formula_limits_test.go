@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The limits of the users' formulas and of grid and voxel spacings, as a
@@ -58,7 +57,7 @@ func oneLine(t *testing.T, stdout, stderr string, code int, want string) {
 }
 
 // TestFormulaLimitsLong: a formula as long as an argument can be (about
-// 120 KB) compiles and runs in seconds, and gives what the closed form
+// 120 KB) compiles and runs, and gives what the closed form
 // gives: k identical terms are k times the term.
 func TestFormulaLimitsLong(t *testing.T) {
 	dir := t.TempDir()
@@ -90,15 +89,11 @@ func TestFormulaLimitsLong(t *testing.T) {
 			if len(c.formula) > 128<<10 {
 				t.Fatalf("%d bytes: too long for one argument", len(c.formula))
 			}
-			start := time.Now()
+			// That the work grows linearly with the formula's length is
+			// counted in internal/formula (TestFormulaLong);
+			// here a run that never ends fails as hung.
 			args := append([]string{"affinity", "--quiet", "--images", images, "--formula", c.formula}, c.extra...)
-			stdout, stderr, code := run(t, args...)
-			// A deadline for a blow-up (work that grows with the square of
-			// the formula's length takes minutes here), not a speed: it
-			// holds on a loaded machine.
-			if d := time.Since(start); d > 90*time.Second {
-				t.Errorf("took %v, want under 90 s", d)
-			}
+			stdout, stderr, code := runOrHang(t, args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %.500s", code, stderr)
 			}
@@ -119,17 +114,10 @@ func TestFormulaLimitsRefused(t *testing.T) {
 		{"calls", strings.Repeat("exp(", 20_000) + "sum(a)" + strings.Repeat(")", 20_000), "nested too deeply"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
-			stdout, stderr, code := run(t, append(small, c.formula)...)
+			stdout, stderr, code := runOrHang(t, append(small, c.formula)...)
 			oneLine(t, stdout, stderr, code, c.want)
 			if len(stderr) > 400 {
 				t.Errorf("a line of %d bytes: the formula is not shortened", len(stderr))
-			}
-			// A deadline for a blow-up (work that grows with the square of
-			// the formula's length takes minutes here), not a speed: it
-			// holds on a loaded machine.
-			if d := time.Since(start); d > 90*time.Second {
-				t.Errorf("took %v, want under 90 s", d)
 			}
 		})
 	}

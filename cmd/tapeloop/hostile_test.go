@@ -35,8 +35,8 @@ const (
 	// room for the Go runtime and the small real work some cases do
 	// before they fail, far below what a header's lie would allocate.
 	hostileMemKiB = 3 << 20
-	// hostileTimeout bounds each run, generously for a loaded machine.
-	hostileTimeout = 60 * time.Second
+	// hostileTimeout is when a run is called hung and killed.
+	hostileTimeout = hangAfter
 )
 
 // hostile is one case: the arguments (after the program name), the input
@@ -114,7 +114,7 @@ func runHostile(t *testing.T, c hostile) {
 	err := cmd.Run()
 	took := time.Since(start)
 	if ctx.Err() != nil {
-		t.Fatalf("tapeloop %s: still running after %v (killed); stderr %q", strings.Join(c.args, " "), hostileTimeout, tail(se.String()))
+		t.Fatalf("tapeloop %s: hung: still running after %v (killed); stderr %q", strings.Join(c.args, " "), hostileTimeout, tail(se.String()))
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -16,26 +16,21 @@ import (
 	"github.com/tapeloop/tapeloop/internal/npy"
 )
 
-// inputBound is how long a refused input may take: a FIFO or device read
-// as a file would block or run on far longer.
-const inputBound = 10 * time.Second
-
-// runInput runs tapeloop in dir with stdin, killing it after inputBound,
-// and returns its stderr, exit status and time taken.
-func runInput(t *testing.T, dir string, stdin io.Reader, args ...string) (string, int, time.Duration) {
+// runInput runs tapeloop in dir with stdin and returns its stderr and exit
+// status. A FIFO or a device read as a file would block or run on: a run
+// still going after hangAfter is killed and the test fails saying it hung.
+func runInput(t *testing.T, dir string, stdin io.Reader, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), inputBound)
+	ctx, cancel := context.WithTimeout(context.Background(), hangAfter)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Dir, cmd.Stdin = dir, stdin
 	cmd.Env = append(filterEnvPrefix(os.Environ(), "TAPELOOP_", "SLURM_", "JOB_COMPLETION_INDEX"), "TAPELOOP_MEM_LIMIT=1GiB")
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
-	start := time.Now()
 	err := cmd.Run()
-	took := time.Since(start)
 	if ctx.Err() != nil {
-		t.Fatalf("tapeloop %s: still running after %v (killed); stderr %q", strings.Join(args, " "), inputBound, tail(se.String()))
+		t.Fatalf("tapeloop %s: hung: still running after %v (killed); stderr %q", strings.Join(args, " "), hangAfter, tail(se.String()))
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -43,7 +38,7 @@ func runInput(t *testing.T, dir string, stdin io.Reader, args ...string) (string
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return se.String(), code, took
+	return se.String(), code
 }
 
 // refused checks a run ended with status 1 and one "tapeloop: " line
@@ -121,11 +116,8 @@ func TestInputsNotRegular(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := snapshot(t, dir)
-		msg, code, took := runInput(t, dir, nil, c.args...)
+		msg, code := runInput(t, dir, nil, c.args...)
 		refused(t, c.args, msg, code, c.want)
-		if took > inputBound/2 {
-			t.Errorf("tapeloop %s: took %v to refuse", strings.Join(c.args, " "), took)
-		}
 		after := snapshot(t, dir)
 		if len(after) != len(before) {
 			t.Errorf("tapeloop %s: files before %d, after %d", strings.Join(c.args, " "), len(before), len(after))
@@ -164,7 +156,7 @@ func TestInputsStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"interp", "--quiet", "--x", "/dev/stdin"}
-	msg, code, _ := runInput(t, dir, bytes.NewReader(b), args...)
+	msg, code := runInput(t, dir, bytes.NewReader(b), args...)
 	refused(t, args, msg, code, "--x /dev/stdin: not a regular file (a pipe or FIFO): tapeloop reads inputs as files")
 }
 
@@ -219,7 +211,7 @@ func TestInputsTruncatedWhileRunning(t *testing.T) {
 				args = append(args, mode.out)
 				args[len(args)-2] = "out/nn.npz"
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), hangAfter)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, binary, args...)
 			cmd.Dir = dir
@@ -232,7 +224,7 @@ func TestInputsTruncatedWhileRunning(t *testing.T) {
 			// The output's temporary file appears once the images are
 			// mapped and checked; the batches follow. Stop the run a
 			// moment later, truncate the images and let it go on.
-			deadline := time.Now().Add(time.Minute)
+			deadline := time.Now().Add(hangAfter)
 			for {
 				ents, _ := os.ReadDir(outDir)
 				if len(ents) > 0 {
@@ -240,7 +232,7 @@ func TestInputsTruncatedWhileRunning(t *testing.T) {
 				}
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
-					t.Fatal("no temporary output after a minute")
+					t.Fatalf("hung: no temporary output after %v", hangAfter)
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -251,14 +243,10 @@ func TestInputsTruncatedWhileRunning(t *testing.T) {
 			if err := os.Truncate(filepath.Join(dir, "big.npy"), 1<<20); err != nil {
 				t.Fatal(err)
 			}
-			truncated := time.Now()
 			cmd.Process.Signal(syscall.SIGCONT)
 			err := cmd.Wait()
 			if ctx.Err() != nil {
-				t.Fatalf("still running after the truncation: %q", tail(se.String()))
-			}
-			if took := time.Since(truncated); took > 10*time.Second {
-				t.Errorf("took %v to stop after the truncation", took)
+				t.Fatalf("hung: still running after the truncation (killed %v after its start): %q", hangAfter, tail(se.String()))
 			}
 			code := 0
 			if ee, ok := err.(*exec.ExitError); ok {
@@ -307,7 +295,7 @@ func TestOutputsNotFiles(t *testing.T) {
 	}
 	for _, c := range cases {
 		args := append([]string{"affinity", "--images", "img.npy"}, c.args...)
-		msg, code, _ := runInput(t, dir, nil, args...)
+		msg, code := runInput(t, dir, nil, args...)
 		refused(t, args, msg, code, c.want)
 	}
 	for p, kind := range map[string]os.FileMode{fifo: os.ModeNamedPipe, fifoNpz: os.ModeNamedPipe, "/dev/null": os.ModeCharDevice} {
@@ -321,7 +309,7 @@ func TestOutputsNotFiles(t *testing.T) {
 	if err := os.Symlink("results/a.npy", filepath.Join(dir, "latest.npy")); err != nil {
 		t.Fatal(err)
 	}
-	if msg, code, _ := runInput(t, dir, nil, "affinity", "--images", "img.npy", "--out", "latest.npy"); code != 0 {
+	if msg, code := runInput(t, dir, nil, "affinity", "--images", "img.npy", "--out", "latest.npy"); code != 0 {
 		t.Fatalf("--out latest.npy (a link): status %d: %s", code, msg)
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "latest.npy")); err != nil || fi.Mode()&os.ModeSymlink == 0 {

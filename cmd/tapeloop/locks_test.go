@@ -58,10 +58,10 @@ func TestOutputIsAnotherOutputsSideFile(t *testing.T) {
 }
 
 // waitFile waits until path exists and is not empty, failing the test if
-// the run ends first or after a minute.
+// the run ends first or it hangs (hangAfter).
 func waitFile(t *testing.T, path string, done chan error, se fmt.Stringer) {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(hangAfter); ; time.Sleep(5 * time.Millisecond) {
 		if b, _ := os.ReadFile(path); len(b) > 0 {
 			return
 		}
@@ -71,7 +71,7 @@ func waitFile(t *testing.T, path string, done chan error, se fmt.Stringer) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 60 s", path)
+			t.Fatalf("hung: no %s after %v", path, hangAfter)
 		}
 	}
 }
@@ -126,9 +126,9 @@ func TestSignalDuringMerge(t *testing.T) {
 		var err error
 		select {
 		case err = <-done:
-		case <-time.After(20 * time.Second):
+		case <-time.After(hangAfter):
 			cmd.Process.Kill()
-			t.Fatal("still running 20 s after SIGTERM")
+			t.Fatalf("hung: still running %v after SIGTERM", hangAfter)
 		}
 		msg := strings.TrimSpace(se.String())
 		if err == nil {
@@ -182,9 +182,9 @@ func TestSIGHUP(t *testing.T) {
 		var err error
 		select {
 		case err = <-done:
-		case <-time.After(20 * time.Second):
+		case <-time.After(hangAfter):
 			cmd.Process.Kill()
-			t.Fatal("still running 20 s after SIGHUP")
+			t.Fatalf("hung: still running %v after SIGHUP", hangAfter)
 		}
 		msg := strings.TrimSpace(se.String())
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || strings.Contains(msg, "\n") ||
@@ -232,7 +232,7 @@ func TestKilledRunsLockTakenOver(t *testing.T) {
 	kill := func() {
 		cmd, se, done := startRun(t, []string{"affinity", "-n", "20000", "--height", "64", "--width", "64", "--quiet", "--out", out})
 		waitFile(t, out+".lock", done, se)
-		for deadline := time.Now().Add(30 * time.Second); len(dotFiles(t, dir)) == 0 && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(hangAfter); len(dotFiles(t, dir)) == 0 && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
 		cmd.Process.Kill()

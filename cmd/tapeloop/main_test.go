@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/npy"
@@ -35,10 +37,35 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// hangAfter is how long a run that should end at once (a refusal, a
+// small input) may go on before a test calls it hung and kills it. It is
+// far beyond what a loaded machine takes: it catches a hang (a read that
+// blocks, work that grows with the square of the input), not slowness,
+// which the benchmarks measure.
+const hangAfter = 5 * time.Minute
+
 // run runs tapeloop and returns stdout, stderr and the exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return runCmd(t, exec.Command(binary, args...))
+}
+
+// runOrHang is run, but a run still going after hangAfter is killed and
+// the test fails saying it hung.
+func runOrHang(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangAfter)
+	defer cancel()
+	so, se, code := runCmd(t, exec.CommandContext(ctx, binary, args...))
+	if ctx.Err() != nil {
+		t.Fatalf("tapeloop %.200s: hung: still running after %v (killed); stderr %q", strings.Join(args, " "), hangAfter, tail(se))
+	}
+	return so, se, code
+}
+
+// runCmd runs cmd and returns its stdout, stderr and exit code.
+func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()

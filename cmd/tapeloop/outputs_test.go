@@ -62,9 +62,9 @@ func (r outputsRun) run(t *testing.T) (string, string, int) {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(hangAfter):
 		cmd.Process.Kill()
-		t.Fatalf("tapeloop %s: still running after 60 s", strings.Join(r.args, " "))
+		t.Fatalf("tapeloop %s: hung: still running after %v", strings.Join(r.args, " "), hangAfter)
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -35,7 +35,7 @@ func interrupt(t *testing.T, args []string, ckpt string, after int, sig syscall.
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(hangAfter)
 	for {
 		if n, err := checkpoint.Count(ckpt); err == nil && n > after {
 			break
@@ -45,7 +45,7 @@ func interrupt(t *testing.T, args []string, ckpt string, after int, sig syscall.
 			t.Fatalf("%v ended (%v) before its checkpoint held %d records: %s", args, err, after+1, se.String())
 		case <-deadline:
 			cmd.Process.Kill()
-			t.Fatalf("%v: no checkpoint record after 60 s", args)
+			t.Fatalf("%v: hung: no checkpoint record after %v", args, hangAfter)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -53,9 +53,9 @@ func interrupt(t *testing.T, args []string, ckpt string, after int, sig syscall.
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(hangAfter):
 		cmd.Process.Kill()
-		t.Fatalf("%v: still running 20 s after %v", args, sig)
+		t.Fatalf("%v: hung: still running %v after %v", args, hangAfter, sig)
 	}
 	n, cerr := checkpoint.Count(ckpt)
 	if cerr != nil {

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"bytes"
 	"errors"
-	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/engine"
-	"github.com/tapeloop/tapeloop/ops"
 )
 
 // chain is a synthetic workload: x (batch, width) → Square → Mul → output,
@@ -115,20 +113,19 @@ func TestPlanOverBudget(t *testing.T) {
 }
 
 func TestWriteDOT(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	tab, _ := randomTable(t, rng, 3, 8, ops.ReduceNone, tensor.Float32)
-	job := newTestInterp(t, tab, ops.ReduceNone, tensor.Float32, make([]float64, 10))
+	job := newFakeJob(10, 3)
+	job.resident = 1000
 	p, err := engine.Compile(job, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	var buf bytes.Buffer
-	if err := engine.WriteDOT(&buf, "interp", p.Graph()); err != nil {
+	if err := engine.WriteDOT(&buf, "fake", p.Graph()); err != nil {
 		t.Fatal(err)
 	}
 	s := buf.String()
-	for _, want := range []string{`digraph "interp"`, "Interp1D{M=3, G=8, reduce=none", "(10, 3) float32", "120 B", "resident", "->"} {
+	for _, want := range []string{`digraph "fake"`, "affine{2x+1, width 3}", "(10, 3) float64", "240 B", "resident", "->"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("DOT lacks %q:\n%s", want, s)
 		}

@@ -1,7 +1,6 @@
-package engine_test
+package filejob_test
 
 import (
-	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -16,6 +15,10 @@ import (
 	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
+
+// Every workload's job run by the engine on several CPU "devices" at once
+// (the engine's own multi-device loop is tested against a fake workload in
+// internal/engine).
 
 // cpus stands for several devices: one CPU Program per entry, run
 // concurrently by the multi-device loop.
@@ -140,31 +143,41 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	}
 }
 
-// failingFeed fails its third batch.
-type failingFeed struct{ *interp.Job }
-
-var errFeed = errors.New("feed failed")
-
-func (f failingFeed) Feed(in []*tensor.Dense, off, n int) error {
-	if off >= 8 {
-		return errFeed
-	}
-	return f.Job.Feed(in, off, n)
+// memQueries serves queries from memory, for tests.
+type memQueries struct {
+	x   []float64
+	pos int
 }
 
-// An error while other devices' batches are in flight ends the run with
-// that error, after they finish (no Program is closed under a running
-// batch: the race detector watches this one).
-func TestDevicesStopOnError(t *testing.T) {
-	rng := rand.New(rand.NewPCG(63, 64))
-	x := make([]float64, 100)
-	for i := range x {
-		x[i] = rng.Float64()
+func (q *memQueries) Len() int { return len(q.x) }
+func (q *memQueries) Read32(dst []float32, _ int) error {
+	for i := range dst {
+		dst[i] = float32(q.x[q.pos+i])
 	}
-	tab, _ := randomTable(t, rng, 5, 9, ops.ReduceSum, tensor.Float64)
-	job := failingFeed{newTestInterp(t, tab, ops.ReduceSum, tensor.Float64, x)}
-	_, err := engine.Run(t.Context(), job, engine.RunConfig{MemLimit: 1 << 30, Batch: 4, Devices: cpus(3)})
-	if !errors.Is(err, errFeed) {
-		t.Fatalf("got %v, want the feed's error", err)
+	q.pos += len(dst)
+	return nil
+}
+func (q *memQueries) Read64(dst []float64, _ int) error {
+	q.pos += copy(dst, q.x[q.pos:q.pos+len(dst)])
+	return nil
+}
+
+func randomTable(t testing.TB, rng *rand.Rand, m, g int, r ops.Reduce, dt tensor.Dtype) (*ops.InterpTable, []float64) {
+	f := make([]float64, m*g)
+	for i := range f {
+		f[i] = rng.NormFloat64()
 	}
+	tab, err := ops.NewInterpTable(f, m, g, -0.5, 0.37, r, ops.MethodAuto, dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab, f
+}
+
+func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.Dtype, x []float64) *interp.Job {
+	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Dtype: dt, Queries: &memQueries{x: x}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
 }
