@@ -38,7 +38,7 @@ type Config struct {
 	Method string `flag:"method" json:"method"`
 	// FailOnNonFinite stops with an error when the formula gives NaN or
 	// ±Inf (otherwise such values are counted and reported).
-	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite" fingerprint:"-"`
 	// TopK keeps only the K largest affinities of each row, self
 	// excluded; nil keeps all of them. Given, it must be at least 1.
 	TopK *int `flag:"topk" json:"topk"`

@@ -23,7 +23,9 @@ const DefaultMuWater = 0.02
 // is not valid (Method must be named); DefaultConfig holds the defaults.
 //
 // Each field's flag tag names its command-line flag and its json tag its
-// key in the C ABI's JSON config, which is its Python keyword.
+// key in the C ABI's JSON config, which is its Python keyword. A field
+// tagged fingerprint:"-" does not change the images (it only makes a
+// warning an error), so shards and checkpoints need not record it.
 type Config struct {
 	// Spacing is the voxel size in mm along the volume's three index
 	// axes, overriding the volume's own; nil keeps the volume's: a NIfTI,
@@ -73,7 +75,7 @@ type Config struct {
 	Params map[string]float64 `flag:"param" json:"params"`
 	// FailOnNonFinite makes a NaN or infinite value of a formula an error
 	// (else they are counted and reported).
-	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite" fingerprint:"-"`
 	// Method is "siddon" (the exact radiological path: intersection
 	// length × value, summed over voxels) or "trilinear" (samples at the
 	// same fractions of every ray of a pose).
@@ -85,7 +87,7 @@ type Config struct {
 	// Strict makes a fault of the geometry an error: a source inside the
 	// volume, a detector reaching into it, the volume behind the source,
 	// or a pose whose every ray misses it; else each kind is a warning.
-	Strict bool `flag:"strict" json:"strict"`
+	Strict bool `flag:"strict" json:"strict" fingerprint:"-"`
 }
 
 // DefaultConfig is a DRR by Siddon's method of a volume as it is given,

@@ -28,7 +28,7 @@ type Config struct {
 	Params map[string]float64 `flag:"param" json:"params"`
 	// FailOnNonFinite makes a NaN or infinite result of the formula an
 	// error; without it they are counted and reported.
-	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite" fingerprint:"-"`
 	// Method is "auto" (the default: per-cell tables that reduce without
 	// forming the M values, for sumsq and sum) or "direct" (every value
 	// computed).

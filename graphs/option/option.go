@@ -11,6 +11,11 @@ import (
 type Field struct {
 	Go, Flag, Key string
 	Type          reflect.Type
+	// Result is whether the option can change a run's results, so that a
+	// shard or checkpoint must record it: every option but those tagged
+	// fingerprint:"-" (an option that only turns a warning into an
+	// error, say).
+	Result bool
 }
 
 // Fields lists the options of cfg, a Config struct or a pointer to one,
@@ -33,7 +38,7 @@ func Fields(cfg any) []Field {
 			continue
 		}
 		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		out = append(out, Field{Go: f.Name, Flag: f.Tag.Get("flag"), Key: key, Type: f.Type})
+		out = append(out, Field{Go: f.Name, Flag: f.Tag.Get("flag"), Key: key, Type: f.Type, Result: f.Tag.Get("fingerprint") != "-"})
 	}
 	return out
 }

@@ -53,3 +53,14 @@ func TestNamesRefusesOneFlagWithTwoKeys(t *testing.T) {
 	}()
 	Names(map[string]string{"dx": "spacing"}, cfgA{})
 }
+
+func TestFieldsResult(t *testing.T) {
+	type cfg struct {
+		A      float64 `flag:"a" json:"a"`
+		Strict bool    `flag:"strict" json:"strict" fingerprint:"-"`
+	}
+	got := Fields(cfg{})
+	if !got[0].Result || got[1].Result {
+		t.Errorf("Result %v, %v: want true for a, false for the field tagged fingerprint:\"-\"", got[0].Result, got[1].Result)
+	}
+}

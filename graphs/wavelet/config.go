@@ -16,7 +16,9 @@ import (
 
 // Config is a wavelet sweep's options: what it computes, not what it
 // computes on (the volume) nor over which angles and stretches (the
-// sweep, given with each run). DefaultConfig holds the defaults.
+// sweep, given with each run). DefaultConfig holds the defaults. A field
+// tagged fingerprint:"-" does not change the results (it only makes a
+// warning an error), so shards and checkpoints need not record it.
 type Config struct {
 	// A is the kernel's scale a, in voxels: the hat's width across its
 	// stretched axis and along it before the stretch ξ. Positive.
@@ -57,7 +59,7 @@ type Config struct {
 	// FailOnNonFinite makes a NaN or infinite value of a formula (Kernel or
 	// Stats), or a combination without a kernel (ξ = 0), an error rather
 	// than a warning.
-	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite" fingerprint:"-"`
 	// Columns are the built-in statistics to write, some of energy, std,
 	// max and wavelet_energy (BuiltinColumns), in that order whatever the
 	// order given; nil: all four. theta, phi, xi and the user's Stats are
