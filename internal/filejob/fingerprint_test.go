@@ -1,13 +1,19 @@
 package filejob
 
 import (
+	"encoding/binary"
+	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -311,4 +317,102 @@ func TestWaveletFingerprintCoversConfig(t *testing.T) {
 		}
 	}
 	checkEngineInPrint(t, func(device string) string { return waveletPrint(t, smallWavelet(), device) })
+}
+
+// affinityIdentity is what a merge requires the shards of one affinity
+// run to share: their metadata but for which rows each holds.
+func affinityIdentity(t *testing.T, s AffinitySpec, dtype string) shard.Meta {
+	t.Helper()
+	s.Out, s.Shard = filepath.Join(t.TempDir(), "s.npz"), ptr("0/2")
+	task, err := OpenAffinity(s, cpuDevice(t, 1<<30, dtype), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close()
+	m := task.meta
+	m.Lo, m.Hi, m.Index, m.Count = 0, 0, 0, 0
+	return m
+}
+
+// affinityNotInPrint are AffinitySpec's fields that do not change the
+// affinities, or that no test on the CPU can change.
+var affinityNotInPrint = map[string]string{
+	"TF32":     "needs a GPU; the shard records it (shard.Meta.TF32) and a merge compares it",
+	"Block":    "how many rows are computed at once: the same results",
+	"Shard":    "which rows a shard holds",
+	"Shards":   "which rows a shard holds",
+	"Env":      "which rows a shard holds",
+	"Out":      "where the affinities go",
+	"Streamed": "how the rows are computed: the same results",
+}
+
+// TestAffinityShardCoversConfig is TestDRRFingerprintCoversConfig for
+// affinity shards, whose metadata (the images' fingerprint, the metric or
+// formula, the dtype, top-k, the device) a merge requires to agree.
+func TestAffinityShardCoversConfig(t *testing.T) {
+	small := func() AffinitySpec {
+		return AffinitySpec{Config: affinity.Config{Metric: "dot"}, N: 6, Height: 2, Width: 3, Seed: 1}
+	}
+	npyPath := filepath.Join(t.TempDir(), "x.npy")
+	raw := npy.EncodeHeader(npy.Float32, []int{6, 5})
+	for i := range 30 {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(float32(i%7)))
+	}
+	if err := os.WriteFile(npyPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	formula := func(s *AffinitySpec) { s.Metric, s.Formula = "", "-sum(abs(a-b))" }
+	changes := map[string]func(*AffinitySpec){
+		"Metric":  func(s *AffinitySpec) { s.Metric = "l1" },
+		"Formula": formula,
+		"Params": func(s *AffinitySpec) {
+			formula(s)
+			s.Formula, s.Params = "-s*sum(abs(a-b))", map[string]float64{"s": 2}
+		},
+		"Method": func(s *AffinitySpec) { formula(s); s.Method = "direct" },
+		"TopK":   func(s *AffinitySpec) { s.TopK = ptr(2) },
+		"Dtype":  func(s *AffinitySpec) { s.Dtype = "float64" },
+		"Images": func(s *AffinitySpec) { s.Images = npyPath },
+		"N":      func(s *AffinitySpec) { s.N = 7 },
+		"Height": func(s *AffinitySpec) { s.Height = 3 },
+		"Width":  func(s *AffinitySpec) { s.Width = 4 },
+		"Seed":   func(s *AffinitySpec) { s.Seed = 2 },
+	}
+	// Params and Method are compared with the formula they go with.
+	bases := map[string]func(*AffinitySpec){
+		"Params": func(s *AffinitySpec) {
+			formula(s)
+			s.Formula, s.Params = "-s*sum(abs(a-b))", map[string]float64{"s": 1}
+		},
+		"Method": formula,
+	}
+	for _, f := range option.Fields(AffinitySpec{}) {
+		change, ok := changes[f.Go]
+		_, declared := affinityNotInPrint[f.Go]
+		switch {
+		case !f.Result && ok:
+			t.Errorf("%s is tagged fingerprint:\"-\", yet changes the affinities", f.Go)
+			continue
+		case !f.Result || declared:
+			continue
+		case !ok:
+			t.Errorf("%s: no change of it in the test: if it changes the affinities, add one (and put it in the shard's metadata); if not, tag it fingerprint:\"-\" in affinity.Config or list it in affinityNotInPrint", f.Go)
+			continue
+		}
+		t.Run(f.Go, func(t *testing.T) {
+			base := small()
+			if b := bases[f.Go]; b != nil {
+				b(&base)
+			}
+			changed := base
+			change(&changed)
+			if a, b := affinityIdentity(t, base, ""), affinityIdentity(t, changed, ""); a == b {
+				t.Errorf("changing %s leaves the shard's metadata %+v: a shard of another run would be merged with this one's", f.Go, a)
+			}
+		})
+	}
+	// Affinity computes in the engine's dtype when its own is not given.
+	if a, b := affinityIdentity(t, small(), "float32"), affinityIdentity(t, small(), "float64"); a == b {
+		t.Errorf("the engine's dtype leaves the shard's metadata %+v", a)
+	}
 }
