@@ -287,7 +287,9 @@ func optionKeys() map[string]bool {
 }
 
 // engineFields is the part of every create config that the CLI's engine flags
-// hold: where to run, the batch, the memory limit and the dtype.
+// hold: where to run, the batch, the memory limit and the dtype. Its keys
+// and flags are engine.Settings', but for GPU: the C ABI takes one GPU,
+// the command line a list (a test checks them).
 type engineFields struct {
 	deviceFields
 	// Dtype is "float32" (the default) or "float64", where the workload
@@ -583,6 +585,15 @@ func optionsJSON(workload string) ([]byte, error) {
 		Defaults map[string]any `json:"defaults"`
 		Limits   map[string]any `json:"limits"`
 	}{Options: []opt{}, Defaults: extraDefaults[workload], Limits: limits[workload]}
+	for _, f := range option.Fields(engine.Settings{}) { // the engine's, as the CLI shows them
+		if v, ok := defs[f.Key]; (!ok || isZeroJSON(v)) && f.Default != "" {
+			b, err := json.Marshal(f.Default)
+			if err != nil {
+				return nil, err
+			}
+			defs[f.Key] = b
+		}
+	}
 	for _, f := range option.Fields(c) {
 		if f.Key == "" || f.Key == "-" {
 			continue

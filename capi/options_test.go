@@ -6,6 +6,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
+	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -62,5 +63,44 @@ func TestOptionsJSON(t *testing.T) {
 	}
 	if _, err := optionsJSON("nope"); err == nil {
 		t.Error("an unknown workload has options")
+	}
+}
+
+// TestEngineFieldsAreSettings: the engine's fields of a create config
+// have engine.Settings' keys, flags and types, but for the one GPU the C
+// ABI takes where the command line takes a list.
+func TestEngineFieldsAreSettings(t *testing.T) {
+	for _, f := range option.Fields(engineFields{}) {
+		if f.Key == "gpu" {
+			if f.Flag != "devices" {
+				t.Errorf("gpu: flag %q, want devices", f.Flag)
+			}
+			continue
+		}
+		s := option.Flag(engine.Settings{}, f.Flag)
+		if s.Key != f.Key || s.Type != f.Type {
+			t.Errorf("%s: key %q of type %v, engine.Settings has %q of %v", f.Go, f.Key, f.Type, s.Key, s.Type)
+		}
+	}
+	if n, m := len(option.Fields(engineFields{})), len(option.Fields(engine.Settings{})); n != m {
+		t.Errorf("%d engine fields, engine.Settings has %d", n, m)
+	}
+	_, def := func() (any, map[string]any) {
+		b, _ := optionsJSON("drr")
+		var o struct {
+			Options []struct {
+				Key     string
+				Default any
+			}
+		}
+		json.Unmarshal(b, &o)
+		m := map[string]any{}
+		for _, x := range o.Options {
+			m[x.Key] = x.Default
+		}
+		return nil, m
+	}()
+	if def["device"] != "cpu" || def["dtype"] != "float32" || def["batch"] != nil || def["method"] != "siddon" {
+		t.Errorf("drr's engine defaults: %v", def)
 	}
 }

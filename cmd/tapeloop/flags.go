@@ -23,24 +23,42 @@ const (
 	catProfile = "PROFILING"
 )
 
-// Engine flags, shared by every workload command.
+// Engine flags, shared by every workload command: their names, defaults,
+// environment variables and help are engine.Settings' tags.
 var (
-	memLimitFlag = &cli.StringFlag{Name: "mem-limit", Category: catEngine, EnvVars: []string{"TAPELOOP_MEM_LIMIT"},
-		Usage: "memory the planned buffers may take, e.g. 512MiB or 2GB (default: half of available memory, within the cgroup and ulimit -v/-d; a value above what the cgroup or ulimit -v/-d leaves is lowered to that, with a warning)"}
-	batchFlag  = &cli.IntFlag{Name: "batch", Category: catEngine, Usage: "batch size, overriding the planner"}
-	deviceFlag = &cli.StringFlag{Name: "device", Category: catEngine, Value: "cpu", EnvVars: []string{"TAPELOOP_DEVICE"},
-		Usage: "where to run: cpu or cuda"}
-	devicesFlag = &cli.StringFlag{Name: "devices", Category: catEngine, EnvVars: []string{"TAPELOOP_DEVICES"},
-		Usage: "with --device cuda: the GPUs to spread batches over, e.g. 0,1,2,3 (default 0)"}
-	dtypeFlag = &cli.StringFlag{Name: "dtype", Category: catEngine, Value: "float32",
-		Usage: "element type of the computation: float32 or float64"}
-	reportFlag  = &cli.StringFlag{Name: "report", TakesFile: true, Category: catEngine, Usage: "write a JSON report with per-batch telemetry to `FILE`"}
-	quietFlag   = &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catEngine, Usage: "no progress bar and no summary on stderr"}
-	verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catEngine, Usage: "print the memory plan"}
-	cpuProfFlag = &cli.StringFlag{Name: "cpuprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof CPU profile to `FILE`"}
-	memProfFlag = &cli.StringFlag{Name: "memprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof heap profile to `FILE` at the end"}
-	traceFlag   = &cli.StringFlag{Name: "trace", TakesFile: true, Category: catProfile, Usage: "write a runtime/trace execution trace to `FILE`"}
+	memLimitFlag = settingFlag(&cli.StringFlag{}, "mem-limit")
+	batchFlag    = settingFlag(&cli.IntFlag{}, "batch")
+	deviceFlag   = settingFlag(&cli.StringFlag{}, "device")
+	devicesFlag  = settingFlag(&cli.StringFlag{}, "devices")
+	dtypeFlag    = settingFlag(&cli.StringFlag{}, "dtype")
+	reportFlag   = &cli.StringFlag{Name: "report", TakesFile: true, Category: catEngine, Usage: "write a JSON report with per-batch telemetry to `FILE`"}
+	quietFlag    = &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catEngine, Usage: "no progress bar and no summary on stderr"}
+	verboseFlag  = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catEngine, Usage: "print the memory plan"}
+	cpuProfFlag  = &cli.StringFlag{Name: "cpuprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof CPU profile to `FILE`"}
+	memProfFlag  = &cli.StringFlag{Name: "memprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof heap profile to `FILE` at the end"}
+	traceFlag    = &cli.StringFlag{Name: "trace", TakesFile: true, Category: catProfile, Usage: "write a runtime/trace execution trace to `FILE`"}
 )
+
+// settingFlag fills f, a string or int flag, with the name, default,
+// environment variable and help of the engine setting whose flag is name
+// (engine.Settings), in the ENGINE category.
+func settingFlag[F interface{ *cli.StringFlag | *cli.IntFlag }](f F, name string) F {
+	o := option.Flag(engine.Settings{}, name)
+	var env []string
+	if o.Env != "" {
+		env = []string{o.Env}
+	}
+	switch f := any(f).(type) {
+	case *cli.StringFlag:
+		f.Name, f.Category, f.Value, f.EnvVars, f.Usage = o.Flag, catEngine, o.Default, env, o.Help
+	case *cli.IntFlag:
+		if o.Default != "" {
+			panic("tapeloop: --" + name + ": an int setting's default is its zero value")
+		}
+		f.Name, f.Category, f.EnvVars, f.Usage = o.Flag, catEngine, env, o.Help
+	}
+	return f
+}
 
 // Flags of the workloads' formulas.
 var (

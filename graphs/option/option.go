@@ -16,6 +16,10 @@ type Field struct {
 	// fingerprint:"-" (an option that only turns a warning into an
 	// error, say).
 	Result bool
+	// Help, Default and Env are the tags help, default and env: the
+	// flag's usage text, its default as the command line shows it ("":
+	// none shown) and the environment variable that sets it ("": none).
+	Help, Default, Env string
 }
 
 // Fields lists the options of cfg, a Config struct or a pointer to one,
@@ -38,9 +42,21 @@ func Fields(cfg any) []Field {
 			continue
 		}
 		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		out = append(out, Field{Go: f.Name, Flag: f.Tag.Get("flag"), Key: key, Type: f.Type, Result: f.Tag.Get("fingerprint") != "-"})
+		out = append(out, Field{Go: f.Name, Flag: f.Tag.Get("flag"), Key: key, Type: f.Type, Result: f.Tag.Get("fingerprint") != "-",
+			Help: f.Tag.Get("help"), Default: f.Tag.Get("default"), Env: f.Tag.Get("env")})
 	}
 	return out
+}
+
+// Flag is the field of cfg (as Fields lists them) whose flag is name; a
+// name no field has is a mistake in the caller and panics.
+func Flag(cfg any, name string) Field {
+	for _, f := range Fields(cfg) {
+		if f.Flag == name {
+			return f
+		}
+	}
+	panic("option: no field has the flag --" + name)
 }
 
 // Names maps flags to keywords: the options of each of cfgs, and extra
