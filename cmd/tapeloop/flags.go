@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -26,11 +28,11 @@ const (
 // Engine flags, shared by every workload command: their names, defaults,
 // environment variables and help are engine.Settings' tags.
 var (
-	memLimitFlag = settingFlag(&cli.StringFlag{}, "mem-limit")
-	batchFlag    = settingFlag(&cli.IntFlag{}, "batch")
-	deviceFlag   = settingFlag(&cli.StringFlag{}, "device")
-	devicesFlag  = settingFlag(&cli.StringFlag{}, "devices")
-	dtypeFlag    = settingFlag(&cli.StringFlag{}, "dtype")
+	memLimitFlag = settingFlag(&cli.StringFlag{Category: catEngine}, "mem-limit")
+	batchFlag    = settingFlag(&cli.IntFlag{Category: catEngine}, "batch")
+	deviceFlag   = settingFlag(&cli.StringFlag{Category: catEngine}, "device")
+	devicesFlag  = settingFlag(&cli.StringFlag{Category: catEngine}, "devices")
+	dtypeFlag    = settingFlag(&cli.StringFlag{Category: catEngine}, "dtype")
 	reportFlag   = &cli.StringFlag{Name: "report", TakesFile: true, Category: catEngine, Usage: "write a JSON report with per-batch telemetry to `FILE`"}
 	quietFlag    = &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catEngine, Usage: "no progress bar and no summary on stderr"}
 	verboseFlag  = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catEngine, Usage: "print the memory plan"}
@@ -42,20 +44,55 @@ var (
 // settingFlag fills f, a string or int flag, with the name, default,
 // environment variable and help of the engine setting whose flag is name
 // (engine.Settings), in the ENGINE category.
-func settingFlag[F interface{ *cli.StringFlag | *cli.IntFlag }](f F, name string) F {
-	o := option.Flag(engine.Settings{}, name)
+func settingFlag[F configFlags](f F, name string) F {
+	return configFlag(f, engine.Settings{}, name)
+}
+
+// configFlags are the kinds of flag configFlag fills.
+type configFlags interface {
+	*cli.StringFlag | *cli.IntFlag | *cli.BoolFlag | *cli.Float64Flag
+}
+
+// configFlag fills f with the name, help, environment variable and
+// default of the option of cfg (a Config holding the defaults) whose
+// flag is name, as the tags of its field say (option.Field); a default
+// f already has stays. The help's Arg is the value's placeholder. f
+// names its Category.
+func configFlag[F configFlags](f F, cfg any, name string) F {
+	o := option.Flag(cfg, name)
+	usage := o.Help
+	if o.Arg != "" {
+		if !strings.Contains(usage, o.Arg) {
+			panic("tapeloop: --" + name + ": the help does not name its value " + o.Arg)
+		}
+		usage = strings.Replace(usage, o.Arg, "`"+o.Arg+"`", 1)
+	}
 	var env []string
 	if o.Env != "" {
 		env = []string{o.Env}
 	}
+	v := reflect.ValueOf(cfg).FieldByName(o.Go)
 	switch f := any(f).(type) {
 	case *cli.StringFlag:
-		f.Name, f.Category, f.Value, f.EnvVars, f.Usage = o.Flag, catEngine, o.Default, env, o.Help
-	case *cli.IntFlag:
-		if o.Default != "" {
-			panic("tapeloop: --" + name + ": an int setting's default is its zero value")
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+		if f.Value == "" && v.Kind() == reflect.String {
+			f.Value = v.String()
 		}
-		f.Name, f.Category, f.EnvVars, f.Usage = o.Flag, catEngine, env, o.Help
+		if f.Value == "" {
+			f.Value = o.Default
+		}
+	case *cli.IntFlag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+		if f.Value == 0 && v.Kind() == reflect.Int {
+			f.Value = int(v.Int())
+		}
+	case *cli.BoolFlag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+	case *cli.Float64Flag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+		if f.Value == 0 && v.Kind() == reflect.Float64 {
+			f.Value = v.Float()
+		}
 	}
 	return f
 }

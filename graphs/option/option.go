@@ -18,8 +18,11 @@ type Field struct {
 	Result bool
 	// Help, Default and Env are the tags help, default and env: the
 	// flag's usage text, its default as the command line shows it ("":
-	// none shown) and the environment variable that sets it ("": none).
-	Help, Default, Env string
+	// none shown, or the Config's own default) and the environment
+	// variable that sets it ("": none). Arg (the tag arg) is the name
+	// the help gives the flag's value, e.g. sx,sy,sz: the command line
+	// shows it as the value's placeholder.
+	Help, Default, Env, Arg string
 }
 
 // Fields lists the options of cfg, a Config struct or a pointer to one,
@@ -43,7 +46,7 @@ func Fields(cfg any) []Field {
 		}
 		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		out = append(out, Field{Go: f.Name, Flag: f.Tag.Get("flag"), Key: key, Type: f.Type, Result: f.Tag.Get("fingerprint") != "-",
-			Help: f.Tag.Get("help"), Default: f.Tag.Get("default"), Env: f.Tag.Get("env")})
+			Help: f.Tag.Get("help"), Default: f.Tag.Get("default"), Env: f.Tag.Get("env"), Arg: f.Tag.Get("arg")})
 	}
 	return out
 }
