@@ -1,14 +1,18 @@
 package main
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tapeloop/tapeloop/graphs/affinity"
 	"github.com/tapeloop/tapeloop/graphs/drr"
+	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/engine"
 )
 
@@ -25,19 +29,20 @@ func usageOf(flags []cli.Flag, name string) (string, bool) {
 	return "", false
 }
 
-// TestConfigFlagsFromTags: the flags of drr.Config's options and of the
+// TestConfigFlagsFromTags: the flags of the workloads' options and of the
 // engine's settings carry the help their fields' tags give, written
-// nowhere else; every option of drr.Config but those the commands share
-// (--param, --fail-on-nonfinite) and --filter, whose help lists the
-// filters, has it.
+// nowhere else; every option has it but those the commands share
+// (--param, --fail-on-nonfinite), DRR's --filter, whose help lists the
+// filters, and affinity's --dtype, the engine's flag with its own help.
 func TestConfigFlagsFromTags(t *testing.T) {
 	shared := map[string]bool{"param": true, "fail-on-nonfinite": true, "filter": true}
 	for _, c := range []struct {
 		cfg   any
 		flags []cli.Flag
-	}{{drr.Config{}, drrCommand.Flags}, {engine.Settings{}, engineFlags}} {
+	}{{drr.Config{}, drrCommand.Flags}, {engine.Settings{}, engineFlags}, {wavelet.Config{}, waveletCommand.Flags},
+		{interp.Config{}, interpCommand.Flags}, {affinity.Config{}, affinityCommand.Flags}} {
 		for _, f := range option.Fields(c.cfg) {
-			if f.Flag == "" || f.Flag == "-" || shared[f.Flag] {
+			if f.Flag == "" || f.Flag == "-" || shared[f.Flag] || f.Flag == "dtype" && reflect.TypeOf(c.cfg) == reflect.TypeOf(affinity.Config{}) {
 				continue
 			}
 			if f.Help == "" {
@@ -56,5 +61,17 @@ func TestConfigFlagsFromTags(t *testing.T) {
 	}
 	if deviceFlag.Value != "cpu" || dtypeFlag.Value != "float32" || len(deviceFlag.EnvVars) != 1 || deviceFlag.EnvVars[0] != "TAPELOOP_DEVICE" {
 		t.Errorf("--device %q %v, --dtype %q", deviceFlag.Value, deviceFlag.EnvVars, dtypeFlag.Value)
+	}
+	// Defaults shown: the Config's own, or its default tag.
+	for _, c := range []struct {
+		flags      []cli.Flag
+		name, want string
+	}{{waveletCommand.Flags, "a", "1"}, {waveletCommand.Flags, "indexing", "ij"}, {interpCommand.Flags, "reduce", "sumsq"},
+		{affinityCommand.Flags, "metric", "dot"}, {drrCommand.Flags, "method", "siddon"}, {drrCommand.Flags, "mu-water", "0.02"}} {
+		for _, f := range c.flags {
+			if d, ok := f.(cli.DocGenerationFlag); ok && slices.Contains(f.Names(), c.name) && strings.Trim(d.GetDefaultText(), `"`) != c.want {
+				t.Errorf("--%s: default %q, want %q", c.name, d.GetDefaultText(), c.want)
+			}
+		}
 	}
 }

@@ -50,7 +50,7 @@ func settingFlag[F configFlags](f F, name string) F {
 
 // configFlags are the kinds of flag configFlag fills.
 type configFlags interface {
-	*cli.StringFlag | *cli.IntFlag | *cli.BoolFlag | *cli.Float64Flag
+	*cli.StringFlag | *cli.IntFlag | *cli.BoolFlag | *cli.Float64Flag | *cli.StringSliceFlag
 }
 
 // configFlag fills f with the name, help, environment variable and
@@ -87,6 +87,8 @@ func configFlag[F configFlags](f F, cfg any, name string) F {
 			f.Value = int(v.Int())
 		}
 	case *cli.BoolFlag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+	case *cli.StringSliceFlag:
 		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
 	case *cli.Float64Flag:
 		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
