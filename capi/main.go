@@ -601,6 +601,12 @@ func optionsJSON(workload string) ([]byte, error) {
 		d := json.RawMessage("null")
 		if v, ok := defs[f.Key]; ok && !isZeroJSON(v) {
 			d = v
+		} else if f.Default != "" && f.Type.Kind() == reflect.String { // the Config's default tag
+			b, err := json.Marshal(f.Default)
+			if err != nil {
+				return nil, err
+			}
+			d = b
 		}
 		out.Options = append(out.Options, opt{f.Key, strings.Trim(f.Flag, "-"), d})
 	}

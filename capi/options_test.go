@@ -61,6 +61,12 @@ func TestOptionsJSON(t *testing.T) {
 	if def["a"] != 1.0 || def["boundary"] != "reflect" || o.Limits["combinations"] != wavelet.MaxCombos {
 		t.Errorf("wavelet: options %v, limits %v", def, o.Limits)
 	}
+	if _, def = read("interp"); def["reduce"] != "sumsq" || def["method"] != "auto" {
+		t.Errorf("interp: options %v", def)
+	}
+	if _, def = read("affinity"); def["metric"] != "dot" || def["method"] != "auto" || def["topk"] != nil {
+		t.Errorf("affinity: options %v", def)
+	}
 	if _, err := optionsJSON("nope"); err == nil {
 		t.Error("an unknown workload has options")
 	}
