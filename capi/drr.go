@@ -12,7 +12,9 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/ops"
 )
 
 // drrConfig is the JSON config of tl_drr_create: the engine's fields,
@@ -32,7 +34,18 @@ type drrConfig struct {
 	Cols int `json:"cols"`
 }
 
-func init() { configs["drr"] = drrConfig{} }
+func init() {
+	configs["drr"] = drrConfig{}
+	defaultConfigs["drr"] = drrConfig{Config: drr.DefaultConfig()}
+	// The orbit's and the detector's defaults are the CLI's.
+	s := filejob.DefaultDRRSpec()
+	var rows, cols int
+	if _, err := fmt.Sscanf(s.Detector, "%dx%d", &rows, &cols); err != nil {
+		panic("drr: the default detector " + s.Detector + ": " + err.Error())
+	}
+	extraDefaults["drr"] = map[string]any{"sdd": s.SDD, "sid": s.SID, "pixel": s.Pixel, "detector": []int{rows, cols}}
+	limits["drr"] = map[string]any{"poses": ops.MaxPoses}
+}
 
 // tl_drr_create compiles the DRR of the (nx, ny, nz) float32 volume v (C
 // order, copied); *handle receives the object.

@@ -40,7 +40,7 @@ import (
 func init() { cpus.Apply() }
 
 // Version is the ABI's version: the Python package checks it.
-const Version = "tapeloop-capi 4"
+const Version = "tapeloop-capi 5"
 
 func main() {}
 
@@ -287,7 +287,9 @@ func optionKeys() map[string]bool {
 }
 
 // engineFields is the part of every create config that the CLI's engine flags
-// hold: where to run, the batch, the memory limit and the dtype.
+// hold: where to run, the batch, the memory limit and the dtype. Its keys
+// and flags are engine.Settings', but for GPU: the C ABI takes one GPU,
+// the command line a list (a test checks them).
 type engineFields struct {
 	deviceFields
 	// Dtype is "float32" (the default) or "float64", where the workload
@@ -519,35 +521,112 @@ func tl_report(h C.int64_t, text **C.char) *C.char {
 	})
 }
 
-// tl_options sets *text to the options of workload's create config as
-// JSON, a list of {"key", "flag"} (flag "" for an option the command line
-// does not have), for the caller to free with tl_free: the Python package's
-// tests check each is one of its keywords.
+// tl_options sets *text to what the library knows of workload's options,
+// as JSON, for the caller to free with tl_free: {"options": [{"key",
+// "flag", "default"}], "defaults": {...}, "limits": {...}}. Each option
+// is a key of the create config (flag "" for one the command line does
+// not have), its default the value the library takes when the key is
+// left out (null: none, or one that depends on the data); "defaults"
+// holds those of the workload's other arguments (a DRR's orbit) and
+// "limits" the largest sizes it accepts. The Python package reads its
+// defaults and limits here, and its tests check each option is one of
+// its keywords.
 //
 //export tl_options
 func tl_options(workload *C.char, text **C.char) *C.char {
 	return guard(func() error {
-		c, ok := configs[C.GoString(workload)]
-		if !ok || text == nil {
-			return fmt.Errorf("options: no workload %q", C.GoString(workload))
-		}
-		type opt struct {
-			Key  string `json:"key"`
-			Flag string `json:"flag"`
-		}
-		var list []opt
-		for _, f := range option.Fields(c) {
-			if f.Key != "" && f.Key != "-" {
-				list = append(list, opt{f.Key, strings.Trim(f.Flag, "-")})
-			}
-		}
-		b, err := json.Marshal(list)
+		b, err := optionsJSON(C.GoString(workload))
 		if err != nil {
 			return err
+		}
+		if text == nil {
+			return fmt.Errorf("options: NULL text")
 		}
 		*text = C.CString(string(b))
 		return nil
 	})
+}
+
+// defaultConfigs holds, for a workload with defaults that are not its
+// create config's zero value, its create config holding them.
+var defaultConfigs = map[string]any{}
+
+// extraDefaults and limits hold, per workload, the defaults of the
+// arguments outside its create config and the largest sizes it accepts
+// (tl_options).
+var (
+	extraDefaults = map[string]map[string]any{}
+	limits        = map[string]map[string]any{}
+)
+
+// optionsJSON is tl_options's text for workload.
+func optionsJSON(workload string) ([]byte, error) {
+	c, ok := configs[workload]
+	if !ok {
+		return nil, fmt.Errorf("options: no workload %q", workload)
+	}
+	defs := map[string]json.RawMessage{}
+	if d, ok := defaultConfigs[workload]; ok {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &defs); err != nil {
+			return nil, err
+		}
+	}
+	type opt struct {
+		Key     string          `json:"key"`
+		Flag    string          `json:"flag"`
+		Default json.RawMessage `json:"default"`
+	}
+	out := struct {
+		Options  []opt          `json:"options"`
+		Defaults map[string]any `json:"defaults"`
+		Limits   map[string]any `json:"limits"`
+	}{Options: []opt{}, Defaults: extraDefaults[workload], Limits: limits[workload]}
+	for _, f := range option.Fields(engine.Settings{}) { // the engine's, as the CLI shows them
+		if v, ok := defs[f.Key]; (!ok || isZeroJSON(v)) && f.Default != "" {
+			b, err := json.Marshal(f.Default)
+			if err != nil {
+				return nil, err
+			}
+			defs[f.Key] = b
+		}
+	}
+	for _, f := range option.Fields(c) {
+		if f.Key == "" || f.Key == "-" {
+			continue
+		}
+		d := json.RawMessage("null")
+		if v, ok := defs[f.Key]; ok && !isZeroJSON(v) {
+			d = v
+		} else if f.Default != "" && f.Type.Kind() == reflect.String { // the Config's default tag
+			b, err := json.Marshal(f.Default)
+			if err != nil {
+				return nil, err
+			}
+			d = b
+		}
+		out.Options = append(out.Options, opt{f.Key, strings.Trim(f.Flag, "-"), d})
+	}
+	if out.Defaults == nil {
+		out.Defaults = map[string]any{}
+	}
+	if out.Limits == nil {
+		out.Limits = map[string]any{}
+	}
+	return json.Marshal(out)
+}
+
+// isZeroJSON reports whether v is a zero value's JSON, which a create
+// config reads as not given.
+func isZeroJSON(v json.RawMessage) bool {
+	switch string(v) {
+	case "null", `""`, "0", "false", "[]", "{}":
+		return true
+	}
+	return false
 }
 
 // tl_selftest checks the error boundary, for the package's tests: kind 1

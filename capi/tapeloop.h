@@ -25,14 +25,14 @@
 extern "C" {
 #endif
 
-#define TAPELOOP_ABI "tapeloop-capi 4"
+#define TAPELOOP_ABI "tapeloop-capi 5"
 
 /* The library. */
 char *tl_version(char *buf, int64_t n);   /* the ABI version into buf (n bytes with the NUL) */
 char *tl_build(char *buf, int64_t n);     /* the GPU backend of the build ("none": CPU only) */
 void tl_free(char *p);                    /* frees a message or text from any tl_ function */
 char *tl_selftest(int kind);              /* kind 1: a panic inside, returned as an error */
-char *tl_options(char *workload, char **text); /* a workload's config keys and flags, as JSON */
+char *tl_options(char *workload, char **text); /* a workload's options (key, flag, default), other defaults and limits, as JSON */
 
 /* Any compiled object. */
 char *tl_close(int64_t h);                /* releases h, waiting for a call in progress */

@@ -26,7 +26,11 @@ type waveletConfig struct {
 	wavelet.Config
 }
 
-func init() { configs["wavelet"] = waveletConfig{} }
+func init() {
+	configs["wavelet"] = waveletConfig{}
+	defaultConfigs["wavelet"] = waveletConfig{Config: wavelet.DefaultConfig()}
+	limits["wavelet"] = map[string]any{"combinations": wavelet.MaxCombos}
+}
 
 // UnmarshalJSON decodes the config over wavelet.DefaultConfig, refusing
 // unknown fields as decode does.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -23,24 +25,79 @@ const (
 	catProfile = "PROFILING"
 )
 
-// Engine flags, shared by every workload command.
+// Engine flags, shared by every workload command: their names, defaults,
+// environment variables and help are engine.Settings' tags.
 var (
-	memLimitFlag = &cli.StringFlag{Name: "mem-limit", Category: catEngine, EnvVars: []string{"TAPELOOP_MEM_LIMIT"},
-		Usage: "memory the planned buffers may take, e.g. 512MiB or 2GB (default: half of available memory, within the cgroup and ulimit -v/-d; a value above what the cgroup or ulimit -v/-d leaves is lowered to that, with a warning)"}
-	batchFlag  = &cli.IntFlag{Name: "batch", Category: catEngine, Usage: "batch size, overriding the planner"}
-	deviceFlag = &cli.StringFlag{Name: "device", Category: catEngine, Value: "cpu", EnvVars: []string{"TAPELOOP_DEVICE"},
-		Usage: "where to run: cpu or cuda"}
-	devicesFlag = &cli.StringFlag{Name: "devices", Category: catEngine, EnvVars: []string{"TAPELOOP_DEVICES"},
-		Usage: "with --device cuda: the GPUs to spread batches over, e.g. 0,1,2,3 (default 0)"}
-	dtypeFlag = &cli.StringFlag{Name: "dtype", Category: catEngine, Value: "float32",
-		Usage: "element type of the computation: float32 or float64"}
-	reportFlag  = &cli.StringFlag{Name: "report", TakesFile: true, Category: catEngine, Usage: "write a JSON report with per-batch telemetry to `FILE`"}
-	quietFlag   = &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catEngine, Usage: "no progress bar and no summary on stderr"}
-	verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catEngine, Usage: "print the memory plan"}
-	cpuProfFlag = &cli.StringFlag{Name: "cpuprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof CPU profile to `FILE`"}
-	memProfFlag = &cli.StringFlag{Name: "memprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof heap profile to `FILE` at the end"}
-	traceFlag   = &cli.StringFlag{Name: "trace", TakesFile: true, Category: catProfile, Usage: "write a runtime/trace execution trace to `FILE`"}
+	memLimitFlag = settingFlag(&cli.StringFlag{Category: catEngine}, "mem-limit")
+	batchFlag    = settingFlag(&cli.IntFlag{Category: catEngine}, "batch")
+	deviceFlag   = settingFlag(&cli.StringFlag{Category: catEngine}, "device")
+	devicesFlag  = settingFlag(&cli.StringFlag{Category: catEngine}, "devices")
+	dtypeFlag    = settingFlag(&cli.StringFlag{Category: catEngine}, "dtype")
+	reportFlag   = &cli.StringFlag{Name: "report", TakesFile: true, Category: catEngine, Usage: "write a JSON report with per-batch telemetry to `FILE`"}
+	quietFlag    = &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catEngine, Usage: "no progress bar and no summary on stderr"}
+	verboseFlag  = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catEngine, Usage: "print the memory plan"}
+	cpuProfFlag  = &cli.StringFlag{Name: "cpuprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof CPU profile to `FILE`"}
+	memProfFlag  = &cli.StringFlag{Name: "memprofile", TakesFile: true, Category: catProfile, Usage: "write a pprof heap profile to `FILE` at the end"}
+	traceFlag    = &cli.StringFlag{Name: "trace", TakesFile: true, Category: catProfile, Usage: "write a runtime/trace execution trace to `FILE`"}
 )
+
+// settingFlag fills f, a string or int flag, with the name, default,
+// environment variable and help of the engine setting whose flag is name
+// (engine.Settings), in the ENGINE category.
+func settingFlag[F configFlags](f F, name string) F {
+	return configFlag(f, engine.Settings{}, name)
+}
+
+// configFlags are the kinds of flag configFlag fills.
+type configFlags interface {
+	*cli.StringFlag | *cli.IntFlag | *cli.BoolFlag | *cli.Float64Flag | *cli.StringSliceFlag
+}
+
+// configFlag fills f with the name, help, environment variable and
+// default of the option of cfg (a Config holding the defaults) whose
+// flag is name, as the tags of its field say (option.Field); a default
+// f already has stays. The help's Arg is the value's placeholder. f
+// names its Category.
+func configFlag[F configFlags](f F, cfg any, name string) F {
+	o := option.Flag(cfg, name)
+	usage := o.Help
+	if o.Arg != "" {
+		if !strings.Contains(usage, o.Arg) {
+			panic("tapeloop: --" + name + ": the help does not name its value " + o.Arg)
+		}
+		usage = strings.Replace(usage, o.Arg, "`"+o.Arg+"`", 1)
+	}
+	var env []string
+	if o.Env != "" {
+		env = []string{o.Env}
+	}
+	v := reflect.ValueOf(cfg).FieldByName(o.Go)
+	switch f := any(f).(type) {
+	case *cli.StringFlag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+		if f.Value == "" && v.Kind() == reflect.String {
+			f.Value = v.String()
+		}
+		if f.Value == "" {
+			f.Value = o.Default
+		}
+	case *cli.IntFlag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+		if f.Value == 0 && v.Kind() == reflect.Int {
+			f.Value = int(v.Int())
+		}
+	case *cli.BoolFlag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+	case *cli.StringSliceFlag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+	case *cli.Float64Flag:
+		f.Name, f.Usage, f.EnvVars = o.Flag, usage, env
+		if f.Value == 0 && v.Kind() == reflect.Float64 {
+			f.Value = v.Float()
+		}
+	}
+	return f
+}
 
 // Flags of the workloads' formulas.
 var (

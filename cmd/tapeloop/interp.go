@@ -14,13 +14,13 @@ const catInterp = "INTERPOLATION"
 
 var interpFlags = []cli.Flag{
 	&cli.StringFlag{Name: "f", TakesFile: true, Category: catInterp, Usage: "interpolant values, an (M, G) .npy `FILE`"},
-	&cli.Float64Flag{Name: "a", Category: catInterp, Usage: "grid origin"},
-	&cli.Float64Flag{Name: "dx", Category: catInterp, Usage: "grid spacing (default 1/(G−1))"},
+	configFlag(&cli.Float64Flag{Category: catInterp}, interp.Config{}, "a"),
+	configFlag(&cli.Float64Flag{Category: catInterp}, interp.Config{}, "dx"),
 	&cli.StringFlag{Name: "x", TakesFile: true, Category: catInterp, Usage: "query points, an (N,) .npy `FILE`"},
-	&cli.StringFlag{Name: "reduce", Category: catInterp, Value: "sumsq", Usage: "per query: sumsq (Σ value²), sum, none (all M values), or a formula over the M values v at the point x, e.g. 'max(v)' or 'mean(exp(-v))' (see docs/formulas.md)"},
+	configFlag(&cli.StringFlag{Category: catInterp}, interp.Config{}, "reduce"),
 	paramFlag,
 	failNonFiniteFlag,
-	&cli.StringFlag{Name: "method", Category: catInterp, Value: "auto", Usage: "auto (per-cell Gram/column-sum tables for sumsq/sum) or direct"},
+	configFlag(&cli.StringFlag{Category: catInterp}, interp.Config{}, "method"),
 	&cli.StringFlag{Name: "out", TakesFile: true, Category: catInterp, Usage: "write per-query results to an .npy `FILE`: (N,), or (N, M) for --reduce none"},
 	&cli.IntFlag{Name: "interpolants", Category: catInterp, Value: 300, Usage: "M, without --f"},
 	&cli.IntFlag{Name: "grid", Category: catInterp, Value: 4096, Usage: "G, without --f"},

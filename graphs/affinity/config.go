@@ -23,28 +23,28 @@ type Config struct {
 	// Metric is the affinity of two flattened images x_i and x_j: "dot"
 	// (Σ x_i·x_j, the default), "cosine" (dot/(‖x_i‖·‖x_j‖)), "l1"
 	// (−Σ|x_i − x_j|) or "l2" (−Σ(x_i − x_j)²). Not given with Formula.
-	Metric string `flag:"metric" json:"metric"`
+	Metric string `flag:"metric" json:"metric" help:"dot, cosine, l1 (−Σ|xi−xj|) or l2 (−Σ(xi−xj)²)" default:"dot"`
 	// Formula is your own affinity of the flattened images a and b,
 	// reduced to one number per pair, e.g. "-sum(abs(a-b))" or
 	// "exp(-sum((a-b)^2)/(2*s^2))" (see docs/formulas.md); it replaces
 	// Metric.
-	Formula string `flag:"formula" json:"formula"`
+	Formula string `flag:"formula" json:"formula" help:"your own affinity of the flattened images a and b, reduced to one number, e.g. '-sum(abs(a-b))' or 'exp(-sum((a-b)^2)/(2*s^2))' (see docs/formulas.md)"`
 	// Params are the formula's parameters by name, e.g. s=40.
 	Params map[string]float64 `flag:"param" json:"params"`
 	// Method, with a formula: "auto" (the default: a formula made of dot
 	// products, sums of squares and per-image values runs on the
 	// dot-product kernel) or "direct" (every sum over both images
 	// evaluated as written).
-	Method string `flag:"method" json:"method"`
+	Method string `flag:"method" json:"method" help:"with --formula: auto (run a formula of dot products, sums of squares and per-image values on the dot-product kernel) or direct (every sum over both images as written)" default:"auto"`
 	// FailOnNonFinite stops with an error when the formula gives NaN or
 	// ±Inf (otherwise such values are counted and reported).
-	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite" fingerprint:"-"`
 	// TopK keeps only the K largest affinities of each row, self
 	// excluded; nil keeps all of them. Given, it must be at least 1.
-	TopK *int `flag:"topk" json:"topk"`
+	TopK *int `flag:"topk" json:"topk" help:"keep the K largest affinities per row, self excluded: OUT.npz with indices and values"`
 	// TF32 lets a GPU's dot products (dot and cosine) use TF32 tensor
 	// cores, about 1e-3 relative per product; it needs a GPU device.
-	TF32 bool `flag:"tf32" json:"tf32"`
+	TF32 bool `flag:"tf32" json:"tf32" help:"with --device cuda, dot and cosine: let the GPU use TF32 tensor cores (about 1e-3 relative per product)"`
 	// Dtype is the element type of the affinities: "float32", "float64"
 	// (each also the type computed in, for images that are not 8-bit),
 	// "int32" or "int64" (exact: 8-bit images with dot, l1 or l2 on the

@@ -23,7 +23,11 @@ const DefaultMuWater = 0.02
 // is not valid (Method must be named); DefaultConfig holds the defaults.
 //
 // Each field's flag tag names its command-line flag and its json tag its
-// key in the C ABI's JSON config, which is its Python keyword.
+// key in the C ABI's JSON config, which is its Python keyword; its help
+// tag is the flag's help (arg: the value's name in it), its default the
+// value DefaultConfig gives it. A field
+// tagged fingerprint:"-" does not change the images (it only makes a
+// warning an error), so shards and checkpoints need not record it.
 type Config struct {
 	// Spacing is the voxel size in mm along the volume's three index
 	// axes, overriding the volume's own; nil keeps the volume's: a NIfTI,
@@ -31,12 +35,12 @@ type Config struct {
 	// raw file and for an array given in process (so that, for an array,
 	// Spacing is simply its voxel size). The command line writes it
 	// sx,sy,sz.
-	Spacing *[3]float64 `flag:"spacing" json:"spacing"`
+	Spacing *[3]float64 `flag:"spacing" json:"spacing" help:"voxel size sx,sy,sz in mm (default: the file's, or 1,1,1)" arg:"sx,sy,sz"`
 	// Origin is the centre of voxel (0, 0, 0) in world mm, in Frame,
 	// overriding the volume's own; nil keeps the volume's (a header's, or
 	// 0,0,0 for an .npy or raw file and for an array given in process).
 	// The command line writes it ox,oy,oz.
-	Origin *[3]float64 `flag:"origin" json:"origin"`
+	Origin *[3]float64 `flag:"origin" json:"origin" help:"centre of voxel (0,0,0) ox,oy,oz in mm, in --frame, as NIfTI, MetaImage and DICOM define it (from a corner: corner + spacing/2; default: the file's, or 0,0,0)" arg:"ox,oy,oz"`
 	// Frame is the world frame of the geometry (the poses, the orbit's
 	// centre, Origin): "lps", patient LPS mm as DICOM, ITK and plastimatch
 	// use ("" is the same), or "ras", nibabel's RAS mm. A NIfTI or
@@ -44,22 +48,22 @@ type Config struct {
 	// raw file, the phantom and an array given in process have no frame of
 	// their own: their index axes run along its x, y and z, placed by
 	// Spacing, Origin (and, in process, the array's direction) as given.
-	Frame string `flag:"frame" json:"frame"`
+	Frame string `flag:"frame" json:"frame" help:"world frame of the geometry, orbit centre and --origin: lps (patient LPS mm, as DICOM, ITK, plastimatch) or ras (nibabel's RAS mm)"`
 	// HU says the volume's values are Hounsfield units, converted to
 	// attenuation per mm as μ = MuWater·max(0, 1 + HU/1000).
-	HU bool `flag:"hu" json:"hu"`
+	HU bool `flag:"hu" json:"hu" help:"the volume is in Hounsfield units: μ = μ_water·max(0, 1 + HU/1000)"`
 	// MuWater is the attenuation of water per mm, for HU and the phantom;
 	// nil: DefaultMuWater.
-	MuWater *float64 `flag:"mu-water" json:"mu_water"`
+	MuWater *float64 `flag:"mu-water" json:"mu_water" help:"attenuation of water per mm, for --hu and the phantom"`
 	// Mu is the user's formula over a voxel's value h giving its
 	// attenuation per mm, applied once to the volume before rendering
 	// (on the CPU, whatever the device), e.g.
 	// "where(h < -900, 0, 0.02*(1+h/1000))" (instead of HU); "": none.
-	Mu string `flag:"mu" json:"mu"`
+	Mu string `flag:"mu" json:"mu" help:"your own attenuation per mm of a voxel's value h, applied once before rendering, e.g. 'where(h < -900, 0, 0.02*(1+h/1000))' (see docs/formulas.md)"`
 	// Post is the user's formula over a pixel's line integral p, applied
 	// to every image, e.g. "exp(-p)"; "": none. A reduction in Mu or Post
 	// (max(h), mean(p)) reduces over the whole volume or image.
-	Post string `flag:"post" json:"post"`
+	Post string `flag:"post" json:"post" help:"your own formula applied to every pixel's line integral p, e.g. 'exp(-p)' (intensity) or '1-exp(-p)'"`
 	// Filter is the image filters applied to every image after Post (to
 	// the line integrals without it), in order, each a separable kernel
 	// over the detector's pixels with its edges extended by reflection
@@ -73,19 +77,19 @@ type Config struct {
 	Params map[string]float64 `flag:"param" json:"params"`
 	// FailOnNonFinite makes a NaN or infinite value of a formula an error
 	// (else they are counted and reported).
-	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite" fingerprint:"-"`
 	// Method is "siddon" (the exact radiological path: intersection
 	// length × value, summed over voxels) or "trilinear" (samples at the
 	// same fractions of every ray of a pose).
-	Method string `flag:"method" json:"method"`
+	Method string `flag:"method" json:"method" help:"siddon (exact radiological path) or trilinear"`
 	// Step is trilinear's sample spacing in mm on each pose's longest ray,
 	// closer on shorter ones; nil: half the smallest voxel size. Siddon
 	// takes none.
-	Step *float64 `flag:"step" json:"step"`
+	Step *float64 `flag:"step" json:"step" help:"trilinear: sample spacing in mm on each pose's longest ray, closer on shorter ones (default half the smallest voxel size)"`
 	// Strict makes a fault of the geometry an error: a source inside the
 	// volume, a detector reaching into it, the volume behind the source,
 	// or a pose whose every ray misses it; else each kind is a warning.
-	Strict bool `flag:"strict" json:"strict"`
+	Strict bool `flag:"strict" json:"strict" fingerprint:"-" help:"make a fault of the geometry an error: a source inside the volume, a detector reaching into it, the volume behind the source, a pose whose every ray misses it (else a warning each)"`
 }
 
 // DefaultConfig is a DRR by Siddon's method of a volume as it is given,

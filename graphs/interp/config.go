@@ -16,23 +16,23 @@ import (
 type Config struct {
 	// A is the grid's origin: the interpolants' values are given at
 	// a + i·dx, i = 0…G−1.
-	A float64 `flag:"a" json:"a"`
+	A float64 `flag:"a" json:"a" help:"grid origin"`
 	// DX is the grid spacing; nil means 1/(G−1), a grid over [a, a+1].
-	DX *float64 `flag:"dx" json:"dx"`
+	DX *float64 `flag:"dx" json:"dx" help:"grid spacing (default 1/(G−1))"`
 	// Reduce is what each query gives: "sumsq" (Σ value², the default),
 	// "sum", "none" (all M values), or a formula over the M values v at
 	// the point x reducing to one number, e.g. "max(v)" or
 	// "mean(exp(-v))", with Params; "sum(v^2)" is sumsq, "sum(v)" sum.
-	Reduce string `flag:"reduce" json:"reduce"`
+	Reduce string `flag:"reduce" json:"reduce" help:"per query: sumsq (Σ value²), sum, none (all M values), or a formula over the M values v at the point x, e.g. 'max(v)' or 'mean(exp(-v))' (see docs/formulas.md)" default:"sumsq"`
 	// Params are the values of the formula's parameters, by name.
 	Params map[string]float64 `flag:"param" json:"params"`
 	// FailOnNonFinite makes a NaN or infinite result of the formula an
 	// error; without it they are counted and reported.
-	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite" fingerprint:"-"`
 	// Method is "auto" (the default: per-cell tables that reduce without
 	// forming the M values, for sumsq and sum) or "direct" (every value
 	// computed).
-	Method string `flag:"method" json:"method"`
+	Method string `flag:"method" json:"method" help:"auto (per-cell Gram/column-sum tables for sumsq/sum) or direct" default:"auto"`
 }
 
 // Validate checks the options without the data: the reduction, its

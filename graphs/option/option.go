@@ -11,6 +11,18 @@ import (
 type Field struct {
 	Go, Flag, Key string
 	Type          reflect.Type
+	// Result is whether the option can change a run's results, so that a
+	// shard or checkpoint must record it: every option but those tagged
+	// fingerprint:"-" (an option that only turns a warning into an
+	// error, say).
+	Result bool
+	// Help, Default and Env are the tags help, default and env: the
+	// flag's usage text, its default as the command line shows it ("":
+	// none shown, or the Config's own default) and the environment
+	// variable that sets it ("": none). Arg (the tag arg) is the name
+	// the help gives the flag's value, e.g. sx,sy,sz: the command line
+	// shows it as the value's placeholder.
+	Help, Default, Env, Arg string
 }
 
 // Fields lists the options of cfg, a Config struct or a pointer to one,
@@ -33,9 +45,21 @@ func Fields(cfg any) []Field {
 			continue
 		}
 		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		out = append(out, Field{Go: f.Name, Flag: f.Tag.Get("flag"), Key: key, Type: f.Type})
+		out = append(out, Field{Go: f.Name, Flag: f.Tag.Get("flag"), Key: key, Type: f.Type, Result: f.Tag.Get("fingerprint") != "-",
+			Help: f.Tag.Get("help"), Default: f.Tag.Get("default"), Env: f.Tag.Get("env"), Arg: f.Tag.Get("arg")})
 	}
 	return out
+}
+
+// Flag is the field of cfg (as Fields lists them) whose flag is name; a
+// name no field has is a mistake in the caller and panics.
+func Flag(cfg any, name string) Field {
+	for _, f := range Fields(cfg) {
+		if f.Flag == name {
+			return f
+		}
+	}
+	panic("option: no field has the flag --" + name)
 }
 
 // Names maps flags to keywords: the options of each of cfgs, and extra

@@ -53,3 +53,30 @@ func TestNamesRefusesOneFlagWithTwoKeys(t *testing.T) {
 	}()
 	Names(map[string]string{"dx": "spacing"}, cfgA{})
 }
+
+func TestFieldsResult(t *testing.T) {
+	type cfg struct {
+		A      float64 `flag:"a" json:"a"`
+		Strict bool    `flag:"strict" json:"strict" fingerprint:"-"`
+	}
+	got := Fields(cfg{})
+	if !got[0].Result || got[1].Result {
+		t.Errorf("Result %v, %v: want true for a, false for the field tagged fingerprint:\"-\"", got[0].Result, got[1].Result)
+	}
+}
+
+func TestFlagReadsHelpDefaultEnv(t *testing.T) {
+	type cfg struct {
+		Device string `flag:"device" json:"device" default:"cpu" env:"X_DEVICE" help:"where to run"`
+	}
+	f := Flag(cfg{}, "device")
+	if f.Go != "Device" || f.Key != "device" || f.Default != "cpu" || f.Env != "X_DEVICE" || f.Help != "where to run" {
+		t.Errorf("Flag: %+v", f)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a flag no field has does not panic")
+		}
+	}()
+	Flag(cfg{}, "nope")
+}

@@ -16,54 +16,56 @@ import (
 
 // Config is a wavelet sweep's options: what it computes, not what it
 // computes on (the volume) nor over which angles and stretches (the
-// sweep, given with each run). DefaultConfig holds the defaults.
+// sweep, given with each run). DefaultConfig holds the defaults. A field
+// tagged fingerprint:"-" does not change the results (it only makes a
+// warning an error), so shards and checkpoints need not record it.
 type Config struct {
 	// A is the kernel's scale a, in voxels: the hat's width across its
 	// stretched axis and along it before the stretch ξ. Positive.
-	A float64 `flag:"a" json:"a"`
+	A float64 `flag:"a" json:"a" help:"kernel scale a (voxels)"`
 	// Boundary is how the convolution extends the volume past its edges,
 	// as scipy.ndimage.convolve: "reflect" (half-sample symmetric, also
 	// when empty) or "wrap" (periodic).
-	Boundary string `flag:"boundary" json:"boundary"`
+	Boundary string `flag:"boundary" json:"boundary" help:"reflect (half-sample symmetric) or wrap (periodic), as scipy.ndimage.convolve"`
 	// Kernel is your own kernel, a formula over the offset x, y, z from
 	// its centre, the offset u, v, w in the kernel's frame, q and theta,
 	// phi, xi, a, sampled over its own reach (where it falls below 10⁻⁷
 	// of its largest value; it must be within the volume) or over Reach;
 	// "": the hat, (3 - q)*exp(-q/2) with q = (v/a)^2 + (u/(a*xi))^2 +
 	// (w/a)^2.
-	Kernel string `flag:"kernel" json:"kernel"`
+	Kernel string `flag:"kernel" json:"kernel" help:"your own kernel over the offset x, y, z, the rotated offset u, v, w and theta, phi, xi, a, sampled over its own reach, where it falls below 1e-7 of its largest value, which must be within the volume (default: the hat, (3 - q)*exp(-q/2), q = (v/a)^2 + (u/(a*xi))^2 + (w/a)^2; see docs/formulas.md)"`
 	// Reach is the box Kernel is sampled over in place of its own reach:
 	// a number R of voxels from its centre along every axis, or "volume",
 	// a grid the size of the volume centred as scipy.ndimage.convolve
 	// centres a kernel (offsets −⌊n/2⌋ … n − 1 − ⌊n/2⌋ along an axis of n
 	// voxels), as a NumPy program that makes its kernel with meshgrid over
 	// the volume's shape; "" (or 0): the kernel's own reach.
-	Reach KernelReach `flag:"reach" json:"reach"`
+	Reach KernelReach `flag:"reach" json:"reach" help:"sample --kernel over R voxels from its centre along every axis instead of its own reach, or over the volume's grid with R = volume (as a kernel made with meshgrid over the volume's shape, centred as scipy.ndimage centres it)" arg:"R"`
 	// Indexing is which of the volume's axes the kernel's x and y run
 	// along, as NumPy's meshgrid names it: "ij" (also when empty) x along
 	// the first axis, y the second; "xy" (meshgrid's default, as in
 	// np.meshgrid(x, y, z)) x along the second, y the first. z is the
 	// third either way. It turns the built-in hat as well as a Kernel.
-	Indexing string `flag:"indexing" json:"indexing"`
+	Indexing string `flag:"indexing" json:"indexing" help:"the axes the kernel's x and y run along, as numpy.meshgrid's indexing: ij (x along the volume's first axis) or xy (x along its second, y its first: np.meshgrid(x, y, z)'s default)" default:"ij"`
 	// Stats are your own statistics of each response g, each
 	// "name=formula" reducing to one number, e.g. "l1=sum(abs(g))": extra
 	// columns after the built-in ones, each named once and not like a
 	// column of the sweep's (theta, phi, xi) or a built-in one
 	// (BuiltinColumns).
-	Stats []string `flag:"stat" json:"stats"`
+	Stats []string `flag:"stat" json:"stats" help:"your own statistic of each response g, name=formula reducing to one number, e.g. l1=sum(abs(g)): a CSV column (repeat for each)" arg:"name=formula"`
 	// Params are the values of the names the formulas use as parameters
 	// (--param s=2.5 on the command line); each must be used.
 	Params map[string]float64 `flag:"param" json:"params"`
 	// FailOnNonFinite makes a NaN or infinite value of a formula (Kernel or
 	// Stats), or a combination without a kernel (ξ = 0), an error rather
 	// than a warning.
-	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite"`
+	FailOnNonFinite bool `flag:"fail-on-nonfinite" json:"fail_on_nonfinite" fingerprint:"-"`
 	// Columns are the built-in statistics to write, some of energy, std,
 	// max and wavelet_energy (BuiltinColumns), in that order whatever the
 	// order given; nil: all four. theta, phi, xi and the user's Stats are
 	// always written (their names are allowed here). What only the
 	// columns left out need is not computed (ops.WaveletPasses).
-	Columns []string `flag:"columns" json:"columns"`
+	Columns []string `flag:"columns" json:"columns" help:"the built-in statistics to write, a comma-separated LIST of energy, std, max, wavelet_energy (default: all; theta, phi, xi and --stat columns are always written): what only the others need is not computed (with --boundary wrap, energy and std alone need no inverse transform); --verbose and --report say what runs" arg:"LIST"`
 }
 
 // BuiltinColumns are the built-in statistics' columns, in CSV order, after

@@ -448,7 +448,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 	// A shard renders its poses and writes their images, with what they
 	// depend on, to an archive; the merge writes drr.npy and the PNGs.
 	if p.shard.sharded {
-		fp := s.fingerprint(v, poses, setup, dev)
+		fp := s.fingerprint(v, poses, setup, dev.Kind())
 		setup.Poses, setup.First, setup.Total = poses[lo:hi], lo, len(poses)
 		t.n = hi - lo
 		if withOutput {
@@ -500,7 +500,7 @@ func OpenDRR(s DRRSpec, dev *engine.Device, withOutput bool) (_ *DRRTask, err er
 			return nil, fmt.Errorf("--out: %w", err)
 		}
 		rows, cols := poses[0].Rows, poses[0].Cols
-		h := checkpoint.Header{Workload: shard.DRR, Fingerprint: s.fingerprint(v, poses, setup, dev), Lo: 0, Hi: len(poses), Record: drrRecordBytes(rows, cols)}
+		h := checkpoint.Header{Workload: shard.DRR, Fingerprint: s.fingerprint(v, poses, setup, dev.Kind()), Lo: 0, Hi: len(poses), Record: drrRecordBytes(rows, cols)}
 		if t.claim, err = claimCheckpoint(filepath.Join(s.Out, "drr.npy"), h, s.Resume, len(poses), true, "poses", s.warn); err != nil {
 			return nil, err
 		}
@@ -597,9 +597,10 @@ func (s DRRSpec) warn(msg string) {
 // fingerprint identifies what a shard's images depend on: the volume as
 // rendered (its values after --hu or --mu, its grid and placement), every
 // pose of the run, the method and step, the formulas with their
-// parameters, the filters, the PNG choice and the kind of device (a GPU rounds
-// otherwise than the CPU).
-func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, setup drr.Setup, dev *engine.Device) string {
+// parameters, the filters, the PNG choice and the kind of device, "cpu" or
+// "cuda" (a GPU rounds otherwise than the CPU). Every option of drr.Config
+// not tagged fingerprint:"-" changes it (TestDRRFingerprintCoversConfig).
+func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, setup drr.Setup, device string) string {
 	f := newRunPrint(shard.DRR)
 	f.ints(int(v.N[0]), int(v.N[1]), int(v.N[2]))
 	f.f32s(v.V)
@@ -633,7 +634,7 @@ func (s DRRSpec) fingerprint(v *volume.Volume, poses []ops.Pose, setup drr.Setup
 			f.f64s(w[0], w[1])
 		}
 	}
-	f.str(dev.Kind())
+	f.str(device)
 	return f.sum()
 }
 

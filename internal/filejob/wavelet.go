@@ -218,7 +218,7 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 	}
 	var fp string
 	if withOutput && s.Out != "" {
-		fp = s.fingerprint(p, v, n, t.job.Header(), dev)
+		fp = s.fingerprint(p, v, n, t.job.Header(), dev.Kind())
 		h := checkpoint.Header{Workload: shard.Wavelet, Fingerprint: fp, Lo: lo, Hi: hi, Record: t.job.RecordBytes()}
 		if t.claim, err = claimCheckpoint(s.Out, h, s.Resume, len(p.combos), false, "kernels", s.warn); err != nil {
 			return nil, err
@@ -268,8 +268,10 @@ func OpenWavelet(s WaveletSpec, dev *engine.Device, withOutput bool) (_ *Wavelet
 // fingerprint identifies what a shard's statistics depend on: the volume's
 // values as computed on, the whole sweep, the kernel scale, the boundary,
 // the formulas with their parameters, the CSV's columns and the kind of
-// device (a GPU rounds otherwise than the CPU).
-func (s WaveletSpec) fingerprint(p waveletPlan, v []float32, n [3]int, header string, dev *engine.Device) string {
+// device, "cpu" or "cuda" (a GPU rounds otherwise than the CPU). Every
+// option of wavelet.Config not tagged fingerprint:"-" changes it
+// (TestWaveletFingerprintCoversConfig).
+func (s WaveletSpec) fingerprint(p waveletPlan, v []float32, n [3]int, header string, device string) string {
 	f := newRunPrint(shard.Wavelet)
 	f.ints(n[0], n[1], n[2])
 	f.f32s(v)
@@ -283,7 +285,7 @@ func (s WaveletSpec) fingerprint(p waveletPlan, v []float32, n [3]int, header st
 	}
 	f.params(s.Params)
 	f.str(header)
-	f.str(dev.Kind())
+	f.str(device)
 	return f.sum()
 }
 

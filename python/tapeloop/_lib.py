@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-ABI = "tapeloop-capi 4"
+ABI = "tapeloop-capi 5"
 
 
 class Error(ValueError):
@@ -142,6 +142,47 @@ def _text(fn, *args):
         return ctypes.string_at(out).decode("utf-8")
     finally:
         lib.tl_free(out)
+
+
+_options = {}
+
+
+def options(workload):
+    """What the library knows of workload's options (tl_options), read once:
+    {"options": [{"key", "flag", "default"}], "defaults": {...}, "limits":
+    {...}}. The package takes its defaults and limits from here rather
+    than writing them again."""
+    got = _options.get(workload)
+    if got is None:
+        got = _options[workload] = json.loads(_text(lib.tl_options, workload.encode()))
+    return got
+
+
+def limit(workload, name):
+    """The library's limit name of workload (tl_options)."""
+    return options(workload)["limits"][name]
+
+
+class _LibraryDefault:
+    """The default of a keyword that the library holds: read when the call
+    is made, since the library is loaded at its first use."""
+
+    def __repr__(self):
+        return "<the library's default>"
+
+    def __reduce__(self):  # pickled and copied as the one LIBRARY_DEFAULT
+        return "LIBRARY_DEFAULT"
+
+
+LIBRARY_DEFAULT = _LibraryDefault()
+
+
+def default(workload, name, v):
+    """v, or the library's default of workload's argument name (tl_options'
+    "defaults") when v is LIBRARY_DEFAULT."""
+    if v is LIBRARY_DEFAULT:
+        return options(workload)["defaults"][name]
+    return v
 
 
 def _string(fn):

@@ -8,16 +8,15 @@ from typing import NamedTuple
 import numpy as np
 
 from . import shards
-from ._lib import (DEFAULT_INT, MAIN_THREAD, SIGINT, Compiled, Error, as_array, boolean, check, config, converted,
-                   digest, dtype_of, finite, get_ident, getsignal, integer, interruptible, lib, mem_limit_of, not_finite,
-                   number, numbers, output, params_of, taken)
+from ._lib import (DEFAULT_INT, LIBRARY_DEFAULT, MAIN_THREAD, SIGINT, Compiled, Error, as_array, boolean, check, config,
+                   converted, default, digest, dtype_of, finite, get_ident, getsignal, integer, interruptible, lib, limit,
+                   mem_limit_of, not_finite, number, numbers, output, params_of, taken)
 
 POSE_KEYS = ("source", "center", "u", "v", "pixel")
 # What a pose of the geometry JSON may hold besides POSE_KEYS, and what its
 # document may hold besides "poses": the CLI's --geometry reads the same.
 POSE_EXTRA = ("rows", "cols", "matrix")
 DOC_KEYS = ("poses", "frame", "projection")
-MAX_POSES = 1 << 20  # the most poses of one orbit or call (the library's ops.MaxPoses)
 
 
 def real(name, x):
@@ -134,10 +133,11 @@ class DRR(Compiled):
     _reg_run = None
     _compiles = 0
 
-    def __init__(self, volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), *, detector=(200, 200),
+    def __init__(self, volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), *, detector=LIBRARY_DEFAULT,
                  direction=None, frame=None, method="siddon", step=None, hu=False, mu_water=None, mu=None, post=None,
                  filter=None, params=None, batch=None, mem_limit=None, fail_on_nonfinite=False, strict=False, dtype=None, device="cpu",
                  gpu=None):
+        detector = default("drr", "detector", detector)  # the CLI's --detector
         built_from = dict(locals())
         v = converted("volume", volume, np.float32)
         if v.ndim != 3:
@@ -171,14 +171,17 @@ class DRR(Compiled):
         self._frame = frame or "lps"
         self._reg_locks = {"_reg_eval": threading.Lock(), "_reg_run": threading.Lock()}
 
-    def orbit(self, n, sdd=1020.0, sid=510.0, pixel=2.0, isocenter=None, start=0.0, axis="z"):
+    def orbit(self, n, sdd=LIBRARY_DEFAULT, sid=LIBRARY_DEFAULT, pixel=LIBRARY_DEFAULT, isocenter=None, start=0.0,
+              axis="z"):
         """The CLI's --orbit n: n poses over 360° about axis ("x", "y", "z" or
         a 3-vector; the CLI's --axis) through isocenter (world mm; default the
         volume's centre), pose k at start + 360°·k/n degrees, source–detector
         distance sdd and source–isocentre distance sid (mm), square pixels of
-        pixel mm; an (n, 14) array."""
+        pixel mm, each by default the CLI's (--sdd, --sid, --pixel); an (n, 14)
+        array."""
         if n is None:
             raise Error("orbit=: want a whole number, got None")
+        sdd, sid, pixel = (default("drr", k, v) for k, v in (("sdd", sdd), ("sid", sid), ("pixel", pixel)))
         n, sdd, sid, pixel = integer("orbit", n), number("sdd", sdd), number("sid", sid), number("pixel", pixel)
         start = number("start", start)
         if n < 1:
@@ -193,7 +196,7 @@ class DRR(Compiled):
         if ax.size != 3:
             raise Error(f'axis=: want "x", "y", "z" or 3 numbers, got {axis!r}')
         h, c = self._handle(), None if iso is None else iso.ctypes.data
-        if n > MAX_POSES:  # refused with the library's message, before the poses are made
+        if n > limit("drr", "poses"):  # refused with the library's message, before the poses are made
             check(lib.tl_drr_orbit(h, n, sdd, sid, pixel, c, start, ax.ctypes.data, None, 0))
         p = np.empty((n, 14), np.float64)
         check(lib.tl_drr_orbit(h, n, sdd, sid, pixel, c, start, ax.ctypes.data, p.ctypes.data, p.size))
@@ -447,8 +450,8 @@ class _Registration(Compiled):
         raise Error("registration: not picklable; pickle the DRR, which compiles it again on demand")
 
 
-def drr(volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), poses=None, *, orbit=None, detector=(200, 200),
-        sdd=1020.0, sid=510.0, pixel=2.0, shard=None, **kw):
+def drr(volume, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), poses=None, *, orbit=None, detector=LIBRARY_DEFAULT,
+        sdd=LIBRARY_DEFAULT, sid=LIBRARY_DEFAULT, pixel=LIBRARY_DEFAULT, shard=None, **kw):
     """One-shot DRR: the (P, R, C) images of poses, or of the CLI's orbit of
     `orbit` poses (with sdd, sid, pixel) about the volume's centre. Other
     keywords are DRR's (method, step, hu, mu, post, filter, params, direction, frame, …);

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 from . import shards
-from ._lib import (Compiled, Error, _text, boolean, check, config, converted, finite, integer, interruptible, lib,
+from ._lib import (Compiled, Error, _text, boolean, check, config, converted, finite, integer, interruptible, lib, limit,
                    mem_limit_of, number, params_of)
 
 
@@ -148,7 +148,7 @@ class Wavelet(Compiled):
         h = self._handle()
         t, p, x = _values("theta", theta), _values("phi", phi), _values("xi", xi)
         total = t.size * p.size * x.size
-        if total > 1 << 24:  # refused with the CLI's message, before the output is made
+        if total > limit("wavelet", "combinations"):  # refused with the CLI's message, before the output is made
             check(lib.tl_wavelet_run(h, t.ctypes.data, t.size, p.ctypes.data, p.size, x.ctypes.data, x.size,
                                      0, 0, None, 0, 0))
         lo, hi = 0, 0

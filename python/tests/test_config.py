@@ -56,7 +56,7 @@ def options(workload):
     out = ctypes.c_void_p()
     _lib.check(_lib.lib.tl_options(workload.encode(), ctypes.byref(out)))
     try:
-        return json.loads(ctypes.string_at(out).decode())
+        return json.loads(ctypes.string_at(out).decode())["options"]
     finally:
         _lib.lib.tl_free(out)
 
