@@ -306,7 +306,7 @@ func drrConformanceCases(t *testing.T) []drrCase {
 						dst[a] = p[3+a] + float64(col)*p[6+a] + float64(r)*p[9+a]
 					}
 					w := c.want[(k*c.rows+r)*c.cols+col:][:1]
-					cpukern.DRR(vol, p[:3], dst, w, c.step, LongestRay(p, c.rows, c.cols))
+					cpukern.DRR(kernelGrid(vol), p[:3], dst, w, c.step, LongestRay(p, c.rows, c.cols))
 					if w[0] != 0 {
 						hits++
 					}
@@ -353,7 +353,7 @@ func maxSamples(vol *volume.Volume, p []float64, rows, cols int, step float64) f
 				l += (dst[a] - p[a]) * (dst[a] - p[a])
 			}
 			chord := make([]float32, 1)
-			cpukern.DRR(ones, p[:3], dst, chord, 0, 0)
+			cpukern.DRR(kernelGrid(ones), p[:3], dst, chord, 0, 0)
 			most = max(most, (float64(chord[0])-diag)/(step*math.Sqrt(l)/LongestRay(p, rows, cols)))
 		}
 	}
