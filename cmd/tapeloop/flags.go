@@ -201,7 +201,7 @@ func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t filejob.Ta
 	var r *telemetry.Report
 	if e.report != "" {
 		r = &telemetry.Report{
-			Workload: job.Name(), Device: dev.Kind(), Platform: engine.CPUPlatform(), Dtype: job.Dtype().String(),
+			Workload: job.Name(), Device: dev.Kind(), Platform: cpuPlatform(), Dtype: job.Dtype().String(),
 			Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
 			PeakRSSBytes: out.Summary.PeakRSSBytes, EstimatedPeakRSSBytes: out.Plan.Estimate, BaselineRSSBytes: out.Plan.Baseline, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
 			Items: out.Plan.Items, MemLimitWarning: dev.LimitWarning,
