@@ -83,7 +83,7 @@ const cudaPrelude = `#ifndef TL_FX_PRELUDE
 #ifdef __CUDACC__
 #define TL_FX_INF __longlong_as_double(0x7ff0000000000000LL)
 #define TL_FX_NAN __longlong_as_double(0x7ff8000000000000LL)
-#else // compiled for the CPU, under the emulator of cuda/kernels/emu
+#else // compiled for the CPU, under the CUDA emulator (internal/kernelemu)
 #define TL_FX_INF __builtin_inf()
 #define TL_FX_NAN __builtin_nan("")
 #endif

@@ -5,7 +5,7 @@ package formula
 //     with at run time), with the options it uses, and the PTX assembled
 //     for sm_80 by ptxas where it is installed; skipped where libnvrtc
 //     cannot be loaded;
-//   - run on the CPU under the CUDA emulator of cuda/kernels/emu (each
+//   - run on the CPU under the CUDA emulator, internal/kernelemu (each
 //     block's threads are std::threads, __syncthreads a barrier) and
 //     compared with the evaluator of package cpukern on the same inputs;
 //     skipped where g++ is missing;
