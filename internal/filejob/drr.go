@@ -51,7 +51,7 @@ type DRRSpec struct {
 	Series string
 	// Size is the phantom's voxels per axis (2 to 1024), without Volume.
 	Size int
-	// Geometry is a JSON file of poses (ops.ReadGeometry); "": an orbit.
+	// Geometry is a JSON file of poses (ops.ReadGeometryFrame); "": an orbit.
 	Geometry string
 	// Without Geometry: Orbit poses over 360° about the z axis through the
 	// volume's centre, source–detector distance SDD and source–isocentre
