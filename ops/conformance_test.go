@@ -6,14 +6,16 @@ package ops
 // and the GPU twins (OnDevice) in builds with tapeloop_cuda or
 // tapeloop_cudaemu (see backends, in backends_cpu_test.go and
 // backends_cuda_test.go). "The same results on every backend" is these
-// eight tests: TestConformanceInterp1D, TestConformanceInterp1DGrad (its
-// backwards), TestConformancePairwise (in
-// ops/pairwise, with top-k
-// included: the fused PairwiseTopK where the device offers it, else TopK,
-// as graphs/affinity selects), TestConformanceDRR,
-// TestConformanceWavelet (WaveletResponse then WaveletMoments),
-// TestConformanceFilter2D, and TestConformanceRigidDRR and
-// TestConformanceProject (raydrr_conformance_test.go).
+// twelve tests: TestConformanceInterp1D, TestConformanceInterp1DGrad (its
+// backwards), TestConformanceDRR, TestConformanceWavelet
+// (WaveletResponse then WaveletMoments), TestConformanceFilter2D,
+// TestConformanceMapImages (formula_conformance_test.go),
+// TestConformanceRigidDRR and TestConformanceProject
+// (raydrr_conformance_test.go), and in ops/pairwise
+// TestConformancePairwise (with top-k included: the fused PairwiseTopK
+// where the device offers it, else TopK, as graphs/affinity selects),
+// TestConformancePairwiseU8, TestConformancePairFormula and
+// TestConformanceL2CommonOffset.
 //
 // Every case runs twice: the second time with the host output filled with
 // a mark and, on a GPU, the device output with NaN, so an element the op

@@ -291,7 +291,7 @@ func TestAffinityBadInput(t *testing.T) {
 	writeNpy(t, p("zero.npy"), []int{3, 2}, []float64{1, 2, 0, 0, 5, 6})
 	writeNpy(t, p("empty.npy"), []int{0, 4}, nil)
 	small := []string{"--n", "20", "--height", "2", "--width", "3"}
-	// The rules on the flags alone are AffinitySpec's, tested in graphs;
+	// The rules on the flags alone are AffinitySpec's, tested in internal/filejob;
 	// here, a few of them reach the user as one line, and the images'.
 	cases := []struct {
 		name string

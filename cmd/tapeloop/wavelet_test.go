@@ -103,7 +103,7 @@ func readCSV(t *testing.T, path string, header bool) [][]float64 {
 }
 
 // TestWaveletBadInput: what reaches the command line, as one line and no
-// output file; the spec's own rules are tested in graphs
+// output file; the spec's own rules are tested in internal/filejob
 // (TestWaveletSpecValidate).
 func TestWaveletBadInput(t *testing.T) {
 	dir := t.TempDir()
