@@ -353,7 +353,7 @@ func (r npyResults) named(err error) error {
 }
 
 // StagingBytes counts the writer's buffers.
-func (npyResults) StagingBytes(int) int64 { return 1<<16 + 8192*8 }
+func (npyResults) StagingBytes(int) int64 { return npy.WriterBytes }
 
 // readTable reads the (M, G) table of interpolant values at path, as
 // float64, after checking its shape and that it fits limit.
