@@ -899,7 +899,7 @@ func TestAffinityNonFiniteCountIsTheMatrixs(t *testing.T) {
 			args := append([]string{"affinity", "--quiet", "--images", p("x.npy"), "--formula", "log(sum(a*b))",
 				"--dtype", "float64", "--method", method, "--out", p("o.npy"), "--report", p("r.json")}, mode...)
 			_, stderr, code := run(t, args...)
-			wantMsg := fmt.Sprintf("warning: --formula gave %d non-finite values (NaN or ±Inf)\n", want)
+			wantMsg := fmt.Sprintf("tapeloop: warning: --formula gave %d non-finite values (NaN or ±Inf)\n", want)
 			if code != 0 || stderr != wantMsg {
 				t.Fatalf("%v: exit %d, stderr %q; want 0, %q", args[4:], code, stderr, wantMsg)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 )
 
 const (
@@ -63,7 +64,7 @@ func params(c *cli.Context) (map[string]float64, error) {
 // warnNonFinite says on stderr how many non-finite values a formula gave.
 func warnNonFinite(e engineOpts, flag string, n int64) {
 	if n > 0 {
-		fmt.Fprintf(os.Stderr, "warning: %s gave %d non-finite values (NaN or ±Inf)\n", flag, n)
+		warnings.Printf(os.Stderr, "%s gave %d non-finite values (NaN or ±Inf)", flag, n)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/stackfile"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -590,7 +591,7 @@ func (c *drrSaver) StagingBytes(n int) int64 { return 2 * int64(n) * int64(c.siz
 // warn writes a warning line to s.Warn, if any.
 func (s DRRSpec) warn(msg string) {
 	if s.Warn != nil {
-		fmt.Fprintf(s.Warn, "tapeloop: warning: %s\n", msg)
+		fmt.Fprint(s.Warn, warnings.Line(msg))
 	}
 }
 

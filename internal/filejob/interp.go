@@ -17,6 +17,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -289,7 +290,7 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 		}
 		if d := file.Reader.Dtype; d.Kind == 'f' && d.Size < 8 && s.Warn != nil {
 			if msg := interp.CoarseQueries(s.A, dx, g, d.Name()); msg != "" {
-				fmt.Fprintf(s.Warn, "tapeloop: warning: --x %s: %s\n", s.X, msg)
+				warnings.Printf(s.Warn, "--x %s: %s", s.X, msg)
 			}
 		}
 	} else {
