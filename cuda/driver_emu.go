@@ -31,8 +31,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"unsafe"
 
+	"github.com/tapeloop/tapeloop/cuda/kernels"
 	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 )
@@ -232,11 +234,16 @@ func (drv *driver) fill32(p DevicePtr, v uint32, n int64) error {
 	return nil
 }
 
-// launchNow runs the kernel under the emulator (kernelemu's Program of
-// kernels/*.cu, compiled at the process's first launch), then checks
-// every allocation's guard zone.
+// emuKernels is the emulator's Program of kernels/*.cu, compiled at the
+// process's first launch.
+var emuKernels = sync.OnceValues(func() (*kernelemu.Program, error) {
+	return kernelemu.Kernels(kernels.Sources)
+})
+
+// launchNow runs the kernel under the emulator, then checks every
+// allocation's guard zone.
 func (drv *driver) launchNow(name string, gx, gy, block int, words []uint64) error {
-	prog, err := kernelemu.Kernels()
+	prog, err := emuKernels()
 	if err != nil {
 		return err
 	}

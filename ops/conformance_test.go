@@ -6,14 +6,16 @@ package ops
 // and the GPU twins (OnDevice) in builds with tapeloop_cuda or
 // tapeloop_cudaemu (see backends, in backends_cpu_test.go and
 // backends_cuda_test.go). "The same results on every backend" is these
-// eight tests: TestConformanceInterp1D, TestConformanceInterp1DGrad (its
-// backwards), TestConformancePairwise (in
-// ops/pairwise, with top-k
-// included: the fused PairwiseTopK where the device offers it, else TopK,
-// as graphs/affinity selects), TestConformanceDRR,
-// TestConformanceWavelet (WaveletResponse then WaveletMoments),
-// TestConformanceFilter2D, and TestConformanceRigidDRR and
-// TestConformanceProject (raydrr_conformance_test.go).
+// twelve tests: TestConformanceInterp1D, TestConformanceInterp1DGrad (its
+// backwards), TestConformanceDRR, TestConformanceWavelet
+// (WaveletResponse then WaveletMoments), TestConformanceFilter2D,
+// TestConformanceMapImages (formula_conformance_test.go),
+// TestConformanceRigidDRR and TestConformanceProject
+// (raydrr_conformance_test.go), and in ops/pairwise
+// TestConformancePairwise (with top-k included: the fused PairwiseTopK
+// where the device offers it, else TopK, as graphs/affinity selects),
+// TestConformancePairwiseU8, TestConformancePairFormula and
+// TestConformanceL2CommonOffset.
 //
 // Every case runs twice: the second time with the host output filled with
 // a mark and, on a GPU, the device output with NaN, so an element the op
@@ -306,7 +308,7 @@ func drrConformanceCases(t *testing.T) []drrCase {
 						dst[a] = p[3+a] + float64(col)*p[6+a] + float64(r)*p[9+a]
 					}
 					w := c.want[(k*c.rows+r)*c.cols+col:][:1]
-					cpukern.DRR(vol, p[:3], dst, w, c.step, LongestRay(p, c.rows, c.cols))
+					cpukern.DRR(kernelGrid(vol), p[:3], dst, w, c.step, LongestRay(p, c.rows, c.cols))
 					if w[0] != 0 {
 						hits++
 					}
@@ -353,7 +355,7 @@ func maxSamples(vol *volume.Volume, p []float64, rows, cols int, step float64) f
 				l += (dst[a] - p[a]) * (dst[a] - p[a])
 			}
 			chord := make([]float32, 1)
-			cpukern.DRR(ones, p[:3], dst, chord, 0, 0)
+			cpukern.DRR(kernelGrid(ones), p[:3], dst, chord, 0, 0)
 			most = max(most, (float64(chord[0])-diag)/(step*math.Sqrt(l)/LongestRay(p, rows, cols)))
 		}
 	}

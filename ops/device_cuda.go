@@ -10,6 +10,18 @@ import (
 	"github.com/tapeloop/tapeloop/cuda"
 )
 
+// GPUBuild is true in the GPU flavour: OpenGPU opens GPUs.
+const GPUBuild = true
+
+// GPUBackend says what this build's GPU backend is, for `tapeloop info`.
+var GPUBackend = map[bool]string{
+	false: "built in (--device cuda, --devices; cuFFT and cuBLAS loaded at run time)",
+	true:  "EMULATED on the CPU (tapeloop_cudaemu test build: correct results, no speed)",
+}[cuda.Emulated]
+
+// OpenGPU opens the GPU of the given ordinal.
+func OpenGPU(ordinal int) (Device, error) { return cuda.Open(ordinal) }
+
 // cudaTwinner is implemented by the ops of other packages (ops/pairwise)
 // that have a CUDA twin: OnDevice returns it, on d. Package ops cannot
 // name them without an import cycle.

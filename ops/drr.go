@@ -45,6 +45,7 @@ type DRR struct {
 	valid int            // poses of the next batch to render (0: all)
 	fans  []cpukern.Fan  // this batch's work, reused
 	kvol  *volume.Volume // Vol in its own frame, padded for trilinear
+	kgrid *cpukern.Grid  // kvol as the C kernels take it
 	local []float64      // the batch's poses in that frame, for an oblique volume
 }
 
@@ -178,6 +179,7 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 		op.out = opkit.NewOwned(tensor.Float32, op.Batch, op.Rows, op.Cols)
 		op.fans = make([]cpukern.Fan, 0, op.Batch*max(op.Rows, op.Cols))
 		op.kvol = op.kernelVolume()
+		op.kgrid = kernelGrid(op.kvol)
 	}
 	op.plan(op.toLocal(poses.Data().([]float64)))
 	out := op.out.Data().([]float32)
@@ -185,7 +187,7 @@ func (op *DRR) Do(in ...G.Value) (G.Value, error) {
 	// the same voxels, on one core (8 beats 1 and 32).
 	parallel.Dynamic(len(op.fans), 8, func(lo, hi int) {
 		if !op.Stopped() {
-			cpukern.DRRFans(op.kvol, op.fans[lo:hi], out, op.Step)
+			cpukern.DRRFans(op.kgrid, op.fans[lo:hi], out, op.Step)
 		}
 	})
 	if op.Stopped() {

@@ -260,9 +260,9 @@ func TestEmuDRRGradLaunches(t *testing.T) {
 		step float64
 	}{{vol.Local(), 0}, {vol.Local(), 0.6}, {volume.Pad(vol.Local()), 0.6}} {
 		out, gs, gd := make([]float64, n), make([]float64, 3*n), make([]float64, 3*n)
-		cpukern.DRRGrad(c.kv, g.src, g.dst, out, gs, gd, c.step, g.lref[0])
+		cpukern.DRRGrad(kernelGrid(c.kv), g.src, g.dst, out, gs, gd, c.step, g.lref[0])
 		back := make([]float64, len(c.kv.V))
-		cpukern.DRRBackProject(c.kv, g.src, g.dst, up, back, c.step, g.lref[0])
+		cpukern.DRRBackProject(kernelGrid(c.kv), g.src, g.dst, up, back, c.step, g.lref[0])
 		v, src, dst := append([]float32(nil), c.kv.V...), append([]float64(nil), g.src...), append([]float64(nil), g.dst...)
 		eo, egs, egd := opstest.Widen(opstest.Buf32(n)), opstest.Widen(opstest.Buf32(3*n)), opstest.Widen(opstest.Buf32(3*n))
 		opstest.Emulate(t, drrGradLaunch[any](c.kv, n, c.step, g.lref[0], v, src, dst, eo, egs, egd))

@@ -20,7 +20,7 @@ func FuzzGeometry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		poses, err := ReadGeometry(strings.NewReader(doc))
+		poses, err := readGeometry(strings.NewReader(doc))
 		runtime.ReadMemStats(&m1)
 		if a := m1.TotalAlloc - m0.TotalAlloc; a > 64*uint64(len(doc))+1<<20 {
 			t.Fatalf("allocated %d bytes for a %d-byte document", a, len(doc))

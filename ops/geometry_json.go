@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// decodeError is ReadGeometry's error for a document that does not
+// decodeError is ReadGeometryFrame's error for a document that does not
 // decode: an empty file says so (not a bare EOF), a value of the wrong
 // type says where it is and what is wanted.
 func decodeError(err error) error {

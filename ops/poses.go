@@ -253,15 +253,9 @@ func OrbitAbout(n int, c, axis [3]float64, start, sdd, sid float64, rows, cols i
 	return poses, nil
 }
 
-// ReadGeometry reads {"poses": [Pose, …]} and validates every pose: each
-// field present, vectors of exactly three numbers. All poses of one run
-// share the detector size.
-func ReadGeometry(r io.Reader) ([]Pose, error) {
-	poses, _, err := ReadGeometryFrame(r)
-	return poses, err
-}
-
-// ReadGeometryFrame is ReadGeometry, and the world frame the document
+// ReadGeometryFrame reads {"poses": [Pose, …]} and validates every pose
+// (each field present, vectors of exactly three numbers; all poses of one
+// run share the detector size), and returns the world frame the document
 // names ("frame": "lps" or "ras"; "" when it names none). It also reads
 // the geometry.json a DRR run writes, whose projection matrices it
 // ignores.

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestReadGeometryRejects(t *testing.T) {
 		"short vector": `{"poses": [` + strings.Replace(good, `"u": [1,0,0]`, `"u": [1,0]`, 1) + `]}`,
 	}
 	for name, doc := range cases {
-		if _, err := ReadGeometry(strings.NewReader(doc)); err == nil {
+		if _, err := readGeometry(strings.NewReader(doc)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -69,7 +70,7 @@ func TestReadGeometryRejects(t *testing.T) {
 		"source 1e400":    {`{"poses": [` + strings.Replace(good, `[0,0,500]`, `[0,0,1e400]`, 1) + `]}`, "poses.source: 1e400 is beyond the range"},
 		"second pose dup": {`{"poses": [` + good + `,` + strings.Replace(good, `"rows": 4`, `"rows": 4, "rows": 4`, 1) + `]}`, `"rows" given twice`},
 	} {
-		_, err := ReadGeometry(strings.NewReader(c.doc))
+		_, err := readGeometry(strings.NewReader(c.doc))
 		if err == nil || !errors.Is(err, ErrGeometry) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", name, err, c.want)
 		}
@@ -77,10 +78,10 @@ func TestReadGeometryRejects(t *testing.T) {
 	// The same key in two objects is no repeat; nor are keys inside the
 	// projection matrices of a DRR run's own geometry.json.
 	two := `{"frame": "lps", "projection": "x", "poses": [` + good + `,` + strings.Replace(good, `"rows": 4`, `"rows": 4, "matrix": [[1,2,3,4],[5,6,7,8],[9,10,11,12]]`, 1) + `]}`
-	if p, err := ReadGeometry(strings.NewReader(two)); err != nil || len(p) != 2 {
+	if p, err := readGeometry(strings.NewReader(two)); err != nil || len(p) != 2 {
 		t.Errorf("two poses: %v", err)
 	}
-	if p, err := ReadGeometry(strings.NewReader(`{"poses": [` + good + `]}`)); err != nil || len(p) != 1 {
+	if p, err := readGeometry(strings.NewReader(`{"poses": [` + good + `]}`)); err != nil || len(p) != 1 {
 		t.Errorf("good geometry: %v", err)
 	}
 }
@@ -89,7 +90,7 @@ func FuzzReadGeometry(f *testing.F) {
 	f.Add(`{"poses": [{"source": [0,0,500], "center": [0,0,-500], "u": [1,0,0], "v": [0,1,0], "rows": 4, "cols": 5, "pixel": [1,1]}]}`)
 	f.Add(`{"poses": []}`)
 	f.Fuzz(func(t *testing.T, doc string) {
-		poses, err := ReadGeometry(strings.NewReader(doc))
+		poses, err := readGeometry(strings.NewReader(doc))
 		if err != nil {
 			return
 		}
@@ -133,4 +134,10 @@ func TestCheckOrbitAgreesWithOrbit(t *testing.T) {
 			t.Errorf("%+v: Orbit says %v, CheckOrbit %v", a, oerr, cerr)
 		}
 	}
+}
+
+// readGeometry is ReadGeometryFrame without the frame.
+func readGeometry(r io.Reader) ([]Pose, error) {
+	poses, _, err := ReadGeometryFrame(r)
+	return poses, err
 }

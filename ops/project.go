@@ -81,7 +81,7 @@ func (op *Project) prepare() {
 	}
 	kv.V = make([]float32, kv.N[0]*kv.N[1]*kv.N[2])
 	nv, per := op.NumViews(), op.Rows*op.Cols
-	g := rayGeom{kvol: kv, src: make([]float64, 3*nv*per), dst: make([]float64, 3*nv*per), lref: make([]float64, nv),
+	g := rayGeom{kvol: kv, kgrid: kernelGrid(kv), src: make([]float64, 3*nv*per), dst: make([]float64, 3*nv*per), lref: make([]float64, nv),
 		views: nv, rows: op.Rows, cols: op.Cols, step: op.Step, volGen: 1, rayGen: 1}
 	for b := range nv {
 		pose := op.Views[b*PoseWidth:][:PoseWidth]

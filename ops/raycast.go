@@ -13,6 +13,7 @@ import (
 // rows×cols rays each, views·rows·cols rays in all.
 type rayGeom struct {
 	kvol              *volume.Volume // own frame; padded for trilinear
+	kgrid             *cpukern.Grid  // kvol as the C kernels take it
 	src, dst          []float64      // 3 per ray
 	lref              []float64      // per view: its longest ray
 	views, rows, cols int
@@ -20,6 +21,15 @@ type rayGeom struct {
 	// volGen and rayGen count the changes of kvol.V and of src and dst: a
 	// backend that keeps copies of them refreshes those whose count moved.
 	volGen, rayGen uint64
+}
+
+// kernelGrid is v, which must be in its own frame (volume.Local), as the C
+// kernels take it: the same values, not a copy.
+func kernelGrid(v *volume.Volume) *cpukern.Grid {
+	if !v.Aligned() {
+		panic("ops: the volume is not axis-aligned; map the rays into its frame (volume.Local)")
+	}
+	return &cpukern.Grid{V: v.V, N: v.N, Corner: v.Corner(), Spacing: v.Spacing, Padded: v.Padded}
 }
 
 func (g *rayGeom) rays() int { return g.views * g.rows * g.cols }
@@ -62,7 +72,7 @@ func (*cpuRays) cast(g *rayGeom, out, gsrc, gdst []float64, stopped func() bool)
 			if gsrc != nil {
 				gs, gd = gsrc[3*a:3*z], gdst[3*a:3*z]
 			}
-			cpukern.DRRGrad(g.kvol, g.src[3*a:3*z], g.dst[3*a:3*z], out[a:z], gs, gd, g.step, g.lref[row/g.rows])
+			cpukern.DRRGrad(g.kgrid, g.src[3*a:3*z], g.dst[3*a:3*z], out[a:z], gs, gd, g.step, g.lref[row/g.rows])
 		}
 	})
 	return nil
@@ -84,7 +94,7 @@ func (c *cpuRays) backProject(g *rayGeom, up, grad []float64) error {
 			clear(buf)
 			for a, z := p*n/backParts, (p+1)*n/backParts; a < z; {
 				e := min(z, (a/per+1)*per) // the end of a's view
-				cpukern.DRRBackProject(g.kvol, g.src[3*a:3*e], g.dst[3*a:3*e], up[a:e], buf, g.step, g.lref[a/per])
+				cpukern.DRRBackProject(g.kgrid, g.src[3*a:3*e], g.dst[3*a:3*e], up[a:e], buf, g.step, g.lref[a/per])
 				a = e
 			}
 		}

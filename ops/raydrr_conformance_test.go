@@ -73,7 +73,7 @@ func refRigid(c *rigidCase, p [6]float64) (img, jac []float64) {
 				k := (b*c.rows+r)*c.cols + col
 				s, d := refRigidEnds(c, p, b, r, col)
 				var gs, gd [3]float64
-				cpukern.DRRGrad(lv, s[:], d[:], img[k:k+1], gs[:], gd[:], c.step, lref)
+				cpukern.DRRGrad(kernelGrid(lv), s[:], d[:], img[k:k+1], gs[:], gd[:], c.step, lref)
 				for j := range 6 {
 					// Richardson: (4·D(h/2) − D(h))/3, D the central difference.
 					cd := func(h float64) (ds, dd [3]float64) {
@@ -265,7 +265,7 @@ func refProject(c *projectCase, x []float64) []float64 {
 				}
 				d := c.vol.ToLocal(w)
 				k := (b*c.rows+r)*c.cols + col
-				cpukern.DRRGrad(lv, s[:], d[:], img[k:k+1], nil, nil, c.step, lref)
+				cpukern.DRRGrad(kernelGrid(lv), s[:], d[:], img[k:k+1], nil, nil, c.step, lref)
 			}
 		}
 	}

@@ -136,7 +136,7 @@ func (op *RigidDRR) render(p [6]float64, grad bool) error {
 		op.out = opkit.NewOwned(tensor.Float64, op.NumViews(), op.Rows, op.Cols)
 		op.src, op.dst = make([]float64, 3*n), make([]float64, 3*n)
 		op.kvol = op.kernelVolume()
-		op.geom = rayGeom{kvol: op.kvol, src: op.src, dst: op.dst, lref: op.lref, views: op.NumViews(), rows: op.Rows, cols: op.Cols, step: op.Step, volGen: 1}
+		op.geom = rayGeom{kvol: op.kvol, kgrid: kernelGrid(op.kvol), src: op.src, dst: op.dst, lref: op.lref, views: op.NumViews(), rows: op.Rows, cols: op.Cols, step: op.Step, volGen: 1}
 	}
 	if grad && op.gsrc == nil {
 		op.gsrc, op.gdst = make([]float64, 3*n), make([]float64, 3*n)

@@ -47,7 +47,7 @@ func BenchmarkWaveletCombination(b *testing.B) {
 			if bnd == Reflect && a != 1 {
 				continue // the padding above is a = 1's
 			}
-			w, err := NewWaveletVolume(v, n, a, bnd, pad)
+			w, err := newWaveletVolume(v, n, a, bnd, pad)
 			if err != nil {
 				b.Fatal(err)
 			}

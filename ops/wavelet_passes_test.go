@@ -76,7 +76,7 @@ func TestWaveletSpectrumSums(t *testing.T) {
 		for i := range v {
 			v[i] = float32(rng.NormFloat64() + 0.4)
 		}
-		w, err := NewWaveletVolume(v, n, 1, Wrap, [3]int{})
+		w, err := newWaveletVolume(v, n, 1, Wrap, [3]int{})
 		if err != nil {
 			t.Fatal(err)
 		}

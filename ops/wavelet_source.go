@@ -55,17 +55,6 @@ type WaveletVolume struct {
 	id       uint64
 }
 
-// NewWaveletVolume prepares v (n0·n1·n2 values, C order) for kernels of
-// scale a whose half-widths are at most pad (reflect mode extends the
-// volume by pad on every side; wrap needs no extension).
-func NewWaveletVolume(v []float32, n [3]int, a float64, b Boundary, pad [3]int) (*WaveletVolume, error) {
-	if err := checkVolume(v, n); err != nil {
-		return nil, err
-	}
-	w, _ := transformVolume(v, n, a, b, pad, nil, nil, nil)
-	return w, nil
-}
-
 func checkVolume(v []float32, n [3]int) error {
 	if n[0] < 1 || n[1] < 1 || n[2] < 1 || len(v) != n[0]*n[1]*n[2] {
 		return fmt.Errorf("%w: volume of %d values for shape %v", ErrWavelet, len(v), n)

@@ -291,7 +291,7 @@ func TestAffinityBadInput(t *testing.T) {
 	writeNpy(t, p("zero.npy"), []int{3, 2}, []float64{1, 2, 0, 0, 5, 6})
 	writeNpy(t, p("empty.npy"), []int{0, 4}, nil)
 	small := []string{"--n", "20", "--height", "2", "--width", "3"}
-	// The rules on the flags alone are AffinitySpec's, tested in graphs;
+	// The rules on the flags alone are AffinitySpec's, tested in internal/filejob;
 	// here, a few of them reach the user as one line, and the images'.
 	cases := []struct {
 		name string
@@ -899,7 +899,7 @@ func TestAffinityNonFiniteCountIsTheMatrixs(t *testing.T) {
 			args := append([]string{"affinity", "--quiet", "--images", p("x.npy"), "--formula", "log(sum(a*b))",
 				"--dtype", "float64", "--method", method, "--out", p("o.npy"), "--report", p("r.json")}, mode...)
 			_, stderr, code := run(t, args...)
-			wantMsg := fmt.Sprintf("warning: --formula gave %d non-finite values (NaN or ±Inf)\n", want)
+			wantMsg := fmt.Sprintf("tapeloop: warning: --formula gave %d non-finite values (NaN or ±Inf)\n", want)
 			if code != 0 || stderr != wantMsg {
 				t.Fatalf("%v: exit %d, stderr %q; want 0, %q", args[4:], code, stderr, wantMsg)
 			}

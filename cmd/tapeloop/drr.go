@@ -10,6 +10,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/internal/filejob"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 )
 
 const catDRR = "DRR"
@@ -152,7 +153,7 @@ func runDRR(c *cli.Context) error {
 	}
 	defer t.Close()
 	for _, w := range t.GeometryWarnings() {
-		fmt.Fprintln(os.Stderr, "tapeloop: warning: "+w)
+		fmt.Fprint(os.Stderr, warnings.Line(w))
 	}
 	var r drr.Result
 	if _, err := runTask(c.Context, e, dev, t, func() {
@@ -173,7 +174,7 @@ func runDRR(c *cli.Context) error {
 		return t.Unfinished(err)
 	}
 	if m := t.Blank(); m != "" {
-		fmt.Fprintln(os.Stderr, "tapeloop: warning: "+m)
+		fmt.Fprint(os.Stderr, warnings.Line(m))
 	}
 	warnNonFinite(e, "--post", r.NonFinite)
 	return nil

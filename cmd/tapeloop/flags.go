@@ -18,6 +18,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 )
 
 const (
@@ -120,7 +121,7 @@ func params(c *cli.Context) (map[string]float64, error) {
 // warnNonFinite says on stderr how many non-finite values a formula gave.
 func warnNonFinite(e engineOpts, flag string, n int64) {
 	if n > 0 {
-		fmt.Fprintf(os.Stderr, "warning: %s gave %d non-finite values (NaN or ±Inf)\n", flag, n)
+		warnings.Printf(os.Stderr, "%s gave %d non-finite values (NaN or ±Inf)", flag, n)
 	}
 }
 
@@ -258,7 +259,7 @@ func runTask(ctx context.Context, e engineOpts, dev *engine.Device, t filejob.Ta
 	var r *telemetry.Report
 	if e.report != "" {
 		r = &telemetry.Report{
-			Workload: job.Name(), Device: dev.Kind(), Platform: engine.CPUPlatform(), Dtype: job.Dtype().String(),
+			Workload: job.Name(), Device: dev.Kind(), Platform: cpuPlatform(), Dtype: job.Dtype().String(),
 			Batch: out.Plan.Batch, Batches: out.Plan.Batches, MemLimitBytes: out.Plan.Limit, PlannedBytes: out.Plan.Bytes,
 			PeakRSSBytes: out.Summary.PeakRSSBytes, EstimatedPeakRSSBytes: out.Plan.Estimate, BaselineRSSBytes: out.Plan.Baseline, TotalSeconds: out.Summary.TotalSeconds, Summary: out.Summary,
 			Items: out.Plan.Items, MemLimitWarning: dev.LimitWarning,

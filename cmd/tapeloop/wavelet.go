@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/filejob"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 )
 
 const catWavelet = "WAVELET"
@@ -117,10 +118,10 @@ func runWavelet(c *cli.Context) error {
 		}
 	}
 	if r.NoKernel > 0 {
-		fmt.Fprintf(os.Stderr, "warning: %d combinations have no kernel (the first: %s); their rows hold NaN\n", r.NoKernel, r.NoKernelWhy)
+		warnings.Printf(os.Stderr, "%d combinations have no kernel (the first: %s); their rows hold NaN", r.NoKernel, r.NoKernelWhy)
 	}
 	if r.ZeroKernel > 0 {
-		fmt.Fprintf(os.Stderr, "warning: %d of %d combinations have a kernel that is 0 at every sample (the first: %s): their statistics are those of a response of zeros; check --kernel\n",
+		warnings.Printf(os.Stderr, "%d of %d combinations have a kernel that is 0 at every sample (the first: %s): their statistics are those of a response of zeros; check --kernel",
 			r.ZeroKernel, r.Combinations, r.ZeroKernelFirst)
 	}
 	warnNonFinite(e, "--kernel or --stat", r.NonFinite)

@@ -115,7 +115,7 @@ np.savetxt(d + "/author.csv", rows, delimiter=",")
 	if code != 0 {
 		t.Fatalf("wavelet: exit %d: %s", code, se)
 	}
-	if !strings.Contains(se, "warning: 4 combinations have no kernel") {
+	if !strings.Contains(se, "tapeloop: warning: 4 combinations have no kernel") {
 		t.Errorf("ξ = 0: stderr %q, want the no-kernel warning", se)
 	}
 	got, want := readCSV(t, out, true), readCSV(t, p("author.csv"), false)

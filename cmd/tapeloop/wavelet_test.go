@@ -103,7 +103,7 @@ func readCSV(t *testing.T, path string, header bool) [][]float64 {
 }
 
 // TestWaveletBadInput: what reaches the command line, as one line and no
-// output file; the spec's own rules are tested in graphs
+// output file; the spec's own rules are tested in internal/filejob
 // (TestWaveletSpecValidate).
 func TestWaveletBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -329,7 +329,7 @@ func TestWaveletZeroKernel(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("%s, %s: exit %d: %s", b, cols, code, stderr)
 			}
-			want := "warning: 8 of 12 combinations have a kernel that is 0 at every sample (the first: θ = 1.2, φ = 0, ξ = 1): their statistics are those of a response of zeros; check --kernel\n"
+			want := "tapeloop: warning: 8 of 12 combinations have a kernel that is 0 at every sample (the first: θ = 1.2, φ = 0, ξ = 1): their statistics are those of a response of zeros; check --kernel\n"
 			if !strings.Contains(stderr, want) {
 				t.Errorf("%s, %s: stderr %q, want the line %q", b, cols, stderr, want)
 			}
@@ -376,7 +376,7 @@ func TestWaveletNoKernelRows(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", b, code, stderr)
 		}
-		if want := "warning: 12 combinations have no kernel (the first: θ = 0, φ = 0, ξ = 0: wavelet: stretch ξ = 0 must be positive); their rows hold NaN\n"; !strings.Contains(stderr, want) {
+		if want := "tapeloop: warning: 12 combinations have no kernel (the first: θ = 0, φ = 0, ξ = 0: wavelet: stretch ξ = 0 must be positive); their rows hold NaN\n"; !strings.Contains(stderr, want) {
 			t.Errorf("%s: stderr %q, want the line %q", b, stderr, want)
 		}
 		if _, stderr, code := run(t, append(base, "--quiet", "--xi", "1,2.5", "--out", p(b+"-some.csv"))...); code != 0 {

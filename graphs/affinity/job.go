@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/option"
 	"github.com/tapeloop/tapeloop/internal/cpukern"
+	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
@@ -441,7 +442,7 @@ func (a *Job) finishGraph(blk, index *G.Node, batch int, in []*G.Node) (_, out [
 func (a *Job) StagingBytes(batch int) int64 {
 	b := int64(len(a.Indices))*8 + int64(len(a.Values))*8
 	if a.cfg.Rows != nil {
-		b += 1<<16 + 8192*8
+		b += npy.WriterBytes
 	}
 	return b
 }

@@ -8,19 +8,7 @@ import (
 	"github.com/tapeloop/tapeloop/ops"
 )
 
-// GeometryFile is what a run writes beside its images, geometry.json: every
-// pose as the geometry file gives it, with its 3×4 projection matrix, so
-// that other tools (ITK, plastimatch, a registration in NumPy) can place
-// the images.
-type GeometryFile struct {
-	// Frame is the world frame the coordinates are in: "lps" or "ras".
-	Frame string `json:"frame"`
-	// Projection says what each pose's matrix does.
-	Projection string         `json:"projection"`
-	Poses      []GeometryPose `json:"poses"`
-}
-
-// GeometryPose is one pose of a GeometryFile.
+// GeometryPose is one pose of geometry.json (see Geometry).
 type GeometryPose struct {
 	ops.Pose
 	// Matrix is the pose's projection P, 3×4, row by row: for a world
@@ -31,7 +19,8 @@ type GeometryPose struct {
 	Matrix [3][4]float64 `json:"matrix"`
 }
 
-// projectionNote is GeometryFile.Projection.
+// projectionNote is geometry.json's "projection": what each pose's
+// matrix does.
 const projectionNote = "matrix: (u, v, w) = matrix · (x, y, z, 1) for a world point in mm; it lands at column u/w, row v/w of the pose's image, pixel centres at whole numbers, (0, 0) the first pixel (drr.npy[pose, row, column]); w > 0 in front of the source"
 
 // Projection is pose p's 3×4 projection matrix (GeometryPose.Matrix):
@@ -78,8 +67,13 @@ func inverse3(a [3][3]float64) [3][3]float64 {
 	return adj
 }
 
-// Geometry is the geometry.json of poses in frame ("lps" or "ras"): a
-// GeometryFile, a pose to a line.
+// Geometry is the geometry.json of poses in frame ("lps" or "ras"), what
+// a run writes beside its images so that other tools (ITK, plastimatch, a
+// registration in NumPy) can place them, a pose to a line: an object with
+// "frame" (the world frame the coordinates are in: "lps" or "ras"),
+// "projection" (what each pose's matrix does) and "poses", each a
+// GeometryPose (the pose as the geometry file gives it, with its 3×4
+// projection matrix).
 func Geometry(poses []ops.Pose, frame string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/volume"
 	"github.com/tapeloop/tapeloop/ops"
 )
@@ -268,7 +269,7 @@ func (w *Job) Build(g *G.ExprGraph, batch int) (in, out []*G.Node, err error) {
 func (w *Job) StagingBytes(batch int) int64 {
 	var b int64
 	if w.s.Out != nil {
-		b += 1<<16 + 8192*8
+		b += npy.WriterBytes
 	}
 	if w.saver != nil {
 		b += w.saver.StagingBytes(batch)

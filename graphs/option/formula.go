@@ -99,14 +99,3 @@ func NoParams(params map[string]float64, flags string) error {
 func ErrNonFinite(what string, n int64) error {
 	return fmt.Errorf("%s gave %d non-finite values (NaN or ±Inf) and --fail-on-nonfinite is set", what, n)
 }
-
-// CountNonFinite counts the NaN and infinite values of v.
-func CountNonFinite(v []float64) int64 {
-	var n int64
-	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			n++
-		}
-	}
-	return n
-}

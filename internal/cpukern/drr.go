@@ -3,15 +3,22 @@ package cpukern
 // #include "drr.h"
 import "C"
 
-import (
-	"unsafe"
+import "unsafe"
 
-	"github.com/tapeloop/tapeloop/internal/volume"
-)
-
-// The kernels take a volume in its own frame, axis-aligned (vol.Aligned();
-// ops.DRR maps rays into that frame), and its box by the low corner,
-// vol.Corner(): Origin, the centre of voxel 0, less half a voxel.
+// Grid is a volume as the ray kernels take it: in its own frame,
+// axis-aligned (ops.DRR maps rays into that frame), V holding
+// N[0]·N[1]·N[2] values with the last index fastest, voxels Spacing mm
+// apart and the box's low corner at Corner (the centre of voxel 0 less
+// half a voxel). Padded says V carries a border of one zero voxel on
+// every side, which is no part of the data: the trilinear paths then need
+// no bounds tests.
+type Grid struct {
+	V       []float32
+	N       [3]int64
+	Corner  [3]float64
+	Spacing [3]float64
+	Padded  bool
+}
 
 // DRR sets out[r] to the line integral of vol along the segment from
 // src[3r:3r+3] to dst[3r:3r+3]: exact (Siddon's radiological path) when
@@ -20,7 +27,7 @@ import (
 // mm on a segment len mm long. The samples are step mm apart on a segment
 // lref mm long and closer on shorter ones; lref ≤ 0 stands for each
 // segment's own length, which places them every step mm.
-func DRR(vol *volume.Volume, src, dst []float64, out []float32, step, lref float64) {
+func DRR(vol *Grid, src, dst []float64, out []float32, step, lref float64) {
 	n := len(out)
 	if len(src) < 3*n || len(dst) < 3*n {
 		panic("cpukern: DRR: short ray arrays")
@@ -29,9 +36,8 @@ func DRR(vol *volume.Volume, src, dst []float64, out []float32, step, lref float
 	if n == 0 {
 		return
 	}
-	corner := vol.Corner()
 	C.tl_drr((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
-		(*C.double)(unsafe.Pointer(&corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
+		(*C.double)(unsafe.Pointer(&vol.Corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
 		C.int64_t(n), (*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst[0])),
 		(*C.float)(unsafe.Pointer(&out[0])), C.double(step), C.double(lref))
 }
@@ -62,7 +68,7 @@ func init() {
 // groups). Fans whose end points step along z (DD[0] = DD[1] = 0) take
 // faster paths that share the rays' x and y: for Siddon always, for
 // trilinear in a padded volume.
-func DRRFans(vol *volume.Volume, fans []Fan, out []float32, step float64) {
+func DRRFans(vol *Grid, fans []Fan, out []float32, step float64) {
 	for i := range fans {
 		f := &fans[i]
 		if f.N < 0 || f.Stride < 1 || f.Off < 0 || (f.N > 0 && len(out) < f.Off+(f.N-1)*f.Stride+1) {
@@ -73,18 +79,14 @@ func DRRFans(vol *volume.Volume, fans []Fan, out []float32, step float64) {
 	if len(fans) == 0 || len(out) == 0 {
 		return
 	}
-	corner := vol.Corner()
 	C.tl_drr_fans((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
-		(*C.double)(unsafe.Pointer(&corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
+		(*C.double)(unsafe.Pointer(&vol.Corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
 		(*C.tl_fan)(unsafe.Pointer(&fans[0])), C.int64_t(len(fans)), (*C.float)(unsafe.Pointer(&out[0])), C.double(step))
 }
 
-func checkVolume(vol *volume.Volume) {
+func checkVolume(vol *Grid) {
 	if int64(len(vol.V)) != vol.N[0]*vol.N[1]*vol.N[2] || len(vol.V) == 0 {
 		panic("cpukern: DRR: volume size does not match its shape")
-	}
-	if !vol.Aligned() {
-		panic("cpukern: DRR: the volume is not axis-aligned; map the rays into its frame (volume.Local)")
 	}
 }
 

@@ -60,6 +60,14 @@ func refSiddon(vol *volume.Volume, src, dst [3]float64) float64 {
 	return sum
 }
 
+// gridOf is v as the kernels take it; v must be axis-aligned.
+func gridOf(v *volume.Volume) *Grid {
+	if !v.Aligned() {
+		panic("gridOf: an oblique volume")
+	}
+	return &Grid{V: v.V, N: v.N, Corner: v.Corner(), Spacing: v.Spacing, Padded: v.Padded}
+}
+
 func randomVolume(rng *rand.Rand, nx, ny, nz int64) *volume.Volume {
 	v := &volume.Volume{N: [3]int64{nx, ny, nz}, Origin: [3]float64{-13.5, 4.25, 101}, Spacing: [3]float64{0.7, 1.3, 2.1}}
 	v.V = make([]float32, nx*ny*nz)
@@ -132,7 +140,7 @@ func TestSiddonMatchesBruteForce(t *testing.T) {
 	v := randomVolume(rng, 13, 9, 17)
 	src, dst := testRays(rng, v)
 	out := make([]float32, len(src))
-	DRR(v, flat(src), flat(dst), out, 0, 0)
+	DRR(gridOf(v), flat(src), flat(dst), out, 0, 0)
 	var num, den float64
 	for r := range src {
 		want := refSiddon(v, src[r], dst[r])
@@ -179,7 +187,7 @@ func TestSiddonUniformGivesChordLength(t *testing.T) {
 			chord = (t1 - t0) * math.Sqrt((d[0]-s[0])*(d[0]-s[0])+(d[1]-s[1])*(d[1]-s[1])+(d[2]-s[2])*(d[2]-s[2]))
 		}
 		out := make([]float32, 1)
-		DRR(v, s[:], d[:], out, 0, 0)
+		DRR(gridOf(v), s[:], d[:], out, 0, 0)
 		if math.Abs(float64(out[0])-0.25*chord) > 1e-5*(1+chord) {
 			t.Fatalf("%v→%v: %v, want 0.25 × %v", s, d, out[0], chord)
 		}
@@ -194,7 +202,7 @@ func TestMissingRaysGiveZero(t *testing.T) {
 	dst := []float64{hi[0] + 50, hi[1] - 300, hi[2] + 10, lo[0] - 1, lo[1] + 3, lo[2] + 3}
 	out := []float32{-1, -1}
 	for _, step := range []float64{0, 0.5} {
-		DRR(v, src, dst, out, step, 0)
+		DRR(gridOf(v), src, dst, out, step, 0)
 		if out[0] != 0 || out[1] != 0 {
 			t.Errorf("step %v: missing rays gave %v", step, out)
 		}
@@ -227,8 +235,8 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 	}
 	exact := make([]float32, 100)
 	tri := make([]float32, 100)
-	DRR(v, src, dst, exact, 0, 0)
-	DRR(v, src, dst, tri, 0.375, 0)
+	DRR(gridOf(v), src, dst, exact, 0, 0)
+	DRR(gridOf(v), src, dst, tri, 0.375, 0)
 	var num, den float64
 	for r := range exact {
 		num += math.Pow(float64(tri[r]-exact[r]), 2)
@@ -253,8 +261,8 @@ func TestTrilinearNearSiddonOnSmoothVolume(t *testing.T) {
 		f.LRef = 450
 		exact := make([]float32, 64)
 		tri := make([]float32, 64)
-		DRRFans(v, []Fan{*f}, exact, 0)
-		DRRFans(p, []Fan{*f}, tri, 0.375)
+		DRRFans(gridOf(v), []Fan{*f}, exact, 0)
+		DRRFans(gridOf(p), []Fan{*f}, tri, 0.375)
 		for r := range exact {
 			num += math.Pow(float64(tri[r]-exact[r]), 2)
 			den += float64(exact[r]) * float64(exact[r])
@@ -279,8 +287,8 @@ func TestPaddedVolumeGivesSameIntegrals(t *testing.T) {
 	for _, step := range []float64{0.3, 0.77} {
 		a := make([]float32, len(src))
 		b := make([]float32, len(src))
-		DRR(v, flat(src), flat(dst), a, step, 0)
-		DRR(p, flat(src), flat(dst), b, step, 0)
+		DRR(gridOf(v), flat(src), flat(dst), a, step, 0)
+		DRR(gridOf(p), flat(src), flat(dst), b, step, 0)
 		for r := range a {
 			if math.Abs(float64(a[r]-b[r])) > 1e-5*(1+math.Abs(float64(a[r]))) {
 				t.Fatalf("step %v ray %d: %v unpadded, %v padded", step, r, a[r], b[r])
@@ -427,8 +435,8 @@ func testFanMatchesDefinition(t *testing.T) {
 				f := Fan{Src: c.src, Dst0: c.dst0, DD: c.dd, N: c.n, Stride: stride, LRef: lref}
 				g := f
 				g.Off = 1
-				DRRFans(fv, []Fan{f, g}, fast, step)
-				DRRFans(v, []Fan{f}, general, step)
+				DRRFans(gridOf(fv), []Fan{f, g}, fast, step)
+				DRRFans(gridOf(v), []Fan{f}, general, step)
 				var dsts []float64
 				for r := range c.n {
 					for a := range 3 {
@@ -440,7 +448,7 @@ func testFanMatchesDefinition(t *testing.T) {
 					srcs = append(srcs, c.src[:]...)
 				}
 				each := make([]float32, c.n)
-				DRR(v, srcs, dsts, each, step, lref)
+				DRR(gridOf(v), srcs, dsts, each, step, lref)
 				var num, den float64
 				hit := 0
 				for r := range c.n {

@@ -3,11 +3,7 @@ package cpukern
 // #include "drrgrad.h"
 import "C"
 
-import (
-	"unsafe"
-
-	"github.com/tapeloop/tapeloop/internal/volume"
-)
+import "unsafe"
 
 // DRRGrad sets out[r] to the line integral of vol from src[3r:3r+3] to
 // dst[3r:3r+3] in float64, as DRR computes it in float32 (same volume
@@ -29,7 +25,7 @@ import (
 // It is serial (one call into C over the rays) and safe to call
 // concurrently on disjoint outputs. A padded volume (vol.Padded) takes the
 // trilinear fast path, which needs no bounds tests.
-func DRRGrad(vol *volume.Volume, src, dst []float64, out, gsrc, gdst []float64, step, lref float64) {
+func DRRGrad(vol *Grid, src, dst []float64, out, gsrc, gdst []float64, step, lref float64) {
 	n := len(out)
 	if len(src) < 3*n || len(dst) < 3*n {
 		panic("cpukern: DRRGrad: short ray arrays")
@@ -45,9 +41,8 @@ func DRRGrad(vol *volume.Volume, src, dst []float64, out, gsrc, gdst []float64, 
 	if gsrc != nil {
 		gs, gd = (*C.double)(unsafe.Pointer(&gsrc[0])), (*C.double)(unsafe.Pointer(&gdst[0]))
 	}
-	corner := vol.Corner()
 	C.tl_drr_grad((*C.float)(unsafe.Pointer(&vol.V[0])), (*C.int64_t)(unsafe.Pointer(&vol.N[0])),
-		(*C.double)(unsafe.Pointer(&corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
+		(*C.double)(unsafe.Pointer(&vol.Corner[0])), (*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded),
 		C.int64_t(n), (*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst[0])),
 		(*C.double)(unsafe.Pointer(&out[0])), gs, gd, C.double(step), C.double(lref))
 }
@@ -56,7 +51,7 @@ func DRRGrad(vol *volume.Volume, src, dst []float64, out, gsrc, gdst []float64, 
 // vol.V's layout): the adjoint of DRRGrad's map from the volume's values
 // to the line integrals, over the rays of g. The volume's values are not
 // read. Serial, and safe to call concurrently on disjoint grads.
-func DRRBackProject(vol *volume.Volume, src, dst, g, grad []float64, step, lref float64) {
+func DRRBackProject(vol *Grid, src, dst, g, grad []float64, step, lref float64) {
 	n := len(g)
 	if len(src) < 3*n || len(dst) < 3*n {
 		panic("cpukern: DRRBackProject: short ray arrays")
@@ -68,8 +63,7 @@ func DRRBackProject(vol *volume.Volume, src, dst, g, grad []float64, step, lref 
 	if n == 0 {
 		return
 	}
-	corner := vol.Corner()
-	C.tl_drr_backproject((*C.int64_t)(unsafe.Pointer(&vol.N[0])), (*C.double)(unsafe.Pointer(&corner[0])),
+	C.tl_drr_backproject((*C.int64_t)(unsafe.Pointer(&vol.N[0])), (*C.double)(unsafe.Pointer(&vol.Corner[0])),
 		(*C.double)(unsafe.Pointer(&vol.Spacing[0])), cbool(vol.Padded), C.int64_t(n),
 		(*C.double)(unsafe.Pointer(&src[0])), (*C.double)(unsafe.Pointer(&dst[0])), (*C.double)(unsafe.Pointer(&g[0])),
 		(*C.double)(unsafe.Pointer(&grad[0])), C.double(step), C.double(lref))

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tapeloop/tapeloop/cuda/kernels"
 	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/internal/volume"
 )
@@ -35,7 +36,7 @@ func near(t *testing.T, what string, got, want []float64, rel float64) {
 }
 
 func TestEmuDRRGradKernels(t *testing.T) {
-	prog, err := kernelemu.Kernels()
+	prog, err := kernelemu.Kernels(kernels.Sources)
 	if errors.Is(err, kernelemu.ErrNoCompiler) {
 		t.Skip(err)
 	}
@@ -57,9 +58,9 @@ func TestEmuDRRGradKernels(t *testing.T) {
 		vol        *volume.Volume
 	}{{0, 0, v}, {0, 0, p}, {0.37, 0, v}, {0.37, 0, p}, {1.1, 350, p}} {
 		out, gs, gd := make([]float64, n), make([]float64, 3*n), make([]float64, 3*n)
-		DRRGrad(c.vol, src, dst, out, gs, gd, c.step, c.lref)
+		DRRGrad(gridOf(c.vol), src, dst, out, gs, gd, c.step, c.lref)
 		grad := make([]float64, len(c.vol.V))
-		DRRBackProject(c.vol, src, dst, g, grad, c.step, c.lref)
+		DRRBackProject(gridOf(c.vol), src, dst, g, grad, c.step, c.lref)
 
 		vv := append([]float32(nil), c.vol.V...)
 		cr, s := c.vol.Corner(), c.vol.Spacing

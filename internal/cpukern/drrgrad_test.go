@@ -91,11 +91,11 @@ func testDRRGradMatchesDRR(t *testing.T) {
 			vol        *volume.Volume
 		}{{0, 0, v}, {0, 0, p}, {0.37, 0, v}, {0.37, 0, p}, {1.1, 350, p}, {0.8, 410, v}} {
 			f32 := make([]float32, n)
-			DRR(c.vol, src, dst, f32, c.step, c.lref)
+			DRR(gridOf(c.vol), src, dst, f32, c.step, c.lref)
 			out, bare := make([]float64, n), make([]float64, n)
 			gs, gd := make([]float64, 3*n), make([]float64, 3*n)
-			DRRGrad(c.vol, src, dst, out, gs, gd, c.step, c.lref)
-			DRRGrad(c.vol, src, dst, bare, nil, nil, c.step, c.lref)
+			DRRGrad(gridOf(c.vol), src, dst, out, gs, gd, c.step, c.lref)
+			DRRGrad(gridOf(c.vol), src, dst, bare, nil, nil, c.step, c.lref)
 			hit, worst := 0, 0.0
 			for r := range n {
 				s, d := [3]float64(src[3*r:]), [3]float64(dst[3*r:])
@@ -212,7 +212,7 @@ func testDRRGradFiniteDifferences(t *testing.T) {
 					ms, md := move(t)
 					o := make([]float64, 1)
 					gs, gd := make([]float64, 3), make([]float64, 3)
-					DRRGrad(c.vol, ms, md, o, gs, gd, c.step, c.lref)
+					DRRGrad(gridOf(c.vol), ms, md, o, gs, gd, c.step, c.lref)
 					// velocity at t: ω × (x − c) + τ (x the moved point)
 					vs := cross(w, [3]float64{ms[0] - ctr[0], ms[1] - ctr[1], ms[2] - ctr[2]})
 					vd := cross(w, [3]float64{md[0] - ctr[0], md[1] - ctr[1], md[2] - ctr[2]})
@@ -271,9 +271,9 @@ func TestDRRBackProjectIsAdjoint(t *testing.T) {
 			vol        *volume.Volume
 		}{{0, 0, v}, {0, 0, p}, {0.37, 0, v}, {0.37, 0, p}, {1.1, 350, p}, {0.8, 410, v}} {
 			out := make([]float64, n)
-			DRRGrad(c.vol, src, dst, out, nil, nil, c.step, c.lref)
+			DRRGrad(gridOf(c.vol), src, dst, out, nil, nil, c.step, c.lref)
 			grad := make([]float64, len(c.vol.V))
-			DRRBackProject(c.vol, src, dst, y, grad, c.step, c.lref)
+			DRRBackProject(gridOf(c.vol), src, dst, y, grad, c.step, c.lref)
 			var ax, aty, mag float64
 			for r := range n {
 				ax += out[r] * y[r]
@@ -386,9 +386,9 @@ func benchmarkDRRGrad(b *testing.B, shape [3]int64, spacing [3]float64) {
 		f    func()
 		ns   []float64
 	}{
-		{"grad", func() { DRRGrad(p, src, dst, out, gs, gd, step, lref) }, nil},
-		{"value", func() { DRRGrad(p, src, dst, out, nil, nil, step, lref) }, nil},
-		{"drr32", func() { DRR(p, src, dst, f32, step, lref) }, nil},
+		{"grad", func() { DRRGrad(gridOf(p), src, dst, out, gs, gd, step, lref) }, nil},
+		{"value", func() { DRRGrad(gridOf(p), src, dst, out, nil, nil, step, lref) }, nil},
+		{"drr32", func() { DRR(gridOf(p), src, dst, f32, step, lref) }, nil},
 	}
 	for b.Loop() {
 		for i := range runs {

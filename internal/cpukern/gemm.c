@@ -268,7 +268,8 @@ int tl_gemm_nt_f32_avx512(int64_t m, int64_t n, int64_t d, const float *a, int64
                           float *out, int64_t ldo, int64_t lower) {
   if (!tl_gemm_ok()) return -1;
   const int64_t am = (m + MR - 1) / MR * MR;
-  float *ap = (float *)aligned_alloc(64, sizeof(float) * am * d);
+  // aligned_alloc wants a multiple of the alignment (NC·KC floats is one).
+  float *ap = (float *)aligned_alloc(64, (sizeof(float) * am * d + 63) / 64 * 64);
   float *bp = (float *)aligned_alloc(64, sizeof(float) * NC * KC);
   if (!ap || !bp) {
     free(ap);

@@ -271,7 +271,8 @@ static int dots_vnni(int64_t m, int64_t n, int64_t d, const uint8_t *a, int64_t 
                      uint8_t *scratch) {
   const int64_t g = (d + 3) / 4, nb = bpack_bytes(d), na = apack_bytes(m, d);
   uint8_t *own = NULL;
-  if (!scratch && !(scratch = own = (uint8_t *)aligned_alloc(64, (size_t)(nb + na)))) return -1;
+  // aligned_alloc wants a multiple of the alignment.
+  if (!scratch && !(scratch = own = (uint8_t *)aligned_alloc(64, (size_t)(nb + na + 63) / 64 * 64))) return -1;
   uint8_t *bp = scratch, *ap = na ? scratch + nb : NULL;
   if (ap) pack_a(a, lda, m, d, ap);
   for (int64_t jb = 0; jb < n; jb += NC) {

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -153,7 +154,7 @@ func Open(e Engine) (*Device, error) {
 		return nil, err
 	}
 	if warning != "" && e.Warn != nil {
-		fmt.Fprint(e.Warn, Warning(warning))
+		fmt.Fprint(e.Warn, warnings.Line(warning))
 	}
 	d := &Device{Name: "cpu", MemLimit: limit, LimitWarning: warning, dtype: dt}
 	d.run = RunConfig{MemLimit: limit, Batch: e.Batch, Verbose: e.Verbose, Progress: e.Progress, Log: e.Log, Baseline: baselineOr(0)}

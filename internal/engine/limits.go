@@ -50,10 +50,6 @@ func capMemLimit(limit int64) (lowered int64, warning string, err error) {
 		sysmem.Format(limit), tight.Name, sysmem.Format(tight.Limit), sysmem.Format(tight.Used), sysmem.Format(lowered)), nil
 }
 
-// Warning prefixes a warning line as every warning of tapeloop's is
-// printed.
-func Warning(msg string) string { return "tapeloop: warning: " + msg + "\n" }
-
 // nothingLeft is the note of a limit b that leaves the process no memory
 // for its work: what it has mapped already (most of it the Go runtime's
 // reservations of address space) and keeps back.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -111,7 +112,7 @@ func Run(ctx context.Context, job Job, cfg RunConfig) (*Outcome, error) {
 		return nil, err
 	}
 	if warning != "" {
-		fmt.Fprint(log, Warning(warning))
+		fmt.Fprint(log, warnings.Line(warning))
 	}
 	if job.Items() == 0 { // resumed with every item already done
 		return finishOnly(job, limit)

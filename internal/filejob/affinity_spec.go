@@ -59,12 +59,6 @@ type AffinitySpec struct {
 	Streamed bool
 }
 
-// DefaultAffinitySpec is the built-in case: N = 10,000 standard-normal
-// images of 100×100, dot products.
-func DefaultAffinitySpec() AffinitySpec {
-	return AffinitySpec{Config: affinity.Config{Metric: "dot"}, N: 10_000, Height: 100, Width: 100, Seed: 1}
-}
-
 // affinityPlan is what Validate derives from a spec.
 type affinityPlan struct {
 	affinity.Plan

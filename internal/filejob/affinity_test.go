@@ -33,7 +33,7 @@ func TestAffinitySpecValidate(t *testing.T) {
 		spec AffinitySpec
 		want string // "": valid
 	}{
-		{"default", DefaultAffinitySpec(), ""},
+		{"default", defaultAffinitySpec(), ""},
 		{"small", small(func(*AffinitySpec) {}), ""},
 		{"every metric", small(func(s *AffinitySpec) { s.Metric = "cosine" }), ""},
 		{"metric", small(func(s *AffinitySpec) { s.Metric = "l3" }), `--metric: unknown metric "l3"`},
@@ -173,4 +173,10 @@ func TestOpenAffinityModes(t *testing.T) {
 	if b := tk.Device().RunConfig().Batch; b != 7 || dev.RunConfig().Batch != 0 {
 		t.Errorf("Block 7: the task's batch %d, the given device's %d", b, dev.RunConfig().Batch)
 	}
+}
+
+// defaultAffinitySpec is the built-in case: N = 10,000 standard-normal
+// images of 100×100, dot products.
+func defaultAffinitySpec() AffinitySpec {
+	return AffinitySpec{Config: affinity.Config{Metric: "dot"}, N: 10_000, Height: 100, Width: 100, Seed: 1}
 }

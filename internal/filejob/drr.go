@@ -24,6 +24,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/stackfile"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -51,7 +52,7 @@ type DRRSpec struct {
 	Series string
 	// Size is the phantom's voxels per axis (2 to 1024), without Volume.
 	Size int
-	// Geometry is a JSON file of poses (ops.ReadGeometry); "": an orbit.
+	// Geometry is a JSON file of poses (ops.ReadGeometryFrame); "": an orbit.
 	Geometry string
 	// Without Geometry: Orbit poses over 360° about the z axis through the
 	// volume's centre, source–detector distance SDD and source–isocentre
@@ -590,7 +591,7 @@ func (c *drrSaver) StagingBytes(n int) int64 { return 2 * int64(n) * int64(c.siz
 // warn writes a warning line to s.Warn, if any.
 func (s DRRSpec) warn(msg string) {
 	if s.Warn != nil {
-		fmt.Fprintf(s.Warn, "tapeloop: warning: %s\n", msg)
+		fmt.Fprint(s.Warn, warnings.Line(msg))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/parallel"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -289,7 +290,7 @@ func OpenInterp(s InterpSpec, dev *engine.Device, withOutput bool) (_ *InterpTas
 		}
 		if d := file.Reader.Dtype; d.Kind == 'f' && d.Size < 8 && s.Warn != nil {
 			if msg := interp.CoarseQueries(s.A, dx, g, d.Name()); msg != "" {
-				fmt.Fprintf(s.Warn, "tapeloop: warning: --x %s: %s\n", s.X, msg)
+				warnings.Printf(s.Warn, "--x %s: %s", s.X, msg)
 			}
 		}
 	} else {
@@ -353,7 +354,7 @@ func (r npyResults) named(err error) error {
 }
 
 // StagingBytes counts the writer's buffers.
-func (npyResults) StagingBytes(int) int64 { return 1<<16 + 8192*8 }
+func (npyResults) StagingBytes(int) int64 { return npy.WriterBytes }
 
 // readTable reads the (M, G) table of interpolant values at path, as
 // float64, after checking its shape and that it fits limit.

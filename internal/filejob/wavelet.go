@@ -15,6 +15,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/shard"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -473,7 +474,7 @@ func (t *WaveletTask) Close() error {
 // warn writes a warning line to s.Warn, if any.
 func (s WaveletSpec) warn(msg string) {
 	if s.Warn != nil {
-		fmt.Fprintf(s.Warn, "tapeloop: warning: %s\n", msg)
+		fmt.Fprint(s.Warn, warnings.Line(msg))
 	}
 }
 

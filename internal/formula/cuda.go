@@ -18,8 +18,7 @@ import (
 //     a block of rows and the images, the rows' and the images' values
 //     staged in shared memory 32 at a time;
 //   - CUDAMap: elementwise over n values (DRR's --post), one thread per
-//     value;
-//   - CUDAReduce: the interpolation's reduction, 32 threads per query.
+//     value.
 //
 // As in the evaluator, values along the vector axis are float32, numbers
 // (row values, reductions, what is computed from them) float64, and a
@@ -73,7 +72,6 @@ const (
 	pairTI    = 8   // rows per block
 	pairKC    = 32  // elements staged per step
 	cudaBlock = 256 // threads per block of every kernel
-	cudaGroup = 32  // threads per query of the reduce kernel
 )
 
 // cudaPrelude opens every source: the constants and helpers, guarded so
@@ -83,14 +81,10 @@ const cudaPrelude = `#ifndef TL_FX_PRELUDE
 #ifdef __CUDACC__
 #define TL_FX_INF __longlong_as_double(0x7ff0000000000000LL)
 #define TL_FX_NAN __longlong_as_double(0x7ff8000000000000LL)
-#else // compiled for the CPU, under the emulator of cuda/kernels/emu
+#else // compiled for the CPU, under the CUDA emulator (internal/kernelemu)
 #define TL_FX_INF __builtin_inf()
 #define TL_FX_NAN __builtin_nan("")
 #endif
-// tl_fx_gsum, tl_fx_gmax, tl_fx_gmin: the sum, maximum or minimum of v
-// over the 32 threads of the calling thread's group, given to each of
-// them; red holds one double per thread of the block, and every thread
-// of the block calls together.
 // tl_fx_mod, tl_fx_modf: NumPy's mod (Python's %), the sign of b.
 static __device__ inline double tl_fx_mod(double a, double b) {
   double m = fmod(a, b);
@@ -105,42 +99,6 @@ static __device__ inline float tl_fx_modf(float a, float b) {
   if (m == 0) return copysignf(0.0f, b);
   if ((b < 0) != (m < 0)) m += b;
   return m;
-}
-static __device__ inline double tl_fx_gsum(double *red, double v) {
-  const int t = threadIdx.x, lane = t % 32;
-  red[t] = v;
-  __syncthreads();
-  for (int s = 16; s > 0; s /= 2) {
-    if (lane < s) red[t] += red[t + s];
-    __syncthreads();
-  }
-  v = red[t - lane];
-  __syncthreads();
-  return v;
-}
-static __device__ inline double tl_fx_gmax(double *red, double v) {
-  const int t = threadIdx.x, lane = t % 32;
-  red[t] = v;
-  __syncthreads();
-  for (int s = 16; s > 0; s /= 2) {
-    if (lane < s && red[t + s] > red[t]) red[t] = red[t + s];
-    __syncthreads();
-  }
-  v = red[t - lane];
-  __syncthreads();
-  return v;
-}
-static __device__ inline double tl_fx_gmin(double *red, double v) {
-  const int t = threadIdx.x, lane = t % 32;
-  red[t] = v;
-  __syncthreads();
-  for (int s = 16; s > 0; s /= 2) {
-    if (lane < s && red[t + s] < red[t]) red[t] = red[t + s];
-    __syncthreads();
-  }
-  v = red[t - lane];
-  __syncthreads();
-  return v;
 }
 #endif
 `
@@ -477,77 +435,6 @@ func CUDAMap(g *Graph, inputs []int) (*CUDAKernel, error) {
 	k.line(1, "}")
 	k.line(0, "}")
 	return finishKernel("map", k.w.String(), params, cudaBlock, 1), nil
-}
-
-// CUDAReduce writes the interpolation's per-query kernel for g, over one
-// vector variable (the M values at a query) and any scalar ones (given
-// per query). Its parameters:
-//
-//	const int *start    the query's first table row
-//	const double *w     its four weights
-//	const float *fpT    the table, row-major (rows, m)
-//	const float *x…     one array per scalar input, in inputs' order
-//	float *out          out[q] = f(v, x[q], …), v[j] = Σₖ w[4q+k]·fpT[(start[q]+k)·m + j]
-//	long long nq, m
-//
-// (the weights rounded to float32 and v summed in float32, as on the
-// CPU). 32 threads share a query; launch it over ⌈nq/PerBlock⌉ blocks of
-// Block threads.
-func CUDAReduce(g *Graph, inputs []int) (*CUDAKernel, error) {
-	k, err := newKernelGen(g, inputs)
-	if err != nil {
-		return nil, err
-	}
-	if g.Root.Vec {
-		return nil, fmt.Errorf("%w: the formula gives a vector, not one number per query", ErrNoKernel)
-	}
-	params := []CUDAParam{{"start", "const int *"}, {"w", "const double *"}, {"fpT", "const float *"}}
-	nvec := 0
-	for _, v := range inputs {
-		if g.Vars[v].Vector {
-			k.vecIn[v] = "vk"
-			nvec++
-			continue
-		}
-		name := fmt.Sprintf("x%d", len(params)-3)
-		params = append(params, CUDAParam{name, "const float *"})
-		k.scalIn[v] = "(double)" + name + "[qc]"
-	}
-	if nvec != 1 {
-		return nil, fmt.Errorf("formula: a reduce kernel takes one vector, got %d", nvec)
-	}
-	params = append(params, CUDAParam{"out", "float *"}, CUDAParam{"nq", "long long"}, CUDAParam{"m", "long long"})
-	per := cudaBlock / cudaGroup
-	k.w.WriteString(cudaPrelude)
-	k.line(0, "// %d threads per query, %d queries per block of %d threads.", cudaGroup, per, cudaBlock)
-	k.line(0, `extern "C" __global__ void __launch_bounds__(%d) TL_FX_KERNEL_NAME(%s) {`, cudaBlock, cSignature(params))
-	k.line(1, "__shared__ double red[%d];", cudaBlock)
-	k.line(1, "(void)red;")
-	k.line(1, "const int lane = threadIdx.x %% %d;", cudaGroup)
-	k.line(1, "const long long q = (long long)blockIdx.x * %d + threadIdx.x / %d;", per, cudaGroup)
-	k.line(1, "const long long qc = q < nq ? q : nq - 1; // in bounds: a thread past the end still meets the others")
-	k.line(1, "const float *r0 = fpT + (long long)start[qc] * m, *r1 = r0 + m, *r2 = r1 + m, *r3 = r2 + m;")
-	k.line(1, "const float w0 = (float)w[4 * qc], w1 = (float)w[4 * qc + 1], w2 = (float)w[4 * qc + 2], w3 = (float)w[4 * qc + 3];")
-	k.line(1, "(void)lane;")
-	k.scalars(0, 1)
-	for l := 1; l <= k.maxLevel; l++ {
-		roots := k.reductions(l)
-		if len(roots) > 0 {
-			k.line(1, "// pass %d over the values", l)
-			k.initAcc(roots, 1)
-			k.line(1, "for (long long j = lane; j < m; j += %d) {", cudaGroup)
-			k.line(2, "const float vk = w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j];")
-			k.body(roots, nil, 2)
-			k.line(1, "}")
-			for _, r := range roots {
-				k.line(1, "r_%d = %s(red, r_%d);", r.id, opTable[r.Op].CUDAGroup, r.id)
-			}
-		}
-		k.scalars(l, 1)
-	}
-	k.line(1, "if (q < nq && lane == 0) out[q] = (float)%s;", k.scalar(g.Root))
-	k.line(0, "}")
-	return finishKernel("reduce", k.w.String(), params, per, 1), nil
 }
 
 // CUDAPair writes the plan's per-pair kernel (see the function CUDAPair);

@@ -5,7 +5,7 @@ package formula
 //     with at run time), with the options it uses, and the PTX assembled
 //     for sm_80 by ptxas where it is installed; skipped where libnvrtc
 //     cannot be loaded;
-//   - run on the CPU under the CUDA emulator of cuda/kernels/emu (each
+//   - run on the CPU under the CUDA emulator, internal/kernelemu (each
 //     block's threads are std::threads, __syncthreads a barrier) and
 //     compared with the evaluator of package cpukern on the same inputs;
 //     skipped where g++ is missing;
@@ -29,11 +29,10 @@ import (
 )
 
 var (
-	mapVars    = []Var{{Name: "p", Vector: true}}
-	muVars     = []Var{{Name: "h", Vector: true}}
-	qVars      = []Var{{Name: "q", Vector: true}}
-	xyzVars    = []Var{{Name: "x", Vector: true}, {Name: "y", Vector: true}, {Name: "z", Vector: true}, {Name: "a"}}
-	reduceVars = []Var{{Name: "v", Vector: true}, {Name: "x"}}
+	mapVars = []Var{{Name: "p", Vector: true}}
+	muVars  = []Var{{Name: "h", Vector: true}}
+	qVars   = []Var{{Name: "q", Vector: true}}
+	xyzVars = []Var{{Name: "x", Vector: true}, {Name: "y", Vector: true}, {Name: "z", Vector: true}, {Name: "a"}}
 )
 
 // The formulas of the tests: the examples of the documentation, and each
@@ -79,15 +78,6 @@ var (
 		{mapVars, "2.5"},
 		{xyzVars, "(3 - (x^2 + y^2 + z^2)/a^2)*exp(-(x^2 + y^2 + z^2)/(2*a^2))"},
 	}
-	reduceFormulas = []string{
-		"max(v)",
-		"mean(exp(-v))",
-		"sum(v^2)",
-		"min(v)*x",
-		"sum(abs(v - mean(v)))",
-		"norm(v)/x",
-		"sum(where(v > x, v, 0)) + max(abs(v - min(v)))",
-	}
 )
 
 // parseFor parses src over vars with the parameter s = 4 offered (as a
@@ -111,7 +101,6 @@ type kernelCase struct {
 const (
 	pairM, pairN, pairD = 11, 37, 45 // two blocks each way, the last partial, and two element steps
 	mapN                = 1000
-	redQ, redM, redRows = 13, 70, 9
 )
 
 func kernelCases(t *testing.T) []kernelCase {
@@ -143,18 +132,6 @@ func kernelCases(t *testing.T) []kernelCase {
 			t.Fatalf("%s: %v", mf.src, err)
 		}
 		cases = append(cases, kernelCase{name: "map " + mf.src, k: k, run: func(t *testing.T, emu *emulator) { checkMap(t, emu, g, ins, k) }})
-	}
-	for _, src := range reduceFormulas {
-		f := parseFor(t, src, reduceVars, true)
-		g, err := f.Graph(redM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := CUDAReduce(g, []int{0, 1})
-		if err != nil {
-			t.Fatalf("%s: %v", src, err)
-		}
-		cases = append(cases, kernelCase{name: "reduce " + src, k: k, run: func(t *testing.T, emu *emulator) { checkReduce(t, emu, g, k) }})
 	}
 	return cases
 }
@@ -290,36 +267,6 @@ func checkMap(t *testing.T, emu *emulator, g *Graph, ins []int, k *CUDAKernel) {
 	compare(t, got, want)
 }
 
-func checkReduce(t *testing.T, emu *emulator, g *Graph, k *CUDAKernel) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	fpT := randomRows(rng, redRows*redM)
-	for i := range fpT {
-		fpT[i] = 4*fpT[i] - 2
-	}
-	start := make([]int32, redQ)
-	w := make([]float64, 4*redQ)
-	x := randomRows(rng, redQ)
-	for q := range start {
-		start[q] = int32(rng.IntN(redRows - 3))
-		for j := range 4 {
-			w[4*q+j] = rng.Float64() - 0.25
-		}
-	}
-	p, err := Lower(g, []int{0, 1}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]float32, redQ)
-	st := cpukern.NewFxState[float32](p)
-	st.Interp(redM, start, w, fpT, x, want)
-	got := make([]float32, redQ)
-	for i := range got {
-		got[i] = float32(math.NaN())
-	}
-	emu.run(t, k, (redQ+k.PerBlock-1)/k.PerBlock, 1, start, w, fpT, x, got, int64(redQ), int64(redM))
-	compare(t, got, want)
-}
-
 // compare holds the kernel to the evaluator: the same NaN and infinities,
 // and float32 rounding in another order (the kernels sum in float64, the
 // evaluator in float32 chunks).
@@ -372,9 +319,6 @@ func TestCUDARefusals(t *testing.T) {
 	if _, err := CUDAPair(graph("a - b", PairVars, false, 10), []int{0, 1}); !errors.Is(err, ErrNoKernel) {
 		t.Errorf("CUDAPair(a - b): %v, want ErrNoKernel", err)
 	}
-	if _, err := CUDAReduce(graph("v*x", reduceVars, false, 10), []int{0, 1}); !errors.Is(err, ErrNoKernel) {
-		t.Errorf("CUDAReduce(v*x): %v, want ErrNoKernel", err)
-	}
 	// Inputs that do not match the graph: the caller's mistake.
 	for _, c := range []struct {
 		name string
@@ -382,7 +326,6 @@ func TestCUDARefusals(t *testing.T) {
 	}{
 		{"map without its input", func() (*CUDAKernel, error) { return CUDAMap(graph("exp(p)", mapVars, false, 10), nil) }},
 		{"pair of one image", func() (*CUDAKernel, error) { return CUDAPair(graph("sum(a)", PairVars, true, 10), []int{0}) }},
-		{"reduce of no vector", func() (*CUDAKernel, error) { return CUDAReduce(graph("x", reduceVars, true, 10), []int{1}) }},
 		{"input out of range", func() (*CUDAKernel, error) { return CUDAMap(graph("exp(p)", mapVars, false, 10), []int{3}) }},
 	} {
 		k, err := c.fn()

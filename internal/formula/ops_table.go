@@ -109,10 +109,9 @@ type OpInfo struct {
 	// zero and one of the type computed in, and $f the suffix of a float
 	// libm function ("f" in float, nothing in double). For a reduction, it
 	// is the statement folding the element $x into the accumulator $r (a
-	// double), which starts at CUDAInit; CUDAGroup is the prelude's
-	// function that combines the accumulators of a group of 32 threads.
-	CUDA                string
-	CUDAInit, CUDAGroup string
+	// double), which starts at CUDAInit.
+	CUDA     string
+	CUDAInit string
 }
 
 func b2f(c bool) float64 {
@@ -243,11 +242,11 @@ var opTable = [numOps]OpInfo{
 	// The reductions' code in the evaluator is its own (formula_impl.h):
 	// they fold a whole vector, chunk by chunk.
 	OpSum: {Name: "sum", Arity: 1, Kind: Reduction, Ins: "RSum",
-		CUDA: "$r += $x;", CUDAInit: "0.0", CUDAGroup: "tl_fx_gsum"},
+		CUDA: "$r += $x;", CUDAInit: "0.0"},
 	OpRMax: {Name: "max", Arity: 1, Kind: Reduction, Ins: "RMax",
-		CUDA: "if ($x > $r) $r = $x;", CUDAInit: "(-TL_FX_INF)", CUDAGroup: "tl_fx_gmax"},
+		CUDA: "if ($x > $r) $r = $x;", CUDAInit: "(-TL_FX_INF)"},
 	OpRMin: {Name: "min", Arity: 1, Kind: Reduction, Ins: "RMin",
-		CUDA: "if ($x < $r) $r = $x;", CUDAInit: "TL_FX_INF", CUDAGroup: "tl_fx_gmin"},
+		CUDA: "if ($x < $r) $r = $x;", CUDAInit: "TL_FX_INF"},
 	// The histograms' code in the evaluator is its own (formula_impl.h);
 	// they have none in CUDA (the GPU kernels refuse them).
 	OpHist:  {Name: "hist", Arity: 1, Kind: Histogram, Ins: "Hist"},

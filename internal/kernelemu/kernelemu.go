@@ -3,15 +3,16 @@
 // tapeloop_cudaemu) and the tests that run kernels on machines without a
 // GPU.
 //
-// A Program is CUDA C compiled with g++ against cuda/kernels/emu/emu.h
+// A Program is CUDA C compiled with g++ against emu.h
 // (each block's threads are std::threads, __syncthreads a barrier,
 // __shared__ arrays statics) into a shared library and loaded into the
 // process. Its kernels are found by their extern "C" __global__
 // signatures, and a launch passes each argument as the 8-byte word
 // cuLaunchKernel would be given (every tapeloop kernel parameter is a
-// pointer, an integer or a double). Kernels returns the Program of
-// cuda/kernels/*.cu, Compile one of other sources (the kernels written
-// for users' formulas at run time). The libraries are kept in the user's
+// pointer, an integer or a double). Kernels returns the Program of the
+// *.cu files it is given (the GPU backend gives it cuda/kernels'), Compile
+// one of sources given as text (the kernels written for users' formulas
+// at run time). The libraries are kept in the user's
 // cache directory under a hash of what went into them, so that a process
 // compiles only what no process compiled before.
 //
@@ -36,6 +37,7 @@ import "C"
 import (
 	"bytes"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -51,15 +53,19 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	"github.com/tapeloop/tapeloop/cuda/kernels"
 )
+
+// emuH is the header every Program is compiled against: CUDA's built-in
+// variables, __syncthreads and the launch of a grid on std::threads.
+//
+//go:embed emu.h
+var emuH []byte
 
 // ErrNoCompiler is returned where g++ is not installed.
 var ErrNoCompiler = errors.New("kernelemu: g++ not installed")
 
 // cxxFlags compile every Program, after an optimisation level: -O2 for
-// cuda/kernels, which the emulated driver runs on whole workloads, -O1 for
+// Kernels' (the GPU backend's), which the emulated driver runs on whole workloads, -O1 for
 // Compile's, which compile in half the time and run on test-sized data.
 // Hidden visibility keeps each library's kernels and emulator state its
 // own; only tl_emu_launch is exported.
@@ -76,32 +82,41 @@ type Program struct {
 type source struct{ name, text string }
 
 var (
-	builtinOnce sync.Once
-	builtin     *Program
-	builtinErr  error
+	kernelsMu sync.Mutex
+	kernelsOf = map[string]*Program{} // by the sources' names and texts
 )
 
-// Kernels returns the Program of the GPU backend's kernels,
-// cuda/kernels/*.cu, compiled once per process.
-func Kernels() (*Program, error) {
-	builtinOnce.Do(func() {
-		files, err := fs.Glob(kernels.Sources, "*.cu")
+// Kernels returns the Program of the *.cu files at the top of src (the
+// GPU backend's are cuda/kernels' Sources), compiled once per process for
+// the same files.
+func Kernels(src fs.FS) (*Program, error) {
+	files, err := fs.Glob(src, "*.cu")
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, errors.New("kernelemu: no *.cu files given")
+	}
+	var srcs []source
+	for _, f := range files {
+		b, err := fs.ReadFile(src, f)
 		if err != nil {
-			builtinErr = err
-			return
+			return nil, err
 		}
-		var srcs []source
-		for _, f := range files {
-			b, err := kernels.Sources.ReadFile(f)
-			if err != nil {
-				builtinErr = err
-				return
-			}
-			srcs = append(srcs, source{f, string(b)})
-		}
-		builtin, builtinErr = build("-O2", srcs)
-	})
-	return builtin, builtinErr
+		srcs = append(srcs, source{f, string(b)})
+	}
+	key := strings.Join(names(srcs), "\x00")
+	kernelsMu.Lock()
+	defer kernelsMu.Unlock()
+	if p, ok := kernelsOf[key]; ok {
+		return p, nil
+	}
+	p, err := build("-O2", srcs)
+	if err != nil {
+		return nil, err
+	}
+	kernelsOf[key] = p
+	return p, nil
 }
 
 // Compile returns a Program of srcs, each CUDA C with its kernels declared
@@ -335,10 +350,6 @@ func build(opt string, srcs []source) (*Program, error) {
 		return nil, ErrNoCompiler
 	}
 	if err := sameTarget(gxx); err != nil {
-		return nil, err
-	}
-	emuH, err := kernels.Sources.ReadFile("emu/emu.h")
-	if err != nil {
 		return nil, err
 	}
 	p := &Program{params: map[string]int{}}

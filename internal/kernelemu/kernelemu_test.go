@@ -9,8 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/tapeloop/tapeloop/cuda/kernels"
+	"testing/fstest"
 )
 
 var (
@@ -22,12 +21,13 @@ var (
 // the signatures it reads from kernels/*.cu against the entries of the
 // committed PTX.
 func TestParseFindsEveryKernel(t *testing.T) {
-	files, err := fs.Glob(kernels.Sources, "*.cu")
+	dir := filepath.Join("..", "..", "cuda", "kernels")
+	files, err := fs.Glob(os.DirFS(dir), "*.cu")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no kernel sources: %v", err)
 	}
 	for _, f := range files {
-		src, err := kernels.Sources.ReadFile(f)
+		src, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestParseFindsEveryKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ptx, err := os.ReadFile(filepath.Join("..", "..", "cuda", "kernels", strings.TrimSuffix(f, ".cu")+".ptx"))
+		ptx, err := os.ReadFile(filepath.Join(dir, strings.TrimSuffix(f, ".cu")+".ptx"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,6 +102,32 @@ extern "C" __global__ void axpb(const float *x, float *y, long n, double s) {
 }
 extern "C" __global__ void overrun(float *y, long n) { y[n + threadIdx.x] = 1; }
 `
+
+// Kernels compiles the *.cu files of the file system it is given, once:
+// other files are left out, and a second call returns the same Program.
+func TestKernelsOfFS(t *testing.T) {
+	src := fstest.MapFS{
+		"a.cu":      {Data: []byte(testSrc)},
+		"notes.txt": {Data: []byte("not CUDA")},
+		"sub/b.cu":  {Data: []byte(`extern "C" __global__ void nested(long n) {}`)},
+	}
+	p, err := Kernels(src)
+	if errors.Is(err, ErrNoCompiler) {
+		t.Skip("g++ not installed")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.Kernels(), " "); got != "axpb overrun" {
+		t.Errorf("kernels %q, want those of a.cu only", got)
+	}
+	if q, err := Kernels(src); err != nil || q != p {
+		t.Errorf("second call: %p, %v; want the first Program %p", q, err, p)
+	}
+	if _, err := Kernels(fstest.MapFS{}); err == nil {
+		t.Error("no *.cu files accepted")
+	}
+}
 
 // Run copies buffers in and out and reads every argument; launches of the
 // wrong kernel, with the wrong arguments or writing outside a buffer fail.

@@ -71,7 +71,7 @@ func FuzzNPZ(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		done := allocs(t, len(b))
-		z, err := ReadNPZ(bytes.NewReader(b), int64(len(b)), "fuzz.npz")
+		z, err := readNPZ(bytes.NewReader(b), int64(len(b)), "fuzz.npz")
 		if err != nil {
 			done(0)
 			if strings.Contains(err.Error(), "\n") {

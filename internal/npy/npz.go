@@ -88,16 +88,6 @@ func OpenNPZ(path string) (*NPZ, error) {
 	return &NPZ{zr: zr, closer: f, path: path}, nil
 }
 
-// ReadNPZ reads the archive of size bytes in r; name stands for it in
-// errors.
-func ReadNPZ(r io.ReaderAt, size int64, name string) (*NPZ, error) {
-	zr, err := zip.NewReader(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: not an .npz archive (%v)", name, ErrFormat, err)
-	}
-	return &NPZ{zr: zr, path: name}, nil
-}
-
 // Close closes the archive.
 func (z *NPZ) Close() error {
 	if z.closer == nil {

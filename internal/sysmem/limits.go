@@ -124,22 +124,6 @@ func Available() (int64, error) {
 	return t.Left, nil
 }
 
-// ProcessLimit is the tighter of the process's address-space and data
-// limits (ulimit -v, ulimit -d), false when neither is set: Limit is the
-// limit itself, Left what it leaves after what is mapped and the margin.
-// A memory limit given to tapeloop above Limit cannot be met at all, one
-// above Left not by buffers the Go runtime must allocate.
-func ProcessLimit() (Bound, bool) {
-	var best Bound
-	found := false
-	for _, b := range rlimitBounds(readStatus()) {
-		if !found || b.Left < best.Left {
-			best, found = b, true
-		}
-	}
-	return best, found
-}
-
 // ---- resource limits ----
 
 // status is what /proc/self/status says of the process's memory.

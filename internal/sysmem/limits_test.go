@@ -174,7 +174,7 @@ func TestAvailableUnderUlimit(t *testing.T) {
 			if err != nil || b.Name != "ulimit "+c.flag+" "+strconv.FormatUint(lim>>10, 10) || !b.Rlimit {
 				t.Errorf("Tightest = %+v, %v", b, err)
 			}
-			p, ok := ProcessLimit()
+			p, ok := processLimit()
 			// Two readings of what is mapped: the runtime (and the race
 			// detector) may map memory between them.
 			if d := p.Left - a; !ok || d > 64<<20 || d < -64<<20 || p.Limit != int64(lim) || p.Name != b.Name {
@@ -197,7 +197,7 @@ func TestAvailableUnderUlimit(t *testing.T) {
 			t.Errorf("ulimit -d 1024: Available = %d, %v; want 0", a, err)
 		}
 	})
-	if p, ok := ProcessLimit(); ok && p.Limit < 1<<40 {
+	if p, ok := processLimit(); ok && p.Limit < 1<<40 {
 		t.Logf("this process runs under %s", p.Name)
 	}
 }
@@ -223,4 +223,20 @@ func TestFitThreads(t *testing.T) {
 			t.Errorf("fitThreads(%d, %d, %d MiB, %d MiB) = %d, want %d", c.p, c.now, c.left>>20, c.stack>>20, got, c.want)
 		}
 	}
+}
+
+// processLimit is the tighter of the process's address-space and data
+// limits (ulimit -v, ulimit -d), false when neither is set: Limit is the
+// limit itself, Left what it leaves after what is mapped and the margin.
+// A memory limit given to tapeloop above Limit cannot be met at all, one
+// above Left not by buffers the Go runtime must allocate.
+func processLimit() (Bound, bool) {
+	var best Bound
+	found := false
+	for _, b := range rlimitBounds(readStatus()) {
+		if !found || b.Left < best.Left {
+			best, found = b, true
+		}
+	}
+	return best, found
 }

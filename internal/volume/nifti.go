@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tapeloop/tapeloop/internal/npy"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 )
 
 // niftiHeader is what tapeloop reads of a NIfTI-1 header (348 bytes).
@@ -270,7 +271,7 @@ func readNIfTI(r io.Reader, warn io.Writer, name string, avail int64, place bool
 		return nil, err
 	}
 	if src == "NIfTI pixdim" && warn != nil {
-		fmt.Fprintf(warn, "tapeloop: warning: %s: the NIfTI header has neither an sform nor a qform; voxel 0 placed at the origin, index axes along RAS x, y and z, pixdim apart\n", name)
+		warnings.Printf(warn, "%s: the NIfTI header has neither an sform nor a qform; voxel 0 placed at the origin, index axes along RAS x, y and z, pixdim apart", name)
 	}
 	return v, nil
 }

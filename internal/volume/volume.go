@@ -18,6 +18,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/finite"
 	"github.com/tapeloop/tapeloop/internal/npy"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
+	"github.com/tapeloop/tapeloop/internal/warnings"
 )
 
 // Volume is a voxel volume for ray casting: V holds N[0]·N[1]·N[2] values
@@ -158,7 +159,7 @@ func extraData(warn io.Writer, path, in string, avail, need int64, what string) 
 	if warn == nil {
 		return
 	}
-	fmt.Fprintf(warn, "tapeloop: warning: %s: %s %d bytes of voxel data, %d more than its %s describe: check that the header fits the data\n",
+	warnings.Printf(warn, "%s: %s %d bytes of voxel data, %d more than its %s describe: check that the header fits the data",
 		path, in, avail, avail-need, what)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapeloop/tapeloop/cuda/kernels"
 	"github.com/tapeloop/tapeloop/internal/kernelemu"
 	"github.com/tapeloop/tapeloop/ops/internal/opkit"
 )
@@ -118,7 +119,7 @@ func Fill(d *tensor.Dense, v float64) {
 // Emulator is the emulator's Program of cuda/kernels/*.cu.
 func Emulator(t testing.TB) *kernelemu.Program {
 	t.Helper()
-	p, err := kernelemu.Kernels()
+	p, err := kernelemu.Kernels(kernels.Sources)
 	if errors.Is(err, kernelemu.ErrNoCompiler) {
 		t.Skip(err.Error() + ": the CUDA emulator tests need it")
 	}

@@ -1,4 +1,4 @@
-// Runs the CUDA kernels of cuda/kernels on the CPU, for tests on machines
+// Runs CUDA kernels (cuda/kernels' and those written for users' formulas) on the CPU, for tests on machines
 // without a GPU: a block's threads are std::threads, __syncthreads a
 // barrier, __shared__ arrays function statics (blocks run one at a time),
 // atomicAdd an atomic_ref. Slow and only as faithful as that: it checks the
