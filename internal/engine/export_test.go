@@ -1,26 +1,23 @@
 package engine
 
-import "reflect"
-
 // RunsOnCaller reports whether p runs its tape on the calling goroutine
-// (the machine's Run), not with gorgonia's RunAll.
-func (p *Program) RunsOnCaller() bool { return p.tape.run.IsValid() }
+// (RunOnCaller), not with gorgonia's RunAll.
+func (p *Program) RunsOnCaller() bool {
+	_, ok := p.tape.(runAll)
+	return !ok
+}
 
-// onCaller keeps each program's Run method while it uses RunAll.
-var onCaller = map[*tapeRun]reflect.Value{}
+// runAll runs a machine with gorgonia's RunAll.
+type runAll struct{ vm interface{ RunAll() error } }
+
+func (r runAll) RunOnCaller() error { return r.vm.RunAll() }
 
 // UseRunAll makes p run its tape with gorgonia's RunAll (on) or again on
 // the caller (off).
 func (p *Program) UseRunAll(on bool) {
-	t := p.tape
 	if on {
-		if t.run.IsValid() {
-			onCaller[t] = t.run
-		}
-		t.run = reflect.Value{}
+		p.tape = runAll{p.vm}
 		return
 	}
-	if r, ok := onCaller[t]; ok {
-		t.run = r
-	}
+	p.tape = p.vm.(tapeRunner)
 }
