@@ -167,7 +167,7 @@ bench: test-deps
 ## full-size affinity, formula and 8-bit process benchmarks at a quarter of
 ## their images or at a size of seconds), so that a benchmark that fails,
 ## or whose sides stop agreeing, fails; the peers (NumPy, SciPy) are
-## skipped where missing. About 8 minutes on 2 cores.
+## skipped where missing. About 4 minutes on 2 cores.
 bench-check:
 	$(GO) test -short -run '^$$' -bench . -benchtime 1x ./bench/... ./ops/... ./graphs/... ./internal/...
 
