@@ -13,7 +13,7 @@ import (
 // own CUDA build keeps a context) and runs the program on a new goroutine
 // while it waits: every run moves the work to another thread and back.
 // On two cores that made the interpolation's batches of 0.05 to 0.5 ms 10
-// to 70 % slower (BenchmarkTapeHandOff compares the two). tapeloop's ops
+// to 90 % slower (BenchmarkTapeHandOff compares the two). tapeloop's ops
 // need no locked thread (a CUDA op runs its calls on its device's own
 // thread), so the engine runs the tape with RunOnCaller, which executes
 // the same instructions in the same order as RunAll, on the caller.
