@@ -24,7 +24,7 @@ UNIT        = $(shell $(GO) list ./... | grep -v '/cmd/tapeloop$$')
 E2E_PKG     := ./cmd/tapeloop/
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-full test-arm64 check-darwin test-neon python python-cuda test-python test-emu test-deps compare-deps vet bench compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
+.PHONY: all build run test test-full test-arm64 check-darwin test-neon python python-cuda test-python test-emu test-deps compare-deps vet bench bench-check compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
@@ -174,6 +174,14 @@ bench: test-deps
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 3x .
 	$(GO) test -run '^$$' -bench . -benchtime 20x -count 3 ./ops/... ./internal/cpukern/
 
+## bench-check: every benchmark once (-benchtime 1x) with -short (the
+## full-size affinity, formula and 8-bit process benchmarks at a quarter of
+## their images or at a size of seconds), so that a benchmark that fails,
+## or whose sides stop agreeing, fails; the peers (NumPy, SciPy) are
+## skipped where missing. About 4 minutes on 2 cores.
+bench-check:
+	$(GO) test -short -run '^$$' -bench . -benchtime 1x ./bench/... ./ops/... ./graphs/... ./internal/...
+
 ## compare: tapeloop against its peers, each at its best (NumPy/SciPy with
 ## OpenBLAS set to the CPU's real kernels, FAISS for top-k, plastimatch for
 ## DRRs), on the same generated inputs, three interleaved runs of each side
@@ -215,7 +223,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@out=$$(gofmt -l $$(git ls-files '*.go' ':!third_party' 2>/dev/null || find . -name '*.go' -not -path './third_party/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # The GPU flavour: build tag tapeloop_cuda (not `cuda`, which would also

@@ -40,3 +40,8 @@ require (
 	gorgonia.org/vecf32 v0.9.0 // indirect
 	gorgonia.org/vecf64 v0.9.0 // indirect
 )
+
+// Gorgonia v0.9.18 with one method added, (*tapeMachine).RunOnCaller: the
+// engine runs each batch's tape on its own goroutine instead of handing it
+// to another thread and back (third_party/gorgonia/README.md).
+replace gorgonia.org/gorgonia => ./third_party/gorgonia

@@ -60,11 +60,21 @@ func peer(b *testing.B, n, d int, metric string) float64 {
 	return r.Seconds
 }
 
+// shortN is n images, or a quarter of them with -short: the whole matrix
+// a sixteenth of the work, to check the benchmark itself.
+func shortN(n int) int {
+	if testing.Short() {
+		return n / 4
+	}
+	return n
+}
+
 // benchmarkVsPeer alternates tapeloop and the NumPy/SciPy peer on the same
 // sizes and reports both medians and minimums, the ratios of each, and
 // tapeloop's rate in pair-dimensions per second of the whole matrix
 // (N²·D / median time).
 func benchmarkVsPeer(b *testing.B, n, d int, m pairwise.Metric) {
+	n = shortN(n)
 	x := randomImages(n, d)
 	var ours, theirs []float64
 	for b.Loop() {
@@ -112,6 +122,7 @@ func BenchmarkAffinityL2(b *testing.B) { benchmarkAffinityRate(b, 4096, 4096, pa
 // benchmarkAffinityRate runs metric over n random images of d values and
 // reports N²·D per second.
 func benchmarkAffinityRate(b *testing.B, n, d int, metric pairwise.Metric) {
+	n = shortN(n)
 	x := randomImages(n, d)
 	var total time.Duration
 	for b.Loop() {

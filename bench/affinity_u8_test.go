@@ -28,9 +28,13 @@ import (
 // matrix's pages and its rename), so float32/floor is the most the 8-bit
 // path could gain over the float32 one on this machine with a kernel of no
 // cost. Sizes: BENCH_U8_N and BENCH_U8_D (default 6000 images of 4096
-// values); rounds: -benchtime Nx times BENCH_U8_REPS (default 3).
+// values; with -short 1500 images and one round); rounds: -benchtime Nx
+// times BENCH_U8_REPS (default 3).
 func BenchmarkAffinityU8Process(b *testing.B) {
 	n, d, reps := envInt("BENCH_U8_N", 6000), envInt("BENCH_U8_D", 4096), envInt("BENCH_U8_REPS", 3)
+	if testing.Short() {
+		n, reps = envInt("BENCH_U8_N", 1500), envInt("BENCH_U8_REPS", 1)
+	}
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "tapeloop")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/tapeloop").CombinedOutput(); err != nil {

@@ -8,8 +8,9 @@ package bench
 //
 //	cd bench && go test -run '^$' -bench Formula -benchtime 1x
 //
-// BENCH_FORMULA_REPS sets the repetitions (default 3); BENCH_FORMULA_SMALL=1
-// runs every case at a size of seconds, to check the benchmark itself.
+// BENCH_FORMULA_REPS sets the repetitions (default 3); BENCH_FORMULA_SMALL=1,
+// or -short, runs every case at a size of seconds, to check the benchmark
+// itself.
 
 import (
 	"encoding/json"
@@ -80,7 +81,7 @@ func BenchmarkFormula(b *testing.B) {
 	if s := os.Getenv("BENCH_FORMULA_REPS"); s != "" {
 		reps, _ = strconv.Atoi(s)
 	}
-	small := os.Getenv("BENCH_FORMULA_SMALL") == "1"
+	small := os.Getenv("BENCH_FORMULA_SMALL") == "1" || testing.Short()
 	for _, c := range formulaCases {
 		b.Run(c.name, func(b *testing.B) {
 			builtin, formula := c.builtin, c.formula

@@ -18,6 +18,7 @@
 // (see package ops), and outputs are copied into result buffers allocated
 // at compile time. A short last batch is padded with zeros and the padding
 // is discarded. Each batch's tape runs on the goroutine that runs the
-// batch, not on a goroutine of its own as gorgonia's RunAll starts: the
-// work stays on one thread and its core stays awake from batch to batch.
+// batch (RunOnCaller, which tapeloop's copy of gorgonia adds), not on a
+// goroutine of its own as gorgonia's RunAll starts, so that a batch is not
+// handed to another thread and back.
 package engine

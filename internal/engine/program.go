@@ -42,7 +42,7 @@ type Program struct {
 
 	g       *G.ExprGraph
 	vm      G.VM
-	tape    *tapeRun // runs vm on the caller
+	tape    tapeRunner // vm, run on the caller
 	inNodes []*G.Node
 	in      []*tensor.Dense
 	outNode []*G.Node
@@ -96,7 +96,10 @@ func Compile(w Workload, batch int) (p *Program, err error) {
 		}
 	}()
 	p.vm = G.NewTapeMachine(g)
-	p.tape = newTapeRun(p.vm)
+	if p.tape, err = newTapeRunner(p.vm); err != nil {
+		p.vm.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -185,7 +188,7 @@ func (p *Program) Run() (int, error) {
 	for _, rc := range p.counted {
 		rc.SetValidRows(p.valid)
 	}
-	if err := p.tape.Run(); err != nil {
+	if err := p.tape.RunOnCaller(); err != nil {
 		return 0, fmt.Errorf("engine: %s: run: %w", p.Name, opError(err))
 	}
 	for i, n := range p.outNode {

@@ -52,7 +52,7 @@ func TestTapeOnCallerMatchesRunAll(t *testing.T) {
 			if !direct.RunsOnCaller() {
 				t.Fatal("the tape is not run on the caller: gorgonia's machine is not as the engine expects")
 			}
-			runAll.UseRunAll()
+			runAll.UseRunAll(true)
 			for k := range 4 {
 				for i, in := range direct.Inputs() {
 					x := make([]float64, in.Shape().TotalSize())

@@ -1,0 +1,8 @@
+package cuda
+
+//go:generate cudagen
+
+const (
+	elemBinOpMod   = "elembinop"
+	elemUnaryOpMod = "elemunaryop"
+)

@@ -1,0 +1,3 @@
+package gorgonia
+
+func divmod(a, b int) (q, r int)
