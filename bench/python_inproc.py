@@ -50,7 +50,7 @@ The rows (the name in brackets is --only's):
    1.05). The next row is the same with r(r.orbit(360)): all 360 poses in
    one call.
 3. Round trip / in process [rt]: a CLI round trip against the in-process one-shot
-   function, at the demo's sizes (graphs/demo.go; the demo's own data are
+   function, at the demo's sizes (internal/filejob/demo.go; the demo's own data are
    built into the CLI, so these are generated here): interp sumsq, M = 300
    rows of x² on G = 4096 points, N = 10⁶ uniform float32 queries; affinity
    l1, N = 2000 standard-normal 64×64 float32 images; DRR siddon, the

@@ -119,13 +119,23 @@ func newLevel(p *Problem, cfg Config, vol *volume.Volume, f int) (*Level, error)
 	return l, nil
 }
 
+// run replays the tape once on the calling goroutine, as the engine does
+// (RunOnCaller, which tapeloop's copy of gorgonia adds), and with RunAll
+// on a machine without it.
+func (l *Level) run() error {
+	if m, ok := l.m.(interface{ RunOnCaller() error }); ok {
+		return m.RunOnCaller()
+	}
+	return l.m.RunAll()
+}
+
 // Eval returns the loss and its gradient at the parameters p: one replay
 // of the level's tape.
 func (l *Level) Eval(p [6]float64) (float64, [6]float64, error) {
 	var g [6]float64
 	copy(l.theta.Data().([]float64), p[:])
 	defer l.m.Reset()
-	if err := l.m.RunAll(); err != nil {
+	if err := l.run(); err != nil {
 		return 0, g, err
 	}
 	loss := l.loss.Value().Data().(float64)
