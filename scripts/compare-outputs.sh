@@ -36,13 +36,17 @@ usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2;
 
 # The normalisation every step's stderr (and stdout) gets: the input, case
 # and work directories by name, the per-run numbers of the summary line
-# (median, drift, heap growth, peak RSS), pids.
+# (median, drift, heap growth, peak RSS), the phases' times, the process's
+# resident memory at start as the plan reports it, pids.
 norm() {
 	sed -e "s#${INPUTS}#<inputs>#g" -e "s#${D}#<case>#g" -e "s#${WORK}#<work>#g" \
 		-e 's#median [^ ]* ms/batch#median <ms> ms/batch#g' \
 		-e 's#drift [^ ]* (last/first decile)#drift <drift> (last/first decile)#g' \
 		-e 's#heap growth [^,]*, peak RSS [0-9.]* [A-Za-z]*#heap growth <heap>, peak RSS <rss>#g' \
 		-e 's#pid [0-9][0-9]*#pid <pid>#g' \
+		-e 's#: phases: .*; wall [0-9.]* s#: phases: <times>#' \
+		-e 's#estimated peak RSS [0-9.]* [A-Za-z]*: the total, the process.s [0-9.]* [A-Za-z]* at start#estimated peak RSS <rss>: the total, the process'"'"'s <rss> at start#' \
+		-e 's#"\(baseline_rss_bytes\|estimated_peak_rss_bytes\)": [0-9][0-9]*#"\1": <rss>#g' \
 		-e 's#\r#\\r#g'
 }
 # NORM=digits: every number too (a step whose counts depend on timing).
@@ -140,7 +144,7 @@ end() {
 		f=$D/$rel
 		case "$rel" in
 		*report*.json)
-			jq -S 'walk(if type == "object" then del(.total_seconds, .items_per_second, .peak_rss_bytes, .median_ms, .drift, .heap_growth_bytes, .seconds, .heap_bytes, .rss_bytes) else . end)' "$f" >"$IO/report.json" 2>&1
+			jq -S 'walk(if type == "object" then del(.total_seconds, .items_per_second, .check_seconds, .compute_seconds, .read_seconds, .startup_seconds, .wall_seconds, .write_seconds, .peak_rss_bytes, .baseline_rss_bytes, .estimated_peak_rss_bytes, .median_ms, .drift, .heap_growth_bytes, .seconds, .heap_bytes, .rss_bytes) else . end)' "$f" >"$IO/report.json" 2>&1
 			echo "  $(sha256sum <"$IO/report.json" | cut -c1-64)  (normalised)  $rel" >>"$CF"
 			indent <"$IO/report.json" | indent >>"$CF"
 			;;

@@ -152,7 +152,7 @@ def report_of(obj):
     """The stable part of an object's report(): calls and the plan (no times, no RSS)."""
     r = obj.report()
     plan = r.get("plan", {})
-    keep = {k: plan[k] for k in sorted(plan) if k not in ("mem_limit_bytes",)}
+    keep = {k: plan[k] for k in sorted(plan) if k not in ("mem_limit_bytes", "baseline_rss_bytes", "estimated_peak_rss_bytes")}
     return json.dumps({"calls": r.get("calls"), "plan": keep}, sort_keys=True)
 
 
