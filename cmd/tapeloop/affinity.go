@@ -36,8 +36,9 @@ var affinityFlags = []cli.Flag{
 
 // affinityDtypeFlag replaces the engine's --dtype: the affinities may also
 // be integers.
-var affinityDtypeFlag = &cli.StringFlag{Name: "dtype", Category: catEngine, Value: "float32",
-	Usage: "element type of the affinities: float32 or float64 (also the type computed in), or, exact for a uint8 --images file with dot, l1 or l2, int32 (refused where a value could overflow it) or int64"}
+// Its default is given here, not as the field's default tag: the
+// Config's "" is the engine's dtype.
+var affinityDtypeFlag = configFlag(&cli.StringFlag{Category: catEngine, Value: "float32"}, affinity.Config{}, "dtype")
 
 var affinityCommand = &cli.Command{
 	Name:  "affinity",
@@ -61,13 +62,12 @@ int32 is refused when D·255² (l1: D·255) exceeds it.`,
 // affinitySpec reads the affinity flags.
 func affinitySpec(c *cli.Context) (filejob.AffinitySpec, error) {
 	s := filejob.AffinitySpec{
-		Config: affinity.Config{
-			Formula: c.String("formula"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
-			TopK: intIfSet(c, "topk"), TF32: c.Bool("tf32"), Dtype: c.String(affinityDtypeFlag.Name),
-		},
 		Images: c.String("images"), N: c.Int("n"), Height: c.Int("height"), Width: c.Int("width"), Seed: c.Uint64("seed"),
 		Out: c.String("out"), Block: intIfSet(c, "block"), Shards: intIfSet(c, "shards"),
 	}
+	// Read here: --metric, its default only without --formula; --method,
+	// "" unless given; --param's map.
+	readConfig(c, &s.Config, "metric", "method")
 	if c.IsSet("block") && c.IsSet("batch") && c.Int("block") != c.Int("batch") {
 		return s, fmt.Errorf("--block %d and --batch %d: one setting (the rows per block) given twice with two values; give one",
 			c.Int("block"), c.Int("batch"))

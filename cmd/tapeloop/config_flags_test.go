@@ -1,7 +1,6 @@
 package main
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/drr"
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/graphs/option"
+	"github.com/tapeloop/tapeloop/graphs/register"
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/engine"
 )
@@ -32,17 +32,18 @@ func usageOf(flags []cli.Flag, name string) (string, bool) {
 // TestConfigFlagsFromTags: the flags of the workloads' options and of the
 // engine's settings carry the help their fields' tags give, written
 // nowhere else; every option has it but those the commands share
-// (--param, --fail-on-nonfinite), DRR's --filter, whose help lists the
-// filters, and affinity's --dtype, the engine's flag with its own help.
+// (--param, --fail-on-nonfinite) and DRR's --filter, whose help lists the
+// filters.
 func TestConfigFlagsFromTags(t *testing.T) {
 	shared := map[string]bool{"param": true, "fail-on-nonfinite": true, "filter": true}
 	for _, c := range []struct {
 		cfg   any
 		flags []cli.Flag
 	}{{drr.Config{}, drrCommand.Flags}, {engine.Settings{}, engineFlags}, {wavelet.Config{}, waveletCommand.Flags},
-		{interp.Config{}, interpCommand.Flags}, {affinity.Config{}, affinityCommand.Flags}} {
+		{interp.Config{}, interpCommand.Flags}, {affinity.Config{}, affinityCommand.Flags},
+		{register.Config{}, registerCommand.Flags}} {
 		for _, f := range option.Fields(c.cfg) {
-			if f.Flag == "" || f.Flag == "-" || shared[f.Flag] || f.Flag == "dtype" && reflect.TypeOf(c.cfg) == reflect.TypeOf(affinity.Config{}) {
+			if f.Flag == "" || f.Flag == "-" || shared[f.Flag] {
 				continue
 			}
 			if f.Help == "" {

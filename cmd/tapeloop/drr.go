@@ -106,11 +106,7 @@ func withoutDtype(flags []cli.Flag) []cli.Flag {
 // drrSpec reads the DRR flags: the computation's into the spec's
 // drr.Config, the data's and the files' into the spec.
 func drrSpec(c *cli.Context) (filejob.DRRSpec, error) {
-	water := c.Float64("mu-water")
 	s := filejob.DRRSpec{
-		Config: drr.Config{Frame: c.String("frame"), HU: c.Bool("hu"), MuWater: &water, Mu: c.String("mu"), Post: c.String("post"),
-			Filter:          c.StringSlice("filter"),
-			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name), Method: c.String("method"), Strict: c.Bool("strict")},
 		Volume: c.String("volume"), RawShape: c.String("shape"), RawDtype: c.String("dtype"), RawOrder: c.String("order"), Series: c.String("series"),
 		Size: c.Int("size"), Geometry: c.String("geometry"), Orbit: c.Int("orbit"), Isocenter: c.String("isocenter"), Start: c.Float64("start"), Axis: c.String("axis"), SDD: c.Float64("sdd"), SID: c.Float64("sid"),
 		Detector: c.String("detector"), Pixel: c.Float64("pixel"),
@@ -118,6 +114,11 @@ func drrSpec(c *cli.Context) (filejob.DRRSpec, error) {
 		Window: floatIfSet(c, "window"), Level: floatIfSet(c, "level"), Warn: os.Stderr, Shards: intIfSet(c, "shards"),
 		Resume: c.Bool(resumeFlag.Name),
 	}
+	readConfig(c, &s.Config, "mu-water")
+	// Read here: μ_water, set from its flag's default when not given;
+	// --param's map; --spacing's and --origin's triples.
+	water := c.Float64("mu-water")
+	s.MuWater = &water
 	if c.IsSet("shard") {
 		v := c.String("shard")
 		s.Shard = &v
@@ -126,10 +127,6 @@ func drrSpec(c *cli.Context) (filejob.DRRSpec, error) {
 		if s.Format = c.String("format"); strings.TrimSpace(s.Format) == "" {
 			return s, errors.New("--format: empty: want a comma-separated list of npy, mha and tiff")
 		}
-	}
-	if c.IsSet("step") {
-		step := c.Float64("step")
-		s.Step = &step
 	}
 	var err error
 	if s.Params, err = params(c); err != nil {

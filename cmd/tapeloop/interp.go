@@ -44,16 +44,11 @@ uniform queries. It prints the sum over all queries of the reduced value.`,
 // interpSpec reads the interpolation flags.
 func interpSpec(c *cli.Context) (filejob.InterpSpec, error) {
 	s := filejob.InterpSpec{
-		Config: interp.Config{A: c.Float64("a"), Reduce: c.String("reduce"), Method: c.String("method"),
-			FailOnNonFinite: c.Bool(failNonFiniteFlag.Name)},
 		F: c.String("f"), X: c.String("x"), Out: c.String("out"),
 		Interpolants: c.Int("interpolants"), Grid: c.Int("grid"), Points: c.Int("points"), Seed: c.Uint64("seed"),
 		Warn: os.Stderr,
 	}
-	if c.IsSet("dx") {
-		dx := c.Float64("dx")
-		s.DX = &dx
-	}
+	readConfig(c, &s.Config) // all but --param's map, read here
 	var err error
 	s.Params, err = params(c)
 	return s, err

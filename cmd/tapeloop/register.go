@@ -31,12 +31,12 @@ var registerFlags = append(drrFlagsNamed("volume", "spacing", "origin", "frame",
 	&cli.StringSliceFlag{Name: "target", TakesFile: true, Category: catRegister, Usage: "the X-ray images (line integrals) to register to: one `FILE` of every view's image, (P, R, C), or one per view in the geometry's order (repeat); .npy, .mha or .tiff as drr writes them"},
 	&cli.StringFlag{Name: "init", TakesFile: true, Category: catRegister, Usage: "start from this transform.json `FILE` (a 4×4 rigid \"matrix\", or \"rotation\" and \"translation\"; default: the identity)"},
 	&cli.StringFlag{Name: "out", TakesFile: true, Category: catRegister, Usage: "write transform.json, geometry.json (the views as seen from the volume as read) and trace.csv into `DIR`"},
-	&cli.StringFlag{Name: "loss", Category: catRegister, Value: registerDefaults.Loss.String(), Usage: "ncc (normalised cross-correlation), gncc (NCC of the images' Sobel gradients) or mse"},
-	&cli.IntFlag{Name: "patch", Category: catRegister, Usage: "compute the loss over patches of `N`×N pixels (at the finest level) and average them (default: whole images)"},
-	&cli.IntFlag{Name: "levels", Category: catRegister, Value: registerDefaults.Levels, Usage: "coarse-to-fine pyramid levels: the first renders blocks of 2^(levels−1) pixels and voxels"},
-	&cli.IntFlag{Name: "max-steps", Category: catRegister, Value: registerDefaults.MaxSteps, Usage: "at most `N` optimiser steps per level"},
-	&cli.Float64Flag{Name: "tolerance", Category: catRegister, Value: registerDefaults.Tolerance, Usage: "a level ends when the loss improved by less than this (relative) over 3 steps"},
-	&cli.Float64Flag{Name: "accept", Category: catRegister, Value: registerDefaults.Accept, Usage: "the largest final loss taken as a fit; above it the run is not converged (exit status 2)"},
+	configFlag(&cli.StringFlag{Category: catRegister, Value: registerDefaults.Loss.String()}, registerDefaults.Config, "loss"),
+	configFlag(&cli.IntFlag{Category: catRegister}, registerDefaults.Config, "patch"),
+	configFlag(&cli.IntFlag{Category: catRegister}, registerDefaults.Config, "levels"),
+	configFlag(&cli.IntFlag{Category: catRegister}, registerDefaults.Config, "max-steps"),
+	configFlag(&cli.Float64Flag{Category: catRegister}, registerDefaults.Config, "tolerance"),
+	configFlag(&cli.Float64Flag{Category: catRegister}, registerDefaults.Config, "accept"),
 	reportFlag, quietFlag,
 )
 
@@ -82,16 +82,15 @@ func registerSpec(c *cli.Context) (filejob.RegisterSpec, error) {
 	if err != nil {
 		return s, err
 	}
-	d.Method = c.String("method")
+	// d.Method is register's own --method, which drrSpec read.
 	s.DRR = d
 	s.Targets = c.StringSlice("target")
 	s.Init = c.String("init")
 	s.Out = c.String("out")
+	readConfig(c, &s.Config) // all but --loss, parsed here
 	if s.Loss, err = ops.ParseLossKind(c.String("loss")); err != nil {
 		return s, fmt.Errorf("--loss: %w", err)
 	}
-	s.Patch, s.Levels, s.MaxSteps = c.Int("patch"), c.Int("levels"), c.Int("max-steps")
-	s.Tolerance, s.Accept = c.Float64("tolerance"), c.Float64("accept")
 	return s, nil
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/filejob"
 	"github.com/tapeloop/tapeloop/internal/warnings"
 )
@@ -64,15 +63,13 @@ merge assembles the shards into the CSV one run writes, byte for byte.`,
 // sweep and the output.
 func waveletSpec(c *cli.Context) (filejob.WaveletSpec, error) {
 	s := filejob.WaveletSpec{
-		Config: wavelet.Config{
-			A: c.Float64("a"), Boundary: c.String("boundary"), Kernel: c.String("kernel"), Reach: wavelet.KernelReach(c.String("reach")), Indexing: c.String("indexing"),
-			Stats: c.StringSlice("stat"), FailOnNonFinite: c.Bool(failNonFiniteFlag.Name),
-		},
 		Volume: c.String("volume"), Series: c.String("series"), Size: c.String("size"), Seed: c.Uint64("seed"),
 		Theta: c.String("theta"), Phi: c.String("phi"), Xi: c.String("xi"),
 		Out: c.String("out"), Stdout: stdout, Warn: os.Stderr,
 		Shards: intIfSet(c, "shards"), Resume: c.Bool(resumeFlag.Name), SaveResponses: c.StringSlice("save-response"),
 	}
+	// Read here: --columns, a list in one string, and --param's map.
+	readConfig(c, &s.Config)
 	if c.IsSet("shard") {
 		v := c.String("shard")
 		s.Shard = &v

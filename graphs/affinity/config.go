@@ -50,7 +50,7 @@ type Config struct {
 	// "int32" or "int64" (exact: 8-bit images with dot, l1 or l2 on the
 	// CPU; int32 only where every value provably fits it). "": the
 	// engine's dtype (float32 unless it says otherwise).
-	Dtype string `flag:"dtype" json:"dtype"`
+	Dtype string `flag:"dtype" json:"dtype" help:"element type of the affinities: float32 or float64 (also the type computed in), or, exact for a uint8 --images file with dot, l1 or l2, int32 (refused where a value could overflow it) or int64"`
 }
 
 // Plan is what a Config asks for, parsed.

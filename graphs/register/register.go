@@ -31,24 +31,26 @@ type Problem struct {
 
 // Config is how the registration runs.
 type Config struct {
-	Loss ops.LossKind
+	// Loss is the loss minimised (its flag is parsed by ops.ParseLossKind).
+	Loss ops.LossKind `flag:"loss" help:"ncc (normalised cross-correlation), gncc (NCC of the images' Sobel gradients) or mse"`
 	// Patch is the loss's patch size in pixels at the finest level (0:
 	// whole images); coarser levels take it in proportion, at least 3.
-	Patch int
+	Patch int `flag:"patch" help:"compute the loss over patches of N×N pixels (at the finest level) and average them (default: whole images)" arg:"N"`
 	// Levels is the number of pyramid levels: blocks of 2^(Levels−1) …
 	// 2, 1 pixels and voxels, coarse to fine.
-	Levels int
+	Levels int `flag:"levels" help:"coarse-to-fine pyramid levels: the first renders blocks of 2^(levels−1) pixels and voxels"`
 	// Step is the trilinear sample spacing in mm at the finest level
-	// (scaled with the blocks); ≤ 0 renders by Siddon's exact path.
-	Step float64
+	// (scaled with the blocks); ≤ 0 renders by Siddon's exact path. It
+	// has no flag of its own: it is the DRR's (--step and --method).
+	Step float64 `flag:"-"`
 	// MaxSteps bounds the optimiser's iterations per level.
-	MaxSteps int
+	MaxSteps int `flag:"max-steps" help:"at most N optimiser steps per level" arg:"N"`
 	// Tolerance stops a level when the loss has improved by less than
 	// Tolerance (relative) over 3 iterations.
-	Tolerance float64
+	Tolerance float64 `flag:"tolerance" help:"a level ends when the loss improved by less than this (relative) over 3 steps"`
 	// Accept is the largest final loss taken for a fit: a run that ends
 	// above it did not converge (a start outside the capture range).
-	Accept float64
+	Accept float64 `flag:"accept" help:"the largest final loss taken as a fit; above it the run is not converged (exit status 2)"`
 }
 
 // DefaultConfig registers by NCC over three levels with trilinear samples
