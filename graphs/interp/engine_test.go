@@ -10,6 +10,7 @@ import (
 
 	"github.com/tapeloop/tapeloop/graphs/interp"
 	"github.com/tapeloop/tapeloop/internal/engine"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 	"github.com/tapeloop/tapeloop/ops"
 )
 
@@ -18,39 +19,8 @@ import (
 // its batching does not show in its results. (The engine's own behaviour
 // is tested against a fake workload in internal/engine.)
 
-// memQueries serves queries from memory, for tests.
-type memQueries struct {
-	x   []float64
-	pos int
-}
-
-func (q *memQueries) Len() int { return len(q.x) }
-func (q *memQueries) Read32(dst []float32, _ int) error {
-	for i := range dst {
-		dst[i] = float32(q.x[q.pos+i])
-	}
-	q.pos += len(dst)
-	return nil
-}
-func (q *memQueries) Read64(dst []float64, _ int) error {
-	q.pos += copy(dst, q.x[q.pos:q.pos+len(dst)])
-	return nil
-}
-
-func randomTable(t testing.TB, rng *rand.Rand, m, g int, r ops.Reduce, dt tensor.Dtype) (*ops.InterpTable, []float64) {
-	f := make([]float64, m*g)
-	for i := range f {
-		f[i] = rng.NormFloat64()
-	}
-	tab, err := ops.NewInterpTable(f, m, g, -0.5, 0.37, r, ops.MethodAuto, dt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tab, f
-}
-
 func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.Dtype, x []float64) *interp.Job {
-	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Dtype: dt, Queries: &memQueries{x: x}})
+	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Dtype: dt, Queries: &workloadtest.MemQueries{X: x}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +32,7 @@ func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.D
 func TestProgramReplayDoesNotAllocate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, r := range []ops.Reduce{ops.ReduceSumSq, ops.ReduceNone} {
-		tab, _ := randomTable(t, rng, 50, 300, r, tensor.Float32)
+		tab, _ := workloadtest.RandomInterpTable(t, rng, 50, 300, r, tensor.Float32)
 		const batch = 4096
 		job := newTestInterp(t, tab, r, tensor.Float32, make([]float64, batch))
 		p, err := engine.Compile(job, batch)
@@ -101,7 +71,7 @@ func TestProgramReplayDoesNotAllocate(t *testing.T) {
 
 func TestProgramHeapStaysFlat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	tab, _ := randomTable(t, rng, 30, 200, ops.ReduceSumSq, tensor.Float64)
+	tab, _ := workloadtest.RandomInterpTable(t, rng, 30, 200, ops.ReduceSumSq, tensor.Float64)
 	job := newTestInterp(t, tab, ops.ReduceSumSq, tensor.Float64, make([]float64, 1024))
 	p, err := engine.Compile(job, 1024)
 	if err != nil {
@@ -144,7 +114,7 @@ func TestInterpBatchingIsInvisible(t *testing.T) {
 	}
 	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 		for _, r := range []ops.Reduce{ops.ReduceSumSq, ops.ReduceSum, ops.ReduceNone} {
-			tab, _ := randomTable(t, rng, 17, 9, r, dt)
+			tab, _ := workloadtest.RandomInterpTable(t, rng, 17, 9, r, dt)
 			whole := ops.NewInterp1D(tab, r, ops.MethodAuto, dt, n)
 			var in *tensor.Dense
 			if dt == tensor.Float32 {

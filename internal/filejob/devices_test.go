@@ -12,6 +12,7 @@ import (
 	"github.com/tapeloop/tapeloop/graphs/wavelet"
 	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/volume"
+	"github.com/tapeloop/tapeloop/internal/workloadtest"
 	"github.com/tapeloop/tapeloop/ops"
 	"github.com/tapeloop/tapeloop/ops/pairwise"
 )
@@ -33,7 +34,7 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	for i := range x {
 		x[i] = -1 + 3*rng.Float64()
 	}
-	tab, _ := randomTable(t, rng, 11, 13, ops.ReduceNone, tensor.Float64)
+	tab, _ := workloadtest.RandomInterpTable(t, rng, 11, 13, ops.ReduceNone, tensor.Float64)
 	imgs := make([]float32, 97*23)
 	for i := range imgs {
 		imgs[i] = float32(rng.NormFloat64())
@@ -143,39 +144,8 @@ func TestDevicesMatchSingleRun(t *testing.T) {
 	}
 }
 
-// memQueries serves queries from memory, for tests.
-type memQueries struct {
-	x   []float64
-	pos int
-}
-
-func (q *memQueries) Len() int { return len(q.x) }
-func (q *memQueries) Read32(dst []float32, _ int) error {
-	for i := range dst {
-		dst[i] = float32(q.x[q.pos+i])
-	}
-	q.pos += len(dst)
-	return nil
-}
-func (q *memQueries) Read64(dst []float64, _ int) error {
-	q.pos += copy(dst, q.x[q.pos:q.pos+len(dst)])
-	return nil
-}
-
-func randomTable(t testing.TB, rng *rand.Rand, m, g int, r ops.Reduce, dt tensor.Dtype) (*ops.InterpTable, []float64) {
-	f := make([]float64, m*g)
-	for i := range f {
-		f[i] = rng.NormFloat64()
-	}
-	tab, err := ops.NewInterpTable(f, m, g, -0.5, 0.37, r, ops.MethodAuto, dt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tab, f
-}
-
 func newTestInterp(t testing.TB, tab *ops.InterpTable, r ops.Reduce, dt tensor.Dtype, x []float64) *interp.Job {
-	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Dtype: dt, Queries: &memQueries{x: x}})
+	job, err := interp.New(interp.Setup{Table: tab, Reduce: r, Dtype: dt, Queries: &workloadtest.MemQueries{X: x}})
 	if err != nil {
 		t.Fatal(err)
 	}

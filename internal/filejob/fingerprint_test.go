@@ -20,9 +20,57 @@ import (
 // A fingerprint change is a setting of one option: base (nil: none)
 // prepares the run it applies to, change sets the option to another
 // value that changes the results.
-type drrChange struct{ base, change func(*DRRSpec) }
+type drrChange = specChange[DRRSpec]
 
-type waveletChange struct{ base, change func(*WaveletSpec) }
+type waveletChange = specChange[WaveletSpec]
+
+// specChange sets an option of a spec S to another valid value, after base
+// (when not nil) has set the spec up so that the option matters.
+type specChange[S any] struct{ base, change func(*S) }
+
+// checkPrintCovers checks every field of spec S (option.Fields, the
+// Config's included): one tagged fingerprint:"-" must not be in changes;
+// one listed in notInPrint is skipped; any other must have a change, and
+// the change must alter print's fingerprint of the spec made by small.
+// cfg names the Config in the messages.
+func checkPrintCovers[S any](t *testing.T, cfg string, changes map[string]specChange[S], notInPrint map[string]string, small func() S, print func(*testing.T, S, string) string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, f := range option.Fields(*new(S)) {
+		seen[f.Go] = true
+		c, ok := changes[f.Go]
+		_, declared := notInPrint[f.Go]
+		switch {
+		case !f.Result && ok:
+			t.Errorf("%s is tagged fingerprint:\"-\" (it does not change the results), yet a change of it is listed", f.Go)
+			continue
+		case !f.Result || declared:
+			continue
+		case !ok:
+			t.Errorf("%s: no change of it listed: if it changes the results, add one (and put it in the fingerprint); if not, tag it fingerprint:\"-\" in %s or list it among the fields not in the fingerprint", f.Go, cfg)
+			continue
+		}
+		t.Run(f.Go, func(t *testing.T) {
+			base := small()
+			if c.base != nil {
+				c.base(&base)
+			}
+			changed := base
+			c.change(&changed)
+			if reflect.DeepEqual(base, changed) {
+				t.Fatalf("the change leaves %s as it was", f.Go)
+			}
+			if a, b := print(t, base, "cpu"), print(t, changed, "cpu"); a == b {
+				t.Errorf("changing %s leaves the fingerprint %s: a shard or checkpoint of another run would be taken for this one's", f.Go, a)
+			}
+		})
+	}
+	for name := range changes {
+		if !seen[name] {
+			t.Errorf("a change of %s is listed, which the spec does not have", name)
+		}
+	}
+}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -121,42 +169,7 @@ func drrChanges(dir string) map[string]drrChange {
 func TestDRRFingerprintCoversConfig(t *testing.T) {
 	dir := t.TempDir()
 	writeMeta(t, filepath.Join(dir, "cube.mha"), [3][3]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, [3]float64{-7, 3, 5}, [3]float64{1, 1.5, 2}, mhaKeys{matrix: "TransformMatrix", offset: "Offset", local: true})
-	changes := drrChanges(dir)
-	seen := map[string]bool{}
-	for _, f := range option.Fields(DRRSpec{}) {
-		seen[f.Go] = true
-		c, ok := changes[f.Go]
-		_, declared := drrNotInPrint[f.Go]
-		switch {
-		case !f.Result && ok:
-			t.Errorf("%s is tagged fingerprint:\"-\" (it does not change the images), yet drrChanges changes the images with it", f.Go)
-			continue
-		case !f.Result || declared:
-			continue
-		case !ok:
-			t.Errorf("%s: no change of it in drrChanges: if it changes the images, add one (and put it in the fingerprint); if not, tag it fingerprint:\"-\" in drr.Config or list it in drrNotInPrint", f.Go)
-			continue
-		}
-		t.Run(f.Go, func(t *testing.T) {
-			base := tinyDRR()
-			if c.base != nil {
-				c.base(&base)
-			}
-			changed := base
-			c.change(&changed)
-			if reflect.DeepEqual(base, changed) {
-				t.Fatalf("the change leaves %s as it was", f.Go)
-			}
-			if a, b := drrPrint(t, base, "cpu"), drrPrint(t, changed, "cpu"); a == b {
-				t.Errorf("changing %s leaves the fingerprint %s: a shard or checkpoint of another run would be taken for this one's", f.Go, a)
-			}
-		})
-	}
-	for name := range changes {
-		if !seen[name] {
-			t.Errorf("drrChanges changes %s, which DRRSpec does not have", name)
-		}
-	}
+	checkPrintCovers(t, "drr.Config", drrChanges(dir), drrNotInPrint, tinyDRR, drrPrint)
 	if a := drrPrint(t, tinyDRR(), "cpu"); a != drrPrint(t, tinyDRR(), "cpu") {
 		t.Error("one run gives two fingerprints")
 	}
@@ -280,42 +293,7 @@ func waveletChanges(t *testing.T, dir string) map[string]waveletChange {
 // TestWaveletFingerprintCoversConfig is TestDRRFingerprintCoversConfig
 // for the wavelet sweep: wavelet.Config's options and WaveletSpec's.
 func TestWaveletFingerprintCoversConfig(t *testing.T) {
-	changes := waveletChanges(t, t.TempDir())
-	seen := map[string]bool{}
-	for _, f := range option.Fields(WaveletSpec{}) {
-		seen[f.Go] = true
-		c, ok := changes[f.Go]
-		_, declared := waveletNotInPrint[f.Go]
-		switch {
-		case !f.Result && ok:
-			t.Errorf("%s is tagged fingerprint:\"-\" (it does not change the results), yet waveletChanges changes them with it", f.Go)
-			continue
-		case !f.Result || declared:
-			continue
-		case !ok:
-			t.Errorf("%s: no change of it in waveletChanges: if it changes the results, add one (and put it in the fingerprint); if not, tag it fingerprint:\"-\" in wavelet.Config or list it in waveletNotInPrint", f.Go)
-			continue
-		}
-		t.Run(f.Go, func(t *testing.T) {
-			base := smallWavelet()
-			if c.base != nil {
-				c.base(&base)
-			}
-			changed := base
-			c.change(&changed)
-			if reflect.DeepEqual(base, changed) {
-				t.Fatalf("the change leaves %s as it was", f.Go)
-			}
-			if a, b := waveletPrint(t, base, "cpu"), waveletPrint(t, changed, "cpu"); a == b {
-				t.Errorf("changing %s leaves the fingerprint %s: a shard or checkpoint of another run would be taken for this one's", f.Go, a)
-			}
-		})
-	}
-	for name := range changes {
-		if !seen[name] {
-			t.Errorf("waveletChanges changes %s, which WaveletSpec does not have", name)
-		}
-	}
+	checkPrintCovers(t, "wavelet.Config", waveletChanges(t, t.TempDir()), waveletNotInPrint, smallWavelet, waveletPrint)
 	checkEngineInPrint(t, func(device string) string { return waveletPrint(t, smallWavelet(), device) })
 }
 
