@@ -42,7 +42,7 @@ run: build
 ## case), then the CLI's end-to-end tests (the built binary run as a
 ## user runs it) on their own under E2E_TIMEOUT, the engine under the race
 ## detector, the GPU flavour on the CUDA emulator, and the Python package;
-## about ten minutes on 2 cores.
+## about 13 minutes on 2 cores (every test run, none cached).
 test: test-deps
 	$(GO) vet ./...
 	$(GO) test $(SHORT) $(UNIT)
