@@ -131,7 +131,8 @@ func newAvgPoolOp(inputShape, kernel tensor.Shape, pad, stride []int) *avgPoolOp
 func (op *avgPoolOp) Arity() int { return 1 }
 
 // avgPoolOp has this type:
-// 		op :: (...) → (...)
+//
+//	op :: (...) → (...)
 func (op *avgPoolOp) Type() hm.Type {
 	a := hm.TypeVariable('a')
 	t := newTensorType(4, a)

@@ -106,9 +106,13 @@ var ʘBinOpDiffFns = [maxʘBinaryOpType]func(ctx ExecutionContext, x, y, z *Node
 
 // isCommutative gives info about whether the operator is commutative
 // For example:
-//		a + b == b + a
+//
+//	a + b == b + a
+//
 // will ALWAYS evaluate to true. The same cannot be said about subtraction:
-// 		a - b != b - a
+//
+//	a - b != b - a
+//
 // While a-b *may* be equal to b-a, it is not guaranteed. Therefore subtraction
 // is not commutative
 func (op ʘBinaryOperatorType) isCommutative() bool {
