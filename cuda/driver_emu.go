@@ -5,7 +5,7 @@ package cuda
 // The emulated driver: a build with the tapeloop_cudaemu tag (and not
 // tapeloop_cuda) runs the GPU twins on the CPU. "Device memory" is C heap
 // memory; kernels run under internal/kernelemu (each block's threads are
-// std::threads), cuBLAS and cuFFT are reference loops with
+// fibers on the launching thread), cuBLAS and cuFFT are reference loops with
 // their documented argument rules (cublas_emu.go, cufft_emu.go). It checks
 // what runs on the host side of the GPU code on machines without a GPU,
 // and more strictly than a GPU would:
@@ -23,6 +23,7 @@ package cuda
 
 /*
 #include <stdlib.h>
+#include <string.h>
 */
 import "C"
 
@@ -115,15 +116,14 @@ func (drv *driver) alloc(n int64) (DevicePtr, error) {
 	if drv.used+n > drv.total {
 		return 0, fmt.Errorf("cuMemAlloc of %d bytes: out of memory (%d of %d in use)", n, drv.used, drv.total)
 	}
-	p := C.malloc(C.size_t(n + guardBytes))
+	p := spares.take(n)
 	if p == nil {
-		return 0, fmt.Errorf("cuMemAlloc of %d bytes: out of host memory", n)
+		if p = C.malloc(C.size_t(n + guardBytes)); p == nil {
+			return 0, fmt.Errorf("cuMemAlloc of %d bytes: out of host memory", n)
+		}
 	}
-	b := unsafe.Slice((*byte)(p), n+guardBytes)
-	for i := range b[:n] {
-		b[i] = 0xff // NaN as float32 and float64: a GPU's fresh memory holds garbage
-	}
-	copy(b[n:], guardPattern)
+	C.memset(p, 0xff, C.size_t(n)) // NaN as float32 and float64: a GPU's fresh memory holds garbage
+	copy(unsafe.Slice((*byte)(unsafe.Add(p, n)), guardBytes), guardPattern)
 	a := DevicePtr(uintptr(p))
 	drv.allocs[a] = allocation{n, p}
 	drv.used += n
@@ -139,8 +139,51 @@ func (drv *driver) free(p DevicePtr) error {
 	err := a.checkGuard()
 	delete(drv.allocs, p)
 	drv.used -= a.n
-	C.free(a.p)
+	if err != nil || !spares.keep(a.n, a.p) {
+		C.free(a.p)
+	}
 	return err
+}
+
+// spares keeps freed host memory for the next allocation of the same
+// size, up to spareBytes in all, in any emulated device of the process:
+// the ops' tests make and free the same arenas (each with its cuBLAS
+// workspace) hundreds of times, and memory the process already touched
+// is filled without the kernel's page faults.
+var spares = spareList{bySize: map[int64][]unsafe.Pointer{}}
+
+const spareBytes = 1 << 30
+
+type spareList struct {
+	mu     sync.Mutex
+	bytes  int64
+	bySize map[int64][]unsafe.Pointer
+}
+
+// take returns a kept block of n bytes (and its guard zone), or nil.
+func (s *spareList) take(n int64) unsafe.Pointer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.bySize[n]
+	if len(l) == 0 {
+		return nil
+	}
+	p := l[len(l)-1]
+	s.bySize[n] = l[:len(l)-1]
+	s.bytes -= n
+	return p
+}
+
+// keep keeps p, a block of n bytes, unless that would exceed spareBytes.
+func (s *spareList) keep(n int64, p unsafe.Pointer) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bytes+n > spareBytes {
+		return false
+	}
+	s.bySize[n] = append(s.bySize[n], p)
+	s.bytes += n
+	return true
 }
 
 func (a allocation) checkGuard() error {

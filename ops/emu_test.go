@@ -1,8 +1,8 @@
 package ops
 
 // The GPU kernels (cuda/kernels/*.cu) run on the CPU under the CUDA
-// emulator (internal/kernelemu: each block's threads are std::threads,
-// __syncthreads a barrier), through the same launch specifications the GPU
+// emulator (internal/kernelemu: each block's threads are fibers,
+// __syncthreads a barrier among them), through the same launch specifications the GPU
 // twins use (kernels.go), against the CPU ops. This checks the kernels'
 // arithmetic and indexing and the argument lists on machines without a
 // GPU; it skips where g++ is missing.

@@ -6,7 +6,7 @@ package formula
 //     for sm_80 by ptxas where it is installed; skipped where libnvrtc
 //     cannot be loaded;
 //   - run on the CPU under the CUDA emulator, internal/kernelemu (each
-//     block's threads are std::threads, __syncthreads a barrier) and
+//     block's threads are fibers, __syncthreads a barrier among them) and
 //     compared with the evaluator of package cpukern on the same inputs;
 //     skipped where g++ is missing;
 //   - the refusals: what the emitter cannot write comes back as an error.

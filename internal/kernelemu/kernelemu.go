@@ -4,7 +4,8 @@
 // GPU.
 //
 // A Program is CUDA C compiled with g++ against emu.h
-// (each block's threads are std::threads, __syncthreads a barrier,
+// (each block's threads are fibers run in turn on the launching thread,
+// __syncthreads a switch to the next until all have reached it,
 // __shared__ arrays statics) into a shared library and loaded into the
 // process. Its kernels are found by their extern "C" __global__
 // signatures, and a launch passes each argument as the 8-byte word
@@ -56,7 +57,7 @@ import (
 )
 
 // emuH is the header every Program is compiled against: CUDA's built-in
-// variables, __syncthreads and the launch of a grid on std::threads.
+// variables, __syncthreads and the launch of a grid, its threads as fibers.
 //
 //go:embed emu.h
 var emuH []byte
@@ -69,7 +70,9 @@ var ErrNoCompiler = errors.New("kernelemu: g++ not installed")
 // Compile's, which compile in half the time and run on test-sized data.
 // Hidden visibility keeps each library's kernels and emulator state its
 // own; only tl_emu_launch is exported.
-var cxxFlags = []string{"-std=c++20", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-gnu-unique", "-pthread"}
+// _FORTIFY_SOURCE is turned off because its checked longjmp refuses the
+// switch between a fiber's stack and the launcher's.
+var cxxFlags = []string{"-std=c++20", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-gnu-unique", "-U_FORTIFY_SOURCE"}
 
 // Program is compiled kernels, loaded.
 type Program struct {
@@ -167,7 +170,7 @@ func (p *Program) Launch(name string, gx, gy, block int, words []uint64) error {
 	case 0:
 		return nil
 	case -3:
-		return fmt.Errorf("kernelemu: %s: could not start %d threads for a block", name, block)
+		return fmt.Errorf("kernelemu: %s: no memory for the stacks of a block's %d threads", name, block)
 	}
 	return fmt.Errorf("kernelemu: %s: the launch failed (%d)", name, int(r))
 }
@@ -336,7 +339,7 @@ extern "C" __attribute__((visibility("default"))) int tl_emu_launch(const char *
   emu_words = words;
   try {
     return emu_dispatch(k, gx, gy, block, nargs);
-  } catch (...) { // std::thread could not start one of the block's threads
+  } catch (...) { // the stacks of the block's threads could not be mapped
     return -3;
   }
 }
