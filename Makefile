@@ -7,11 +7,12 @@ PKG     := ./cmd/tapeloop
 PYLIB   := python/tapeloop/libtapeloop.so
 # Packages whose tests also run under the race detector.
 RACE    := ./graphs/affinity/ ./graphs/interp/ ./ops/... ./internal/...
-# What the binaries are built from: a file target below is rebuilt only
-# when one of these is newer (the tests, the Python package and bin/ are
-# not among them).
+# What the binaries are built from (the release's VERSION file among
+# them): a file target below is rebuilt only when one of these is newer
+# (the tests, the Python package and bin/ are not among them).
 SOURCES := $(shell find . \( -path ./bin -o -path ./python -o -path ./.git -o -name testdata \) -prune -o \
-	\( -name '*.go' -not -name '*_test.go' -o -name '*.c' -o -name '*.h' -o -name '*.s' -o -name '*.ptx' \) -print) go.mod go.sum
+	\( -name '*.go' -not -name '*_test.go' -o -name '*.c' -o -name '*.h' -o -name '*.s' -o -name '*.ptx' \) -print) go.mod go.sum \
+	internal/version/VERSION
 
 # SHORT is the go test flag that leaves out the full-size runs, the long
 # soaks and the slow fault trials (test-full sets it empty).
@@ -24,7 +25,7 @@ UNIT        = $(shell $(GO) list ./... | grep -v '/cmd/tapeloop$$')
 E2E_PKG     := ./cmd/tapeloop/
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-full test-arm64 check-darwin test-neon python python-cuda test-python test-emu test-deps compare-deps vet bench bench-check compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
+.PHONY: all build run test test-full test-arm64 check-darwin test-neon python python-cuda test-python test-pip test-emu test-deps compare-deps vet bench bench-check compare fuzz fmt-check build-cuda gpu-bin gpu-bin-emu gpu-check-dry check-cuda generate clean
 
 all: build
 
@@ -116,8 +117,9 @@ test-neon:
 
 # The tests compare against NumPy/SciPy (DICOM series: pydicom, dcm2niix),
 # run the Python package's tests with pytest (and its objects on a Dask
-# cluster: python3-distributed), register a real skull CT
-# (invesalius-examples' Cranium, scripts/cranium.sh),
+# cluster: python3-distributed), install it with pip in a virtual
+# environment (python3-venv, python3-setuptools, python3-wheel), register
+# a real skull CT (invesalius-examples' Cranium, scripts/cranium.sh),
 # write NIfTI files with nibabel and render DRRs with plastimatch as a peer,
 # check DOT with Graphviz and run the
 # GPU kernels under the CPU emulator (g++) where those are installed (and
@@ -133,6 +135,8 @@ test-deps:
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	/usr/bin/python3 -c 'import setuptools, wheel' 2>/dev/null || missing="$$missing python3-setuptools python3-wheel"; \
+	/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
 	/usr/bin/python3 -c 'import distributed' 2>/dev/null || missing="$$missing python3-distributed"; \
 	[ -f /usr/share/doc/invesalius-examples/examples/Cranium.inv3 ] || missing="$$missing invesalius-examples"; \
 	if [ -n "$$missing" ]; then \
@@ -152,7 +156,9 @@ vet:
 	$(GO) vet ./...
 
 ## python: the C ABI (./capi) as python/tapeloop/libtapeloop.so, next to the
-## pure-Python package: PYTHONPATH=python python3 -c "import tapeloop".
+## pure-Python package, for working on it in place: PYTHONPATH=python
+## python3 -c "import tapeloop". (pip install ./python builds the same
+## library into the installed package itself: python/setup.py.)
 python: $(PYLIB)
 
 $(PYLIB): $(SOURCES)
@@ -168,6 +174,15 @@ test-python:
 	  $(MAKE) --no-print-directory $(BIN) $(PYLIB) && \
 	  cd python && /usr/bin/python3 -m pytest -q tests; \
 	else echo "note: /usr/bin/python3 with numpy and pytest (python3-numpy, python3-pytest) not found; the Python tests are skipped"; fi
+
+## test-pip: the Python package as users install it (scripts/test-pip.sh):
+## pip install --no-index --no-build-isolation ./python into a fresh
+## virtual environment, which builds the library with Go, then a workload
+## checked against NumPy, __version__ and the wheel's platform tag from
+## outside the repository; skipped with one note where python3's venv,
+## NumPy, setuptools or wheel is missing. A minute or two on 2 cores.
+test-pip:
+	PYTHON=/usr/bin/python3 scripts/test-pip.sh
 
 ## bench: the op and full-size benchmarks, with the NumPy peer side by side.
 bench: test-deps

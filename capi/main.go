@@ -1,6 +1,7 @@
 // Command capi is tapeloop's C ABI, built as a shared library for the
 // Python package (go build -buildmode=c-shared -o
-// python/tapeloop/libtapeloop.so ./capi).
+// python/tapeloop/libtapeloop.so ./capi, which make python and
+// python/setup.py run).
 //
 // Every function returns NULL on success or an error message the caller
 // frees with tl_free; a message that begins "interrupted: " says the call
@@ -32,6 +33,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/cpus"
 	"github.com/tapeloop/tapeloop/internal/engine"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/internal/version"
 )
 
 // The threads the calls run on, as the command's: the CPUs the process
@@ -40,7 +42,7 @@ import (
 func init() { cpus.Apply() }
 
 // Version is the ABI's version: the Python package checks it.
-const Version = "tapeloop-capi 5"
+const Version = "tapeloop-capi 6"
 
 func main() {}
 
@@ -405,15 +407,16 @@ func volumeOf(v *C.float, nx, ny, nz C.int64_t) ([]float32, error) {
 //
 //export tl_version
 func tl_version(buf *C.char, n C.int64_t) *C.char {
-	return guard(func() error {
-		if buf == nil || int(n) < len(Version)+1 {
-			return fmt.Errorf("version: buffer of %d bytes, need %d", n, len(Version)+1)
-		}
-		b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
-		copy(b, Version)
-		b[len(Version)] = 0
-		return nil
-	})
+	return guard(func() error { return putString("version", Version, buf, n) })
+}
+
+// tl_release writes the tapeloop release the library was built from
+// (internal/version's VERSION, as tapeloop --version prints it) into buf,
+// as tl_version.
+//
+//export tl_release
+func tl_release(buf *C.char, n C.int64_t) *C.char {
+	return guard(func() error { return putString("release", version.String(), buf, n) })
 }
 
 // tl_build writes the build's GPU backend ("none" for a CPU-only build)
@@ -421,16 +424,19 @@ func tl_version(buf *C.char, n C.int64_t) *C.char {
 //
 //export tl_build
 func tl_build(buf *C.char, n C.int64_t) *C.char {
-	return guard(func() error {
-		s := engine.GPUBackend
-		if buf == nil || int(n) < len(s)+1 {
-			return fmt.Errorf("build: buffer of %d bytes, need %d", n, len(s)+1)
-		}
-		b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
-		copy(b, s)
-		b[len(s)] = 0
-		return nil
-	})
+	return guard(func() error { return putString("build", engine.GPUBackend, buf, n) })
+}
+
+// putString writes s and a terminating NUL into the n bytes at buf; what
+// names the call in the error when they do not fit.
+func putString(what, s string, buf *C.char, n C.int64_t) error {
+	if buf == nil || int64(n) < int64(len(s))+1 {
+		return fmt.Errorf("%s: buffer of %d bytes, need %d", what, n, len(s)+1)
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(s)+1)
+	copy(b, s)
+	b[len(s)] = 0
+	return nil
 }
 
 // tl_free frees an error message or text returned by any tl_ function.

@@ -1,7 +1,8 @@
 /*
- * tapeloop's C ABI: the library that `make python` builds
- * (python/tapeloop/libtapeloop.so, from ./capi), for C and other callers
- * besides the Python package. tl_version reports TAPELOOP_ABI.
+ * tapeloop's C ABI: the library that `pip install ./python` and `make
+ * python` build (tapeloop/libtapeloop.so, from ./capi), for C and other callers
+ * besides the Python package. tl_version reports TAPELOOP_ABI, tl_release
+ * the tapeloop release (tapeloop --version).
  *
  * Every function but tl_free returns NULL on success, or an error message
  * (one line, UTF-8) that the caller frees with tl_free; a message that
@@ -25,10 +26,11 @@
 extern "C" {
 #endif
 
-#define TAPELOOP_ABI "tapeloop-capi 5"
+#define TAPELOOP_ABI "tapeloop-capi 6"
 
 /* The library. */
 char *tl_version(char *buf, int64_t n);   /* the ABI version into buf (n bytes with the NUL) */
+char *tl_release(char *buf, int64_t n);   /* the tapeloop release it was built from ("0.1.0"), as tl_version */
 char *tl_build(char *buf, int64_t n);     /* the GPU backend of the build ("none": CPU only) */
 void tl_free(char *p);                    /* frees a message or text from any tl_ function */
 char *tl_selftest(int kind);              /* kind 1: a panic inside, returned as an error */

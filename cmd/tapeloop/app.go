@@ -6,10 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync"
 
+	"github.com/tapeloop/tapeloop/internal/version"
 	"github.com/urfave/cli/v2"
 )
 
@@ -26,7 +26,7 @@ Outputs appear whole or not at all. A result that cannot be written (standard
 output on a full disk or a closed pipe, a profile or report past a size limit)
 fails the run: one line on standard error, exit status 1, and no output files
 of the run left behind.`,
-		Version:              version(),
+		Version:              version.String(),
 		Writer:               stdout,
 		EnableBashCompletion: true,
 		// Repeated flags take whole values: a formula may hold commas.
@@ -76,13 +76,6 @@ func setUsageError(cmd *cli.Command) {
 	for _, sub := range cmd.Subcommands {
 		setUsageError(sub)
 	}
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
 
 // stdout is standard output as every command prints through it: results,

@@ -11,6 +11,7 @@ import (
 	"github.com/tapeloop/tapeloop/internal/fft3"
 	"github.com/tapeloop/tapeloop/internal/sysmem"
 	"github.com/tapeloop/tapeloop/internal/telemetry"
+	"github.com/tapeloop/tapeloop/internal/version"
 	"github.com/urfave/cli/v2"
 )
 
@@ -22,7 +23,7 @@ var infoCommand = &cli.Command{
 			return fmt.Errorf("info: unexpected argument %q", c.Args().First())
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "tapeloop\t%s\n", version())
+		fmt.Fprintf(tw, "tapeloop\t%s\n", version.String())
 		for _, l := range machineInfo() {
 			fmt.Fprintf(tw, "%s\t%s\n", l.Key, l.Value)
 		}

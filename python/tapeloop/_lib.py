@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-ABI = "tapeloop-capi 5"
+ABI = "tapeloop-capi 6"
 
 
 class Error(ValueError):
@@ -29,6 +29,7 @@ _p64, _ptr, _txt = ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.POINT
 PROTOS = {
     "tl_free": ([_ptr], None),
     "tl_version": ([ctypes.c_char_p, _i64], _err),
+    "tl_release": ([ctypes.c_char_p, _i64], _err),
     "tl_build": ([ctypes.c_char_p, _i64], _err),
     "tl_close": ([_i64], _err),
     "tl_interrupt": ([_i64], _err),
@@ -81,8 +82,8 @@ class _Library:
             try:
                 cdll = ctypes.CDLL(path)  # CDLL: the GIL is released during each call
             except OSError as e:
-                raise Error(f"tapeloop: cannot load {path} ({e}); build it with `make python` or set "
-                            "TAPELOOP_LIB") from e
+                raise Error(f"tapeloop: cannot load {path} ({e}); reinstall the package (pip install "
+                            "./python) or build it with `make python`, or set TAPELOOP_LIB") from e
             for name, (args, res) in PROTOS.items():
                 fn = getattr(cdll, name, None)
                 if fn is not None:
@@ -91,8 +92,8 @@ class _Library:
             err = cdll.tl_version(buf, len(buf))
             got = buf.value.decode() if not err else "unknown"
             if got != ABI:
-                raise Error(f"tapeloop: library ABI {got!r}, this package wants {ABI!r}; rebuild it with "
-                            "`make python`")
+                raise Error(f"tapeloop: library ABI {got!r}, this package wants {ABI!r}; reinstall the "
+                            "package (pip install ./python) or rebuild it with `make python`")
             self._cdll = cdll
             return cdll
 
@@ -107,7 +108,8 @@ class _Library:
 
 
 if not os.path.exists(_path()):
-    raise ImportError(f"tapeloop: cannot load {_path()} (no such file); build it with `make python` or set TAPELOOP_LIB")
+    raise ImportError(f"tapeloop: cannot load {_path()} (no such file); install the package "
+                      "with pip (pip install ./python) or build it with `make python`, or set TAPELOOP_LIB")
 lib = _Library()
 
 
@@ -194,6 +196,12 @@ def _string(fn):
 def version():
     """The C ABI's version string."""
     return _string(lib.tl_version)
+
+
+def release():
+    """The tapeloop release the library was built from, as `tapeloop
+    --version` prints it: tapeloop.__version__."""
+    return _string(lib.tl_release)
 
 
 def build():
