@@ -5,8 +5,8 @@ import (
 	"image"
 	"image/color"
 	"math"
-	"strconv"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"

@@ -166,4 +166,3 @@ func addLine(p *gonumPlot, xy plotter.XYs, c color.Color, name string, dashed bo
 		p.Legend.Add(name, l)
 	}
 }
-

@@ -19,7 +19,7 @@ var nan = math.NaN()
 
 // sweep is one statistic of a wavelet sweep on its θ × φ × ξ grid.
 type sweep struct {
-	column        string
+	column         string
 	theta, phi, xi []float64 // the distinct values, ascending
 	// z[k][i][j] is the statistic at xi[k], theta[i], phi[j]; NaN where
 	// the CSV has no row.
