@@ -80,6 +80,10 @@ var (
 	thinLine = vg.Points(1)
 )
 
+// legendRoom is the top of a panel's y axis over the data's largest
+// value: the room above the curves holds the legend.
+const legendRoom = 1.3
+
 // limitOffScale is how far above the largest resident set the memory
 // limit may be and still be drawn as a line: further, the panel would
 // squash the curve, and the legend gives the limit instead.
@@ -131,6 +135,7 @@ func (r report) draw(dc draw.Canvas) {
 	}
 	for _, p := range []*gonumPlot{top, bottom} {
 		p.X.Min, p.X.Max = 0.5, float64(n)+0.5
+		p.Y.Max *= legendRoom
 	}
 	alignGrid(dc, [][]*gonumPlot{{top}, {bottom}}, vg.Points(6))
 }
