@@ -33,7 +33,7 @@ var plotCommand = &cli.Command{
 
 The figure goes to --out, .png or .svg, whole or not at all.`,
 	Flags: []cli.Flag{
-		&cli.StringFlag{Name: "out", TakesFile: true, Usage: "write the figure to `FIG`.png or FIG.svg"},
+		&cli.StringFlag{Name: "out", TakesFile: true, Usage: "write the figure to `FILE`, .png or .svg"},
 		&cli.StringFlag{Name: "column", Usage: "a wavelet CSV's statistic to draw: energy, std, max, wavelet_energy or a --stat column (default: energy)"},
 		&cli.StringFlag{Name: "size", Usage: "the figure's `WxH`, pixels (PNG) or points (SVG) (default: each figure's own)"},
 	},
@@ -70,7 +70,20 @@ func plotConfig(c *cli.Context) (plot.Config, string, error) {
 		return plot.Config{}, "", fmt.Errorf("plot: one FILE at a time: %q is another", fs.Arg(0))
 	}
 	late := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { late[f.Name] = true })
+	var empty error
+	fs.Visit(func(f *flag.Flag) {
+		late[f.Name] = true
+		if strings.TrimSpace(f.Value.String()) == "" && empty == nil {
+			what := "empty value"
+			if f.Name == "out" {
+				what = "empty path"
+			}
+			empty = fmt.Errorf("plot: --%s: %s", f.Name, what)
+		}
+	})
+	if empty != nil {
+		return plot.Config{}, "", empty
+	}
 	get := func(name string) string {
 		if late[name] {
 			return fs.Lookup(name).Value.String()

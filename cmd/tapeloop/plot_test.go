@@ -110,3 +110,15 @@ func TestPlotBadInput(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// TestPlotEmptyValuesAfterFile: flags after FILE are refused empty as
+// those before it are.
+func TestPlotEmptyValuesAfterFile(t *testing.T) {
+	for _, c := range [][]string{{"--out", "", "--out: empty path"}, {"--column", " ", "--column: empty value"}, {"--size", "", "--size: empty value"}} {
+		args := []string{"plot", "sweep.csv", c[0], c[1]}
+		if c[0] != "--out" {
+			args = append(args, "--out", "f.png")
+		}
+		refusedBeforeWork(t, args, c[2])
+	}
+}
