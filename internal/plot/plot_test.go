@@ -46,6 +46,7 @@ var kinds = []struct {
 	{"drr", writeStack, Config{}},
 	{"trace", writeTrace, Config{}},
 	{"times", writeTimes, Config{}},
+	{"times-log", writeTimesSpread, Config{}},
 }
 
 // TestFigures draws every kind from fresh random data, of odd sizes, as
@@ -357,4 +358,21 @@ func writeTimes(t *testing.T, dir string, rng *rand.Rand) (string, []string) {
 		}
 	}
 	return writeText(t, filepath.Join(dir, "times.csv"), b.String()), []string{"time per iteration", "iteration", "ms", "planned", "naive"}
+}
+
+// writeTimesSpread writes two pairs of series a thousand times apart: the
+// figure's axis is logarithmic, and a pair shares a colour.
+func writeTimesSpread(t *testing.T, dir string, rng *rand.Rand) (string, []string) {
+	n := 11 + rng.IntN(30)
+	var b strings.Builder
+	b.WriteString("series,iteration,seconds\n")
+	for _, s := range []struct {
+		name  string
+		scale float64
+	}{{"interp naive", 0.1}, {"interp planned", 1e-4}, {"drr naive", 0.05}, {"drr planned", 5e-4}} {
+		for i := range n {
+			fmt.Fprintf(&b, "%s,%d,%v\n", s.name, i, s.scale*(1+rng.Float64()))
+		}
+	}
+	return writeText(t, filepath.Join(dir, "times.csv"), b.String()), []string{"ms (log scale)", "interp naive", "drr planned"}
 }

@@ -2,8 +2,10 @@ package plot
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
+	gonum "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -34,19 +36,54 @@ func readTimes(t table) (figure, error) {
 		}
 		ts.xy[name] = append(ts.xy[name], plotter.XY{X: it[i], Y: sec[i] * 1e3})
 	}
-	if len(ts.names) > len(series)*2 {
-		return figure{}, fmt.Errorf("%s: %w: %d series; the figure draws at most %d", t.path, ErrInput, len(ts.names), len(series)*2)
+	if len(ts.names) > maxSeries {
+		return figure{}, fmt.Errorf("%s: %w: %d series; the figure draws at most %d", t.path, ErrInput, len(ts.names), maxSeries)
 	}
 	return figure{w: 480, h: 300, draw: ts.draw}, nil
 }
 
-// draw draws one line per series, in milliseconds.
+// logSpread is the ratio of the largest series median to the smallest
+// past which the y axis is logarithmic: on a linear one the faster series
+// would lie flat on zero.
+const logSpread = 100
+
+// maxSeries bounds the lines of one figure.
+const maxSeries = 16
+
+// draw draws one line per series, in milliseconds. Series whose names
+// share their first word share a colour, the second and later dashed
+// ("interp naive", "interp planned").
 func (ts times) draw(dc draw.Canvas) {
-	p := newPlot(ts.title, "iteration", "ms")
-	p.Legend.Top = true
-	for i, name := range ts.names {
-		addLine(p, ts.xy[name], series[i%len(series)], name, i >= len(series))
+	lo, hi, positive := math.Inf(1), 0.0, true
+	for _, name := range ts.names {
+		m := median(ts.xy[name])
+		lo, hi = min(lo, m), max(hi, m)
+		for _, p := range ts.xy[name] {
+			positive = positive && p.Y > 0
+		}
 	}
-	p.Y.Min = 0
+	log := positive && hi > logSpread*lo
+	y := "ms"
+	if log {
+		y = "ms (log scale)"
+	}
+	p := newPlot(ts.title, "iteration", y)
+	p.Legend.Top = true
+	colour := map[string]int{}
+	for _, name := range ts.names {
+		group, _, _ := strings.Cut(name, " ")
+		c, seen := colour[group]
+		if !seen {
+			c = len(colour)
+			colour[group] = c
+		}
+		addLine(p, ts.xy[name], series[c%len(series)], name, seen)
+	}
+	if log {
+		p.Y.Scale = gonum.LogScale{}
+		p.Y.Tick.Marker = gonum.LogTicks{Prec: -1}
+	} else {
+		p.Y.Min = 0
+	}
 	p.Draw(draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(4), -vg.Points(4)))
 }
