@@ -29,12 +29,16 @@ var plotCommand = &cli.Command{
                 gray image per pose (at most 64, evenly spread)
   trace.csv     tapeloop register's trace: the loss, rotation vector and
                 translation over the steps, a dashed line where a level begins
-  times.csv     columns series,iteration,seconds: one line per series
+  times.csv     columns series,iteration,seconds: one line per series, in
+                milliseconds (a log scale where the medians differ more than
+                a hundredfold); series named "W a", "W b" share a colour;
+                --title sets its title
 
 The figure goes to --out, .png or .svg, whole or not at all.`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "out", TakesFile: true, Usage: "write the figure to `FILE`, .png or .svg"},
 		&cli.StringFlag{Name: "column", Usage: "a wavelet CSV's statistic to draw: energy, std, max, wavelet_energy or a --stat column (default: energy)"},
+		&cli.StringFlag{Name: "title", Usage: "a times CSV's figure title (default: time per iteration)"},
 		&cli.StringFlag{Name: "size", Usage: "the figure's `WxH`, pixels (PNG) or points (SVG) (default: each figure's own)"},
 	},
 	Action: func(c *cli.Context) error {
@@ -90,7 +94,7 @@ func plotConfig(c *cli.Context) (plot.Config, string, error) {
 		}
 		return c.String(name)
 	}
-	cfg := plot.Config{Out: get("out"), Column: get("column")}
+	cfg := plot.Config{Out: get("out"), Column: get("column"), Title: get("title")}
 	if cfg.Out == "" {
 		return cfg, "", fmt.Errorf("plot: --out FIG.png or FIG.svg is required")
 	}

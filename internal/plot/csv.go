@@ -42,7 +42,8 @@ func (t table) floats(name string) ([]float64, error) {
 	return v, nil
 }
 
-func readCSV(path, column string) (figure, error) {
+func readCSV(path string, cfg Config) (figure, error) {
+	column := cfg.Column
 	data, err := readFile(path)
 	if err != nil {
 		return figure{}, err
@@ -82,6 +83,9 @@ func readCSV(path, column string) (figure, error) {
 	if column != "" && kind != "wavelet" {
 		return figure{}, fmt.Errorf("%s: %w: --column picks a wavelet CSV's column; this is a %s CSV", path, ErrInput, kind)
 	}
+	if cfg.Title != "" && kind != "times" {
+		return figure{}, fmt.Errorf("%s: %w: --title names a times CSV's figure; this is a %s CSV", path, ErrInput, kind)
+	}
 	if len(t.rows) == 0 {
 		return figure{}, fmt.Errorf("%s: %w: the %s CSV has a header and no rows", path, ErrInput, kind)
 	}
@@ -91,6 +95,6 @@ func readCSV(path, column string) (figure, error) {
 	case "trace":
 		return readTrace(t)
 	default:
-		return readTimes(t)
+		return readTimes(t, cfg.Title)
 	}
 }

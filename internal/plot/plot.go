@@ -23,6 +23,8 @@ type Config struct {
 	Out string
 	// Column is the wavelet CSV column drawn; "" is energy.
 	Column string
+	// Title is a times figure's title; "" is "time per iteration".
+	Title string
 	// Width and Height are the figure's size in pixels (PNG) or points
 	// (SVG); zero takes the figure kind's own.
 	Width, Height int
@@ -70,7 +72,7 @@ func read(in string, cfg Config) (figure, error) {
 	case ".json":
 		return readReport(in)
 	case ".csv":
-		return readCSV(in, cfg.Column)
+		return readCSV(in, cfg)
 	case ".npy":
 		return readNpy(in)
 	case ".npz":

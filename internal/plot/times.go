@@ -18,7 +18,7 @@ type times struct {
 	title string
 }
 
-func readTimes(t table) (figure, error) {
+func readTimes(t table, title string) (figure, error) {
 	it, err := t.floats("iteration")
 	if err != nil {
 		return figure{}, err
@@ -28,7 +28,10 @@ func readTimes(t table) (figure, error) {
 		return figure{}, err
 	}
 	s := t.col("series")
-	ts := times{xy: map[string]plotter.XYs{}, title: "time per iteration"}
+	ts := times{xy: map[string]plotter.XYs{}, title: title}
+	if ts.title == "" {
+		ts.title = "time per iteration"
+	}
 	for i, r := range t.rows {
 		name := strings.TrimSpace(r[s])
 		if _, ok := ts.xy[name]; !ok {
@@ -80,10 +83,12 @@ func (ts times) draw(dc draw.Canvas) {
 		addLine(p, ts.xy[name], series[c%len(series)], name, seen)
 	}
 	if log {
+		p.Y.Max *= legendRoom * legendRoom * legendRoom
 		p.Y.Scale = gonum.LogScale{}
 		p.Y.Tick.Marker = gonum.LogTicks{Prec: -1}
 	} else {
 		p.Y.Min = 0
+		p.Y.Max *= legendRoom
 	}
 	p.Draw(draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(4), -vg.Points(4)))
 }
