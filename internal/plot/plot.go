@@ -95,8 +95,15 @@ func outFormat(path string) (string, error) {
 	}
 }
 
-// render draws fig on a canvas of the format and writes it to w.
-func render(w io.Writer, format string, fig figure) error {
+// render draws fig on a canvas of the format and writes it to w. The
+// plotting library panics on what it cannot lay out (a figure too small
+// for its labels, say): that is an error here.
+func render(w io.Writer, format string, fig figure) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: the figure cannot be laid out at %gx%g: %v", ErrInput, fig.w, fig.h, p)
+		}
+	}()
 	var c vg.CanvasWriterTo
 	switch format {
 	case "png":
@@ -111,7 +118,7 @@ func render(w io.Writer, format string, fig figure) error {
 	dc.SetColor(white)
 	dc.Fill(dc.Rectangle.Path())
 	fig.draw(dc)
-	_, err := c.WriteTo(w)
+	_, err = c.WriteTo(w)
 	return err
 }
 

@@ -80,6 +80,10 @@ var (
 	thinLine = vg.Points(1)
 )
 
+// fewBatches is the most batches whose records are also drawn as dots (a
+// run of one batch has no line).
+const fewBatches = 30
+
 // legendRoom is the top of a panel's y axis over the data's largest
 // value: the room above the curves holds the legend.
 const legendRoom = 1.3
@@ -108,7 +112,10 @@ func (r report) draw(dc draw.Canvas) {
 	top := newPlot(title, "", "ms")
 	top.Legend.Top = true
 	addLine(top, times, blue, "", false)
-	if r.Summary != nil && r.Summary.Drift != nil {
+	if n <= fewBatches {
+		addPoints(top, times, blue)
+	}
+	if r.Summary != nil && r.Summary.Drift != nil && n > 1 {
 		k := max(1, n/10)
 		first := median(times[:k])
 		last := median(times[n-k:])
@@ -123,6 +130,9 @@ func (r report) draw(dc draw.Canvas) {
 	bottom := newPlot("resident memory", "batch", "MiB")
 	bottom.Legend.Top = true
 	addLine(bottom, rss, green, "RSS", false)
+	if n <= fewBatches {
+		addPoints(bottom, rss, green)
+	}
 	bottom.Y.Min = 0
 	if r.MemLimitBytes > 0 {
 		lim := float64(r.MemLimitBytes) / mib
@@ -170,4 +180,16 @@ func addLine(p *gonumPlot, xy plotter.XYs, c color.Color, name string, dashed bo
 	if name != "" {
 		p.Legend.Add(name, l)
 	}
+}
+
+// addPoints marks xy's points on p with dots of colour c.
+func addPoints(p *gonumPlot, xy plotter.XYs, c color.Color) {
+	s, err := plotter.NewScatter(xy)
+	if err != nil {
+		return
+	}
+	s.GlyphStyle.Color = c
+	s.GlyphStyle.Radius = vg.Points(1.5)
+	s.GlyphStyle.Shape = draw.CircleGlyph{}
+	p.Add(s)
 }
