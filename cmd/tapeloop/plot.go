@@ -67,6 +67,9 @@ func plotConfig(c *cli.Context) (plot.Config, string, error) {
 			return plot.Config{}, "", err
 		}
 	}
+	if err := repeatedAfter(c, c.Args().Tail()); err != nil {
+		return plot.Config{}, "", err
+	}
 	if err := fs.Parse(c.Args().Tail()); err != nil {
 		return plot.Config{}, "", fmt.Errorf("plot: %w (see tapeloop plot --help)", err)
 	}
@@ -108,4 +111,41 @@ func plotConfig(c *cli.Context) (plot.Config, string, error) {
 		cfg.Width, cfg.Height = wi, hi
 	}
 	return cfg, c.Args().First(), nil
+}
+
+// repeatedAfter refuses a flag given twice where one is after FILE: twice
+// after it, or before and after it (the CLI refuses those given twice
+// before it).
+func repeatedAfter(c *cli.Context, tail []string) error {
+	names := map[string]string{} // each name of a flag → its first name
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			names[n] = f.Names()[0]
+		}
+	}
+	seen := map[string]string{}
+	for i := 0; i < len(tail); i++ {
+		a := tail[i]
+		if len(a) < 2 || a[0] != '-' || a == "--" {
+			continue
+		}
+		n, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name, ok := names[n]
+		if !ok {
+			continue // unknown: the parser says so
+		}
+		if !hasValue && i+1 < len(tail) {
+			i++
+			value = tail[i]
+		}
+		first, twice := seen[name]
+		if !twice && c.IsSet(name) {
+			first, twice = c.String(name), true
+		}
+		if twice {
+			return fmt.Errorf("plot: --%s given twice (%q, then %q): give it once", name, first, value)
+		}
+		seen[name] = value
+	}
+	return nil
 }

@@ -94,6 +94,8 @@ func TestPlotBadInput(t *testing.T) {
 		{[]string{p("sweep.csv"), p("empty.csv"), "--out", p("f.png")}, "one FILE at a time"},
 		{[]string{p("sweep.csv"), "--size", "big", "--out", p("f.png")}, `--size "big"`},
 		{[]string{p("sweep.csv"), "--bogus", "--out", p("f.png")}, "flag provided but not defined: -bogus"},
+		{[]string{p("sweep.csv"), "--out", p("f.png"), "--out", p("f.svg")}, "--out given twice"},
+		{[]string{"--out", p("f.png"), p("sweep.csv"), "--out", p("f.svg")}, "--out given twice"},
 	} {
 		so, se, code := run(t, append([]string{"plot"}, c.args...)...)
 		lines := strings.Split(strings.TrimSuffix(se, "\n"), "\n")
