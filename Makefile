@@ -201,8 +201,9 @@ bench-check:
 ## OpenBLAS set to the CPU's real kernels, FAISS for top-k, plastimatch for
 ## DRRs), on the same generated inputs, three interleaved runs of each side
 ## per row, one table (BENCHMARKS.md); tens of minutes on 2 cores.
+## PLOT=DIR also draws each row's times, tapeloop against its peer, into DIR.
 compare: build compare-deps
-	/usr/bin/python3 bench/compare.py $(BIN)
+	/usr/bin/python3 bench/compare.py $(BIN) $(if $(PLOT),--plot $(PLOT))
 
 # The peers bench/compare.py runs: NumPy and SciPy, FAISS (exact k-NN) and
 # plastimatch (DRRs), all from Debian. As root on Debian/Ubuntu, install

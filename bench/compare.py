@@ -102,7 +102,8 @@ column: its times and its time over this build's (above 1: this build is
 faster), so a change is measured against the code before it in the same
 conditions. --busy N runs N processes that only spin, a core each, beside
 every row: the figures under load (another job on the machine), with the
-load column showing it.
+load column showing it. --plot DIR also draws each row's times,
+tapeloop's against its peer's run by run, into DIR (tapeloop plot).
 """
 import argparse
 import contextlib
@@ -577,6 +578,9 @@ def main():
     ap.add_argument("--markdown", help="also write the table to this Markdown file")
     ap.add_argument("--baseline", help="another build of tapeloop, run interleaved with this one on every "
                     "row: its times and its time over this build's, best / median (above 1: this build is faster)")
+    ap.add_argument("--plot", metavar="DIR",
+                    help="also draw each row's times, tapeloop's against its peer's run by run, "
+                    "as DIR/ROW.png (with tapeloop plot)")
     ap.add_argument("--busy", type=int, default=0, metavar="N",
                     help="run N processes that only spin beside the rows, for the figures under load "
                     "(each adds about 1 to the load average)")
@@ -633,9 +637,49 @@ def main():
             f.write(f"\n{RATIO}\n")
             for note in notes:
                 f.write(f"\nNote: {note}.\n")
+    if args.plot:
+        for path in plot_rows(os.path.abspath(args.tapeloop), rows, args.plot):
+            print(f"  drew {path}", file=sys.stderr)
     bad = [r["workload"] for r in rows if not r["ok"]]
     if bad:
         sys.exit(f"compare: results disagree beyond their tolerance for {', '.join(bad)}")
+
+
+def slug(text):
+    """text as a file name: lowercase words joined by hyphens."""
+    words = "".join(c if c.isascii() and c.isalnum() else " " for c in text.lower()).split()
+    return "-".join(words) or "row"
+
+
+def plot_rows(tl, rows, out_dir):
+    """Draws each row's times, run by run (tapeloop, its peer and, with
+    --baseline, the baseline build), with tapeloop plot: writes
+    out_dir/ROW.csv (series,iteration,seconds) and out_dir/ROW.png, and
+    returns the figures' paths."""
+    import csv
+    os.makedirs(out_dir, exist_ok=True)
+    drawn, seen = [], set()
+    for r in rows:
+        name = slug(f"{r['workload']} {r['size']}")
+        while name in seen:
+            name += "-again"
+        seen.add(name)
+        table = os.path.join(out_dir, name + ".csv")
+        with open(table, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["series", "iteration", "seconds"])
+            for series, times in (("tapeloop", r["tl_s"]), ("tapeloop baseline", r.get("base_s") or []),
+                                  (r["peer"], r["peer_s"])):
+                for i, t in enumerate(times):
+                    w.writerow([series, i + 1, repr(t)])
+        unit = r.get("unit", "s").replace("s/", "ms per ", 1) if r.get("unit", "").startswith("s/") else "ms"
+        fig = os.path.join(out_dir, name + ".png")
+        title = f"{r['workload']}, {r['size']}: {unit}"
+        p = subprocess.run([tl, "plot", table, "--out", fig, "--title", title], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"compare: --plot: {p.stderr.strip()}")
+        drawn.append(fig)
+    return drawn
 
 
 # Helpers: each runs in its own process (see helper above).

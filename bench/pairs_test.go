@@ -79,6 +79,9 @@ func agree(b *testing.B, what string, got, want []float32, rel float64) {
 
 // pairKind runs naive or planned iterations, each of units items.
 func pairKind(b *testing.B, naive, planned func() []float32, units float64, unit string) {
+	if flatCost(b, naive, planned) {
+		return
+	}
 	b.Run("kind=naive", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

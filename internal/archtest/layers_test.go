@@ -36,6 +36,8 @@ var rules = []rule{
 		"what the kernels report (tapeloop info) is printed by the CLI, not the engine"},
 	{"graphs/...", []string{"internal/filejob/...", "capi/...", "cmd/..."}, true,
 		"workloads know nothing of files, the C ABI or the CLI"},
+	{"internal/plot/...", []string{"graphs/...", "ops/...", "internal/engine/...", "internal/filejob/...", "cuda/..."}, true,
+		"figures are drawn from the files the workloads write, with no workload or engine linked"},
 	{"ops/...", []string{"graphs/...", "internal/engine/...", "internal/filejob/...", "cmd/...", "capi/..."}, true,
 		"ops are below the workloads and the engine"},
 }
