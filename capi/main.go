@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -375,16 +376,16 @@ func (e deviceFields) open() (*engine.Device, error) { return engineFields{devic
 
 // open opens the device the config names, as the CLI's flags would.
 func (e engineFields) open() (*engine.Device, error) {
-	eng := engine.Engine{Device: e.Device, Batch: e.Batch, Dtype: e.Dtype}
-	if e.MemLimit != "" && e.MemLimit != "0" {
-		b, err := engine.ParseSize(e.MemLimit)
-		if err != nil {
-			return nil, fmt.Errorf("--mem-limit %q: %w", e.MemLimit, err)
-		}
-		eng.MemLimit = b
+	set := engine.Settings{Device: e.Device, Batch: e.Batch, Dtype: e.Dtype, MemLimit: e.MemLimit}
+	if set.MemLimit == "0" { // the C ABI's zero, as its other options': the default
+		set.MemLimit = ""
 	}
 	if e.GPU != nil {
-		eng.GPUs = []int{*e.GPU}
+		set.Devices = strconv.Itoa(*e.GPU)
+	}
+	eng, err := set.Engine()
+	if err != nil {
+		return nil, err
 	}
 	return engine.Open(eng)
 }

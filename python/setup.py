@@ -8,7 +8,7 @@ tagged for this platform and any Python 3 (py3-none-linux_x86_64): the
 library is machine code but no Python extension. Its version is
 internal/version/VERSION's, the release `tapeloop --version` prints.
 
-check_go and the constants here are imported by tests/test_setup.py;
+check_go and the constants here are imported by tests/test_packaging.py;
 setup() runs only when pip (or python setup.py) runs this file.
 """
 import os

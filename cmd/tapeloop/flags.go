@@ -138,35 +138,25 @@ type engineOpts struct {
 	trace      string
 }
 
-// engineConfig reads the engine flags; engine.Engine.Validate checks them.
+// engineConfig reads the engine flags into engine.Settings and parses them
+// as the C ABI does (Settings.Engine); engine.Engine.Validate checks them.
 func engineConfig(c *cli.Context) (engineOpts, error) {
 	e := engineOpts{
 		report: c.String(reportFlag.Name), quiet: c.Bool(quietFlag.Name),
 		cpuprofile: c.String(cpuProfFlag.Name), memprofile: c.String(memProfFlag.Name), trace: c.String(traceFlag.Name),
 	}
-	e.Device = c.String(deviceFlag.Name)
-	if s := c.String(devicesFlag.Name); s != "" {
-		gpus, err := engine.ParseGPUs(s)
-		if err != nil {
-			return e, fmt.Errorf("--devices %q: %w", s, err)
-		}
-		e.GPUs = gpus
+	var set engine.Settings
+	var skip []string
+	if !hasFlag(c, dtypeFlag) { // a command whose --dtype means something else has its own
+		skip = append(skip, dtypeFlag.Name)
 	}
-	if hasFlag(c, dtypeFlag) { // a command whose --dtype means something else has its own
-		e.Dtype = c.String(dtypeFlag.Name)
+	readConfig(c, &set, skip...)
+	if c.IsSet(batchFlag.Name) && set.Batch < 1 { // 0 is the planner's choice only by default
+		return e, fmt.Errorf("--batch %d: must be at least 1", set.Batch)
 	}
-	if s := c.String(memLimitFlag.Name); s != "" {
-		b, err := engine.ParseSize(s)
-		if err != nil {
-			return e, fmt.Errorf("--mem-limit: %w", err)
-		}
-		e.MemLimit = b
-	}
-	if c.IsSet(batchFlag.Name) {
-		e.Batch = c.Int(batchFlag.Name)
-		if e.Batch < 1 {
-			return e, fmt.Errorf("--batch %d: must be at least 1", e.Batch)
-		}
+	var err error
+	if e.Engine, err = set.Engine(); err != nil {
+		return e, err
 	}
 	e.Verbose = c.Bool(verboseFlag.Name)
 	e.Log, e.Warn = os.Stderr, os.Stderr

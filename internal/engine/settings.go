@@ -16,3 +16,28 @@ type Settings struct {
 	Devices string `flag:"devices" json:"-" env:"TAPELOOP_DEVICES" help:"with --device cuda: the GPUs to spread batches over, e.g. 0,1,2,3 (default 0)"`
 	Dtype   string `flag:"dtype" json:"dtype" default:"float32" help:"element type of the computation: float32 or float64"`
 }
+
+// Engine parses the settings into an Engine, as every front end does: an
+// empty MemLimit is the default limit (DefaultMemLimit), Devices a
+// comma-separated list of GPU ordinals, Batch 0 the planner's choice.
+// Its errors name the settings by their flags and match ErrEngine;
+// Engine.Validate checks the rest (the device and dtype names, the
+// batch's bounds).
+func (s Settings) Engine() (Engine, error) {
+	e := Engine{Device: s.Device, Batch: s.Batch, Dtype: s.Dtype}
+	if s.Devices != "" {
+		gpus, err := ParseGPUs(s.Devices)
+		if err != nil {
+			return e, engineErrorf("--devices: %v", err)
+		}
+		e.GPUs = gpus
+	}
+	if s.MemLimit != "" {
+		b, err := ParseSize(s.MemLimit)
+		if err != nil {
+			return e, engineErrorf("--mem-limit: %v", err)
+		}
+		e.MemLimit = b
+	}
+	return e, nil
+}
