@@ -1,6 +1,7 @@
 package register
 
 import (
+	"errors"
 	"fmt"
 
 	G "gorgonia.org/gorgonia"
@@ -23,6 +24,7 @@ type Level struct {
 
 	g          *G.ExprGraph
 	m          G.VM
+	tape       onCaller // m
 	theta      *tensor.Dense
 	loss, grad *G.Node
 	images     *G.Node
@@ -116,18 +118,21 @@ func newLevel(p *Problem, cfg Config, vol *volume.Volume, f int) (*Level, error)
 	}
 	l.grad = grads[0]
 	l.m = G.NewTapeMachine(l.g)
+	var ok bool
+	if l.tape, ok = l.m.(onCaller); !ok {
+		l.m.Close()
+		return nil, errors.New("register: gorgonia's TapeMachine has no RunOnCaller: build with the replace directive of tapeloop's go.mod")
+	}
 	return l, nil
 }
 
-// run replays the tape once on the calling goroutine, as the engine does
-// (RunOnCaller, which tapeloop's copy of gorgonia adds), and with RunAll
-// on a machine without it.
-func (l *Level) run() error {
-	if m, ok := l.m.(interface{ RunOnCaller() error }); ok {
-		return m.RunOnCaller()
-	}
-	return l.m.RunAll()
-}
+// onCaller is a TapeMachine that runs its tape on the calling goroutine,
+// as the engine runs its own: RunOnCaller, which tapeloop's copy of
+// gorgonia (third_party/gorgonia) adds.
+type onCaller interface{ RunOnCaller() error }
+
+// run replays the tape once on the calling goroutine.
+func (l *Level) run() error { return l.tape.RunOnCaller() }
 
 // Eval returns the loss and its gradient at the parameters p: one replay
 // of the level's tape.
