@@ -654,7 +654,7 @@ def slug(text):
 def plot_rows(tl, rows, out_dir):
     """Draws each row's times, run by run (tapeloop, its peer and, with
     --baseline, the baseline build), with tapeloop plot: writes
-    out_dir/ROW.csv (series,iteration,seconds) and out_dir/ROW.png, and
+    out_dir/ROW.csv (series,run,seconds) and out_dir/ROW.png, and
     returns the figures' paths."""
     import csv
     os.makedirs(out_dir, exist_ok=True)
@@ -667,7 +667,7 @@ def plot_rows(tl, rows, out_dir):
         table = os.path.join(out_dir, name + ".csv")
         with open(table, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["series", "iteration", "seconds"])
+            w.writerow(["series", "run", "seconds"])
             for series, times in (("tapeloop", r["tl_s"]), ("tapeloop baseline", r.get("base_s") or []),
                                   (r["peer"], r["peer_s"])):
                 for i, t in enumerate(times):

@@ -74,10 +74,10 @@ func readCSV(path string, cfg Config) (figure, error) {
 		kind = "wavelet"
 	case has("step", "level", "loss", "rx", "ry", "rz", "tx", "ty", "tz"):
 		kind = "trace"
-	case has("series", "iteration", "seconds"):
+	case has("series", "iteration", "seconds"), has("series", "run", "seconds"):
 		kind = "times"
 	default:
-		return figure{}, fmt.Errorf("%s: %w: not a wavelet CSV (theta,phi,xi,…), a registration trace (step,level,loss,rx,…) or a times CSV (series,iteration,seconds): its header is %q",
+		return figure{}, fmt.Errorf("%s: %w: not a wavelet CSV (theta,phi,xi,…), a registration trace (step,level,loss,rx,…) or a times CSV (series,iteration,seconds or series,run,seconds): its header is %q",
 			path, ErrInput, strings.Join(t.header, ","))
 	}
 	if column != "" && kind != "wavelet" {

@@ -23,7 +23,7 @@ type Config struct {
 	Out string
 	// Column is the wavelet CSV column drawn; "" is energy.
 	Column string
-	// Title is a times figure's title; "" is "time per iteration".
+	// Title is a times figure's title; "" is "time per iteration" (or run).
 	Title string
 	// Width and Height are the figure's size in pixels (PNG) or points
 	// (SVG); zero takes the figure kind's own.

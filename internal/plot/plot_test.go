@@ -47,6 +47,7 @@ var kinds = []struct {
 	{"trace", writeTrace, Config{}},
 	{"times", writeTimes, Config{}},
 	{"times-log", writeTimesSpread, Config{}},
+	{"times-runs", writeTimesRuns, Config{}},
 }
 
 // TestFigures draws every kind from fresh random data, of odd sizes, as
@@ -358,6 +359,19 @@ func writeTimes(t *testing.T, dir string, rng *rand.Rand) (string, []string) {
 		}
 	}
 	return writeText(t, filepath.Join(dir, "times.csv"), b.String()), []string{"time per iteration", "iteration", "ms", "planned", "naive"}
+}
+
+// writeTimesRuns writes a table by runs, as make compare PLOT=DIR does:
+// the x axis is named run.
+func writeTimesRuns(t *testing.T, dir string, rng *rand.Rand) (string, []string) {
+	var b strings.Builder
+	b.WriteString("series,run,seconds\n")
+	for _, s := range []string{"tapeloop", "numpy"} {
+		for i := range 3 + rng.IntN(3) {
+			fmt.Fprintf(&b, "%s,%d,%v\n", s, i+1, 0.01+0.01*rng.Float64())
+		}
+	}
+	return writeText(t, filepath.Join(dir, "runs.csv"), b.String()), []string{"time per run", "run", "ms", "tapeloop", "numpy"}
 }
 
 // writeTimesSpread writes two pairs of series a thousand times apart: the

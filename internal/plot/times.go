@@ -11,15 +11,21 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// times is a table of timings: per series, seconds per iteration.
+// times is a table of timings: per series, seconds per iteration (or
+// per run: the x axis is named for the table's column).
 type times struct {
 	names []string // in order of first appearance
 	xy    map[string]plotter.XYs
 	title string
+	x     string // "iteration" or "run"
 }
 
 func readTimes(t table, title string) (figure, error) {
-	it, err := t.floats("iteration")
+	x := "iteration"
+	if t.col(x) < 0 {
+		x = "run"
+	}
+	it, err := t.floats(x)
 	if err != nil {
 		return figure{}, err
 	}
@@ -28,9 +34,9 @@ func readTimes(t table, title string) (figure, error) {
 		return figure{}, err
 	}
 	s := t.col("series")
-	ts := times{xy: map[string]plotter.XYs{}, title: title}
+	ts := times{xy: map[string]plotter.XYs{}, title: title, x: x}
 	if ts.title == "" {
-		ts.title = "time per iteration"
+		ts.title = "time per " + x
 	}
 	for i, r := range t.rows {
 		name := strings.TrimSpace(r[s])
@@ -70,7 +76,7 @@ func (ts times) draw(dc draw.Canvas) {
 	if log {
 		y = "ms (log scale)"
 	}
-	p := newPlot(ts.title, "iteration", y)
+	p := newPlot(ts.title, ts.x, y)
 	p.Legend.Top = true
 	colour := map[string]int{}
 	for _, name := range ts.names {
