@@ -42,7 +42,7 @@ CASES = [
     ("theta NaN", lambda: tapeloop.wavelet(V, [np.nan], 0, 1), r"wavelet: angles θ = NaN, φ = 0 must be finite"),
     ("theta 2-D", lambda: tapeloop.wavelet(V, np.zeros((2, 2)), 0, 1), r"^theta=: shape \(2, 2\)"),
     ("boundary", lambda: tapeloop.Wavelet(V, boundary="mirror"), r'^boundary=: unknown boundary "mirror"'),
-    ("mem_limit", lambda: tapeloop.affinity(np.ones((5, 3)), mem_limit="-5"), r'^mem_limit= "-5": bad size'),
+    ("mem_limit", lambda: tapeloop.affinity(np.ones((5, 3)), mem_limit="-5"), r'^mem_limit=: bad size "-5"'),
     ("dtype", lambda: tapeloop.Affinity(shape=(3, 3), dtype="int8"), r"dtype"),
     ("device", lambda: tapeloop.DRR(V, detector=(2, 2), device="tpu"), r'^device= "tpu": want cpu or cuda$'),
     ("mem_limit of words", lambda: tapeloop.Interp(np.ones((2, 5)), mem_limit="lots"), r"^mem_limit="),
